@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The library context: the sysfs root every access is relative to, the
+ * libpci handle for names and capabilities, and the log callback.
+ *
+ * There is no global state in libsvff; everything hangs off a context.
+ * A context may be used from several threads as long as each call is
+ * self-contained (all calls are, except svff_ctx_set_*). */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+struct svff_ctx;
+
+typedef void (*svff_log_fn)(void *userdata, int priority, const char *file, int line,
+                            const char *fn, const char *format, va_list args);
+
+/* Opens the sysfs tree at sysfs_root ("/sys" when NULL) as a directory fd
+ * (O_PATH|O_DIRECTORY|O_CLOEXEC). Returns -ENOENT/-ENOTDIR/-EACCES from
+ * open(). libpci is set up lazily, on the first name lookup. */
+int svff_ctx_new(const char *sysfs_root, struct svff_ctx **ret);
+struct svff_ctx *svff_ctx_ref(struct svff_ctx *ctx);
+struct svff_ctx *svff_ctx_unref(struct svff_ctx *ctx);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_ctx *, svff_ctx_unref);
+
+/* Borrowed: valid for the life of ctx. */
+int svff_ctx_get_rootfd(struct svff_ctx *ctx);
+const char *svff_ctx_get_root(struct svff_ctx *ctx);
+
+/* priority is syslog's (LOG_ERR ... LOG_DEBUG); messages above the
+ * threshold are dropped. The library logs at LOG_DEBUG only. */
+void svff_ctx_set_log_fn(struct svff_ctx *ctx, svff_log_fn fn, void *userdata);
+void svff_ctx_set_log_priority(struct svff_ctx *ctx, int priority);
+int svff_ctx_get_log_priority(struct svff_ctx *ctx);
+
+/* Number of deadline-bounded sysfs writes that timed out and are still
+ * blocked in the kernel (see svff_sysfs_write_deadline()). */
+unsigned svff_ctx_get_stuck_writes(struct svff_ctx *ctx);
+
+void svff_ctx_log(struct svff_ctx *ctx, int priority, const char *file, int line,
+                  const char *fn, const char *format, ...) _printf_(6, 7);
+
+#define svff_log_debug(ctx, ...) \
+        svff_ctx_log((ctx), 7 /* LOG_DEBUG */, __FILE__, __LINE__, __func__, __VA_ARGS__)

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Discovery: the PCI/SR-IOV model read from sysfs.
+ *
+ * A PF is any device under bus/pci/devices with sriov_totalvfs. Its VFs
+ * are found through its virtfn<i> links (not by address arithmetic: the
+ * links are what the kernel created). Everything is a snapshot: nothing
+ * here caches or watches. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "context.h"
+#include "error.h"
+#include "pciaddr.h"
+
+struct svff_vf {
+        unsigned index;                          /* virtfn<index> */
+        char address[SVFF_PCI_ADDR_STRLEN];
+        char *driver;                            /* NULL when unbound */
+        char *driver_override;                   /* NULL when "(null)" */
+        int iommu_group;                         /* -1 without IOMMU */
+};
+
+struct svff_pf {
+        char address[SVFF_PCI_ADDR_STRLEN];
+        uint16_t vendor_id;
+        uint16_t device_id;
+        uint32_t class;                          /* 0xccsspp */
+        char *vendor_name;                       /* from pci.ids via libpci */
+        char *device_name;
+        unsigned totalvfs;
+        unsigned numvfs;
+        unsigned offset;
+        unsigned stride;
+        uint16_t vf_device_id;
+        char *driver;                            /* NULL when unbound */
+        bool autoprobe;                          /* sriov_drivers_autoprobe */
+        int numa_node;                           /* -1 when none */
+        int iommu_group;                         /* -1 without IOMMU */
+        char *netdev;                            /* first net/ entry or NULL */
+
+        struct svff_vf *vfs;                     /* n_vfs entries, by index */
+        size_t n_vfs;
+};
+
+/* Loads the PF at address (any accepted spelling; stored canonical).
+ *   -EINVAL     not a PCI address
+ *   -ENODEV     no such device
+ *   -EOPNOTSUPP the device has no SR-IOV capability (or is itself a VF)
+ * err names the device and says what to do. */
+int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
+                 struct svff_error *err);
+void svff_pf_free(struct svff_pf *pf);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_pf *, svff_pf_free);
+
+/* Every SR-IOV PF on the host, sorted by address. */
+int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
+                 struct svff_error *err);
+void svff_pf_list_free(struct svff_pf **pfs, size_t n);
+
+/* Loads one VF by address. ret_pf_address (optional) receives its PF.
+ *   -EINVAL not a PCI address, -ENODEV no such device,
+ *   -EOPNOTSUPP the device is not a VF. */
+int svff_vf_load(struct svff_ctx *ctx, const char *address, struct svff_vf *ret,
+                 char ret_pf_address[static SVFF_PCI_ADDR_STRLEN], struct svff_error *err);
+/* Frees the strings inside vf (not vf itself). */
+void svff_vf_done(struct svff_vf *vf);
+
+/* Looks up a VF of pf by address; NULL when absent. Borrowed. */
+const struct svff_vf *svff_pf_find_vf(const struct svff_pf *pf, const char *address);

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The crash-safe state store: one JSON document, STATE_DIR/store.json,
+ *
+ *   { "schema": 1, "generation": N,
+ *     "pfs":      { "<PF>": { "numvfs": N, "vf_driver": "vfio-pci" } },
+ *     "vfs":      { "<VF>": { "pf": "<PF>", "index": N,
+ *                             "original_driver": "qdma-vf" | null,
+ *                             "driver": "vfio-pci" } },
+ *     "assignments": { "<VF>": { ... } },   (later: domain, guest address)
+ *     "journal":  null | { "op": "...", ... } }
+ *
+ * replaced atomically: write store.json.tmp, fsync, keep the current file
+ * as store.json.prev (a hard link), rename the temp over store.json,
+ * fsync the directory. A store that cannot be read exactly (truncated,
+ * corrupt, wrong types, newer schema) is never overwritten: open fails
+ * with a message naming the file and the way out.
+ *
+ * Not thread-safe: the daemon keeps it on its main thread. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "error.h"
+
+#define SVFF_STORE_SCHEMA 1
+#define SVFF_STORE_FILE "store.json"
+
+struct svff_store;
+
+/* Loads STATE_DIR/store.json (an empty store at generation 0 when absent;
+ * state_dir is created 0700 if missing). Never writes the file.
+ *   -EBADMSG         truncated or corrupt JSON, or fields of wrong types
+ *   -EPROTONOSUPPORT schema newer than SVFF_STORE_SCHEMA
+ *   -errno           open/read failures */
+int svff_store_open(const char *state_dir, struct svff_store **ret, struct svff_error *err);
+void svff_store_free(struct svff_store *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_store *, svff_store_free);
+
+/* Same checks, on a buffer (fuzzing, tests). */
+int svff_store_parse(const char *data, size_t len, struct json_object **ret,
+                     struct svff_error *err);
+
+const char *svff_store_path(struct svff_store *s);
+uint64_t svff_store_generation(struct svff_store *s);
+
+/* Writes the document as generation+1. On failure (-ENOSPC, -EIO, ...) the
+ * generation is unchanged and store.json still holds the previous,
+ * valid document. */
+int svff_store_commit(struct svff_store *s, struct svff_error *err);
+
+/* Sections of the document, borrowed (an object, never NULL); callers
+ * edit them in place and then commit. */
+struct json_object *svff_store_pfs(struct svff_store *s);
+struct json_object *svff_store_vfs(struct svff_store *s);
+struct json_object *svff_store_assignments(struct svff_store *s);
+
+/* Typed helpers for the records above. */
+int svff_store_set_pf(struct svff_store *s, const char *pf, unsigned numvfs, const char *vf_driver);
+int svff_store_set_vf(struct svff_store *s, const char *vf, const char *pf, unsigned index,
+                      const char *original_driver, const char *driver);
+/* Returns 1 and the stored original driver (borrowed, may be NULL), or 0
+ * when vf has no record. */
+int svff_store_get_vf(struct svff_store *s, const char *vf, const char **ret_pf,
+                      const char **ret_original_driver);
+void svff_store_remove_vf(struct svff_store *s, const char *vf);
+
+/* The operation in progress, or NULL. set takes ownership of op. */
+struct json_object *svff_store_journal(struct svff_store *s);
+void svff_store_set_journal(struct svff_store *s, struct json_object *op);
