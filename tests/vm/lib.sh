@@ -1,0 +1,153 @@
+# Helpers for VM-tier scenarios (sourced inside the guest by run-inside).
+# Each check prints what it checks; the first broken one ends the scenario
+# with a message saying what was expected and what was found.
+#
+# Environment: SVFF_VM_SRCDIR, SVFF_VM_BUILDDIR (the host's trees, read-only
+# here), SVFF_VM_RUNDIR (shared with the host, kept after the run),
+# SVFF_VM_VFS (the PF's sriov_max_vfs).
+
+vm_t0=$(cut -d' ' -f1 /proc/uptime)
+vm_checks=0
+vm_cleanups=""
+
+vm_now() { cut -d' ' -f1 /proc/uptime; }
+
+# vm_log MESSAGE: a progress line with the guest's uptime.
+vm_log() { echo "[$(vm_now)] $*"; }
+
+vm_fail() {
+        echo "FAILED: $*" >&2
+        exit 1
+}
+
+# vm_skip REASON: the scenario cannot run here (exit 77).
+vm_skip() {
+        echo "SKIP: $*"
+        exit 77
+}
+
+# assert_eq WHAT EXPECTED ACTUAL
+assert_eq() {
+        vm_checks=$((vm_checks + 1))
+        if [ "$2" = "$3" ]; then
+                echo "ok: $1 = '$3'"
+        else
+                vm_fail "$1: expected '$2', got '$3'"
+        fi
+}
+
+# assert_true WHAT COMMAND...: COMMAND must succeed.
+assert_true() {
+        what=$1
+        shift
+        vm_checks=$((vm_checks + 1))
+        if "$@"; then
+                echo "ok: $what"
+        else
+                vm_fail "$what (command failed: $*)"
+        fi
+}
+
+# assert_exists PATH and assert_missing PATH (symlinks count as present)
+assert_exists() {
+        vm_checks=$((vm_checks + 1))
+        if [ -e "$1" ] || [ -L "$1" ]; then echo "ok: $1 exists"; else vm_fail "$1 does not exist"; fi
+}
+assert_missing() {
+        vm_checks=$((vm_checks + 1))
+        if [ -e "$1" ] || [ -L "$1" ]; then vm_fail "$1 exists, expected it gone"; else echo "ok: $1 absent"; fi
+}
+
+# vm_cleanup COMMAND: run at exit, last registered first.
+vm_cleanup() { vm_cleanups="$1; $vm_cleanups"; }
+
+vm_exit() {
+        rc=$?
+        set +e
+        trap - EXIT
+        eval "$vm_cleanups"
+        vm_save_caps
+        exit "$rc"
+}
+
+vm_begin() {
+        trap vm_exit EXIT
+        vm_log "scenario $SVFF_VM_NAME: kernel $(uname -r), $SVFF_VM_VFS VFs max"
+}
+
+vm_end() {
+        vm_log "scenario $SVFF_VM_NAME: $vm_checks checks passed"
+}
+
+# vm_wait SECONDS COMMAND...: poll COMMAND every 0.1 s until it succeeds.
+vm_wait() {
+        n=$(($1 * 10))
+        shift
+        while ! "$@" 2>/dev/null; do
+                n=$((n - 1))
+                [ "$n" -gt 0 ] || return 1
+                sleep 0.1
+        done
+}
+
+# vm_nvme_pf: the emulated NVMe PF's address (QEMU's 1b36:0010).
+vm_nvme_pf() {
+        for d in /sys/bus/pci/devices/*; do
+                if [ "$(cat "$d/vendor")" = 0x1b36 ] && [ "$(cat "$d/device")" = 0x0010 ] &&
+                   [ -e "$d/sriov_totalvfs" ]; then
+                        basename "$d"
+                        return 0
+                fi
+        done
+        return 1
+}
+
+# vm_svff_bin NAME: path of a host-built program, or skip if not built.
+vm_svff_bin() {
+        for p in "$SVFF_VM_BUILDDIR/daemon/$1" "$SVFF_VM_BUILDDIR/cli/$1" "$SVFF_VM_BUILDDIR/tests/vm/$1"; do
+                [ -x "$p" ] && { echo "$p"; return 0; }
+        done
+        return 1
+}
+
+# vm_svffd_start: svffd against the real sysfs, state on tmpfs.
+vm_svffd_start() {
+        svffd=$(vm_svff_bin svffd) || vm_fail "no svffd in $SVFF_VM_BUILDDIR: build it first"
+        svffctl=$(vm_svff_bin svffctl) || vm_fail "no svffctl in $SVFF_VM_BUILDDIR: build it first"
+        SVFF_SOCKET=/run/svff.sock
+        export SVFF_SOCKET
+        mkdir -p /run/svff-state
+        "$svffd" --sysfs-root /sys --state-dir /run/svff-state --socket "$SVFF_SOCKET" \
+                --config /dev/null >"$SVFF_VM_RUNDIR/svffd.log" 2>&1 &
+        svffd_pid=$!
+        vm_cleanup "kill $svffd_pid 2>/dev/null; wait $svffd_pid 2>/dev/null"
+        vm_wait 20 test -S "$SVFF_SOCKET" || vm_fail "svffd did not create $SVFF_SOCKET (log: svffd.log)"
+        vm_log "svffd running (pid $svffd_pid)"
+}
+
+# svffctl ARGS...: the host-built CLI against the guest's daemon.
+svffctl() { "$svffctl" --socket "$SVFF_SOCKET" "$@"; }
+
+# vm_libvirtd_start: a real libvirtd with the QEMU capabilities cached by
+# earlier runs (ready in 3-4 s instead of 9-12 s).
+vm_libvirtd_start() {
+        mkdir -p /run/libvirt /var/log/libvirt/qemu /var/lib/libvirt/qemu \
+                 /var/cache/libvirt/qemu/capabilities
+        if [ -d "$SVFF_VM_RUNDIR/libvirt-caps" ]; then
+                cp -a "$SVFF_VM_RUNDIR/libvirt-caps/." /var/cache/libvirt/qemu/capabilities/
+        fi
+        vm_libvirt_used=1
+        virtlogd -d
+        libvirtd -d
+        vm_wait 60 virsh -c qemu:///system version >/dev/null ||
+                vm_fail "libvirtd did not answer within 60 s"
+        vm_log "libvirtd ready"
+}
+
+vm_save_caps() {
+        [ "${vm_libvirt_used:-0}" = 1 ] || return 0
+        d=/var/cache/libvirt/qemu/capabilities
+        [ -n "$(ls -A "$d" 2>/dev/null)" ] || return 0
+        mkdir -p "$SVFF_VM_RUNDIR/libvirt-caps-out"
+        cp -a "$d/." "$SVFF_VM_RUNDIR/libvirt-caps-out/"
+}
