@@ -41,8 +41,25 @@ int svff_ctx_get_log_priority(struct svff_ctx *ctx);
  * blocked in the kernel (see svff_sysfs_write_deadline()). */
 unsigned svff_ctx_get_stuck_writes(struct svff_ctx *ctx);
 
+/* Use path instead of libpci's compiled-in pci.ids (tests; hosts with
+ * their own copy). Drops a libpci handle already set up, so it takes
+ * effect at the next lookup. -ENOMEM. */
+int svff_ctx_set_pci_ids_path(struct svff_ctx *ctx, const char *path);
+
 void svff_ctx_log(struct svff_ctx *ctx, int priority, const char *file, int line,
                   const char *fn, const char *format, ...) _printf_(6, 7);
 
 #define svff_log_debug(ctx, ...) \
         svff_ctx_log((ctx), 7 /* LOG_DEBUG */, __FILE__, __LINE__, __func__, __VA_ARGS__)
+
+/* Internal, for the library's own modules. */
+
+/* The libpci handle slot (NULL until pcinames.c sets it up) and the ids
+ * path, under the context's libpci lock: libpci handles are not
+ * thread-safe. Every acquire is paired with a release. */
+void **svff_ctx_pci_acquire(struct svff_ctx *ctx, const char **ret_ids_path);
+void svff_ctx_pci_release(struct svff_ctx *ctx);
+
+/* The stuck-writes counter behind svff_ctx_get_stuck_writes() (sysfs.c). */
+void svff_ctx_stuck_writes_inc(struct svff_ctx *ctx);
+void svff_ctx_stuck_writes_dec(struct svff_ctx *ctx);

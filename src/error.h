@@ -9,6 +9,8 @@
  * layer knows the most precise story, outer layers only add one when
  * none is there yet. */
 
+#include <stdbool.h>
+
 #include "macro.h"
 
 struct svff_error {

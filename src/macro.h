@@ -37,6 +37,12 @@ static inline void freep(void *p) {
         free(*(void **) p);
 }
 
+/* Frees p and returns NULL: "p = mfree(p);" */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 static inline void closep(int *fd) {
         if (*fd >= 0) {
                 int saved = errno;

@@ -6,8 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* "dddd:bb:ss.f" plus NUL; a fixed format, so a fixed buffer is exact. */
-#define SVFF_PCI_ADDR_STRLEN 13
+/* "dddd:bb:ss.f" plus NUL, with room for the 32-bit domains VMD uses
+ * ("10000:00:00.0"): the format is fixed, so a fixed buffer is exact. */
+#define SVFF_PCI_ADDR_STRLEN 17
 
 struct svff_pci_addr {
         uint32_t domain;  /* 16 bits on most hosts; VMD uses 32 */
@@ -16,8 +17,9 @@ struct svff_pci_addr {
         uint8_t func;     /* 0..7 */
 };
 
-/* Accepts "dddd:bb:ss.f" and the short "bb:ss.f" (domain 0), hex digits in
- * either case, nothing else (no whitespace, no trailing text).
+/* Accepts "dddd:bb:ss.f" (4 to 8 domain digits) and the short "bb:ss.f"
+ * (domain 0), hex digits in either case, slot <= 1f, function <= 7,
+ * nothing else (no whitespace, no trailing text).
  * Returns -EINVAL for anything else; *ret untouched on failure. */
 int svff_pci_addr_parse(const char *s, struct svff_pci_addr *ret);
 

@@ -30,6 +30,8 @@ int svff_sysfs_readf(int rootfd, char **ret, const char *fmt, ...) _printf_(3, 4
  * "0x" hex, else decimal). -EINVAL on garbage, -ERANGE on overflow. */
 int svff_sysfs_read_u64(int rootfd, const char *path, uint64_t *ret);
 int svff_sysfs_read_int(int rootfd, const char *path, int *ret);
+/* Hex with or without "0x": sriov_vf_device prints "%x", vendor "0x%04x". */
+int svff_sysfs_read_hex(int rootfd, const char *path, uint64_t *ret);
 int svff_sysfs_read_bool(int rootfd, const char *path, bool *ret);
 
 /* Writes value in one write(2) (sysfs takes one store per write).
@@ -52,6 +54,13 @@ int svff_sysfs_readlink_base(int rootfd, const char *path, char **ret);
 /* Whether path exists (faccessat F_OK without following the last link).
  * Returns 1, 0, or -errno for errors other than ENOENT. */
 int svff_sysfs_exists(int rootfd, const char *path);
+
+/* Opens path as a directory (O_PATH|O_DIRECTORY|O_CLOEXEC, following
+ * links) and returns the fd, which the caller owns. Every function here
+ * takes such an fd in place of rootfd, so a device's attributes can be
+ * read relative to its own directory: one path walk instead of one per
+ * attribute. */
+int svff_sysfs_open_dir(int rootfd, const char *path);
 
 /* Directory entries of path, sorted, excluding "." and "..";
  * a NULL-terminated strv (free with strv_free). */

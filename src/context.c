@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "context.h"
+#include "pcinames.h"
+
+struct svff_ctx {
+        atomic_uint n_ref;
+        int rootfd;
+        char *root;               /* absolute, for libpci's sysfs.path */
+
+        svff_log_fn log_fn;
+        void *log_userdata;
+        int log_priority;
+
+        /* Writes left behind by svff_sysfs_write_deadline(); their threads
+         * hold a reference, so the counter outlives every one of them. */
+        atomic_uint stuck_writes;
+
+        pthread_mutex_t pci_lock;
+        void *pci_access;         /* struct pci_access *, lazily */
+        char *pci_ids_path;       /* NULL: libpci's default */
+};
+
+static void log_stderr(void *userdata, int priority, const char *file, int line,
+                       const char *fn, const char *format, va_list args) {
+        fprintf(stderr, "libsvff: %s: ", fn);
+        vfprintf(stderr, format, args);
+        fputc('\n', stderr);
+}
+
+int svff_ctx_new(const char *sysfs_root, struct svff_ctx **ret) {
+        _cleanup_(svff_ctx_unrefp) struct svff_ctx *ctx = NULL;
+
+        if (!ret)
+                return -EINVAL;
+        if (!sysfs_root)
+                sysfs_root = "/sys";
+
+        ctx = calloc(1, sizeof(*ctx));
+        if (!ctx)
+                return -ENOMEM;
+        atomic_init(&ctx->n_ref, 1);
+        atomic_init(&ctx->stuck_writes, 0);
+        ctx->rootfd = -EBADF;
+        ctx->log_fn = log_stderr;
+        ctx->log_priority = LOG_ERR;
+        pthread_mutex_init(&ctx->pci_lock, NULL);
+
+        ctx->rootfd = open(sysfs_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (ctx->rootfd < 0)
+                return -errno;
+
+        /* libpci takes a path, not an fd: give it the resolved one, so a
+         * relative root or a later chdir() cannot point it elsewhere. */
+        ctx->root = realpath(sysfs_root, NULL);
+        if (!ctx->root)
+                return negative_errno();
+
+        *ret = TAKE_PTR(ctx);
+        return 0;
+}
+
+struct svff_ctx *svff_ctx_ref(struct svff_ctx *ctx) {
+        if (ctx)
+                atomic_fetch_add(&ctx->n_ref, 1);
+        return ctx;
+}
+
+struct svff_ctx *svff_ctx_unref(struct svff_ctx *ctx) {
+        if (!ctx)
+                return NULL;
+        if (atomic_fetch_sub(&ctx->n_ref, 1) > 1)
+                return NULL;
+
+        svff_pci_access_free(ctx->pci_access);
+        pthread_mutex_destroy(&ctx->pci_lock);
+        free(ctx->pci_ids_path);
+        free(ctx->root);
+        closep(&ctx->rootfd);
+        free(ctx);
+        return NULL;
+}
+
+int svff_ctx_get_rootfd(struct svff_ctx *ctx) {
+        return ctx->rootfd;
+}
+
+const char *svff_ctx_get_root(struct svff_ctx *ctx) {
+        return ctx->root;
+}
+
+void svff_ctx_set_log_fn(struct svff_ctx *ctx, svff_log_fn fn, void *userdata) {
+        ctx->log_fn = fn;
+        ctx->log_userdata = userdata;
+}
+
+void svff_ctx_set_log_priority(struct svff_ctx *ctx, int priority) {
+        ctx->log_priority = priority;
+}
+
+int svff_ctx_get_log_priority(struct svff_ctx *ctx) {
+        return ctx->log_priority;
+}
+
+unsigned svff_ctx_get_stuck_writes(struct svff_ctx *ctx) {
+        return atomic_load(&ctx->stuck_writes);
+}
+
+void svff_ctx_stuck_writes_inc(struct svff_ctx *ctx) {
+        atomic_fetch_add(&ctx->stuck_writes, 1);
+}
+
+void svff_ctx_stuck_writes_dec(struct svff_ctx *ctx) {
+        atomic_fetch_sub(&ctx->stuck_writes, 1);
+}
+
+int svff_ctx_set_pci_ids_path(struct svff_ctx *ctx, const char *path) {
+        char *copy = NULL;
+
+        if (path) {
+                copy = strdup(path);
+                if (!copy)
+                        return -ENOMEM;
+        }
+
+        pthread_mutex_lock(&ctx->pci_lock);
+        free(ctx->pci_ids_path);
+        ctx->pci_ids_path = copy;
+        svff_pci_access_free(ctx->pci_access);
+        ctx->pci_access = NULL;
+        pthread_mutex_unlock(&ctx->pci_lock);
+        return 0;
+}
+
+void **svff_ctx_pci_acquire(struct svff_ctx *ctx, const char **ret_ids_path) {
+        pthread_mutex_lock(&ctx->pci_lock);
+        if (ret_ids_path)
+                *ret_ids_path = ctx->pci_ids_path;
+        return &ctx->pci_access;
+}
+
+void svff_ctx_pci_release(struct svff_ctx *ctx) {
+        pthread_mutex_unlock(&ctx->pci_lock);
+}
+
+void svff_ctx_log(struct svff_ctx *ctx, int priority, const char *file, int line,
+                  const char *fn, const char *format, ...) {
+        va_list ap;
+        int saved = errno;
+
+        if (!ctx || !ctx->log_fn || priority > ctx->log_priority)
+                return;
+
+        va_start(ap, format);
+        ctx->log_fn(ctx->log_userdata, priority, file, line, fn, format, ap);
+        va_end(ap);
+        errno = saved;
+}
