@@ -69,5 +69,14 @@ int svff_vf_load(struct svff_ctx *ctx, const char *address, struct svff_vf *ret,
 /* Frees the strings inside vf (not vf itself). */
 void svff_vf_done(struct svff_vf *vf);
 
+/* Canonicalizes a user-supplied address into buf. -EINVAL, with err
+ * naming the input and the expected form. */
+int svff_dev_canonicalize(const char *address, char buf[static SVFF_PCI_ADDR_STRLEN],
+                          struct svff_error *err);
+
+/* Whether bus/pci/devices/<canonical address> exists: 1, 0 or -errno.
+ * Used to tell "the device vanished" (-ENODEV) from other failures. */
+int svff_dev_exists(struct svff_ctx *ctx, const char *address);
+
 /* Looks up a VF of pf by address; NULL when absent. Borrowed. */
 const struct svff_vf *svff_pf_find_vf(const struct svff_pf *pf, const char *address);

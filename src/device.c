@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <string.h>
+
+#include "device.h"
+#include "pcinames.h"
+#include "sysfs.h"
+
+int svff_dev_canonicalize(const char *address, char buf[static SVFF_PCI_ADDR_STRLEN],
+                          struct svff_error *err) {
+        if (svff_pci_addr_canonicalize(address, buf) < 0)
+                return svff_error_set(err, -EINVAL,
+                                      "'%s' is not a PCI address: expected dddd:bb:ss.f, e.g. 0000:03:00.0 "
+                                      "(see 'lspci -D')", strna(address));
+        return 0;
+}
+
+int svff_dev_exists(struct svff_ctx *ctx, const char *address) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "bus/pci/devices/%s", address) < 0)
+                return -ENOMEM;
+        return svff_sysfs_exists(svff_ctx_get_rootfd(ctx), path);
+}
+
+/* Opens the device directory; -ENODEV with a message when absent. */
+static int dev_open(struct svff_ctx *ctx, const char *address, struct svff_error *err) {
+        _cleanup_free_ char *path = NULL;
+        int fd;
+
+        if (asprintf(&path, "bus/pci/devices/%s", address) < 0)
+                return -ENOMEM;
+        fd = svff_sysfs_open_dir(svff_ctx_get_rootfd(ctx), path);
+        if (fd == -ENOENT || fd == -ENOTDIR)
+                return svff_error_set(err, -ENODEV,
+                                      "No PCI device '%s': check the address with 'lspci -D'", address);
+        if (fd < 0)
+                return svff_error_set_errno(err, fd, "Cannot open PCI device '%s'", address);
+        return fd;
+}
+
+/* A mandatory attribute of a device that existed a moment ago is gone:
+ * the device was removed (hot-unplug, or its PF's VFs were disabled). */
+static int vanished(struct svff_error *err, int r, const char *address, const char *what) {
+        if (r == -ENOENT || r == -ENODEV)
+                return svff_error_set(err, -ENODEV,
+                                      "PCI device '%s' disappeared while reading %s "
+                                      "(hot-removed, or its VFs were disabled); list devices again and retry",
+                                      address, what);
+        return svff_error_set_errno(err, r, "Failed to read %s of PCI device '%s'", what, address);
+}
+
+/* Optional link: NULL (and 0) when absent. */
+static int read_link_opt(int dfd, const char *name, char **ret) {
+        int r;
+
+        r = svff_sysfs_readlink_base(dfd, name, ret);
+        if (r == -ENOENT) {
+                *ret = NULL;
+                return 0;
+        }
+        return r;
+}
+
+static int read_iommu_group(int dfd, int *ret) {
+        _cleanup_free_ char *s = NULL;
+        char *end;
+        long v;
+        int r;
+
+        r = svff_sysfs_readlink_base(dfd, "iommu_group", &s);
+        if (r == -ENOENT) {
+                *ret = -1;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno != 0 || *end != '\0' || end == s || v < 0 || v > INT32_MAX)
+                return -EINVAL;
+        *ret = (int) v;
+        return 0;
+}
+
+static int vf_read(int vfd, struct svff_vf *vf) {
+        _cleanup_free_ char *driver = NULL, *override = NULL;
+        int r, group;
+
+        r = read_link_opt(vfd, "driver", &driver);
+        if (r < 0)
+                return r;
+
+        r = svff_sysfs_read(vfd, "driver_override", &override);
+        if (r == -ENOENT)
+                override = NULL;  /* kernels before 3.16 */
+        else if (r < 0)
+                return r;
+        /* The kernel prints "(null)" for an unset override. */
+        if (override && (override[0] == '\0' || streq(override, "(null)")))
+                override = mfree(override);
+
+        r = read_iommu_group(vfd, &group);
+        if (r < 0)
+                return r;
+
+        vf->driver = TAKE_PTR(driver);
+        vf->driver_override = TAKE_PTR(override);
+        vf->iommu_group = group;
+        return 0;
+}
+
+void svff_vf_done(struct svff_vf *vf) {
+        if (!vf)
+                return;
+        free(vf->driver);
+        free(vf->driver_override);
+        vf->driver = vf->driver_override = NULL;
+}
+
+void svff_pf_free(struct svff_pf *pf) {
+        if (!pf)
+                return;
+        for (size_t i = 0; i < pf->n_vfs; i++)
+                svff_vf_done(&pf->vfs[i]);
+        free(pf->vfs);
+        free(pf->vendor_name);
+        free(pf->device_name);
+        free(pf->driver);
+        free(pf->netdev);
+        free(pf);
+}
+
+void svff_pf_list_free(struct svff_pf **pfs, size_t n) {
+        if (!pfs)
+                return;
+        for (size_t i = 0; i < n; i++)
+                svff_pf_free(pfs[i]);
+        free(pfs);
+}
+
+/* Reads virtfn0, virtfn1, ... until the first gap: the kernel numbers
+ * them densely, and the links (not arithmetic) are the truth. */
+static int pf_read_vfs(struct svff_pf *pf, int dfd, struct svff_error *err) {
+        size_t allocated = 0;
+
+        for (unsigned i = 0; i < pf->totalvfs; i++) {
+                _cleanup_free_ char *link = NULL, *addr = NULL;
+                _cleanup_close_ int vfd = -EBADF;
+                struct svff_vf vf = { .index = i };
+                int r;
+
+                if (asprintf(&link, "virtfn%u", i) < 0)
+                        return -ENOMEM;
+
+                r = svff_sysfs_readlink_base(dfd, link, &addr);
+                if (r == -ENOENT)
+                        break;
+                if (r < 0)
+                        return vanished(err, r, pf->address, link);
+                if (svff_pci_addr_canonicalize(addr, vf.address) < 0)
+                        return svff_error_set(err, -EIO, "Link %s of '%s' points to '%s', not a PCI address",
+                                              link, pf->address, addr);
+
+                vfd = svff_sysfs_open_dir(dfd, link);
+                if (vfd < 0)
+                        return vanished(err, vfd, vf.address, "its attributes");
+                r = vf_read(vfd, &vf);
+                if (r < 0)
+                        return vanished(err, r, vf.address, "driver, driver_override and iommu_group");
+
+                if (pf->n_vfs >= allocated) {
+                        struct svff_vf *p;
+
+                        allocated = allocated ? allocated * 2 : 8;
+                        p = realloc(pf->vfs, allocated * sizeof(*p));
+                        if (!p) {
+                                svff_vf_done(&vf);
+                                return -ENOMEM;
+                        }
+                        pf->vfs = p;
+                }
+                pf->vfs[pf->n_vfs++] = vf;
+        }
+        return 0;
+}
+
+/* Why a device has no sriov_totalvfs: -EOPNOTSUPP either way, but the
+ * capability tells "not an SR-IOV device" from "SR-IOV the kernel could
+ * not enable", and the operator's fix differs. */
+static int no_sriov(struct svff_ctx *ctx, const char *address, struct svff_error *err) {
+        struct svff_sriov_cap cap;
+
+        if (svff_pci_read_sriov_cap(ctx, address, &cap) >= 0)
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "PCI device '%s' has an SR-IOV capability (%u VFs) but the kernel did not "
+                                      "enable SR-IOV on it: VF BARs may be unassigned (check dmesg; try booting "
+                                      "with pci=realloc)", address, cap.total_vfs);
+        return svff_error_set(err, -EOPNOTSUPP,
+                              "PCI device '%s' does not support SR-IOV: give the address of an SR-IOV PF", address);
+}
+
+static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, struct svff_pf **ret,
+                      struct svff_error *err) {
+        _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
+        _cleanup_free_ char *physfn = NULL;
+        _cleanup_strv_free_ char **net = NULL;
+        uint64_t v;
+        int r;
+
+        r = read_link_opt(dfd, "physfn", &physfn);
+        if (r < 0)
+                return vanished(err, r, address, "physfn");
+        if (physfn)
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "PCI device '%s' is a virtual function of '%s': give the PF's address",
+                                      address, physfn);
+
+        pf = calloc(1, sizeof(*pf));
+        if (!pf)
+                return -ENOMEM;
+        memcpy(pf->address, address, SVFF_PCI_ADDR_STRLEN);
+
+        r = svff_sysfs_read_u64(dfd, "sriov_totalvfs", &v);
+        if (r == -ENOENT)
+                return no_sriov(ctx, address, err);
+        if (r < 0)
+                return vanished(err, r, address, "sriov_totalvfs");
+        pf->totalvfs = (unsigned) v;
+
+        r = svff_sysfs_read_hex(dfd, "vendor", &v);
+        if (r < 0)
+                return vanished(err, r, address, "vendor");
+        pf->vendor_id = (uint16_t) v;
+        r = svff_sysfs_read_hex(dfd, "device", &v);
+        if (r < 0)
+                return vanished(err, r, address, "device");
+        pf->device_id = (uint16_t) v;
+        r = svff_sysfs_read_hex(dfd, "class", &v);
+        if (r < 0)
+                return vanished(err, r, address, "class");
+        pf->class = (uint32_t) v;
+
+        r = svff_sysfs_read_u64(dfd, "sriov_numvfs", &v);
+        if (r < 0)
+                return vanished(err, r, address, "sriov_numvfs");
+        pf->numvfs = (unsigned) v;
+
+        /* sriov_offset, sriov_stride and sriov_vf_device appeared in Linux
+         * 4.18; older kernels only have the capability itself. */
+        r = svff_sysfs_read_u64(dfd, "sriov_offset", &v);
+        if (r == -ENOENT) {
+                struct svff_sriov_cap cap;
+
+                r = svff_pci_read_sriov_cap(ctx, address, &cap);
+                if (r < 0)
+                        return vanished(err, r, address, "the SR-IOV capability");
+                pf->offset = cap.offset;
+                pf->stride = cap.stride;
+                pf->vf_device_id = cap.vf_device;
+        } else if (r < 0)
+                return vanished(err, r, address, "sriov_offset");
+        else {
+                pf->offset = (unsigned) v;
+                r = svff_sysfs_read_u64(dfd, "sriov_stride", &v);
+                if (r < 0)
+                        return vanished(err, r, address, "sriov_stride");
+                pf->stride = (unsigned) v;
+                r = svff_sysfs_read_hex(dfd, "sriov_vf_device", &v);
+                if (r < 0)
+                        return vanished(err, r, address, "sriov_vf_device");
+                pf->vf_device_id = (uint16_t) v;
+        }
+
+        r = read_link_opt(dfd, "driver", &pf->driver);
+        if (r < 0)
+                return vanished(err, r, address, "driver");
+
+        r = svff_sysfs_read_bool(dfd, "sriov_drivers_autoprobe", &pf->autoprobe);
+        if (r == -ENOENT)
+                pf->autoprobe = true;  /* before Linux 4.12 VFs always probed */
+        else if (r < 0)
+                return vanished(err, r, address, "sriov_drivers_autoprobe");
+
+        r = svff_sysfs_read_int(dfd, "numa_node", &pf->numa_node);
+        if (r == -ENOENT)
+                pf->numa_node = -1;
+        else if (r < 0)
+                return vanished(err, r, address, "numa_node");
+
+        r = read_iommu_group(dfd, &pf->iommu_group);
+        if (r < 0)
+                return vanished(err, r, address, "iommu_group");
+
+        r = svff_sysfs_list_dir(dfd, "net", &net);
+        if (r >= 0 && net[0]) {
+                pf->netdev = strdup(net[0]);
+                if (!pf->netdev)
+                        return -ENOMEM;
+        } else if (r < 0 && r != -ENOENT)
+                return vanished(err, r, address, "net/");
+
+        /* Names are for display: a missing pci.ids is not a failure. */
+        r = svff_pci_names(ctx, pf->vendor_id, pf->device_id, &pf->vendor_name, &pf->device_name);
+        if (r < 0)
+                svff_log_debug(ctx, "No names for '%s', ignoring: %d", address, r);
+
+        r = pf_read_vfs(pf, dfd, err);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(pf);
+        return 0;
+}
+
+int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
+                 struct svff_error *err) {
+        char canonical[SVFF_PCI_ADDR_STRLEN];
+        _cleanup_close_ int dfd = -EBADF;
+        int r;
+
+        if (!ctx || !ret)
+                return -EINVAL;
+        r = svff_dev_canonicalize(address, canonical, err);
+        if (r < 0)
+                return r;
+        dfd = dev_open(ctx, canonical, err);
+        if (dfd < 0)
+                return dfd;
+
+        return pf_load_at(ctx, canonical, dfd, ret, err);
+}
+
+int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
+                 struct svff_error *err) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_close_ int devfd = -EBADF;
+        struct svff_pf **pfs = NULL;
+        size_t n = 0, allocated = 0;
+        int r;
+
+        if (!ctx || !ret || !ret_n)
+                return -EINVAL;
+
+        devfd = svff_sysfs_open_dir(svff_ctx_get_rootfd(ctx), "bus/pci/devices");
+        if (devfd < 0)
+                return svff_error_set_errno(err, devfd, "Cannot open '%s/bus/pci/devices'",
+                                            svff_ctx_get_root(ctx));
+        r = svff_sysfs_list_dir(devfd, ".", &names);
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Cannot list '%s/bus/pci/devices'",
+                                            svff_ctx_get_root(ctx));
+
+        for (char **name = names; *name; name++) {
+                _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
+                _cleanup_free_ char *total = NULL;
+                _cleanup_close_ int dfd = -EBADF;
+                char canonical[SVFF_PCI_ADDR_STRLEN];
+
+                if (svff_pci_addr_canonicalize(*name, canonical) < 0)
+                        continue;
+                if (asprintf(&total, "%s/sriov_totalvfs", *name) < 0) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                /* Cheap pre-check: most devices are not PFs. */
+                if (svff_sysfs_exists(devfd, total) <= 0)
+                        continue;
+
+                dfd = svff_sysfs_open_dir(devfd, *name);
+                if (dfd == -ENOENT) {
+                        svff_log_debug(ctx, "'%s' vanished during discovery, ignoring", *name);
+                        continue;
+                }
+                if (dfd < 0) {
+                        r = svff_error_set_errno(err, dfd, "Cannot open PCI device '%s'", *name);
+                        goto fail;
+                }
+
+                r = pf_load_at(ctx, canonical, dfd, &pf, err);
+                if (r < 0) {
+                        if (r == -EOPNOTSUPP) {
+                                /* A VF, or SR-IOV the kernel did not enable:
+                                 * not a PF we can manage. */
+                                svff_error_free(err);
+                                continue;
+                        }
+                        goto fail;
+                }
+
+                if (n >= allocated) {
+                        struct svff_pf **p;
+
+                        allocated = allocated ? allocated * 2 : 4;
+                        p = realloc(pfs, allocated * sizeof(*p));
+                        if (!p) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        pfs = p;
+                }
+                pfs[n++] = TAKE_PTR(pf);
+        }
+
+        *ret = pfs;
+        *ret_n = n;
+        return 0;
+
+fail:
+        svff_pf_list_free(pfs, n);
+        return r;
+}
+
+/* The index i with virtfn<i> -> address: computed from the routing IDs,
+ * then confirmed by the link, falling back to a scan for odd layouts. */
+static int vf_find_index(int pffd, const char *pf_address, const char *address, unsigned *ret) {
+        struct svff_pci_addr pf, vf;
+        uint64_t offset, stride, total;
+        unsigned guess = UINT32_MAX;
+        int r;
+
+        r = svff_sysfs_read_u64(pffd, "sriov_totalvfs", &total);
+        if (r < 0)
+                return r;
+        if (svff_pci_addr_parse(pf_address, &pf) >= 0 && svff_pci_addr_parse(address, &vf) >= 0 &&
+            svff_sysfs_read_u64(pffd, "sriov_offset", &offset) >= 0 &&
+            svff_sysfs_read_u64(pffd, "sriov_stride", &stride) >= 0 && stride > 0) {
+                long d = (long) svff_pci_addr_rid(&vf) - (long) svff_pci_addr_rid(&pf) - (long) offset;
+                if (d >= 0 && d % (long) stride == 0)
+                        guess = (unsigned) (d / (long) stride);
+        }
+
+        for (unsigned k = 0; k <= total; k++) {
+                _cleanup_free_ char *link = NULL, *target = NULL;
+                unsigned i = k == 0 ? guess : k - 1;
+
+                if (i == UINT32_MAX || (k > 0 && i == guess))
+                        continue;
+                if (asprintf(&link, "virtfn%u", i) < 0)
+                        return -ENOMEM;
+                if (svff_sysfs_readlink_base(pffd, link, &target) < 0)
+                        continue;
+                if (streq(target, address)) {
+                        *ret = i;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+int svff_vf_load(struct svff_ctx *ctx, const char *address, struct svff_vf *ret,
+                 char ret_pf_address[static SVFF_PCI_ADDR_STRLEN], struct svff_error *err) {
+        char canonical[SVFF_PCI_ADDR_STRLEN], pf_canonical[SVFF_PCI_ADDR_STRLEN];
+        _cleanup_close_ int dfd = -EBADF, pffd = -EBADF;
+        _cleanup_free_ char *physfn = NULL;
+        struct svff_vf vf = {};
+        int r;
+
+        if (!ctx || !ret)
+                return -EINVAL;
+        r = svff_dev_canonicalize(address, canonical, err);
+        if (r < 0)
+                return r;
+        dfd = dev_open(ctx, canonical, err);
+        if (dfd < 0)
+                return dfd;
+
+        r = read_link_opt(dfd, "physfn", &physfn);
+        if (r < 0)
+                return vanished(err, r, canonical, "physfn");
+        if (!physfn)
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "PCI device '%s' is not a virtual function: give the address of a VF",
+                                      canonical);
+        if (svff_pci_addr_canonicalize(physfn, pf_canonical) < 0)
+                return svff_error_set(err, -EIO, "physfn of '%s' points to '%s', not a PCI address",
+                                      canonical, physfn);
+
+        pffd = svff_sysfs_open_dir(dfd, "physfn");
+        if (pffd < 0)
+                return vanished(err, pffd, pf_canonical, "its attributes");
+        r = vf_find_index(pffd, pf_canonical, canonical, &vf.index);
+        if (r < 0)
+                return vanished(err, r, canonical, "its virtfn link on the PF");
+
+        memcpy(vf.address, canonical, SVFF_PCI_ADDR_STRLEN);
+        r = vf_read(dfd, &vf);
+        if (r < 0)
+                return vanished(err, r, canonical, "driver, driver_override and iommu_group");
+
+        *ret = vf;
+        if (ret_pf_address)
+                memcpy(ret_pf_address, pf_canonical, SVFF_PCI_ADDR_STRLEN);
+        return 0;
+}
+
+const struct svff_vf *svff_pf_find_vf(const struct svff_pf *pf, const char *address) {
+        char canonical[SVFF_PCI_ADDR_STRLEN];
+
+        if (!pf || svff_pci_addr_canonicalize(address, canonical) < 0)
+                return NULL;
+        for (size_t i = 0; i < pf->n_vfs; i++)
+                if (streq(pf->vfs[i].address, canonical))
+                        return &pf->vfs[i];
+        return NULL;
+}
