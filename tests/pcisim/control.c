@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The control channel, MOUNTPOINT/.pcisim/ctl: one command per write(2),
+ * words separated by spaces; a bad command fails the write with EINVAL.
+ *
+ *   fail <BDF|driver|pci|*> <attribute> <errno> [count|always]
+ *                          next write(s) to that attribute fail with errno
+ *                          (name like EIO or a number); count defaults to 1.
+ *                          Targets: a device for device attributes, a driver
+ *                          name for bind/unbind/new_id/remove_id, "pci" for
+ *                          drivers_probe/rescan/drivers_autoprobe.
+ *   clear-faults
+ *   partial <PF> <n>       the next VF enable creates at most n VFs and
+ *                          still succeeds; sriov_numvfs then reads n
+ *   hold <BDF>             the device is "open" (vfio-pci opened by QEMU):
+ *                          removing it (disabling its PF's VFs, removing or
+ *                          unbinding it) blocks until ...
+ *   release <BDF>
+ *   latency <op> <usec>    op: vf_enable vf_disable sriov_enable
+ *                          sriov_disable bind unbind probe remove rescan
+ *   latency-profile <name> "svff-paper" or "none"
+ *   add-pf <json object>   hot-add a device (scenario device schema)
+ *   remove <BDF>           like writing 1 to its remove attribute (a bus
+ *                          rescan brings it back)
+ *   unplug <BDF>           surprise removal: rescan does not bring it back
+ *   reset-stats
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "model.h"
+
+static const struct {
+        const char *name;
+        int error;
+} errno_names[] = {
+        { "EPERM", EPERM }, { "ENOENT", ENOENT }, { "EINTR", EINTR }, { "EIO", EIO },
+        { "ENXIO", ENXIO }, { "E2BIG", E2BIG }, { "EAGAIN", EAGAIN }, { "ENOMEM", ENOMEM },
+        { "EACCES", EACCES }, { "EBUSY", EBUSY }, { "EEXIST", EEXIST }, { "ENODEV", ENODEV },
+        { "EINVAL", EINVAL }, { "ENOSPC", ENOSPC }, { "ENOTTY", ENOTTY }, { "ERANGE", ERANGE },
+        { "ENOSYS", ENOSYS }, { "EOPNOTSUPP", EOPNOTSUPP }, { "ETIMEDOUT", ETIMEDOUT },
+        { "ENOTSUP", ENOTSUP }, { "ESHUTDOWN", ESHUTDOWN }, { "EPROTO", EPROTO },
+};
+
+static int parse_errno(const char *s) {
+        unsigned long long n;
+
+        for (size_t i = 0; i < ELEMENTSOF(errno_names); i++)
+                if (streq(errno_names[i].name, s))
+                        return errno_names[i].error;
+        if (sim_kstrtoull(s, 10, &n) < 0 || n == 0 || n > 4095)
+                return -EINVAL;
+        return (int) n;
+}
+
+int sim_latency_profile(struct sim *sim, const char *name) {
+        static const unsigned long paper[_SIM_LAT_MAX] = {
+                /* SVFF paper, 1 VF: rescan 138 ms; changing the VF count
+                 * 1256 ms, split as the kernel spends it: disabling sleeps
+                 * 1 s in sriov_disable(), enabling waits 100 ms after VF
+                 * Enable, the rest is per-VF device setup and teardown. */
+                [SIM_LAT_SRIOV_DISABLE] = 1000000,
+                [SIM_LAT_VF_DISABLE] = 20000,
+                [SIM_LAT_SRIOV_ENABLE] = 100000,
+                [SIM_LAT_VF_ENABLE] = 136000,
+                [SIM_LAT_RESCAN] = 138000,
+        };
+
+        if (streq(name, "svff-paper"))
+                memcpy(sim->latency_us, paper, sizeof(paper));
+        else if (streq(name, "none"))
+                memset(sim->latency_us, 0, sizeof(sim->latency_us));
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int add_fault(struct sim *sim, char **w, size_t n) {
+        struct sim_fault f = {}, *a;
+        unsigned long long c = 1;
+
+        if (n < 4 || n > 5)
+                return -EINVAL;
+        f.error = parse_errno(w[3]);
+        if (f.error < 0)
+                return -EINVAL;
+        if (n == 5) {
+                if (streq(w[4], "always"))
+                        c = (unsigned long long) -1;
+                else if (sim_kstrtoull(w[4], 10, &c) < 0 || c == 0 || c > INT32_MAX)
+                        return -EINVAL;
+        }
+        f.count = c == (unsigned long long) -1 ? -1 : (int) c;
+        a = reallocarray(sim->faults, sim->n_faults + 1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        sim->faults = a;
+        f.target = strdup(w[1]);
+        f.attr = strdup(w[2]);
+        if (!f.target || !f.attr) {
+                free(f.target);
+                free(f.attr);
+                return -ENOMEM;
+        }
+        sim->faults[sim->n_faults++] = f;
+        return 0;
+}
+
+static void clear_faults(struct sim *sim) {
+        for (size_t i = 0; i < sim->n_faults; i++) {
+                free(sim->faults[i].target);
+                free(sim->faults[i].attr);
+        }
+        free(sim->faults);
+        sim->faults = NULL;
+        sim->n_faults = 0;
+}
+
+int sim_control(struct sim *sim, const char *cmd) {
+        _cleanup_free_ char *copy = NULL;
+        char *w[8], *save = NULL, *t;
+        size_t n = 0;
+        struct sim_dev *dev;
+        unsigned long long v;
+
+        /* add-pf takes the rest of the line verbatim: JSON has spaces */
+        if (strncmp(cmd, "add-pf ", 7) == 0)
+                return sim_scenario_add_device_json(sim, cmd + 7);
+
+        copy = strdup(cmd);
+        if (!copy)
+                return -ENOMEM;
+        for (t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
+                if (n == ELEMENTSOF(w))
+                        return -EINVAL;
+                w[n++] = t;
+        }
+        if (n == 0)
+                return -EINVAL;
+
+        if (streq(w[0], "fail"))
+                return add_fault(sim, w, n);
+        if (streq(w[0], "clear-faults") && n == 1) {
+                clear_faults(sim);
+                return 0;
+        }
+        if (streq(w[0], "reset-stats") && n == 1) {
+                for (size_t i = 0; i < _SIM_STAT_MAX; i++)
+                        __atomic_store_n(&sim->stats[i], 0, __ATOMIC_RELAXED);
+                return 0;
+        }
+        if (streq(w[0], "latency") && n == 3) {
+                int op = sim_latency_from_string(w[1]);
+                if (op < 0 || sim_kstrtoull(w[2], 10, &v) < 0 || v > 600ULL * 1000000)
+                        return -EINVAL;
+                sim->latency_us[op] = (unsigned long) v;
+                return 0;
+        }
+        if (streq(w[0], "latency-profile") && n == 2)
+                return sim_latency_profile(sim, w[1]);
+
+        if (n < 2)
+                return -EINVAL;
+        dev = sim_dev_find(sim, w[1]);
+        if (streq(w[0], "partial") && n == 3) {
+                if (!dev || !dev->is_pf)
+                        return -ENODEV;
+                if (sim_kstrtoull(w[2], 10, &v) < 0 || v > dev->totalvfs)
+                        return -EINVAL;
+                dev->partial = (int) v;
+                return 0;
+        }
+        if (n != 2)
+                return -EINVAL;
+        if (streq(w[0], "hold") || streq(w[0], "release"))
+                return dev ? sim_dev_hold(sim, dev, streq(w[0], "hold")) : -ENODEV;
+        if (streq(w[0], "remove") || streq(w[0], "unplug"))
+                return dev ? sim_dev_remove(sim, dev, streq(w[0], "unplug")) : -ENODEV;
+        return -EINVAL;
+}
+
+int sim_stats_format(struct sim *sim, char **ret) {
+        char *buf = NULL;
+        size_t size = 0;
+        uint64_t total = 0;
+        FILE *f;
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < _SIM_STAT_MAX; i++) {
+                uint64_t v = __atomic_load_n(&sim->stats[i], __ATOMIC_RELAXED);
+                fprintf(f, "%s %llu\n", sim_stat_to_string(i), (unsigned long long) v);
+                total += v;
+        }
+        fprintf(f, "total %llu\n", (unsigned long long) total);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
