@@ -32,9 +32,13 @@
 /* Splits a byte stream into NUL-terminated messages. */
 struct svff_varlink_framer {
         char *buf;
-        size_t len;     /* bytes buffered */
+        size_t len;     /* end of the buffered bytes in buf */
         size_t alloc;
         size_t max;     /* message cap, SVFF_VARLINK_MESSAGE_MAX when 0 */
+        /* private: zero-initialise with the rest */
+        size_t start;   /* first byte not yet taken out by _next() */
+        size_t scanned; /* bytes after start known to hold no NUL */
+        size_t tail;    /* length of the unterminated message at the end */
 };
 
 /* Appends n bytes. -EMSGSIZE when the buffered, unterminated message
@@ -60,9 +64,13 @@ struct svff_varlink_call {
  *   -EBADMSG  not valid JSON, not an object, nested deeper than the limit,
  *             or embedded NUL;
  *   -EPROTO   "method" missing/not a string/not "iface.Member",
- *             "parameters" not an object, "more"/"oneway" not booleans,
- *             or both set;
- * and *ret_error (if non-NULL) gets a static human reason. */
+ *             "parameters" not an object (null counts as {}),
+ *             "more"/"oneway" not booleans, or both set, "upgrade": true,
+ *             or an unknown field;
+ * and *ret_error (if non-NULL) gets a static human reason. Integer
+ * parameters beyond 64 bits reach the caller as values that the
+ * json-util.h getters report as -ERANGE. *ret is untouched on failure;
+ * on success it owns its fields (release with svff_varlink_call_done). */
 int svff_varlink_call_parse(const char *msg, size_t len, struct svff_varlink_call *ret,
                             const char **ret_error);
 void svff_varlink_call_done(struct svff_varlink_call *c);
@@ -79,7 +87,10 @@ int svff_varlink_encode_error(const char *error, struct json_object *parameters,
 /* A blocking client: connect, send calls, read replies in order. */
 struct svff_varlink_client;
 
+/* socket_path "@name" is in the abstract namespace. */
 int svff_varlink_client_connect(const char *socket_path, struct svff_varlink_client **ret);
+/* Wraps an already connected stream socket; takes ownership of fd. */
+int svff_varlink_client_new_fd(int fd, struct svff_varlink_client **ret);
 void svff_varlink_client_free(struct svff_varlink_client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_varlink_client *, svff_varlink_client_free);
 
@@ -89,12 +100,14 @@ int svff_varlink_client_send(struct svff_varlink_client *c, const char *method,
 /* Reads the next reply, waiting up to timeout_usec (0: forever).
  * Success: *ret_parameters (owned by the caller, never NULL), *ret_error
  * (malloc'd error name or NULL), *ret_continues. -ETIMEDOUT, -ECONNRESET
- * (peer closed), -EBADMSG (malformed reply). */
+ * (peer closed), -EBADMSG (malformed reply), -EMSGSIZE (reply over the
+ * cap). Outputs are untouched on failure. */
 int svff_varlink_client_read(struct svff_varlink_client *c, usec_t timeout_usec,
                              struct json_object **ret_parameters, char **ret_error,
                              bool *ret_continues);
 
-/* send + read for single-reply calls. */
+/* send + read for single-reply calls; a reply with "continues" is
+ * -EBADMSG. */
 int svff_varlink_client_call(struct svff_varlink_client *c, const char *method,
                              struct json_object *parameters, usec_t timeout_usec,
                              struct json_object **ret_parameters, char **ret_error);

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Strict JSON parsing and typed field access on top of json-c, shared by
+ * the varlink codec, the store and the daemon's parameter checks.
+ *
+ * json-c clamps integer literals outside the 64-bit range to INT64_MIN or
+ * UINT64_MAX without telling anyone, so 18446744073709551616 would read
+ * as 18446744073709551615. svff_json_parse() keeps such literals as
+ * (inexact) doubles instead, and the getters below report them as
+ * -ERANGE, which lets a caller name the offending parameter. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+static inline void json_object_putp(struct json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
+
+/* Parses exactly one JSON value from data[0, len): strict RFC 8259 syntax
+ * (no comments, no trailing commas, no single quotes, no NaN or
+ * Infinity), valid UTF-8, nesting at most depth_max levels (json-c's
+ * counting: depth_max empty containers, or a scalar inside
+ * depth_max - 1 containers), nothing but
+ * whitespace after the value and no NUL byte anywhere.
+ * Returns 0 and a new reference in *ret (NULL for a top-level "null"),
+ * -EBADMSG for anything else
+ * (*ret_error, if non-NULL, then gets a static reason), -ENOMEM. */
+int svff_json_parse(const char *data, size_t len, int depth_max, struct json_object **ret,
+                    const char **ret_error);
+
+/* Value conversions. An integer literal is required: -EINVAL for other
+ * types (including null and non-integer numbers such as 1.5 or 1e3),
+ * -ERANGE when the literal does not fit the target type (negative for
+ * the unsigned ones, beyond 64 bits, or above UINT_MAX for unsigned).
+ * Non-integer numbers of magnitude 2^63 or more (including the ones
+ * svff_json_parse() made of over-wide integer literals, and Infinity)
+ * are -ERANGE too: no caller can tell them from an overflow. */
+int svff_json_to_u64(struct json_object *v, uint64_t *ret);
+int svff_json_to_i64(struct json_object *v, int64_t *ret);
+int svff_json_to_unsigned(struct json_object *v, unsigned *ret);
+
+/* Field getters: obj must be an object. -ENOENT when key is absent,
+ * -EINVAL when obj is not an object or the field has the wrong type,
+ * -ERANGE as above. *ret is untouched on failure. Strings are borrowed
+ * from obj and never contain a NUL byte (a "\u0000" escape is -EINVAL). */
+int svff_json_get_u64(struct json_object *obj, const char *key, uint64_t *ret);
+int svff_json_get_i64(struct json_object *obj, const char *key, int64_t *ret);
+int svff_json_get_unsigned(struct json_object *obj, const char *key, unsigned *ret);
+int svff_json_get_bool(struct json_object *obj, const char *key, bool *ret);
+int svff_json_get_string(struct json_object *obj, const char *key, const char **ret);
+/* Like svff_json_get_string(), but JSON null yields *ret = NULL. */
+int svff_json_get_string_or_null(struct json_object *obj, const char *key, const char **ret);
+/* The field as an object (borrowed). */
+int svff_json_get_object(struct json_object *obj, const char *key, struct json_object **ret);
+
+/* Whether v is a JSON string without embedded NUL bytes. */
+bool svff_json_is_clean_string(struct json_object *v);
+
+/* Serialises v with json-c's JSON_C_TO_STRING_* flags (plus "/" left
+ * unescaped) into a malloc'd string; *ret_len (if non-NULL) counts the
+ * bytes without the NUL. */
+int svff_json_format(struct json_object *v, int flags, char **ret, size_t *ret_len);
