@@ -39,7 +39,8 @@ int svff_store_open(const char *state_dir, struct svff_store **ret, struct svff_
 void svff_store_free(struct svff_store *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_store *, svff_store_free);
 
-/* Same checks, on a buffer (fuzzing, tests). */
+/* Same checks, on a buffer (fuzzing, tests); *ret is the document with
+ * absent sections added. */
 int svff_store_parse(const char *data, size_t len, struct json_object **ret,
                      struct svff_error *err);
 
@@ -48,7 +49,11 @@ uint64_t svff_store_generation(struct svff_store *s);
 
 /* Writes the document as generation+1. On failure (-ENOSPC, -EIO, ...) the
  * generation is unchanged and store.json still holds the previous,
- * valid document. */
+ * valid document; no temp file is left. -EINVAL (nothing written) when
+ * an edit left a record of the wrong shape, which the next open would
+ * refuse. One exception: if only the final fsync of the directory
+ * fails, store.json already holds the new document (its durability is
+ * unknown) and the generation has advanced with it. */
 int svff_store_commit(struct svff_store *s, struct svff_error *err);
 
 /* Sections of the document, borrowed (an object, never NULL); callers
@@ -62,10 +67,15 @@ int svff_store_set_pf(struct svff_store *s, const char *pf, unsigned numvfs, con
 int svff_store_set_vf(struct svff_store *s, const char *vf, const char *pf, unsigned index,
                       const char *original_driver, const char *driver);
 /* Returns 1 and the stored original driver (borrowed, may be NULL), or 0
- * when vf has no record. */
+ * when vf has no record; -EINVAL when the record was edited into the
+ * wrong shape. Either output may be NULL. */
 int svff_store_get_vf(struct svff_store *s, const char *vf, const char **ret_pf,
                       const char **ret_original_driver);
 void svff_store_remove_vf(struct svff_store *s, const char *vf);
+/* Like svff_store_get_vf(), for PF records. */
+int svff_store_get_pf(struct svff_store *s, const char *pf, unsigned *ret_numvfs,
+                      const char **ret_vf_driver);
+void svff_store_remove_pf(struct svff_store *s, const char *pf);
 
 /* The operation in progress, or NULL. set takes ownership of op. */
 struct json_object *svff_store_journal(struct svff_store *s);

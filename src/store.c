@@ -1,0 +1,677 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json-util.h"
+#include "macro.h"
+#include "store.h"
+
+#define STORE_TMP SVFF_STORE_FILE ".tmp"
+#define STORE_PREV SVFF_STORE_FILE ".prev"
+#define STORE_PREV_TMP SVFF_STORE_FILE ".prev.tmp"
+
+/* Far above 252 VFs x 4 PFs (about 150 KiB), low enough that a runaway
+ * file cannot make the daemon allocate without bound. */
+#define STORE_SIZE_MAX (64u * 1024u * 1024u)
+/* Records and later the journal's plan nest a few levels; this leaves
+ * room without letting a hostile file recurse json-c deeply. */
+#define STORE_DEPTH_MAX 32
+
+struct svff_store {
+        int dirfd;  /* O_DIRECTORY, readable: fsync(2) needs more than O_PATH */
+        char *path; /* STATE_DIR/store.json, for messages */
+        struct json_object *doc;
+        uint64_t generation;
+};
+
+static const char *const sections[] = { "pfs", "vfs", "assignments" };
+
+static int detail(char **ret, const char *fmt, ...) _printf_(2, 3);
+static int detail(char **ret, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(ret, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return -EBADMSG;
+}
+
+static const char *type_word(int r) {
+        return r == -ENOENT ? "missing" : r == -ERANGE ? "out of range" : "of the wrong type";
+}
+
+static int check_pf(const char *key, struct json_object *rec, char **ret_detail) {
+        const char *s;
+        unsigned u;
+        int r;
+
+        if (!json_object_is_type(rec, json_type_object))
+                return detail(ret_detail, "'pfs.%s' is not an object", key);
+        r = svff_json_get_unsigned(rec, "numvfs", &u);
+        if (r < 0)
+                return detail(ret_detail, "'pfs.%s.numvfs' is %s", key, type_word(r));
+        r = svff_json_get_string(rec, "vf_driver", &s);
+        if (r < 0)
+                return detail(ret_detail, "'pfs.%s.vf_driver' is %s", key, type_word(r));
+        return 0;
+}
+
+static int check_vf(const char *key, struct json_object *rec, char **ret_detail) {
+        const char *s;
+        unsigned u;
+        int r;
+
+        if (!json_object_is_type(rec, json_type_object))
+                return detail(ret_detail, "'vfs.%s' is not an object", key);
+        r = svff_json_get_string(rec, "pf", &s);
+        if (r < 0)
+                return detail(ret_detail, "'vfs.%s.pf' is %s", key, type_word(r));
+        r = svff_json_get_unsigned(rec, "index", &u);
+        if (r < 0)
+                return detail(ret_detail, "'vfs.%s.index' is %s", key, type_word(r));
+        r = svff_json_get_string_or_null(rec, "original_driver", &s);
+        if (r < 0)
+                return detail(ret_detail, "'vfs.%s.original_driver' is %s", key, type_word(r));
+        r = svff_json_get_string(rec, "driver", &s);
+        if (r < 0)
+                return detail(ret_detail, "'vfs.%s.driver' is %s", key, type_word(r));
+        return 0;
+}
+
+/* Checks everything but the schema, which the caller has checked first
+ * (a newer schema may legitimately look different). Returns -EBADMSG and
+ * a malloc'd description of the first problem, or -ENOMEM. */
+static int validate(struct json_object *doc, char **ret_detail) {
+        struct json_object *v;
+        uint64_t g;
+        int r;
+
+        r = svff_json_get_u64(doc, "generation", &g);
+        if (r < 0)
+                return detail(ret_detail, "'generation' is %s", type_word(r));
+
+        for (size_t i = 0; i < ELEMENTSOF(sections); i++) {
+                if (!json_object_object_get_ex(doc, sections[i], &v))
+                        continue;  /* absent is empty: no fact lost */
+                if (!json_object_is_type(v, json_type_object))
+                        return detail(ret_detail, "'%s' is not an object", sections[i]);
+
+                json_object_object_foreach(v, key, rec) {
+                        if (i == 0)
+                                r = check_pf(key, rec, ret_detail);
+                        else if (i == 1)
+                                r = check_vf(key, rec, ret_detail);
+                        else if (!json_object_is_type(rec, json_type_object))
+                                r = detail(ret_detail, "'assignments.%s' is not an object", key);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        if (json_object_object_get_ex(doc, "journal", &v) && v &&
+            !json_object_is_type(v, json_type_object))
+                return detail(ret_detail, "'journal' is neither null nor an object");
+
+        return 0;
+}
+
+/* Adds the sections a valid document may lack, so accessors never return
+ * NULL. Only touches memory. */
+static int complete(struct json_object *doc) {
+        for (size_t i = 0; i < ELEMENTSOF(sections); i++) {
+                struct json_object *o;
+
+                if (json_object_object_get_ex(doc, sections[i], NULL))
+                        continue;
+                o = json_object_new_object();
+                if (!o)
+                        return -ENOMEM;
+                if (json_object_object_add(doc, sections[i], o) < 0) {
+                        json_object_put(o);
+                        return -ENOMEM;
+                }
+        }
+        if (!json_object_object_get_ex(doc, "journal", NULL) &&
+            json_object_object_add(doc, "journal", NULL) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+#define RECOVERY "Refusing to start so as not to overwrite it: restore '%s.prev' or move the file aside."
+
+/* path NULL: a buffer, messages without the recovery advice. */
+static int store_parse(const char *path, const char *data, size_t len, struct json_object **ret,
+                       uint64_t *ret_generation, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *doc = NULL;
+        _cleanup_free_ char *why = NULL;
+        const char *reason = NULL;
+        const char *name = path ?: "(buffer)";
+        uint64_t schema, generation = 0;
+        int r;
+
+        r = svff_json_parse(data, len, STORE_DEPTH_MAX, &doc, &reason);
+        if (r == -ENOMEM)
+                return svff_error_set(err, r, "Out of memory parsing store '%s'", name);
+        if (r < 0) {
+                if (len == 0)
+                        reason = "empty file";
+                if (path)
+                        return svff_error_set(err, -EBADMSG,
+                                              "Store '%s' is truncated or corrupt (%s). " RECOVERY,
+                                              path, reason, path);
+                return svff_error_set(err, -EBADMSG, "Store is truncated or corrupt (%s)", reason);
+        }
+
+        if (!json_object_is_type(doc, json_type_object))
+                r = detail(&why, "not a JSON object");
+        else {
+                r = svff_json_get_u64(doc, "schema", &schema);
+                if (r < 0)
+                        r = detail(&why, "'schema' is %s", type_word(r));
+                else if (schema > SVFF_STORE_SCHEMA) {
+                        if (path)
+                                return svff_error_set(err, -EPROTONOSUPPORT,
+                                                      "Store '%s' has schema %" PRIu64 ", newer than this svffd supports (%d). "
+                                                      "Refusing to start so as not to overwrite it: run a newer svffd, or move the file aside.",
+                                                      path, schema, SVFF_STORE_SCHEMA);
+                        return svff_error_set(err, -EPROTONOSUPPORT,
+                                              "Store has schema %" PRIu64 ", newer than supported (%d)",
+                                              schema, SVFF_STORE_SCHEMA);
+                } else if (schema < 1)
+                        r = detail(&why, "'schema' is 0");
+                else
+                        r = validate(doc, &why);
+        }
+        if (r == -ENOMEM || (r < 0 && !why))
+                return svff_error_set(err, -ENOMEM, "Out of memory checking store '%s'", name);
+        if (r < 0) {
+                if (path)
+                        return svff_error_set(err, -EBADMSG, "Store '%s' is corrupt: %s. " RECOVERY,
+                                              path, why, path);
+                return svff_error_set(err, -EBADMSG, "Store is corrupt: %s", why);
+        }
+
+        r = complete(doc);
+        if (r < 0)
+                return svff_error_set(err, r, "Out of memory loading store '%s'", name);
+
+        (void) svff_json_get_u64(doc, "generation", &generation);
+        *ret = TAKE_PTR(doc);
+        if (ret_generation)
+                *ret_generation = generation;
+        return 0;
+}
+
+int svff_store_parse(const char *data, size_t len, struct json_object **ret,
+                     struct svff_error *err) {
+        if ((!data && len > 0) || !ret)
+                return svff_error_set(err, -EINVAL, "Invalid arguments to svff_store_parse()");
+        return store_parse(NULL, data, len, ret, NULL, err);
+}
+
+static struct json_object *empty_doc(void) {
+        _cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
+
+        if (!doc)
+                return NULL;
+        if (json_object_object_add(doc, "schema", json_object_new_int(SVFF_STORE_SCHEMA)) < 0 ||
+            json_object_object_add(doc, "generation", json_object_new_int64(0)) < 0 ||
+            complete(doc) < 0)
+                return NULL;
+        return TAKE_PTR(doc);
+}
+
+static int read_all(int fd, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, alloc = 0;
+
+        for (;;) {
+                ssize_t k;
+
+                if (alloc - len < 4096) {
+                        size_t a = alloc ? alloc * 2 : 65536;
+                        char *p;
+
+                        if (a > STORE_SIZE_MAX + 1)
+                                a = STORE_SIZE_MAX + 1;
+                        if (a <= len)
+                                return -EFBIG;
+                        p = realloc(buf, a);
+                        if (!p)
+                                return -ENOMEM;
+                        buf = p;
+                        alloc = a;
+                }
+
+                k = read(fd, buf + len, alloc - len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+                if (len > STORE_SIZE_MAX)
+                        return -EFBIG;
+        }
+
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+int svff_store_open(const char *state_dir, struct svff_store **ret, struct svff_error *err) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *data = NULL;
+        struct stat st;
+        size_t len = 0;
+        int r;
+
+        if (!state_dir || !ret)
+                return svff_error_set(err, -EINVAL, "Invalid arguments to svff_store_open()");
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        s->dirfd = -EBADF;
+        if (asprintf(&s->path, "%s/%s", state_dir, SVFF_STORE_FILE) < 0) {
+                s->path = NULL;
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        }
+
+        if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
+                return svff_error_set_errno(err, -errno, "Failed to create state directory '%s'",
+                                            state_dir);
+        s->dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (s->dirfd < 0)
+                return svff_error_set_errno(err, -errno, "Failed to open state directory '%s'",
+                                            state_dir);
+
+        fd = openat(s->dirfd, SVFF_STORE_FILE, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                if (errno != ENOENT)
+                        return svff_error_set_errno(err, -errno, "Failed to open store '%s'", s->path);
+                s->doc = empty_doc();
+                if (!s->doc)
+                        return svff_error_set(err, -ENOMEM, "Out of memory");
+                *ret = TAKE_PTR(s);
+                return 0;
+        }
+
+        if (fstat(fd, &st) < 0)
+                return svff_error_set_errno(err, -errno, "Failed to stat store '%s'", s->path);
+        if (!S_ISREG(st.st_mode))
+                return svff_error_set(err, -EINVAL,
+                                      "Store '%s' is not a regular file: move it aside", s->path);
+
+        r = read_all(fd, &data, &len);
+        if (r == -EFBIG)
+                return svff_error_set(err, -EBADMSG,
+                                      "Store '%s' is larger than %u MiB, so it is not one this svffd wrote. " RECOVERY,
+                                      s->path, STORE_SIZE_MAX / 1024 / 1024, s->path);
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Failed to read store '%s'", s->path);
+
+        r = store_parse(s->path, data, len, &s->doc, &s->generation, err);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+void svff_store_free(struct svff_store *s) {
+        if (!s)
+                return;
+        if (s->dirfd >= 0)
+                close(s->dirfd);
+        free(s->path);
+        if (s->doc)
+                json_object_put(s->doc);
+        free(s);
+}
+
+const char *svff_store_path(struct svff_store *s) {
+        return s ? s->path : NULL;
+}
+
+uint64_t svff_store_generation(struct svff_store *s) {
+        return s ? s->generation : 0;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        return -EIO;
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+static int unlink_if_exists(int dirfd, const char *name) {
+        if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+/* Writes data to STORE_TMP and makes it durable. On failure no temp file
+ * is left behind. */
+static int write_temp(struct svff_store *s, const char *data, size_t len, struct svff_error *err) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        /* a temp file left by a crash: ours to replace */
+        r = unlink_if_exists(s->dirfd, STORE_TMP);
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Failed to remove stale '%s.tmp'", s->path);
+
+        fd = openat(s->dirfd, STORE_TMP, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return svff_error_set_errno(err, -errno, "Failed to create '%s.tmp'", s->path);
+
+        r = write_all(fd, data, len);
+        if (r < 0) {
+                svff_error_set_errno(err, r, "Failed to write '%s.tmp'", s->path);
+                goto fail;
+        }
+        if (fsync(fd) < 0) {
+                r = svff_error_set_errno(err, -errno, "Failed to flush '%s.tmp' to disk", s->path);
+                goto fail;
+        }
+        /* errors of delayed writes may only show here */
+        if (close(TAKE_FD(fd)) < 0) {
+                r = svff_error_set_errno(err, -errno, "Failed to close '%s.tmp'", s->path);
+                goto fail;
+        }
+        return 0;
+
+fail:
+        (void) unlinkat(s->dirfd, STORE_TMP, 0);
+        return r;
+}
+
+/* store.json -> store.json.prev, replacing an old prev atomically: a
+ * crash in between leaves either the old or the new prev, never none. */
+static int keep_previous(struct svff_store *s, struct svff_error *err) {
+        int r;
+
+        r = unlink_if_exists(s->dirfd, STORE_PREV_TMP);
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Failed to remove stale '%s.prev.tmp'", s->path);
+
+        if (linkat(s->dirfd, SVFF_STORE_FILE, s->dirfd, STORE_PREV_TMP, 0) < 0) {
+                if (errno == ENOENT)
+                        return 0;  /* first commit: nothing to keep */
+                return svff_error_set_errno(err, -errno, "Failed to link '%s' to '%s.prev.tmp'",
+                                            s->path, s->path);
+        }
+        if (renameat(s->dirfd, STORE_PREV_TMP, s->dirfd, STORE_PREV) < 0) {
+                r = svff_error_set_errno(err, -errno, "Failed to rename '%s.prev.tmp' to '%s.prev'",
+                                         s->path, s->path);
+                (void) unlinkat(s->dirfd, STORE_PREV_TMP, 0);
+                return r;
+        }
+        return 0;
+}
+
+static int set_generation(struct json_object *doc, uint64_t g) {
+        struct json_object *v = json_object_new_uint64(g);
+
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(doc, "generation", v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int commit_doc(struct svff_store *s, uint64_t generation, struct svff_error *err) {
+        _cleanup_free_ char *why = NULL;
+        const char *text;
+        size_t len;
+        int r;
+
+        r = set_generation(s->doc, generation);
+        if (r < 0)
+                return svff_error_set(err, r, "Out of memory");
+
+        /* Never write what the next start would refuse to load. */
+        r = validate(s->doc, &why);
+        if (r < 0) {
+                if (!why)
+                        return svff_error_set(err, -ENOMEM, "Out of memory");
+                return svff_error_set(err, -EINVAL, "Refusing to write store '%s': %s", s->path, why);
+        }
+
+        text = json_object_to_json_string_length(s->doc,
+                                                 JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                 &len);
+        if (!text)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+
+        /* json-c's buffer ends in a NUL; the file ends in a newline */
+        {
+                _cleanup_free_ char *buf = malloc(len + 1);
+
+                if (!buf)
+                        return svff_error_set(err, -ENOMEM, "Out of memory");
+                memcpy(buf, text, len);
+                buf[len] = '\n';
+                r = write_temp(s, buf, len + 1, err);
+                if (r < 0)
+                        return r;
+        }
+
+        r = keep_previous(s, err);
+        if (r < 0) {
+                (void) unlinkat(s->dirfd, STORE_TMP, 0);
+                return r;
+        }
+
+        if (renameat(s->dirfd, STORE_TMP, s->dirfd, SVFF_STORE_FILE) < 0) {
+                r = svff_error_set_errno(err, -errno, "Failed to rename '%s.tmp' to '%s'", s->path, s->path);
+                (void) unlinkat(s->dirfd, STORE_TMP, 0);
+                return r;
+        }
+        s->generation = generation;
+
+        /* The new document is in place; this makes the rename durable.
+         * If it fails the file already holds the new generation, so the
+         * generation stays advanced (see store.h). */
+        if (fsync(s->dirfd) < 0)
+                return svff_error_set_errno(err, -errno, "Failed to flush the directory of '%s' to disk",
+                                            s->path);
+        return 0;
+}
+
+int svff_store_commit(struct svff_store *s, struct svff_error *err) {
+        uint64_t g;
+        int r;
+
+        if (!s)
+                return svff_error_set(err, -EINVAL, "Invalid arguments to svff_store_commit()");
+
+        r = commit_doc(s, s->generation + 1, err);
+        /* keep the document's field in step with what is on disk */
+        if (r < 0 && (svff_json_get_u64(s->doc, "generation", &g) < 0 || g != s->generation))
+                (void) set_generation(s->doc, s->generation);
+        return r;
+}
+
+static struct json_object *section(struct svff_store *s, const char *name) {
+        struct json_object *o = NULL;
+
+        if (!s)
+                return NULL;
+        (void) json_object_object_get_ex(s->doc, name, &o);
+        return o;
+}
+
+struct json_object *svff_store_pfs(struct svff_store *s) {
+        return section(s, "pfs");
+}
+
+struct json_object *svff_store_vfs(struct svff_store *s) {
+        return section(s, "vfs");
+}
+
+struct json_object *svff_store_assignments(struct svff_store *s) {
+        return section(s, "assignments");
+}
+
+/* The record for key in sec, created empty when absent. Existing records
+ * are updated in place so fields this version does not know survive. */
+static struct json_object *record(struct json_object *sec, const char *key) {
+        struct json_object *rec;
+
+        if (json_object_object_get_ex(sec, key, &rec) && json_object_is_type(rec, json_type_object))
+                return rec;
+        rec = json_object_new_object();
+        if (!rec)
+                return NULL;
+        if (json_object_object_add(sec, key, rec) < 0) {
+                json_object_put(rec);
+                return NULL;
+        }
+        return rec;
+}
+
+/* Sets key to v, taking v; a NULL v from a failed constructor is -ENOMEM
+ * unless null was meant (want_null). */
+static int put(struct json_object *rec, const char *key, struct json_object *v, bool want_null) {
+        if (!v && !want_null)
+                return -ENOMEM;
+        if (json_object_object_add(rec, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int svff_store_set_pf(struct svff_store *s, const char *pf, unsigned numvfs, const char *vf_driver) {
+        struct json_object *rec;
+        int r;
+
+        if (!s || !pf || !*pf || !vf_driver)
+                return -EINVAL;
+
+        rec = record(svff_store_pfs(s), pf);
+        if (!rec)
+                return -ENOMEM;
+        r = put(rec, "numvfs", json_object_new_int64(numvfs), false);
+        if (r < 0)
+                return r;
+        return put(rec, "vf_driver", json_object_new_string(vf_driver), false);
+}
+
+int svff_store_get_pf(struct svff_store *s, const char *pf, unsigned *ret_numvfs,
+                      const char **ret_vf_driver) {
+        struct json_object *rec;
+        const char *driver;
+        unsigned n;
+
+        if (!s || !pf)
+                return -EINVAL;
+        if (!json_object_object_get_ex(svff_store_pfs(s), pf, &rec))
+                return 0;
+        if (svff_json_get_unsigned(rec, "numvfs", &n) < 0 ||
+            svff_json_get_string(rec, "vf_driver", &driver) < 0)
+                return -EINVAL;
+        if (ret_numvfs)
+                *ret_numvfs = n;
+        if (ret_vf_driver)
+                *ret_vf_driver = driver;
+        return 1;
+}
+
+void svff_store_remove_pf(struct svff_store *s, const char *pf) {
+        if (s && pf)
+                json_object_object_del(svff_store_pfs(s), pf);
+}
+
+int svff_store_set_vf(struct svff_store *s, const char *vf, const char *pf, unsigned index,
+                      const char *original_driver, const char *driver) {
+        struct json_object *rec;
+        int r;
+
+        if (!s || !vf || !*vf || !pf || !driver)
+                return -EINVAL;
+
+        rec = record(svff_store_vfs(s), vf);
+        if (!rec)
+                return -ENOMEM;
+        r = put(rec, "pf", json_object_new_string(pf), false);
+        if (r >= 0)
+                r = put(rec, "index", json_object_new_int64(index), false);
+        if (r >= 0)
+                r = put(rec, "original_driver",
+                        original_driver ? json_object_new_string(original_driver) : NULL,
+                        !original_driver);
+        if (r >= 0)
+                r = put(rec, "driver", json_object_new_string(driver), false);
+        return r;
+}
+
+int svff_store_get_vf(struct svff_store *s, const char *vf, const char **ret_pf,
+                      const char **ret_original_driver) {
+        struct json_object *rec;
+        const char *pf, *orig;
+
+        if (!s || !vf)
+                return -EINVAL;
+        if (!json_object_object_get_ex(svff_store_vfs(s), vf, &rec))
+                return 0;
+        if (svff_json_get_string(rec, "pf", &pf) < 0 ||
+            svff_json_get_string_or_null(rec, "original_driver", &orig) < 0)
+                return -EINVAL;
+        if (ret_pf)
+                *ret_pf = pf;
+        if (ret_original_driver)
+                *ret_original_driver = orig;
+        return 1;
+}
+
+void svff_store_remove_vf(struct svff_store *s, const char *vf) {
+        if (s && vf)
+                json_object_object_del(svff_store_vfs(s), vf);
+}
+
+struct json_object *svff_store_journal(struct svff_store *s) {
+        return section(s, "journal");
+}
+
+void svff_store_set_journal(struct svff_store *s, struct json_object *op) {
+        if (!s) {
+                if (op)
+                        json_object_put(op);
+                return;
+        }
+        /* replacing an existing key cannot fail in json-c; a new key can
+         * only fail on allocation, and then op must not leak */
+        if (json_object_object_add(s->doc, "journal", op) < 0 && op)
+                json_object_put(op);
+}

@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "json-util.h"
+#include "macro.h"
+#include "store.h"
+#include "store-util.h"
+
+static char *tmpdir;
+static char *statedir;
+
+static void setup(void) {
+        char t[] = "/tmp/test-store.XXXXXX";
+
+        ck_assert_ptr_nonnull(mkdtemp(t));
+        tmpdir = strdup(t);
+        ck_assert_int_ge(asprintf(&statedir, "%s/state", tmpdir), 0);
+}
+
+static void teardown(void) {
+        rm_rf_flat(statedir);
+        rmdir(tmpdir);
+        free(statedir);
+        free(tmpdir);
+}
+
+static struct svff_store *open_ok(void) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_store *s = NULL;
+        int r;
+
+        r = svff_store_open(statedir, &s, &err);
+        ck_assert_msg(r == 0, "open: %d %s", r, svff_error_message(&err));
+        svff_error_free(&err);
+        return s;
+}
+
+static void commit_ok(struct svff_store *s) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        int r;
+
+        r = svff_store_commit(s, &err);
+        ck_assert_msg(r == 0, "commit: %d %s", r, svff_error_message(&err));
+        svff_error_free(&err);
+}
+
+START_TEST(test_empty) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        _cleanup_free_ char *names = NULL, *path = NULL;
+        struct stat st;
+
+        s = open_ok();
+        ck_assert_uint_eq(svff_store_generation(s), 0);
+        ck_assert_int_ge(asprintf(&path, "%s/store.json", statedir), 0);
+        ck_assert_str_eq(svff_store_path(s), path);
+        ck_assert_int_eq(json_object_object_length(svff_store_pfs(s)), 0);
+        ck_assert_int_eq(json_object_object_length(svff_store_vfs(s)), 0);
+        ck_assert_int_eq(json_object_object_length(svff_store_assignments(s)), 0);
+        ck_assert_ptr_null(svff_store_journal(s));
+
+        /* the directory was made private, and nothing written into it */
+        ck_assert_int_eq(stat(statedir, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0700);
+        names = list_dir(statedir);
+        ck_assert_str_eq(names, "");
+}
+END_TEST
+
+START_TEST(test_roundtrip) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        _cleanup_free_ char *names = NULL;
+        const char *pf = NULL, *orig = "x", *drv = NULL;
+        unsigned n = 0;
+
+        s = open_ok();
+        ck_assert_int_eq(svff_store_set_pf(s, "0000:03:00.0", 4, "vfio-pci"), 0);
+        ck_assert_int_eq(svff_store_set_vf(s, "0000:03:00.1", "0000:03:00.0", 0, "qdma-vf", "vfio-pci"), 0);
+        ck_assert_int_eq(svff_store_set_vf(s, "0000:03:00.2", "0000:03:00.0", 1, NULL, "vfio-pci"), 0);
+        /* a field this version does not know survives a rewrite */
+        json_object_object_add(json_object_object_get(svff_store_vfs(s), "0000:03:00.2"), "note",
+                               json_object_new_string("kept"));
+        json_object_object_add(svff_store_assignments(s), "0000:03:00.1", json_object_new_object());
+        svff_store_set_journal(s, json_tokener_parse("{\"op\":\"init\",\"pf\":\"0000:03:00.0\"}"));
+        commit_ok(s);
+        ck_assert_uint_eq(svff_store_generation(s), 1);
+        svff_store_free(TAKE_PTR(s));
+
+        names = list_dir(statedir);
+        ck_assert_str_eq(names, "store.json");
+
+        s = open_ok();
+        ck_assert_uint_eq(svff_store_generation(s), 1);
+        ck_assert_int_eq(svff_store_get_pf(s, "0000:03:00.0", &n, &drv), 1);
+        ck_assert_uint_eq(n, 4);
+        ck_assert_str_eq(drv, "vfio-pci");
+        ck_assert_int_eq(svff_store_get_vf(s, "0000:03:00.1", &pf, &orig), 1);
+        ck_assert_str_eq(pf, "0000:03:00.0");
+        ck_assert_str_eq(orig, "qdma-vf");
+        ck_assert_int_eq(svff_store_get_vf(s, "0000:03:00.2", NULL, &orig), 1);
+        ck_assert_ptr_null(orig);
+        ck_assert_int_eq(svff_store_get_vf(s, "0000:03:00.3", &pf, &orig), 0);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(
+                                 json_object_object_get(svff_store_vfs(s), "0000:03:00.2"), "note")),
+                         "kept");
+        ck_assert_ptr_nonnull(json_object_object_get(svff_store_assignments(s), "0000:03:00.1"));
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(svff_store_journal(s), "op")), "init");
+
+        /* updates, removals */
+        ck_assert_int_eq(svff_store_set_vf(s, "0000:03:00.2", "0000:03:00.0", 1, "nvme", "vfio-pci"), 0);
+        svff_store_remove_vf(s, "0000:03:00.1");
+        svff_store_remove_pf(s, "0000:03:00.0");
+        svff_store_set_journal(s, NULL);
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+
+        s = open_ok();
+        ck_assert_uint_eq(svff_store_generation(s), 2);
+        ck_assert_int_eq(svff_store_get_vf(s, "0000:03:00.1", &pf, &orig), 0);
+        ck_assert_int_eq(svff_store_get_pf(s, "0000:03:00.0", &n, &drv), 0);
+        ck_assert_int_eq(svff_store_get_vf(s, "0000:03:00.2", &pf, &orig), 1);
+        ck_assert_str_eq(orig, "nvme");
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(
+                                 json_object_object_get(svff_store_vfs(s), "0000:03:00.2"), "note")),
+                         "kept");
+        ck_assert_ptr_null(svff_store_journal(s));
+
+        ck_assert_int_eq(svff_store_set_vf(s, "", "0000:03:00.0", 1, NULL, "vfio-pci"), -EINVAL);
+        ck_assert_int_eq(svff_store_set_pf(s, "0000:03:00.0", 1, NULL), -EINVAL);
+}
+END_TEST
+
+static uint64_t file_generation(const char *name) {
+        _cleanup_free_ char *data = NULL;
+        _cleanup_(json_object_putp) struct json_object *doc = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        uint64_t g;
+        size_t len;
+
+        data = read_file(statedir, name, &len);
+        ck_assert_ptr_nonnull(data);
+        ck_assert_int_eq(svff_store_parse(data, len, &doc, &err), 0);
+        ck_assert_int_eq(svff_json_get_u64(doc, "generation", &g), 0);
+        return g;
+}
+
+START_TEST(test_generations) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+
+        s = open_ok();
+        for (unsigned i = 1; i <= 5; i++) {
+                ck_assert_int_eq(svff_store_set_pf(s, "0000:03:00.0", i, "vfio-pci"), 0);
+                commit_ok(s);
+                ck_assert_uint_eq(svff_store_generation(s), i);
+                ck_assert_uint_eq(file_generation("store.json"), i);
+                if (i > 1)
+                        ck_assert_uint_eq(file_generation("store.json.prev"), i - 1);
+                else
+                        ck_assert_ptr_null(read_file(statedir, "store.json.prev", NULL));
+
+                _cleanup_free_ char *names = list_dir(statedir);
+                ck_assert_str_eq(names, i > 1 ? "store.json store.json.prev" : "store.json");
+        }
+
+        /* the previous generation holds the previous content */
+        _cleanup_(json_object_putp) struct json_object *prev = NULL;
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        unsigned n;
+        data = read_file(statedir, "store.json.prev", &len);
+        ck_assert_int_eq(svff_store_parse(data, len, &prev, NULL), 0);
+        ck_assert_int_eq(svff_json_get_unsigned(json_object_object_get(json_object_object_get(prev, "pfs"),
+                                                                       "0000:03:00.0"),
+                                                "numvfs", &n),
+                         0);
+        ck_assert_uint_eq(n, 4);
+
+        /* stale temp files from a crash are replaced, not tripped over */
+        write_file(statedir, "store.json.tmp", "junk", 4);
+        write_file(statedir, "store.json.prev.tmp", "junk", 4);
+        commit_ok(s);
+        _cleanup_free_ char *names = list_dir(statedir);
+        ck_assert_str_eq(names, "store.json store.json.prev");
+        ck_assert_uint_eq(file_generation("store.json.prev"), 5);
+}
+END_TEST
+
+START_TEST(test_commit_refuses_bad_edit) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ char *before = NULL, *after = NULL;
+
+        s = open_ok();
+        ck_assert_int_eq(svff_store_set_vf(s, "0000:03:00.1", "0000:03:00.0", 0, NULL, "vfio-pci"), 0);
+        commit_ok(s);
+        before = read_file(statedir, "store.json", NULL);
+
+        json_object_object_add(json_object_object_get(svff_store_vfs(s), "0000:03:00.1"), "index",
+                               json_object_new_string("zero"));
+        ck_assert_int_eq(svff_store_commit(s, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "vfs.0000:03:00.1.index"));
+        svff_error_free(&err);
+        ck_assert_uint_eq(svff_store_generation(s), 1);
+        after = read_file(statedir, "store.json", NULL);
+        ck_assert_str_eq(before, after);
+        _cleanup_free_ char *names = list_dir(statedir);
+        ck_assert_str_eq(names, "store.json");
+}
+END_TEST
+
+/* Writes data as the store, tries to open it, and checks the refusal:
+ * the errno, a message naming the file and the way out, and the file
+ * (and the directory) exactly as they were. */
+static void expect_refusal(const char *data, size_t len, int error, const char *needle) {
+        _cleanup_free_ char *path = NULL, *after = NULL, *names = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_store *s = (struct svff_store *) 0x1;
+        size_t after_len;
+        int r;
+
+        ck_assert_int_eq(mkdir(statedir, 0700) < 0 && errno != EEXIST, 0);
+        write_file(statedir, "store.json", data, len);
+        ck_assert_int_ge(asprintf(&path, "%s/store.json", statedir), 0);
+
+        r = svff_store_open(statedir, &s, &err);
+        ck_assert_msg(r == error, "'%.*s': expected %d, got %d (%s)", (int) len, data, error, r,
+                      svff_error_message(&err));
+        ck_assert_ptr_eq(s, (struct svff_store *) 0x1);
+        ck_assert_msg(strstr(svff_error_message(&err), path), "message does not name the file: %s",
+                      svff_error_message(&err));
+        ck_assert_msg(strstr(svff_error_message(&err), "move the file aside"),
+                      "message gives no way out: %s", svff_error_message(&err));
+        if (needle)
+                ck_assert_msg(strstr(svff_error_message(&err), needle), "'%s' not in: %s", needle,
+                              svff_error_message(&err));
+        svff_error_free(&err);
+
+        after = read_file(statedir, "store.json", &after_len);
+        ck_assert_ptr_nonnull(after);
+        ck_assert_uint_eq(after_len, len);
+        ck_assert(memcmp(after, data, len) == 0);
+        names = list_dir(statedir);
+        ck_assert_str_eq(names, "store.json");
+}
+
+#define REFUSE(s, e, needle) expect_refusal(s, sizeof(s) - 1, e, needle)
+
+static const char valid[] =
+        "{\"schema\":1,\"generation\":3,"
+        "\"pfs\":{\"0000:03:00.0\":{\"numvfs\":2,\"vf_driver\":\"vfio-pci\"}},"
+        "\"vfs\":{\"0000:03:00.1\":{\"pf\":\"0000:03:00.0\",\"index\":0,\"original_driver\":null,\"driver\":\"vfio-pci\"},"
+        "\"0000:03:00.2\":{\"pf\":\"0000:03:00.0\",\"index\":1,\"original_driver\":\"qdma-vf\",\"driver\":\"vfio-pci\"}},"
+        "\"assignments\":{},\"journal\":null}\n";
+
+START_TEST(test_refuse_truncated) {
+        /* every proper prefix of a valid store is refused */
+        for (size_t n = 0; n < sizeof(valid) - 2; n++)
+                expect_refusal(valid, n, -EBADMSG, n == 0 ? "empty" : NULL);
+
+        /* and the whole one loads */
+        write_file(statedir, "store.json", valid, sizeof(valid) - 1);
+        _cleanup_(svff_store_freep) struct svff_store *s = open_ok();
+        ck_assert_uint_eq(svff_store_generation(s), 3);
+}
+END_TEST
+
+START_TEST(test_refuse_bitflips) {
+        char buf[sizeof(valid)];
+
+        /* a byte with the high bit set is never valid there: outside
+         * strings it is not JSON, inside it breaks UTF-8 */
+        for (size_t i = 0; i < sizeof(valid) - 1; i++) {
+                memcpy(buf, valid, sizeof(valid));
+                buf[i] ^= (char) 0x80;
+                expect_refusal(buf, sizeof(valid) - 1, -EBADMSG, NULL);
+        }
+
+        /* flips that keep the JSON well-formed but break a type */
+        REFUSE("{\"schema\":1,\"generation\":3,\"pfs\":{\"0000:03:00.0\":{\"numvfs\":2,\"vf_driver\":\"vfio-pci\"}},"
+               "\"vfs\":{\"0000:03:00.1\":{\"pf\":\"0000:03:00.0\",\"index\":0,\"original_driver\":null,\"driver\":\"vfio-pci\"}},"
+               "\"assignments\":{},\"journal\":nulm}",
+               -EBADMSG, NULL);
+        REFUSE("{\"schema\":1,\"generation\":3,\"pfs\":{\"0000:03:00.0\":{\"numvfs\":2,\"vf_driver\":\"vfio-pci\"}},"
+               "\"vfs\":{\"0000:03:00.1\":{\"pf\":\"0000:03:00.0\",\"index\":\"\",\"original_driver\":null,\"driver\":\"vfio-pci\"}},"
+               "\"assignments\":{},\"journal\":null}",
+               -EBADMSG, "vfs.0000:03:00.1.index");
+}
+END_TEST
+
+START_TEST(test_refuse_types) {
+        REFUSE("[]", -EBADMSG, "not a JSON object");
+        REFUSE("null", -EBADMSG, NULL);
+        REFUSE("\"store\"", -EBADMSG, NULL);
+        REFUSE("{}", -EBADMSG, "schema");
+        REFUSE("{\"schema\":\"1\",\"generation\":0}", -EBADMSG, "schema");
+        REFUSE("{\"schema\":0,\"generation\":0}", -EBADMSG, "schema");
+        REFUSE("{\"schema\":-1,\"generation\":0}", -EBADMSG, "schema");
+        REFUSE("{\"schema\":1.0,\"generation\":0}", -EBADMSG, "schema");
+        REFUSE("{\"schema\":1}", -EBADMSG, "generation");
+        REFUSE("{\"schema\":1,\"generation\":-1}", -EBADMSG, "generation");
+        REFUSE("{\"schema\":1,\"generation\":1.5}", -EBADMSG, "generation");
+        REFUSE("{\"schema\":1,\"generation\":18446744073709551616}", -EBADMSG, "generation");
+        REFUSE("{\"schema\":1,\"generation\":null}", -EBADMSG, "generation");
+        REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":[]}", -EBADMSG, "pfs");
+        REFUSE("{\"schema\":1,\"generation\":0,\"vfs\":null}", -EBADMSG, "vfs");
+        REFUSE("{\"schema\":1,\"generation\":0,\"assignments\":1}", -EBADMSG, "assignments");
+        REFUSE("{\"schema\":1,\"generation\":0,\"assignments\":{\"a\":1}}", -EBADMSG, "assignments.a");
+        REFUSE("{\"schema\":1,\"generation\":0,\"journal\":[]}", -EBADMSG, "journal");
+        REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":{\"p\":{\"numvfs\":-1,\"vf_driver\":\"x\"}}}", -EBADMSG,
+               "pfs.p.numvfs");
+        REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":{\"p\":{\"numvfs\":4294967296,\"vf_driver\":\"x\"}}}",
+               -EBADMSG, "pfs.p.numvfs");
+        REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":{\"p\":{\"numvfs\":1}}}", -EBADMSG, "pfs.p.vf_driver");
+        REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":{\"p\":[]}}", -EBADMSG, "pfs.p");
+        REFUSE("{\"schema\":1,\"generation\":0,\"vfs\":{\"v\":{\"pf\":\"p\",\"index\":0,\"original_driver\":5,"
+               "\"driver\":\"vfio-pci\"}}}",
+               -EBADMSG, "vfs.v.original_driver");
+        REFUSE("{\"schema\":1,\"generation\":0,\"vfs\":{\"v\":{\"pf\":\"p\",\"index\":0,\"original_driver\":null,"
+               "\"driver\":\"vfio\\u0000pci\"}}}",
+               -EBADMSG, "vfs.v.driver");
+        REFUSE("{\"schema\":1,\"generation\":0,\"vfs\":{\"v\":{\"pf\":\"p\",\"original_driver\":null,"
+               "\"driver\":\"vfio-pci\"}}}",
+               -EBADMSG, "vfs.v.index");
+        /* syntax json-c would take but JSON does not */
+        REFUSE("{\"schema\":1,\"generation\":0,}", -EBADMSG, NULL);
+        REFUSE("{\"schema\":1,\"generation\":0} /* c */", -EBADMSG, NULL);
+        REFUSE("{\"schema\":1,\"generation\":0}\n{}", -EBADMSG, NULL);
+        REFUSE("{\"schema\":1,\"generation\":0}\0", -EBADMSG, NULL);
+}
+END_TEST
+
+START_TEST(test_refuse_newer) {
+        _cleanup_free_ char *path = NULL, *expected = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_store *s = NULL;
+
+        REFUSE("{\"schema\":7,\"generation\":\"whatever a newer svffd writes\",\"pfs\":[]}", -EPROTONOSUPPORT,
+               "has schema 7, newer than this svffd supports (1)");
+        REFUSE("{\"schema\":2}", -EPROTONOSUPPORT, "run a newer svffd");
+
+        ck_assert_int_ge(asprintf(&path, "%s/store.json", statedir), 0);
+        ck_assert_int_eq(svff_store_open(statedir, &s, &err), -EPROTONOSUPPORT);
+        ck_assert_int_ge(asprintf(&expected,
+                                  "Store '%s' has schema 2, newer than this svffd supports (1). "
+                                  "Refusing to start so as not to overwrite it: run a newer svffd, or move the file aside.",
+                                  path),
+                         0);
+        ck_assert_str_eq(svff_error_message(&err), expected);
+        svff_error_free(&err);
+}
+END_TEST
+
+START_TEST(test_refuse_message) {
+        _cleanup_free_ char *path = NULL, *expected = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_store *s = NULL;
+
+        REFUSE("{\"schema\":1,", -EBADMSG, ".prev");
+        ck_assert_int_ge(asprintf(&path, "%s/store.json", statedir), 0);
+        ck_assert_int_eq(svff_store_open(statedir, &s, &err), -EBADMSG);
+        ck_assert_int_ge(asprintf(&expected,
+                                  "Store '%s' is truncated or corrupt (unexpected end of data). "
+                                  "Refusing to start so as not to overwrite it: restore '%s.prev' or move the file aside.",
+                                  path, path),
+                         0);
+        ck_assert_str_eq(svff_error_message(&err), expected);
+        svff_error_free(&err);
+}
+END_TEST
+
+START_TEST(test_not_regular) {
+        _cleanup_free_ char *p = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_store *s = NULL;
+
+        ck_assert_int_eq(mkdir(statedir, 0700), 0);
+        ck_assert_int_ge(asprintf(&p, "%s/store.json", statedir), 0);
+        ck_assert_int_eq(mkdir(p, 0700), 0);
+        ck_assert_int_eq(svff_store_open(statedir, &s, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), p));
+        svff_error_free(&err);
+        rmdir(p);
+}
+END_TEST
+
+START_TEST(test_parse_buffer) {
+        struct json_object *doc = (struct json_object *) 0x1;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        ck_assert_int_eq(svff_store_parse("{\"schema\":1,\"generation\":0}", 27, &doc, &err), 0);
+        /* absent sections are added */
+        ck_assert(json_object_is_type(json_object_object_get(doc, "vfs"), json_type_object));
+        json_object_put(doc);
+
+        doc = (struct json_object *) 0x1;
+        ck_assert_int_eq(svff_store_parse("{\"schema\":9}", 12, &doc, &err), -EPROTONOSUPPORT);
+        ck_assert_ptr_eq(doc, (struct json_object *) 0x1);
+        svff_error_free(&err);
+        ck_assert_int_eq(svff_store_parse("{", 1, &doc, NULL), -EBADMSG);
+        ck_assert_int_eq(svff_store_parse(NULL, 0, &doc, NULL), -EBADMSG);
+}
+END_TEST
+
+static Suite *store_suite(void) {
+        Suite *s = suite_create("store");
+        TCase *tc = tcase_create("store");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_empty);
+        tcase_add_test(tc, test_roundtrip);
+        tcase_add_test(tc, test_generations);
+        tcase_add_test(tc, test_commit_refuses_bad_edit);
+        tcase_add_test(tc, test_refuse_truncated);
+        tcase_add_test(tc, test_refuse_bitflips);
+        tcase_add_test(tc, test_refuse_types);
+        tcase_add_test(tc, test_refuse_newer);
+        tcase_add_test(tc, test_refuse_message);
+        tcase_add_test(tc, test_not_regular);
+        tcase_add_test(tc, test_parse_buffer);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(store_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? 0 : 1;
+}
