@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* svffctl: argv -> one varlink call to svffd -> a table or JSON.
+ *
+ * Exit codes:
+ *   0  success
+ *   1  svffd reported a failure (the message says which device and why)
+ *   2  usage error (bad command, option or argument)
+ *   3  svffd cannot be reached (no socket, connection refused or lost,
+ *      a reply that is not varlink, or --timeout passed)
+ *   4  permission denied (the call needs root or the admin group)
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "json-util.h"
+#include "macro.h"
+#include "pciaddr.h"
+#include "sriov.h"
+#include "table.h"
+#include "varlink.h"
+
+#define EXIT_DAEMON_ERROR 1
+#define EXIT_USAGE 2
+#define EXIT_UNREACHABLE 3
+#define EXIT_PERMISSION 4
+
+#define SOCKET_DEFAULT RUNSTATEDIR "/svff/svffd.sock"
+
+static const char *arg_socket = NULL;
+static bool arg_json = false;
+static usec_t arg_timeout = 30 * USEC_PER_SEC;
+static const char *arg_driver = NULL;
+
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
+static const char *socket_path(void) {
+        return arg_socket ?: getenv("SVFF_SOCKET") ?: SOCKET_DEFAULT;
+}
+
+static const char *jstr(struct json_object *o, const char *key) {
+        struct json_object *v;
+
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static long long jint(struct json_object *o, const char *key, long long def) {
+        struct json_object *v;
+
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+                return def;
+        return (long long) json_object_get_int64(v);
+}
+
+/* ---- talking to svffd ---- */
+
+static int connect_daemon(struct svff_varlink_client **ret) {
+        int r = svff_varlink_client_connect(socket_path(), ret);
+
+        if (r < 0) {
+                fprintf(stderr, "svffctl: cannot connect to svffd at '%s': %s\n", socket_path(), strerror(-r));
+                if (r == -ENOENT || r == -ECONNREFUSED)
+                        fprintf(stderr, "Is svffd running? Start it with 'systemctl start svffd.socket', "
+                                        "or point --socket / SVFF_SOCKET at its socket.\n");
+                else if (r == -EACCES)
+                        fprintf(stderr, "The socket is for root and the svff group; run as one of them.\n");
+                return EXIT_UNREACHABLE;
+        }
+        return 0;
+}
+
+static int transport_error(int r) {
+        if (r == -ETIMEDOUT)
+                fprintf(stderr, "svffctl: svffd did not answer within the timeout (--timeout).\n");
+        else
+                fprintf(stderr, "svffctl: lost svffd at '%s': %s\n", socket_path(), strerror(-r));
+        return EXIT_UNREACHABLE;
+}
+
+/* Prints a daemon error to stderr; returns the exit code for it. */
+static int report_error(const char *error, struct json_object *p) {
+        const char *msg = jstr(p, "message");
+        const char *param = jstr(p, "parameter");
+        const char *device = jstr(p, "device");
+
+        if (msg)
+                fprintf(stderr, "svffctl: %s\n", msg);
+        else if (param)
+                fprintf(stderr, "svffctl: %s: invalid parameter '%s'\n", error, param);
+        else if (device)
+                fprintf(stderr, "svffctl: %s: %s\n", error, device);
+        else
+                fprintf(stderr, "svffctl: %s\n", error);
+
+        if (streq(error, "io.svff.PermissionDenied")) {
+                fprintf(stderr, "Run it as root, or as a member of the admin group named in svff.conf.\n");
+                return EXIT_PERMISSION;
+        }
+        if (streq(error, "org.varlink.service.MethodNotFound") ||
+            streq(error, "org.varlink.service.InterfaceNotFound"))
+                fprintf(stderr, "svffd is older than this svffctl; restart it after upgrading.\n");
+        return EXIT_DAEMON_ERROR;
+}
+
+/* One call, one reply; *ret gets the parameters on success. */
+static int call(const char *method, struct json_object *params, usec_t timeout, struct json_object **ret) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
+        _cleanup_json_ struct json_object *reply = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = connect_daemon(&c);
+        if (r != 0)
+                return r;
+        r = svff_varlink_client_call(c, method, params, timeout, &reply, &error);
+        if (r < 0)
+                return transport_error(r);
+        if (error)
+                return report_error(error, reply);
+        *ret = TAKE_PTR(reply);
+        return 0;
+}
+
+static void print_json(struct json_object *o) {
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* ---- commands ---- */
+
+static int cmd_list(int argc, char **argv) {
+        _cleanup_json_ struct json_object *params = json_object_new_object(), *reply = NULL;
+        struct json_object *pfs;
+        int r;
+
+        if (argc > 2) {
+                fprintf(stderr, "svffctl list: takes at most one PF address; see 'svffctl list --help'.\n");
+                return EXIT_USAGE;
+        }
+        if (argc == 2)
+                json_object_object_add(params, "pf", json_object_new_string(argv[1]));
+
+        r = call("io.svff.List", params, arg_timeout, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json) {
+                print_json(reply);
+                return 0;
+        }
+
+        if (!json_object_object_get_ex(reply, "pfs", &pfs) || json_object_array_length(pfs) == 0) {
+                printf("No SR-IOV physical functions found.\n");
+                return 0;
+        }
+        for (size_t i = 0; i < json_object_array_length(pfs); i++) {
+                struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs;
+                static const char *const pfh[] = { "PF", "ID", "DRIVER", "VFS", "NUMA", "NAME" };
+                static const char *const vfh[] = { "VF", "INDEX", "DRIVER", "IOMMU", "MANAGED", "ASSIGNED" };
+                struct table *t;
+                char id[16], n[32], numa[16], name[256];
+
+                snprintf(id, sizeof(id), "%s:%s", strna(jstr(pf, "vendor_id")), strna(jstr(pf, "device_id")));
+                snprintf(n, sizeof(n), "%lld/%lld", jint(pf, "numvfs", 0), jint(pf, "totalvfs", 0));
+                if (jint(pf, "numa_node", -1) >= 0)
+                        snprintf(numa, sizeof(numa), "%lld", jint(pf, "numa_node", -1));
+                else
+                        snprintf(numa, sizeof(numa), "-");
+                snprintf(name, sizeof(name), "%s %s", jstr(pf, "vendor") ?: "", jstr(pf, "device") ?: "");
+
+                if (i > 0)
+                        putchar('\n');
+                t = table_new(ELEMENTSOF(pfh), pfh);
+                if (!t)
+                        return EXIT_FAILURE;
+                table_add_row(t, (const char *const[]) { jstr(pf, "address"), id, jstr(pf, "driver"), n,
+                                                         numa, name });
+                table_print(t, stdout, 0);
+                table_free(t);
+
+                if (!json_object_object_get_ex(pf, "vfs", &vfs) || json_object_array_length(vfs) == 0)
+                        continue;
+                putchar('\n');
+                t = table_new(ELEMENTSOF(vfh), vfh);
+                if (!t)
+                        return EXIT_FAILURE;
+                for (size_t k = 0; k < json_object_array_length(vfs); k++) {
+                        struct json_object *vf = json_object_array_get_idx(vfs, k), *a, *v;
+                        char idx[16], grp[16], asg[256] = "-";
+                        bool managed = false;
+
+                        snprintf(idx, sizeof(idx), "%lld", jint(vf, "index", 0));
+                        if (jint(vf, "iommu_group", -1) >= 0)
+                                snprintf(grp, sizeof(grp), "%lld", jint(vf, "iommu_group", -1));
+                        else
+                                snprintf(grp, sizeof(grp), "-");
+                        if (json_object_object_get_ex(vf, "managed", &v))
+                                managed = json_object_get_boolean(v);
+                        if (json_object_object_get_ex(vf, "assigned_to", &a) && a)
+                                snprintf(asg, sizeof(asg), "%s", jstr(a, "domain") ?: "yes");
+                        table_add_row(t, (const char *const[]) { jstr(vf, "address"), idx, jstr(vf, "driver"),
+                                                                 grp, managed ? "yes" : "no", asg });
+                }
+                table_print(t, stdout, 2);
+                table_free(t);
+        }
+        return 0;
+}
+
+static void format_duration(long long usec, char *buf, size_t n) {
+        long long s = usec / 1000000;
+
+        if (s >= 86400)
+                snprintf(buf, n, "%lldd %lldh", s / 86400, s % 86400 / 3600);
+        else if (s >= 3600)
+                snprintf(buf, n, "%lldh %lldmin", s / 3600, s % 3600 / 60);
+        else if (s >= 60)
+                snprintf(buf, n, "%lldmin %llds", s / 60, s % 60);
+        else
+                snprintf(buf, n, "%lld.%03llds", s, usec / 1000 % 1000);
+}
+
+static int cmd_status(int argc, char **argv) {
+        _cleanup_json_ struct json_object *reply = NULL;
+        struct json_object *store, *ops, *drift;
+        char up[64];
+        int r;
+
+        if (argc > 1) {
+                fprintf(stderr, "svffctl status: takes no arguments; see 'svffctl status --help'.\n");
+                return EXIT_USAGE;
+        }
+        r = call("io.svff.Status", NULL, arg_timeout, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json) {
+                print_json(reply);
+                return 0;
+        }
+
+        format_duration(jint(reply, "uptime_usec", 0), up, sizeof(up));
+        printf("svffd %s, up %s\n", strna(jstr(reply, "version")), up);
+        if (json_object_object_get_ex(reply, "store", &store))
+                printf("Store:        %s (generation %lld)\n", strna(jstr(store, "path")),
+                       jint(store, "generation", 0));
+        printf("Sysfs:        %s\n", strna(jstr(reply, "sysfs_root")));
+        printf("Connections:  %lld\n", jint(reply, "connections", 0));
+        if (jint(reply, "stuck_writes", 0) > 0)
+                printf("Stuck writes: %lld (a VF is held by a user; see the journal)\n",
+                       jint(reply, "stuck_writes", 0));
+        if (jstr(reply, "config_error"))
+                printf("Config:       reload failed, running the previous settings: %s\n",
+                       jstr(reply, "config_error"));
+        if (jstr(reply, "discovery_error"))
+                printf("Discovery:    %s\n", jstr(reply, "discovery_error"));
+
+        if (json_object_object_get_ex(reply, "operations", &ops) && json_object_array_length(ops) > 0) {
+                static const char *const h[] = { "OPERATION", "PF", "PHASE", "PROGRESS" };
+                struct table *t = table_new(ELEMENTSOF(h), h);
+
+                printf("\nOperations in progress:\n");
+                for (size_t i = 0; t && i < json_object_array_length(ops); i++) {
+                        struct json_object *o = json_object_array_get_idx(ops, i);
+                        char prog[32];
+
+                        snprintf(prog, sizeof(prog), "%lld/%lld", jint(o, "done", 0), jint(o, "total", 0));
+                        table_add_row(t, (const char *const[]) { jstr(o, "op"), jstr(o, "pf"), jstr(o, "phase"), prog });
+                }
+                if (t)
+                        table_print(t, stdout, 2);
+                table_free(t);
+        } else
+                printf("Operations:   none\n");
+
+        if (json_object_object_get_ex(reply, "drift", &drift) && json_object_array_length(drift) > 0) {
+                printf("\nDrift (the host differs from what svff recorded):\n");
+                for (size_t i = 0; i < json_object_array_length(drift); i++) {
+                        struct json_object *d = json_object_array_get_idx(drift, i);
+
+                        printf("  %-15s %s\n", strna(jstr(d, "kind")), strna(jstr(d, "message")));
+                }
+        } else
+                printf("Drift:        none\n");
+        return 0;
+}
+
+static void print_event_line(struct json_object *ev) {
+        long long ts = jint(ev, "timestamp_usec", 0);
+        time_t t = (time_t) (ts / 1000000);
+        struct tm tm;
+        char when[64];
+
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+        printf("%s.%03lldZ %s", when, ts / 1000 % 1000, strna(jstr(ev, "event")));
+        if (jstr(ev, "device"))
+                printf(" %s", jstr(ev, "device"));
+        if (jstr(ev, "pf") && (!jstr(ev, "device") || !streq(jstr(ev, "pf"), jstr(ev, "device"))))
+                printf(" pf=%s", jstr(ev, "pf"));
+        if (jstr(ev, "driver"))
+                printf(" driver=%s", jstr(ev, "driver"));
+        if (jint(ev, "total", -1) >= 0) {
+                if (jint(ev, "done", -1) >= 0)
+                        printf(" %lld/%lld", jint(ev, "done", 0), jint(ev, "total", 0));
+                else
+                        printf(" total=%lld", jint(ev, "total", 0));
+        }
+        if (jstr(ev, "error"))
+                printf(" error=%s", jstr(ev, "error"));
+        if (jstr(ev, "message"))
+                printf(": %s", jstr(ev, "message"));
+        putchar('\n');
+}
+
+static int cmd_monitor(int argc, char **argv) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
+        int r;
+
+        if (argc > 1) {
+                fprintf(stderr, "svffctl monitor: takes no arguments; see 'svffctl monitor --help'.\n");
+                return EXIT_USAGE;
+        }
+        r = connect_daemon(&c);
+        if (r != 0)
+                return r;
+        r = svff_varlink_client_send(c, "io.svff.Monitor", NULL, true, false);
+        if (r < 0)
+                return transport_error(r);
+
+        for (;;) {
+                _cleanup_json_ struct json_object *p = NULL;
+                _cleanup_free_ char *error = NULL;
+                struct json_object *ev;
+                bool continues;
+
+                r = svff_varlink_client_read(c, 0, &p, &error, &continues);
+                if (r < 0)
+                        return transport_error(r);
+                if (error)
+                        return report_error(error, p);
+                if (json_object_object_get_ex(p, "event", &ev)) {
+                        if (arg_json)
+                                print_json(ev);
+                        else
+                                print_event_line(ev);
+                        fflush(stdout);
+                }
+                if (!continues)
+                        return 0;
+        }
+}
+
+static int cmd_init(int argc, char **argv) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
+        _cleanup_json_ struct json_object *params = NULL;
+        bool progress = !arg_json && isatty(STDERR_FILENO);
+        unsigned numvfs;
+        int r;
+
+        if (argc != 3) {
+                fprintf(stderr, "svffctl init: needs a PF address and a VF count, e.g. "
+                                "'svffctl init 0000:03:00.0 4'; see 'svffctl init --help'.\n");
+                return EXIT_USAGE;
+        }
+        if (svff_numvfs_parse(argv[2], &numvfs) < 0) {
+                fprintf(stderr, "svffctl init: '%s' is not a VF count (0 to 65535).\n", argv[2]);
+                return EXIT_USAGE;
+        }
+
+        params = json_object_new_object();
+        json_object_object_add(params, "pf", json_object_new_string(argv[1]));
+        json_object_object_add(params, "numvfs", json_object_new_int64(numvfs));
+        if (arg_driver)
+                json_object_object_add(params, "driver", json_object_new_string(arg_driver));
+
+        r = connect_daemon(&c);
+        if (r != 0)
+                return r;
+        r = svff_varlink_client_send(c, "io.svff.Init", params, progress, false);
+        if (r < 0)
+                return transport_error(r);
+
+        for (;;) {
+                _cleanup_json_ struct json_object *p = NULL;
+                _cleanup_free_ char *error = NULL;
+                struct json_object *ev;
+                bool continues;
+
+                r = svff_varlink_client_read(c, 0, &p, &error, &continues);
+                if (r < 0)
+                        return transport_error(r);
+                if (progress)
+                        fputs("\r\033[K", stderr);
+                if (error)
+                        return report_error(error, p);
+                if (continues) {
+                        if (json_object_object_get_ex(p, "event", &ev) && jint(ev, "total", -1) >= 0)
+                                fprintf(stderr, "%s %s %lld/%lld", strna(jstr(ev, "event")),
+                                        strna(jstr(ev, "device")), jint(ev, "done", 0), jint(ev, "total", 0));
+                        continue;
+                }
+                if (arg_json)
+                        print_json(p);
+                else
+                        printf("PF %s: %lld VFs on %s.\n", strna(jstr(p, "pf")), jint(p, "numvfs", 0),
+                               strna(jstr(p, "driver")));
+                return 0;
+        }
+}
+
+static int cmd_release(int argc, char **argv) {
+        _cleanup_json_ struct json_object *params = NULL, *reply = NULL;
+        int r;
+
+        if (argc != 2) {
+                fprintf(stderr, "svffctl release: needs one VF address, e.g. 'svffctl release 0000:03:00.4'.\n");
+                return EXIT_USAGE;
+        }
+        params = json_object_new_object();
+        json_object_object_add(params, "vf", json_object_new_string(argv[1]));
+        r = call("io.svff.Release", params, 0, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json)
+                print_json(reply);
+        else
+                printf("VF %s is back on %s.\n", strna(jstr(reply, "vf")), jstr(reply, "driver") ?: "no driver (unbound)");
+        return 0;
+}
+
+/* ---- argv ---- */
+
+struct command {
+        const char *name;
+        const char *usage;
+        const char *help;
+        int (*fn)(int argc, char **argv);
+        bool has_driver;
+};
+
+static const struct command commands[] = {
+        { "list", "list [PF] [--json]",
+          "List the SR-IOV PFs and their VFs: driver, IOMMU group, whether svff manages\n"
+          "the VF and which domain it is assigned to.", cmd_list, false },
+        { "status", "status [--json]",
+          "Show svffd's version, uptime, store path and generation, the operations in\n"
+          "progress and any drift between the store and the host.", cmd_status, false },
+        { "init", "init PF NUMVFS [--driver DRIVER] [--json]",
+          "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
+          "DRIVER (default: svffd's vf-driver, normally vfio-pci) and record the desired\n"
+          "state and each VF's original driver. Needs root or the admin group.", cmd_init, true },
+        { "release", "release VF [--json]",
+          "Give VF back to the driver it had before svff bound it, and forget it.\n"
+          "Needs root or the admin group.", cmd_release, false },
+        { "monitor", "monitor [--json]",
+          "Print svffd's events as they happen, one per line (--json: one JSON object\n"
+          "per line), until interrupted.", cmd_monitor, false },
+};
+
+static void help(void) {
+        printf("Usage: svffctl [OPTIONS] COMMAND [ARGS]\n"
+               "\n"
+               "Manage SR-IOV virtual functions through svffd.\n"
+               "\n"
+               "Commands:\n");
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                printf("  %s\n", commands[i].usage);
+        printf("\n"
+               "Options (before or after the command):\n"
+               "  -h --help          Show help (for a command: svffctl COMMAND --help)\n"
+               "     --socket=PATH   svffd's socket (default $SVFF_SOCKET or %s)\n"
+               "     --json          Print JSON on stdout\n"
+               "     --timeout=SEC   Give up on svffd after SEC seconds (default 30; 0: never;\n"
+               "                     init and release always wait)\n"
+               "     --version       Show the version\n"
+               "\n"
+               "Exit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
+               "3 svffd unreachable, 4 permission denied.\n",
+               SOCKET_DEFAULT);
+}
+
+static void command_help(const struct command *c) {
+        printf("Usage: svffctl %s\n\n%s\n\n"
+               "Options:\n"
+               "  --json          Print JSON on stdout\n"
+               "%s"
+               "  --socket=PATH   svffd's socket\n"
+               "\nExit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
+               "3 svffd unreachable, 4 permission denied.\n",
+               c->usage, c->help,
+               c->has_driver ? "  --driver=NAME   Bind the VFs to NAME instead of svffd's default\n" : "");
+}
+
+int main(int argc, char **argv) {
+        enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "timeout", required_argument, NULL, ARG_TIMEOUT },
+                { "driver", required_argument, NULL, ARG_DRIVER },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {}
+        };
+        const struct command *cmd = NULL;
+        bool want_help = false;
+        char **args;
+        int n_args = 0, o;
+
+        /* Options may come anywhere; positional arguments are kept in
+         * order (getopt permutes them to the end). */
+        while ((o = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (o) {
+                case 'h':
+                        want_help = true;
+                        break;
+                case ARG_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case ARG_JSON:
+                        arg_json = true;
+                        break;
+                case ARG_TIMEOUT: {
+                        char *end;
+                        unsigned long long s;
+
+                        errno = 0;
+                        s = strtoull(optarg, &end, 10);
+                        if (errno || end == optarg || *end || s > 86400 * 365) {
+                                fprintf(stderr, "svffctl: --timeout takes seconds, not '%s'.\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        arg_timeout = s * USEC_PER_SEC;
+                        break;
+                }
+                case ARG_DRIVER:
+                        arg_driver = optarg;
+                        break;
+                case ARG_VERSION:
+                        printf("svffctl %s\n", PACKAGE_VERSION);
+                        return 0;
+                default:
+                        fprintf(stderr, "See 'svffctl --help'.\n");
+                        return EXIT_USAGE;
+                }
+        }
+        args = argv + optind;
+        n_args = argc - optind;
+
+        if (n_args == 0) {
+                if (want_help) {
+                        help();
+                        return 0;
+                }
+                fprintf(stderr, "svffctl: no command given; see 'svffctl --help'.\n");
+                return EXIT_USAGE;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (streq(args[0], commands[i].name))
+                        cmd = &commands[i];
+        if (!cmd) {
+                fprintf(stderr, "svffctl: unknown command '%s'; see 'svffctl --help'.\n", args[0]);
+                return EXIT_USAGE;
+        }
+        if (want_help) {
+                command_help(cmd);
+                return 0;
+        }
+        if (arg_driver && !cmd->has_driver) {
+                fprintf(stderr, "svffctl %s: --driver only applies to init.\n", cmd->name);
+                return EXIT_USAGE;
+        }
+        return cmd->fn(n_args, args);
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The varlink interface io.svff: its definition text (returned by
+ * org.varlink.service.GetInterfaceDescription, and the reference for
+ * every method and error) and the error names. */
+
+#define SVFF_INTERFACE "io.svff"
+
+#define SVFF_ERROR_NO_SUCH_DEVICE "io.svff.NoSuchDevice"
+#define SVFF_ERROR_NOT_SRIOV "io.svff.NotSriov"
+#define SVFF_ERROR_NOT_MANAGED "io.svff.NotManaged"
+#define SVFF_ERROR_INVALID_PARAMETER "io.svff.InvalidParameter"
+#define SVFF_ERROR_DEVICE_BUSY "io.svff.DeviceBusy"
+#define SVFF_ERROR_TOO_MANY_VFS "io.svff.TooManyVfs"
+#define SVFF_ERROR_NO_DRIVER "io.svff.NoDriver"
+#define SVFF_ERROR_TIMEOUT "io.svff.Timeout"
+#define SVFF_ERROR_PERMISSION_DENIED "io.svff.PermissionDenied"
+#define SVFF_ERROR_OPERATION_IN_PROGRESS "io.svff.OperationInProgress"
+#define SVFF_ERROR_OPERATION_FAILED "io.svff.OperationFailed"
+#define SVFF_ERROR_STORE "io.svff.StoreError"
+#define SVFF_ERROR_SHUTTING_DOWN "io.svff.ShuttingDown"
+#define SVFF_ERROR_INTERNAL "io.svff.InternalError"
+
+#define VARLINK_ERROR_EXPECTED_MORE "org.varlink.service.ExpectedMore"
+
+extern const char svff_interface_description[];
+extern const char varlink_service_interface_description[];

@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "manager.h"
+
+static uint64_t now(clockid_t clock) {
+        struct timespec ts;
+
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void free_cmdline(struct cmdline *c) {
+        free(c->config_path);
+        free(c->socket);
+        free(c->state_dir);
+        free(c->sysfs_root);
+        free(c->libvirt_uri);
+}
+
+static int replace(char **slot, const char *v) {
+        char *n;
+
+        if (!v)
+                return 0;
+        n = strdup(v);
+        if (!n)
+                return -ENOMEM;
+        free(*slot);
+        *slot = n;
+        return 0;
+}
+
+int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) {
+        struct manager *m;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->event = sd_event_ref(event);
+        m->cmdline = *cmdline;
+        *cmdline = (struct cmdline) { .log_level = -1 };
+        m->waiters_tail = &m->waiters;
+        m->started_usec = now(CLOCK_MONOTONIC);
+        m->sysfs_seq = 1;
+
+        r = config_init(&m->config);
+        if (r < 0) {
+                manager_free(m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+void snapshot_free(struct snapshot *s) {
+        if (!s)
+                return;
+        svff_pf_list_free(s->pfs, s->n_pfs);
+        free(s->error_message);
+        free(s);
+}
+
+struct manager *manager_free(struct manager *m) {
+        if (!m)
+                return NULL;
+
+        /* Workers first: their last posted results still reach the store
+         * and the callers. */
+        worker_pool_free(m->ops_pool);
+        worker_pool_free(m->discovery_pool);
+        m->ops_pool = m->discovery_pool = NULL;
+
+        while (m->waiters) {
+                struct snapshot_waiter *w = m->waiters;
+
+                m->waiters = w->next;
+                call_unref(w->call);
+                free(w);
+        }
+        for (size_t i = 0; i < m->n_subscribers; i++)
+                call_unref(m->subscribers[i]);
+        free(m->subscribers);
+        while (m->operations)
+                manager_remove_operation(m, m->operations);
+
+        server_free(m->server);
+        svff_store_free(m->store);
+        svff_ctx_unref(m->ctx);
+        snapshot_free(m->snapshot);
+        free(m->list_cache);
+        config_done(&m->config);
+        free(m->config_error);
+        free_cmdline(&m->cmdline);
+        sd_event_unref(m->event);
+        free(m);
+        return NULL;
+}
+
+/* ---- configuration ---- */
+
+static int apply_cmdline(struct manager *m, struct config *c) {
+        if (replace(&c->socket, m->cmdline.socket) < 0 ||
+            replace(&c->state_dir, m->cmdline.state_dir) < 0 ||
+            replace(&c->sysfs_root, m->cmdline.sysfs_root) < 0 ||
+            replace(&c->libvirt_uri, m->cmdline.libvirt_uri) < 0)
+                return -ENOMEM;
+        if (m->cmdline.log_level >= 0)
+                c->log_level = m->cmdline.log_level;
+        return 0;
+}
+
+static const char *config_path(struct manager *m) {
+        return m->cmdline.config_path ?: SVFFD_CONFIG_DEFAULT;
+}
+
+/* Reads defaults + file + command line into ret. */
+static int read_config(struct manager *m, struct config *ret, struct svff_error *err) {
+        struct config c;
+        int r;
+
+        r = config_init(&c);
+        if (r < 0)
+                return r;
+        r = config_load_file(&c, config_path(m), err);
+        if (r == -ENOENT && !m->cmdline.config_path_given) {
+                /* No config file at the default place: the defaults. */
+                svff_error_free(err);
+                r = 0;
+        }
+        if (r >= 0)
+                r = apply_cmdline(m, &c);
+        if (r < 0) {
+                config_done(&c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+int manager_load_config(struct manager *m) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct config c;
+        int r;
+
+        r = read_config(m, &c, &err);
+        if (r < 0)
+                return log_error_errno(r, "%s", svff_error_is_set(&err) ? svff_error_message(&err)
+                                                                         : "Failed to read the configuration: %m");
+        config_done(&m->config);
+        m->config = c;
+        return 0;
+}
+
+void manager_apply_config(struct manager *m) {
+        log_set_max_level(m->config.log_level);
+
+        m->have_admin_gid = false;
+        if (m->config.admin_group) {
+                struct group grp, *res = NULL;
+                char buf[16384];
+                int r;
+
+                r = getgrnam_r(m->config.admin_group, &grp, buf, sizeof(buf), &res);
+                if (r == 0 && res) {
+                        m->admin_gid = res->gr_gid;
+                        m->have_admin_gid = true;
+                } else
+                        log_warning_errno(r > 0 ? -r : -ENOENT,
+                                          "Admin group '%s' not found, only root may change devices: %m",
+                                          m->config.admin_group);
+        }
+
+        if (m->server)
+                server_set_limits(m->server, &m->config.limits);
+}
+
+int manager_reload_config(struct manager *m) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *ev;
+        struct config c;
+        int r;
+
+        r = read_config(m, &c, &err);
+        if (r < 0) {
+                const char *msg = svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r);
+
+                free(m->config_error);
+                m->config_error = strdup(msg);
+                log_error("Reloading the configuration failed, keeping the running one: %s", msg);
+                ev = json_object_new_object();
+                json_object_object_add(ev, "event", json_object_new_string("config-error"));
+                json_object_object_add(ev, "message", json_object_new_string(msg));
+                manager_emit(m, NULL, ev);
+                return r;
+        }
+
+        /* These were used to set up what is running; changing them
+         * needs a restart. */
+#define KEEP(field, name)                                                                  \
+        if (!streq(c.field, m->config.field)) {                                            \
+                log_notice("Changing '%s' from '%s' to '%s' needs a restart, keeping '%s'.", \
+                           name, m->config.field, c.field, m->config.field);                \
+                free(c.field);                                                             \
+                c.field = strdup(m->config.field);                                         \
+        }
+        KEEP(socket, "socket");
+        KEEP(state_dir, "state-dir");
+        KEEP(sysfs_root, "sysfs-root");
+#undef KEEP
+        if (!c.socket || !c.state_dir || !c.sysfs_root) {
+                config_done(&c);
+                return log_oom();
+        }
+        c.workers = m->config.workers;
+
+        config_done(&m->config);
+        m->config = c;
+        free(m->config_error);
+        m->config_error = NULL;
+        manager_apply_config(m);
+        log_info("Configuration reloaded from '%s'.", config_path(m));
+
+        ev = json_object_new_object();
+        json_object_object_add(ev, "event", json_object_new_string("config-reloaded"));
+        manager_emit(m, NULL, ev);
+        return 0;
+}
+
+/* ---- store ---- */
+
+int manager_open_store(struct manager *m) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        int r;
+
+        r = svff_store_open(m->config.state_dir, &m->store, &err);
+        if (r < 0)
+                return log_error_errno(r, "%s", svff_error_is_set(&err) ? svff_error_message(&err)
+                                                                         : "Failed to open the store: %m");
+        log_debug("Store '%s' at generation %llu.", svff_store_path(m->store),
+                  (unsigned long long) svff_store_generation(m->store));
+        return 0;
+}
+
+int manager_commit(struct manager *m, struct svff_error *err) {
+        int r;
+
+        r = svff_store_commit(m->store, err);
+        if (r < 0)
+                log_error_errno(r, "Failed to commit the store '%s': %s", svff_store_path(m->store),
+                                svff_error_is_set(err) ? svff_error_message(err) : strerror(-r));
+        return r;
+}
+
+/* ---- snapshots ---- */
+
+struct discovery_job {
+        struct manager *manager;    /* main thread only */
+        struct worker_pool *pool;
+        struct svff_ctx *ctx;
+        uint64_t seq;               /* manager->sysfs_seq at submission */
+        struct snapshot *result;
+};
+
+static struct snapshot *discover(struct svff_ctx *ctx, uint64_t seq) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct snapshot *s;
+        int r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->seq = seq;
+        s->taken_usec = now(CLOCK_MONOTONIC);
+        r = svff_pf_list(ctx, &s->pfs, &s->n_pfs, &err);
+        if (r < 0) {
+                s->pfs = NULL;
+                s->n_pfs = 0;
+                s->error = r;
+                s->error_message = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
+                                                                  : strerror(-r));
+        }
+        return s;
+}
+
+static void start_discovery(struct manager *m);
+
+static void install_snapshot(struct manager *m, struct snapshot *s) {
+        snapshot_free(m->snapshot);
+        m->snapshot = s;
+        m->snapshot_id++;
+        if (s->error < 0)
+                log_warning_errno(s->error, "Discovering PFs under '%s' failed: %s",
+                                  m->config.sysfs_root, strna(s->error_message));
+}
+
+static void serve_waiters(struct manager *m) {
+        struct snapshot_waiter **p = &m->waiters;
+
+        m->waiters_tail = &m->waiters;
+        while (*p) {
+                struct snapshot_waiter *w = *p;
+
+                if (w->seq > m->snapshot->seq) {
+                        m->waiters_tail = &w->next;
+                        p = &w->next;
+                        continue;
+                }
+                *p = w->next;
+                w->fn(m, w->call);
+                call_unref(w->call);
+                free(w);
+        }
+        /* waiters_tail must point at the last next pointer. */
+        m->waiters_tail = p;
+}
+
+static void discovery_done(void *userdata) {
+        struct discovery_job *j = userdata;
+        struct manager *m = j->manager;
+
+        m->discovery_running = false;
+        if (j->result)
+                install_snapshot(m, j->result);
+        svff_ctx_unref(j->ctx);
+        free(j);
+
+        if (m->snapshot)
+                serve_waiters(m);
+        if (m->waiters && !m->shutting_down)
+                start_discovery(m);
+}
+
+static void discovery_run(void *userdata) {
+        struct discovery_job *j = userdata;
+
+        j->result = discover(j->ctx, j->seq);
+        (void) worker_pool_post(j->pool, discovery_done, j);
+}
+
+static void start_discovery(struct manager *m) {
+        struct discovery_job *j;
+
+        if (m->discovery_running)
+                return;
+
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                goto fail;
+        j->manager = m;
+        j->pool = m->discovery_pool;
+        j->ctx = svff_ctx_ref(m->ctx);
+        j->seq = m->sysfs_seq;
+        if (worker_pool_submit(m->discovery_pool, discovery_run, j) < 0) {
+                svff_ctx_unref(j->ctx);
+                free(j);
+                goto fail;
+        }
+        m->discovery_running = true;
+        return;
+fail:
+        log_error("Failed to start a discovery pass, answering from the last snapshot.");
+}
+
+int manager_snapshot_now(struct manager *m) {
+        struct snapshot *s = discover(m->ctx, m->sysfs_seq);
+
+        if (!s)
+                return log_oom();
+        install_snapshot(m, s);
+        return s->error;
+}
+
+void manager_sysfs_changed(struct manager *m) {
+        m->sysfs_seq++;
+}
+
+void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn) {
+        struct snapshot_waiter *w;
+
+        if (m->snapshot && m->snapshot->seq >= m->sysfs_seq) {
+                /* Fresh enough for svffd's own changes; refresh in the
+                 * background when older than list-max-age. */
+                if (now(CLOCK_MONOTONIC) - m->snapshot->taken_usec >= m->config.list_max_age_usec)
+                        start_discovery(m);
+                fn(m, call);
+                return;
+        }
+
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                call_error(call, "io.svff.InternalError", NULL);
+                return;
+        }
+        w->call = call_ref(call);
+        w->fn = fn;
+        w->seq = m->sysfs_seq;
+        *m->waiters_tail = w;
+        m->waiters_tail = &w->next;
+        start_discovery(m);
+}
+
+/* ---- operations ---- */
+
+struct operation *manager_find_operation(struct manager *m, const char *pf) {
+        for (struct operation *op = m->operations; op; op = op->next)
+                if (streq(op->pf, pf))
+                        return op;
+        return NULL;
+}
+
+int manager_add_operation(struct manager *m, const char *pf, const char *kind,
+                          struct call *call, struct operation **ret) {
+        struct operation *op;
+
+        if (manager_find_operation(m, pf))
+                return -EBUSY;
+        op = calloc(1, sizeof(*op));
+        if (!op)
+                return -ENOMEM;
+        op->manager = m;
+        snprintf(op->pf, sizeof(op->pf), "%s", pf);
+        op->kind = kind;
+        op->phase = "queued";
+        op->started_usec = now(CLOCK_REALTIME);
+        op->call = call_ref(call);
+        op->next = m->operations;
+        m->operations = op;
+        manager_notify_status(m);
+        *ret = op;
+        return 0;
+}
+
+void manager_remove_operation(struct manager *m, struct operation *op) {
+        for (struct operation **p = &m->operations; *p; p = &(*p)->next)
+                if (*p == op) {
+                        *p = op->next;
+                        break;
+                }
+        call_unref(op->call);
+        free(op);
+        manager_notify_status(m);
+}
+
+/* ---- events ---- */
+
+static void subscriber_gone(struct call *call, void *userdata) {
+        struct manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_subscribers; i++)
+                if (m->subscribers[i] == call) {
+                        m->subscribers[i] = m->subscribers[--m->n_subscribers];
+                        call_unref(call);
+                        return;
+                }
+}
+
+int manager_subscribe(struct manager *m, struct call *call) {
+        if (m->n_subscribers == m->alloc_subscribers) {
+                size_t a = m->alloc_subscribers ? m->alloc_subscribers * 2 : 8;
+                struct call **n = realloc(m->subscribers, a * sizeof(*n));
+
+                if (!n)
+                        return -ENOMEM;
+                m->subscribers = n;
+                m->alloc_subscribers = a;
+        }
+        m->subscribers[m->n_subscribers++] = call_ref(call);
+        call_set_disconnect_handler(call, subscriber_gone, m);
+        return 0;
+}
+
+void manager_emit(struct manager *m, struct operation *op, struct json_object *event) {
+        struct json_object *wrap;
+
+        if (!event)
+                return;
+        json_object_object_add(event, "timestamp_usec", json_object_new_int64((int64_t) now(CLOCK_REALTIME)));
+        wrap = json_object_new_object();
+        if (!wrap) {
+                json_object_put(event);
+                return;
+        }
+        json_object_object_add(wrap, "event", event);
+
+        for (size_t i = 0; i < m->n_subscribers; i++)
+                (void) call_notify(m->subscribers[i], wrap);
+        if (op && op->call && call_request(op->call)->more && call_is_connected(op->call))
+                (void) call_notify(op->call, wrap);
+        json_object_put(wrap);
+}
+
+void manager_begin_shutdown(struct manager *m) {
+        struct json_object *p;
+
+        if (m->shutting_down)
+                return;
+        m->shutting_down = true;
+        if (m->server)
+                server_stop_listening(m->server);
+
+        p = json_object_new_object();
+        json_object_object_add(p, "event", json_object_new_object());
+        json_object_object_add(json_object_object_get(p, "event"), "event",
+                               json_object_new_string("shutdown"));
+        while (m->n_subscribers > 0) {
+                struct call *c = m->subscribers[--m->n_subscribers];
+
+                call_set_disconnect_handler(c, NULL, NULL);
+                (void) call_reply(c, p);
+                call_unref(c);
+        }
+        json_object_put(p);
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down.");
+}
+
+void manager_notify_status(struct manager *m) {
+        unsigned n_ops = 0;
+
+        if (m->shutting_down)
+                return;
+        for (struct operation *op = m->operations; op; op = op->next)
+                n_ops++;
+        (void) sd_notifyf(false, "STATUS=Serving %u connection(s), %u operation(s) in progress.",
+                          m->server ? server_n_connections(m->server) : 0, n_ops);
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* svffd's state, owned by the main thread: the configuration, the store,
+ * the worker pools, the varlink server, the latest sysfs snapshot, the
+ * operations in progress and the Monitor subscribers.
+ *
+ * Threads: the main thread runs the sd-event loop and owns everything
+ * here. Two explicit worker pools do the blocking work: "ops" (numvfs
+ * writes and driver binding, config "workers" threads) and "discovery"
+ * (one thread reading sysfs for snapshots), so a slow init never delays
+ * a List. Workers get copies of what they need and post results back. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+#include <json-c/json.h>
+
+#include "config.h"
+#include "context.h"
+#include "device.h"
+#include "server.h"
+#include "store.h"
+#include "worker.h"
+
+/* What the command line set: it wins over the config file, on reload
+ * too. NULL / -1 when not given. */
+struct cmdline {
+        char *config_path;
+        bool config_path_given;
+        char *socket;
+        char *state_dir;
+        char *sysfs_root;
+        char *libvirt_uri;
+        int log_level;
+};
+
+/* All PFs as one discovery pass saw them. */
+struct snapshot {
+        struct svff_pf **pfs;
+        size_t n_pfs;
+        uint64_t taken_usec;    /* CLOCK_MONOTONIC, when the pass started */
+        uint64_t seq;           /* manager->sysfs_seq when the pass started */
+        int error;              /* discovery failed: -errno, message below */
+        char *error_message;
+};
+
+struct operation {
+        struct manager *manager;
+        struct operation *next;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        const char *kind;       /* "init", "release" */
+        const char *phase;
+        unsigned done, total;
+        uint64_t started_usec;  /* CLOCK_REALTIME */
+        struct call *call;      /* the caller, for progress and the reply */
+        void *data;             /* the operation's own state */
+};
+
+typedef void (*snapshot_waiter_fn)(struct manager *m, struct call *call);
+
+struct snapshot_waiter {
+        struct snapshot_waiter *next;
+        struct call *call;
+        snapshot_waiter_fn fn;
+        uint64_t seq;           /* needs a snapshot at least this new */
+};
+
+struct manager {
+        sd_event *event;
+        struct cmdline cmdline;
+        struct config config;
+        char *config_error;     /* why the last reload failed, or NULL */
+        gid_t admin_gid;
+        bool have_admin_gid;
+
+        struct svff_ctx *ctx;
+        struct svff_store *store;
+        struct worker_pool *ops_pool;
+        struct worker_pool *discovery_pool;
+        struct server *server;
+
+        uint64_t started_usec;  /* CLOCK_MONOTONIC */
+
+        /* Snapshots. sysfs_seq counts svffd's own changes: a snapshot
+         * taken before the latest one is too old for any caller. */
+        struct snapshot *snapshot;
+        uint64_t snapshot_id;   /* bumped per installed snapshot */
+        uint64_t sysfs_seq;
+        bool discovery_running;
+        struct snapshot_waiter *waiters, **waiters_tail;
+        /* The encoded List reply for (snapshot, store generation). */
+        char *list_cache;
+        size_t list_cache_len;
+        uint64_t list_cache_snapshot_id;
+        uint64_t list_cache_generation;
+
+        struct operation *operations;
+
+        struct call **subscribers;
+        size_t n_subscribers, alloc_subscribers;
+
+        bool shutting_down;
+};
+
+int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret);
+struct manager *manager_free(struct manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct manager *, manager_free);
+
+/* Config: load (start-up: a missing default file is fine) and reload
+ * (SIGHUP: a bad file keeps the running config, recorded for Status). */
+int manager_load_config(struct manager *m);
+int manager_reload_config(struct manager *m);
+/* Applies the settings that may change at run time (log level, admin
+ * group, limits). */
+void manager_apply_config(struct manager *m);
+
+/* Opens the store; refuses (returns <0, logged with the store's message)
+ * when it cannot be read exactly. */
+int manager_open_store(struct manager *m);
+/* Commits; on failure logs and fills err. */
+int manager_commit(struct manager *m, struct svff_error *err);
+
+/* Snapshots */
+void snapshot_free(struct snapshot *s);
+/* Reads sysfs on the calling thread (start-up only: before serving). */
+int manager_snapshot_now(struct manager *m);
+/* Records that svffd changed sysfs: later callers wait for a new pass. */
+void manager_sysfs_changed(struct manager *m);
+/* Runs fn(m, call) once a snapshot fresh enough exists (now, or after a
+ * pass on the discovery pool). Takes a reference on call. */
+void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn);
+
+/* Operations: one per PF at a time. */
+struct operation *manager_find_operation(struct manager *m, const char *pf);
+int manager_add_operation(struct manager *m, const char *pf, const char *kind,
+                          struct call *call, struct operation **ret);
+void manager_remove_operation(struct manager *m, struct operation *op);
+
+/* Events: sent to every Monitor subscriber (and to op's caller when it
+ * asked for "more"). Takes ownership of event; adds "timestamp_usec". */
+void manager_emit(struct manager *m, struct operation *op, struct json_object *event);
+int manager_subscribe(struct manager *m, struct call *call);
+
+/* Shutdown: stop accepting, end the Monitor streams. */
+void manager_begin_shutdown(struct manager *m);
+
+/* sd_notify("STATUS=...") with a summary. */
+void manager_notify_status(struct manager *m);

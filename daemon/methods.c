@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "context.h"
+#include "interface.h"
+#include "json-util.h"
+#include "log.h"
+#include "methods.h"
+#include "reconcile.h"
+
+static uint64_t now(clockid_t clock) {
+        struct timespec ts;
+
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+bool params_check_known(struct call *call, const char *error, const char *const *allowed) {
+        json_object_object_foreach(call_request(call)->parameters, key, val) {
+                bool ok = false;
+
+                (void) val;
+                for (const char *const *a = allowed; a && *a; a++)
+                        if (streq(key, *a))
+                                ok = true;
+                if (!ok) {
+                        call_errorf(call, error, "parameter", key,
+                                    "Unknown parameter '%s' for %s.", key, call_request(call)->method);
+                        return false;
+                }
+        }
+        return true;
+}
+
+bool params_get_address(struct call *call, const char *name, char buf[static SVFF_PCI_ADDR_STRLEN]) {
+        const char *s;
+        int r;
+
+        r = svff_json_get_string(call_request(call)->parameters, name, &s);
+        if (r == -ENOENT) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", name,
+                            "Parameter '%s' is required.", name);
+                return false;
+        }
+        if (r < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", name,
+                            "Parameter '%s' must be a PCI address string such as 0000:03:00.0.", name);
+                return false;
+        }
+        if (svff_pci_addr_canonicalize(s, buf) < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", name,
+                            "Parameter '%s': '%.64s' is not a PCI address; use the form 0000:03:00.0.",
+                            name, s);
+                return false;
+        }
+        return true;
+}
+
+bool require_privileged(struct manager *m, struct call *call) {
+        const struct ucred *peer = call_peer(call);
+
+        if (call_peer_is_privileged(call, m->admin_gid, m->have_admin_gid))
+                return true;
+        log_notice("Refused %s for pid %d uid %u: not root%s%s.", call_request(call)->method,
+                   (int) peer->pid, (unsigned) peer->uid,
+                   m->config.admin_group ? " and not in group " : "",
+                   m->config.admin_group ?: "");
+        call_errorf(call, SVFF_ERROR_PERMISSION_DENIED, "method", call_request(call)->method,
+                    "%s changes devices: it needs root%s%s.", call_request(call)->method,
+                    m->config.admin_group ? " or membership in group " : "",
+                    m->config.admin_group ?: "");
+        return false;
+}
+
+/* ---- org.varlink.service ---- */
+
+static void method_get_info(struct manager *m, struct call *call) {
+        struct json_object *p, *ifaces;
+
+        if (!params_check_known(call, "org.varlink.service.InvalidParameter", NULL))
+                return;
+        p = json_object_new_object();
+        ifaces = json_object_new_array();
+        json_object_array_add(ifaces, json_object_new_string("org.varlink.service"));
+        json_object_array_add(ifaces, json_object_new_string(SVFF_INTERFACE));
+        json_object_object_add(p, "vendor", json_object_new_string("svff"));
+        json_object_object_add(p, "product", json_object_new_string("svffd"));
+        json_object_object_add(p, "version", json_object_new_string(PACKAGE_VERSION));
+        json_object_object_add(p, "url", json_object_new_string(""));
+        json_object_object_add(p, "interfaces", ifaces);
+        call_reply(call, p);
+        json_object_put(p);
+}
+
+static void method_get_interface_description(struct manager *m, struct call *call) {
+        static const char *const allowed[] = { "interface", NULL };
+        struct json_object *p;
+        const char *iface, *text;
+
+        if (!params_check_known(call, "org.varlink.service.InvalidParameter", allowed))
+                return;
+        if (svff_json_get_string(call_request(call)->parameters, "interface", &iface) < 0) {
+                call_errorf(call, "org.varlink.service.InvalidParameter", "parameter", "interface", NULL);
+                return;
+        }
+        if (streq(iface, SVFF_INTERFACE))
+                text = svff_interface_description;
+        else if (streq(iface, "org.varlink.service"))
+                text = varlink_service_interface_description;
+        else {
+                call_errorf(call, SVFF_VARLINK_ERROR_INTERFACE_NOT_FOUND, "interface", iface, NULL);
+                return;
+        }
+        p = json_object_new_object();
+        json_object_object_add(p, "description", json_object_new_string(text));
+        call_reply(call, p);
+        json_object_put(p);
+}
+
+/* ---- io.svff reads ---- */
+
+static void method_ping(struct manager *m, struct call *call) {
+        if (params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, NULL))
+                call_reply(call, NULL);
+}
+
+static struct json_object *str_or_null(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+static struct json_object *hex(unsigned v, int width) {
+        char buf[16];
+
+        snprintf(buf, sizeof(buf), "%0*x", width, v);
+        return json_object_new_string(buf);
+}
+
+static struct json_object *json_vf(struct manager *m, const struct svff_vf *vf) {
+        struct json_object *o = json_object_new_object(), *rec = NULL, *assigned = NULL;
+        const char *orig = NULL;
+        bool managed;
+
+        if (!o)
+                return NULL;
+        managed = json_object_object_get_ex(svff_store_vfs(m->store), vf->address, &rec);
+        if (managed)
+                (void) svff_json_get_string_or_null(rec, "original_driver", &orig);
+        if (json_object_object_get_ex(svff_store_assignments(m->store), vf->address, &assigned))
+                assigned = json_object_get(assigned);
+
+        json_object_object_add(o, "address", json_object_new_string(vf->address));
+        json_object_object_add(o, "index", json_object_new_int64(vf->index));
+        json_object_object_add(o, "driver", str_or_null(vf->driver));
+        json_object_object_add(o, "driver_override", str_or_null(vf->driver_override));
+        json_object_object_add(o, "iommu_group",
+                               vf->iommu_group >= 0 ? json_object_new_int(vf->iommu_group) : NULL);
+        json_object_object_add(o, "managed", json_object_new_boolean(managed));
+        json_object_object_add(o, "original_driver", str_or_null(orig));
+        json_object_object_add(o, "assigned_to", assigned);
+        return o;
+}
+
+struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
+        struct json_object *o = json_object_new_object(), *vfs, *rec, *desired = NULL;
+
+        if (!o)
+                return NULL;
+        if (json_object_object_get_ex(svff_store_pfs(m->store), pf->address, &rec))
+                desired = json_object_get(rec);
+
+        json_object_object_add(o, "address", json_object_new_string(pf->address));
+        json_object_object_add(o, "vendor_id", hex(pf->vendor_id, 4));
+        json_object_object_add(o, "device_id", hex(pf->device_id, 4));
+        json_object_object_add(o, "vendor", str_or_null(pf->vendor_name));
+        json_object_object_add(o, "device", str_or_null(pf->device_name));
+        json_object_object_add(o, "class", hex(pf->class, 6));
+        json_object_object_add(o, "totalvfs", json_object_new_int64(pf->totalvfs));
+        json_object_object_add(o, "numvfs", json_object_new_int64(pf->numvfs));
+        json_object_object_add(o, "vf_device_id", hex(pf->vf_device_id, 4));
+        json_object_object_add(o, "driver", str_or_null(pf->driver));
+        json_object_object_add(o, "autoprobe", json_object_new_boolean(pf->autoprobe));
+        json_object_object_add(o, "numa_node",
+                               pf->numa_node >= 0 ? json_object_new_int(pf->numa_node) : NULL);
+        json_object_object_add(o, "iommu_group",
+                               pf->iommu_group >= 0 ? json_object_new_int(pf->iommu_group) : NULL);
+        json_object_object_add(o, "netdev", str_or_null(pf->netdev));
+        json_object_object_add(o, "desired", desired);
+
+        vfs = json_object_new_array_ext((int) pf->n_vfs);
+        for (size_t i = 0; i < pf->n_vfs; i++)
+                json_object_array_add(vfs, json_vf(m, &pf->vfs[i]));
+        json_object_object_add(o, "vfs", vfs);
+        return o;
+}
+
+static void list_answer(struct manager *m, struct call *call) {
+        struct snapshot *s = m->snapshot;
+        struct json_object *p, *pfs;
+        const char *filter = NULL;
+        _cleanup_free_ char *msg = NULL;
+        size_t len;
+        int r;
+
+        if (s->error < 0) {
+                call_errorf(call, SVFF_ERROR_OPERATION_FAILED, "device", m->config.sysfs_root,
+                            "Discovering PFs failed: %s", strna(s->error_message));
+                return;
+        }
+        (void) svff_json_get_string(call_request(call)->parameters, "pf", &filter);
+
+        /* The whole-host reply is encoded once per (snapshot, store
+         * generation): under many clients, List is a memcpy. */
+        if (!filter && m->list_cache && m->list_cache_snapshot_id == m->snapshot_id &&
+            m->list_cache_generation == svff_store_generation(m->store)) {
+                call_reply_encoded(call, m->list_cache, m->list_cache_len);
+                return;
+        }
+
+        pfs = json_object_new_array_ext((int) s->n_pfs);
+        for (size_t i = 0; i < s->n_pfs; i++)
+                if (!filter || streq(filter, s->pfs[i]->address))
+                        json_object_array_add(pfs, json_pf(m, s->pfs[i]));
+        if (filter && json_object_array_length(pfs) == 0) {
+                json_object_put(pfs);
+                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", filter,
+                            "No SR-IOV PF %s under %s; 'svffctl list' shows the PFs there are.",
+                            filter, m->config.sysfs_root);
+                return;
+        }
+        p = json_object_new_object();
+        json_object_object_add(p, "pfs", pfs);
+        r = svff_varlink_encode_reply(p, false, &msg, &len);
+        json_object_put(p);
+        if (r < 0) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Failed to encode the reply.");
+                return;
+        }
+        call_reply_encoded(call, msg, len);
+        if (!filter) {
+                free(m->list_cache);
+                m->list_cache = TAKE_PTR(msg);
+                m->list_cache_len = len;
+                m->list_cache_snapshot_id = m->snapshot_id;
+                m->list_cache_generation = svff_store_generation(m->store);
+        }
+}
+
+static void method_list(struct manager *m, struct call *call) {
+        static const char *const allowed[] = { "pf", NULL };
+        const char *pf;
+        int r;
+
+        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
+                return;
+        r = svff_json_get_string_or_null(call_request(call)->parameters, "pf", &pf);
+        if (r < 0 && r != -ENOENT) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "pf",
+                            "Parameter 'pf' must be a PCI address string.");
+                return;
+        }
+        if (r >= 0 && pf) {
+                char buf[SVFF_PCI_ADDR_STRLEN];
+
+                if (!params_get_address(call, "pf", buf))
+                        return;
+                /* Canonical form for the comparison. */
+                json_object_object_add(call_request(call)->parameters, "pf", json_object_new_string(buf));
+        }
+        manager_with_snapshot(m, call, list_answer);
+}
+
+static void status_answer(struct manager *m, struct call *call) {
+        struct json_object *p = json_object_new_object(), *store, *ops;
+        struct snapshot *s = m->snapshot;
+        uint64_t t = now(CLOCK_MONOTONIC);
+
+        store = json_object_new_object();
+        json_object_object_add(store, "path", json_object_new_string(svff_store_path(m->store)));
+        json_object_object_add(store, "generation",
+                               json_object_new_int64((int64_t) svff_store_generation(m->store)));
+
+        ops = json_object_new_array();
+        for (struct operation *op = m->operations; op; op = op->next) {
+                struct json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "op", json_object_new_string(op->kind));
+                json_object_object_add(o, "pf", json_object_new_string(op->pf));
+                json_object_object_add(o, "phase", json_object_new_string(op->phase));
+                json_object_object_add(o, "done", json_object_new_int64(op->done));
+                json_object_object_add(o, "total", json_object_new_int64(op->total));
+                json_object_object_add(o, "started_usec", json_object_new_int64((int64_t) op->started_usec));
+                json_object_array_add(ops, o);
+        }
+
+        json_object_object_add(p, "version", json_object_new_string(PACKAGE_VERSION));
+        json_object_object_add(p, "uptime_usec", json_object_new_int64((int64_t) (t - m->started_usec)));
+        json_object_object_add(p, "sysfs_root", json_object_new_string(m->config.sysfs_root));
+        json_object_object_add(p, "store", store);
+        json_object_object_add(p, "operations", ops);
+        json_object_object_add(p, "drift", reconcile_drift(m));
+        json_object_object_add(p, "config_error", str_or_null(m->config_error));
+        json_object_object_add(p, "connections", json_object_new_int64(server_n_connections(m->server)));
+        json_object_object_add(p, "stuck_writes", json_object_new_int64(svff_ctx_get_stuck_writes(m->ctx)));
+        json_object_object_add(p, "snapshot_age_usec",
+                               json_object_new_int64(s ? (int64_t) (t - s->taken_usec) : -1));
+        json_object_object_add(p, "discovery_error", str_or_null(s && s->error < 0 ? s->error_message : NULL));
+        call_reply(call, p);
+        json_object_put(p);
+}
+
+static void method_status(struct manager *m, struct call *call) {
+        if (params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, NULL))
+                manager_with_snapshot(m, call, status_answer);
+}
+
+static void method_monitor(struct manager *m, struct call *call) {
+        struct json_object *p, *ev;
+
+        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, NULL))
+                return;
+        if (!call_request(call)->more) {
+                call_errorf(call, VARLINK_ERROR_EXPECTED_MORE, NULL, NULL,
+                            "Monitor streams events: call it with \"more\": true.");
+                return;
+        }
+        if (manager_subscribe(m, call) < 0) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        /* The first reply says the subscription is in place, so a client
+         * can act knowing it will see what follows. */
+        p = json_object_new_object();
+        ev = json_object_new_object();
+        json_object_object_add(ev, "event", json_object_new_string("subscribed"));
+        json_object_object_add(ev, "timestamp_usec", json_object_new_int64((int64_t) now(CLOCK_REALTIME)));
+        json_object_object_add(p, "event", ev);
+        call_notify(call, p);
+        json_object_put(p);
+}
+
+/* ---- dispatch ---- */
+
+struct method {
+        const char *name;
+        void (*fn)(struct manager *m, struct call *call);
+};
+
+static const struct method svff_methods[] = {
+        { "Ping", method_ping },
+        { "List", method_list },
+        { "Status", method_status },
+        { "Init", method_init },
+        { "Release", method_release },
+        { "Monitor", method_monitor },
+};
+
+static const struct method service_methods[] = {
+        { "GetInfo", method_get_info },
+        { "GetInterfaceDescription", method_get_interface_description },
+};
+
+void methods_dispatch(struct call *call, void *userdata) {
+        struct manager *m = userdata;
+        const struct svff_varlink_call *req = call_request(call);
+        const struct method *table;
+        size_t n;
+
+        log_debug("Call %s from pid %d uid %u.", req->method, (int) call_peer(call)->pid,
+                  (unsigned) call_peer(call)->uid);
+
+        if (streq(req->interface, SVFF_INTERFACE)) {
+                table = svff_methods;
+                n = ELEMENTSOF(svff_methods);
+        } else if (streq(req->interface, "org.varlink.service")) {
+                table = service_methods;
+                n = ELEMENTSOF(service_methods);
+        } else {
+                call_errorf(call, SVFF_VARLINK_ERROR_INTERFACE_NOT_FOUND, "interface", req->interface, NULL);
+                return;
+        }
+
+        for (size_t i = 0; i < n; i++)
+                if (streq(req->member, table[i].name)) {
+                        if (m->shutting_down && table[i].fn != method_ping) {
+                                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                                return;
+                        }
+                        table[i].fn(m, call);
+                        return;
+                }
+        call_errorf(call, SVFF_VARLINK_ERROR_METHOD_NOT_FOUND, "method", req->method, NULL);
+}

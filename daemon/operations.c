@@ -1,0 +1,638 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bind.h"
+#include "interface.h"
+#include "json-util.h"
+#include "log.h"
+#include "methods.h"
+#include "operations.h"
+#include "reconcile.h"
+#include "sriov.h"
+
+#define DRIVER_NAME_MAX 64
+
+const char *operation_error_name(int r) {
+        switch (r) {
+        case -ENODEV:
+                return SVFF_ERROR_NO_SUCH_DEVICE;
+        case -EOPNOTSUPP:
+                return SVFF_ERROR_NOT_SRIOV;
+        case -ERANGE:
+                return SVFF_ERROR_TOO_MANY_VFS;
+        case -ENOENT:
+        case -ENXIO:
+                return SVFF_ERROR_NO_DRIVER;
+        case -EBUSY:
+                return SVFF_ERROR_DEVICE_BUSY;
+        case -ETIMEDOUT:
+                return SVFF_ERROR_TIMEOUT;
+        case -EINVAL:
+                return SVFF_ERROR_INVALID_PARAMETER;
+        default:
+                return SVFF_ERROR_OPERATION_FAILED;
+        }
+}
+
+static struct json_object *event_new(const char *name, const char *device, const char *pf) {
+        struct json_object *e = json_object_new_object();
+
+        if (!e)
+                return NULL;
+        json_object_object_add(e, "event", json_object_new_string(name));
+        if (device)
+                json_object_object_add(e, "device", json_object_new_string(device));
+        if (pf)
+                json_object_object_add(e, "pf", json_object_new_string(pf));
+        return e;
+}
+
+static void reply_error(struct call *call, int r, const char *device, const char *message) {
+        const char *name = operation_error_name(r);
+        struct json_object *p = json_object_new_object();
+
+        json_object_object_add(p, streq(name, SVFF_ERROR_INVALID_PARAMETER) ? "parameter" : "device",
+                               json_object_new_string(device));
+        json_object_object_add(p, "message", json_object_new_string(message));
+        call_error(call, name, p);
+        json_object_put(p);
+}
+
+static bool driver_name_valid(const char *d) {
+        size_t n = strlen(d);
+
+        if (n == 0 || n > DRIVER_NAME_MAX || streq(d, ".") || streq(d, ".."))
+                return false;
+        return strspn(d, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == n;
+}
+
+/* ---- Init ---- */
+
+struct init_op {
+        struct operation *op;           /* main thread */
+        struct worker_pool *pool;
+        struct svff_ctx *ctx;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        unsigned numvfs;
+        char *driver;
+        usec_t timeout;
+
+        /* worker -> main */
+        int r;
+        struct svff_error err;
+        struct svff_pf *after;          /* the PF once numvfs is set */
+        bool cancelled;
+
+        /* main */
+        unsigned n_failed;
+        int first_r;
+        char *first_message;
+        char first_device[SVFF_PCI_ADDR_STRLEN];
+};
+
+struct bind_result {
+        struct init_op *io;
+        unsigned i;
+        int r;
+        char *message;
+};
+
+static void init_op_free(struct init_op *io) {
+        if (!io)
+                return;
+        svff_ctx_unref(io->ctx);
+        free(io->driver);
+        svff_error_free(&io->err);
+        svff_pf_free(io->after);
+        free(io->first_message);
+        free(io);
+}
+
+static void init_finish(struct init_op *io, const char *error, struct json_object *parameters,
+                        bool keep_journal) {
+        struct operation *op = io->op;
+        struct manager *m = op->manager;
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+        if (!keep_journal) {
+                journal_clear(m, io->pf);
+                if (manager_commit(m, &err) < 0 && !error) {
+                        json_object_put(parameters);
+                        parameters = json_object_new_object();
+                        json_object_object_add(parameters, "path", json_object_new_string(svff_store_path(m->store)));
+                        json_object_object_add(parameters, "message", json_object_new_string(svff_error_message(&err)));
+                        error = SVFF_ERROR_STORE;
+                }
+        }
+        manager_sysfs_changed(m);
+
+        {
+                struct json_object *ev = event_new(error ? "init-failed" : "init-done", io->pf, io->pf);
+                struct json_object *msg;
+
+                if (ev && error) {
+                        json_object_object_add(ev, "error", json_object_new_string(error));
+                        if (json_object_object_get_ex(parameters, "message", &msg))
+                                json_object_object_add(ev, "message", json_object_get(msg));
+                }
+                manager_emit(m, NULL, ev);
+        }
+
+        if (error) {
+                log_warning("Init of PF %s failed: %s", io->pf,
+                            json_object_get_string(json_object_object_get(parameters, "message")));
+                call_error(op->call, error, parameters);
+        } else {
+                log_info("PF %s: %u VFs on %s.", io->pf, io->numvfs, io->driver);
+                call_reply(op->call, parameters);
+        }
+        json_object_put(parameters);
+        manager_remove_operation(m, op);
+        init_op_free(io);
+}
+
+static void init_bind_done(void *userdata) {
+        struct init_op *io = userdata;
+        struct json_object *p, *vfs;
+
+        if (io->cancelled) {
+                struct json_object *e = json_object_new_object();
+
+                json_object_object_add(e, "message", json_object_new_string(
+                        "svffd is shutting down; the init was interrupted and is recorded as such: run it again"));
+                init_finish(io, SVFF_ERROR_SHUTTING_DOWN, e, true);
+                return;
+        }
+
+        if (io->n_failed > 0) {
+                char msg[1024];
+
+                p = json_object_new_object();
+                json_object_object_add(p, "device", json_object_new_string(io->first_device));
+                snprintf(msg, sizeof(msg), "%u of %u VFs of PF %s could not be bound to %s; first, %s: %s",
+                         io->n_failed, (unsigned) io->after->n_vfs, io->pf, io->driver,
+                         io->first_device, strna(io->first_message));
+                json_object_object_add(p, "message", json_object_new_string(msg));
+                init_finish(io, operation_error_name(io->first_r), p, false);
+                return;
+        }
+
+        p = json_object_new_object();
+        vfs = json_object_new_array_ext((int) io->after->n_vfs);
+        for (size_t i = 0; i < io->after->n_vfs; i++) {
+                struct json_object *v = json_object_new_object();
+
+                json_object_object_add(v, "address", json_object_new_string(io->after->vfs[i].address));
+                json_object_object_add(v, "index", json_object_new_int64(io->after->vfs[i].index));
+                json_object_object_add(v, "driver", json_object_new_string(io->driver));
+                json_object_array_add(vfs, v);
+        }
+        json_object_object_add(p, "pf", json_object_new_string(io->pf));
+        json_object_object_add(p, "numvfs", json_object_new_int64(io->numvfs));
+        json_object_object_add(p, "driver", json_object_new_string(io->driver));
+        json_object_object_add(p, "vfs", vfs);
+        init_finish(io, NULL, p, false);
+}
+
+static void init_bind_progress(void *userdata) {
+        struct bind_result *b = userdata;
+        struct init_op *io = b->io;
+        const struct svff_vf *vf = &io->after->vfs[b->i];
+        struct json_object *ev;
+
+        io->op->done++;
+        ev = event_new(b->r < 0 ? "vf-bind-failed" : "vf-bound", vf->address, io->pf);
+        if (ev) {
+                json_object_object_add(ev, "driver", json_object_new_string(io->driver));
+                json_object_object_add(ev, "done", json_object_new_int64(io->op->done));
+                json_object_object_add(ev, "total", json_object_new_int64(io->op->total));
+                if (b->r < 0) {
+                        json_object_object_add(ev, "error", json_object_new_string(operation_error_name(b->r)));
+                        json_object_object_add(ev, "message", json_object_new_string(strna(b->message)));
+                }
+        }
+        manager_emit(io->op->manager, io->op, ev);
+
+        if (b->r < 0) {
+                log_warning("Binding VF %s to %s failed: %s", vf->address, io->driver, strna(b->message));
+                if (io->n_failed++ == 0) {
+                        io->first_r = b->r;
+                        io->first_message = TAKE_PTR(b->message);
+                        snprintf(io->first_device, sizeof(io->first_device), "%s", vf->address);
+                }
+        }
+        free(b->message);
+        free(b);
+}
+
+static void init_bind_run(void *userdata) {
+        struct init_op *io = userdata;
+
+        for (size_t i = 0; i < io->after->n_vfs; i++) {
+                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+                struct bind_result *b;
+
+                if (worker_pool_cancelled(io->pool)) {
+                        io->cancelled = true;
+                        break;
+                }
+                b = calloc(1, sizeof(*b));
+                if (!b) {
+                        io->cancelled = true;
+                        break;
+                }
+                b->io = io;
+                b->i = (unsigned) i;
+                b->r = svff_dev_bind(io->ctx, io->after->vfs[i].address, io->driver, NULL, &err);
+                if (b->r < 0)
+                        b->message = strdup(svff_error_message(&err));
+                (void) worker_pool_post(io->pool, init_bind_progress, b);
+        }
+        (void) worker_pool_post(io->pool, init_bind_done, io);
+}
+
+/* Records the PF's desired state and every VF (original driver first
+ * seen, kept across re-inits), drops the records of VFs the new count
+ * destroyed. */
+static int init_record(struct init_op *io) {
+        struct manager *m = io->op->manager;
+        struct json_object *vfs = svff_store_vfs(m->store), *entry;
+        char **gone = NULL;
+        size_t n_gone = 0;
+        int r;
+
+        r = svff_store_set_pf(m->store, io->pf, io->numvfs, io->driver);
+        if (r < 0)
+                return r;
+
+        json_object_object_foreach(vfs, key, rec) {
+                const char *pf;
+
+                if (svff_json_get_string(rec, "pf", &pf) < 0 || !streq(pf, io->pf))
+                        continue;
+                if (svff_pf_find_vf(io->after, key))
+                        continue;
+                char **n = realloc(gone, (n_gone + 1) * sizeof(char *));
+                if (!n) {
+                        free(gone);
+                        return -ENOMEM;
+                }
+                gone = n;
+                gone[n_gone++] = key;
+        }
+        for (size_t i = 0; i < n_gone; i++) {
+                struct json_object *ev = event_new("vf-forgotten", gone[i], io->pf);
+
+                log_info("VF %s no longer exists after setting %u VFs on %s; dropping its record.",
+                         gone[i], io->numvfs, io->pf);
+                if (ev)
+                        json_object_object_add(ev, "message",
+                                               json_object_new_string("the new VF count removed this VF"));
+                manager_emit(m, io->op, ev);
+                svff_store_remove_vf(m->store, gone[i]);
+        }
+        free(gone);
+
+        for (size_t i = 0; i < io->after->n_vfs; i++) {
+                const struct svff_vf *vf = &io->after->vfs[i];
+                const char *orig = vf->driver;
+
+                if (svff_store_get_vf(m->store, vf->address, NULL, &orig) == 0)
+                        orig = vf->driver;
+                r = svff_store_set_vf(m->store, vf->address, io->pf, vf->index, orig, io->driver);
+                if (r < 0)
+                        return r;
+        }
+
+        entry = json_object_new_object();
+        if (!entry)
+                return -ENOMEM;
+        json_object_object_add(entry, "op", json_object_new_string("init"));
+        json_object_object_add(entry, "numvfs", json_object_new_int64(io->numvfs));
+        json_object_object_add(entry, "driver", json_object_new_string(io->driver));
+        json_object_object_add(entry, "phase", json_object_new_string("bind"));
+        json_object_object_add(entry, "started_usec", json_object_new_int64((int64_t) io->op->started_usec));
+        return journal_set(m, io->pf, entry);
+}
+
+static void init_numvfs_done(void *userdata) {
+        struct init_op *io = userdata;
+        struct manager *m = io->op->manager;
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *p, *ev;
+        int r;
+
+        manager_sysfs_changed(m);
+
+        if (io->r < 0) {
+                p = json_object_new_object();
+                json_object_object_add(p, "device", json_object_new_string(io->pf));
+                json_object_object_add(p, "message", json_object_new_string(svff_error_message(&io->err)));
+                init_finish(io, operation_error_name(io->r), p, false);
+                return;
+        }
+
+        r = init_record(io);
+        if (r >= 0)
+                r = manager_commit(m, &err);
+        if (r < 0) {
+                char msg[1024];
+
+                /* The VFs exist but the store does not say so: stop before
+                 * binding anything it could not restore. */
+                p = json_object_new_object();
+                json_object_object_add(p, "path", json_object_new_string(svff_store_path(m->store)));
+                snprintf(msg, sizeof(msg), "PF %s now has %u VFs, but recording them failed (%s); "
+                         "nothing was bound. Free space in the state directory and run init again.",
+                         io->pf, io->numvfs, svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r));
+                json_object_object_add(p, "message", json_object_new_string(msg));
+                init_finish(io, SVFF_ERROR_STORE, p, true);
+                return;
+        }
+
+        io->op->phase = "bind";
+        io->op->total = (unsigned) io->after->n_vfs;
+        ev = event_new("numvfs-set", io->pf, io->pf);
+        if (ev) {
+                json_object_object_add(ev, "total", json_object_new_int64(io->numvfs));
+                json_object_object_add(ev, "driver", json_object_new_string(io->driver));
+        }
+        manager_emit(m, io->op, ev);
+
+        r = worker_pool_submit(io->pool, init_bind_run, io);
+        if (r < 0) {
+                p = json_object_new_object();
+                json_object_object_add(p, "message", json_object_new_string("svffd is shutting down"));
+                init_finish(io, SVFF_ERROR_SHUTTING_DOWN, p, true);
+        }
+}
+
+static void init_numvfs_run(void *userdata) {
+        struct init_op *io = userdata;
+
+        io->r = svff_pf_set_numvfs(io->ctx, io->pf, io->numvfs, io->timeout, &io->err);
+        if (io->r >= 0)
+                io->r = svff_pf_load(io->ctx, io->pf, &io->after, &io->err);
+        if (io->r >= 0 && io->after->n_vfs != io->numvfs) {
+                io->r = svff_error_set(&io->err, -EIO, "PF %s reports %u VFs but %zu virtfn links exist",
+                                       io->pf, io->numvfs, io->after->n_vfs);
+        }
+        (void) worker_pool_post(io->pool, init_numvfs_done, io);
+}
+
+void method_init(struct manager *m, struct call *call) {
+        static const char *const allowed[] = { "pf", "numvfs", "driver", NULL };
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *params = call_request(call)->parameters, *entry, *ev;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        const char *driver = NULL;
+        struct operation *op;
+        struct init_op *io;
+        unsigned numvfs;
+        int r;
+
+        if (!require_privileged(m, call))
+                return;
+        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
+                return;
+        if (!params_get_address(call, "pf", pf))
+                return;
+
+        r = svff_json_get_unsigned(params, "numvfs", &numvfs);
+        if (r < 0 || numvfs > 65535) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "numvfs",
+                            r == -ENOENT ? "Parameter 'numvfs' is required."
+                                         : "Parameter 'numvfs' must be an integer from 0 to 65535.");
+                return;
+        }
+        r = svff_json_get_string_or_null(params, "driver", &driver);
+        if (r < 0 && r != -ENOENT) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "driver",
+                            "Parameter 'driver' must be a driver name such as vfio-pci.");
+                return;
+        }
+        if (!driver)
+                driver = m->config.vf_driver;
+        if (!driver_name_valid(driver)) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "driver",
+                            "'%.64s' is not a driver name (letters, digits, '_', '-', '.').", driver);
+                return;
+        }
+
+        op = manager_find_operation(m, pf);
+        if (op) {
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                            "An %s of PF %s is in progress (%s, %u/%u); wait for it ('svffctl status').",
+                            op->kind, pf, op->phase, op->done, op->total);
+                return;
+        }
+
+        io = calloc(1, sizeof(*io));
+        if (!io) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        io->pool = m->ops_pool;
+        io->ctx = svff_ctx_ref(m->ctx);
+        snprintf(io->pf, sizeof(io->pf), "%s", pf);
+        io->numvfs = numvfs;
+        io->driver = strdup(driver);
+        io->timeout = m->config.numvfs_timeout_usec;
+        if (!io->driver || manager_add_operation(m, pf, "init", call, &op) < 0) {
+                init_op_free(io);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        io->op = op;
+        op->data = io;
+        op->phase = "numvfs";
+
+        /* Journal first: a crash from here on leaves a trace. */
+        entry = json_object_new_object();
+        if (entry) {
+                json_object_object_add(entry, "op", json_object_new_string("init"));
+                json_object_object_add(entry, "numvfs", json_object_new_int64(numvfs));
+                json_object_object_add(entry, "driver", json_object_new_string(driver));
+                json_object_object_add(entry, "phase", json_object_new_string("numvfs"));
+                json_object_object_add(entry, "started_usec", json_object_new_int64((int64_t) op->started_usec));
+        }
+        r = journal_set(m, pf, entry);
+        if (r >= 0)
+                r = manager_commit(m, &err);
+        if (r < 0) {
+                struct json_object *p = json_object_new_object();
+
+                journal_clear(m, pf);
+                json_object_object_add(p, "path", json_object_new_string(svff_store_path(m->store)));
+                json_object_object_add(p, "message", json_object_new_string(
+                        svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r)));
+                call_error(call, SVFF_ERROR_STORE, p);
+                json_object_put(p);
+                manager_remove_operation(m, op);
+                init_op_free(io);
+                return;
+        }
+
+        log_info("Init of PF %s to %u VFs on %s requested by uid %u.", pf, numvfs, driver,
+                 (unsigned) call_peer(call)->uid);
+        ev = event_new("init-started", pf, pf);
+        if (ev) {
+                json_object_object_add(ev, "total", json_object_new_int64(numvfs));
+                json_object_object_add(ev, "driver", json_object_new_string(driver));
+        }
+        manager_emit(m, op, ev);
+
+        r = worker_pool_submit(m->ops_pool, init_numvfs_run, io);
+        if (r < 0) {
+                struct json_object *p = json_object_new_object();
+
+                json_object_object_add(p, "message", json_object_new_string("svffd is shutting down"));
+                init_finish(io, SVFF_ERROR_SHUTTING_DOWN, p, true);
+        }
+}
+
+/* ---- Release ---- */
+
+struct release_op {
+        struct operation *op;
+        struct worker_pool *pool;
+        struct svff_ctx *ctx;
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        char *orig;
+        unsigned index;
+        char *driver;   /* recorded target driver */
+        int r;
+        struct svff_error err;
+};
+
+static void release_op_free(struct release_op *ro) {
+        svff_ctx_unref(ro->ctx);
+        free(ro->orig);
+        free(ro->driver);
+        svff_error_free(&ro->err);
+        free(ro);
+}
+
+static void release_done(void *userdata) {
+        struct release_op *ro = userdata;
+        struct operation *op = ro->op;
+        struct manager *m = op->manager;
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *p, *ev;
+
+        manager_sysfs_changed(m);
+
+        if (ro->r < 0) {
+                ev = event_new("release-failed", ro->vf, ro->pf);
+                if (ev) {
+                        json_object_object_add(ev, "error", json_object_new_string(operation_error_name(ro->r)));
+                        json_object_object_add(ev, "message", json_object_new_string(svff_error_message(&ro->err)));
+                }
+                manager_emit(m, op, ev);
+                reply_error(op->call, ro->r, ro->vf, svff_error_message(&ro->err));
+                goto finish;
+        }
+
+        svff_store_remove_vf(m->store, ro->vf);
+        if (manager_commit(m, &err) < 0) {
+                /* Keep memory and disk telling the same story. */
+                (void) svff_store_set_vf(m->store, ro->vf, ro->pf, ro->index, ro->orig, ro->driver);
+                p = json_object_new_object();
+                json_object_object_add(p, "path", json_object_new_string(svff_store_path(m->store)));
+                json_object_object_add(p, "message", json_object_new_string(svff_error_message(&err)));
+                call_error(op->call, SVFF_ERROR_STORE, p);
+                json_object_put(p);
+                goto finish;
+        }
+
+        log_info("VF %s released to %s.", ro->vf, ro->orig ?: "no driver");
+        ev = event_new("vf-released", ro->vf, ro->pf);
+        if (ev)
+                json_object_object_add(ev, "driver", ro->orig ? json_object_new_string(ro->orig) : NULL);
+        manager_emit(m, op, ev);
+
+        p = json_object_new_object();
+        json_object_object_add(p, "vf", json_object_new_string(ro->vf));
+        json_object_object_add(p, "driver", ro->orig ? json_object_new_string(ro->orig) : NULL);
+        call_reply(op->call, p);
+        json_object_put(p);
+finish:
+        manager_remove_operation(m, op);
+        release_op_free(ro);
+}
+
+static void release_run(void *userdata) {
+        struct release_op *ro = userdata;
+
+        ro->r = svff_dev_restore(ro->ctx, ro->vf, ro->orig, &ro->err);
+        (void) worker_pool_post(ro->pool, release_done, ro);
+}
+
+void method_release(struct manager *m, struct call *call) {
+        static const char *const allowed[] = { "vf", NULL };
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        const char *pf = NULL, *orig = NULL, *driver = NULL;
+        struct json_object *rec;
+        struct operation *op;
+        struct release_op *ro;
+        unsigned index = 0;
+        int r;
+
+        if (!require_privileged(m, call))
+                return;
+        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
+                return;
+        if (!params_get_address(call, "vf", vf))
+                return;
+
+        r = svff_store_get_vf(m->store, vf, &pf, &orig);
+        if (r <= 0) {
+                call_errorf(call, SVFF_ERROR_NOT_MANAGED, "device", vf,
+                            "svff has no record of VF %s (it did not bind it), so there is no driver to restore; "
+                            "'svffctl list' shows the managed VFs.", vf);
+                return;
+        }
+        op = manager_find_operation(m, pf);
+        if (op) {
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                            "An %s of PF %s is in progress; release VF %s once it is done.", op->kind, pf, vf);
+                return;
+        }
+        rec = json_object_object_get(svff_store_vfs(m->store), vf);
+        (void) svff_json_get_unsigned(rec, "index", &index);
+        (void) svff_json_get_string(rec, "driver", &driver);
+
+        ro = calloc(1, sizeof(*ro));
+        if (!ro) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        ro->pool = m->ops_pool;
+        ro->ctx = svff_ctx_ref(m->ctx);
+        snprintf(ro->vf, sizeof(ro->vf), "%s", vf);
+        snprintf(ro->pf, sizeof(ro->pf), "%s", pf);
+        ro->index = index;
+        ro->orig = orig ? strdup(orig) : NULL;
+        ro->driver = strdup(driver ?: m->config.vf_driver);
+        if ((orig && !ro->orig) || !ro->driver || manager_add_operation(m, pf, "release", call, &op) < 0) {
+                release_op_free(ro);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        ro->op = op;
+        op->data = ro;
+        op->phase = "restore";
+        op->total = 1;
+
+        r = worker_pool_submit(m->ops_pool, release_run, ro);
+        if (r < 0) {
+                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                manager_remove_operation(m, op);
+                release_op_free(ro);
+        }
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Operations that change the host, run on the "ops" worker pool:
+ *
+ *   Init(pf, numvfs, driver)
+ *     main:   journal {op: init} for the PF, commit
+ *     worker: sriov_numvfs (through 0), read the VFs back
+ *     main:   record the PF's desired state and each VF with its
+ *             original driver, journal phase "bind", commit
+ *     worker: bind every VF by address, one progress event per VF
+ *     main:   clear the journal entry, commit, reply
+ *
+ *   Release(vf)
+ *     worker: give the VF back to its recorded original driver
+ *     main:   drop the VF record, commit, reply
+ *
+ * Every record exists in the store before the sysfs change it describes
+ * could be lost track of, so a crash at any point leaves a store that
+ * says what svffd was doing (see reconcile.h for how it is reported). */
+
+#include "manager.h"
+#include "server.h"
+
+/* The typed io.svff error for a -errno from the core. */
+const char *operation_error_name(int r);

@@ -1,0 +1,701 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "server.h"
+
+/* Stop reading from a peer once this much unparsed input is buffered;
+ * reading resumes as calls are taken out. */
+#define READ_BUFFER_MAX(s) ((s)->limits.max_message * 2 + 4096)
+/* Take the next call only while less than this is waiting to be written. */
+#define WRITE_WATERMARK (256u * 1024u)
+/* Calls taken per connection per loop iteration, so one pipelining peer
+ * cannot starve the others. */
+#define CALLS_PER_ITERATION 64
+#define PEER_GROUPS_MAX 65536
+
+struct connection;
+
+struct call {
+        unsigned n_ref;
+        struct connection *conn;          /* NULL once the peer is gone */
+        struct svff_varlink_call req;
+        bool done;                        /* final reply sent */
+        call_disconnect_fn on_disconnect;
+        void *on_disconnect_userdata;
+};
+
+struct connection {
+        struct server *server;
+        struct connection *prev, *next;
+        int fd;
+        sd_event_source *io;
+        sd_event_source *timer;
+        sd_event_source *defer;
+
+        struct ucred peer;
+        gid_t *groups;
+        size_t n_groups;
+
+        struct svff_varlink_framer in;
+        size_t in_pending;                /* bytes buffered, not yet taken */
+        bool read_eof;
+        bool too_big;                     /* oversized input seen */
+        bool closing;                     /* flush, then close */
+
+        char *out;
+        size_t out_off, out_len, out_alloc;
+
+        struct call *current;
+};
+
+struct server {
+        sd_event *event;
+        struct server_limits limits;
+        server_dispatch_fn dispatch;
+        void *userdata;
+
+        sd_event_source **listen;
+        size_t n_listen;
+        bool listening;
+
+        struct connection *connections;
+        unsigned n_connections;
+};
+
+static void connection_free(struct connection *c);
+static void connection_update_events(struct connection *c);
+static void connection_schedule(struct connection *c);
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* ---- calls ---- */
+
+struct call *call_ref(struct call *c) {
+        if (c)
+                c->n_ref++;
+        return c;
+}
+
+struct call *call_unref(struct call *c) {
+        if (!c || --c->n_ref > 0)
+                return NULL;
+        svff_varlink_call_done(&c->req);
+        free(c);
+        return NULL;
+}
+
+const struct svff_varlink_call *call_request(struct call *c) {
+        return &c->req;
+}
+
+static const struct ucred nobody = { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+
+const struct ucred *call_peer(struct call *c) {
+        return c->conn ? &c->conn->peer : &nobody;
+}
+
+bool call_peer_is_privileged(struct call *c, gid_t admin_gid, bool have_admin_gid) {
+        struct connection *conn = c->conn;
+
+        if (!conn)
+                return false;
+        if (conn->peer.uid == 0)
+                return true;
+        if (!have_admin_gid)
+                return false;
+        if (conn->peer.gid == admin_gid)
+                return true;
+        for (size_t i = 0; i < conn->n_groups; i++)
+                if (conn->groups[i] == admin_gid)
+                        return true;
+        return false;
+}
+
+bool call_is_connected(struct call *c) {
+        return c->conn && !c->conn->closing;
+}
+
+void call_set_disconnect_handler(struct call *c, call_disconnect_fn fn, void *userdata) {
+        c->on_disconnect = fn;
+        c->on_disconnect_userdata = userdata;
+}
+
+static int connection_queue(struct connection *c, const char *msg, size_t len) {
+        if (c->out_off > 0 && c->out_off == c->out_len)
+                c->out_off = c->out_len = 0;
+
+        if (c->out_len + len > c->out_alloc) {
+                size_t need = c->out_len - c->out_off + len, a;
+                char *n;
+
+                /* Compact first; grow only when still short. */
+                if (c->out_off > 0) {
+                        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+                        c->out_len -= c->out_off;
+                        c->out_off = 0;
+                }
+                if (need > c->out_alloc) {
+                        a = need < 4096 ? 4096 : need * 2;
+                        n = realloc(c->out, a);
+                        if (!n)
+                                return -ENOMEM;
+                        c->out = n;
+                        c->out_alloc = a;
+                }
+        }
+        memcpy(c->out + c->out_len, msg, len);
+        c->out_len += len;
+        return 0;
+}
+
+/* Queues one encoded message for the call's peer. A peer that lets more
+ * than max_output pile up is not reading: it is dropped. */
+static int call_send(struct call *call, const char *msg, size_t len, bool final) {
+        struct connection *c = call->conn;
+        int r;
+
+        if (call->done)
+                return -EALREADY;
+        if (final)
+                call->done = true;
+        if (!c || c->closing)
+                goto finish;
+        if (call->req.oneway)
+                goto finish;
+
+        if (c->out_len - c->out_off + len > c->server->limits.max_output) {
+                log_warning("Client pid %d uid %u does not read its replies, disconnecting.",
+                            (int) c->peer.pid, (unsigned) c->peer.uid);
+                c->closing = true;
+                c->out_off = c->out_len = 0;
+                connection_schedule(c);
+                goto finish;
+        }
+        r = connection_queue(c, msg, len);
+        if (r < 0) {
+                c->closing = true;
+                connection_schedule(c);
+                return r;
+        }
+        connection_update_events(c);
+finish:
+        if (final && c && c->current == call) {
+                c->current = NULL;
+                connection_schedule(c);
+                call_unref(call);  /* the connection's reference */
+        }
+        return 0;
+}
+
+int call_reply_encoded(struct call *c, const char *msg, size_t len) {
+        return call_send(c, msg, len, true);
+}
+
+int call_reply(struct call *c, struct json_object *parameters) {
+        _cleanup_free_ char *msg = NULL;
+        size_t len;
+        int r;
+
+        r = svff_varlink_encode_reply(parameters, false, &msg, &len);
+        if (r < 0)
+                return call_error(c, "io.svff.InternalError", NULL);
+        return call_send(c, msg, len, true);
+}
+
+int call_notify(struct call *c, struct json_object *parameters) {
+        _cleanup_free_ char *msg = NULL;
+        size_t len;
+        int r;
+
+        if (!c->req.more)
+                return -EINVAL;
+        r = svff_varlink_encode_reply(parameters, true, &msg, &len);
+        if (r < 0)
+                return r;
+        return call_send(c, msg, len, false);
+}
+
+int call_error(struct call *c, const char *error, struct json_object *parameters) {
+        _cleanup_free_ char *msg = NULL;
+        size_t len;
+        int r;
+
+        r = svff_varlink_encode_error(error, parameters, &msg, &len);
+        if (r < 0) {
+                /* Still end the call, or the connection stalls forever. */
+                static const char fallback[] = "{\"error\":\"io.svff.InternalError\",\"parameters\":{}}";
+                return call_send(c, fallback, sizeof(fallback), true);
+        }
+        return call_send(c, msg, len, true);
+}
+
+int call_errorf(struct call *c, const char *error, const char *key, const char *value,
+                const char *format, ...) {
+        struct json_object *p = json_object_new_object();
+        char buf[1024];
+        va_list ap;
+        int r;
+
+        if (!p)
+                return call_error(c, error, NULL);
+        if (key)
+                json_object_object_add(p, key, value ? json_object_new_string(value) : NULL);
+        if (format) {
+                va_start(ap, format);
+                vsnprintf(buf, sizeof(buf), format, ap);
+                va_end(ap);
+                json_object_object_add(p, "message", json_object_new_string(buf));
+        }
+        r = call_error(c, error, p);
+        json_object_put(p);
+        return r;
+}
+
+/* ---- connections ---- */
+
+static int connection_send_protocol_error(struct connection *c, const char *reason) {
+        _cleanup_free_ char *msg = NULL;
+        struct json_object *p;
+        size_t len;
+        int r;
+
+        p = json_object_new_object();
+        if (!p)
+                return -ENOMEM;
+        json_object_object_add(p, "reason", json_object_new_string(reason));
+        json_object_object_add(p, "message", json_object_new_string(reason));
+        r = svff_varlink_encode_error(SVFF_VARLINK_ERROR_PROTOCOL, p, &msg, &len);
+        json_object_put(p);
+        if (r < 0)
+                return r;
+        return connection_queue(c, msg, len);
+}
+
+static void connection_update_events(struct connection *c) {
+        uint32_t ev = 0;
+
+        if (!c->closing && !c->read_eof && !c->too_big &&
+            c->in_pending < READ_BUFFER_MAX(c->server))
+                ev |= EPOLLIN;
+        if (c->out_len > c->out_off)
+                ev |= EPOLLOUT;
+        (void) sd_event_source_set_io_events(c->io, ev);
+}
+
+static void connection_touch(struct connection *c) {
+        if (c->server->limits.idle_timeout_usec == 0) {
+                (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+                return;
+        }
+        (void) sd_event_source_set_time(c->timer, now_usec() + c->server->limits.idle_timeout_usec);
+        (void) sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
+}
+
+static void connection_schedule(struct connection *c) {
+        (void) sd_event_source_set_enabled(c->defer, SD_EVENT_ONESHOT);
+}
+
+/* Writes what can be written now. Returns <0 when the peer is gone. */
+static int connection_flush(struct connection *c) {
+        while (c->out_len > c->out_off) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+                                 MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                break;
+                        return -errno;
+                }
+                c->out_off += (size_t) n;
+                connection_touch(c);
+        }
+        if (c->out_off == c->out_len)
+                c->out_off = c->out_len = 0;
+        return 0;
+}
+
+static void connection_dispatch(struct connection *c, char *msg, size_t len) {
+        struct call *call;
+        const char *reason = NULL;
+        int r;
+
+        call = calloc(1, sizeof(*call));
+        if (!call) {
+                c->closing = true;
+                return;
+        }
+        call->n_ref = 1;  /* the connection's */
+        call->conn = c;
+
+        r = svff_varlink_call_parse(msg, len, &call->req, &reason);
+        if (r < 0) {
+                free(call);
+                log_debug("Malformed call from pid %d: %s", (int) c->peer.pid, strna(reason));
+                if (connection_send_protocol_error(c, reason ?: "malformed message") < 0)
+                        c->closing = true;
+                return;
+        }
+
+        /* The extra reference keeps the call valid for the handler even
+         * when it answers at once (which drops the connection's). */
+        c->current = call;
+        call_ref(call);
+        c->server->dispatch(call, c->server->userdata);
+        call_unref(call);
+}
+
+/* Takes calls while the previous one is answered and the peer keeps up. */
+static void connection_process(struct connection *c) {
+        bool drained = false;
+        unsigned n = 0;
+        int r;
+
+        while (!c->closing && !c->current && c->out_len - c->out_off < WRITE_WATERMARK) {
+                _cleanup_free_ char *msg = NULL;
+                size_t len;
+
+                if (n++ >= CALLS_PER_ITERATION) {
+                        connection_schedule(c);
+                        break;
+                }
+
+                r = svff_varlink_framer_next(&c->in, &msg, &len);
+                if (r == -EMSGSIZE || (r == 0 && c->too_big)) {
+                        log_debug("Message from pid %d exceeds %zu bytes, disconnecting.",
+                                  (int) c->peer.pid, c->server->limits.max_message);
+                        (void) connection_send_protocol_error(c, "message too large");
+                        c->closing = true;
+                        break;
+                }
+                if (r < 0) {
+                        c->closing = true;
+                        break;
+                }
+                if (r == 0) {
+                        drained = true;
+                        break;
+                }
+                c->in_pending -= len + 1;
+                connection_dispatch(c, msg, len);
+        }
+
+        /* The peer closed its side: what it sent is answered, and an
+         * unterminated tail can never complete. */
+        if (c->read_eof && drained && !c->current)
+                c->closing = true;
+
+        if (connection_flush(c) < 0) {
+                connection_free(c);
+                return;
+        }
+        if (c->closing && c->out_len == c->out_off) {
+                connection_free(c);
+                return;
+        }
+        connection_update_events(c);
+}
+
+static int on_defer(sd_event_source *s, void *userdata) {
+        connection_process(userdata);
+        return 0;
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct connection *c = userdata;
+
+        if (revents & EPOLLIN) {
+                char buf[65536];
+                ssize_t n;
+
+                n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                        connection_free(c);
+                        return 0;
+                }
+                if (n == 0)
+                        c->read_eof = true;
+                if (n > 0) {
+                        int r = svff_varlink_framer_feed(&c->in, buf, (size_t) n);
+
+                        c->in_pending += (size_t) n;
+                        if (r == -EMSGSIZE)
+                                c->too_big = true;
+                        else if (r < 0) {
+                                connection_free(c);
+                                return 0;
+                        }
+                        connection_touch(c);
+                }
+        } else if (revents & (EPOLLHUP | EPOLLERR) && !(revents & EPOLLOUT)) {
+                connection_free(c);
+                return 0;
+        }
+
+        connection_process(c);
+        return 0;
+}
+
+static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct connection *c = userdata;
+
+        /* A call in progress (an Init, a Monitor stream) keeps the
+         * connection; a peer that neither sends, nor completes a message,
+         * nor reads what it is sent does not. */
+        if (c->current && c->out_len == c->out_off) {
+                connection_touch(c);
+                return 0;
+        }
+        log_debug("Connection from pid %d idle for too long, closing.", (int) c->peer.pid);
+        connection_free(c);
+        return 0;
+}
+
+static void server_update_listening(struct server *s) {
+        bool on = s->listening && s->n_connections < s->limits.max_connections;
+
+        for (size_t i = 0; i < s->n_listen; i++)
+                (void) sd_event_source_set_enabled(s->listen[i], on ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
+static void connection_free(struct connection *c) {
+        struct server *s;
+
+        if (!c)
+                return;
+        s = c->server;
+
+        if (c->current) {
+                struct call *call = c->current;
+
+                c->current = NULL;
+                call->conn = NULL;
+                if (call->on_disconnect && !call->done)
+                        call->on_disconnect(call, call->on_disconnect_userdata);
+                call_unref(call);
+        }
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->connections = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_connections--;
+
+        sd_event_source_disable_unref(c->io);
+        sd_event_source_disable_unref(c->timer);
+        sd_event_source_disable_unref(c->defer);
+        if (c->fd >= 0)
+                close(c->fd);
+        svff_varlink_framer_done(&c->in);
+        free(c->out);
+        free(c->groups);
+        free(c);
+
+        server_update_listening(s);
+}
+
+static int connection_read_groups(struct connection *c) {
+        socklen_t len = 64 * sizeof(gid_t);
+
+        for (;;) {
+                gid_t *g = realloc(c->groups, len);
+
+                if (!g)
+                        return -ENOMEM;
+                c->groups = g;
+                if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len) >= 0) {
+                        c->n_groups = len / sizeof(gid_t);
+                        return 0;
+                }
+                if (errno != ERANGE || len > PEER_GROUPS_MAX * sizeof(gid_t))
+                        return -errno;
+                /* len now holds the size needed. */
+        }
+}
+
+static unsigned server_count_uid(struct server *s, uid_t uid) {
+        unsigned n = 0;
+
+        for (struct connection *c = s->connections; c; c = c->next)
+                if (c->peer.uid == uid)
+                        n++;
+        return n;
+}
+
+static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        struct server *s = userdata;
+        _cleanup_close_ int cfd = -EBADF;
+        struct connection *c;
+        socklen_t len;
+        int r;
+
+        cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0) {
+                if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                        log_warning_errno(-errno, "Failed to accept connection, ignoring: %m");
+                return 0;
+        }
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return log_error_errno(-ENOMEM, "Failed to allocate connection: %m"), 0;
+        c->fd = TAKE_FD(cfd);
+        c->server = s;
+        c->in.max = s->limits.max_message;
+
+        len = sizeof(c->peer);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
+                log_warning_errno(-errno, "Failed to read peer credentials, refusing connection: %m");
+                close(c->fd);
+                free(c);
+                return 0;
+        }
+        r = connection_read_groups(c);
+        if (r < 0)
+                log_debug_errno(r, "Failed to read peer groups of pid %d, ignoring: %m",
+                                (int) c->peer.pid);
+
+        if (c->peer.uid != 0 && server_count_uid(s, c->peer.uid) >= s->limits.max_connections_per_uid) {
+                log_warning("Too many connections from uid %u, refusing one.", (unsigned) c->peer.uid);
+                close(c->fd);
+                free(c->groups);
+                free(c);
+                return 0;
+        }
+
+        c->next = s->connections;
+        if (c->next)
+                c->next->prev = c;
+        s->connections = c;
+        s->n_connections++;
+
+        r = sd_event_add_io(s->event, &c->io, c->fd, EPOLLIN, on_io, c);
+        if (r >= 0)
+                r = sd_event_add_time(s->event, &c->timer, CLOCK_MONOTONIC, UINT64_MAX, 0,
+                                      on_idle, c);
+        if (r >= 0)
+                r = sd_event_add_defer(s->event, &c->defer, on_defer, c);
+        if (r < 0) {
+                log_error_errno(r, "Failed to set up connection: %m");
+                connection_free(c);
+                return 0;
+        }
+        (void) sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(c->io, "varlink-connection");
+        connection_touch(c);
+
+        server_update_listening(s);
+        return 0;
+}
+
+/* ---- server ---- */
+
+int server_new(sd_event *event, const struct server_limits *limits,
+               server_dispatch_fn dispatch, void *userdata, struct server **ret) {
+        struct server *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        s->event = sd_event_ref(event);
+        s->limits = *limits;
+        s->dispatch = dispatch;
+        s->userdata = userdata;
+        s->listening = true;
+        *ret = s;
+        return 0;
+}
+
+struct server *server_free(struct server *s) {
+        if (!s)
+                return NULL;
+        while (s->connections)
+                connection_free(s->connections);
+        for (size_t i = 0; i < s->n_listen; i++) {
+                int fd = sd_event_source_get_io_fd(s->listen[i]);
+
+                sd_event_source_disable_unref(s->listen[i]);
+                close(fd);
+        }
+        free(s->listen);
+        sd_event_unref(s->event);
+        free(s);
+        return NULL;
+}
+
+int server_add_listen_fd(struct server *s, int fd) {
+        sd_event_source **l;
+        int r;
+
+        l = realloc(s->listen, (s->n_listen + 1) * sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        s->listen = l;
+
+        if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+                return -errno;
+        r = sd_event_add_io(s->event, &s->listen[s->n_listen], fd, EPOLLIN, on_accept, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s->listen[s->n_listen], "varlink-listen");
+        s->n_listen++;
+        server_update_listening(s);
+        return 0;
+}
+
+int server_listen_path(struct server *s, const char *path, mode_t mode) {
+        _cleanup_close_ int fd = -EBADF;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        (void) unlink(path);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        if (chmod(path, mode) < 0)
+                return -errno;
+        if (listen(fd, SOMAXCONN) < 0)
+                return -errno;
+
+        r = server_add_listen_fd(s, fd);
+        if (r < 0)
+                return r;
+        TAKE_FD(fd);
+        return 0;
+}
+
+void server_set_limits(struct server *s, const struct server_limits *limits) {
+        s->limits = *limits;
+        for (struct connection *c = s->connections; c; c = c->next)
+                c->in.max = limits->max_message;
+        server_update_listening(s);
+}
+
+unsigned server_n_connections(struct server *s) {
+        return s->n_connections;
+}
+
+void server_stop_listening(struct server *s) {
+        s->listening = false;
+        server_update_listening(s);
+}

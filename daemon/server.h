@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The varlink server: listening socket(s), connections and calls, on the
+ * sd-event loop (main thread only).
+ *
+ * Calls on one connection are taken strictly one at a time, in order:
+ * the next message is not even parsed until the current call has sent
+ * its final reply. That answers pipelined calls in order, lets a slow
+ * call hold back only its own connection, and bounds what a connection
+ * can make svffd hold: one call, one read buffer, one write buffer.
+ *
+ * Limits (struct server_limits): message size, connections in total and
+ * per non-root uid, the idle timeout, and the read/write buffers. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+#include <json-c/json.h>
+
+#include "macro.h"
+#include "varlink.h"
+
+struct server_limits {
+        size_t max_message;               /* bytes, NUL excluded */
+        unsigned max_connections;
+        unsigned max_connections_per_uid; /* for uids other than 0 */
+        uint64_t idle_timeout_usec;       /* 0: none */
+        size_t max_output;                /* queued bytes to one peer before
+                                           * it counts as not reading */
+};
+
+#define SERVER_LIMITS_DEFAULT                                         \
+        ((struct server_limits) {                                    \
+                .max_message = SVFF_VARLINK_MESSAGE_MAX,            \
+                .max_connections = 1024,                            \
+                .max_connections_per_uid = 128,                     \
+                .idle_timeout_usec = 60 * 1000000ULL,              \
+                .max_output = 16u * 1024u * 1024u,                  \
+        })
+
+struct server;
+struct call;
+
+/* Called for every well-formed call. The handler answers with
+ * call_reply()/call_error() now or later (take a call_ref() to answer
+ * later). */
+typedef void (*server_dispatch_fn)(struct call *call, void *userdata);
+
+int server_new(sd_event *event, const struct server_limits *limits,
+               server_dispatch_fn dispatch, void *userdata, struct server **ret);
+struct server *server_free(struct server *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct server *, server_free);
+
+/* Adopts an already listening socket (socket activation). Takes fd. */
+int server_add_listen_fd(struct server *s, int fd);
+/* Binds and listens on path (removing a stale socket first), mode applied
+ * to the socket file. */
+int server_listen_path(struct server *s, const char *path, mode_t mode);
+
+void server_set_limits(struct server *s, const struct server_limits *limits);
+unsigned server_n_connections(struct server *s);
+/* Stops accepting new connections (shutdown). */
+void server_stop_listening(struct server *s);
+
+/* A call: the decoded request (borrowed), the caller's credentials. */
+struct call *call_ref(struct call *c);
+struct call *call_unref(struct call *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct call *, call_unref);
+
+const struct svff_varlink_call *call_request(struct call *c);
+const struct ucred *call_peer(struct call *c);
+/* Whether the caller is uid 0 or has gid as primary or supplementary
+ * group (as the kernel reported at connect time, SO_PEERGROUPS). */
+bool call_peer_is_privileged(struct call *c, gid_t admin_gid, bool have_admin_gid);
+/* False once the peer went away; replies are then dropped. */
+bool call_is_connected(struct call *c);
+
+/* Final reply; parameters borrowed (NULL: {}). */
+int call_reply(struct call *c, struct json_object *parameters);
+/* A reply with "continues": true; only for calls made with "more". */
+int call_notify(struct call *c, struct json_object *parameters);
+/* A final reply already encoded by svff_varlink_encode_reply(), NUL
+ * included (lets a handler reuse one encoding for many callers). */
+int call_reply_encoded(struct call *c, const char *msg, size_t len);
+/* Final error reply; parameters borrowed (NULL: {}). */
+int call_error(struct call *c, const char *error, struct json_object *parameters);
+/* Error with parameters {"<key>": value, "message": message}; either may
+ * be NULL. */
+int call_errorf(struct call *c, const char *error, const char *key, const char *value,
+                const char *format, ...) _printf_(5, 6);
+
+/* Run when the peer goes away while the call is still open (a Monitor
+ * subscription, an Init whose caller stopped listening). */
+typedef void (*call_disconnect_fn)(struct call *c, void *userdata);
+void call_set_disconnect_handler(struct call *c, call_disconnect_fn fn, void *userdata);

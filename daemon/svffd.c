@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* svffd: the SR-IOV virtual function manager daemon. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+#include "methods.h"
+#include "reconcile.h"
+
+static void help(void) {
+        printf("Usage: svffd [OPTIONS]\n"
+               "\n"
+               "Manages SR-IOV virtual functions and serves svffctl over varlink.\n"
+               "\n"
+               "  -h --help               Show this help\n"
+               "     --version            Show the version\n"
+               "     --socket=PATH        Listen on PATH (default %s)\n"
+               "     --state-dir=DIR      Keep the store in DIR (default %s)\n"
+               "     --sysfs-root=DIR     Read sysfs under DIR (default /sys)\n"
+               "     --config=FILE        Read settings from FILE (default %s)\n"
+               "     --libvirt-uri=URI    libvirt connection (default qemu:///system)\n"
+               "     --log-level=LEVEL    err, warning, notice, info or debug\n"
+               "\n"
+               "Command-line options win over the config file. Under socket activation\n"
+               "the socket passed by systemd is used and --socket is ignored.\n",
+               SVFFD_SOCKET_DEFAULT, SVFFD_STATE_DIR_DEFAULT, SVFFD_CONFIG_DEFAULT);
+}
+
+static int set_str(char **slot, const char *v) {
+        free(*slot);
+        *slot = strdup(v);
+        return *slot ? 0 : -ENOMEM;
+}
+
+/* Returns >0 to run, 0 to exit successfully, <0 on usage errors. */
+static int parse_argv(int argc, char *argv[], struct cmdline *c) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_SOCKET,
+                ARG_STATE_DIR,
+                ARG_SYSFS_ROOT,
+                ARG_CONFIG,
+                ARG_LIBVIRT_URI,
+                ARG_LOG_LEVEL,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "libvirt-uri", required_argument, NULL, ARG_LIBVIRT_URI },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                {}
+        };
+        int o, r = 0;
+
+        while ((o = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (o) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("svffd %s\n", PACKAGE_VERSION);
+                        return 0;
+                case ARG_SOCKET:
+                        r = set_str(&c->socket, optarg);
+                        break;
+                case ARG_STATE_DIR:
+                        r = set_str(&c->state_dir, optarg);
+                        break;
+                case ARG_SYSFS_ROOT:
+                        r = set_str(&c->sysfs_root, optarg);
+                        break;
+                case ARG_CONFIG:
+                        r = set_str(&c->config_path, optarg);
+                        c->config_path_given = true;
+                        break;
+                case ARG_LIBVIRT_URI:
+                        r = set_str(&c->libvirt_uri, optarg);
+                        break;
+                case ARG_LOG_LEVEL:
+                        c->log_level = log_level_from_string(optarg);
+                        if (c->log_level < 0)
+                                return log_error_errno(-EINVAL,
+                                                       "Invalid --log-level '%s': use err, warning, notice, info or debug.",
+                                                       optarg);
+                        break;
+                default:
+                        return -EINVAL;
+                }
+                if (r < 0)
+                        return log_oom();
+        }
+        if (optind < argc)
+                return log_error_errno(-EINVAL, "svffd takes no arguments ('%s'); see --help.", argv[optind]);
+        return 1;
+}
+
+static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct manager *m = userdata;
+
+        log_info("Received %s, shutting down.", si->ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+        manager_begin_shutdown(m);
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct manager *m = userdata;
+
+        (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading the configuration.");
+        (void) manager_reload_config(m);
+        (void) sd_notify(false, "READY=1");
+        manager_notify_status(m);
+        return 0;
+}
+
+/* The socket from systemd (FileDescriptorName=varlink, or the only one
+ * passed), or one we bind ourselves. */
+static int setup_listening(struct manager *m) {
+        char **names = NULL;
+        int n, r, used = 0;
+
+        n = sd_listen_fds_with_names(true, &names);
+        if (n < 0)
+                return log_error_errno(n, "Failed to read the sockets passed by systemd: %m");
+
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+
+                if (n > 1 && names && names[i] && !streq(names[i], "varlink") &&
+                    !streq(names[i], "unknown")) {
+                        log_warning("Ignoring passed socket '%s' (fd %d).", names[i], fd);
+                        close(fd);
+                        continue;
+                }
+                if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
+                        log_warning("Passed fd %d is not a listening AF_UNIX stream socket, ignoring.", fd);
+                        close(fd);
+                        continue;
+                }
+                r = server_add_listen_fd(m->server, fd);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to listen on passed fd %d: %m", fd);
+                used++;
+        }
+        strv_free(names);
+        if (used > 0) {
+                log_debug("Using %d socket(s) passed by systemd.", used);
+                return 0;
+        }
+
+        /* Make the directory (not its parents: those are the system's). */
+        {
+                _cleanup_free_ char *dir = strdup(m->config.socket);
+                char *slash;
+
+                if (!dir)
+                        return log_oom();
+                slash = strrchr(dir, '/');
+                if (slash && slash != dir) {
+                        *slash = 0;
+                        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                                return log_error_errno(-errno, "Failed to create '%s': %m", dir);
+                }
+        }
+        r = server_listen_path(m->server, m->config.socket, 0660);
+        if (r < 0)
+                return log_error_errno(r, "Failed to listen on '%s': %m", m->config.socket);
+        return 0;
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        _cleanup_(manager_freep) struct manager *m = NULL;
+        struct cmdline cmdline = { .log_level = -1 };
+        size_t n_drift;
+        int r;
+
+        log_setup(LOG_TARGET_AUTO);
+
+        r = parse_argv(argc, argv, &cmdline);
+        if (r <= 0) {
+                free(cmdline.config_path);
+                free(cmdline.socket);
+                free(cmdline.state_dir);
+                free(cmdline.sysfs_root);
+                free(cmdline.libvirt_uri);
+                return r;
+        }
+
+        r = sd_event_default(&event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the event loop: %m");
+        r = manager_new(event, &cmdline, &m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the manager: %m");
+
+        r = manager_load_config(m);
+        if (r < 0)
+                return r;
+        manager_apply_config(m);
+
+        r = svff_ctx_new(m->config.sysfs_root, &m->ctx);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open sysfs root '%s': %m", m->config.sysfs_root);
+        svff_ctx_set_log_fn(m->ctx, log_svff_callback, NULL);
+        svff_ctx_set_log_priority(m->ctx, m->config.log_level);
+
+        /* A store that cannot be read exactly stops us here, untouched. */
+        r = manager_open_store(m);
+        if (r < 0)
+                return r;
+
+        r = sd_event_set_watchdog(event, true);
+        if (r < 0)
+                log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
+
+        {
+                sigset_t mask;
+
+                sigemptyset(&mask);
+                sigaddset(&mask, SIGTERM);
+                sigaddset(&mask, SIGINT);
+                sigaddset(&mask, SIGHUP);
+                if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                        return log_error_errno(-errno, "Failed to block signals: %m");
+        }
+        r = sd_event_add_signal(event, NULL, SIGTERM, on_sigterm, m);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGINT, on_sigterm, m);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handling: %m");
+
+        /* Workers start after the signals are blocked, so they inherit
+         * the mask and the main thread gets every signal. */
+        r = worker_pool_new(event, "ops", m->config.workers, &m->ops_pool);
+        if (r >= 0)
+                r = worker_pool_new(event, "disc", 1, &m->discovery_pool);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start worker threads: %m");
+
+        /* Start-up reconcile: compare the store with the host before
+         * serving, and report (never repair) what differs. */
+        r = manager_snapshot_now(m);
+        if (r < 0)
+                log_warning("Continuing without a picture of the PFs; List will retry.");
+        n_drift = reconcile_log(m);
+
+        r = server_new(event, &m->config.limits, methods_dispatch, m, &m->server);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the varlink server: %m");
+        r = setup_listening(m);
+        if (r < 0)
+                return r;
+
+        log_info("svffd %s serving; store '%s' generation %llu, %zu PF(s) under '%s', %zu drift(s).",
+                 PACKAGE_VERSION, svff_store_path(m->store),
+                 (unsigned long long) svff_store_generation(m->store),
+                 m->snapshot ? m->snapshot->n_pfs : 0, m->config.sysfs_root, n_drift);
+        (void) sd_notify(false, "READY=1");
+        manager_notify_status(m);
+
+        r = sd_event_loop(event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        int r = run(argc, argv);
+
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

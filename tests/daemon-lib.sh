@@ -1,0 +1,106 @@
+# Shared by the daemon integration tests (tests/test-daemon-*.sh): a
+# pcisim mount as the sysfs root, svffd on a private socket and state
+# directory, svffctl pointed at it, and cleanup of everything started.
+# shellcheck shell=sh
+
+set -eu
+
+: "${top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${top_srcdir:=$top_builddir}"
+: "${PCISIM:=$top_builddir/tests/pcisim/pcisim}"
+: "${PCISIM_SCENARIOS:=$top_srcdir/tests/pcisim/scenarios}"
+SVFFD="$top_builddir/daemon/svffd"
+SVFFCTL="$top_builddir/cli/svffctl"
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; [ -f "${T:-/nonexistent}/svffd.log" ] && sed 's/^/  svffd| /' "$T/svffd.log" | tail -n 40 >&2; exit 1; }
+note() { echo "# $*"; }
+
+command -v python3 >/dev/null || skip "python3 is needed to check JSON output"
+[ -x "$SVFFD" ] && [ -x "$SVFFCTL" ] || skip "svffd/svffctl not built"
+[ -x "$PCISIM" ] || skip "pcisim not built"
+[ -e /dev/fuse ] || skip "no /dev/fuse: pcisim cannot mount"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/svff-test.XXXXXX")
+SYS="$T/sys"
+SOCK="$T/svffd.sock"
+STATE="$T/state"
+SVFFD_PID=""
+BG_PIDS=""
+
+cleanup() {
+        set +e
+        for p in $BG_PIDS; do kill "$p" 2>/dev/null; done
+        if [ -n "$SVFFD_PID" ]; then
+                kill "$SVFFD_PID" 2>/dev/null
+                wait "$SVFFD_PID" 2>/dev/null
+        fi
+        if mountpoint -q "$SYS" 2>/dev/null; then
+                fusermount3 -u "$SYS" 2>/dev/null || umount -l "$SYS" 2>/dev/null
+        fi
+        rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# start_pcisim SCENARIO [pcisim options]
+start_pcisim() {
+        scen="$1"; shift
+        mkdir -p "$SYS"
+        rc=0
+        "$PCISIM" --scenario "$PCISIM_SCENARIOS/$scen.json" "$@" "$SYS" >"$T/pcisim.log" 2>&1 || rc=$?
+        [ "$rc" = 77 ] && skip "pcisim cannot mount FUSE here: $(cat "$T/pcisim.log")"
+        [ "$rc" = 0 ] || fail "pcisim failed ($rc): $(cat "$T/pcisim.log")"
+}
+
+pcisim_ctl() { printf '%s' "$*" > "$SYS/.pcisim/ctl"; }
+
+ctl() { "$SVFFCTL" --socket "$SOCK" "$@"; }
+
+# wait_for CMD...: retries CMD for up to 10 s.
+wait_for() {
+        i=0
+        while ! "$@" >/dev/null 2>&1; do
+                i=$((i + 1))
+                [ $i -lt 200 ] || return 1
+                sleep 0.05
+        done
+}
+
+# start_svffd [extra options]: svffd in the background, ready to serve.
+start_svffd() {
+        mkdir -p "$STATE"
+        "$SVFFD" --socket "$SOCK" --state-dir "$STATE" --sysfs-root "$SYS" \
+                --config "$T/svff.conf" --log-level debug "$@" >>"$T/svffd.log" 2>&1 &
+        SVFFD_PID=$!
+        wait_for ctl status || fail "svffd did not come up"
+}
+
+# stop_svffd [SIGNAL]: returns svffd's exit status.
+stop_svffd() {
+        kill "-${1:-TERM}" "$SVFFD_PID"
+        rc=0
+        wait "$SVFFD_PID" || rc=$?
+        SVFFD_PID=""
+        return $rc
+}
+
+# jq-like helper: jget 'EXPR' < json, EXPR in Python over "d".
+jget() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+expect_eq() {
+        [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"
+}
+
+# sysfs facts, read straight from the pcisim mount.
+sys_numvfs() { cat "$SYS/bus/pci/devices/$1/sriov_numvfs"; }
+sys_driver() {
+        if [ -L "$SYS/bus/pci/devices/$1/driver" ]; then
+                basename "$(readlink "$SYS/bus/pci/devices/$1/driver")"
+        else
+                echo None
+        fi
+}
+sys_vf() { basename "$(readlink "$SYS/bus/pci/devices/$1/virtfn$2")"; }
+sys_group() { basename "$(readlink "$SYS/bus/pci/devices/$1/iommu_group")"; }
+printf '{}\n' > "$T/svff.conf"
