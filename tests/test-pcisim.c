@@ -274,6 +274,8 @@ START_TEST(test_routing_ids) {
         assert_read(DEV "0000:03:13.0/device", "0x1520\n");
         assert_read(DEV "0000:03:13.0/vendor", "0x8086\n");
         ck_assert(!exists(DEV "0000:03:13.0/sriov_numvfs"));
+        ck_assert(!exists(DEV "0000:03:13.0/remove"));       /* VFs cannot be removed */
+        ck_assert(exists(NIC_PF "/remove"));
         ck_assert(!exists(NIC_PF "/physfn"));
         stop();
 

@@ -78,6 +78,8 @@ static int emit(char **ret, size_t *ret_len, const char *fmt, ...) {
 
 static bool is_pf(const struct sim_dev *d) { return d->is_pf; }
 static bool is_pcie(const struct sim_dev *d) { return d->pcie; }
+/* pci_dev_hp_attrs_are_visible(): VFs have no remove or rescan */
+static bool not_vf(const struct sim_dev *d) { return !d->pf; }
 
 #define SHOW(fn, fmt, expr)                                                             \
         static int fn(struct sim *sim, const struct node *n, char **ret, size_t *len) { \
@@ -172,6 +174,9 @@ static int store_override(struct sim *sim, const struct node *n, const char *buf
 static int store_remove(struct sim *sim, const struct node *n, const char *buf, size_t len) {
         return sim_store_remove(sim, n->dev, buf);
 }
+static int store_dev_rescan(struct sim *sim, const struct node *n, const char *buf, size_t len) {
+        return sim_store_rescan(sim, buf);
+}
 static int store_enable(struct sim *sim, const struct node *n, const char *buf, size_t len) {
         return sim_store_enable(sim, n->dev, buf);
 }
@@ -211,7 +216,8 @@ static const struct attr device_attrs[] = {
         { "modalias", 0444, NULL, show_modalias },
         { "uevent", 0644, NULL, show_uevent, store_config },
         { "driver_override", 0644, NULL, show_override, store_override },
-        { "remove", 0220, NULL, NULL, store_remove },
+        { "remove", 0220, not_vf, NULL, store_remove },
+        { "rescan", 0220, not_vf, NULL, store_dev_rescan },
         { "reset", 0200, is_pcie, NULL, store_reset },
         { "sriov_totalvfs", 0444, is_pf, show_totalvfs },
         { "sriov_numvfs", 0664, is_pf, show_numvfs, store_numvfs },
