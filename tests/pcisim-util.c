@@ -20,7 +20,31 @@ struct pcisim {
         char *dir;              /* temporary directory, owned */
         char *root;             /* <dir>/sys, the mountpoint */
         pid_t pid;
+        pid_t owner;            /* the process that started it */
+        struct pcisim *next;
 };
+
+/* Simulators still running: a failing check test exit()s without its
+ * cleanup, so an atexit() handler unmounts what that process started. */
+static struct pcisim *live;
+
+static void live_remove(struct pcisim *sim) {
+        for (struct pcisim **p = &live; *p; p = &(*p)->next)
+                if (*p == sim) {
+                        *p = sim->next;
+                        return;
+                }
+}
+
+static void stop_all_at_exit(void) {
+        struct pcisim *sim = live, *next;
+
+        for (; sim; sim = next) {
+                next = sim->next;
+                if (sim->owner == getpid())
+                        pcisim_free(sim);
+        }
+}
 
 #define PCISIM_MAX_ARGS 16
 
@@ -110,19 +134,25 @@ static int start_argv(const char *scenario, struct pcisim **ret, const char *con
         argv[n++] = "--scenario";
         argv[n++] = spath;
         argv[n++] = "--foreground";
+        argv[n++] = "--remove-mountpoint";
         for (size_t i = 0; i < n_extra; i++)
                 argv[n++] = extra[i];
         argv[n++] = sim->root;
         argv[n] = NULL;
 
+        sim->owner = getpid();
         sim->pid = fork();
         if (sim->pid < 0) {
                 r = -errno;
                 goto fail;
         }
         if (sim->pid == 0) {
-                /* the simulator must not outlive a crashed test */
-                (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
+                /* Own process group: check SIGKILLs a test's group when
+                 * the test ends, which would leave a dead mount behind.
+                 * SIGTERM instead when the test dies: pcisim unmounts. */
+                (void) setpgid(0, 0);
+                if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != sim->owner)
+                        _exit(1);
                 execv(bin, (char *const *) argv);
                 _exit(127);
         }
@@ -140,6 +170,12 @@ static int start_argv(const char *scenario, struct pcisim **ret, const char *con
                 r = stat(stats, &st);
                 free(stats);
                 if (r == 0) {
+                        static bool registered;
+
+                        if (!registered && atexit(stop_all_at_exit) == 0)
+                                registered = true;
+                        sim->next = live;
+                        live = sim;
                         free(spath);
                         *ret = sim;
                         return 0;
@@ -295,6 +331,7 @@ static void fusermount_u(const char *root) {
 int pcisim_stop(struct pcisim *sim) {
         int r = 0;
 
+        live_remove(sim);
         if (sim->pid > 0) {
                 /* a writer still blocked inside the mount makes it busy: detach */
                 if (umount2(sim->root, 0) < 0 && umount2(sim->root, MNT_DETACH) < 0)

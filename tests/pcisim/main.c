@@ -3,9 +3,10 @@
  * pcisim: a FUSE filesystem that behaves like the kernel's PCI sysfs.
  *
  *   pcisim --scenario FILE [-f|--foreground] [--latency-profile svff-paper]
- *          [-d] MOUNTPOINT
+ *          [-d] [--remove-mountpoint] MOUNTPOINT
  *
- * MOUNTPOINT plays /sys. Without -f pcisim daemonizes once the mount is
+ * MOUNTPOINT plays /sys. --remove-mountpoint: rmdir it and its parent
+ * directory (if then empty) after unmounting. Without -f pcisim daemonizes once the mount is
  * ready. Exit status 77: FUSE is not usable here (tests skip on it).
  */
 #include <errno.h>
@@ -29,11 +30,12 @@ int main(int argc, char **argv) {
                 { "foreground", no_argument, NULL, 'f' },
                 { "latency-profile", required_argument, NULL, 'L' },
                 { "debug", no_argument, NULL, 'd' },
+                { "remove-mountpoint", no_argument, NULL, 'R' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
         const char *scenario = NULL, *profile = NULL;
-        bool foreground = false, debug = false;
+        bool foreground = false, debug = false, remove_mountpoint = false;
         char *fuse_argv[1] = { (char *) "-d" };
         struct sim *sim;
         int c, r;
@@ -51,6 +53,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'd':
                         debug = foreground = true;
+                        break;
+                case 'R':
+                        remove_mountpoint = true;
                         break;
                 case 'h':
                         help();
@@ -79,6 +84,16 @@ int main(int argc, char **argv) {
         }
         r = sim_fs_run(sim, argv[optind], foreground, debug ? 1 : 0, fuse_argv);
         sim_free(sim);
+        if (remove_mountpoint && r != -EOPNOTSUPP) {
+                /* a test killed mid-way cannot clean up its temporary dir */
+                _cleanup_free_ char *parent = strdup(argv[optind]);
+                char *slash = parent ? strrchr(parent, '/') : NULL;
+
+                if (rmdir(argv[optind]) == 0 && slash && slash != parent) {
+                        *slash = '\0';
+                        (void) rmdir(parent);
+                }
+        }
         if (r == -EOPNOTSUPP) {
                 fprintf(stderr, "pcisim: cannot mount FUSE filesystem on '%s'\n", argv[optind]);
                 return 77;
