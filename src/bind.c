@@ -13,6 +13,20 @@
  * driver with async probing returns earlier still. */
 #define BIND_VERIFY_TIMEOUT_USEC (500 * USEC_PER_MSEC)
 
+/* One device being (un)bound: directory fds for bus/pci and the device,
+ * opened once, so each step is one lookup instead of a walk down the
+ * whole path (on FUSE every component is a round trip). */
+struct dev {
+        int pcifd;
+        int dfd;
+        char addr[SVFF_PCI_ADDR_STRLEN];
+};
+
+static void dev_close(struct dev *d) {
+        closep(&d->pcifd);
+        closep(&d->dfd);
+}
+
 /* Driver names are a path component here: refuse anything that would
  * walk elsewhere. */
 static int check_driver(const char *driver, struct svff_error *err) {
@@ -23,33 +37,56 @@ static int check_driver(const char *driver, struct svff_error *err) {
         return 0;
 }
 
-static int write_attr(struct svff_ctx *ctx, const char *value, const char *fmt, ...) _printf_(3, 4);
-static int write_attr(struct svff_ctx *ctx, const char *value, const char *fmt, ...) {
+static int dev_open(struct svff_ctx *ctx, const char *address, struct dev *d, struct svff_error *err) {
         _cleanup_free_ char *path = NULL;
-        va_list ap;
         int r;
 
-        va_start(ap, fmt);
-        r = vasprintf(&path, fmt, ap);
-        va_end(ap);
+        *d = (struct dev) { .pcifd = -EBADF, .dfd = -EBADF };
+        r = svff_dev_canonicalize(address, d->addr, err);
         if (r < 0)
+                return r;
+
+        d->pcifd = svff_sysfs_open_dir(svff_ctx_get_rootfd(ctx), "bus/pci");
+        if (d->pcifd < 0)
+                return svff_error_set_errno(err, d->pcifd, "Cannot open '%s/bus/pci'", svff_ctx_get_root(ctx));
+
+        if (asprintf(&path, "devices/%s", d->addr) < 0)
                 return -ENOMEM;
-        return svff_sysfs_write(svff_ctx_get_rootfd(ctx), path, value);
+        d->dfd = svff_sysfs_open_dir(d->pcifd, path);
+        if (d->dfd == -ENOENT || d->dfd == -ENOTDIR)
+                return svff_error_set(err, -ENODEV, "No PCI device '%s': check the address with 'lspci -D'",
+                                      d->addr);
+        if (d->dfd < 0)
+                return svff_error_set_errno(err, d->dfd, "Cannot open PCI device '%s'", d->addr);
+        return 0;
+}
+
+static bool dev_gone(struct dev *d) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "devices/%s", d->addr) < 0)
+                return false;
+        return svff_sysfs_exists(d->pcifd, path) == 0;
+}
+
+static int driver_write(struct dev *d, const char *driver, const char *attr) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "drivers/%s/%s", driver, attr) < 0)
+                return -ENOMEM;
+        return svff_sysfs_write(d->pcifd, path, d->addr);
 }
 
 /* Writing "" never reaches the kernel (a zero-length write stores
  * nothing); a lone newline is what clears driver_override. */
-static int set_override(struct svff_ctx *ctx, const char *address, const char *driver) {
-        return write_attr(ctx, driver ?: "\n", "bus/pci/devices/%s/driver_override", address);
+static int set_override(struct dev *d, const char *driver) {
+        return svff_sysfs_write(d->dfd, "driver_override", driver ?: "\n");
 }
 
-static int get_driver(struct svff_ctx *ctx, const char *address, char **ret) {
-        _cleanup_free_ char *path = NULL;
+static int get_driver(struct dev *d, char **ret) {
         int r;
 
-        if (asprintf(&path, "bus/pci/devices/%s/driver", address) < 0)
-                return -ENOMEM;
-        r = svff_sysfs_readlink_base(svff_ctx_get_rootfd(ctx), path, ret);
+        r = svff_sysfs_readlink_base(d->dfd, "driver", ret);
         if (r == -ENOENT) {
                 *ret = NULL;
                 return 0;
@@ -57,18 +94,21 @@ static int get_driver(struct svff_ctx *ctx, const char *address, char **ret) {
         return r;
 }
 
-static int step_failed(struct svff_ctx *ctx, struct svff_error *err, int r, const char *address,
-                       const char *step) {
-        if ((r == -ENOENT || r == -ENODEV) && svff_dev_exists(ctx, address) == 0)
+static int probe(struct dev *d) {
+        return svff_sysfs_write(d->pcifd, "drivers_probe", d->addr);
+}
+
+static int step_failed(struct dev *d, struct svff_error *err, int r, const char *step) {
+        if ((r == -ENOENT || r == -ENODEV) && dev_gone(d))
                 return svff_error_set(err, -ENODEV,
                                       "PCI device '%s' disappeared while %s (hot-removed, or its PF's VFs "
-                                      "were disabled); list devices and retry", address, step);
-        return svff_error_set_errno(err, r, "Failed %s for PCI device '%s'", step, address);
+                                      "were disabled); list devices and retry", d->addr, step);
+        return svff_error_set_errno(err, r, "Failed %s for PCI device '%s'", step, d->addr);
 }
 
 /* Polls the driver link until it names driver. Returns 0 when it does,
  * -EBUSY with *ret_now set to what is bound instead (NULL: nothing). */
-static int verify_driver(struct svff_ctx *ctx, const char *address, const char *driver, char **ret_now) {
+static int verify_driver(struct dev *d, const char *driver, char **ret_now) {
         usec_t deadline = svff_now_usec() + BIND_VERIFY_TIMEOUT_USEC;
         long delay_ns = 1000 * 1000;
         int r;
@@ -76,13 +116,14 @@ static int verify_driver(struct svff_ctx *ctx, const char *address, const char *
         for (;;) {
                 _cleanup_free_ char *now = NULL;
 
-                r = get_driver(ctx, address, &now);
+                r = get_driver(d, &now);
                 if (r < 0)
                         return r;
                 if (now && streq(now, driver))
                         return 0;
-                /* Bound elsewhere is final; absent may still be probing. */
-                if (now || svff_now_usec() >= deadline) {
+                /* Bound elsewhere is final; absent may still be probing,
+                 * unless the device itself is gone. */
+                if (now || svff_now_usec() >= deadline || dev_gone(d)) {
                         *ret_now = TAKE_PTR(now);
                         return -EBUSY;
                 }
@@ -92,107 +133,89 @@ static int verify_driver(struct svff_ctx *ctx, const char *address, const char *
         }
 }
 
-static int probe(struct svff_ctx *ctx, const char *address) {
-        return svff_sysfs_write(svff_ctx_get_rootfd(ctx), "bus/pci/drivers_probe", address);
-}
-
-/* Puts address back on prev (NULL: unbound) after a failed bind, with
+/* Puts the device back on prev (NULL: unbound) after a failed bind, with
  * no override left behind. Best effort: returns what it managed. */
-static int rollback(struct svff_ctx *ctx, const char *address, const char *prev) {
+static int rollback(struct dev *d, const char *prev) {
         _cleanup_free_ char *now = NULL;
-        int r;
+        int r = 0;
 
-        (void) get_driver(ctx, address, &now);
+        (void) get_driver(d, &now);
         if (now && (!prev || !streq(now, prev)))
-                (void) write_attr(ctx, address, "bus/pci/drivers/%s/unbind", now);
+                (void) driver_write(d, now, "unbind");
         if (prev) {
-                (void) set_override(ctx, address, prev);
-                (void) probe(ctx, address);
+                (void) set_override(d, prev);
+                (void) probe(d);
                 now = mfree(now);
-                r = verify_driver(ctx, address, prev, &now);
-        } else
-                r = 0;
-        (void) set_override(ctx, address, NULL);
+                r = verify_driver(d, prev, &now);
+        }
+        (void) set_override(d, NULL);
         return r;
 }
 
-int svff_dev_bind(struct svff_ctx *ctx, const char *address, const char *driver,
-                  char **ret_prev_driver, struct svff_error *err) {
+static int bind_dev(struct svff_ctx *ctx, struct dev *d, const char *driver, char **ret_prev_driver,
+                    struct svff_error *err) {
         _cleanup_free_ char *prev = NULL, *driver_dir = NULL, *now = NULL;
-        char addr[SVFF_PCI_ADDR_STRLEN];
         int r, probe_r;
 
-        if (!ctx)
-                return -EINVAL;
-        r = svff_dev_canonicalize(address, addr, err);
-        if (r < 0)
-                return r;
         r = check_driver(driver, err);
         if (r < 0)
                 return r;
 
-        r = svff_dev_exists(ctx, addr);
-        if (r < 0)
-                return svff_error_set_errno(err, r, "Cannot look up PCI device '%s'", addr);
-        if (r == 0)
-                return svff_error_set(err, -ENODEV, "No PCI device '%s': check the address with 'lspci -D'",
-                                      addr);
-
-        if (asprintf(&driver_dir, "bus/pci/drivers/%s", driver) < 0)
+        if (asprintf(&driver_dir, "drivers/%s", driver) < 0)
                 return -ENOMEM;
-        r = svff_sysfs_exists(svff_ctx_get_rootfd(ctx), driver_dir);
+        r = svff_sysfs_exists(d->pcifd, driver_dir);
         if (r < 0)
                 return svff_error_set_errno(err, r, "Cannot look up driver '%s'", driver);
         if (r == 0)
                 return svff_error_set(err, -ENXIO,
                                       "No PCI driver '%s' is registered, so '%s' cannot be bound to it: "
-                                      "load its module (modprobe %s) and retry", driver, addr, driver);
+                                      "load its module (modprobe %s) and retry", driver, d->addr, driver);
 
-        r = get_driver(ctx, addr, &prev);
+        r = get_driver(d, &prev);
         if (r < 0)
-                return step_failed(ctx, err, r, addr, "reading its driver");
+                return step_failed(d, err, r, "reading its driver");
 
         /* By address, never new_id: the override makes only this device
          * match driver, and lets a VF probe even with autoprobe off. */
-        r = set_override(ctx, addr, driver);
+        r = set_override(d, driver);
         if (r < 0)
-                return step_failed(ctx, err, r, addr, "setting driver_override");
+                return step_failed(d, err, r, "setting driver_override");
 
         if (prev && streq(prev, driver))
                 goto done;
 
         if (prev) {
-                r = write_attr(ctx, addr, "bus/pci/drivers/%s/unbind", prev);
+                r = driver_write(d, prev, "unbind");
                 /* ENODEV: unbound meanwhile, which is what we wanted. */
-                if (r < 0 && !(r == -ENODEV && svff_dev_exists(ctx, addr) > 0)) {
-                        (void) set_override(ctx, addr, NULL);
-                        return step_failed(ctx, err, r, addr, "unbinding it from its driver");
+                if (r < 0 && !(r == -ENODEV && !dev_gone(d))) {
+                        (void) set_override(d, NULL);
+                        return step_failed(d, err, r, "unbinding it from its driver");
                 }
         }
 
-        probe_r = probe(ctx, addr);
-        if (probe_r < 0 && svff_dev_exists(ctx, addr) == 0)
-                return step_failed(ctx, err, -ENODEV, addr, "probing drivers");
+        probe_r = probe(d);
+        if (probe_r < 0 && dev_gone(d))
+                return step_failed(d, err, -ENODEV, "probing drivers");
 
         /* drivers_probe says nothing reliable: the link does. */
-        r = verify_driver(ctx, addr, driver, &now);
+        r = verify_driver(d, driver, &now);
         if (r == -EBUSY) {
                 int k;
 
-                if (svff_dev_exists(ctx, addr) == 0)
-                        return step_failed(ctx, err, -ENODEV, addr, "binding it");
-                k = rollback(ctx, addr, prev);
+                if (dev_gone(d))
+                        return step_failed(d, err, -ENODEV, "binding it");
+                k = rollback(d, prev);
                 return svff_error_set(err, -EBUSY,
                                       "PCI device '%s' is %s%s after probing '%s'%s%s (check dmesg: the driver "
                                       "may have refused it); %s%s",
-                                      addr, now ? "bound to " : "unbound", now ?: "", driver,
+                                      d->addr, now ? "bound to " : "unbound", now ?: "", driver,
                                       probe_r < 0 ? ", which failed: " : "",
                                       probe_r < 0 ? strerror(-probe_r) : "",
                                       k >= 0 ? "it was put back on " : "putting it back on ",
                                       k >= 0 ? (prev ?: "no driver") : (prev ? "its driver failed too" : ""));
         }
         if (r < 0)
-                return step_failed(ctx, err, r, addr, "verifying its driver");
+                return step_failed(d, err, r, "verifying its driver");
 
 done:
         if (ret_prev_driver)
@@ -200,41 +223,48 @@ done:
         return 0;
 }
 
-int svff_dev_unbind(struct svff_ctx *ctx, const char *address, struct svff_error *err) {
-        _cleanup_free_ char *driver = NULL;
-        char addr[SVFF_PCI_ADDR_STRLEN];
+int svff_dev_bind(struct svff_ctx *ctx, const char *address, const char *driver,
+                  char **ret_prev_driver, struct svff_error *err) {
+        _cleanup_(dev_close) struct dev d = { .pcifd = -EBADF, .dfd = -EBADF };
         int r;
 
         if (!ctx)
                 return -EINVAL;
-        r = svff_dev_canonicalize(address, addr, err);
+        r = dev_open(ctx, address, &d, err);
         if (r < 0)
                 return r;
-        r = svff_dev_exists(ctx, addr);
-        if (r < 0)
-                return svff_error_set_errno(err, r, "Cannot look up PCI device '%s'", addr);
-        if (r == 0)
-                return svff_error_set(err, -ENODEV, "No PCI device '%s': check the address with 'lspci -D'",
-                                      addr);
+        return bind_dev(ctx, &d, driver, ret_prev_driver, err);
+}
 
-        r = get_driver(ctx, addr, &driver);
+int svff_dev_unbind(struct svff_ctx *ctx, const char *address, struct svff_error *err) {
+        _cleanup_(dev_close) struct dev d = { .pcifd = -EBADF, .dfd = -EBADF };
+        _cleanup_free_ char *driver = NULL;
+        int r;
+
+        if (!ctx)
+                return -EINVAL;
+        r = dev_open(ctx, address, &d, err);
         if (r < 0)
-                return step_failed(ctx, err, r, addr, "reading its driver");
+                return r;
+
+        r = get_driver(&d, &driver);
+        if (r < 0)
+                return step_failed(&d, err, r, "reading its driver");
         if (driver) {
-                r = write_attr(ctx, addr, "bus/pci/drivers/%s/unbind", driver);
-                if (r < 0 && !(r == -ENODEV && svff_dev_exists(ctx, addr) > 0))
-                        return step_failed(ctx, err, r, addr, "unbinding it");
+                r = driver_write(&d, driver, "unbind");
+                if (r < 0 && !(r == -ENODEV && !dev_gone(&d)))
+                        return step_failed(&d, err, r, "unbinding it");
         }
 
-        r = set_override(ctx, addr, NULL);
+        r = set_override(&d, NULL);
         if (r < 0)
-                return step_failed(ctx, err, r, addr, "clearing driver_override");
+                return step_failed(&d, err, r, "clearing driver_override");
         return 0;
 }
 
 int svff_dev_restore(struct svff_ctx *ctx, const char *address, const char *orig_driver,
                      struct svff_error *err) {
-        char addr[SVFF_PCI_ADDR_STRLEN];
+        _cleanup_(dev_close) struct dev d = { .pcifd = -EBADF, .dfd = -EBADF };
         int r, k;
 
         if (!orig_driver)
@@ -242,38 +272,36 @@ int svff_dev_restore(struct svff_ctx *ctx, const char *address, const char *orig
 
         if (!ctx)
                 return -EINVAL;
-        r = svff_dev_canonicalize(address, addr, err);
+        r = dev_open(ctx, address, &d, err);
         if (r < 0)
                 return r;
 
         /* With sriov_drivers_autoprobe=0 a plain probe binds nothing to a
          * VF; the override is what lets it bind, so bind through it and
          * clear it afterwards. */
-        r = svff_dev_bind(ctx, addr, orig_driver, NULL, err);
-        k = set_override(ctx, addr, NULL);
+        r = bind_dev(ctx, &d, orig_driver, NULL, err);
+        k = set_override(&d, NULL);
         if (r < 0)
                 return r;
         if (k < 0)
-                return step_failed(ctx, err, k, addr, "clearing driver_override");
+                return step_failed(&d, err, k, "clearing driver_override");
         return 0;
 }
 
 int svff_dev_get_driver(struct svff_ctx *ctx, const char *address, char **ret) {
-        char addr[SVFF_PCI_ADDR_STRLEN];
+        _cleanup_(dev_close) struct dev d = { .pcifd = -EBADF, .dfd = -EBADF };
         char *driver = NULL;
         int r;
 
         if (!ctx || !ret)
                 return -EINVAL;
-        r = svff_pci_addr_canonicalize(address, addr);
+        r = dev_open(ctx, address, &d, NULL);
         if (r < 0)
                 return r;
 
-        r = get_driver(ctx, addr, &driver);
+        r = get_driver(&d, &driver);
         if (r < 0)
-                return r;
-        if (!driver && svff_dev_exists(ctx, addr) == 0)
-                return -ENODEV;
+                return r == -ENOENT && dev_gone(&d) ? -ENODEV : r;
 
         *ret = driver;
         return 0;

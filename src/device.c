@@ -147,24 +147,29 @@ static int pf_read_vfs(struct svff_pf *pf, int dfd, struct svff_error *err) {
         size_t allocated = 0;
 
         for (unsigned i = 0; i < pf->totalvfs; i++) {
-                _cleanup_free_ char *link = NULL, *addr = NULL;
+                _cleanup_free_ char *link = NULL, *target = NULL;
                 _cleanup_close_ int vfd = -EBADF;
                 struct svff_vf vf = { .index = i };
+                const char *addr;
                 int r;
 
                 if (asprintf(&link, "virtfn%u", i) < 0)
                         return -ENOMEM;
 
-                r = svff_sysfs_readlink_base(dfd, link, &addr);
+                r = svff_sysfs_readlink(dfd, link, &target);
                 if (r == -ENOENT)
                         break;
                 if (r < 0)
                         return vanished(err, r, pf->address, link);
+                addr = strrchr(target, '/');
+                addr = addr ? addr + 1 : target;
                 if (svff_pci_addr_canonicalize(addr, vf.address) < 0)
                         return svff_error_set(err, -EIO, "Link %s of '%s' points to '%s', not a PCI address",
-                                              link, pf->address, addr);
+                                              link, pf->address, target);
 
-                vfd = svff_sysfs_open_dir(dfd, link);
+                /* The target is relative to the PF's directory: opening it
+                 * directly skips resolving the link a second time. */
+                vfd = target[0] == '/' ? -EINVAL : svff_sysfs_open_dir(dfd, target);
                 if (vfd < 0)
                         return vanished(err, vfd, vf.address, "its attributes");
                 r = vf_read(vfd, &vf);
@@ -333,6 +338,22 @@ int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret
         return pf_load_at(ctx, canonical, dfd, ret, err);
 }
 
+static int cmp_vf_address(const void *key, const void *elem) {
+        return strcmp(key, ((const struct svff_vf *) elem)->address);
+}
+
+/* Whether address is a VF of a PF loaded already. The kernel gives VFs
+ * higher routing IDs than their PF, so in sorted order a PF comes before
+ * its VFs, and skipping them here saves the per-device probe below
+ * (about six lookups each on an uncached FUSE tree). */
+static bool is_known_vf(struct svff_pf **pfs, size_t n, const char *address) {
+        for (size_t i = 0; i < n; i++)
+                if (pfs[i]->n_vfs > 0 &&
+                    bsearch(address, pfs[i]->vfs, pfs[i]->n_vfs, sizeof(struct svff_vf), cmp_vf_address))
+                        return true;
+        return false;
+}
+
 int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
                  struct svff_error *err) {
         _cleanup_strv_free_ char **names = NULL;
@@ -360,6 +381,8 @@ int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
                 char canonical[SVFF_PCI_ADDR_STRLEN];
 
                 if (svff_pci_addr_canonicalize(*name, canonical) < 0)
+                        continue;
+                if (is_known_vf(pfs, n, canonical))
                         continue;
                 if (asprintf(&total, "%s/sriov_totalvfs", *name) < 0) {
                         r = -ENOMEM;

@@ -349,11 +349,9 @@ int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char
         return r;
 }
 
-int svff_sysfs_readlink_base(int rootfd, const char *path, char **ret) {
+int svff_sysfs_readlink(int rootfd, const char *path, char **ret) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 256;
-        const char *base;
-        char *s;
         int r;
 
         r = check_path(path);
@@ -374,13 +372,26 @@ int svff_sysfs_readlink_base(int rootfd, const char *path, char **ret) {
                         break;
                 }
                 /* Possibly truncated: try again with more room. */
-                free(buf);
-                buf = NULL;
+                buf = mfree(buf);
                 size *= 2;
         }
 
-        base = strrchr(buf, '/');
-        base = base ? base + 1 : buf;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int svff_sysfs_readlink_base(int rootfd, const char *path, char **ret) {
+        _cleanup_free_ char *target = NULL;
+        const char *base;
+        char *s;
+        int r;
+
+        r = svff_sysfs_readlink(rootfd, path, &target);
+        if (r < 0)
+                return r;
+
+        base = strrchr(target, '/');
+        base = base ? base + 1 : target;
         if (base[0] == '\0')
                 return -EINVAL;
 

@@ -47,6 +47,9 @@ int svff_sysfs_write(int rootfd, const char *path, const char *value);
 int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char *value,
                               usec_t timeout_usec);
 
+/* A symlink's target as stored ("../../../bus/pci/drivers/vfio-pci"). */
+int svff_sysfs_readlink(int rootfd, const char *path, char **ret);
+
 /* The last path component of a symlink's target, e.g. "vfio-pci" for a
  * device's "driver" link, "12" for "iommu_group". -ENOENT when absent. */
 int svff_sysfs_readlink_base(int rootfd, const char *path, char **ret);
