@@ -271,8 +271,8 @@ static int run(int argc, char *argv[]) {
                  PACKAGE_VERSION, svff_store_path(m->store),
                  (unsigned long long) svff_store_generation(m->store),
                  m->snapshot ? m->snapshot->n_pfs : 0, m->config.sysfs_root, n_drift);
-        (void) sd_notify(false, "READY=1");
-        manager_notify_status(m);
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving; %zu PF(s), %zu drift(s).",
+                          m->snapshot ? m->snapshot->n_pfs : 0, n_drift);
 
         r = sd_event_loop(event);
         if (r < 0)

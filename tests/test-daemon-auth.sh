@@ -1,0 +1,63 @@
+#!/bin/sh
+# Authorisation by SO_PEERCRED: a client under a non-root uid may read
+# (List, Status, Monitor) but is refused Init and Release with
+# PermissionDenied (exit 4), until the config names an admin group it is
+# in, as its primary or a supplementary group (applied through SIGHUP).
+. "$(dirname "$0")/daemon-lib.sh"
+
+[ "$(id -u)" = 0 ] || skip "needs root to switch uids"
+command -v setpriv >/dev/null || skip "setpriv not installed"
+NOGROUP=$(getent group 65534 | cut -d: -f1)
+[ -n "$NOGROUP" ] || skip "no group 65534"
+
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$SVFFCTL" --socket "$SOCK" "$@"; }
+# uid nobody, primary group daemon (1), supplementary group 65534
+as_nobody_supp() { setpriv --reuid=65534 --regid=1 --groups=65534 "$SVFFCTL" --socket "$SOCK" "$@"; }
+
+as_nobody --version >/dev/null 2>&1 || skip "uid 65534 cannot run '$SVFFCTL' (build tree not readable)"
+
+PF=0000:01:00.0
+start_pcisim qdma
+chmod 0755 "$T"
+start_svffd
+# What svffd.socket does with SocketGroup=: the group may connect.
+chgrp "$NOGROUP" "$SOCK"
+expect_eq "$(stat -c %a "$SOCK")" 660 "socket mode"
+ctl init $PF 2 >/dev/null || fail "root init"
+VF0=$(sys_vf $PF 0)
+
+# Reads are open to anyone who can open the socket.
+as_nobody list --json > "$T/list.json" || fail "nobody cannot list"
+expect_eq "$(jget 'd["pfs"][0]["numvfs"]' < "$T/list.json")" 2 "numvfs seen by nobody"
+as_nobody status >/dev/null || fail "nobody cannot read status"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$SVFFCTL" --socket "$SOCK" monitor --json > "$T/mon.out" &
+BG_PIDS=$!
+wait_for grep -q subscribed "$T/mon.out" || fail "nobody cannot monitor"
+kill $BG_PIDS; BG_PIDS=""
+
+# Mutations are refused, with exit 4 and a message saying what is needed.
+rc=0; as_nobody init $PF 4 2> "$T/err" || rc=$?
+expect_eq "$rc" 4 "init by nobody"
+grep -q "root" "$T/err" || fail "PermissionDenied message: $(cat "$T/err")"
+rc=0; as_nobody release "$VF0" 2> "$T/err" || rc=$?
+expect_eq "$rc" 4 "release by nobody"
+expect_eq "$(sys_numvfs $PF)" 2 "numvfs after a refused init"
+expect_eq "$(sys_driver "$VF0")" vfio-pci "driver after a refused release"
+grep -q "Refused io.svff.Init for pid [0-9]* uid 65534" "$T/svffd.log" || fail "refusal not logged"
+
+# Admin group by primary gid, applied by SIGHUP.
+printf '{ "admin-group": "%s" }\n' "$NOGROUP" > "$T/svff.conf"
+kill -HUP "$SVFFD_PID"
+wait_for grep -q "Configuration reloaded" "$T/svffd.log" || fail "reload"
+as_nobody init $PF 3 >/dev/null || fail "init by a member of the admin group (primary gid)"
+expect_eq "$(sys_numvfs $PF)" 3 "numvfs after the admin's init"
+
+# ... and as a supplementary group.
+as_nobody_supp release "$VF0" >/dev/null || fail "release by a member of the admin group (supplementary)"
+expect_eq "$(sys_driver "$VF0")" None "driver after the admin's release"
+
+# Someone outside the group is still refused.
+rc=0; setpriv --reuid=65534 --regid=1 --clear-groups "$SVFFCTL" --socket "$SOCK" init $PF 1 2>/dev/null || rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 3 ] || fail "non-member: exit $rc"
+
+echo "PASS"

@@ -1,0 +1,90 @@
+#!/bin/sh
+# Store faults: a truncated, corrupt, wrongly typed or newer-schema store
+# makes svffd refuse to start with a message naming the file, and the file
+# stays byte for byte as it was. A full disk on commit fails the call
+# cleanly (StoreError, sysfs untouched) and the store stays readable.
+. "$(dirname "$0")/daemon-lib.sh"
+
+PF=0000:01:00.0
+start_pcisim qdma
+start_svffd
+ctl init $PF 2 >/dev/null || fail "init"
+stop_svffd TERM || fail "svffd exit status"
+[ -f "$STATE/store.json" ] || fail "no store written"
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$STATE/store.json" || fail "store is not JSON"
+cp "$STATE/store.json" "$T/good.json"
+
+# refuse NAME: svffd must exit non-zero, name the file, leave it intact.
+refuse() {
+        what="$1"
+        cp "$STATE/store.json" "$T/before"
+        [ -f "$STATE/store.json.prev" ] && cp "$STATE/store.json.prev" "$T/before.prev"
+        rc=0
+        timeout 20 "$SVFFD" --socket "$SOCK" --state-dir "$STATE" --sysfs-root "$SYS" \
+                --config "$T/svff.conf" > "$T/refuse.log" 2>&1 || rc=$?
+        [ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "$what: svffd started anyway (exit $rc)"
+        grep -q "$STATE/store.json" "$T/refuse.log" || fail "$what: message does not name the file: $(cat "$T/refuse.log")"
+        cmp -s "$T/before" "$STATE/store.json" || fail "$what: store.json was modified"
+        if [ -f "$T/before.prev" ]; then
+                cmp -s "$T/before.prev" "$STATE/store.json.prev" || fail "$what: store.json.prev was modified"
+        fi
+        [ ! -e "$SOCK" ] || [ "$(ctl status 2>/dev/null)" = "" ] || fail "$what: svffd is serving"
+        note "$what: $(head -n 1 "$T/refuse.log")"
+}
+
+size=$(stat -c %s "$T/good.json")
+head -c $((size / 2)) "$T/good.json" > "$STATE/store.json"
+refuse "truncated store"
+
+printf '{"schema":1,"generation":3,"pfs":{"0000:01:00.0":\x01garbage' > "$STATE/store.json"
+refuse "corrupt store"
+
+python3 - "$T/good.json" "$STATE/store.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["schema"] = 99
+json.dump(d, open(sys.argv[2], "w"))
+PY
+refuse "newer-schema store"
+grep -qi "schema" "$T/refuse.log" || fail "newer schema not explained: $(cat "$T/refuse.log")"
+
+python3 - "$T/good.json" "$STATE/store.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["generation"] = "seven"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+refuse "wrongly typed store"
+
+: > "$STATE/store.json"
+refuse "empty store"
+
+# Back to the good store: svffd starts and reports what it recorded.
+cp "$T/good.json" "$STATE/store.json"
+start_svffd
+ctl list --json | jget 'd["pfs"][0]["desired"]["numvfs"]' | grep -qx 2 || fail "restored store not used"
+
+# Disk full on commit: on a small tmpfs state directory.
+stop_svffd TERM
+if mkdir -p "$T/small" && mount -t tmpfs -o size=64k tmpfs "$T/small" 2>/dev/null; then
+        cp "$STATE/store.json" "$T/small/store.json"
+        STATE="$T/small"
+        start_svffd
+        gen=$(ctl status --json | jget 'd["store"]["generation"]')
+        dd if=/dev/zero of="$T/small/filler" bs=4k 2>/dev/null || true
+        rc=0; ctl init $PF 200 2> "$T/err" || rc=$?
+        expect_eq "$rc" 1 "init on a full disk"
+        grep -qi "store\|space" "$T/err" || fail "full-disk error: $(cat "$T/err")"
+        expect_eq "$(sys_numvfs $PF)" 2 "sysfs untouched when the journal cannot be written"
+        python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['generation']==$gen, d['generation']" \
+                "$T/small/store.json" || fail "store not intact after a failed commit"
+        ls "$T/small" | grep -q tmp && fail "temporary file left behind: $(ls "$T/small")"
+        rm -f "$T/small/filler"
+        ctl init $PF 3 >/dev/null || fail "init after space was freed"
+        expect_eq "$(sys_numvfs $PF)" 3 "numvfs after space was freed"
+        stop_svffd TERM
+        umount "$T/small"
+        STATE="$T/state"
+else
+        note "cannot mount a tmpfs here: disk-full case not run"
+fi
+
+echo "PASS"
