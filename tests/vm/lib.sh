@@ -79,13 +79,13 @@ vm_end() {
         vm_log "scenario $SVFF_VM_NAME: $vm_checks checks passed"
 }
 
-# vm_wait SECONDS COMMAND...: poll COMMAND every 0.1 s until it succeeds.
+# vm_wait SECONDS COMMAND...: poll COMMAND every 0.1 s until it succeeds;
+# fails after SECONDS of guest uptime (TCG makes each poll slow).
 vm_wait() {
-        n=$(($1 * 10))
+        deadline=$(awk -v t="$1" '{ print $1 + t }' /proc/uptime)
         shift
-        while ! "$@" 2>/dev/null; do
-                n=$((n - 1))
-                [ "$n" -gt 0 ] || return 1
+        while ! "$@"; do
+                awk -v d="$deadline" '{ exit !($1 > d) }' /proc/uptime && return 1
                 sleep 0.1
         done
 }
@@ -117,12 +117,21 @@ vm_svffd_start() {
         SVFF_SOCKET=/run/svff.sock
         export SVFF_SOCKET
         mkdir -p /run/svff-state
+        # No settings. svffd refuses /dev/null (not a regular file) and an
+        # empty file: an empty JSON object it is.
+        echo '{}' >/run/svff.conf
         "$svffd" --sysfs-root /sys --state-dir /run/svff-state --socket "$SVFF_SOCKET" \
-                --config /dev/null >"$SVFF_VM_RUNDIR/svffd.log" 2>&1 &
+                --config /run/svff.conf >"$SVFF_VM_RUNDIR/svffd.log" 2>&1 &
         svffd_pid=$!
         vm_cleanup "kill $svffd_pid 2>/dev/null; wait $svffd_pid 2>/dev/null"
-        vm_wait 20 test -S "$SVFF_SOCKET" || vm_fail "svffd did not create $SVFF_SOCKET (log: svffd.log)"
+        vm_wait 20 vm_svffd_up || vm_fail "svffd did not create $SVFF_SOCKET (log: svffd.log)"
         vm_log "svffd running (pid $svffd_pid)"
+}
+
+vm_svffd_up() {
+        kill -0 "$svffd_pid" 2>/dev/null ||
+                vm_fail "svffd exited: $(tail -n 5 "$SVFF_VM_RUNDIR/svffd.log")"
+        test -S "$SVFF_SOCKET"
 }
 
 # svffctl ARGS...: the host-built CLI against the guest's daemon.
@@ -139,7 +148,7 @@ vm_libvirtd_start() {
         vm_libvirt_used=1
         virtlogd -d
         libvirtd -d
-        vm_wait 60 virsh -c qemu:///system version >/dev/null ||
+        vm_wait 60 virsh -q -c qemu:///system version >/dev/null 2>&1 ||
                 vm_fail "libvirtd did not answer within 60 s"
         vm_log "libvirtd ready"
 }
