@@ -26,186 +26,196 @@ op() { "${SYSFS_OP:?set SYSFS_OP to the sysfs-op helper}" "$@"; }
 
 dev=$root/bus/pci/devices
 drv=$root/bus/pci/drivers
-pfdrv=$(basename "$(readlink "$dev/$pf/driver")")
+pfdrv=$(readlink "$dev/$pf/driver")
+pfdrv=${pfdrv##*/}
 
-# Symbolic names for addresses and the PF driver in what is printed.
-names() {
-        sed -e "s|/$pfdrv/|/PFDRV/|g; s|/$pfdrv\$|/PFDRV|" \
-            -e 's|/iommu_groups/[0-9][0-9]*|/iommu_groups/N|'
-}
+# label PATH: the path as printed, relative to the sysfs root, the PF as
+# "PF/", other devices by address. Shell expansions only: every process
+# costs under TCG.
 label() {
-        echo "$1" | sed -e "s|^$dev/$pf/|PF/|; s|^$dev/\([^/]*\)/|\1/|; s|^$drv/$pfdrv/|drivers/PFDRV/|; s|^$drv/|drivers/|; s|^$root/||" \
-                        -e 's|^kernel/iommu_groups/[0-9][0-9]*/|kernel/iommu_groups/N/|'
+        case "$1" in
+        "$dev/$pf/"*) echo "PF/${1#"$dev/$pf/"}" ;;
+        "$dev/"*/*) echo "${1#"$dev/"}" ;;
+        "$drv/"*) echo "drivers/${1#"$drv/"}" ;;
+        *) echo "${1#"$root/"}" ;;
+        esac
 }
-vfaddr() { basename "$(readlink "$dev/$pf/virtfn$1")"; }
+vfaddr() { t=$(readlink "$dev/$pf/virtfn$1"); echo "${t##*/}"; }
 
 w() {  # w PATH VALUE [SHOWN-VALUE]
         echo "write $(label "$1") ${3:-$2} -> $(op write "$1" "$2")"
 }
 r() { echo "read $(label "$1") -> $(op read "$1")"; }
-l() { echo "link $(label "$1") -> $(op link "$1" | names)"; }
+l() { echo "link $(label "$1") -> $(op link "$1")"; }
 e() { echo "exists $(label "$1") -> $(op exists "$1")"; }
 z() { echo "size $(label "$1") -> $(op size "$1")"; }
 
-P=$dev/$pf
+sequence() {
+        P=$dev/$pf
 
-echo "# PF attributes"
-for a in sriov_totalvfs sriov_numvfs sriov_offset sriov_stride sriov_vf_device \
-         sriov_drivers_autoprobe driver_override vendor device class enable; do
-        r "$P/$a"
-done
-z "$P/config"
-w "$P/sriov_totalvfs" 1
-w "$P/vendor" 1
-l "$P/driver"
-l "$P/iommu_group"
-l "$P/subsystem"
-e "$P/physfn"
-e "$P/virtfn0"
-l "$drv/$pfdrv/$pf"
+        echo "# PF attributes"
+        for a in sriov_totalvfs sriov_numvfs sriov_offset sriov_stride sriov_vf_device \
+                 sriov_drivers_autoprobe driver_override vendor device class enable; do
+                r "$P/$a"
+        done
+        z "$P/config"
+        w "$P/sriov_totalvfs" 1
+        w "$P/vendor" 1
+        l "$P/driver"
+        l "$P/iommu_group"
+        l "$P/subsystem"
+        e "$P/physfn"
+        e "$P/virtfn0"
+        l "$drv/$pfdrv/$pf"
 
-echo "# sriov_numvfs: parse, range, no change"
-w "$P/sriov_numvfs" x
-w "$P/sriov_numvfs" -1
-w "$P/sriov_numvfs" 65536
-w "$P/sriov_numvfs" "$(( $(op read "$P/sriov_totalvfs") + 1 ))" "totalvfs+1"
-w "$P/sriov_numvfs" 0
-w "$P/sriov_numvfs" " 0" '" 0"'
-w "$P/sriov_numvfs" "0 " '"0 "'
-w "$P/sriov_numvfs" +0
-w "$P/sriov_numvfs" 0x0
-w "$P/sriov_numvfs" 00
-w "$P/sriov_numvfs" "" '""'
-r "$P/sriov_numvfs"
+        echo "# sriov_numvfs: parse, range, no change"
+        w "$P/sriov_numvfs" x
+        w "$P/sriov_numvfs" -1
+        w "$P/sriov_numvfs" 65536
+        w "$P/sriov_numvfs" "$(( $(op read "$P/sriov_totalvfs") + 1 ))" "totalvfs+1"
+        w "$P/sriov_numvfs" 0
+        w "$P/sriov_numvfs" " 0" '" 0"'
+        w "$P/sriov_numvfs" "0 " '"0 "'
+        w "$P/sriov_numvfs" +0
+        w "$P/sriov_numvfs" 0x0
+        w "$P/sriov_numvfs" 00
+        w "$P/sriov_numvfs" "" '""'
+        r "$P/sriov_numvfs"
 
-echo "# sriov_drivers_autoprobe"
-w "$P/sriov_drivers_autoprobe" 2
-w "$P/sriov_drivers_autoprobe" x
-w "$P/sriov_drivers_autoprobe" 0
-r "$P/sriov_drivers_autoprobe"
+        echo "# sriov_drivers_autoprobe"
+        w "$P/sriov_drivers_autoprobe" 2
+        w "$P/sriov_drivers_autoprobe" x
+        w "$P/sriov_drivers_autoprobe" 0
+        r "$P/sriov_drivers_autoprobe"
 
-echo "# enable 2 VFs; the count changes only through 0"
-w "$P/sriov_numvfs" 2
-r "$P/sriov_numvfs"
-w "$P/sriov_numvfs" 2
-w "$P/sriov_numvfs" 3
-w "$P/sriov_numvfs" 1
-r "$P/sriov_numvfs"
-l "$P/virtfn0"
-l "$P/virtfn1"
-e "$P/virtfn2"
+        echo "# enable 2 VFs; the count changes only through 0"
+        w "$P/sriov_numvfs" 2
+        r "$P/sriov_numvfs"
+        w "$P/sriov_numvfs" 2
+        w "$P/sriov_numvfs" 3
+        w "$P/sriov_numvfs" 1
+        r "$P/sriov_numvfs"
+        l "$P/virtfn0"
+        l "$P/virtfn1"
+        e "$P/virtfn2"
 
-vf0=$(vfaddr 0)
-vf1=$(vfaddr 1)
-V=$dev/$vf0
-echo "# VF attributes (VF0 = $vf0)"
-for a in vendor device class driver_override enable; do
-        r "$V/$a"
-done
-z "$V/config"
-l "$V/physfn"
-l "$V/subsystem"
-e "$V/driver"
-e "$V/sriov_numvfs"
-e "$V/virtfn0"
-l "$V/iommu_group"
-g0=$(basename "$(readlink "$V/iommu_group")")
-g1=$(basename "$(readlink "$dev/$vf1/iommu_group")")
-gp=$(basename "$(readlink "$P/iommu_group")")
-echo "check VF0, VF1 and PF in distinct IOMMU groups -> $([ "$g0" != "$g1" ] && [ "$g0" != "$gp" ] && echo yes || echo no)"
-l "$root/kernel/iommu_groups/$g0/devices/$vf0"
+        vf0=$(vfaddr 0)
+        vf1=$(vfaddr 1)
+        V=$dev/$vf0
+        echo "# VF attributes (VF0 = $vf0)"
+        for a in vendor device class driver_override enable; do
+                r "$V/$a"
+        done
+        z "$V/config"
+        l "$V/physfn"
+        l "$V/subsystem"
+        e "$V/driver"
+        e "$V/sriov_numvfs"
+        e "$V/virtfn0"
+        l "$V/iommu_group"
+        g0=$(readlink "$V/iommu_group"); g0=${g0##*/}
+        g1=$(readlink "$dev/$vf1/iommu_group"); g1=${g1##*/}
+        gp=$(readlink "$P/iommu_group"); gp=${gp##*/}
+        echo "check VF0, VF1 and PF in distinct IOMMU groups -> $([ "$g0" != "$g1" ] && [ "$g0" != "$gp" ] && echo yes || echo no)"
+        l "$root/kernel/iommu_groups/$g0/devices/$vf0"
 
-echo "# binding VF0: autoprobe 0, no override"
-w "$drv/$pfdrv/bind" "$vf0" VF0
-w "$drv/vfio-pci/bind" "$vf0" VF0
-w "$root/bus/pci/drivers_probe" "$vf0" VF0
-e "$V/driver"
-w "$drv/vfio-pci/unbind" "$vf0" VF0
+        echo "# binding VF0: autoprobe 0, no override"
+        w "$drv/$pfdrv/bind" "$vf0" VF0
+        w "$drv/vfio-pci/bind" "$vf0" VF0
+        w "$root/bus/pci/drivers_probe" "$vf0" VF0
+        e "$V/driver"
+        w "$drv/vfio-pci/unbind" "$vf0" VF0
 
-echo "# binding VF0: driver_override"
-w "$V/driver_override" vfio-pci
-r "$V/driver_override"
-e "$V/driver"
-w "$drv/$pfdrv/bind" "$vf0" VF0
-w "$root/bus/pci/drivers_probe" "$vf0" VF0
-l "$V/driver"
-l "$drv/vfio-pci/$vf0"
-r "$V/enable"
-w "$drv/vfio-pci/bind" "$vf0" VF0
-w "$drv/$pfdrv/unbind" "$vf0" VF0
-w "$drv/vfio-pci/unbind" "$vf0" VF0
-e "$V/driver"
-e "$drv/vfio-pci/$vf0"
-w "$drv/vfio-pci/bind" "$vf0" VF0
-l "$V/driver"
-w "$drv/vfio-pci/bind" nonsense
-w "$drv/vfio-pci/unbind" nonsense
+        echo "# binding VF0: driver_override"
+        w "$V/driver_override" vfio-pci
+        r "$V/driver_override"
+        e "$V/driver"
+        w "$drv/$pfdrv/bind" "$vf0" VF0
+        w "$root/bus/pci/drivers_probe" "$vf0" VF0
+        l "$V/driver"
+        l "$drv/vfio-pci/$vf0"
+        r "$V/enable"
+        w "$drv/vfio-pci/bind" "$vf0" VF0
+        w "$drv/$pfdrv/unbind" "$vf0" VF0
+        w "$drv/vfio-pci/unbind" "$vf0" VF0
+        e "$V/driver"
+        e "$drv/vfio-pci/$vf0"
+        w "$drv/vfio-pci/bind" "$vf0" VF0
+        l "$V/driver"
+        w "$drv/vfio-pci/bind" nonsense
+        w "$drv/vfio-pci/unbind" nonsense
 
-echo "# clearing driver_override keeps the current binding"
-w "$V/driver_override" "" '""'
-r "$V/driver_override"
-l "$V/driver"
-w "$drv/vfio-pci/unbind" "$vf0" VF0
-w "$root/bus/pci/drivers_probe" "$vf0" VF0
-e "$V/driver"
+        echo "# clearing driver_override keeps the current binding"
+        w "$V/driver_override" "" '""'
+        r "$V/driver_override"
+        l "$V/driver"
+        w "$drv/vfio-pci/unbind" "$vf0" VF0
+        w "$root/bus/pci/drivers_probe" "$vf0" VF0
+        e "$V/driver"
 
-echo "# dynamic ids: probe only devices allowed to probe"
-w "$drv/vfio-pci/new_id" "1b36 0010"
-w "$drv/vfio-pci/new_id" "1b36 0010"
-e "$V/driver"
-e "$dev/$vf1/driver"
-w "$drv/vfio-pci/remove_id" "1b36 0010"
-w "$drv/vfio-pci/remove_id" "1b36 0010"
-w "$drv/vfio-pci/new_id" "zz"
+        echo "# dynamic ids: probe only devices allowed to probe"
+        w "$drv/vfio-pci/new_id" "1b36 0010"
+        w "$drv/vfio-pci/new_id" "1b36 0010"
+        e "$V/driver"
+        e "$dev/$vf1/driver"
+        w "$drv/vfio-pci/remove_id" "1b36 0010"
+        w "$drv/vfio-pci/remove_id" "1b36 0010"
+        w "$drv/vfio-pci/new_id" "zz"
 
-echo "# disable with VF0 bound to vfio-pci (not open)"
-w "$V/driver_override" vfio-pci
-w "$root/bus/pci/drivers_probe" "$vf0" VF0
-l "$V/driver"
-w "$P/sriov_numvfs" 0
-r "$P/sriov_numvfs"
-e "$P/virtfn0"
-e "$P/virtfn1"
-e "$V"
-e "$dev/$vf1"
-e "$drv/vfio-pci/$vf0"
-e "$root/kernel/iommu_groups/$g0/devices/$vf0"
+        echo "# disable with VF0 bound to vfio-pci (not open)"
+        w "$V/driver_override" vfio-pci
+        w "$root/bus/pci/drivers_probe" "$vf0" VF0
+        l "$V/driver"
+        w "$P/sriov_numvfs" 0
+        r "$P/sriov_numvfs"
+        e "$P/virtfn0"
+        e "$P/virtfn1"
+        e "$V"
+        e "$dev/$vf1"
+        e "$drv/vfio-pci/$vf0"
+        e "$root/kernel/iommu_groups/$g0/devices/$vf0"
 
-echo "# removing a VF by hand"
-w "$P/sriov_numvfs" 2
-e "$P/remove"
-e "$dev/$vf1/remove"
-w "$dev/$vf1/remove" 1
-e "$dev/$vf1"
-e "$P/virtfn1"
-l "$P/virtfn1"
-r "$P/sriov_numvfs"
-w "$P/sriov_numvfs" 0
-e "$P/virtfn0"
-e "$P/virtfn1"
+        echo "# removing a VF by hand"
+        w "$P/sriov_numvfs" 2
+        e "$P/remove"
+        e "$dev/$vf1/remove"
+        w "$dev/$vf1/remove" 1
+        e "$dev/$vf1"
+        e "$P/virtfn1"
+        l "$P/virtfn1"
+        r "$P/sriov_numvfs"
+        w "$P/sriov_numvfs" 0
+        e "$P/virtfn0"
+        e "$P/virtfn1"
 
-echo "# the PF without a driver"
-w "$drv/vfio-pci/unbind" "$pf" PF
-w "$drv/$pfdrv/unbind" "$pf" PF
-e "$P/driver"
-w "$P/sriov_numvfs" 1
-w "$P/sriov_numvfs" 0
-w "$drv/$pfdrv/bind" "$pf" PF
-l "$P/driver"
+        echo "# the PF without a driver"
+        w "$drv/vfio-pci/unbind" "$pf" PF
+        w "$drv/$pfdrv/unbind" "$pf" PF
+        e "$P/driver"
+        w "$P/sriov_numvfs" 1
+        w "$P/sriov_numvfs" 0
+        w "$drv/$pfdrv/bind" "$pf" PF
+        l "$P/driver"
 
-echo "# all VFs, then none"
-n=$(op read "$P/sriov_totalvfs")
-w "$P/sriov_numvfs" "$n" totalvfs
-r "$P/sriov_numvfs"
-i=0
-while [ "$i" -lt "$n" ]; do
-        l "$P/virtfn$i"
-        e "$dev/$(vfaddr "$i")/driver"
-        i=$((i + 1))
-done
-e "$P/virtfn$n"
-w "$P/sriov_numvfs" 0
-e "$P/virtfn0"
-w "$P/sriov_drivers_autoprobe" 1
-r "$P/sriov_drivers_autoprobe"
-r "$P/sriov_numvfs"
+        echo "# all VFs, then none"
+        n=$(op read "$P/sriov_totalvfs")
+        w "$P/sriov_numvfs" "$n" totalvfs
+        r "$P/sriov_numvfs"
+        i=0
+        while [ "$i" -lt "$n" ]; do
+                l "$P/virtfn$i"
+                e "$dev/$(vfaddr "$i")/driver"
+                i=$((i + 1))
+        done
+        e "$P/virtfn$n"
+        w "$P/sriov_numvfs" 0
+        e "$P/virtfn0"
+        w "$P/sriov_drivers_autoprobe" 1
+        r "$P/sriov_drivers_autoprobe"
+        r "$P/sriov_numvfs"
+}
+
+# The PF driver's name and IOMMU group numbers are normalised in one pass.
+out=$(sequence)
+printf '%s\n' "$out" | sed -e "s|/$pfdrv/|/PFDRV/|g; s|/$pfdrv\$|/PFDRV|; s|/$pfdrv |/PFDRV |g" \
+        -e 's|/iommu_groups/[0-9][0-9]*|/iommu_groups/N|g'
