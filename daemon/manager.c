@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <grp.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,7 @@ struct manager *manager_free(struct manager *m) {
         for (size_t i = 0; i < m->n_subscribers; i++)
                 call_unref(m->subscribers[i]);
         free(m->subscribers);
+        strv_free(m->dirty_pfs);
         while (m->operations)
                 manager_remove_operation(m, m->operations);
 
@@ -96,7 +98,7 @@ struct manager *manager_free(struct manager *m) {
         svff_store_free(m->store);
         svff_ctx_unref(m->ctx);
         snapshot_free(m->snapshot);
-        free(m->list_cache);
+        blob_unref(m->list_cache);
         config_done(&m->config);
         free(m->config_error);
         free_cmdline(&m->cmdline);
@@ -267,6 +269,8 @@ struct discovery_job {
         struct worker_pool *pool;
         struct svff_ctx *ctx;
         uint64_t seq;               /* manager->sysfs_seq at submission */
+        char **only;                /* a partial pass: just these PFs */
+        size_t n_only;
         struct snapshot *result;
 };
 
@@ -291,12 +295,82 @@ static struct snapshot *discover(struct svff_ctx *ctx, uint64_t seq) {
         return s;
 }
 
+/* Re-reads only the PFs in only[]; result->pfs[i] is NULL for a PF that
+ * is gone. */
+static struct snapshot *discover_some(struct svff_ctx *ctx, uint64_t seq, char **only, size_t n) {
+        struct snapshot *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return NULL;
+        s->seq = seq;
+        s->taken_usec = now(CLOCK_MONOTONIC);
+        s->pfs = calloc(n, sizeof(struct svff_pf *));
+        if (!s->pfs) {
+                free(s);
+                return NULL;
+        }
+        s->n_pfs = n;
+        for (size_t i = 0; i < n; i++) {
+                int r = svff_pf_load(ctx, only[i], &s->pfs[i], NULL);
+
+                if (r == -ENODEV)
+                        s->pfs[i] = NULL;
+                else if (r < 0) {
+                        s->error = r;
+                        s->error_message = strdup(strerror(-r));
+                        break;
+                }
+        }
+        return s;
+}
+
+static int cmp_pf(const void *a, const void *b) {
+        return strcmp((*(struct svff_pf *const *) a)->address, (*(struct svff_pf *const *) b)->address);
+}
+
+/* Puts the PFs of a partial pass into the current snapshot (taking
+ * them), dropping PFs that are gone. Returns <0 when it cannot. */
+static int merge_snapshot(struct manager *m, struct snapshot *part, char **only) {
+        struct snapshot *s = m->snapshot;
+
+        for (size_t i = 0; i < part->n_pfs; i++) {
+                struct svff_pf *pf = part->pfs[i];
+                size_t k;
+
+                for (k = 0; k < s->n_pfs; k++)
+                        if (streq(s->pfs[k]->address, only[i]))
+                                break;
+                if (k < s->n_pfs) {
+                        svff_pf_free(s->pfs[k]);
+                        if (pf)
+                                s->pfs[k] = pf;
+                        else
+                                s->pfs[k] = s->pfs[--s->n_pfs];
+                } else if (pf) {
+                        struct svff_pf **n = realloc(s->pfs, (s->n_pfs + 1) * sizeof(*n));
+
+                        if (!n)
+                                return -ENOMEM;
+                        s->pfs = n;
+                        s->pfs[s->n_pfs++] = pf;
+                }
+                part->pfs[i] = NULL;
+        }
+        qsort(s->pfs, s->n_pfs, sizeof(*s->pfs), cmp_pf);
+        s->seq = part->seq;
+        m->snapshot_id++;
+        return 0;
+}
+
 static void start_discovery(struct manager *m);
 
 static void install_snapshot(struct manager *m, struct snapshot *s) {
         snapshot_free(m->snapshot);
         m->snapshot = s;
         m->snapshot_id++;
+        /* A pass allocates thousands of small strings; give the freed
+         * ones of the previous pass back. */
+        (void) malloc_trim(0);
         if (s->error < 0)
                 log_warning_errno(s->error, "Discovering PFs under '%s' failed: %s",
                                   m->config.sysfs_root, strna(s->error_message));
@@ -328,8 +402,13 @@ static void discovery_done(void *userdata) {
         struct manager *m = j->manager;
 
         m->discovery_running = false;
-        if (j->result)
+        if (j->result && j->only) {
+                if (j->result->error < 0 || !m->snapshot || merge_snapshot(m, j->result, j->only) < 0)
+                        m->dirty_all = true;  /* a full pass will follow */
+                snapshot_free(j->result);
+        } else if (j->result)
                 install_snapshot(m, j->result);
+        strv_free(j->only);
         svff_ctx_unref(j->ctx);
         free(j);
 
@@ -342,7 +421,10 @@ static void discovery_done(void *userdata) {
 static void discovery_run(void *userdata) {
         struct discovery_job *j = userdata;
 
-        j->result = discover(j->ctx, j->seq);
+        if (j->only)
+                j->result = discover_some(j->ctx, j->seq, j->only, j->n_only);
+        else
+                j->result = discover(j->ctx, j->seq);
         (void) worker_pool_post(j->pool, discovery_done, j);
 }
 
@@ -359,9 +441,23 @@ static void start_discovery(struct manager *m) {
         j->pool = m->discovery_pool;
         j->ctx = svff_ctx_ref(m->ctx);
         j->seq = m->sysfs_seq;
+        /* Only the PFs svffd changed, while the rest is young enough. */
+        if (m->snapshot && m->snapshot->error >= 0 && !m->dirty_all && m->n_dirty_pfs > 0 &&
+            now(CLOCK_MONOTONIC) - m->snapshot->taken_usec < m->config.list_max_age_usec) {
+                j->only = m->dirty_pfs;
+                j->n_only = m->n_dirty_pfs;
+                /* NULL-terminated for strv_free */
+        } else
+                strv_free(m->dirty_pfs);
+        m->dirty_pfs = NULL;
+        m->n_dirty_pfs = 0;
+        if (!j->only)
+                m->dirty_all = false;
         if (worker_pool_submit(m->discovery_pool, discovery_run, j) < 0) {
+                strv_free(j->only);
                 svff_ctx_unref(j->ctx);
                 free(j);
+                m->dirty_all = true;
                 goto fail;
         }
         m->discovery_running = true;
@@ -379,8 +475,30 @@ int manager_snapshot_now(struct manager *m) {
         return s->error;
 }
 
-void manager_sysfs_changed(struct manager *m) {
+void manager_sysfs_changed(struct manager *m, const char *pf) {
+        char **n;
+
         m->sysfs_seq++;
+        if (!pf) {
+                m->dirty_all = true;
+                return;
+        }
+        for (size_t i = 0; i < m->n_dirty_pfs; i++)
+                if (streq(m->dirty_pfs[i], pf))
+                        return;
+        n = realloc(m->dirty_pfs, (m->n_dirty_pfs + 2) * sizeof(char *));
+        if (!n) {
+                m->dirty_all = true;
+                return;
+        }
+        m->dirty_pfs = n;
+        n[m->n_dirty_pfs] = strdup(pf);
+        if (!n[m->n_dirty_pfs]) {
+                m->dirty_all = true;
+                n[m->n_dirty_pfs] = NULL;
+                return;
+        }
+        n[++m->n_dirty_pfs] = NULL;
 }
 
 void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn) {

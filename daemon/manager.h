@@ -88,11 +88,13 @@ struct manager {
         struct snapshot *snapshot;
         uint64_t snapshot_id;   /* bumped per installed snapshot */
         uint64_t sysfs_seq;
+        char **dirty_pfs;       /* changed since the last pass started */
+        size_t n_dirty_pfs;
+        bool dirty_all;
         bool discovery_running;
         struct snapshot_waiter *waiters, **waiters_tail;
         /* The encoded List reply for (snapshot, store generation). */
-        char *list_cache;
-        size_t list_cache_len;
+        struct blob *list_cache;
         uint64_t list_cache_snapshot_id;
         uint64_t list_cache_generation;
 
@@ -126,8 +128,10 @@ int manager_commit(struct manager *m, struct svff_error *err);
 void snapshot_free(struct snapshot *s);
 /* Reads sysfs on the calling thread (start-up only: before serving). */
 int manager_snapshot_now(struct manager *m);
-/* Records that svffd changed sysfs: later callers wait for a new pass. */
-void manager_sysfs_changed(struct manager *m);
+/* Records that svffd changed pf in sysfs (NULL: anything): later callers
+ * wait for a pass that re-read it. Only the PFs changed are read again
+ * when the rest of the snapshot is younger than list-max-age. */
+void manager_sysfs_changed(struct manager *m, const char *pf);
 /* Runs fn(m, call) once a snapshot fresh enough exists (now, or after a
  * pass on the discovery pool). Takes a reference on call. */
 void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn);

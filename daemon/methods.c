@@ -201,7 +201,8 @@ static void list_answer(struct manager *m, struct call *call) {
         struct snapshot *s = m->snapshot;
         struct json_object *p, *pfs;
         const char *filter = NULL;
-        _cleanup_free_ char *msg = NULL;
+        struct blob *b;
+        char *msg = NULL;
         size_t len;
         int r;
 
@@ -216,7 +217,7 @@ static void list_answer(struct manager *m, struct call *call) {
          * generation): under many clients, List is a memcpy. */
         if (!filter && m->list_cache && m->list_cache_snapshot_id == m->snapshot_id &&
             m->list_cache_generation == svff_store_generation(m->store)) {
-                call_reply_encoded(call, m->list_cache, m->list_cache_len);
+                call_reply_blob(call, m->list_cache);
                 return;
         }
 
@@ -239,14 +240,20 @@ static void list_answer(struct manager *m, struct call *call) {
                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Failed to encode the reply.");
                 return;
         }
-        call_reply_encoded(call, msg, len);
+        b = blob_new(msg, len);
+        if (!b) {
+                free(msg);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        call_reply_blob(call, b);
         if (!filter) {
-                free(m->list_cache);
-                m->list_cache = TAKE_PTR(msg);
-                m->list_cache_len = len;
+                blob_unref(m->list_cache);
+                m->list_cache = blob_ref(b);
                 m->list_cache_snapshot_id = m->snapshot_id;
                 m->list_cache_generation = svff_store_generation(m->store);
         }
+        blob_unref(b);
 }
 
 static void method_list(struct manager *m, struct call *call) {

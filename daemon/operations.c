@@ -128,7 +128,7 @@ static void init_finish(struct init_op *io, const char *error, struct json_objec
                         error = SVFF_ERROR_STORE;
                 }
         }
-        manager_sysfs_changed(m);
+        manager_sysfs_changed(m, io->pf);
 
         {
                 struct json_object *ev = event_new(error ? "init-failed" : "init-done", io->pf, io->pf);
@@ -326,7 +326,7 @@ static void init_numvfs_done(void *userdata) {
         struct json_object *p, *ev;
         int r;
 
-        manager_sysfs_changed(m);
+        manager_sysfs_changed(m, io->pf);
 
         if (io->r < 0) {
                 p = json_object_new_object();
@@ -525,7 +525,7 @@ static void release_done(void *userdata) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct json_object *p, *ev;
 
-        manager_sysfs_changed(m);
+        manager_sysfs_changed(m, ro->pf);
 
         if (ro->r < 0) {
                 ev = event_new("release-failed", ro->vf, ro->pf);

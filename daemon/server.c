@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,21 @@
 #define PEER_GROUPS_MAX 65536
 
 struct connection;
+
+struct blob {
+        unsigned n_ref;
+        size_t len;
+        char *data;
+};
+
+/* Bytes queued for a peer: whole encoded messages, shared where many
+ * peers get the same one (a List reply is encoded once, not copied per
+ * connection). */
+struct segment {
+        struct segment *next;
+        struct blob *blob;
+        size_t off;
+};
 
 struct call {
         unsigned n_ref;
@@ -52,8 +68,8 @@ struct connection {
         bool too_big;                     /* oversized input seen */
         bool closing;                     /* flush, then close */
 
-        char *out;
-        size_t out_off, out_len, out_alloc;
+        struct segment *out, *out_tail;
+        size_t out_pending;               /* bytes not yet written */
 
         struct call *current;
 };
@@ -135,37 +151,70 @@ void call_set_disconnect_handler(struct call *c, call_disconnect_fn fn, void *us
         c->on_disconnect_userdata = userdata;
 }
 
-static int connection_queue(struct connection *c, const char *msg, size_t len) {
-        if (c->out_off > 0 && c->out_off == c->out_len)
-                c->out_off = c->out_len = 0;
+struct blob *blob_new(char *data, size_t len) {
+        struct blob *b = malloc(sizeof(*b));
 
-        if (c->out_len + len > c->out_alloc) {
-                size_t need = c->out_len - c->out_off + len, a;
-                char *n;
+        if (!b)
+                return NULL;
+        b->n_ref = 1;
+        b->len = len;
+        b->data = data;
+        return b;
+}
 
-                /* Compact first; grow only when still short. */
-                if (c->out_off > 0) {
-                        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-                        c->out_len -= c->out_off;
-                        c->out_off = 0;
-                }
-                if (need > c->out_alloc) {
-                        a = need < 4096 ? 4096 : need * 2;
-                        n = realloc(c->out, a);
-                        if (!n)
-                                return -ENOMEM;
-                        c->out = n;
-                        c->out_alloc = a;
-                }
-        }
-        memcpy(c->out + c->out_len, msg, len);
-        c->out_len += len;
+struct blob *blob_ref(struct blob *b) {
+        if (b)
+                b->n_ref++;
+        return b;
+}
+
+void blob_unref(struct blob *b) {
+        if (!b || --b->n_ref > 0)
+                return;
+        free(b->data);
+        free(b);
+}
+
+const char *blob_data(const struct blob *b) {
+        return b->data;
+}
+
+size_t blob_size(const struct blob *b) {
+        return b->len;
+}
+
+static int connection_queue(struct connection *c, struct blob *b) {
+        struct segment *seg = malloc(sizeof(*seg));
+
+        if (!seg)
+                return -ENOMEM;
+        seg->next = NULL;
+        seg->blob = blob_ref(b);
+        seg->off = 0;
+        if (c->out_tail)
+                c->out_tail->next = seg;
+        else
+                c->out = seg;
+        c->out_tail = seg;
+        c->out_pending += b->len;
         return 0;
+}
+
+static void connection_drop_output(struct connection *c) {
+        while (c->out) {
+                struct segment *seg = c->out;
+
+                c->out = seg->next;
+                blob_unref(seg->blob);
+                free(seg);
+        }
+        c->out_tail = NULL;
+        c->out_pending = 0;
 }
 
 /* Queues one encoded message for the call's peer. A peer that lets more
  * than max_output pile up is not reading: it is dropped. */
-static int call_send(struct call *call, const char *msg, size_t len, bool final) {
+static int call_send(struct call *call, struct blob *b, bool final) {
         struct connection *c = call->conn;
         int r;
 
@@ -178,15 +227,15 @@ static int call_send(struct call *call, const char *msg, size_t len, bool final)
         if (call->req.oneway)
                 goto finish;
 
-        if (c->out_len - c->out_off + len > c->server->limits.max_output) {
+        if (c->out_pending + b->len > c->server->limits.max_output) {
                 log_warning("Client pid %d uid %u does not read its replies, disconnecting.",
                             (int) c->peer.pid, (unsigned) c->peer.uid);
                 c->closing = true;
-                c->out_off = c->out_len = 0;
+                connection_drop_output(c);
                 connection_schedule(c);
                 goto finish;
         }
-        r = connection_queue(c, msg, len);
+        r = connection_queue(c, b);
         if (r < 0) {
                 c->closing = true;
                 connection_schedule(c);
@@ -202,23 +251,37 @@ finish:
         return 0;
 }
 
-int call_reply_encoded(struct call *c, const char *msg, size_t len) {
-        return call_send(c, msg, len, true);
+/* Wraps a freshly encoded message (taken) and sends it. */
+static int call_send_msg(struct call *call, char *msg, size_t len, bool final) {
+        struct blob *b = blob_new(msg, len);
+        int r;
+
+        if (!b) {
+                free(msg);
+                return -ENOMEM;
+        }
+        r = call_send(call, b, final);
+        blob_unref(b);
+        return r;
+}
+
+int call_reply_blob(struct call *c, struct blob *b) {
+        return call_send(c, b, true);
 }
 
 int call_reply(struct call *c, struct json_object *parameters) {
-        _cleanup_free_ char *msg = NULL;
+        char *msg = NULL;
         size_t len;
         int r;
 
         r = svff_varlink_encode_reply(parameters, false, &msg, &len);
         if (r < 0)
                 return call_error(c, "io.svff.InternalError", NULL);
-        return call_send(c, msg, len, true);
+        return call_send_msg(c, msg, len, true);
 }
 
 int call_notify(struct call *c, struct json_object *parameters) {
-        _cleanup_free_ char *msg = NULL;
+        char *msg = NULL;
         size_t len;
         int r;
 
@@ -227,11 +290,11 @@ int call_notify(struct call *c, struct json_object *parameters) {
         r = svff_varlink_encode_reply(parameters, true, &msg, &len);
         if (r < 0)
                 return r;
-        return call_send(c, msg, len, false);
+        return call_send_msg(c, msg, len, false);
 }
 
 int call_error(struct call *c, const char *error, struct json_object *parameters) {
-        _cleanup_free_ char *msg = NULL;
+        char *msg = NULL;
         size_t len;
         int r;
 
@@ -239,9 +302,16 @@ int call_error(struct call *c, const char *error, struct json_object *parameters
         if (r < 0) {
                 /* Still end the call, or the connection stalls forever. */
                 static const char fallback[] = "{\"error\":\"io.svff.InternalError\",\"parameters\":{}}";
-                return call_send(c, fallback, sizeof(fallback), true);
+                msg = strdup(fallback);
+                if (!msg) {
+                        c->done = true;
+                        if (c->conn)
+                                c->conn->closing = true;
+                        return -ENOMEM;
+                }
+                len = sizeof(fallback);
         }
-        return call_send(c, msg, len, true);
+        return call_send_msg(c, msg, len, true);
 }
 
 int call_errorf(struct call *c, const char *error, const char *key, const char *value,
@@ -269,8 +339,9 @@ int call_errorf(struct call *c, const char *error, const char *key, const char *
 /* ---- connections ---- */
 
 static int connection_send_protocol_error(struct connection *c, const char *reason) {
-        _cleanup_free_ char *msg = NULL;
         struct json_object *p;
+        struct blob *b;
+        char *msg = NULL;
         size_t len;
         int r;
 
@@ -283,7 +354,14 @@ static int connection_send_protocol_error(struct connection *c, const char *reas
         json_object_put(p);
         if (r < 0)
                 return r;
-        return connection_queue(c, msg, len);
+        b = blob_new(msg, len);
+        if (!b) {
+                free(msg);
+                return -ENOMEM;
+        }
+        r = connection_queue(c, b);
+        blob_unref(b);
+        return r;
 }
 
 static void connection_update_events(struct connection *c) {
@@ -292,7 +370,7 @@ static void connection_update_events(struct connection *c) {
         if (!c->closing && !c->read_eof && !c->too_big &&
             c->in_pending < READ_BUFFER_MAX(c->server))
                 ev |= EPOLLIN;
-        if (c->out_len > c->out_off)
+        if (c->out_pending > 0)
                 ev |= EPOLLOUT;
         (void) sd_event_source_set_io_events(c->io, ev);
 }
@@ -312,19 +390,39 @@ static void connection_schedule(struct connection *c) {
 
 /* Writes what can be written now. Returns <0 when the peer is gone. */
 static int connection_flush(struct connection *c) {
-        while (c->out_len > c->out_off) {
-                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-                                 MSG_DONTWAIT | MSG_NOSIGNAL);
+        while (c->out) {
+                struct iovec iov[16];
+                struct msghdr mh = { .msg_iov = iov };
+                struct segment *seg = c->out;
+                ssize_t n;
+
+                for (; seg && mh.msg_iovlen < ELEMENTSOF(iov); seg = seg->next)
+                        iov[mh.msg_iovlen++] = (struct iovec) {
+                                .iov_base = seg->blob->data + seg->off,
+                                .iov_len = seg->blob->len - seg->off,
+                        };
+                n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
                 if (n < 0) {
                         if (errno == EAGAIN || errno == EINTR)
                                 break;
                         return -errno;
                 }
-                c->out_off += (size_t) n;
+                c->out_pending -= (size_t) n;
+                while (n > 0) {
+                        seg = c->out;
+                        if ((size_t) n < seg->blob->len - seg->off) {
+                                seg->off += (size_t) n;
+                                break;
+                        }
+                        n -= (ssize_t) (seg->blob->len - seg->off);
+                        c->out = seg->next;
+                        if (!c->out)
+                                c->out_tail = NULL;
+                        blob_unref(seg->blob);
+                        free(seg);
+                }
                 connection_touch(c);
         }
-        if (c->out_off == c->out_len)
-                c->out_off = c->out_len = 0;
         return 0;
 }
 
@@ -364,7 +462,7 @@ static void connection_process(struct connection *c) {
         unsigned n = 0;
         int r;
 
-        while (!c->closing && !c->current && c->out_len - c->out_off < WRITE_WATERMARK) {
+        while (!c->closing && !c->current && c->out_pending < WRITE_WATERMARK) {
                 _cleanup_free_ char *msg = NULL;
                 size_t len;
 
@@ -402,7 +500,7 @@ static void connection_process(struct connection *c) {
                 connection_free(c);
                 return;
         }
-        if (c->closing && c->out_len == c->out_off) {
+        if (c->closing && c->out_pending == 0) {
                 connection_free(c);
                 return;
         }
@@ -455,7 +553,7 @@ static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
         /* A call in progress (an Init, a Monitor stream) keeps the
          * connection; a peer that neither sends, nor completes a message,
          * nor reads what it is sent does not. */
-        if (c->current && c->out_len == c->out_off) {
+        if (c->current && c->out_pending == 0) {
                 connection_touch(c);
                 return 0;
         }
@@ -502,7 +600,7 @@ static void connection_free(struct connection *c) {
         if (c->fd >= 0)
                 close(c->fd);
         svff_varlink_framer_done(&c->in);
-        free(c->out);
+        connection_drop_output(c);
         free(c->groups);
         free(c);
 

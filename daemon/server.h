@@ -82,9 +82,19 @@ bool call_is_connected(struct call *c);
 int call_reply(struct call *c, struct json_object *parameters);
 /* A reply with "continues": true; only for calls made with "more". */
 int call_notify(struct call *c, struct json_object *parameters);
-/* A final reply already encoded by svff_varlink_encode_reply(), NUL
- * included (lets a handler reuse one encoding for many callers). */
-int call_reply_encoded(struct call *c, const char *msg, size_t len);
+/* An encoded message shared by many peers without copies: data is a
+ * malloc'd message as svff_varlink_encode_reply() makes it (NUL
+ * included), taken by blob_new(). Refcounted. */
+struct blob;
+struct blob *blob_new(char *data, size_t len);
+struct blob *blob_ref(struct blob *b);
+void blob_unref(struct blob *b);
+const char *blob_data(const struct blob *b);
+size_t blob_size(const struct blob *b);
+
+/* A final reply already encoded (lets a handler answer many callers
+ * with one encoding); b is borrowed. */
+int call_reply_blob(struct call *c, struct blob *b);
 /* Final error reply; parameters borrowed (NULL: {}). */
 int call_error(struct call *c, const char *error, struct json_object *parameters);
 /* Error with parameters {"<key>": value, "message": message}; either may

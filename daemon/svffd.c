@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,13 @@ static int run(int argc, char *argv[]) {
         int r;
 
         log_setup(LOG_TARGET_AUTO);
+
+        /* svffd is small but handles bursts of large messages (a List of
+         * a thousand VFs is ~170 KiB, encoded once and shared). Fixed
+         * mmap threshold and two arenas hand those back to the kernel
+         * instead of letting glibc keep a high-water mark per thread. */
+        (void) mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+        (void) mallopt(M_ARENA_MAX, 2);
 
         r = parse_argv(argc, argv, &cmdline);
         if (r <= 0) {
