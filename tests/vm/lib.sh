@@ -2,9 +2,18 @@
 # Each check prints what it checks; the first broken one ends the scenario
 # with a message saying what was expected and what was found.
 #
+# A scenario, tests/vm/scenarios/NN-name.sh, is sourced with set -eu as
+# root in the guest after these helpers; it ends with status 0 (pass), 77
+# (vm_skip) or anything else (fail). Files it writes to $SVFF_VM_RUNDIR are
+# kept on the host. An optional NN-name.host is sourced on the host after
+# a passing guest, in the run directory, with the same SVFF_VM_* paths.
+# Add new scenarios to vm_scenarios in Makefile.am.
+#
 # Environment: SVFF_VM_SRCDIR, SVFF_VM_BUILDDIR (the host's trees, read-only
-# here), SVFF_VM_RUNDIR (shared with the host, kept after the run),
-# SVFF_VM_VFS (the PF's sriov_max_vfs).
+# here, at the same paths), SVFF_VM_RUNDIR (shared with the host, kept
+# after the run), SVFF_VM_VFS (the PF's sriov_max_vfs, tests/vm/run --vfs).
+# The guest has 2 CPUs and 2 GiB; /run, /tmp, /var/log and the overlay root
+# are tmpfs; nothing the host runs is running here.
 
 vm_t0=$(cut -d' ' -f1 /proc/uptime)
 vm_checks=0
