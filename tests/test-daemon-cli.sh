@@ -124,4 +124,36 @@ ctl status | grep -q "driver-changed" || fail "human status lacks the drift"
 # The stored fact is kept: the VF is still managed, release still works.
 ctl release "$VF2" >/dev/null || fail "release of a drifted VF"
 
+# A PF that disappears: every record is kept and reported, none dropped.
+stop_svffd TERM || fail "svffd exit status"
+cp "$STATE/store.json" "$T/store.before"
+n_records=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['vfs']))" "$STATE/store.json")
+pcisim_ctl "remove $PF"
+start_svffd
+ctl status --json > "$T/status.json"
+python3 - "$T/status.json" "$PF" "$n_records" <<'PY' || fail "PF-gone drift: $(cat "$T/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+kinds = [(x["kind"], x["device"]) for x in d["drift"]]
+assert ("pf-missing", sys.argv[2]) in kinds, kinds
+assert sum(1 for k, _ in kinds if k == "vf-missing") == int(sys.argv[3]), kinds
+PY
+ctl list --json | jget 'len(d["pfs"])' | grep -qx 0 || fail "list shows a removed PF"
+cmp -s "$T/store.before" "$STATE/store.json" || fail "store changed although nothing was done"
+
+# It comes back (rescan: numvfs 0): the count differs from the recorded one.
+printf 1 > "$SYS/bus/pci/rescan"
+stop_svffd TERM
+start_svffd
+ctl status --json > "$T/status.json"
+python3 - "$T/status.json" "$PF" <<'PY' || fail "PF-back drift: $(cat "$T/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+by = {(x["kind"], x["device"]): x for x in d["drift"]}
+nc = by[("numvfs-changed", sys.argv[2])]
+assert nc["expected"] == "8" and nc["actual"] == "0", nc
+PY
+ctl init $PF 8 >/dev/null || fail "init restoring the recorded count"
+ctl status --json | jget 'len(d["drift"])' | grep -qx 0 || fail "drift left after restoring"
+
 echo "PASS"
