@@ -85,6 +85,7 @@ vm_begin() {
 }
 
 vm_end() {
+        [ -z "${svffd_pid:-}" ] || vm_svffd_stop
         vm_log "scenario $SVFF_VM_NAME: $vm_checks checks passed"
 }
 
@@ -132,7 +133,8 @@ vm_svffd_start() {
         "$svffd" --sysfs-root /sys --state-dir /run/svff-state --socket "$SVFF_SOCKET" \
                 --config /run/svff.conf >"$SVFF_VM_RUNDIR/svffd.log" 2>&1 &
         svffd_pid=$!
-        vm_cleanup "kill $svffd_pid 2>/dev/null; wait $svffd_pid 2>/dev/null"
+        vm_cleanup '[ -z "${svffd_pid:-}" ] || { kill "$svffd_pid"; wait "$svffd_pid"; } 2>/dev/null'
+
         vm_wait 20 vm_svffd_up || vm_fail "svffd did not create $SVFF_SOCKET (log: svffd.log)"
         vm_log "svffd running (pid $svffd_pid)"
 }
@@ -141,6 +143,21 @@ vm_svffd_up() {
         kill -0 "$svffd_pid" 2>/dev/null ||
                 vm_fail "svffd exited: $(tail -n 5 "$SVFF_VM_RUNDIR/svffd.log")"
         test -S "$SVFF_SOCKET"
+}
+
+# vm_svffd_stop: SIGTERM; svffd must exit 0 with no sanitizer report
+# (sanitizer builds report leaks and errors only on their way out).
+vm_svffd_stop() {
+        kill "$svffd_pid"
+        rc=0
+        wait "$svffd_pid" || rc=$?
+        svffd_pid=
+        assert_eq "svffd exit status after SIGTERM" 0 "$rc"
+        vm_checks=$((vm_checks + 1))
+        if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$SVFF_VM_RUNDIR/svffd.log"; then
+                vm_fail "svffd: sanitizer report in svffd.log"
+        fi
+        echo "ok: no sanitizer report from svffd"
 }
 
 # svffctl ARGS...: the host-built CLI against the guest's daemon.
