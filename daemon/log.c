@@ -99,17 +99,17 @@ int log_internalv(int level, int error, const char *file, int line, const char *
         vsnprintf(msg, sizeof(msg), format, ap);
 
         if (use_journal) {
-                char cf[512], cl[32];
+                int prio = level & LOG_PRIMASK;
 
-                snprintf(cf, sizeof(cf), "CODE_FILE=%s", file);
-                snprintf(cl, sizeof(cl), "CODE_LINE=%d", line);
                 if (error != 0)
-                        sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level & LOG_PRIMASK,
-                                        "ERRNO=%i", error < 0 ? -error : error, cf, cl,
+                        sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", prio,
+                                        "ERRNO=%i", error < 0 ? -error : error,
+                                        "CODE_FILE=%s", file, "CODE_LINE=%i", line,
                                         "CODE_FUNC=%s", func, NULL);
                 else
-                        sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level & LOG_PRIMASK,
-                                        cf, cl, "CODE_FUNC=%s", func, NULL);
+                        sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", prio,
+                                        "CODE_FILE=%s", file, "CODE_LINE=%i", line,
+                                        "CODE_FUNC=%s", func, NULL);
         } else
                 /* One fprintf per message: stderr is unbuffered, and a
                  * single write keeps lines from two threads apart. */

@@ -38,7 +38,7 @@ struct server_limits {
                 .max_connections = 1024,                            \
                 .max_connections_per_uid = 128,                     \
                 .idle_timeout_usec = 60 * 1000000ULL,              \
-                .max_output = 16u * 1024u * 1024u,                  \
+                .max_output = 4u * 1024u * 1024u,                  \
         })
 
 struct server;
