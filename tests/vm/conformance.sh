@@ -40,6 +40,15 @@ label() {
         *) echo "${1#"$root/"}" ;;
         esac
 }
+# settle PATH: up to 10 s for PATH to appear (no output: the next line
+# shows whether it did).
+settle() {
+        i=0
+        while [ "$i" -lt 100 ] && ! [ -e "$1" ]; do
+                sleep 0.1
+                i=$((i + 1))
+        done
+}
 vfaddr() { t=$(readlink "$dev/$pf/virtfn$1"); echo "${t##*/}"; }
 
 w() {  # w PATH VALUE [SHOWN-VALUE]
@@ -49,6 +58,7 @@ r() { echo "read $(label "$1") -> $(op read "$1")"; }
 l() { echo "link $(label "$1") -> $(op link "$1")"; }
 e() { echo "exists $(label "$1") -> $(op exists "$1")"; }
 z() { echo "size $(label "$1") -> $(op size "$1")"; }
+m() { echo "mode $(label "$1") -> $(op mode "$1")"; }
 
 sequence() {
         P=$dev/$pf
@@ -59,6 +69,16 @@ sequence() {
                 r "$P/$a"
         done
         z "$P/config"
+        for a in sriov_totalvfs sriov_numvfs sriov_offset sriov_stride sriov_vf_device \
+                 sriov_drivers_autoprobe driver_override vendor device class enable \
+                 config remove rescan reset numa_node; do
+                m "$P/$a"
+        done
+        for a in bind unbind new_id remove_id; do
+                m "$drv/vfio-pci/$a"
+        done
+        m "$root/bus/pci/drivers_probe"
+        m "$root/bus/pci/rescan"
         w "$P/sriov_totalvfs" 1
         w "$P/vendor" 1
         l "$P/driver"
@@ -107,6 +127,9 @@ sequence() {
                 r "$V/$a"
         done
         z "$V/config"
+        for a in driver_override enable config remove rescan reset numa_node; do
+                m "$V/$a"
+        done
         l "$V/physfn"
         l "$V/subsystem"
         e "$V/driver"
@@ -210,8 +233,25 @@ sequence() {
         e "$P/virtfn$n"
         w "$P/sriov_numvfs" 0
         e "$P/virtfn0"
+
+        echo "# PF removed and found again by a rescan"
+        w "$P/driver_override" "$pfdrv" PFDRV
+        e "$P/remove"
+        w "$P/remove" 1
+        e "$P"
+        e "$drv/$pfdrv/$pf"
+        w "$root/bus/pci/rescan" 1
+        e "$P"
+        # The kernel's nvme probes asynchronously: wait for the bind.
+        settle "$P/driver"
+        l "$P/driver"
+        r "$P/sriov_drivers_autoprobe"
+        r "$P/sriov_numvfs"
+        r "$P/driver_override"
         w "$P/sriov_drivers_autoprobe" 1
         r "$P/sriov_drivers_autoprobe"
+        w "$root/bus/pci/rescan" 1
+        w "$root/bus/pci/rescan" x
         r "$P/sriov_numvfs"
 }
 

@@ -11,6 +11,7 @@
  *                               print the same), or the errno name
  *   sysfs-op exists PATH        prints yes or no (lstat)
  *   sysfs-op size PATH          prints st_size (stat), or the errno name
+ *   sysfs-op mode PATH          prints the permission bits in octal (lstat)
  *
  * Exits 0 whenever the operation was attempted, 2 on bad usage. */
 #include <errno.h>
@@ -147,13 +148,18 @@ int main(int argc, char **argv) {
                 struct stat st;
                 puts(lstat(argv[2], &st) == 0 ? "yes" : "no");
                 r = 0;
+        } else if (argc == 3 && strcmp(argv[1], "mode") == 0) {
+                struct stat st;
+                r = lstat(argv[2], &st) < 0 ? -errno : 0;
+                if (r == 0)
+                        printf("%04o\n", (unsigned) (st.st_mode & 07777));
         } else if (argc == 3 && strcmp(argv[1], "size") == 0) {
                 struct stat st;
                 r = stat(argv[2], &st) < 0 ? -errno : 0;
                 if (r == 0)
                         printf("%lld\n", (long long) st.st_size);
         } else {
-                fprintf(stderr, "usage: sysfs-op write PATH VALUE | read PATH | link PATH | exists PATH | size PATH\n");
+                fprintf(stderr, "usage: sysfs-op write PATH VALUE | read PATH | link PATH | exists PATH | size PATH | mode PATH\n");
                 return 2;
         }
         if (r < 0)
