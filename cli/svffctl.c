@@ -31,7 +31,7 @@
 #define EXIT_UNREACHABLE 3
 #define EXIT_PERMISSION 4
 
-#define SOCKET_DEFAULT RUNSTATEDIR "/svff/svffd.sock"
+#define SOCKET_DEFAULT "/run/svff/svffd.sock"  /* svffd's default, not prefix-relative */
 
 static const char *arg_socket = NULL;
 static bool arg_json = false;

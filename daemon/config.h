@@ -29,9 +29,11 @@
 #include "error.h"
 #include "server.h"
 
-#define SVFFD_SOCKET_DEFAULT RUNSTATEDIR "/svff/svffd.sock"
-#define SVFFD_STATE_DIR_DEFAULT LOCALSTATEDIR "/lib/svff"
-#define SVFFD_CONFIG_DEFAULT SYSCONFDIR "/svff/svff.conf"
+/* Fixed, not relative to the install prefix: svffctl, the units and the
+ * operator's scripts all meet at these paths. */
+#define SVFFD_SOCKET_DEFAULT "/run/svff/svffd.sock"
+#define SVFFD_STATE_DIR_DEFAULT "/var/lib/svff"
+#define SVFFD_CONFIG_DEFAULT "/etc/svff/svff.conf"
 
 struct config {
         char *socket;

@@ -164,6 +164,8 @@ int manager_load_config(struct manager *m) {
 
 void manager_apply_config(struct manager *m) {
         log_set_max_level(m->config.log_level);
+        if (m->ctx)
+                svff_ctx_set_log_priority(m->ctx, m->config.log_level);
 
         m->have_admin_gid = false;
         if (m->config.admin_group) {
