@@ -329,7 +329,7 @@ int main(void) {
                         if (run_cli(svffctl, argv, &lat[n]) < 0)
                                 errors++;
                 printf("\n'svffctl list --json' (%d runs, 1008 VFs):\n", CLI_RUNS);
-                printf("  first (after init, waits for a discovery pass): %.2f ms\n", (double) first / 1000.0);
+                printf("  first, right after the inits: %.2f ms\n", (double) first / 1000.0);
                 {
                         usec_t p50 = pct(lat, n, 0.50), p99 = pct(lat, n, 0.99), max = lat[n - 1];
 

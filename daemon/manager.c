@@ -503,6 +503,37 @@ void manager_sysfs_changed(struct manager *m, const char *pf) {
         n[++m->n_dirty_pfs] = NULL;
 }
 
+void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf) {
+        struct snapshot part = { .pfs = &pf, .n_pfs = 1 };
+        char *only[] = { pf->address, NULL };
+        size_t k;
+
+        if (m->discovery_running || !m->snapshot || m->snapshot->error < 0) {
+                svff_pf_free(pf);
+                return;
+        }
+        for (k = 0; k < m->n_dirty_pfs; k++)
+                if (streq(m->dirty_pfs[k], pf->address))
+                        break;
+        if (k == m->n_dirty_pfs) {
+                svff_pf_free(pf);  /* not what the dirty list says changed */
+                return;
+        }
+
+        part.seq = m->snapshot->seq;
+        if (merge_snapshot(m, &part, only) < 0) {
+                svff_pf_free(pf);
+                return;
+        }
+        /* Off the dirty list; when nothing else is dirty the snapshot is
+         * as new as svffd's last change. */
+        free(m->dirty_pfs[k]);
+        m->dirty_pfs[k] = m->dirty_pfs[--m->n_dirty_pfs];
+        m->dirty_pfs[m->n_dirty_pfs] = NULL;
+        if (m->n_dirty_pfs == 0 && !m->dirty_all)
+                m->snapshot->seq = m->sysfs_seq;
+}
+
 void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn) {
         struct snapshot_waiter *w;
 

@@ -132,6 +132,11 @@ int manager_snapshot_now(struct manager *m);
  * wait for a pass that re-read it. Only the PFs changed are read again
  * when the rest of the snapshot is younger than list-max-age. */
 void manager_sysfs_changed(struct manager *m, const char *pf);
+/* Puts pf (taken), which svffd just changed and knows exactly, into the
+ * snapshot, sparing a pass. Only when no pass is running (a pass started
+ * earlier would overwrite it with older data); otherwise pf is freed and
+ * the next pass reads it. */
+void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf);
 /* Runs fn(m, call) once a snapshot fresh enough exists (now, or after a
  * pass on the discovery pool). Takes a reference on call. */
 void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn);

@@ -129,6 +129,26 @@ static void init_finish(struct init_op *io, const char *error, struct json_objec
                 }
         }
         manager_sysfs_changed(m, io->pf);
+        if (!error && io->after) {
+                /* Every bind was verified through the driver link: what
+                 * the PF looks like now is known without reading it back. */
+                for (size_t i = 0; i < io->after->n_vfs; i++) {
+                        struct svff_vf *vf = &io->after->vfs[i];
+                        char *d = strdup(io->driver), *o = strdup(io->driver);
+
+                        if (!d || !o) {
+                                free(d);
+                                free(o);
+                                goto no_shortcut;
+                        }
+                        free(vf->driver);
+                        free(vf->driver_override);
+                        vf->driver = d;
+                        vf->driver_override = o;
+                }
+                manager_snapshot_update_pf(m, TAKE_PTR(io->after));
+        }
+no_shortcut:
 
         {
                 struct json_object *ev = event_new(error ? "init-failed" : "init-done", io->pf, io->pf);
