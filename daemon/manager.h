@@ -17,7 +17,7 @@
 #include <systemd/sd-event.h>
 #include <json-c/json.h>
 
-#include "config.h"
+#include "config-file.h"
 #include "context.h"
 #include "device.h"
 #include "server.h"
@@ -70,7 +70,7 @@ struct snapshot_waiter {
 struct manager {
         sd_event *event;
         struct cmdline cmdline;
-        struct config config;
+        struct svff_config config;
         char *config_error;     /* why the last reload failed, or NULL */
         gid_t admin_gid;
         bool have_admin_gid;
@@ -117,6 +117,8 @@ int manager_reload_config(struct manager *m);
 /* Applies the settings that may change at run time (log level, admin
  * group, limits). */
 void manager_apply_config(struct manager *m);
+/* The server's limits from the config (and the built-in rest). */
+void manager_server_limits(struct manager *m, struct server_limits *ret);
 
 /* Opens the store; refuses (returns <0, logged with the store's message)
  * when it cannot be read exactly. */

@@ -12,7 +12,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
-#include "config.h"
+#include "config-file.h"
 #include "log.h"
 #include "manager.h"
 #include "methods.h"
@@ -268,7 +268,12 @@ static int run(int argc, char *argv[]) {
                 log_warning("Continuing without a picture of the PFs; List will retry.");
         n_drift = reconcile_log(m);
 
-        r = server_new(event, &m->config.limits, methods_dispatch, m, &m->server);
+        {
+                struct server_limits limits;
+
+                manager_server_limits(m, &limits);
+                r = server_new(event, &limits, methods_dispatch, m, &m->server);
+        }
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the varlink server: %m");
         r = setup_listening(m);
