@@ -136,6 +136,44 @@ static void print_json(struct json_object *o) {
 
 /* ---- commands ---- */
 
+/* PFs svffd has records of that are not present: nothing is forgotten. */
+static int print_absent(struct json_object *reply) {
+        static const char *const h[] = { "ABSENT PF", "RECORDED", "VF RECORDS", "ASSIGNED" };
+        struct json_object *absent;
+        struct table *t;
+
+        if (!json_object_object_get_ex(reply, "absent", &absent) || !absent ||
+            json_object_array_length(absent) == 0)
+                return 0;
+        t = table_new(ELEMENTSOF(h), h);
+        if (!t)
+                return EXIT_FAILURE;
+        for (size_t i = 0; i < json_object_array_length(absent); i++) {
+                struct json_object *a = json_object_array_get_idx(absent, i), *d = NULL, *vfs = NULL;
+                char rec[96] = "-", n[16], asg[16];
+                size_t n_asg = 0, n_vfs = 0;
+
+                if (json_object_object_get_ex(a, "desired", &d) && d)
+                        snprintf(rec, sizeof(rec), "%lld VFs on %s", jint(d, "numvfs", 0),
+                                 strna(jstr(d, "vf_driver")));
+                if (json_object_object_get_ex(a, "vfs", &vfs) && vfs)
+                        n_vfs = json_object_array_length(vfs);
+                for (size_t k = 0; k < n_vfs; k++) {
+                        struct json_object *v;
+
+                        if (json_object_object_get_ex(json_object_array_get_idx(vfs, k), "assigned_to", &v) && v)
+                                n_asg++;
+                }
+                snprintf(n, sizeof(n), "%zu", n_vfs);
+                snprintf(asg, sizeof(asg), "%zu", n_asg);
+                table_add_row(t, (const char *const[]) { jstr(a, "address"), rec, n, asg });
+        }
+        putchar('\n');
+        table_print(t, stdout, 0);
+        table_free(t);
+        return 0;
+}
+
 static int cmd_list(int argc, char **argv) {
         _cleanup_json_ struct json_object *params = json_object_new_object(), *reply = NULL;
         struct json_object *pfs;
@@ -156,10 +194,8 @@ static int cmd_list(int argc, char **argv) {
                 return 0;
         }
 
-        if (!json_object_object_get_ex(reply, "pfs", &pfs) || json_object_array_length(pfs) == 0) {
+        if (!json_object_object_get_ex(reply, "pfs", &pfs) || json_object_array_length(pfs) == 0)
                 printf("No SR-IOV physical functions found.\n");
-                return 0;
-        }
         for (size_t i = 0; i < json_object_array_length(pfs); i++) {
                 struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs;
                 static const char *const pfh[] = { "PF", "ID", "DRIVER", "VFS", "NUMA", "NAME" };
@@ -211,7 +247,7 @@ static int cmd_list(int argc, char **argv) {
                 table_print(t, stdout, 2);
                 table_free(t);
         }
-        return 0;
+        return print_absent(reply);
 }
 
 static void format_duration(long long usec, char *buf, size_t n) {

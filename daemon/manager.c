@@ -8,8 +8,10 @@
 #include <time.h>
 #include <systemd/sd-daemon.h>
 
+#include "autoinit.h"
 #include "log.h"
 #include "manager.h"
+#include "udev.h"
 
 static uint64_t now(clockid_t clock) {
         struct timespec ts;
@@ -79,6 +81,7 @@ struct manager *manager_free(struct manager *m) {
         worker_pool_free(m->ops_pool);
         worker_pool_free(m->discovery_pool);
         m->ops_pool = m->discovery_pool = NULL;
+        m->udev = udev_watch_free(m->udev);
 
         while (m->waiters) {
                 struct snapshot_waiter *w = m->waiters;
@@ -94,6 +97,7 @@ struct manager *manager_free(struct manager *m) {
         while (m->operations)
                 manager_remove_operation(m, m->operations);
 
+        m->autoinit = autoinit_free(m->autoinit);
         server_free(m->server);
         svff_store_free(m->store);
         svff_ctx_unref(m->ctx);
@@ -245,6 +249,7 @@ int manager_reload_config(struct manager *m) {
         ev = json_object_new_object();
         json_object_object_add(ev, "event", json_object_new_string("config-reloaded"));
         manager_emit(m, NULL, ev);
+        autoinit_reload(m);
         return 0;
 }
 
@@ -557,7 +562,8 @@ void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter
 
         w = calloc(1, sizeof(*w));
         if (!w) {
-                call_error(call, "io.svff.InternalError", NULL);
+                if (call)
+                        call_error(call, "io.svff.InternalError", NULL);
                 return;
         }
         w->call = call_ref(call);
@@ -608,6 +614,22 @@ void manager_remove_operation(struct manager *m, struct operation *op) {
         call_unref(op->call);
         free(op);
         manager_notify_status(m);
+        manager_notify_ready(m);
+}
+
+void manager_notify_ready(struct manager *m) {
+        size_t n = 0;
+
+        if (m->ready || !m->serving)
+                return;
+        for (struct operation *op = m->operations; op; op = op->next)
+                if (op->startup)
+                        return;
+        m->ready = true;
+        if (m->snapshot)
+                n = m->snapshot->n_pfs;
+        log_debug("Start-up work done, ready.");
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving; %zu PF(s).", n);
 }
 
 /* ---- events ---- */

@@ -54,7 +54,8 @@ struct operation {
         const char *phase;
         unsigned done, total;
         uint64_t started_usec;  /* CLOCK_REALTIME */
-        struct call *call;      /* the caller, for progress and the reply */
+        struct call *call;      /* the caller (NULL: svffd's own, e.g. a policy) */
+        bool startup;           /* READY=1 waits for it */
         void *data;             /* the operation's own state */
 };
 
@@ -100,6 +101,11 @@ struct manager {
 
         struct operation *operations;
 
+        struct autoinit *autoinit;
+        struct udev_watch *udev;
+        bool serving;           /* listening; READY=1 once start-up work is done */
+        bool ready;             /* READY=1 sent */
+
         struct call **subscribers;
         size_t n_subscribers, alloc_subscribers;
 
@@ -140,7 +146,8 @@ void manager_sysfs_changed(struct manager *m, const char *pf);
  * the next pass reads it. */
 void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf);
 /* Runs fn(m, call) once a snapshot fresh enough exists (now, or after a
- * pass on the discovery pool). Takes a reference on call. */
+ * pass on the discovery pool). Takes a reference on call, which may be
+ * NULL for svffd's own work. */
 void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn);
 
 /* Operations: one per PF at a time. */
@@ -156,6 +163,9 @@ int manager_subscribe(struct manager *m, struct call *call);
 
 /* Shutdown: stop accepting, end the Monitor streams. */
 void manager_begin_shutdown(struct manager *m);
+
+/* Sends READY=1 once serving and no start-up operation is left. */
+void manager_notify_ready(struct manager *m);
 
 /* sd_notify("STATUS=...") with a summary. */
 void manager_notify_status(struct manager *m);
