@@ -90,7 +90,15 @@ grep -q "Using 1 socket(s) passed by systemd" "$T/svffd.log" || fail "svffd did 
 
 # Completion: commands, then the PFs svffd reports.
 BC=/usr/share/bash-completion/bash_completion
-if command -v bash >/dev/null && [ -r "$BC" ]; then
+if [ ! -r "$BC" ]; then
+        # Without the bash-completion package: the two helpers it uses.
+        BC="$T/bash_completion"
+        cat > "$BC" <<'SH'
+_init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; }
+_filedir() { :; }
+SH
+fi
+if command -v bash >/dev/null; then
         bash -n "$COMPLETION" || fail "completion script syntax"
         comp() {
                 SVFF_SOCKET="$SOCK" PATH="$(dirname "$SVFFCTL"):$PATH" bash -c '
