@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
+#include "config-file.h"
 #include "json-util.h"
 #include "macro.h"
 #include "pciaddr.h"
@@ -135,6 +136,44 @@ static void print_json(struct json_object *o) {
 
 /* ---- commands ---- */
 
+/* PFs svffd has records of that are not present: nothing is forgotten. */
+static int print_absent(struct json_object *reply) {
+        static const char *const h[] = { "ABSENT PF", "RECORDED", "VF RECORDS", "ASSIGNED" };
+        struct json_object *absent;
+        struct table *t;
+
+        if (!json_object_object_get_ex(reply, "absent", &absent) || !absent ||
+            json_object_array_length(absent) == 0)
+                return 0;
+        t = table_new(ELEMENTSOF(h), h);
+        if (!t)
+                return EXIT_FAILURE;
+        for (size_t i = 0; i < json_object_array_length(absent); i++) {
+                struct json_object *a = json_object_array_get_idx(absent, i), *d = NULL, *vfs = NULL;
+                char rec[96] = "-", n[16], asg[16];
+                size_t n_asg = 0, n_vfs = 0;
+
+                if (json_object_object_get_ex(a, "desired", &d) && d)
+                        snprintf(rec, sizeof(rec), "%lld VFs on %s", jint(d, "numvfs", 0),
+                                 strna(jstr(d, "vf_driver")));
+                if (json_object_object_get_ex(a, "vfs", &vfs) && vfs)
+                        n_vfs = json_object_array_length(vfs);
+                for (size_t k = 0; k < n_vfs; k++) {
+                        struct json_object *v;
+
+                        if (json_object_object_get_ex(json_object_array_get_idx(vfs, k), "assigned_to", &v) && v)
+                                n_asg++;
+                }
+                snprintf(n, sizeof(n), "%zu", n_vfs);
+                snprintf(asg, sizeof(asg), "%zu", n_asg);
+                table_add_row(t, (const char *const[]) { jstr(a, "address"), rec, n, asg });
+        }
+        putchar('\n');
+        table_print(t, stdout, 0);
+        table_free(t);
+        return 0;
+}
+
 static int cmd_list(int argc, char **argv) {
         _cleanup_json_ struct json_object *params = json_object_new_object(), *reply = NULL;
         struct json_object *pfs;
@@ -155,10 +194,8 @@ static int cmd_list(int argc, char **argv) {
                 return 0;
         }
 
-        if (!json_object_object_get_ex(reply, "pfs", &pfs) || json_object_array_length(pfs) == 0) {
+        if (!json_object_object_get_ex(reply, "pfs", &pfs) || json_object_array_length(pfs) == 0)
                 printf("No SR-IOV physical functions found.\n");
-                return 0;
-        }
         for (size_t i = 0; i < json_object_array_length(pfs); i++) {
                 struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs;
                 static const char *const pfh[] = { "PF", "ID", "DRIVER", "VFS", "NUMA", "NAME" };
@@ -210,7 +247,7 @@ static int cmd_list(int argc, char **argv) {
                 table_print(t, stdout, 2);
                 table_free(t);
         }
-        return 0;
+        return print_absent(reply);
 }
 
 static void format_duration(long long usec, char *buf, size_t n) {
@@ -434,6 +471,57 @@ static int cmd_release(int argc, char **argv) {
         return 0;
 }
 
+/* ---- config ---- */
+
+/* Checks the file svffd would read (and its drop-ins), or FILE alone,
+ * with svffd's own parser: no daemon involved. */
+static int cmd_config(int argc, char **argv) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+        const char *path;
+        int r;
+
+        if (argc < 2 || !streq(argv[1], "check") || argc > 3) {
+                fprintf(stderr, "svffctl config: use 'svffctl config check [FILE]'.\n");
+                return EXIT_USAGE;
+        }
+        path = argc == 3 ? argv[2] : SVFFD_CONFIG_DEFAULT;
+        r = svff_config_init(&c);
+        if (r < 0) {
+                fprintf(stderr, "svffctl: out of memory.\n");
+                return EXIT_DAEMON_ERROR;
+        }
+        r = argc == 3 ? svff_config_load_file(&c, path, &err) : svff_config_load(&c, path, true, &err);
+        if (arg_json) {
+                _cleanup_json_ struct json_object *o = json_object_new_object();
+                struct json_object *errors = json_object_new_array(), *pols = json_object_new_array();
+
+                if (r < 0) {
+                        _cleanup_free_ char *msg = strdup(svff_error_message(&err));
+
+                        for (char *line = msg ? strtok(msg, "\n") : NULL; line; line = strtok(NULL, "\n"))
+                                json_object_array_add(errors, json_object_new_string(line));
+                }
+                for (size_t i = 0; r >= 0 && i < c.n_policies; i++)
+                        json_object_array_add(pols, json_object_new_string(c.policies[i].name));
+                json_object_object_add(o, "file", json_object_new_string(path));
+                json_object_object_add(o, "valid", json_object_new_boolean(r >= 0));
+                json_object_object_add(o, "errors", errors);
+                json_object_object_add(o, "policies", pols);
+                print_json(o);
+        } else if (r < 0)
+                fprintf(stderr, "%s\n", svff_error_message(&err));
+        else {
+                printf("%s%s: valid, %zu polic%s", path, argc == 3 ? "" : " (and drop-ins)",
+                       c.n_policies, c.n_policies == 1 ? "y" : "ies");
+                for (size_t i = 0; i < c.n_policies; i++)
+                        printf("%s%s", i ? ", " : ": ", c.policies[i].name);
+                printf(".\n");
+        }
+        svff_config_done(&c);
+        return r < 0 ? EXIT_DAEMON_ERROR : 0;
+}
+
 /* ---- argv ---- */
 
 struct command {
@@ -461,6 +549,10 @@ static const struct command commands[] = {
         { "monitor", "monitor [--json]",
           "Print svffd's events as they happen, one per line (--json: one JSON object\n"
           "per line), until interrupted.", cmd_monitor, false },
+        { "config", "config check [FILE] [--json]",
+          "Validate FILE, or svffd's config file and its drop-ins, with svffd's own\n"
+          "parser; every problem is named as FILE:LINE: key 'KEY' .... Exit status 1\n"
+          "when invalid. Needs no daemon.", cmd_config, false },
 };
 
 static void help(void) {

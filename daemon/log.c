@@ -7,16 +7,12 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 
+#include "config-file.h"
 #include "log.h"
 
 static int max_level = LOG_INFO;
 static bool use_journal = false;
 
-static const char *const level_names[] = {
-        [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit",
-        [LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
-        [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
-};
 
 /* JOURNAL_STREAM is "DEV:INO" of the stream systemd connected stderr to;
  * it only counts when stderr still is that stream (a child that
@@ -61,29 +57,11 @@ int log_get_max_level(void) {
 }
 
 int log_level_from_string(const char *s) {
-        char *end;
-        long l;
-
-        if (!s || !*s)
-                return -EINVAL;
-        for (size_t i = 0; i < ELEMENTSOF(level_names); i++)
-                if (streq(s, level_names[i]))
-                        return (int) i;
-        if (streq(s, "error"))
-                return LOG_ERR;
-        if (streq(s, "warn"))
-                return LOG_WARNING;
-        errno = 0;
-        l = strtol(s, &end, 10);
-        if (errno != 0 || *end || l < LOG_EMERG || l > LOG_DEBUG)
-                return -EINVAL;
-        return (int) l;
+        return svff_log_level_from_string(s);
 }
 
 const char *log_level_to_string(int level) {
-        if (level < 0 || level >= (int) ELEMENTSOF(level_names))
-                return "?";
-        return level_names[level];
+        return svff_log_level_to_string(level);
 }
 
 int log_internalv(int level, int error, const char *file, int line, const char *func,

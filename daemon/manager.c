@@ -8,8 +8,10 @@
 #include <time.h>
 #include <systemd/sd-daemon.h>
 
+#include "autoinit.h"
 #include "log.h"
 #include "manager.h"
+#include "udev.h"
 
 static uint64_t now(clockid_t clock) {
         struct timespec ts;
@@ -53,7 +55,7 @@ int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) 
         m->started_usec = now(CLOCK_MONOTONIC);
         m->sysfs_seq = 1;
 
-        r = config_init(&m->config);
+        r = svff_config_init(&m->config);
         if (r < 0) {
                 manager_free(m);
                 return r;
@@ -79,6 +81,7 @@ struct manager *manager_free(struct manager *m) {
         worker_pool_free(m->ops_pool);
         worker_pool_free(m->discovery_pool);
         m->ops_pool = m->discovery_pool = NULL;
+        m->udev = udev_watch_free(m->udev);
 
         while (m->waiters) {
                 struct snapshot_waiter *w = m->waiters;
@@ -94,12 +97,13 @@ struct manager *manager_free(struct manager *m) {
         while (m->operations)
                 manager_remove_operation(m, m->operations);
 
+        m->autoinit = autoinit_free(m->autoinit);
         server_free(m->server);
         svff_store_free(m->store);
         svff_ctx_unref(m->ctx);
         snapshot_free(m->snapshot);
         blob_unref(m->list_cache);
-        config_done(&m->config);
+        svff_config_done(&m->config);
         free(m->config_error);
         free_cmdline(&m->cmdline);
         sd_event_unref(m->event);
@@ -109,7 +113,7 @@ struct manager *manager_free(struct manager *m) {
 
 /* ---- configuration ---- */
 
-static int apply_cmdline(struct manager *m, struct config *c) {
+static int apply_cmdline(struct manager *m, struct svff_config *c) {
         if (replace(&c->socket, m->cmdline.socket) < 0 ||
             replace(&c->state_dir, m->cmdline.state_dir) < 0 ||
             replace(&c->sysfs_root, m->cmdline.sysfs_root) < 0 ||
@@ -125,23 +129,20 @@ static const char *config_path(struct manager *m) {
 }
 
 /* Reads defaults + file + command line into ret. */
-static int read_config(struct manager *m, struct config *ret, struct svff_error *err) {
-        struct config c;
+static int read_config(struct manager *m, struct svff_config *ret, struct svff_error *err) {
+        struct svff_config c;
         int r;
 
-        r = config_init(&c);
+        r = svff_config_init(&c);
         if (r < 0)
                 return r;
-        r = config_load_file(&c, config_path(m), err);
-        if (r == -ENOENT && !m->cmdline.config_path_given) {
-                /* No config file at the default place: the defaults. */
-                svff_error_free(err);
-                r = 0;
-        }
+        /* No config file at the default place: the defaults (and the
+         * drop-ins, if any). */
+        r = svff_config_load(&c, config_path(m), !m->cmdline.config_path_given, err);
         if (r >= 0)
                 r = apply_cmdline(m, &c);
         if (r < 0) {
-                config_done(&c);
+                svff_config_done(&c);
                 return r;
         }
         *ret = c;
@@ -150,14 +151,14 @@ static int read_config(struct manager *m, struct config *ret, struct svff_error 
 
 int manager_load_config(struct manager *m) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-        struct config c;
+        struct svff_config c;
         int r;
 
         r = read_config(m, &c, &err);
         if (r < 0)
                 return log_error_errno(r, "%s", svff_error_is_set(&err) ? svff_error_message(&err)
                                                                          : "Failed to read the configuration: %m");
-        config_done(&m->config);
+        svff_config_done(&m->config);
         m->config = c;
         return 0;
 }
@@ -183,14 +184,26 @@ void manager_apply_config(struct manager *m) {
                                           m->config.admin_group);
         }
 
-        if (m->server)
-                server_set_limits(m->server, &m->config.limits);
+        if (m->server) {
+                struct server_limits l;
+
+                manager_server_limits(m, &l);
+                server_set_limits(m->server, &l);
+        }
+}
+
+void manager_server_limits(struct manager *m, struct server_limits *ret) {
+        *ret = SERVER_LIMITS_DEFAULT;
+        ret->max_message = m->config.limits.max_message;
+        ret->max_connections = m->config.limits.max_connections;
+        ret->max_connections_per_uid = m->config.limits.max_connections_per_uid;
+        ret->idle_timeout_usec = m->config.limits.idle_timeout_usec;
 }
 
 int manager_reload_config(struct manager *m) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct json_object *ev;
-        struct config c;
+        struct svff_config c;
         int r;
 
         r = read_config(m, &c, &err);
@@ -221,12 +234,12 @@ int manager_reload_config(struct manager *m) {
         KEEP(sysfs_root, "sysfs-root");
 #undef KEEP
         if (!c.socket || !c.state_dir || !c.sysfs_root) {
-                config_done(&c);
+                svff_config_done(&c);
                 return log_oom();
         }
         c.workers = m->config.workers;
 
-        config_done(&m->config);
+        svff_config_done(&m->config);
         m->config = c;
         free(m->config_error);
         m->config_error = NULL;
@@ -236,6 +249,7 @@ int manager_reload_config(struct manager *m) {
         ev = json_object_new_object();
         json_object_object_add(ev, "event", json_object_new_string("config-reloaded"));
         manager_emit(m, NULL, ev);
+        autoinit_reload(m);
         return 0;
 }
 
@@ -548,7 +562,8 @@ void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter
 
         w = calloc(1, sizeof(*w));
         if (!w) {
-                call_error(call, "io.svff.InternalError", NULL);
+                if (call)
+                        call_error(call, "io.svff.InternalError", NULL);
                 return;
         }
         w->call = call_ref(call);
@@ -599,6 +614,22 @@ void manager_remove_operation(struct manager *m, struct operation *op) {
         call_unref(op->call);
         free(op);
         manager_notify_status(m);
+        manager_notify_ready(m);
+}
+
+void manager_notify_ready(struct manager *m) {
+        size_t n = 0;
+
+        if (m->ready || !m->serving)
+                return;
+        for (struct operation *op = m->operations; op; op = op->next)
+                if (op->startup)
+                        return;
+        m->ready = true;
+        if (m->snapshot)
+                n = m->snapshot->n_pfs;
+        log_debug("Start-up work done, ready.");
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving; %zu PF(s).", n);
 }
 
 /* ---- events ---- */

@@ -17,7 +17,7 @@
 #include <systemd/sd-event.h>
 #include <json-c/json.h>
 
-#include "config.h"
+#include "config-file.h"
 #include "context.h"
 #include "device.h"
 #include "server.h"
@@ -54,7 +54,8 @@ struct operation {
         const char *phase;
         unsigned done, total;
         uint64_t started_usec;  /* CLOCK_REALTIME */
-        struct call *call;      /* the caller, for progress and the reply */
+        struct call *call;      /* the caller (NULL: svffd's own, e.g. a policy) */
+        bool startup;           /* READY=1 waits for it */
         void *data;             /* the operation's own state */
 };
 
@@ -70,7 +71,7 @@ struct snapshot_waiter {
 struct manager {
         sd_event *event;
         struct cmdline cmdline;
-        struct config config;
+        struct svff_config config;
         char *config_error;     /* why the last reload failed, or NULL */
         gid_t admin_gid;
         bool have_admin_gid;
@@ -100,6 +101,11 @@ struct manager {
 
         struct operation *operations;
 
+        struct autoinit *autoinit;
+        struct udev_watch *udev;
+        bool serving;           /* listening; READY=1 once start-up work is done */
+        bool ready;             /* READY=1 sent */
+
         struct call **subscribers;
         size_t n_subscribers, alloc_subscribers;
 
@@ -117,6 +123,8 @@ int manager_reload_config(struct manager *m);
 /* Applies the settings that may change at run time (log level, admin
  * group, limits). */
 void manager_apply_config(struct manager *m);
+/* The server's limits from the config (and the built-in rest). */
+void manager_server_limits(struct manager *m, struct server_limits *ret);
 
 /* Opens the store; refuses (returns <0, logged with the store's message)
  * when it cannot be read exactly. */
@@ -138,7 +146,8 @@ void manager_sysfs_changed(struct manager *m, const char *pf);
  * the next pass reads it. */
 void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf);
 /* Runs fn(m, call) once a snapshot fresh enough exists (now, or after a
- * pass on the discovery pool). Takes a reference on call. */
+ * pass on the discovery pool). Takes a reference on call, which may be
+ * NULL for svffd's own work. */
 void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn);
 
 /* Operations: one per PF at a time. */
@@ -154,6 +163,9 @@ int manager_subscribe(struct manager *m, struct call *call);
 
 /* Shutdown: stop accepting, end the Monitor streams. */
 void manager_begin_shutdown(struct manager *m);
+
+/* Sends READY=1 once serving and no start-up operation is left. */
+void manager_notify_ready(struct manager *m);
 
 /* sd_notify("STATUS=...") with a summary. */
 void manager_notify_status(struct manager *m);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "context.h"
+#include "autoinit.h"
 #include "interface.h"
 #include "json-util.h"
 #include "log.h"
@@ -189,12 +190,60 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
                                pf->iommu_group >= 0 ? json_object_new_int(pf->iommu_group) : NULL);
         json_object_object_add(o, "netdev", str_or_null(pf->netdev));
         json_object_object_add(o, "desired", desired);
+        {
+                const struct svff_policy *pol = svff_config_find_policy(
+                        &m->config, pf->address, pf->vendor_id, pf->device_id, pf->netdev);
+
+                json_object_object_add(o, "policy", pol ? json_object_new_string(pol->name) : NULL);
+                /* Whether attach may pick this PF's VFs from the pool. */
+                json_object_object_add(o, "pool", json_object_new_boolean(!pol || pol->pool));
+        }
 
         vfs = json_object_new_array_ext((int) pf->n_vfs);
         for (size_t i = 0; i < pf->n_vfs; i++)
                 json_object_array_add(vfs, json_vf(m, &pf->vfs[i]));
         json_object_object_add(o, "vfs", vfs);
         return o;
+}
+
+/* PFs the store records that the host does not have (removed, or not
+ * back yet): each with its desired state, its VF records and their
+ * assignments, all kept. */
+static struct json_object *json_absent(struct manager *m) {
+        struct json_object *a = json_object_new_array();
+        struct snapshot *s = m->snapshot;
+
+        json_object_object_foreach(svff_store_pfs(m->store), pf, rec) {
+                struct json_object *o, *vfs;
+                bool present = false;
+
+                for (size_t i = 0; i < s->n_pfs && !present; i++)
+                        present = streq(s->pfs[i]->address, pf);
+                if (present)
+                        continue;
+                o = json_object_new_object();
+                vfs = json_object_new_array();
+                json_object_object_foreach(svff_store_vfs(m->store), vf, vrec) {
+                        struct json_object *v, *asg = NULL;
+                        const char *vpf = NULL, *orig = NULL;
+
+                        if (svff_json_get_string(vrec, "pf", &vpf) < 0 || !streq(vpf, pf))
+                                continue;
+                        (void) svff_json_get_string_or_null(vrec, "original_driver", &orig);
+                        if (json_object_object_get_ex(svff_store_assignments(m->store), vf, &asg))
+                                asg = json_object_get(asg);
+                        v = json_object_new_object();
+                        json_object_object_add(v, "address", json_object_new_string(vf));
+                        json_object_object_add(v, "original_driver", str_or_null(orig));
+                        json_object_object_add(v, "assigned_to", asg);
+                        json_object_array_add(vfs, v);
+                }
+                json_object_object_add(o, "address", json_object_new_string(pf));
+                json_object_object_add(o, "desired", json_object_get(rec));
+                json_object_object_add(o, "vfs", vfs);
+                json_object_array_add(a, o);
+        }
+        return a;
 }
 
 static void list_answer(struct manager *m, struct call *call) {
@@ -234,6 +283,8 @@ static void list_answer(struct manager *m, struct call *call) {
         }
         p = json_object_new_object();
         json_object_object_add(p, "pfs", pfs);
+        if (!filter)
+                json_object_object_add(p, "absent", json_absent(m));
         r = svff_varlink_encode_reply(p, false, &msg, &len);
         json_object_put(p);
         if (r < 0) {
@@ -365,6 +416,13 @@ static const struct method svff_methods[] = {
         { "Monitor", method_monitor },
 };
 
+#ifdef SVFF_FAULT_POINTS
+/* Test builds only: see autoinit.h. */
+static const struct method debug_methods[] = {
+        { "InjectUevent", method_debug_inject_uevent },
+};
+#endif
+
 static const struct method service_methods[] = {
         { "GetInfo", method_get_info },
         { "GetInterfaceDescription", method_get_interface_description },
@@ -385,6 +443,11 @@ void methods_dispatch(struct call *call, void *userdata) {
         } else if (streq(req->interface, "org.varlink.service")) {
                 table = service_methods;
                 n = ELEMENTSOF(service_methods);
+#ifdef SVFF_FAULT_POINTS
+        } else if (streq(req->interface, "io.svff.Debug")) {
+                table = debug_methods;
+                n = ELEMENTSOF(debug_methods);
+#endif
         } else {
                 call_errorf(call, SVFF_VARLINK_ERROR_INTERFACE_NOT_FOUND, "interface", req->interface, NULL);
                 return;

@@ -80,6 +80,8 @@ struct init_op {
         unsigned numvfs;
         char *driver;
         usec_t timeout;
+        int autoprobe;                  /* -1: leave sriov_drivers_autoprobe off */
+        char *reason;                   /* why, when no caller asked ("policy 'x'") */
 
         /* worker -> main */
         int r;
@@ -106,6 +108,7 @@ static void init_op_free(struct init_op *io) {
                 return;
         svff_ctx_unref(io->ctx);
         free(io->driver);
+        free(io->reason);
         svff_error_free(&io->err);
         svff_pf_free(io->after);
         free(io->first_message);
@@ -162,13 +165,19 @@ no_shortcut:
                 manager_emit(m, NULL, ev);
         }
 
+        /* Without a caller (a policy), the log and the events are all
+         * there is. */
         if (error) {
-                log_warning("Init of PF %s failed: %s", io->pf,
+                log_warning("Init of PF %s%s%s failed: %s", io->pf, io->reason ? " by " : "",
+                            io->reason ?: "",
                             json_object_get_string(json_object_object_get(parameters, "message")));
-                call_error(op->call, error, parameters);
+                if (op->call)
+                        call_error(op->call, error, parameters);
         } else {
-                log_info("PF %s: %u VFs on %s.", io->pf, io->numvfs, io->driver);
-                call_reply(op->call, parameters);
+                log_info("PF %s: %u VFs on %s%s%s.", io->pf, io->numvfs, io->driver,
+                         io->reason ? " by " : "", io->reason ?: "");
+                if (op->call)
+                        call_reply(op->call, parameters);
         }
         json_object_put(parameters);
         manager_remove_operation(m, op);
@@ -271,6 +280,15 @@ static void init_bind_run(void *userdata) {
                 if (b->r < 0)
                         b->message = strdup(svff_error_message(&err));
                 (void) worker_pool_post(io->pool, init_bind_progress, b);
+        }
+        if (io->autoprobe >= 0 && !io->cancelled) {
+                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+                /* Not fatal: the VFs are bound; the setting only affects
+                 * VFs created outside svff. */
+                if (svff_pf_set_autoprobe(io->ctx, io->pf, io->autoprobe, &err) < 0)
+                        svff_ctx_log(io->ctx, LOG_WARNING, __FILE__, __LINE__, __func__,
+                                     "%s, ignoring.", svff_error_message(&err));
         }
         (void) worker_pool_post(io->pool, init_bind_done, io);
 }
@@ -406,12 +424,9 @@ static void init_numvfs_run(void *userdata) {
 
 void method_init(struct manager *m, struct call *call) {
         static const char *const allowed[] = { "pf", "numvfs", "driver", NULL };
-        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-        struct json_object *params = call_request(call)->parameters, *entry, *ev;
+        struct json_object *params = call_request(call)->parameters;
         char pf[SVFF_PCI_ADDR_STRLEN];
         const char *driver = NULL;
-        struct operation *op;
-        struct init_op *io;
         unsigned numvfs;
         int r;
 
@@ -443,29 +458,46 @@ void method_init(struct manager *m, struct call *call) {
                 return;
         }
 
+        (void) operation_init_start(m, call, pf, numvfs, driver, -1, NULL);
+}
+
+int operation_init_start(struct manager *m, struct call *call, const char *pf, unsigned numvfs,
+                         const char *driver, int autoprobe, const char *reason) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *entry, *ev;
+        struct operation *op;
+        struct init_op *io;
+        int r;
+
         op = manager_find_operation(m, pf);
         if (op) {
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
-                            "An %s of PF %s is in progress (%s, %u/%u); wait for it ('svffctl status').",
-                            op->kind, pf, op->phase, op->done, op->total);
-                return;
+                if (call)
+                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                                    "An %s of PF %s is in progress (%s, %u/%u); wait for it ('svffctl status').",
+                                    op->kind, pf, op->phase, op->done, op->total);
+                return -EBUSY;
         }
 
         io = calloc(1, sizeof(*io));
         if (!io) {
-                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
-                return;
+                if (call)
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return -ENOMEM;
         }
         io->pool = m->ops_pool;
         io->ctx = svff_ctx_ref(m->ctx);
         snprintf(io->pf, sizeof(io->pf), "%s", pf);
         io->numvfs = numvfs;
         io->driver = strdup(driver);
+        io->autoprobe = autoprobe;
+        io->reason = reason ? strdup(reason) : NULL;
         io->timeout = m->config.numvfs_timeout_usec;
-        if (!io->driver || manager_add_operation(m, pf, "init", call, &op) < 0) {
+        if (!io->driver || (reason && !io->reason) ||
+            manager_add_operation(m, pf, "init", call, &op) < 0) {
                 init_op_free(io);
-                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
-                return;
+                if (call)
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return -ENOMEM;
         }
         io->op = op;
         op->data = io;
@@ -490,19 +522,25 @@ void method_init(struct manager *m, struct call *call) {
                 json_object_object_add(p, "path", json_object_new_string(svff_store_path(m->store)));
                 json_object_object_add(p, "message", json_object_new_string(
                         svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r)));
-                call_error(call, SVFF_ERROR_STORE, p);
+                if (call)
+                        call_error(call, SVFF_ERROR_STORE, p);
                 json_object_put(p);
                 manager_remove_operation(m, op);
                 init_op_free(io);
-                return;
+                return r;
         }
 
-        log_info("Init of PF %s to %u VFs on %s requested by uid %u.", pf, numvfs, driver,
-                 (unsigned) call_peer(call)->uid);
+        if (call)
+                log_info("Init of PF %s to %u VFs on %s requested by uid %u.", pf, numvfs, driver,
+                         (unsigned) call_peer(call)->uid);
+        else
+                log_info("Init of PF %s to %u VFs on %s by %s.", pf, numvfs, driver, strna(reason));
         ev = event_new("init-started", pf, pf);
         if (ev) {
                 json_object_object_add(ev, "total", json_object_new_int64(numvfs));
                 json_object_object_add(ev, "driver", json_object_new_string(driver));
+                if (reason)
+                        json_object_object_add(ev, "reason", json_object_new_string(reason));
         }
         manager_emit(m, op, ev);
 
@@ -513,6 +551,7 @@ void method_init(struct manager *m, struct call *call) {
                 json_object_object_add(p, "message", json_object_new_string("svffd is shutting down"));
                 init_finish(io, SVFF_ERROR_SHUTTING_DOWN, p, true);
         }
+        return 0;
 }
 
 /* ---- Release ---- */

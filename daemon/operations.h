@@ -24,3 +24,12 @@
 
 /* The typed io.svff error for a -errno from the core. */
 const char *operation_error_name(int r);
+
+/* Starts an Init of pf (numvfs VFs on driver). call may be NULL when
+ * svffd itself starts it (a PF policy; reason says which): then the
+ * outcome is logged and sent to Monitor subscribers only. autoprobe >= 0
+ * writes sriov_drivers_autoprobe once the VFs are bound. With a call,
+ * every failure has been answered. -EBUSY: an operation on pf is in
+ * progress. */
+int operation_init_start(struct manager *m, struct call *call, const char *pf, unsigned numvfs,
+                         const char *driver, int autoprobe, const char *reason);

@@ -12,11 +12,13 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
-#include "config.h"
+#include "autoinit.h"
+#include "config-file.h"
 #include "log.h"
 #include "manager.h"
 #include "methods.h"
 #include "reconcile.h"
+#include "udev.h"
 
 static void help(void) {
         printf("Usage: svffd [OPTIONS]\n"
@@ -187,6 +189,7 @@ static int run(int argc, char *argv[]) {
         _cleanup_(manager_freep) struct manager *m = NULL;
         struct cmdline cmdline = { .log_level = -1 };
         size_t n_drift;
+        unsigned n_started;
         int r;
 
         log_setup(LOG_TARGET_AUTO);
@@ -268,19 +271,35 @@ static int run(int argc, char *argv[]) {
                 log_warning("Continuing without a picture of the PFs; List will retry.");
         n_drift = reconcile_log(m);
 
-        r = server_new(event, &m->config.limits, methods_dispatch, m, &m->server);
+        {
+                struct server_limits limits;
+
+                manager_server_limits(m, &limits);
+                r = server_new(event, &limits, methods_dispatch, m, &m->server);
+        }
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the varlink server: %m");
         r = setup_listening(m);
         if (r < 0)
                 return r;
 
-        log_info("svffd %s serving; store '%s' generation %llu, %zu PF(s) under '%s', %zu drift(s).",
+        /* PF policies (and the bindings stored assignments need) before
+         * READY=1: units ordered after svffd, libvirt's among them, find
+         * the VFs in place. The udev monitor covers PFs that come later. */
+        r = autoinit_new(m, &m->autoinit);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up auto-init: %m");
+        r = udev_watch_new(m, &m->udev);
+        if (r < 0)
+                log_warning_errno(r, "Failed to watch PCI uevents, PFs that appear later need 'svffctl init': %m");
+        n_started = autoinit_startup(m);
+
+        log_info("svffd %s serving; store '%s' generation %llu, %zu PF(s) under '%s', %zu drift(s), %u policy init(s).",
                  PACKAGE_VERSION, svff_store_path(m->store),
                  (unsigned long long) svff_store_generation(m->store),
-                 m->snapshot ? m->snapshot->n_pfs : 0, m->config.sysfs_root, n_drift);
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving; %zu PF(s), %zu drift(s).",
-                          m->snapshot ? m->snapshot->n_pfs : 0, n_drift);
+                 m->snapshot ? m->snapshot->n_pfs : 0, m->config.sysfs_root, n_drift, n_started);
+        m->serving = true;
+        manager_notify_ready(m);
 
         r = sd_event_loop(event);
         if (r < 0)

@@ -189,3 +189,22 @@ int svff_pf_set_numvfs(struct svff_ctx *ctx, const char *pf_address, unsigned nu
                                       pf, (unsigned long long) after, numvfs, (unsigned long long) after);
         return 0;
 }
+
+int svff_pf_set_autoprobe(struct svff_ctx *ctx, const char *pf_address, bool autoprobe,
+                          struct svff_error *err) {
+        _cleanup_free_ char *path = NULL;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        int r;
+
+        if (!ctx)
+                return -EINVAL;
+        r = svff_dev_canonicalize(pf_address, pf, err);
+        if (r < 0)
+                return r;
+        if (asprintf(&path, "bus/pci/devices/%s/sriov_drivers_autoprobe", pf) < 0)
+                return -ENOMEM;
+        r = svff_sysfs_write(svff_ctx_get_rootfd(ctx), path, autoprobe ? "1" : "0");
+        if (r < 0)
+                return step_failed(ctx, err, r, pf, "writing sriov_drivers_autoprobe");
+        return 0;
+}

@@ -32,6 +32,12 @@
 int svff_pf_set_numvfs(struct svff_ctx *ctx, const char *pf_address, unsigned numvfs,
                        usec_t timeout_usec, struct svff_error *err);
 
+/* Writes sriov_drivers_autoprobe: whether VFs created from now on probe
+ * their default driver. svff_pf_set_numvfs() turns it off; a PF policy
+ * may want it back on afterwards. */
+int svff_pf_set_autoprobe(struct svff_ctx *ctx, const char *pf_address, bool autoprobe,
+                          struct svff_error *err);
+
 /* Parses a user-supplied VF count ("4"). -EINVAL for non-numeric, negative,
  * empty or trailing text; -ERANGE above 65535. */
 int svff_numvfs_parse(const char *s, unsigned *ret);

@@ -104,3 +104,20 @@ sys_driver() {
 sys_vf() { basename "$(readlink "$SYS/bus/pci/devices/$1/virtfn$2")"; }
 sys_group() { basename "$(readlink "$SYS/bus/pci/devices/$1/iommu_group")"; }
 printf '{}\n' > "$T/svff.conf"
+
+# varlink_call METHOD [PARAMS-JSON]: one call on $SOCK, the reply on stdout.
+varlink_call() {
+        python3 - "$SOCK" "$1" "${2:-{\}}" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(json.dumps({"method": sys.argv[2], "parameters": json.loads(sys.argv[3])}).encode() + b"\0")
+buf = b""
+while not buf.endswith(b"\0"):
+    d = s.recv(65536)
+    if not d:
+        break
+    buf += d
+print(buf.rstrip(b"\0").decode())
+PY
+}

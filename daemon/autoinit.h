@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Auto-init: PF policies (svff.conf "policies") applied without anyone
+ * asking.
+ *
+ *   start-up   every PF present gets its policy; a PF whose VFs carry
+ *              assignments gets its stored count and bindings back, so
+ *              the domains find them (svffd is ordered before libvirt
+ *              and says READY=1 only once these are done);
+ *   add/bind   a PF that appears (udev, or an injected event) gets its
+ *              policy, or else the state svff recorded for it, once it
+ *              has been quiet for settle-msec;
+ *   reload     the policies as changed, over the PFs present;
+ *   remove     the PF and its assignments are absent: List shows them
+ *              under "absent", Status as drift, Monitor as pf-removed;
+ *              the store keeps every record.
+ *
+ * Auto-init never changes the VF count of a PF with assigned VFs.
+ *
+ * Everything runs on the main thread; the sysfs work is an ordinary Init
+ * operation on the ops pool. autoinit_handle_uevent() is what the udev
+ * monitor calls, and what tests drive directly through
+ * io.svff.Debug.InjectUevent (compiled with --enable-fault-points). */
+
+#include "manager.h"
+
+struct autoinit;
+
+int autoinit_new(struct manager *m, struct autoinit **ret);
+struct autoinit *autoinit_free(struct autoinit *a);
+
+/* A PCI uevent: action "add", "bind" or "remove" (others are ignored),
+ * address the device's PCI address. VFs and devices without SR-IOV are
+ * ignored. */
+void autoinit_handle_uevent(struct manager *m, const char *action, const char *address);
+
+/* Start-up pass over the current snapshot. Returns how many Init
+ * operations it started. */
+unsigned autoinit_startup(struct manager *m);
+
+/* After a reload: the policies, as they now read, over the current
+ * snapshot. */
+void autoinit_reload(struct manager *m);
+
+#ifdef SVFF_FAULT_POINTS
+/* io.svff.Debug.InjectUevent(action, device): a test's way into
+ * autoinit_handle_uevent(), since libudev cannot watch a simulated
+ * sysfs. Root only. */
+void method_debug_inject_uevent(struct manager *m, struct call *call);
+#endif

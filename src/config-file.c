@@ -1,0 +1,905 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "config-file.h"
+#include "varlink.h"
+
+#define CONFIG_FILE_MAX (1024 * 1024)
+#define CONFIG_DROPINS_MAX 256
+#define POLICIES_MAX 1024
+#define DRIVER_NAME_MAX 64
+#define IFNAME_MAX 15
+
+static const char *const level_names[] = {
+        [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit",
+        [LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+        [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+};
+
+int svff_log_level_from_string(const char *s) {
+        char *end;
+        long l;
+
+        if (!s || !*s)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(level_names); i++)
+                if (streq(s, level_names[i]))
+                        return (int) i;
+        if (streq(s, "error"))
+                return LOG_ERR;
+        if (streq(s, "warn"))
+                return LOG_WARNING;
+        errno = 0;
+        l = strtol(s, &end, 10);
+        if (errno != 0 || *end || l < LOG_EMERG || l > LOG_DEBUG)
+                return -EINVAL;
+        return (int) l;
+}
+
+const char *svff_log_level_to_string(int level) {
+        if (level < 0 || level >= (int) ELEMENTSOF(level_names))
+                return "?";
+        return level_names[level];
+}
+
+int svff_config_init(struct svff_config *cfg) {
+        *cfg = (struct svff_config) {
+                .socket = strdup(SVFFD_SOCKET_DEFAULT),
+                .state_dir = strdup(SVFFD_STATE_DIR_DEFAULT),
+                .sysfs_root = strdup("/sys"),
+                .libvirt_uri = strdup("qemu:///system"),
+                .log_level = LOG_INFO,
+                .admin_group = NULL,
+                .vf_driver = strdup("vfio-pci"),
+                .numvfs_timeout_usec = 30 * 1000000ULL,
+                .detach_timeout_usec = 10 * 1000000ULL,
+                .qmp_timeout_usec = 5 * 1000000ULL,
+                .device_pause_command = strdup("x-svff-device-pause"),
+                .settle_usec = 500 * 1000ULL,
+                .list_max_age_usec = 1000 * 1000ULL,
+                .workers = 2,
+                .limits = {
+                        .max_message = SVFF_VARLINK_MESSAGE_MAX,
+                        .max_connections = 1024,
+                        .max_connections_per_uid = 128,
+                        .idle_timeout_usec = 60 * 1000000ULL,
+                },
+        };
+        if (!cfg->socket || !cfg->state_dir || !cfg->sysfs_root || !cfg->libvirt_uri ||
+            !cfg->vf_driver || !cfg->device_pause_command) {
+                svff_config_done(cfg);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static void policy_done(struct svff_policy *p) {
+        free(p->name);
+        free(p->origin);
+        free(p->interface);
+        free(p->vf_driver);
+        *p = (struct svff_policy) {};
+}
+
+void svff_config_done(struct svff_config *cfg) {
+        free(cfg->socket);
+        free(cfg->state_dir);
+        free(cfg->sysfs_root);
+        free(cfg->libvirt_uri);
+        free(cfg->admin_group);
+        free(cfg->vf_driver);
+        free(cfg->device_pause_command);
+        for (size_t i = 0; i < cfg->n_policies; i++)
+                policy_done(&cfg->policies[i]);
+        free(cfg->policies);
+        *cfg = (struct svff_config) {};
+}
+
+static int dup_or_null(const char *s, char **ret) {
+        if (!s) {
+                *ret = NULL;
+                return 0;
+        }
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int policy_copy(const struct svff_policy *from, struct svff_policy *to) {
+        struct svff_policy p = *from;
+
+        p.name = p.origin = p.interface = p.vf_driver = NULL;
+        if (dup_or_null(from->name, &p.name) < 0 || dup_or_null(from->origin, &p.origin) < 0 ||
+            dup_or_null(from->interface, &p.interface) < 0 ||
+            dup_or_null(from->vf_driver, &p.vf_driver) < 0) {
+                policy_done(&p);
+                return -ENOMEM;
+        }
+        *to = p;
+        return 0;
+}
+
+int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
+        struct svff_config c = *from;
+        int r = 0;
+
+        c.socket = c.state_dir = c.sysfs_root = c.libvirt_uri = c.admin_group = c.vf_driver =
+                c.device_pause_command = NULL;
+        c.policies = NULL;
+        c.n_policies = 0;
+        if (dup_or_null(from->socket, &c.socket) < 0 ||
+            dup_or_null(from->state_dir, &c.state_dir) < 0 ||
+            dup_or_null(from->sysfs_root, &c.sysfs_root) < 0 ||
+            dup_or_null(from->libvirt_uri, &c.libvirt_uri) < 0 ||
+            dup_or_null(from->admin_group, &c.admin_group) < 0 ||
+            dup_or_null(from->vf_driver, &c.vf_driver) < 0 ||
+            dup_or_null(from->device_pause_command, &c.device_pause_command) < 0)
+                r = -ENOMEM;
+        if (r >= 0 && from->n_policies > 0) {
+                c.policies = calloc(from->n_policies, sizeof(*c.policies));
+                if (!c.policies)
+                        r = -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < from->n_policies; i++) {
+                        r = policy_copy(&from->policies[i], &c.policies[i]);
+                        if (r >= 0)
+                                c.n_policies++;
+                }
+        }
+        if (r < 0) {
+                svff_config_done(&c);
+                return r;
+        }
+        *to = c;
+        return 0;
+}
+
+/* ---- one file ---- */
+
+/* A file being applied: its text (to find a key's line), the path of
+ * keys being looked at, and every problem found so far. */
+struct parser {
+        const char *path;
+        const char *data;
+        const char *keys[4];
+        size_t depth;
+        char *errors;           /* one problem per line */
+        int first_r;
+};
+
+/* Line of byte offset off in data (1-based). */
+static unsigned line_of(const char *data, size_t off) {
+        unsigned line = 1;
+
+        for (size_t i = 0; i < off && data[i]; i++)
+                if (data[i] == '\n')
+                        line++;
+        return line;
+}
+
+/* Where "key": is, searching from offset from. json-c has parsed the
+ * text already and keeps no positions; this only finds the line to show.
+ * A quote inside a string is escaped, so it cannot look like one. */
+static const char *find_key(const char *from, const char *key) {
+        size_t n = strlen(key);
+
+        for (const char *s = strchr(from, '"'); s; s = strchr(s + 1, '"')) {
+                const char *e;
+
+                if (!strneq(s + 1, key, n) || s[1 + n] != '"')
+                        continue;
+                e = s + 2 + n;
+                e += strspn(e, " \t\r\n");
+                if (*e == ':')
+                        return s;
+        }
+        return NULL;
+}
+
+/* The line of the innermost key of p->keys that can be found. */
+static unsigned key_line(struct parser *p) {
+        const char *at = p->data;
+
+        for (size_t i = 0; i < p->depth; i++) {
+                const char *k = find_key(at, p->keys[i]);
+
+                if (!k)
+                        break;
+                at = k;
+        }
+        return at == p->data ? 1 : line_of(p->data, (size_t) (at - p->data));
+}
+
+static void key_name(struct parser *p, char *buf, size_t size) {
+        size_t len = 0;
+
+        buf[0] = 0;
+        for (size_t i = 0; i < p->depth && len < size; i++)
+                len += (size_t) snprintf(buf + len, size - len, "%s%s", i ? "." : "", p->keys[i]);
+}
+
+static int add_error(struct parser *p, int r, unsigned line, const char *msg) {
+        char *n;
+
+        if (asprintf(&n, "%s%s%s:%u: %s", p->errors ?: "", p->errors ? "\n" : "", p->path, line,
+                     msg) < 0)
+                return -ENOMEM;
+        free(p->errors);
+        p->errors = n;
+        if (p->first_r == 0)
+                p->first_r = r;
+        return r;
+}
+
+/* Records "FILE:LINE: key 'K' <problem>" for the key being looked at. */
+static int key_error(struct parser *p, int r, const char *fmt, ...) _printf_(3, 4);
+static int key_error(struct parser *p, int r, const char *fmt, ...) {
+        char key[256], what[512], msg[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        key_name(p, key, sizeof(key));
+        snprintf(msg, sizeof(msg), "key '%s' %s", key, what);
+        return add_error(p, r, key_line(p), msg);
+}
+
+static int push(struct parser *p, const char *key) {
+        if (p->depth >= ELEMENTSOF(p->keys))
+                return -E2BIG;
+        p->keys[p->depth++] = key;
+        return 0;
+}
+
+static void pop(struct parser *p) {
+        p->depth--;
+}
+
+static int get_string(struct parser *p, struct json_object *v, char **slot, bool nullable,
+                      size_t max) {
+        char *s;
+
+        if (nullable && !v) {
+                free(*slot);
+                *slot = NULL;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
+            (size_t) json_object_get_string_len(v) > max)
+                return key_error(p, -EINVAL, "must be a non-empty string%s%s",
+                                 max < PATH_MAX ? " (short)" : "", nullable ? " or null" : "");
+        s = strdup(json_object_get_string(v));
+        if (!s)
+                return -ENOMEM;
+        free(*slot);
+        *slot = s;
+        return 0;
+}
+
+static int get_uint(struct parser *p, struct json_object *v, uint64_t min, uint64_t max,
+                    uint64_t *ret) {
+        int64_t i;
+
+        if (!json_object_is_type(v, json_type_int))
+                return key_error(p, -EINVAL, "must be an integer");
+        i = json_object_get_int64(v);
+        /* json-c saturates out-of-range numbers at INT64_MIN/MAX (and
+         * UINT64_MAX); those fail the range check below too. */
+        if (i < 0 || (uint64_t) i < min || (uint64_t) i > max || json_object_get_uint64(v) > max)
+                return key_error(p, -ERANGE, "must be between %llu and %llu",
+                                 (unsigned long long) min, (unsigned long long) max);
+        *ret = (uint64_t) i;
+        return 0;
+}
+
+static int get_bool(struct parser *p, struct json_object *v, bool *ret) {
+        if (!json_object_is_type(v, json_type_boolean))
+                return key_error(p, -EINVAL, "must be true or false");
+        *ret = json_object_get_boolean(v);
+        return 0;
+}
+
+static bool driver_name_valid(const char *d) {
+        size_t n = strlen(d);
+
+        if (n == 0 || n > DRIVER_NAME_MAX || streq(d, ".") || streq(d, ".."))
+                return false;
+        return strspn(d, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == n;
+}
+
+static int get_driver(struct parser *p, struct json_object *v, char **slot) {
+        int r = get_string(p, v, slot, false, DRIVER_NAME_MAX);
+
+        if (r < 0)
+                return r;
+        if (!driver_name_valid(*slot))
+                return key_error(p, -EINVAL, "must be a driver name such as vfio-pci");
+        return 0;
+}
+
+static int parse_id(const char *s, unsigned *ret_vendor, unsigned *ret_device) {
+        const char *hex = "0123456789abcdefABCDEF";
+
+        if (strlen(s) != 9 || s[4] != ':' || strspn(s, hex) != 4 || strspn(s + 5, hex) != 4)
+                return -EINVAL;
+        *ret_vendor = (unsigned) strtoul(s, NULL, 16);
+        *ret_device = (unsigned) strtoul(s + 5, NULL, 16);
+        return 0;
+}
+
+static int parse_match(struct parser *p, struct json_object *o, struct svff_policy *pol) {
+        unsigned n = 0;
+        int r = 0;
+
+        if (!json_object_is_type(o, json_type_object))
+                return key_error(p, -EINVAL, "must be an object with one of 'address', 'id', 'interface'");
+
+        json_object_object_foreach(o, key, val) {
+                int k;
+
+                if (push(p, key) < 0)
+                        return -E2BIG;
+                if (!json_object_is_type(val, json_type_string))
+                        k = key_error(p, -EINVAL, "must be a string");
+                else if (streq(key, "address")) {
+                        pol->match = SVFF_POLICY_MATCH_ADDRESS;
+                        k = svff_pci_addr_canonicalize(json_object_get_string(val), pol->address);
+                        if (k < 0)
+                                k = key_error(p, -EINVAL, "must be a PCI address such as 0000:3b:00.0");
+                } else if (streq(key, "id")) {
+                        pol->match = SVFF_POLICY_MATCH_ID;
+                        k = parse_id(json_object_get_string(val), &pol->vendor_id, &pol->device_id);
+                        if (k < 0)
+                                k = key_error(p, -EINVAL, "must be VENDOR:DEVICE in hex, such as 10ee:903f");
+                } else if (streq(key, "interface")) {
+                        const char *ifn = json_object_get_string(val);
+
+                        pol->match = SVFF_POLICY_MATCH_INTERFACE;
+                        k = 0;
+                        if (*ifn == 0 || strlen(ifn) > IFNAME_MAX || strpbrk(ifn, "/: \t\n") ||
+                            streq(ifn, ".") || streq(ifn, ".."))
+                                k = key_error(p, -EINVAL, "must be a network interface name");
+                        else if (!(pol->interface = strdup(ifn)))
+                                k = -ENOMEM;
+                } else
+                        k = key_error(p, -EINVAL, "is unknown: match on 'address', 'id' or 'interface'");
+                pop(p);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0 && r == 0)
+                        r = k;
+                n++;
+        }
+        if (r < 0)
+                return r;
+        if (n != 1)
+                return key_error(p, -EINVAL, "must hold exactly one of 'address', 'id', 'interface'");
+        return 0;
+}
+
+static int parse_policy(struct parser *p, const char *name, struct json_object *o,
+                        struct svff_policy *ret) {
+        struct svff_policy pol = { .numvfs = -1, .autoprobe = -1, .pool = true };
+        bool have_match = false;
+        int r = 0;
+
+        if (!json_object_is_type(o, json_type_object))
+                return key_error(p, -EINVAL, "must be an object (or null to drop the policy)");
+
+        json_object_object_foreach(o, key, val) {
+                uint64_t v;
+                bool b = false;
+                int k;
+
+                if (push(p, key) < 0)
+                        return -E2BIG;
+                if (streq(key, "match")) {
+                        k = parse_match(p, val, &pol);
+                        have_match = true;
+                } else if (streq(key, "numvfs")) {
+                        k = get_uint(p, val, 0, 65535, &v);
+                        if (k >= 0)
+                                pol.numvfs = (int) v;
+                } else if (streq(key, "vf-driver"))
+                        k = get_driver(p, val, &pol.vf_driver);
+                else if (streq(key, "autoprobe")) {
+                        k = get_bool(p, val, &b);
+                        if (k >= 0)
+                                pol.autoprobe = b;
+                } else if (streq(key, "pool"))
+                        k = get_bool(p, val, &pol.pool);
+                else
+                        k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf-driver, autoprobe, pool)");
+                pop(p);
+                if (k == -ENOMEM) {
+                        policy_done(&pol);
+                        return k;
+                }
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        if (r >= 0 && !have_match)
+                r = key_error(p, -EINVAL, "needs a 'match'");
+        if (r >= 0) {
+                char origin[PATH_MAX + 16];
+
+                snprintf(origin, sizeof(origin), "%s:%u", p->path, key_line(p));
+                pol.name = strdup(name);
+                pol.origin = strdup(origin);
+                if (!pol.name || !pol.origin)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                policy_done(&pol);
+                return r;
+        }
+        *ret = pol;
+        return 0;
+}
+
+static void drop_policy(struct svff_config *c, const char *name) {
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (streq(c->policies[i].name, name)) {
+                        policy_done(&c->policies[i]);
+                        memmove(&c->policies[i], &c->policies[i + 1],
+                                (c->n_policies - i - 1) * sizeof(*c->policies));
+                        c->n_policies--;
+                        return;
+                }
+}
+
+/* Replaces or adds pol (taken), keeping the array sorted by name so that
+ * ties between equally specific policies break the same way each time. */
+static int put_policy(struct svff_config *c, struct svff_policy *pol) {
+        struct svff_policy *n;
+        size_t i;
+
+        drop_policy(c, pol->name);
+        if (c->n_policies >= POLICIES_MAX)
+                return -E2BIG;
+        n = realloc(c->policies, (c->n_policies + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        c->policies = n;
+        for (i = 0; i < c->n_policies && strcmp(n[i].name, pol->name) < 0; i++)
+                ;
+        memmove(&n[i + 1], &n[i], (c->n_policies - i) * sizeof(*n));
+        n[i] = *pol;
+        *pol = (struct svff_policy) {};
+        c->n_policies++;
+        return 0;
+}
+
+static int apply_policies(struct parser *p, struct svff_config *c, struct json_object *o) {
+        int r = 0;
+
+        if (!json_object_is_type(o, json_type_object))
+                return key_error(p, -EINVAL, "must be an object of named policies");
+
+        json_object_object_foreach(o, name, val) {
+                struct svff_policy pol;
+                int k;
+
+                if (push(p, name) < 0)
+                        return -E2BIG;
+                if (!val) {
+                        drop_policy(c, name);
+                        k = 0;
+                } else {
+                        k = parse_policy(p, name, val, &pol);
+                        if (k >= 0) {
+                                k = put_policy(c, &pol);
+                                if (k < 0) {
+                                        policy_done(&pol);
+                                        if (k == -E2BIG)
+                                                k = key_error(p, k, "is one policy too many (at most %d)",
+                                                              POLICIES_MAX);
+                                }
+                        }
+                }
+                pop(p);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        return r;
+}
+
+static int apply_limits(struct parser *p, struct svff_config *c, struct json_object *o) {
+        int r = 0;
+
+        if (!json_object_is_type(o, json_type_object))
+                return key_error(p, -EINVAL, "must be an object");
+
+        json_object_object_foreach(o, key, val) {
+                uint64_t v;
+                int k;
+
+                if (push(p, key) < 0)
+                        return -E2BIG;
+                if (streq(key, "max-connections")) {
+                        k = get_uint(p, val, 1, 65536, &v);
+                        if (k >= 0)
+                                c->limits.max_connections = (unsigned) v;
+                } else if (streq(key, "max-connections-per-uid")) {
+                        k = get_uint(p, val, 1, 65536, &v);
+                        if (k >= 0)
+                                c->limits.max_connections_per_uid = (unsigned) v;
+                } else if (streq(key, "max-message-bytes")) {
+                        k = get_uint(p, val, 1024, 64 * 1024 * 1024, &v);
+                        if (k >= 0)
+                                c->limits.max_message = (size_t) v;
+                } else if (streq(key, "idle-timeout-sec")) {
+                        k = get_uint(p, val, 0, 86400, &v);
+                        if (k >= 0)
+                                c->limits.idle_timeout_usec = v * 1000000ULL;
+                } else if (streq(key, "idle-timeout-msec")) {
+                        k = get_uint(p, val, 0, 86400000, &v);
+                        if (k >= 0)
+                                c->limits.idle_timeout_usec = v * 1000ULL;
+                } else
+                        k = key_error(p, -EINVAL, "is unknown");
+                pop(p);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        return r;
+}
+
+/* A duration key: NAME-sec (or NAME-msec) in [min, max] seconds. */
+static int get_usec(struct parser *p, struct json_object *v, uint64_t unit_usec, uint64_t min,
+                    uint64_t max, uint64_t *ret) {
+        uint64_t x;
+        int r = get_uint(p, v, min, max, &x);
+
+        if (r >= 0)
+                *ret = x * unit_usec;
+        return r;
+}
+
+static int apply(struct parser *p, struct svff_config *c, struct json_object *root) {
+        int r = 0;
+
+        if (!json_object_is_type(root, json_type_object))
+                return add_error(p, -EINVAL, 1, "the top level must be a JSON object");
+
+        json_object_object_foreach(root, key, val) {
+                uint64_t v;
+                int k;
+
+                if (push(p, key) < 0)
+                        return -E2BIG;
+                if (streq(key, "socket"))
+                        k = get_string(p, val, &c->socket, false, PATH_MAX);
+                else if (streq(key, "state-dir"))
+                        k = get_string(p, val, &c->state_dir, false, PATH_MAX);
+                else if (streq(key, "sysfs-root"))
+                        k = get_string(p, val, &c->sysfs_root, false, PATH_MAX);
+                else if (streq(key, "libvirt-uri"))
+                        k = get_string(p, val, &c->libvirt_uri, false, PATH_MAX);
+                else if (streq(key, "admin-group"))
+                        k = get_string(p, val, &c->admin_group, true, PATH_MAX);
+                else if (streq(key, "vf-driver"))
+                        k = get_driver(p, val, &c->vf_driver);
+                else if (streq(key, "device-pause-command"))
+                        k = get_string(p, val, &c->device_pause_command, false, 128);
+                else if (streq(key, "log-level")) {
+                        int l = json_object_is_type(val, json_type_string)
+                                        ? svff_log_level_from_string(json_object_get_string(val))
+                                        : -EINVAL;
+                        k = l < 0 ? key_error(p, -EINVAL, "must be one of err, warning, notice, info, debug")
+                                  : 0;
+                        if (l >= 0)
+                                c->log_level = l;
+                } else if (streq(key, "numvfs-timeout-sec"))
+                        k = get_usec(p, val, 1000000ULL, 1, 3600, &c->numvfs_timeout_usec);
+                else if (streq(key, "detach-timeout-sec"))
+                        k = get_usec(p, val, 1000000ULL, 1, 3600, &c->detach_timeout_usec);
+                else if (streq(key, "qmp-timeout-sec"))
+                        k = get_usec(p, val, 1000000ULL, 1, 600, &c->qmp_timeout_usec);
+                else if (streq(key, "settle-msec"))
+                        k = get_usec(p, val, 1000ULL, 0, 60000, &c->settle_usec);
+                else if (streq(key, "list-max-age-msec"))
+                        k = get_usec(p, val, 1000ULL, 0, 3600000, &c->list_max_age_usec);
+                else if (streq(key, "workers")) {
+                        k = get_uint(p, val, 1, 64, &v);
+                        if (k >= 0)
+                                c->workers = (unsigned) v;
+                } else if (streq(key, "limits"))
+                        k = apply_limits(p, c, val);
+                else if (streq(key, "policies"))
+                        k = apply_policies(p, c, val);
+                else
+                        k = key_error(p, -EINVAL, "is unknown");
+                pop(p);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        return r;
+}
+
+static bool is_dev_null(const struct stat *st) {
+        return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
+}
+
+/* Reads path into *ret (NUL-terminated). */
+static int read_file(const char *path, char **ret, size_t *ret_len, struct svff_error *err) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *data = NULL;
+        struct stat st;
+        size_t len = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return svff_error_set_errno(err, -errno, "Failed to open config file '%s'", path);
+        if (fstat(fd, &st) < 0)
+                return svff_error_set_errno(err, -errno, "Failed to stat config file '%s'", path);
+        /* /dev/null is the usual way to say "no settings". */
+        if (!S_ISREG(st.st_mode) && !is_dev_null(&st))
+                return svff_error_set(err, -EINVAL, "%s: not a regular file", path);
+        if (st.st_size > CONFIG_FILE_MAX)
+                return svff_error_set(err, -EFBIG, "%s: larger than %d bytes", path, CONFIG_FILE_MAX);
+
+        data = malloc((size_t) st.st_size + 1);
+        if (!data)
+                return -ENOMEM;
+        while (len < (size_t) st.st_size) {
+                ssize_t n = read(fd, data + len, (size_t) st.st_size - len);
+                if (n < 0)
+                        return svff_error_set_errno(err, -errno, "Failed to read config file '%s'", path);
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        data[len] = 0;
+        *ret = TAKE_PTR(data);
+        *ret_len = len;
+        return 0;
+}
+
+/* Parses data into *ret; NULL for a file with nothing but whitespace. */
+static int parse_json(struct parser *p, const char *data, size_t len, struct json_object **ret) {
+        struct json_tokener *tok;
+        struct json_object *root;
+        size_t off;
+        enum json_tokener_error e;
+
+        if (strspn(data, " \t\r\n") == len) {
+                *ret = NULL;
+                return 0;
+        }
+        tok = json_tokener_new_ex(16);
+        if (!tok)
+                return -ENOMEM;
+        root = json_tokener_parse_ex(tok, data, (int) len);
+        off = json_tokener_get_parse_end(tok);
+        e = json_tokener_get_error(tok);
+        json_tokener_free(tok);
+        /* Whitespace after the document is fine. */
+        if (root && (off >= len || strspn(data + off, " \t\r\n") == len - off)) {
+                *ret = root;
+                return 0;
+        }
+        json_object_put(root);
+        return add_error(p, -EINVAL, line_of(data, off),
+                         e == json_tokener_success ? "trailing text after the JSON object"
+                         : e == json_tokener_continue ? "unexpected end of file"
+                                                      : json_tokener_error_desc(e));
+}
+
+/* Applies one file over c (partly, when it fails: callers work on a
+ * copy). Problems are appended to *errors. */
+static int apply_file(struct svff_config *c, const char *path, char **errors,
+                      struct svff_error *err) {
+        _cleanup_free_ char *data = NULL;
+        struct parser p = { .path = path };
+        struct json_object *root = NULL;
+        size_t len = 0;
+        int r;
+
+        r = read_file(path, &data, &len, err);
+        if (r < 0)
+                return r;
+        p.data = data;
+        p.errors = *errors;
+        r = parse_json(&p, data, len, &root);
+        if (r >= 0 && root)
+                r = apply(&p, c, root);
+        json_object_put(root);
+        *errors = p.errors;
+        return r;
+}
+
+static int finish(int r, char *errors, struct svff_error *err) {
+        if (r < 0 && errors)
+                svff_error_set(err, r, "%s", errors);
+        free(errors);
+        return r;
+}
+
+int svff_config_load_file(struct svff_config *cfg, const char *path, struct svff_error *err) {
+        struct svff_config c;
+        char *errors = NULL;
+        int r;
+
+        r = svff_config_copy(cfg, &c);
+        if (r < 0)
+                return r;
+        r = apply_file(&c, path, &errors, err);
+        if (r < 0) {
+                svff_config_done(&c);
+                return finish(r, errors, err);
+        }
+        svff_config_done(cfg);
+        *cfg = c;
+        return finish(0, errors, err);
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The *.conf names in dir, sorted; an empty list when dir is missing. */
+static int list_dropins(const char *dir, char ***ret, size_t *ret_n, struct svff_error *err) {
+        _cleanup_closedir_ DIR *d = NULL;
+        char **l = NULL;
+        size_t n = 0;
+        struct dirent *de;
+
+        d = opendir(dir);
+        if (!d) {
+                if (errno == ENOENT || errno == ENOTDIR) {
+                        *ret = NULL;
+                        *ret_n = 0;
+                        return 0;
+                }
+                return svff_error_set_errno(err, -errno, "Failed to open drop-in directory '%s'", dir);
+        }
+        while ((errno = 0, de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                char **nl;
+
+                /* Hidden files are editors' and package managers' leftovers. */
+                if (de->d_name[0] == '.' || len <= 5 || !streq(de->d_name + len - 5, ".conf"))
+                        continue;
+                if (n >= CONFIG_DROPINS_MAX) {
+                        strv_free(l);
+                        return svff_error_set(err, -E2BIG, "%s: more than %d drop-ins", dir,
+                                              CONFIG_DROPINS_MAX);
+                }
+                nl = realloc(l, (n + 2) * sizeof(char *));
+                if (!nl) {
+                        strv_free(l);
+                        return -ENOMEM;
+                }
+                l = nl;
+                if (asprintf(&l[n], "%s/%s", dir, de->d_name) < 0) {
+                        l[n] = NULL;
+                        strv_free(l);
+                        return -ENOMEM;
+                }
+                l[++n] = NULL;
+        }
+        if (errno != 0) {
+                strv_free(l);
+                return svff_error_set_errno(err, -errno, "Failed to read drop-in directory '%s'", dir);
+        }
+        if (n > 0)
+                qsort(l, n, sizeof(char *), cmp_str);
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+int svff_config_load(struct svff_config *cfg, const char *path, bool missing_ok,
+                     struct svff_error *err) {
+        _cleanup_strv_free_ char **dropins = NULL;
+        _cleanup_free_ char *dir = NULL;
+        struct svff_config c;
+        char *errors = NULL;
+        size_t n = 0;
+        int r, first = 0;
+
+        r = svff_config_copy(cfg, &c);
+        if (r < 0)
+                return r;
+
+        r = apply_file(&c, path, &errors, err);
+        if (r == -ENOENT && missing_ok) {
+                svff_error_free(err);
+                r = 0;
+        }
+        if (r < 0) {
+                /* Keep going: 'config check' names every problem. */
+                if (r == -ENOMEM)
+                        goto fail;
+                first = r;
+                if (!errors) {
+                        errors = strdup(svff_error_message(err));
+                        svff_error_free(err);
+                }
+        }
+
+        if (asprintf(&dir, "%s.d", path) < 0) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = list_dropins(dir, &dropins, &n, err);
+        if (r < 0)
+                goto fail;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(svff_error_free) struct svff_error e = SVFF_ERROR_NULL;
+
+                r = apply_file(&c, dropins[i], &errors, &e);
+                if (r == -ENOMEM)
+                        goto fail;
+                if (r < 0 && first == 0)
+                        first = r;
+                if (r < 0 && svff_error_is_set(&e)) {
+                        char *nm;
+
+                        if (asprintf(&nm, "%s%s%s", errors ?: "", errors ? "\n" : "",
+                                     svff_error_message(&e)) < 0) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        free(errors);
+                        errors = nm;
+                }
+        }
+        r = first;
+        if (r < 0)
+                goto fail;
+        svff_config_done(cfg);
+        *cfg = c;
+        return finish(0, errors, err);
+fail:
+        svff_config_done(&c);
+        return finish(r, errors, err);
+}
+
+/* ---- policies ---- */
+
+const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
+                                                  const char *address, unsigned vendor_id,
+                                                  unsigned device_id, const char *netdev) {
+        const struct svff_policy *best = NULL;
+
+        /* Most specific first: an address names one device, an interface
+         * name one device on this host, an id a model. */
+        for (size_t i = 0; i < cfg->n_policies; i++) {
+                const struct svff_policy *p = &cfg->policies[i];
+                bool hit = false;
+
+                switch (p->match) {
+                case SVFF_POLICY_MATCH_ADDRESS:
+                        hit = streq(p->address, address);
+                        break;
+                case SVFF_POLICY_MATCH_INTERFACE:
+                        hit = netdev && streq(p->interface, netdev);
+                        break;
+                case SVFF_POLICY_MATCH_ID:
+                        hit = p->vendor_id == vendor_id && p->device_id == device_id;
+                        break;
+                }
+                if (hit && (!best || p->match < best->match))
+                        best = p;
+        }
+        return best;
+}

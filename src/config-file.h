@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* svff's settings: built-in defaults, then the config file, then its
+ * drop-ins (FILE.d/ *.conf in lexical order, later wins), then svffd's
+ * command line. Each file is one JSON object, read with json-c. svffd
+ * re-reads them on SIGHUP; the settings marked "restart" only take
+ * effect at the next start. Shared by svffd and 'svffctl config check'.
+ *
+ *   {
+ *     "socket": "/run/svff/svffd.sock",          (restart)
+ *     "state-dir": "/var/lib/svff",              (restart)
+ *     "sysfs-root": "/sys",                      (restart)
+ *     "libvirt-uri": "qemu:///system",
+ *     "log-level": "info",
+ *     "admin-group": "svff",
+ *     "vf-driver": "vfio-pci",
+ *     "numvfs-timeout-sec": 30,
+ *     "detach-timeout-sec": 10,
+ *     "qmp-timeout-sec": 5,
+ *     "device-pause-command": "x-svff-device-pause",
+ *     "settle-msec": 500,
+ *     "list-max-age-msec": 1000,
+ *     "workers": 2,                              (restart)
+ *     "limits": { "max-connections": 1024, "max-connections-per-uid": 128,
+ *                 "max-message-bytes": 262144, "idle-timeout-sec": 60 },
+ *     "policies": {
+ *       "NAME": { "match": { "address": "0000:3b:00.0" }      one of these
+ *                 "match": { "id": "10ee:903f" }
+ *                 "match": { "interface": "ens1f0" },
+ *                 "numvfs": 4, "vf-driver": "vfio-pci",
+ *                 "autoprobe": false, "pool": true },
+ *       "OTHER": null                                        drops OTHER
+ *     }
+ *   }
+ *
+ * Policies are named so that a drop-in can replace or drop one; the
+ * most specific match wins (address, then interface, then id).
+ *
+ * Unknown keys and values of the wrong type are errors naming the file,
+ * the key and its line: a typo must not silently leave a default in
+ * place. An empty file (or /dev/null) sets nothing. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "pciaddr.h"
+
+/* Fixed, not relative to the install prefix: svffctl, the units and the
+ * operator's scripts all meet at these paths. */
+#define SVFFD_SOCKET_DEFAULT "/run/svff/svffd.sock"
+#define SVFFD_STATE_DIR_DEFAULT "/var/lib/svff"
+#define SVFFD_CONFIG_DEFAULT "/etc/svff/svff.conf"
+
+struct svff_config_limits {
+        size_t max_message;
+        unsigned max_connections;
+        unsigned max_connections_per_uid;
+        uint64_t idle_timeout_usec;
+};
+
+enum svff_policy_match {
+        SVFF_POLICY_MATCH_ADDRESS,
+        SVFF_POLICY_MATCH_INTERFACE,
+        SVFF_POLICY_MATCH_ID,
+};
+
+struct svff_policy {
+        char *name;
+        char *origin;           /* "FILE:LINE" that defined it */
+        enum svff_policy_match match;
+        char address[SVFF_PCI_ADDR_STRLEN];
+        char *interface;
+        unsigned vendor_id, device_id;
+        int numvfs;             /* -1: leave the count alone */
+        char *vf_driver;        /* NULL: the global vf-driver */
+        int autoprobe;          /* -1: leave alone, else 0/1 */
+        bool pool;              /* VFs join the pool attach picks from */
+};
+
+struct svff_config {
+        char *socket;
+        char *state_dir;
+        char *sysfs_root;
+        char *libvirt_uri;
+        int log_level;
+        char *admin_group;      /* NULL: root only */
+        char *vf_driver;
+        uint64_t numvfs_timeout_usec;
+        uint64_t detach_timeout_usec;
+        uint64_t qmp_timeout_usec;
+        char *device_pause_command;
+        uint64_t settle_usec;   /* quiet time after a PF appears */
+        uint64_t list_max_age_usec;
+        unsigned workers;
+        struct svff_config_limits limits;
+        struct svff_policy *policies;
+        size_t n_policies;
+};
+
+/* Fills cfg with the built-in defaults. */
+int svff_config_init(struct svff_config *cfg);
+void svff_config_done(struct svff_config *cfg);
+/* Copies every field (strings and policies duplicated). */
+int svff_config_copy(const struct svff_config *from, struct svff_config *to);
+
+/* Applies the file at path over cfg. A missing file is -ENOENT with cfg
+ * untouched (the caller decides whether that matters); every other
+ * failure leaves cfg untouched too and fills err with one line per
+ * problem, each "FILE:LINE: key 'K' ..." (the line where the key is, or
+ * where the parser stopped). */
+int svff_config_load_file(struct svff_config *cfg, const char *path, struct svff_error *err);
+
+/* Applies path, then every PATH.d/ *.conf in lexical order. A missing
+ * path is -ENOENT unless missing_ok; a missing drop-in directory is
+ * fine. On failure cfg is untouched and err names every bad file. */
+int svff_config_load(struct svff_config *cfg, const char *path, bool missing_ok,
+                     struct svff_error *err);
+
+/* The policy for a PF (borrowed from cfg) or NULL. netdev may be NULL. */
+const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
+                                                  const char *address, unsigned vendor_id,
+                                                  unsigned device_id, const char *netdev);
+
+/* "err", "warning", "notice", "info", "debug" <-> LOG_*; -EINVAL. */
+int svff_log_level_from_string(const char *s);
+const char *svff_log_level_to_string(int level);

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* src/config-file.c: defaults, a valid file, drop-ins in lexical order,
+ * PF policies and their matching, an empty file and /dev/null, and each
+ * kind of bad file refused with the file, the key and the line named and
+ * the running settings left untouched. */
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config-file.h"
+
+static char dir[] = "/tmp/svff-config-test.XXXXXX";
+static char path[256];
+
+static void write_file(const char *text) {
+        FILE *f = fopen(path, "we");
+
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void setup(void) {
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/svff.conf", dir);
+}
+
+static void teardown(void) {
+        unlink(path);
+        rmdir(dir);
+        strcpy(dir, "/tmp/svff-config-test.XXXXXX");
+}
+
+START_TEST(test_defaults) {
+        struct svff_config c;
+
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_str_eq(c.sysfs_root, "/sys");
+        ck_assert_str_eq(c.vf_driver, "vfio-pci");
+        ck_assert_ptr_null(c.admin_group);
+        ck_assert_int_eq(c.log_level, LOG_INFO);
+        ck_assert_str_eq(c.device_pause_command, "x-svff-device-pause");
+        ck_assert_uint_eq(c.n_policies, 0);
+        ck_assert_uint_eq(c.limits.max_connections, 1024);
+        svff_config_done(&c);
+}
+END_TEST
+
+START_TEST(test_valid) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+
+        write_file("{ \"state-dir\": \"/srv/svff\", \"admin-group\": \"svff\", \"log-level\": \"debug\",\n"
+                   "  \"vf-driver\": \"vfio-pci\", \"numvfs-timeout-sec\": 5, \"workers\": 3,\n"
+                   "  \"limits\": { \"max-connections\": 10, \"idle-timeout-sec\": 2 } }\n\n");
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_int_eq(svff_config_load_file(&c, path, &err), 0);
+        ck_assert_str_eq(c.state_dir, "/srv/svff");
+        ck_assert_str_eq(c.admin_group, "svff");
+        ck_assert_int_eq(c.log_level, LOG_DEBUG);
+        ck_assert_uint_eq(c.numvfs_timeout_usec, 5000000);
+        ck_assert_uint_eq(c.workers, 3);
+        ck_assert_uint_eq(c.limits.max_connections, 10);
+        ck_assert_uint_eq(c.limits.idle_timeout_usec, 2000000);
+        ck_assert_str_eq(c.sysfs_root, "/sys");  /* untouched default */
+        svff_config_done(&c);
+}
+END_TEST
+
+/* Each bad file: refused, message naming the file and what, cfg intact. */
+static const struct {
+        const char *text;
+        const char *needle;
+} bad[] = {
+        { "{ \"sockett\": \"/run/x\" }", ":1: key 'sockett' is unknown" },
+        { "{\n \"limits\": {\n  \"max-conections\": 3 } }", ":3: key 'limits.max-conections' is unknown" },
+        { "{ \"workers\": \"two\" }", "key 'workers' must be an integer" },
+        { "{ \"workers\": 0 }", "key 'workers' must be between 1 and 64" },
+        { "{ \"workers\": 99999999999999999999999 }", "'workers' must be between" },
+        { "{ \"limits\": { \"max-connections\": -1 } }", "'limits.max-connections' must be between" },
+        { "{ \"log-level\": \"chatty\" }", "'log-level' must be one of" },
+        { "{ \"socket\": \"\" }", "'socket' must be a non-empty string" },
+        { "{ \"admin-group\": 7 }", "'admin-group' must be a non-empty string or null" },
+        { "{ \"vf-driver\": \"../x\" }", "'vf-driver' must be a driver name" },
+        { "[ 1, 2 ]", "top level must be a JSON object" },
+        { "{\n  \"workers\": 2,\n  \"socket\" \"/x\"\n}", ":3:" },
+        { "{ \"workers\": 2 } trailing", "trailing text" },
+        { "{ \"workers\": 2", "unexpected end of file" },
+        /* policies */
+        { "{ \"policies\": [] }", "key 'policies' must be an object of named policies" },
+        { "{ \"policies\": {\n \"a\": {\n  \"numvfs\": 4 } } }", ":2: key 'policies.a' needs a 'match'" },
+        { "{ \"policies\": { \"a\": {\n \"match\": { \"id\": \"10ee\" } } } }",
+          ":2: key 'policies.a.match.id' must be VENDOR:DEVICE" },
+        { "{ \"policies\": { \"a\": { \"match\": { \"address\": \"zz\" } } } }",
+          "key 'policies.a.match.address' must be a PCI address" },
+        { "{ \"policies\": { \"a\": { \"match\": { \"interface\": \"a/b\" } } } }",
+          "key 'policies.a.match.interface' must be a network interface name" },
+        { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\", \"interface\": \"x\" } } } }",
+          "key 'policies.a.match' must hold exactly one" },
+        { "{ \"policies\": { \"a\": { \"match\": { \"slot\": \"1\" } } } }",
+          "key 'policies.a.match.slot' is unknown" },
+        { "{ \"policies\": {\n\"a\": { \"match\": { \"id\": \"10ee:903f\" },\n\n \"numvfs\": 70000 } } }",
+          ":4: key 'policies.a.numvfs' must be between 0 and 65535" },
+        { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" }, \"autoprobe\": 1 } } }",
+          "key 'policies.a.autoprobe' must be true or false" },
+        { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" }, \"pool\": \"yes\" } } }",
+          "key 'policies.a.pool' must be true or false" },
+        { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" }, \"numfs\": 2 } } }",
+          "key 'policies.a.numfs' is unknown" },
+};
+
+START_TEST(test_bad) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+        int r;
+
+        write_file(bad[_i].text);
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        r = svff_config_load_file(&c, path, &err);
+        ck_assert_int_lt(r, 0);
+        ck_assert_msg(strstr(svff_error_message(&err), path), "no file in '%s'", svff_error_message(&err));
+        ck_assert_msg(strstr(svff_error_message(&err), bad[_i].needle), "'%s' lacks '%s'",
+                      svff_error_message(&err), bad[_i].needle);
+        ck_assert_uint_eq(c.workers, 2);
+        ck_assert_str_eq(c.socket, SVFFD_SOCKET_DEFAULT);
+        svff_error_free(&err);
+        svff_config_done(&c);
+}
+END_TEST
+
+START_TEST(test_missing) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_int_eq(svff_config_load_file(&c, "/nonexistent/svff.conf", &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "/nonexistent/svff.conf"));
+        svff_error_free(&err);
+        svff_config_done(&c);
+}
+END_TEST
+
+/* Every problem of a file is named, not just the first. */
+START_TEST(test_all_errors) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+
+        write_file("{\n  \"workers\": 0,\n  \"typo\": 1,\n  \"log-level\": \"x\"\n}\n");
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_int_lt(svff_config_load_file(&c, path, &err), 0);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), ":2: key 'workers'"));
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), ":3: key 'typo' is unknown"));
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), ":4: key 'log-level'"));
+        svff_error_free(&err);
+        svff_config_done(&c);
+}
+END_TEST
+
+/* An empty file, whitespace, comments only and /dev/null set nothing. */
+START_TEST(test_empty) {
+        static const char *const texts[] = { "", "\n  \n", "{}", "// nothing\n{ /* here */ }\n" };
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
+                write_file(texts[i]);
+                ck_assert_int_eq(svff_config_load_file(&c, path, &err), 0);
+        }
+        ck_assert_int_eq(svff_config_load(&c, "/dev/null", false, &err), 0);
+        ck_assert_str_eq(c.socket, SVFFD_SOCKET_DEFAULT);
+        ck_assert_uint_eq(c.workers, 2);
+        /* Other devices are still refused. */
+        ck_assert_int_eq(svff_config_load_file(&c, "/dev/zero", &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "not a regular file"));
+        svff_error_free(&err);
+        svff_config_done(&c);
+}
+END_TEST
+
+static void write_at(const char *name, const char *text) {
+        char p[512];
+        FILE *f;
+
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        f = fopen(p, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void rm_at(const char *name) {
+        char p[512];
+
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        (void) unlink(p);
+}
+
+/* Drop-ins in lexical order, later wins; policies replaced or dropped by
+ * name; non-.conf and hidden files ignored. */
+START_TEST(test_dropins) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        const struct svff_policy *p;
+        struct svff_config c;
+        char d[512];
+
+        write_file("{ \"workers\": 3, \"policies\": {\n"
+                   "  \"fpga\": { \"match\": { \"id\": \"10ee:903f\" }, \"numvfs\": 4 },\n"
+                   "  \"nic\": { \"match\": { \"interface\": \"ens1f0\" }, \"numvfs\": 2 },\n"
+                   "  \"old\": { \"match\": { \"id\": \"8086:1521\" } } } }\n");
+        snprintf(d, sizeof(d), "%s.d", path);
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        write_at("svff.conf.d/20-b.conf", "{ \"workers\": 5, \"policies\": { \"old\": null } }");
+        write_at("svff.conf.d/10-a.conf", "{ \"workers\": 4, \"log-level\": \"debug\", \"policies\": {"
+                 " \"fpga\": { \"match\": { \"id\": \"10ee:903f\" }, \"numvfs\": 8, \"pool\": false },"
+                 " \"one\": { \"match\": { \"address\": \"0000:01:00.0\" }, \"numvfs\": 1,"
+                 " \"vf-driver\": \"qdma-vf\", \"autoprobe\": true } } }");
+        write_at("svff.conf.d/30-c.conf.bak", "{ \"workers\": 9 }");
+        write_at("svff.conf.d/.40-d.conf", "{ \"workers\": 9 }");
+
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_int_eq(svff_config_load(&c, path, false, &err), 0);
+        ck_assert_uint_eq(c.workers, 5);
+        ck_assert_int_eq(c.log_level, LOG_DEBUG);
+        ck_assert_uint_eq(c.n_policies, 3);
+
+        p = svff_config_find_policy(&c, "0000:02:00.0", 0x10ee, 0x903f, NULL);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_str_eq(p->name, "fpga");
+        ck_assert_int_eq(p->numvfs, 8);
+        ck_assert(!p->pool);
+        ck_assert_int_eq(p->autoprobe, -1);
+        ck_assert_ptr_nonnull(strstr(p->origin, "10-a.conf:1"));
+        /* The address wins over the id. */
+        p = svff_config_find_policy(&c, "0000:01:00.0", 0x10ee, 0x903f, NULL);
+        ck_assert_str_eq(p->name, "one");
+        ck_assert_str_eq(p->vf_driver, "qdma-vf");
+        ck_assert_int_eq(p->autoprobe, 1);
+        /* The interface wins over the id. */
+        p = svff_config_find_policy(&c, "0000:03:00.0", 0x10ee, 0x903f, "ens1f0");
+        ck_assert_str_eq(p->name, "nic");
+        ck_assert_ptr_null(svff_config_find_policy(&c, "0000:03:00.0", 0x8086, 0x1521, "eth9"));
+
+        /* A bad drop-in: named, and nothing applied. */
+        write_at("svff.conf.d/15-bad.conf", "{\n\"workers\": 1,\n\"policies\": { \"x\": 3 } }");
+        svff_config_done(&c);
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_int_eq(svff_config_load(&c, path, false, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "15-bad.conf:3: key 'policies.x' must be an object"));
+        ck_assert_uint_eq(c.workers, 2);
+        ck_assert_uint_eq(c.n_policies, 0);
+        svff_error_free(&err);
+
+        /* A missing main file is fine only when asked; drop-ins still apply. */
+        rm_at("svff.conf.d/15-bad.conf");
+        unlink(path);
+        ck_assert_int_eq(svff_config_load(&c, path, false, &err), -ENOENT);
+        svff_error_free(&err);
+        ck_assert_int_eq(svff_config_load(&c, path, true, &err), 0);
+        ck_assert_uint_eq(c.workers, 5);
+        svff_config_done(&c);
+
+        rm_at("svff.conf.d/10-a.conf");
+        rm_at("svff.conf.d/20-b.conf");
+        rm_at("svff.conf.d/30-c.conf.bak");
+        rm_at("svff.conf.d/.40-d.conf");
+        ck_assert_int_eq(rmdir(d), 0);
+}
+END_TEST
+
+/* A copy owns its policies. */
+START_TEST(test_copy) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config a, b;
+
+        write_file("{ \"policies\": { \"p\": { \"match\": { \"interface\": \"eth0\" }, \"numvfs\": 3 } } }");
+        ck_assert_int_eq(svff_config_init(&a), 0);
+        ck_assert_int_eq(svff_config_load_file(&a, path, &err), 0);
+        ck_assert_int_eq(svff_config_copy(&a, &b), 0);
+        svff_config_done(&a);
+        ck_assert_uint_eq(b.n_policies, 1);
+        ck_assert_str_eq(b.policies[0].interface, "eth0");
+        ck_assert_int_eq(b.policies[0].numvfs, 3);
+        svff_config_done(&b);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("config");
+        TCase *tc = tcase_create("config");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_defaults);
+        tcase_add_test(tc, test_valid);
+        tcase_add_loop_test(tc, test_bad, 0, (int) (sizeof(bad) / sizeof(bad[0])));
+        tcase_add_test(tc, test_missing);
+        tcase_add_test(tc, test_all_errors);
+        tcase_add_test(tc, test_empty);
+        tcase_add_test(tc, test_dropins);
+        tcase_add_test(tc, test_copy);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,107 @@
+#!/bin/sh
+# svff.conf against the real programs: 'svffctl config check' names the
+# file, line and key of each kind of bad file (drop-ins too) and exits 1;
+# svffd refuses to start on one; a PF policy is applied at start-up
+# (pcisim shows the VFs on vfio-pci); an invalid reload keeps the running
+# config and shows in status; a valid reload applies a changed policy.
+. "$(dirname "$0")/daemon-lib.sh"
+
+PF=0000:01:00.0
+
+# check_bad TEXT NEEDLE: config check refuses TEXT, naming NEEDLE.
+check_bad() {
+        printf '%b' "$1" > "$T/bad.conf"
+        rc=0
+        "$SVFFCTL" config check "$T/bad.conf" > "$T/out" 2> "$T/err" || rc=$?
+        expect_eq "$rc" 1 "config check of: $1"
+        grep -qF -- "$T/bad.conf:$2" "$T/err" || fail "config check of '$1' lacks '$T/bad.conf:$2': $(cat "$T/err")"
+}
+
+check_bad '{\n  "sockett": "/x"\n}' "2: key 'sockett' is unknown"
+check_bad '{\n  "workers": "two"\n}' "2: key 'workers' must be an integer"
+check_bad '{ "limits": {\n "idle-timeout-sec": 999999 } }' "2: key 'limits.idle-timeout-sec' must be between"
+check_bad '{ "log-level": "chatty" }' "1: key 'log-level' must be one of"
+check_bad '{\n "workers": 2,\n "socket" "/x"\n}' "3: "
+check_bad '{ "workers": 2' "1: unexpected end of file"
+check_bad '[ 1 ]' "1: the top level must be a JSON object"
+check_bad '{ "policies": {\n  "fpga": {\n    "match": { "id": "10ee" },\n    "numvfs": 4 } } }' \
+        "3: key 'policies.fpga.match.id' must be VENDOR:DEVICE"
+check_bad '{ "policies": {\n  "fpga": {\n    "match": { "id": "10ee:903f" },\n    "numvfs": -1 } } }' \
+        "4: key 'policies.fpga.numvfs' must be between 0 and 65535"
+check_bad '{ "policies": { "x": {\n "numvfs": 1 } } }' "1: key 'policies.x' needs a 'match'"
+check_bad '{ "policies": { "x": { "match": { "interface": "eth0" },\n "pool": 1 } } }' \
+        "2: key 'policies.x.pool' must be true or false"
+
+# Several problems: every one named.
+printf '{\n "workers": 0,\n "typo": 1\n}\n' > "$T/bad.conf"
+"$SVFFCTL" config check "$T/bad.conf" 2> "$T/err" && fail "config check passed two errors"
+grep -q "bad.conf:2: key 'workers'" "$T/err" && grep -q "bad.conf:3: key 'typo'" "$T/err" ||
+        fail "not every problem named: $(cat "$T/err")"
+
+# A valid file with a policy, and --json.
+cat > "$T/svff.conf" <<'CONF'
+// a test host
+{
+  "settle-msec": 50,
+  "policies": {
+    "fpga": { "match": { "id": "10ee:903f" }, "numvfs": 4 },
+    "other": { "match": { "interface": "ens9" }, "numvfs": 1, "pool": false }
+  }
+}
+CONF
+"$SVFFCTL" config check "$T/svff.conf" > "$T/out" || fail "valid file refused: $(cat "$T/out")"
+grep -q "valid, 2 policies: fpga, other" "$T/out" || fail "config check output: $(cat "$T/out")"
+"$SVFFCTL" config check "$T/svff.conf" --json | jget 'd["valid"] and d["policies"] == ["fpga", "other"]' |
+        grep -qx True || fail "config check --json"
+"$SVFFCTL" config check /dev/null > /dev/null || fail "/dev/null refused"
+
+# svffd itself refuses a bad file, naming it, and accepts /dev/null.
+printf '{\n "policies": { "p": { "match": { "id": "zz" } } } }' > "$T/bad.conf"
+rc=0
+"$SVFFD" --config "$T/bad.conf" --state-dir "$T/state" --sysfs-root "$T" --socket "$T/x.sock" \
+        > "$T/refused.log" 2>&1 || rc=$?
+expect_eq "$rc" 1 "svffd with a bad config"
+grep -q "bad.conf:2: key 'policies.p.match.id'" "$T/refused.log" || fail "svffd's refusal: $(cat "$T/refused.log")"
+
+# The policy at start-up: 4 VFs on vfio-pci without anyone asking.
+start_pcisim qdma
+expect_eq "$(sys_numvfs $PF)" 0 "numvfs before svffd"
+start_svffd
+wait_for sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 4 ]" || fail "policy not applied at start-up"
+for i in 0 1 2 3; do
+        wait_for sh -c "[ -L '$SYS/bus/pci/devices/$(sys_vf $PF $i)/driver' ]" || fail "VF $i never bound"
+        expect_eq "$(sys_driver "$(sys_vf $PF $i)")" vfio-pci "driver of VF $i"
+done
+wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' status --json | grep -q '\"operations\":\\[\\]'" ||
+        fail "the policy init did not finish"
+ctl list --json > "$T/list.json"
+jget 'd["pfs"][0]["policy"], d["pfs"][0]["pool"], d["pfs"][0]["desired"]["numvfs"]' < "$T/list.json" |
+        grep -qx 'fpga True 4' || fail "list does not show the policy: $(cat "$T/list.json")"
+grep -q "by policy 'fpga'" "$T/svffd.log" || fail "the log does not say why"
+
+# An invalid reload keeps the running config and shows in status.
+cp "$T/svff.conf" "$T/good.conf"
+printf '{\n "policies": {\n  "fpga": { "match": { "id": "10ee:903f" }, "numvfs": "six" } } }\n' > "$T/svff.conf"
+kill -HUP "$SVFFD_PID"
+wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' status --json | grep -q 'svff.conf:3: key'" ||
+        fail "status lacks the reload error: $(ctl status --json)"
+ctl status | grep -q "policies.fpga.numvfs" || fail "human status lacks the reload error"
+ctl list --json | jget 'd["pfs"][0]["policy"]' | grep -qx fpga || fail "policy lost on a bad reload"
+expect_eq "$(sys_numvfs $PF)" 4 "numvfs after a bad reload"
+grep -q "keeping the running one" "$T/svffd.log" || fail "the bad reload is not logged"
+
+# A valid reload clears the error and applies the changed policy.
+sed 's/"numvfs": 4/"numvfs": 2/' "$T/good.conf" > "$T/svff.conf"
+kill -HUP "$SVFFD_PID"
+wait_for sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 2 ]" || fail "changed policy not applied on reload"
+ctl status --json | jget 'd["config_error"]' | grep -qx None || fail "config error left after a good reload"
+
+# A restart with the policy satisfied changes nothing.
+wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' status --json | grep -q '\"operations\":\\[\\]'" || fail "reload init stuck"
+stop_svffd TERM || fail "svffd exit status"
+gen=$(jget 'd["generation"]' < "$STATE/store.json")
+start_svffd
+sleep 0.3
+expect_eq "$(jget 'd["generation"]' < "$STATE/store.json")" "$gen" "store generation after a restart with nothing to do"
+
+echo "PASS"
