@@ -25,10 +25,13 @@ int config_init(struct config *cfg) {
                 .numvfs_timeout_usec = 30 * 1000000ULL,
                 .list_max_age_usec = 1000 * 1000ULL,
                 .workers = 2,
+                .detach_timeout_usec = 10 * 1000000ULL,
+                .qmp_pause_command = strdup("x-svff-device-pause"),
+                .qmp_unpause_command = strdup("x-svff-device-unpause"),
                 .limits = SERVER_LIMITS_DEFAULT,
         };
         if (!cfg->socket || !cfg->state_dir || !cfg->sysfs_root || !cfg->libvirt_uri ||
-            !cfg->vf_driver) {
+            !cfg->vf_driver || !cfg->qmp_pause_command || !cfg->qmp_unpause_command) {
                 config_done(cfg);
                 return -ENOMEM;
         }
@@ -42,6 +45,8 @@ void config_done(struct config *cfg) {
         free(cfg->libvirt_uri);
         free(cfg->admin_group);
         free(cfg->vf_driver);
+        free(cfg->qmp_pause_command);
+        free(cfg->qmp_unpause_command);
         *cfg = (struct config) {};
 }
 
@@ -59,12 +64,15 @@ int config_copy(const struct config *from, struct config *to) {
         int r = 0;
 
         c.socket = c.state_dir = c.sysfs_root = c.libvirt_uri = c.admin_group = c.vf_driver = NULL;
+        c.qmp_pause_command = c.qmp_unpause_command = NULL;
         if (dup_or_null(from->socket, &c.socket) < 0 ||
             dup_or_null(from->state_dir, &c.state_dir) < 0 ||
             dup_or_null(from->sysfs_root, &c.sysfs_root) < 0 ||
             dup_or_null(from->libvirt_uri, &c.libvirt_uri) < 0 ||
             dup_or_null(from->admin_group, &c.admin_group) < 0 ||
-            dup_or_null(from->vf_driver, &c.vf_driver) < 0)
+            dup_or_null(from->vf_driver, &c.vf_driver) < 0 ||
+            dup_or_null(from->qmp_pause_command, &c.qmp_pause_command) < 0 ||
+            dup_or_null(from->qmp_unpause_command, &c.qmp_unpause_command) < 0)
                 r = -ENOMEM;
         if (r < 0) {
                 config_done(&c);
@@ -195,7 +203,14 @@ static int apply(struct config *c, struct json_object *root, const char *path,
                 } else if (streq(key, "workers")) {
                         r = get_uint(val, path, key, 1, 64, &v, err);
                         c->workers = (unsigned) v;
-                } else if (streq(key, "limits"))
+                } else if (streq(key, "detach-timeout-sec")) {
+                        r = get_uint(val, path, key, 1, 3600, &v, err);
+                        c->detach_timeout_usec = v * 1000000ULL;
+                } else if (streq(key, "qmp-pause-command"))
+                        r = get_string(val, path, key, &c->qmp_pause_command, false, err);
+                else if (streq(key, "qmp-unpause-command"))
+                        r = get_string(val, path, key, &c->qmp_unpause_command, false, err);
+                else if (streq(key, "limits"))
                         r = apply_limits(c, val, path, err);
                 else
                         r = svff_error_set(err, -EINVAL, "%s: unknown key '%s'", path, key);

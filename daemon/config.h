@@ -16,6 +16,9 @@
  *     "numvfs-timeout-sec": 30,
  *     "list-max-age-msec": 1000,
  *     "workers": 2,                              (restart)
+ *     "detach-timeout-sec": 10,
+ *     "qmp-pause-command": "x-svff-device-pause",
+ *     "qmp-unpause-command": "x-svff-device-unpause",
  *     "limits": { "max-connections": 1024, "max-connections-per-uid": 128,
  *                 "max-message-bytes": 262144, "idle-timeout-sec": 60 }
  *   }
@@ -46,6 +49,11 @@ struct config {
         uint64_t numvfs_timeout_usec;
         uint64_t list_max_age_usec;
         unsigned workers;
+        uint64_t detach_timeout_usec;   /* how long detach waits for the guest */
+        /* The QMP commands of QEMU's device pause (SVFF's QEMU patch;
+         * stock QEMU has none: pause then detaches with reservation). */
+        char *qmp_pause_command;
+        char *qmp_unpause_command;
         struct server_limits limits;
 };
 

@@ -9,6 +9,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
+#include "libvirt.h"
 #include "manager.h"
 
 static uint64_t now(clockid_t clock) {
@@ -76,6 +77,8 @@ struct manager *manager_free(struct manager *m) {
 
         /* Workers first: their last posted results still reach the store
          * and the callers. */
+        hv_free(m->hv);
+        m->hv = NULL;
         worker_pool_free(m->ops_pool);
         worker_pool_free(m->discovery_pool);
         m->ops_pool = m->discovery_pool = NULL;

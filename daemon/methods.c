@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "context.h"
+#include "assign.h"
 #include "interface.h"
 #include "json-util.h"
 #include "log.h"
@@ -363,6 +364,10 @@ static const struct method svff_methods[] = {
         { "Init", method_init },
         { "Release", method_release },
         { "Monitor", method_monitor },
+        { "Attach", method_attach },
+        { "Detach", method_detach },
+        { "Pause", method_pause },
+        { "Unpause", method_unpause },
 };
 
 static const struct method service_methods[] = {
