@@ -773,68 +773,47 @@ void method_unpause(struct manager *m, struct call *call) {
 
 /* ---- lifecycle ---- */
 
+static void on_change(const char *vf, const struct svff_assignment *a, enum svff_assign_outcome o, void *userdata) {
+        struct manager *m = userdata;
+
+        switch (o) {
+        case SVFF_ASSIGN_LIVE_AGAIN:
+                log_info("Domain '%s' started: VF %s is live in it again.", a->domain, vf);
+                break;
+        case SVFF_ASSIGN_KEPT:
+                log_info("Domain '%s' changed: VF %s stays assigned (%s).", a->domain, vf,
+                         a->config ? "in its definition" : "while it runs");
+                emit(m, "assignment-kept", vf, a, NULL, NULL,
+                     a->config ? "domain stopped; the assignment is in its definition"
+                               : "domain undefined; the VF stays until the domain stops");
+                break;
+        case SVFF_ASSIGN_CLOSED:
+                log_info("Domain '%s' stopped: its live-only assignment of VF %s is closed.", a->domain, vf);
+                emit(m, "assignment-closed", vf, a, NULL, NULL, "domain stopped; the live-only assignment is closed");
+                break;
+        case SVFF_ASSIGN_RELEASED:
+                log_info("Domain '%s' was undefined: VF %s is back in the pool.", a->domain, vf);
+                emit(m, "vf-unassigned", vf, a, NULL, NULL, "domain undefined; the VF is back in the pool");
+                break;
+        }
+}
+
 void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-        _cleanup_strv_free_ char **vfs = NULL;
-        size_t n = 0;
-        bool changed = false;
+        enum svff_domain_event ev;
+        int r;
 
-        if (event != VIR_DOMAIN_EVENT_UNDEFINED && event != VIR_DOMAIN_EVENT_STOPPED &&
-            event != VIR_DOMAIN_EVENT_STARTED)
+        if (event == VIR_DOMAIN_EVENT_UNDEFINED)
+                ev = SVFF_DOMAIN_UNDEFINED;
+        else if (event == VIR_DOMAIN_EVENT_STOPPED)
+                ev = SVFF_DOMAIN_STOPPED;
+        else if (event == VIR_DOMAIN_EVENT_STARTED)
+                ev = SVFF_DOMAIN_STARTED;
+        else
                 return;
-        /* Collect first: the loop below edits the section. */
-        json_object_object_foreach(svff_store_assignments(m->store), key, rec) {
-                const char *u;
-                char **nv;
-
-                if (svff_json_get_string(rec, "uuid", &u) < 0 || !streq(u, uuid))
-                        continue;
-                nv = realloc(vfs, (n + 2) * sizeof(char *));
-                if (!nv)
-                        return (void) log_oom();
-                vfs = nv;
-                vfs[n] = strdup(key);
-                vfs[++n] = NULL;
-        }
-
-        for (size_t i = 0; i < n && vfs[i]; i++) {
-                struct svff_assignment a;
-
-                if (svff_store_get_assignment(m->store, vfs[i], &a) <= 0)
-                        continue;
-                snprintf(a.domain, sizeof(a.domain), "%s", name);
-                if (event == VIR_DOMAIN_EVENT_STARTED) {
-                        if (a.config && a.state == SVFF_ASSIGN_ATTACHED && !a.live) {
-                                a.live = true;
-                                (void) svff_store_set_assignment(m->store, vfs[i], &a);
-                                changed = true;
-                        }
-                        continue;
-                }
-                if (event == VIR_DOMAIN_EVENT_UNDEFINED)
-                        a.config = false;
-                else
-                        a.live = false;
-                changed = true;
-                if (a.config || a.live) {
-                        (void) svff_store_set_assignment(m->store, vfs[i], &a);
-                        log_info("Domain '%s' %s: VF %s stays assigned (%s).", name,
-                                 event == VIR_DOMAIN_EVENT_UNDEFINED ? "was undefined" : "stopped", vfs[i],
-                                 a.config ? "in its definition" : "while it runs");
-                        emit(m, "assignment-kept", vfs[i], &a, NULL, NULL,
-                             event == VIR_DOMAIN_EVENT_UNDEFINED ? "domain undefined; the VF stays until it stops"
-                                                                 : "domain stopped; the assignment is in its definition");
-                } else {
-                        svff_store_remove_assignment(m->store, vfs[i]);
-                        log_info("Domain '%s' %s: VF %s is free again.", name,
-                                 event == VIR_DOMAIN_EVENT_UNDEFINED ? "was undefined" : "stopped", vfs[i]);
-                        emit(m, event == VIR_DOMAIN_EVENT_UNDEFINED ? "vf-unassigned" : "assignment-closed", vfs[i],
-                             &a, NULL, NULL,
-                             event == VIR_DOMAIN_EVENT_UNDEFINED ? "domain undefined; the VF is back in the pool"
-                                                                 : "domain stopped; the live-only assignment is closed");
-                }
-        }
-        (void) detail;
-        if (changed && manager_commit(m, &err) < 0)
+        r = svff_store_domain_event(m->store, uuid, name, ev, on_change, m);
+        if (r < 0)
+                log_error("Recording what domain '%s' did failed: %s", name, strerror(-r));
+        else if (r > 0 && manager_commit(m, &err) < 0)
                 log_error("Recording what domain '%s' did failed: %s", name, svff_error_message(&err));
 }

@@ -788,3 +788,60 @@ void svff_store_remove_assignment(struct svff_store *s, const char *vf) {
         if (s && vf)
                 json_object_object_del(svff_store_assignments(s), vf);
 }
+
+int svff_store_domain_event(struct svff_store *s, const char *uuid, const char *name,
+                            enum svff_domain_event ev, svff_assign_change_fn fn, void *userdata) {
+        _cleanup_strv_free_ char **vfs = NULL;
+        size_t n = 0;
+        int changed = 0;
+
+        if (!s || !uuid)
+                return -EINVAL;
+        /* Collect first: the loop below edits the section. */
+        json_object_object_foreach(svff_store_assignments(s), key, rec) {
+                const char *u;
+                char **nv;
+
+                if (svff_json_get_string(rec, "uuid", &u) < 0 || !streq(u, uuid))
+                        continue;
+                nv = realloc(vfs, (n + 2) * sizeof(char *));
+                if (!nv)
+                        return -ENOMEM;
+                vfs = nv;
+                vfs[n] = strdup(key);
+                if (!vfs[n])
+                        return -ENOMEM;
+                vfs[++n] = NULL;
+        }
+
+        for (size_t i = 0; i < n; i++) {
+                struct svff_assignment a;
+                enum svff_assign_outcome o;
+
+                if (svff_store_get_assignment(s, vfs[i], &a) <= 0)
+                        continue;
+                if (name)
+                        snprintf(a.domain, sizeof(a.domain), "%s", name);
+                if (ev == SVFF_DOMAIN_STARTED) {
+                        if (!a.config || a.state != SVFF_ASSIGN_ATTACHED || a.live)
+                                continue;
+                        a.live = true;
+                        o = SVFF_ASSIGN_LIVE_AGAIN;
+                } else {
+                        if (ev == SVFF_DOMAIN_UNDEFINED)
+                                a.config = false;
+                        else
+                                a.live = false;
+                        o = a.config || a.live ? SVFF_ASSIGN_KEPT
+                            : ev == SVFF_DOMAIN_UNDEFINED ? SVFF_ASSIGN_RELEASED : SVFF_ASSIGN_CLOSED;
+                }
+                if (o == SVFF_ASSIGN_CLOSED || o == SVFF_ASSIGN_RELEASED)
+                        svff_store_remove_assignment(s, vfs[i]);
+                else if (svff_store_set_assignment(s, vfs[i], &a) < 0)
+                        return -ENOMEM;
+                changed++;
+                if (fn)
+                        fn(vfs[i], &a, o, userdata);
+        }
+        return changed;
+}

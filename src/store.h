@@ -118,6 +118,29 @@ int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct
 int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_assignment *ret);
 void svff_store_remove_assignment(struct svff_store *s, const char *vf);
 
+/* What a domain's lifecycle does to its assignments. */
+enum svff_domain_event {
+        SVFF_DOMAIN_STARTED,    /* attached config assignments are live again */
+        SVFF_DOMAIN_STOPPED,    /* config ones kept (live=false), live-only closed */
+        SVFF_DOMAIN_UNDEFINED,  /* config side gone; not live -> released to the pool */
+};
+
+enum svff_assign_outcome {
+        SVFF_ASSIGN_LIVE_AGAIN,
+        SVFF_ASSIGN_KEPT,
+        SVFF_ASSIGN_CLOSED,     /* removed: the domain stopped */
+        SVFF_ASSIGN_RELEASED,   /* removed: the domain was undefined */
+};
+
+typedef void (*svff_assign_change_fn)(const char *vf, const struct svff_assignment *a,
+                                      enum svff_assign_outcome outcome, void *userdata);
+
+/* Applies ev for the domain uuid (name: its current name) to every
+ * assignment of that domain, calling fn (optional) once per changed
+ * record. Returns how many changed (commit when >0), -ENOMEM. */
+int svff_store_domain_event(struct svff_store *s, const char *uuid, const char *name,
+                            enum svff_domain_event ev, svff_assign_change_fn fn, void *userdata);
+
 /* The operation in progress, or NULL. set takes ownership of op. */
 struct json_object *svff_store_journal(struct svff_store *s);
 void svff_store_set_journal(struct svff_store *s, struct json_object *op);

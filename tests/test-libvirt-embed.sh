@@ -48,11 +48,15 @@ define vm3
 virsh_ start vm3 >/dev/null || fail "starting vm3 (TCG) failed"
 UUID1=$(virsh_ domuuid vm1)
 
+# wait_connected N: the Nth svffd start has opened the root
+connected_n() { [ "$(grep -c "Connected to libvirt" "$T/svffd.log")" -ge "$1" ]; }
+wait_connected() { wait_for connected_n "$1" || fail "svffd did not connect to '$URI'"; }
+
 PF=0000:01:00.0
 start_pcisim qdma
 printf '{"libvirt-uri": "%s", "detach-timeout-sec": 5}\n' "$URI" > "$T/svff.conf"
 start_svffd
-wait_for grep -q "Connected to libvirt" "$T/svffd.log" || fail "svffd did not connect to '$URI'"
+wait_connected 1
 ctl init $PF 4 >/dev/null || fail "init"
 VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2); VF3=$(sys_vf $PF 3)
 gen() { ctl status --json | jget 'd["store"]["generation"]'; }
@@ -143,7 +147,7 @@ fusermount3 -u "$SYS" 2>/dev/null || umount -l "$SYS"
 rm -rf "$STATE"
 start_pcisim mixed
 start_svffd
-wait_for grep -q "Connected to libvirt" "$T/svffd.log" || fail "svffd did not reconnect"
+wait_connected 2
 NIC=0000:03:00.0
 ctl init $NIC 2 >/dev/null || fail "init NIC"
 N0=$(sys_vf $NIC 0); N1=$(sys_vf $NIC 1)
@@ -161,7 +165,7 @@ d["assignments"][vf] = {"uuid": "00000000-0000-0000-0000-000000000001", "domain"
 json.dump(d, open(p, "w"))
 PY
 start_svffd
-wait_for grep -q "Connected to libvirt" "$T/svffd.log" || fail "svffd did not reconnect"
+wait_connected 3
 g=$(gen)
 rc=0; ctl attach "$N1" vm1 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "shared group"
