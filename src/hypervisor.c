@@ -274,6 +274,9 @@ int svff_hv_error_from_libvirt(struct svff_error *err, const char *what) {
         }
         if (r == -EIO && e->domain == VIR_FROM_RPC)
                 r = -ENOTCONN;
+        if (r == -ENOTCONN)
+                return svff_error_set(err, r, "%s: the connection to libvirt was lost (%s); nothing was changed, "
+                                      "retry once it is back", what, e->message ?: "no reason given");
         return svff_error_set(err, r, "%s: %s", what, e->message ?: "libvirt gave no reason");
 }
 
