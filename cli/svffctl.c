@@ -38,6 +38,10 @@ static const char *arg_socket = NULL;
 static bool arg_json = false;
 static usec_t arg_timeout = 30 * USEC_PER_SEC;
 static const char *arg_driver = NULL;
+static bool arg_live = false;
+static bool arg_config = false;
+static const char *arg_guest_address = NULL;
+static const char *arg_pf = NULL;
 
 #define _cleanup_json_ _cleanup_(json_object_putp)
 
@@ -240,7 +244,8 @@ static int cmd_list(int argc, char **argv) {
                         if (json_object_object_get_ex(vf, "managed", &v))
                                 managed = json_object_get_boolean(v);
                         if (json_object_object_get_ex(vf, "assigned_to", &a) && a)
-                                snprintf(asg, sizeof(asg), "%s", jstr(a, "domain") ?: "yes");
+                                snprintf(asg, sizeof(asg), "%s %s %s", jstr(a, "domain") ?: "?",
+                                         jstr(a, "guest_address") ?: "-", jstr(a, "state") ?: "?");
                         table_add_row(t, (const char *const[]) { jstr(vf, "address"), idx, jstr(vf, "driver"),
                                                                  grp, managed ? "yes" : "no", asg });
                 }
@@ -522,6 +527,90 @@ static int cmd_config(int argc, char **argv) {
         return r < 0 ? EXIT_DAEMON_ERROR : 0;
 }
 
+static void print_assignment(const char *verb, struct json_object *reply) {
+        struct json_object *a = NULL;
+        bool live = false, config = false;
+        struct json_object *v;
+
+        (void) json_object_object_get_ex(reply, "assignment", &a);
+        if (json_object_object_get_ex(a, "live", &v))
+                live = json_object_get_boolean(v);
+        if (json_object_object_get_ex(a, "config", &v))
+                config = json_object_get_boolean(v);
+        printf("VF %s %s domain '%s' at guest address %s (%s%s%s, alias %s)", strna(jstr(reply, "vf")), verb,
+               strna(jstr(a, "domain")), jstr(a, "guest_address") ?: "chosen at start",
+               live ? "live" : "", live && config ? "+" : "", config ? "config" : "", strna(jstr(a, "alias")));
+        if (jstr(reply, "mode"))
+                printf(", mode %s%s", jstr(reply, "mode"),
+                       streq(jstr(reply, "mode"), "native") ? " (the guest keeps the device)"
+                                                            : " (detached, address and alias reserved)");
+        printf(".\n");
+}
+
+static int cmd_attach(int argc, char **argv) {
+        _cleanup_json_ struct json_object *params = json_object_new_object(), *reply = NULL;
+        int r;
+
+        if ((arg_pf && argc != 2) || (!arg_pf && argc != 3)) {
+                fprintf(stderr, "svffctl attach: needs a VF and a domain ('svffctl attach 0000:03:00.4 vm1'), "
+                                "or --pf PF and a domain ('svffctl attach --pf 0000:03:00.0 vm1').\n");
+                return EXIT_USAGE;
+        }
+        if (arg_pf)
+                json_object_object_add(params, "pf", json_object_new_string(arg_pf));
+        else
+                json_object_object_add(params, "vf", json_object_new_string(argv[1]));
+        json_object_object_add(params, "domain", json_object_new_string(argv[argc - 1]));
+        if (arg_live)
+                json_object_object_add(params, "live", json_object_new_boolean(true));
+        if (arg_config)
+                json_object_object_add(params, "config", json_object_new_boolean(true));
+        if (arg_guest_address)
+                json_object_object_add(params, "guest_address", json_object_new_string(arg_guest_address));
+        r = call("io.svff.Attach", params, 0, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json)
+                print_json(reply);
+        else
+                print_assignment("attached to", reply);
+        return 0;
+}
+
+static int vf_call(int argc, char **argv, const char *method, const char *verb) {
+        _cleanup_json_ struct json_object *params = NULL, *reply = NULL;
+        int r;
+
+        if (argc != 2) {
+                fprintf(stderr, "svffctl %s: needs one VF address, e.g. 'svffctl %s 0000:03:00.4'.\n", argv[0], argv[0]);
+                return EXIT_USAGE;
+        }
+        params = json_object_new_object();
+        json_object_object_add(params, "vf", json_object_new_string(argv[1]));
+        r = call(method, params, 0, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json)
+                print_json(reply);
+        else if (verb)
+                print_assignment(verb, reply);
+        else
+                printf("VF %s detached from domain '%s'.\n", strna(jstr(reply, "vf")), strna(jstr(reply, "domain")));
+        return 0;
+}
+
+static int cmd_detach(int argc, char **argv) {
+        return vf_call(argc, argv, "io.svff.Detach", NULL);
+}
+
+static int cmd_pause(int argc, char **argv) {
+        return vf_call(argc, argv, "io.svff.Pause", "paused in");
+}
+
+static int cmd_unpause(int argc, char **argv) {
+        return vf_call(argc, argv, "io.svff.Unpause", "unpaused in");
+}
+
 /* ---- argv ---- */
 
 struct command {
@@ -530,6 +619,7 @@ struct command {
         const char *help;
         int (*fn)(int argc, char **argv);
         bool has_driver;
+        bool has_attach_options;
 };
 
 static const struct command commands[] = {
@@ -549,6 +639,25 @@ static const struct command commands[] = {
         { "monitor", "monitor [--json]",
           "Print svffd's events as they happen, one per line (--json: one JSON object\n"
           "per line), until interrupted.", cmd_monitor, false },
+        { "attach", "attach VF DOMAIN | attach --pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F]",
+          "Assign VF (or, with --pf, any free VF of PF on vfio-pci) to the libvirt domain\n"
+          "DOMAIN (name or UUID) as a managed='no' vfio hostdev. The VF must be on\n"
+          "vfio-pci, its IOMMU group viable and used by no other domain. By default the\n"
+          "device goes live if the domain runs, and into its definition (config) if it\n"
+          "is persistent; --live and --config choose explicitly. --guest-address puts it\n"
+          "at that guest PCI address; otherwise libvirt picks one, which is recorded.\n"
+          "Needs root or the admin group.", cmd_attach, false, true },
+        { "detach", "detach VF",
+          "Remove VF from its domain, waiting for the guest to release it (svffd's\n"
+          "detach-timeout-sec). If the guest does not, the VF stays 'detaching' and the\n"
+          "command fails; run it again later.", cmd_detach, false },
+        { "pause", "pause VF",
+          "Pause VF's assignment: natively when the domain's QEMU offers the device-pause\n"
+          "command (the guest keeps seeing the device), else by detaching it while\n"
+          "reserving its guest address and alias. Prints which mode was used.", cmd_pause, false },
+        { "unpause", "unpause VF",
+          "Resume a paused VF: natively, or by re-attaching it at the reserved guest\n"
+          "address with the same alias.", cmd_unpause, false },
         { "config", "config check [FILE] [--json]",
           "Validate FILE, or svffd's config file and its drop-ins, with svffd's own\n"
           "parser; every problem is named as FILE:LINE: key 'KEY' .... Exit status 1\n"
@@ -581,16 +690,21 @@ static void command_help(const struct command *c) {
         printf("Usage: svffctl %s\n\n%s\n\n"
                "Options:\n"
                "  --json          Print JSON on stdout\n"
-               "%s"
+               "%s%s"
                "  --socket=PATH   svffd's socket\n"
                "\nExit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
                "3 svffd unreachable, 4 permission denied.\n",
                c->usage, c->help,
-               c->has_driver ? "  --driver=NAME   Bind the VFs to NAME instead of svffd's default\n" : "");
+               c->has_driver ? "  --driver=NAME   Bind the VFs to NAME instead of svffd's default\n" : "",
+               c->has_attach_options ? "  --pf=PF         Take any free VF of PF\n"
+                                       "  --live          Attach to the running domain\n"
+                                       "  --config        Attach to the domain's persistent definition\n"
+                                       "  --guest-address=BB:SS.F  Guest PCI address\n" : "");
 }
 
 int main(int argc, char **argv) {
-        enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION };
+        enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
+               ARG_GUEST_ADDRESS, ARG_PF };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -598,6 +712,10 @@ int main(int argc, char **argv) {
                 { "timeout", required_argument, NULL, ARG_TIMEOUT },
                 { "driver", required_argument, NULL, ARG_DRIVER },
                 { "version", no_argument, NULL, ARG_VERSION },
+                { "live", no_argument, NULL, ARG_LIVE },
+                { "config", no_argument, NULL, ARG_CONFIG },
+                { "guest-address", required_argument, NULL, ARG_GUEST_ADDRESS },
+                { "pf", required_argument, NULL, ARG_PF },
                 {}
         };
         const struct command *cmd = NULL;
@@ -637,6 +755,18 @@ int main(int argc, char **argv) {
                 case ARG_VERSION:
                         printf("svffctl %s\n", PACKAGE_VERSION);
                         return 0;
+                case ARG_LIVE:
+                        arg_live = true;
+                        break;
+                case ARG_CONFIG:
+                        arg_config = true;
+                        break;
+                case ARG_GUEST_ADDRESS:
+                        arg_guest_address = optarg;
+                        break;
+                case ARG_PF:
+                        arg_pf = optarg;
+                        break;
                 default:
                         fprintf(stderr, "See 'svffctl --help'.\n");
                         return EXIT_USAGE;
@@ -666,6 +796,11 @@ int main(int argc, char **argv) {
         }
         if (arg_driver && !cmd->has_driver) {
                 fprintf(stderr, "svffctl %s: --driver only applies to init.\n", cmd->name);
+                return EXIT_USAGE;
+        }
+        if ((arg_live || arg_config || arg_guest_address || arg_pf) && !cmd->has_attach_options) {
+                fprintf(stderr, "svffctl %s: --pf, --live, --config and --guest-address only apply to attach.\n",
+                        cmd->name);
                 return EXIT_USAGE;
         }
         return cmd->fn(n_args, args);

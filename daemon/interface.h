@@ -21,6 +21,16 @@
 #define SVFF_ERROR_STORE "io.svff.StoreError"
 #define SVFF_ERROR_SHUTTING_DOWN "io.svff.ShuttingDown"
 #define SVFF_ERROR_INTERNAL "io.svff.InternalError"
+#define SVFF_ERROR_NO_SUCH_DOMAIN "io.svff.NoSuchDomain"
+#define SVFF_ERROR_ALREADY_ASSIGNED "io.svff.AlreadyAssigned"
+#define SVFF_ERROR_NOT_ASSIGNED "io.svff.NotAssigned"
+#define SVFF_ERROR_NOT_ON_VFIO "io.svff.NotOnVfio"
+#define SVFF_ERROR_GROUP_SHARED "io.svff.GroupShared"
+#define SVFF_ERROR_GROUP_NOT_VIABLE "io.svff.GroupNotViable"
+#define SVFF_ERROR_NO_FREE_VF "io.svff.NoFreeVf"
+#define SVFF_ERROR_GUEST_NOT_RELEASED "io.svff.GuestNotReleased"
+#define SVFF_ERROR_HYPERVISOR_UNAVAILABLE "io.svff.HypervisorUnavailable"
+#define SVFF_ERROR_HYPERVISOR "io.svff.HypervisorError"
 
 #define VARLINK_ERROR_EXPECTED_MORE "org.varlink.service.ExpectedMore"
 

@@ -10,6 +10,7 @@
 
 #include "autoinit.h"
 #include "log.h"
+#include "libvirt.h"
 #include "manager.h"
 #include "udev.h"
 
@@ -78,6 +79,8 @@ struct manager *manager_free(struct manager *m) {
 
         /* Workers first: their last posted results still reach the store
          * and the callers. */
+        hv_free(m->hv);
+        m->hv = NULL;
         worker_pool_free(m->ops_pool);
         worker_pool_free(m->discovery_pool);
         m->ops_pool = m->discovery_pool = NULL;

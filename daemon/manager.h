@@ -24,6 +24,8 @@
 #include "store.h"
 #include "worker.h"
 
+struct hv;
+
 /* What the command line set: it wins over the config file, on reload
  * too. NULL / -1 when not given. */
 struct cmdline {
@@ -80,6 +82,7 @@ struct manager {
         struct svff_store *store;
         struct worker_pool *ops_pool;
         struct worker_pool *discovery_pool;
+        struct hv *hv;          /* libvirt: connection, events, its pool */
         struct server *server;
 
         uint64_t started_usec;  /* CLOCK_MONOTONIC */

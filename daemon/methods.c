@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "context.h"
+#include "assign.h"
 #include "autoinit.h"
 #include "interface.h"
 #include "json-util.h"
@@ -414,6 +415,10 @@ static const struct method svff_methods[] = {
         { "Init", method_init },
         { "Release", method_release },
         { "Monitor", method_monitor },
+        { "Attach", method_attach },
+        { "Detach", method_detach },
+        { "Pause", method_pause },
+        { "Unpause", method_unpause },
 };
 
 #ifdef SVFF_FAULT_POINTS

@@ -14,6 +14,7 @@
 
 #include "autoinit.h"
 #include "config-file.h"
+#include "libvirt.h"
 #include "log.h"
 #include "manager.h"
 #include "methods.h"
@@ -263,6 +264,11 @@ static int run(int argc, char *argv[]) {
                 r = worker_pool_new(event, "disc", 1, &m->discovery_pool);
         if (r < 0)
                 return log_error_errno(r, "Failed to start worker threads: %m");
+        /* libvirt connects in the background: svffd serves without it and
+         * assignment calls say libvirt is unreachable until it is back. */
+        r = hv_new(m, m->config.libvirt_uri, m->config.workers, &m->hv);
+        if (r < 0)
+                return r;
 
         /* Start-up reconcile: compare the store with the host before
          * serving, and report (never repair) what differs. */

@@ -67,6 +67,7 @@ int svff_config_init(struct svff_config *cfg) {
                 .detach_timeout_usec = 10 * 1000000ULL,
                 .qmp_timeout_usec = 5 * 1000000ULL,
                 .device_pause_command = strdup("x-svff-device-pause"),
+                .device_unpause_command = strdup("x-svff-device-unpause"),
                 .settle_usec = 500 * 1000ULL,
                 .list_max_age_usec = 1000 * 1000ULL,
                 .workers = 2,
@@ -78,7 +79,7 @@ int svff_config_init(struct svff_config *cfg) {
                 },
         };
         if (!cfg->socket || !cfg->state_dir || !cfg->sysfs_root || !cfg->libvirt_uri ||
-            !cfg->vf_driver || !cfg->device_pause_command) {
+            !cfg->vf_driver || !cfg->device_pause_command || !cfg->device_unpause_command) {
                 svff_config_done(cfg);
                 return -ENOMEM;
         }
@@ -101,6 +102,7 @@ void svff_config_done(struct svff_config *cfg) {
         free(cfg->admin_group);
         free(cfg->vf_driver);
         free(cfg->device_pause_command);
+        free(cfg->device_unpause_command);
         for (size_t i = 0; i < cfg->n_policies; i++)
                 policy_done(&cfg->policies[i]);
         free(cfg->policies);
@@ -135,7 +137,7 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
         int r = 0;
 
         c.socket = c.state_dir = c.sysfs_root = c.libvirt_uri = c.admin_group = c.vf_driver =
-                c.device_pause_command = NULL;
+                c.device_pause_command = c.device_unpause_command = NULL;
         c.policies = NULL;
         c.n_policies = 0;
         if (dup_or_null(from->socket, &c.socket) < 0 ||
@@ -144,7 +146,8 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
             dup_or_null(from->libvirt_uri, &c.libvirt_uri) < 0 ||
             dup_or_null(from->admin_group, &c.admin_group) < 0 ||
             dup_or_null(from->vf_driver, &c.vf_driver) < 0 ||
-            dup_or_null(from->device_pause_command, &c.device_pause_command) < 0)
+            dup_or_null(from->device_pause_command, &c.device_pause_command) < 0 ||
+            dup_or_null(from->device_unpause_command, &c.device_unpause_command) < 0)
                 r = -ENOMEM;
         if (r >= 0 && from->n_policies > 0) {
                 c.policies = calloc(from->n_policies, sizeof(*c.policies));
@@ -597,6 +600,8 @@ static int apply(struct parser *p, struct svff_config *c, struct json_object *ro
                         k = get_driver(p, val, &c->vf_driver);
                 else if (streq(key, "device-pause-command"))
                         k = get_string(p, val, &c->device_pause_command, false, 128);
+                else if (streq(key, "device-unpause-command"))
+                        k = get_string(p, val, &c->device_unpause_command, false, 128);
                 else if (streq(key, "log-level")) {
                         int l = json_object_is_type(val, json_type_string)
                                         ? svff_log_level_from_string(json_object_get_string(val))

@@ -19,6 +19,7 @@
  *     "detach-timeout-sec": 10,
  *     "qmp-timeout-sec": 5,
  *     "device-pause-command": "x-svff-device-pause",
+ *     "device-unpause-command": "x-svff-device-unpause",
  *     "settle-msec": 500,
  *     "list-max-age-msec": 1000,
  *     "workers": 2,                              (restart)
@@ -91,7 +92,10 @@ struct svff_config {
         uint64_t numvfs_timeout_usec;
         uint64_t detach_timeout_usec;
         uint64_t qmp_timeout_usec;
+        /* QMP commands of QEMU's device pause (the SVFF QEMU patch; stock
+         * QEMU has none, and pause then detaches with reservation). */
         char *device_pause_command;
+        char *device_unpause_command;
         uint64_t settle_usec;   /* quiet time after a PF appears */
         uint64_t list_max_age_usec;
         unsigned workers;

@@ -675,3 +675,173 @@ void svff_store_set_journal(struct svff_store *s, struct json_object *op) {
         if (json_object_object_add(s->doc, "journal", op) < 0 && op)
                 json_object_put(op);
 }
+
+static const char *const assign_states[] = {
+        [SVFF_ASSIGN_ATTACHED] = "attached",
+        [SVFF_ASSIGN_PAUSED] = "paused",
+        [SVFF_ASSIGN_DETACHING] = "detaching",
+};
+
+static const char *const pause_modes[] = {
+        [SVFF_PAUSE_NONE] = NULL,
+        [SVFF_PAUSE_NATIVE] = "native",
+        [SVFF_PAUSE_DETACH] = "detach",
+};
+
+const char *svff_assign_state_to_string(enum svff_assign_state st) {
+        return (size_t) st < ELEMENTSOF(assign_states) ? assign_states[st] : NULL;
+}
+
+int svff_assign_state_from_string(const char *str) {
+        for (size_t i = 0; str && i < ELEMENTSOF(assign_states); i++)
+                if (streq(str, assign_states[i]))
+                        return (int) i;
+        return -EINVAL;
+}
+
+const char *svff_pause_mode_to_string(enum svff_pause_mode m) {
+        return (size_t) m < ELEMENTSOF(pause_modes) ? pause_modes[m] : NULL;
+}
+
+int svff_pause_mode_from_string(const char *str) {
+        if (!str)
+                return SVFF_PAUSE_NONE;
+        for (size_t i = 1; i < ELEMENTSOF(pause_modes); i++)
+                if (streq(str, pause_modes[i]))
+                        return (int) i;
+        return -EINVAL;
+}
+
+int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct svff_assignment *a) {
+        const char *mode;
+        struct json_object *rec;
+        int r;
+
+        if (!s || !vf || !*vf || !a || !*a->uuid || !svff_assign_state_to_string(a->state))
+                return -EINVAL;
+        rec = record(svff_store_assignments(s), vf);
+        if (!rec)
+                return -ENOMEM;
+        mode = svff_pause_mode_to_string(a->pause_mode);
+        r = put(rec, "uuid", json_object_new_string(a->uuid), false);
+        if (r >= 0)
+                r = put(rec, "domain", json_object_new_string(a->domain), false);
+        if (r >= 0)
+                r = put(rec, "guest_address",
+                        *a->guest_address ? json_object_new_string(a->guest_address) : NULL,
+                        !*a->guest_address);
+        if (r >= 0)
+                r = put(rec, "alias", json_object_new_string(a->alias), false);
+        if (r >= 0)
+                r = put(rec, "live", json_object_new_boolean(a->live), false);
+        if (r >= 0)
+                r = put(rec, "config", json_object_new_boolean(a->config), false);
+        if (r >= 0)
+                r = put(rec, "state", json_object_new_string(svff_assign_state_to_string(a->state)), false);
+        if (r >= 0)
+                r = put(rec, "pause_mode", mode ? json_object_new_string(mode) : NULL, !mode);
+        return r;
+}
+
+static int copy_field(struct json_object *rec, const char *key, bool nullable, char *buf, size_t n) {
+        const char *v = NULL;
+        int r;
+
+        r = nullable ? svff_json_get_string_or_null(rec, key, &v) : svff_json_get_string(rec, key, &v);
+        if (r < 0 || (v && strlen(v) >= n))
+                return -EINVAL;
+        snprintf(buf, n, "%s", v ?: "");
+        return 0;
+}
+
+int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_assignment *ret) {
+        struct svff_assignment a = {};
+        struct json_object *rec;
+        const char *st, *mode = NULL;
+        int state, pm;
+
+        if (!s || !vf)
+                return -EINVAL;
+        if (!json_object_object_get_ex(svff_store_assignments(s), vf, &rec))
+                return 0;
+        if (copy_field(rec, "uuid", false, a.uuid, sizeof(a.uuid)) < 0 ||
+            copy_field(rec, "domain", false, a.domain, sizeof(a.domain)) < 0 ||
+            copy_field(rec, "guest_address", true, a.guest_address, sizeof(a.guest_address)) < 0 ||
+            copy_field(rec, "alias", false, a.alias, sizeof(a.alias)) < 0 ||
+            svff_json_get_bool(rec, "live", &a.live) < 0 ||
+            svff_json_get_bool(rec, "config", &a.config) < 0 ||
+            svff_json_get_string(rec, "state", &st) < 0 ||
+            svff_json_get_string_or_null(rec, "pause_mode", &mode) < 0)
+                return -EINVAL;
+        state = svff_assign_state_from_string(st);
+        pm = svff_pause_mode_from_string(mode);
+        if (state < 0 || pm < 0)
+                return -EINVAL;
+        a.state = (enum svff_assign_state) state;
+        a.pause_mode = (enum svff_pause_mode) pm;
+        if (ret)
+                *ret = a;
+        return 1;
+}
+
+void svff_store_remove_assignment(struct svff_store *s, const char *vf) {
+        if (s && vf)
+                json_object_object_del(svff_store_assignments(s), vf);
+}
+
+int svff_store_domain_event(struct svff_store *s, const char *uuid, const char *name,
+                            enum svff_domain_event ev, svff_assign_change_fn fn, void *userdata) {
+        _cleanup_strv_free_ char **vfs = NULL;
+        size_t n = 0;
+        int changed = 0;
+
+        if (!s || !uuid)
+                return -EINVAL;
+        /* Collect first: the loop below edits the section. */
+        json_object_object_foreach(svff_store_assignments(s), key, rec) {
+                const char *u;
+                char **nv;
+
+                if (svff_json_get_string(rec, "uuid", &u) < 0 || !streq(u, uuid))
+                        continue;
+                nv = realloc(vfs, (n + 2) * sizeof(char *));
+                if (!nv)
+                        return -ENOMEM;
+                vfs = nv;
+                vfs[n] = strdup(key);
+                if (!vfs[n])
+                        return -ENOMEM;
+                vfs[++n] = NULL;
+        }
+
+        for (size_t i = 0; i < n; i++) {
+                struct svff_assignment a;
+                enum svff_assign_outcome o;
+
+                if (svff_store_get_assignment(s, vfs[i], &a) <= 0)
+                        continue;
+                if (name)
+                        snprintf(a.domain, sizeof(a.domain), "%s", name);
+                if (ev == SVFF_DOMAIN_STARTED) {
+                        if (!a.config || a.state != SVFF_ASSIGN_ATTACHED || a.live)
+                                continue;
+                        a.live = true;
+                        o = SVFF_ASSIGN_LIVE_AGAIN;
+                } else {
+                        if (ev == SVFF_DOMAIN_UNDEFINED)
+                                a.config = false;
+                        else
+                                a.live = false;
+                        o = a.config || a.live ? SVFF_ASSIGN_KEPT
+                            : ev == SVFF_DOMAIN_UNDEFINED ? SVFF_ASSIGN_RELEASED : SVFF_ASSIGN_CLOSED;
+                }
+                if (o == SVFF_ASSIGN_CLOSED || o == SVFF_ASSIGN_RELEASED)
+                        svff_store_remove_assignment(s, vfs[i]);
+                else if (svff_store_set_assignment(s, vfs[i], &a) < 0)
+                        return -ENOMEM;
+                changed++;
+                if (fn)
+                        fn(vfs[i], &a, o, userdata);
+        }
+        return changed;
+}

@@ -8,7 +8,12 @@
  *     "vfs":      { "<VF>": { "pf": "<PF>", "index": N,
  *                             "original_driver": "qdma-vf" | null,
  *                             "driver": "vfio-pci" } },
- *     "assignments": { "<VF>": { ... } },   (later: domain, guest address)
+ *     "assignments": { "<VF>": { "uuid": "<domain UUID>", "domain": "<name>",
+ *                                "guest_address": "0000:02:00.0" | null,
+ *                                "alias": "ua-svff-...", "live": bool,
+ *                                "config": bool,
+ *                                "state": "attached"|"paused"|"detaching",
+ *                                "pause_mode": "native"|"detach"|null } },
  *     "journal":  null | { "op": "...", ... } }
  *
  * replaced atomically: write store.json.tmp, fsync, keep the current file
@@ -76,6 +81,65 @@ void svff_store_remove_vf(struct svff_store *s, const char *vf);
 int svff_store_get_pf(struct svff_store *s, const char *pf, unsigned *ret_numvfs,
                       const char **ret_vf_driver);
 void svff_store_remove_pf(struct svff_store *s, const char *pf);
+
+/* Assignments of VFs to domains, keyed by VF. The domain is identified
+ * by UUID (names can be reused); the name is kept for display. */
+enum svff_assign_state {
+        SVFF_ASSIGN_ATTACHED,
+        SVFF_ASSIGN_PAUSED,     /* native pause, or detached with the address reserved */
+        SVFF_ASSIGN_DETACHING,  /* detach asked for; the guest has not let go yet */
+};
+
+enum svff_pause_mode {
+        SVFF_PAUSE_NONE,
+        SVFF_PAUSE_NATIVE,      /* the QEMU device-pause command */
+        SVFF_PAUSE_DETACH,      /* detach-with-reservation */
+};
+
+struct svff_assignment {
+        char uuid[37];
+        char domain[256];
+        char guest_address[17]; /* "" when unknown */
+        char alias[64];
+        bool live, config;
+        enum svff_assign_state state;
+        enum svff_pause_mode pause_mode;
+};
+
+const char *svff_assign_state_to_string(enum svff_assign_state s);
+int svff_assign_state_from_string(const char *s);  /* -EINVAL when unknown */
+const char *svff_pause_mode_to_string(enum svff_pause_mode m);  /* NULL for NONE */
+int svff_pause_mode_from_string(const char *s);
+
+/* Writes the record for vf (fields this version does not know are kept). */
+int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct svff_assignment *a);
+/* 1 and *ret (optional) when vf is assigned, 0 when not, -EINVAL when the
+ * record has the wrong shape (treat the VF as taken). */
+int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_assignment *ret);
+void svff_store_remove_assignment(struct svff_store *s, const char *vf);
+
+/* What a domain's lifecycle does to its assignments. */
+enum svff_domain_event {
+        SVFF_DOMAIN_STARTED,    /* attached config assignments are live again */
+        SVFF_DOMAIN_STOPPED,    /* config ones kept (live=false), live-only closed */
+        SVFF_DOMAIN_UNDEFINED,  /* config side gone; not live -> released to the pool */
+};
+
+enum svff_assign_outcome {
+        SVFF_ASSIGN_LIVE_AGAIN,
+        SVFF_ASSIGN_KEPT,
+        SVFF_ASSIGN_CLOSED,     /* removed: the domain stopped */
+        SVFF_ASSIGN_RELEASED,   /* removed: the domain was undefined */
+};
+
+typedef void (*svff_assign_change_fn)(const char *vf, const struct svff_assignment *a,
+                                      enum svff_assign_outcome outcome, void *userdata);
+
+/* Applies ev for the domain uuid (name: its current name) to every
+ * assignment of that domain, calling fn (optional) once per changed
+ * record. Returns how many changed (commit when >0), -ENOMEM. */
+int svff_store_domain_event(struct svff_store *s, const char *uuid, const char *name,
+                            enum svff_domain_event ev, svff_assign_change_fn fn, void *userdata);
 
 /* The operation in progress, or NULL. set takes ownership of op. */
 struct json_object *svff_store_journal(struct svff_store *s);

@@ -31,7 +31,12 @@ class Peer:
         self.s = conn()
         self.buf = b""
     def send_raw(self, data):
-        self.s.sendall(data)
+        # svffd may hang up before an oversized message is all written;
+        # its error reply is still there to read.
+        try:
+            self.s.sendall(data)
+        except BrokenPipeError:
+            pass
     def call(self, method, params=None, **kw):
         m = {"method": method}
         if params is not None:

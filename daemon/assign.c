@@ -1,0 +1,819 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "assign.h"
+#include "bind.h"
+#include "hypervisor.h"
+#include "interface.h"
+#include "iommu.h"
+#include "json-util.h"
+#include "libvirt.h"
+#include "log.h"
+#include "methods.h"
+#include "qmp.h"
+
+#define VFIO_DRIVER "vfio-pci"
+#define QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
+
+enum job_kind { JOB_ATTACH, JOB_DETACH, JOB_PAUSE, JOB_UNPAUSE };
+
+static const char *const job_names[] = {
+        [JOB_ATTACH] = "attach", [JOB_DETACH] = "detach", [JOB_PAUSE] = "pause", [JOB_UNPAUSE] = "unpause",
+};
+
+struct job {
+        enum job_kind kind;
+        struct manager *m;
+        struct call *call;
+        virConnectPtr conn;
+        struct svff_ctx *ctx;
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        char *domain_id;                /* attach: name or UUID; else the recorded UUID */
+        unsigned flags;                 /* attach: 0 = by domain state */
+        char guest_address[SVFF_PCI_ADDR_STRLEN];
+        bool may_bind;
+        struct json_object *assignments; /* attach: a copy, for the group check */
+        struct svff_assignment rec;     /* the record before (and, attach, after) */
+        enum svff_assign_state prev_state;
+        char *pause_cmd, *unpause_cmd;
+        usec_t detach_timeout;
+
+        /* results */
+        int r;
+        struct svff_error err;
+        const char *error;
+        struct svff_domain_info info;
+        enum svff_pause_mode mode;
+        bool domain_gone;
+        bool bound;
+};
+
+static void job_free(struct job *j) {
+        if (!j)
+                return;
+        call_unref(j->call);
+        if (j->conn)
+                virConnectClose(j->conn);
+        svff_ctx_unref(j->ctx);
+        free(j->domain_id);
+        json_object_put(j->assignments);
+        free(j->pause_cmd);
+        free(j->unpause_cmd);
+        svff_error_free(&j->err);
+        free(j);
+}
+
+static void dom_freep(virDomainPtr *d) {
+        if (*d)
+                virDomainFree(*d);
+}
+
+static struct json_object *assignment_json(const struct svff_assignment *a) {
+        struct json_object *o = json_object_new_object();
+        const char *mode = svff_pause_mode_to_string(a->pause_mode);
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "domain", json_object_new_string(a->domain));
+        json_object_object_add(o, "uuid", json_object_new_string(a->uuid));
+        json_object_object_add(o, "guest_address", *a->guest_address ? json_object_new_string(a->guest_address) : NULL);
+        json_object_object_add(o, "alias", json_object_new_string(a->alias));
+        json_object_object_add(o, "live", json_object_new_boolean(a->live));
+        json_object_object_add(o, "config", json_object_new_boolean(a->config));
+        json_object_object_add(o, "state", json_object_new_string(svff_assign_state_to_string(a->state)));
+        json_object_object_add(o, "pause_mode", mode ? json_object_new_string(mode) : NULL);
+        return o;
+}
+
+static void emit(struct manager *m, const char *name, const char *vf, const struct svff_assignment *a,
+                 const char *mode, const char *error, const char *message) {
+        struct json_object *ev = json_object_new_object();
+
+        if (!ev)
+                return;
+        json_object_object_add(ev, "event", json_object_new_string(name));
+        if (vf)
+                json_object_object_add(ev, "device", json_object_new_string(vf));
+        if (a && *a->domain)
+                json_object_object_add(ev, "domain", json_object_new_string(a->domain));
+        if (a && *a->uuid)
+                json_object_object_add(ev, "uuid", json_object_new_string(a->uuid));
+        if (a && *a->guest_address)
+                json_object_object_add(ev, "guest_address", json_object_new_string(a->guest_address));
+        if (mode)
+                json_object_object_add(ev, "mode", json_object_new_string(mode));
+        if (error)
+                json_object_object_add(ev, "error", json_object_new_string(error));
+        if (message)
+                json_object_object_add(ev, "message", json_object_new_string(message));
+        manager_emit(m, NULL, ev);
+}
+
+/* The io.svff error for a hypervisor-side -errno. */
+static const char *hv_error_name(int r) {
+        switch (r) {
+        case -ENOENT:
+                return SVFF_ERROR_NO_SUCH_DOMAIN;
+        case -ENOTCONN:
+                return SVFF_ERROR_HYPERVISOR_UNAVAILABLE;
+        case -EEXIST:
+                return SVFF_ERROR_ALREADY_ASSIGNED;
+        case -ETIMEDOUT:
+                return SVFF_ERROR_GUEST_NOT_RELEASED;
+        default:
+                return SVFF_ERROR_HYPERVISOR;
+        }
+}
+
+static int fail(struct job *j, const char *error, int r, const char *fmt, ...) _printf_(4, 5);
+static int fail(struct job *j, const char *error, int r, const char *fmt, ...) {
+        va_list ap;
+
+        j->error = error;
+        j->r = r;
+        if (fmt && !svff_error_is_set(&j->err)) {
+                char *msg = NULL;
+
+                va_start(ap, fmt);
+                if (vasprintf(&msg, fmt, ap) >= 0) {
+                        svff_error_set(&j->err, r, "%s", msg);
+                        free(msg);
+                }
+                va_end(ap);
+        }
+        return r;
+}
+
+static int fail_hv(struct job *j, int r) {
+        return fail(j, hv_error_name(r), r, NULL);
+}
+
+/* ---- worker side ---- */
+
+static int check_vfio(struct job *j) {
+        _cleanup_free_ char *drv = NULL;
+        int r;
+
+        r = svff_dev_get_driver(j->ctx, j->vf, &drv);
+        if (r < 0)
+                return fail(j, SVFF_ERROR_NO_SUCH_DEVICE, -ENODEV,
+                            "VF %s does not exist on this host; 'svffctl list' shows the VFs there are", j->vf);
+        if (drv && streq(drv, VFIO_DRIVER))
+                return 0;
+        if (!j->may_bind)
+                return fail(j, SVFF_ERROR_NOT_ON_VFIO, -EBUSY,
+                            "VF %s is on %s, not %s, and svff's policy for it is not %s: bind it with "
+                            "'svffctl init PF N' (driver %s) first",
+                            j->vf, drv ?: "no driver", VFIO_DRIVER, VFIO_DRIVER, VFIO_DRIVER);
+        /* svff recorded vfio-pci as this VF's driver: restore that. */
+        r = svff_dev_bind(j->ctx, j->vf, VFIO_DRIVER, NULL, &j->err);
+        if (r < 0)
+                return fail(j, SVFF_ERROR_NOT_ON_VFIO, r, NULL);
+        j->bound = true;
+        return 0;
+}
+
+static int check_group(struct job *j) {
+        _cleanup_strv_free_ char **members = NULL;
+        _cleanup_free_ char *blocker = NULL;
+        int group, r;
+
+        r = svff_iommu_group_of(j->ctx, j->vf, &group);
+        if (r == -ENOENT)
+                return fail(j, SVFF_ERROR_GROUP_NOT_VIABLE, r,
+                            "VF %s is in no IOMMU group: the IOMMU is off, so VFIO cannot assign it "
+                            "(boot with intel_iommu=on or amd_iommu=on)", j->vf);
+        if (r < 0)
+                return fail(j, SVFF_ERROR_OPERATION_FAILED, r, "Cannot read the IOMMU group of VF %s", j->vf);
+        r = svff_iommu_group_members(j->ctx, group, &members);
+        if (r < 0)
+                return fail(j, SVFF_ERROR_OPERATION_FAILED, r, "Cannot list IOMMU group %d of VF %s", group, j->vf);
+        for (char **p = members; p && *p; p++) {
+                struct json_object *rec;
+                const char *uuid = NULL, *name = NULL;
+
+                if (streq(*p, j->vf) || !json_object_object_get_ex(j->assignments, *p, &rec))
+                        continue;
+                (void) svff_json_get_string(rec, "uuid", &uuid);
+                (void) svff_json_get_string(rec, "domain", &name);
+                if (uuid && streq(uuid, j->info.uuid))
+                        continue;
+                return fail(j, SVFF_ERROR_GROUP_SHARED, -EBUSY,
+                            "VF %s shares IOMMU group %d with %s, which is assigned to domain '%s': "
+                            "one group cannot be split across domains",
+                            j->vf, group, *p, name ?: strna(uuid));
+        }
+        r = svff_iommu_group_viable(j->ctx, group, &blocker, &j->err);
+        if (r < 0)
+                return fail(j, SVFF_ERROR_OPERATION_FAILED, r, NULL);
+        if (r == 0)
+                return fail(j, SVFF_ERROR_GROUP_NOT_VIABLE, -EBUSY,
+                            "IOMMU group %d of VF %s is not viable: member %s is bound to a host driver; "
+                            "bind it to vfio-pci or unbind it first", group, j->vf, strna(blocker));
+        return 0;
+}
+
+static void attach_run(struct job *j, virDomainPtr dom) {
+        struct svff_hostdev hd;
+        char alias[SVFF_ALIAS_MAX];
+        unsigned flags = j->flags;
+        int r;
+
+        if (check_vfio(j) < 0 || check_group(j) < 0)
+                return;
+        if (flags == 0)
+                flags = (j->info.active ? SVFF_HV_LIVE : 0) | (j->info.persistent ? SVFF_HV_CONFIG : 0);
+        if ((flags & SVFF_HV_LIVE) && !j->info.active) {
+                fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
+                     "Domain '%s' is not running: a live attach needs a running domain (use --config)", j->info.name);
+                return;
+        }
+        if ((flags & SVFF_HV_CONFIG) && !j->info.persistent) {
+                fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
+                     "Domain '%s' is transient: it has no persistent definition for --config", j->info.name);
+                return;
+        }
+        (void) svff_hv_alias_for(j->vf, alias);
+        r = svff_hv_attach(dom, j->vf, alias, *j->guest_address ? j->guest_address : NULL, flags, &hd, &j->err);
+        if (r < 0) {
+                fail_hv(j, r);
+                return;
+        }
+        j->rec = (struct svff_assignment) {
+                .live = flags & SVFF_HV_LIVE,
+                .config = flags & SVFF_HV_CONFIG,
+                .state = SVFF_ASSIGN_ATTACHED,
+        };
+        snprintf(j->rec.uuid, sizeof(j->rec.uuid), "%s", j->info.uuid);
+        snprintf(j->rec.domain, sizeof(j->rec.domain), "%s", j->info.name);
+        snprintf(j->rec.alias, sizeof(j->rec.alias), "%s", *hd.alias ? hd.alias : alias);
+        snprintf(j->rec.guest_address, sizeof(j->rec.guest_address), "%s", hd.guest_address);
+}
+
+/* The definitions the record's device is in now. */
+static unsigned rec_flags(const struct job *j) {
+        return (j->rec.live && j->info.active ? SVFF_HV_LIVE : 0) | (j->rec.config ? SVFF_HV_CONFIG : 0);
+}
+
+static void detach_run(struct job *j, virDomainPtr dom) {
+        int r;
+
+        r = svff_hv_detach(dom, j->vf, rec_flags(j), svff_now_usec() + j->detach_timeout, &j->err);
+        if (r < 0)
+                fail_hv(j, r);
+}
+
+static void pause_run(struct job *j, virDomainPtr dom) {
+        int r;
+
+        if (j->rec.live && j->info.active) {
+                _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
+                struct svff_error err = SVFF_ERROR_NULL;
+
+                r = svff_qmp_new_libvirt(dom, &q);
+                if (r >= 0)
+                        r = svff_qmp_device_pause(q, j->pause_cmd, j->rec.alias, QMP_TIMEOUT_USEC, &err);
+                if (r >= 0) {
+                        j->mode = SVFF_PAUSE_NATIVE;
+                        svff_error_free(&err);
+                        return;
+                }
+                if (r != -EOPNOTSUPP) {
+                        j->err = err;
+                        fail(j, SVFF_ERROR_HYPERVISOR, r, NULL);
+                        return;
+                }
+                svff_error_free(&err);
+        }
+        /* Detach with reservation: the record keeps address and alias. */
+        j->mode = SVFF_PAUSE_DETACH;
+        detach_run(j, dom);
+}
+
+static void unpause_run(struct job *j, virDomainPtr dom) {
+        struct svff_hostdev hd;
+        unsigned flags;
+        int r;
+
+        if (j->rec.pause_mode == SVFF_PAUSE_NATIVE) {
+                _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
+
+                j->mode = SVFF_PAUSE_NATIVE;
+                r = svff_qmp_new_libvirt(dom, &q);
+                if (r >= 0)
+                        r = svff_qmp_device_pause(q, j->unpause_cmd, j->rec.alias, QMP_TIMEOUT_USEC, &j->err);
+                if (r < 0)
+                        fail(j, SVFF_ERROR_HYPERVISOR, r, "Unpausing VF %s in domain '%s' failed", j->vf, j->info.name);
+                return;
+        }
+        j->mode = SVFF_PAUSE_DETACH;
+        flags = rec_flags(j);
+        if (flags == 0) {
+                fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
+                     "Domain '%s' is no longer running and VF %s was assigned live only: nothing to re-attach to",
+                     j->info.name, j->vf);
+                return;
+        }
+        if (check_vfio(j) < 0)
+                return;
+        r = svff_hv_attach(dom, j->vf, j->rec.alias, *j->rec.guest_address ? j->rec.guest_address : NULL, flags,
+                           &hd, &j->err);
+        if (r < 0) {
+                fail_hv(j, r);
+                return;
+        }
+        if (*j->rec.guest_address && !streq(hd.guest_address, j->rec.guest_address))
+                log_warning("VF %s came back at %s in domain '%s', not at the reserved %s.", j->vf,
+                            hd.guest_address, j->info.name, j->rec.guest_address);
+        j->rec.live = flags & SVFF_HV_LIVE;
+        snprintf(j->rec.guest_address, sizeof(j->rec.guest_address), "%s", hd.guest_address);
+}
+
+static void job_done(void *userdata);
+
+static void job_run(void *userdata) {
+        struct job *j = userdata;
+        _cleanup_(dom_freep) virDomainPtr dom = NULL;
+        int r;
+
+        r = svff_hv_lookup(j->conn, j->domain_id, &j->info, &dom, &j->err);
+        if (r == -ENOENT && j->kind == JOB_DETACH) {
+                /* Gone with the domain: nothing left to detach. */
+                j->domain_gone = true;
+                svff_error_free(&j->err);
+        } else if (r < 0)
+                fail_hv(j, r);
+        else if (j->kind == JOB_ATTACH)
+                attach_run(j, dom);
+        else if (j->kind == JOB_DETACH)
+                detach_run(j, dom);
+        else if (j->kind == JOB_PAUSE)
+                pause_run(j, dom);
+        else
+                unpause_run(j, dom);
+        if (worker_pool_post(hv_pool(j->m->hv), job_done, j) < 0)
+                log_error("Lost the result of a %s of VF %s: out of memory.", job_names[j->kind], j->vf);
+}
+
+/* ---- main thread ---- */
+
+static void reply_job_error(struct job *j) {
+        const char *msg = svff_error_is_set(&j->err) ? svff_error_message(&j->err) : strerror(-j->r);
+        struct json_object *p = json_object_new_object();
+        const char *error = j->error ?: SVFF_ERROR_OPERATION_FAILED;
+
+        if (streq(error, SVFF_ERROR_HYPERVISOR_UNAVAILABLE))
+                json_object_object_add(p, "uri", json_object_new_string(hv_uri(j->m->hv)));
+        else if (streq(error, SVFF_ERROR_NO_SUCH_DOMAIN))
+                json_object_object_add(p, "domain", json_object_new_string(j->domain_id));
+        else if (streq(error, SVFF_ERROR_INVALID_PARAMETER))
+                json_object_object_add(p, "parameter", json_object_new_string("domain"));
+        else
+                json_object_object_add(p, "device", json_object_new_string(j->vf));
+        json_object_object_add(p, "message", json_object_new_string(msg));
+        call_error(j->call, error, p);
+        json_object_put(p);
+}
+
+static bool commit_or_reply(struct job *j) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *p;
+
+        if (manager_commit(j->m, &err) >= 0)
+                return true;
+        p = json_object_new_object();
+        json_object_object_add(p, "path", json_object_new_string(svff_store_path(j->m->store)));
+        json_object_object_add(p, "message", json_object_new_string(svff_error_message(&err)));
+        call_error(j->call, SVFF_ERROR_STORE, p);
+        json_object_put(p);
+        return false;
+}
+
+static void reply_ok(struct job *j, const char *mode) {
+        struct json_object *p = json_object_new_object();
+
+        json_object_object_add(p, "vf", json_object_new_string(j->vf));
+        if (mode)
+                json_object_object_add(p, "mode", json_object_new_string(mode));
+        json_object_object_add(p, "assignment", assignment_json(&j->rec));
+        call_reply(j->call, p);
+        json_object_put(p);
+}
+
+static void job_done(void *userdata) {
+        struct job *j = userdata;
+        struct manager *m = j->m;
+        const char *kind = job_names[j->kind];
+        const char *mode = j->mode != SVFF_PAUSE_NONE ? svff_pause_mode_to_string(j->mode) : NULL;
+        char ev[64];
+
+        hv_vf_clear_busy(m->hv, j->vf);
+        if (j->r == -ENOTCONN)
+                hv_conn_failed(m->hv, j->conn);
+        if (j->bound)
+                manager_sysfs_changed(m, NULL);
+
+        if (j->r < 0) {
+                const char *msg = svff_error_is_set(&j->err) ? svff_error_message(&j->err) : strerror(-j->r);
+
+                log_warning("%s of VF %s failed: %s", kind, j->vf, msg);
+                if (j->kind == JOB_DETACH || j->kind == JOB_PAUSE) {
+                        /* Past the deadline the guest still has it:
+                         * "detaching", never "detached". Other failures
+                         * leave the device where it was. */
+                        j->rec.state = j->r == -ETIMEDOUT ? SVFF_ASSIGN_DETACHING : j->prev_state;
+                        if (j->r == -ETIMEDOUT && j->kind == JOB_PAUSE)
+                                j->rec.pause_mode = SVFF_PAUSE_DETACH;
+                        (void) svff_store_set_assignment(m->store, j->vf, &j->rec);
+                        if (!commit_or_reply(j))
+                                goto out;
+                }
+                snprintf(ev, sizeof(ev), "vf-%s-%s", kind, j->r == -ETIMEDOUT ? "pending" : "failed");
+                emit(m, ev, j->vf, j->kind == JOB_ATTACH ? NULL : &j->rec, mode, j->error, msg);
+                reply_job_error(j);
+                goto out;
+        }
+
+        switch (j->kind) {
+        case JOB_ATTACH:
+                if (svff_store_set_assignment(m->store, j->vf, &j->rec) < 0 || !commit_or_reply(j)) {
+                        svff_store_remove_assignment(m->store, j->vf);
+                        log_error("VF %s is attached to domain '%s' but svffd could not record it.", j->vf,
+                                  j->rec.domain);
+                        goto out;
+                }
+                log_info("VF %s attached to domain '%s' at %s (%s%s%s).", j->vf, j->rec.domain,
+                         *j->rec.guest_address ? j->rec.guest_address : "an address libvirt chooses at start",
+                         j->rec.live ? "live" : "", j->rec.live && j->rec.config ? "+" : "",
+                         j->rec.config ? "config" : "");
+                emit(m, "vf-attached", j->vf, &j->rec, NULL, NULL, NULL);
+                reply_ok(j, NULL);
+                break;
+        case JOB_DETACH:
+                svff_store_remove_assignment(m->store, j->vf);
+                if (!commit_or_reply(j)) {
+                        (void) svff_store_set_assignment(m->store, j->vf, &j->rec);
+                        goto out;
+                }
+                log_info("VF %s detached from domain '%s'%s.", j->vf, j->rec.domain,
+                         j->domain_gone ? " (the domain no longer exists)" : "");
+                emit(m, "vf-detached", j->vf, &j->rec, NULL, NULL,
+                     j->domain_gone ? "the domain no longer exists" : NULL);
+                {
+                        struct json_object *p = json_object_new_object();
+
+                        json_object_object_add(p, "vf", json_object_new_string(j->vf));
+                        json_object_object_add(p, "domain", json_object_new_string(j->rec.domain));
+                        call_reply(j->call, p);
+                        json_object_put(p);
+                }
+                break;
+        case JOB_PAUSE:
+        case JOB_UNPAUSE:
+                j->rec.state = j->kind == JOB_PAUSE ? SVFF_ASSIGN_PAUSED : SVFF_ASSIGN_ATTACHED;
+                j->rec.pause_mode = j->kind == JOB_PAUSE ? j->mode : SVFF_PAUSE_NONE;
+                if (svff_store_set_assignment(m->store, j->vf, &j->rec) < 0 || !commit_or_reply(j))
+                        goto out;
+                log_info("VF %s in domain '%s' %s (%s).", j->vf, j->rec.domain,
+                         j->kind == JOB_PAUSE ? "paused" : "unpaused", mode);
+                emit(m, j->kind == JOB_PAUSE ? "vf-paused" : "vf-unpaused", j->vf, &j->rec, mode, NULL, NULL);
+                reply_ok(j, mode);
+                break;
+        }
+out:
+        job_free(j);
+}
+
+/* Takes j; answers the call on every path. */
+static void job_submit(struct manager *m, struct job *j) {
+        int r;
+
+        r = hv_vf_set_busy(m->hv, j->vf);
+        if (r < 0) {
+                call_errorf(j->call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", j->vf,
+                            "Another attach, detach, pause or unpause of VF %s is in progress; try again when it is done.",
+                            j->vf);
+                job_free(j);
+                return;
+        }
+        j->conn = hv_conn_ref(m->hv, &j->err);
+        if (!j->conn) {
+                hv_vf_clear_busy(m->hv, j->vf);
+                j->error = SVFF_ERROR_HYPERVISOR_UNAVAILABLE;
+                j->r = -ENOTCONN;
+                reply_job_error(j);
+                job_free(j);
+                return;
+        }
+        if (j->kind != JOB_ATTACH) {
+                j->prev_state = j->rec.state;
+                if (j->kind == JOB_DETACH) {
+                        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+                        /* A crash from here on leaves "detaching", never
+                         * a silently forgotten device. */
+                        j->rec.state = SVFF_ASSIGN_DETACHING;
+                        if (svff_store_set_assignment(m->store, j->vf, &j->rec) < 0 || !commit_or_reply(j)) {
+                                j->rec.state = j->prev_state;
+                                (void) svff_store_set_assignment(m->store, j->vf, &j->rec);
+                                hv_vf_clear_busy(m->hv, j->vf);
+                                job_free(j);
+                                return;
+                        }
+                }
+        }
+        if (worker_pool_submit(hv_pool(m->hv), job_run, j) < 0) {
+                hv_vf_clear_busy(m->hv, j->vf);
+                call_errorf(j->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                job_free(j);
+        }
+}
+
+static struct job *job_new(struct manager *m, struct call *call, enum job_kind kind, const char *vf) {
+        struct job *j = calloc(1, sizeof(*j));
+
+        if (!j) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return NULL;
+        }
+        j->kind = kind;
+        j->m = m;
+        j->call = call_ref(call);
+        j->ctx = svff_ctx_ref(m->ctx);
+        snprintf(j->vf, sizeof(j->vf), "%s", vf);
+        j->detach_timeout = m->config.detach_timeout_usec;
+        j->pause_cmd = strdup(m->config.device_pause_command);
+        j->unpause_cmd = strdup(m->config.device_unpause_command);
+        if (!j->pause_cmd || !j->unpause_cmd) {
+                job_free(j);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return NULL;
+        }
+        return j;
+}
+
+/* ---- Attach ---- */
+
+static bool vf_taken(struct manager *m, const char *vf, struct call *call) {
+        struct svff_assignment a;
+        int r = svff_store_get_assignment(m->store, vf, &a);
+
+        if (r == 0 && !hv_vf_busy(m->hv, vf))
+                return false;
+        if (call) {
+                if (r > 0)
+                        call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
+                                    "VF %s is already assigned to domain '%s' (%s); detach it first.", vf, a.domain,
+                                    svff_assign_state_to_string(a.state));
+                else if (r < 0)
+                        call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
+                                    "VF %s has an assignment record svffd cannot read; it counts as taken.", vf);
+                else
+                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                                    "An operation on VF %s is in progress; try again when it is done.", vf);
+        }
+        return true;
+}
+
+static void attach_start(struct manager *m, struct call *call, const char *vf) {
+        struct json_object *params = call_request(call)->parameters;
+        const char *domain = NULL, *ga = NULL, *drv = NULL;
+        bool live = false, config = false, have_live, have_config;
+        struct job *j;
+        char gbuf[SVFF_PCI_ADDR_STRLEN] = "";
+        struct json_object *rec;
+
+        (void) svff_json_get_string(params, "domain", &domain);
+        have_live = svff_json_get_bool(params, "live", &live) >= 0;
+        have_config = svff_json_get_bool(params, "config", &config) >= 0;
+        if (svff_json_get_string_or_null(params, "guest_address", &ga) >= 0 && ga &&
+            svff_pci_addr_canonicalize(ga, gbuf) < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "guest_address",
+                            "'%.64s' is not a guest PCI address; use BB:SS.F or DDDD:BB:SS.F.", ga);
+                return;
+        }
+        if (vf_taken(m, vf, call))
+                return;
+
+        j = job_new(m, call, JOB_ATTACH, vf);
+        if (!j)
+                return;
+        j->domain_id = strdup(domain);
+        j->assignments = NULL;
+        if (json_object_deep_copy(svff_store_assignments(m->store), &j->assignments, NULL) < 0 || !j->domain_id) {
+                job_free(j);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        if ((have_live && live) || (have_config && config))
+                j->flags = (have_live && live ? SVFF_HV_LIVE : 0) | (have_config && config ? SVFF_HV_CONFIG : 0);
+        snprintf(j->guest_address, sizeof(j->guest_address), "%s", gbuf);
+        /* Policy: bind to vfio-pci only a VF whose recorded driver is
+         * vfio-pci (svff set it up for assignment); anything else is the
+         * operator's to change. */
+        if (json_object_object_get_ex(svff_store_vfs(m->store), vf, &rec) &&
+            svff_json_get_string(rec, "driver", &drv) >= 0 && streq(drv, VFIO_DRIVER))
+                j->may_bind = true;
+        job_submit(m, j);
+}
+
+static void attach_from_pool(struct manager *m, struct call *call) {
+        const char *pf = NULL;
+        struct snapshot *s = m->snapshot;
+        const struct svff_pf *found = NULL;
+        size_t n_taken = 0;
+
+        (void) svff_json_get_string(call_request(call)->parameters, "pf", &pf);
+        for (size_t i = 0; s && pf && i < s->n_pfs; i++)
+                if (streq(s->pfs[i]->address, pf))
+                        found = s->pfs[i];
+        if (!found) {
+                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
+                            "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", strna(pf));
+                return;
+        }
+        for (size_t i = 0; i < found->n_vfs; i++) {
+                const struct svff_vf *vf = &found->vfs[i];
+
+                if (!vf->driver || !streq(vf->driver, VFIO_DRIVER))
+                        continue;
+                if (vf_taken(m, vf->address, NULL)) {
+                        n_taken++;
+                        continue;
+                }
+                attach_start(m, call, vf->address);
+                return;
+        }
+        call_errorf(call, SVFF_ERROR_NO_FREE_VF, "device", pf,
+                    "PF %s has no free VF on %s (%zu of %zu VFs taken); create more with 'svffctl init' "
+                    "or detach one.", pf, VFIO_DRIVER, n_taken, found->n_vfs);
+}
+
+void method_attach(struct manager *m, struct call *call) {
+        static const char *const allowed[] = { "vf", "pf", "domain", "live", "config", "guest_address", NULL };
+        struct json_object *params = call_request(call)->parameters, *v;
+        char addr[SVFF_PCI_ADDR_STRLEN];
+        const char *domain;
+        bool has_vf, has_pf, b;
+
+        if (!require_privileged(m, call) || !params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
+                return;
+        if (svff_json_get_string(params, "domain", &domain) < 0 || !*domain ||
+            strlen(domain) >= SVFF_DOMAIN_NAME_MAX) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "domain",
+                            "Parameter 'domain' (a libvirt domain name or UUID) is required.");
+                return;
+        }
+        for (const char *const *k = (const char *const[]) { "live", "config", NULL }; *k; k++)
+                if (json_object_object_get_ex(params, *k, &v) && svff_json_get_bool(params, *k, &b) < 0) {
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
+                                    "Parameter '%s' must be true or false.", *k);
+                        return;
+                }
+        if (json_object_object_get_ex(params, "guest_address", &v) && v && !json_object_is_type(v, json_type_string)) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "guest_address",
+                            "Parameter 'guest_address' must be a string such as 02:00.0.");
+                return;
+        }
+        has_vf = json_object_object_get_ex(params, "vf", &v) && v;
+        has_pf = json_object_object_get_ex(params, "pf", &v) && v;
+        if (has_vf == has_pf) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "vf",
+                            "Give either 'vf' (that VF) or 'pf' (any free VF of it), not %s.",
+                            has_vf ? "both" : "neither");
+                return;
+        }
+        if (!hv_connected(m->hv)) {
+                struct job j = { .m = m, .call = call, .error = SVFF_ERROR_HYPERVISOR_UNAVAILABLE, .r = -ENOTCONN };
+
+                (void) hv_conn_ref(m->hv, &j.err);
+                reply_job_error(&j);
+                svff_error_free(&j.err);
+                return;
+        }
+        if (has_pf) {
+                if (!params_get_address(call, "pf", addr))
+                        return;
+                json_object_object_add(params, "pf", json_object_new_string(addr));
+                manager_with_snapshot(m, call, attach_from_pool);
+                return;
+        }
+        if (!params_get_address(call, "vf", addr))
+                return;
+        attach_start(m, call, addr);
+}
+
+/* ---- Detach, Pause, Unpause ---- */
+
+static void vf_method(struct manager *m, struct call *call, enum job_kind kind) {
+        static const char *const allowed[] = { "vf", NULL };
+        struct svff_assignment a;
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        struct job *j;
+        int r;
+
+        if (!require_privileged(m, call) || !params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) ||
+            !params_get_address(call, "vf", vf))
+                return;
+        r = svff_store_get_assignment(m->store, vf, &a);
+        if (r == 0) {
+                call_errorf(call, SVFF_ERROR_NOT_ASSIGNED, "device", vf,
+                            "VF %s is not assigned to any domain; 'svffctl list' shows the assignments.", vf);
+                return;
+        }
+        if (r < 0) {
+                call_errorf(call, SVFF_ERROR_STORE, "path", svff_store_path(m->store),
+                            "The assignment record of VF %s in '%s' has the wrong shape.", vf,
+                            svff_store_path(m->store));
+                return;
+        }
+        if (kind == JOB_PAUSE && a.state != SVFF_ASSIGN_ATTACHED) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "vf",
+                            "VF %s is %s, not attached: there is nothing to pause.", vf,
+                            svff_assign_state_to_string(a.state));
+                return;
+        }
+        if (kind == JOB_UNPAUSE && a.state != SVFF_ASSIGN_PAUSED) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "vf",
+                            "VF %s is %s, not paused: there is nothing to unpause.", vf,
+                            svff_assign_state_to_string(a.state));
+                return;
+        }
+        j = job_new(m, call, kind, vf);
+        if (!j)
+                return;
+        j->rec = a;
+        j->domain_id = strdup(a.uuid);
+        if (!j->domain_id) {
+                job_free(j);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        /* A paused (detached) VF is back on the host side: detaching it
+         * only drops the reservation. */
+        if (kind == JOB_DETACH && a.state == SVFF_ASSIGN_PAUSED && a.pause_mode == SVFF_PAUSE_DETACH)
+                j->rec.live = j->rec.config = false;
+        job_submit(m, j);
+}
+
+void method_detach(struct manager *m, struct call *call) {
+        vf_method(m, call, JOB_DETACH);
+}
+
+void method_pause(struct manager *m, struct call *call) {
+        vf_method(m, call, JOB_PAUSE);
+}
+
+void method_unpause(struct manager *m, struct call *call) {
+        vf_method(m, call, JOB_UNPAUSE);
+}
+
+/* ---- lifecycle ---- */
+
+static void on_change(const char *vf, const struct svff_assignment *a, enum svff_assign_outcome o, void *userdata) {
+        struct manager *m = userdata;
+
+        switch (o) {
+        case SVFF_ASSIGN_LIVE_AGAIN:
+                log_info("Domain '%s' started: VF %s is live in it again.", a->domain, vf);
+                break;
+        case SVFF_ASSIGN_KEPT:
+                log_info("Domain '%s' changed: VF %s stays assigned (%s).", a->domain, vf,
+                         a->config ? "in its definition" : "while it runs");
+                emit(m, "assignment-kept", vf, a, NULL, NULL,
+                     a->config ? "domain stopped; the assignment is in its definition"
+                               : "domain undefined; the VF stays until the domain stops");
+                break;
+        case SVFF_ASSIGN_CLOSED:
+                log_info("Domain '%s' stopped: its live-only assignment of VF %s is closed.", a->domain, vf);
+                emit(m, "assignment-closed", vf, a, NULL, NULL, "domain stopped; the live-only assignment is closed");
+                break;
+        case SVFF_ASSIGN_RELEASED:
+                log_info("Domain '%s' was undefined: VF %s is back in the pool.", a->domain, vf);
+                emit(m, "vf-unassigned", vf, a, NULL, NULL, "domain undefined; the VF is back in the pool");
+                break;
+        }
+}
+
+void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        enum svff_domain_event ev;
+        int r;
+
+        if (event == VIR_DOMAIN_EVENT_UNDEFINED)
+                ev = SVFF_DOMAIN_UNDEFINED;
+        else if (event == VIR_DOMAIN_EVENT_STOPPED)
+                ev = SVFF_DOMAIN_STOPPED;
+        else if (event == VIR_DOMAIN_EVENT_STARTED)
+                ev = SVFF_DOMAIN_STARTED;
+        else
+                return;
+        r = svff_store_domain_event(m->store, uuid, name, ev, on_change, m);
+        if (r < 0)
+                log_error("Recording what domain '%s' did failed: %s", name, strerror(-r));
+        else if (r > 0 && manager_commit(m, &err) < 0)
+                log_error("Recording what domain '%s' did failed: %s", name, svff_error_message(&err));
+}

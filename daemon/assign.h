@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* VFs to domains: io.svff.Attach, Detach, Pause and Unpause, and what
+ * domain lifecycle events do to the assignments.
+ *
+ *   Attach(vf | pf, domain, live?, config?, guest_address?)
+ *     main:   the VF is free (store) and not busy; for pf, the first VF
+ *             on vfio-pci that is neither (from a fresh snapshot)
+ *     libvirt pool: look the domain up; the VF on vfio-pci (bound when
+ *             svff's recorded driver for it is vfio-pci, refused
+ *             otherwise); its IOMMU group viable and shared with no other
+ *             domain; attach; read the guest address back
+ *     main:   record, commit, reply
+ *   Detach(vf): record "detaching", commit; detach and wait for the guest
+ *     (deadline detach-timeout-sec); gone -> drop the record; past the
+ *     deadline -> GuestNotReleased, the record stays "detaching".
+ *   Pause(vf): native (the configured QMP device-pause command, if the
+ *     domain's QEMU offers it) or detach-with-reservation; the record
+ *     keeps the guest address and alias, state "paused", pause_mode.
+ *   Unpause(vf): the reverse, at the recorded guest address and alias.
+ *
+ * Lifecycle: undefined -> the config side of the domain's assignments is
+ * gone, those not live are released back to the pool; stopped -> config
+ * assignments are kept (live=false), live-only ones are closed; started
+ * -> attached config assignments are live again. Each is an event. */
+
+#include "manager.h"
+#include "server.h"
+
+void method_attach(struct manager *m, struct call *call);
+void method_detach(struct manager *m, struct call *call);
+void method_pause(struct manager *m, struct call *call);
+void method_unpause(struct manager *m, struct call *call);
+
+/* A lifecycle event (virDomainEventType and its detail) for the domain
+ * uuid/name, on the main thread. */
+void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail);

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xpath.h>
+
+#include "hypervisor.h"
+
+/* Domain XML from libvirt is bounded by what libvirt accepts; this only
+ * guards the parser against a runaway document. */
+#define DOMAIN_XML_MAX (16u * 1024u * 1024u)
+
+static void xml_doc_freep(xmlDocPtr *d) {
+        if (*d)
+                xmlFreeDoc(*d);
+}
+
+static void xml_xpath_ctx_freep(xmlXPathContextPtr *c) {
+        if (*c)
+                xmlXPathFreeContext(*c);
+}
+
+static void xml_xpath_obj_freep(xmlXPathObjectPtr *o) {
+        if (*o)
+                xmlXPathFreeObject(*o);
+}
+
+static void xml_buffer_freep(xmlBufferPtr *b) {
+        if (*b)
+                xmlBufferFree(*b);
+}
+
+static void xml_freep(xmlChar **s) {
+        if (*s)
+                xmlFree(*s);
+}
+
+static void dom_freep(virDomainPtr *d) {
+        if (*d)
+                virDomainFree(*d);
+}
+
+int svff_hv_alias_for(const char *vf, char buf[static SVFF_ALIAS_MAX]) {
+        char canon[SVFF_PCI_ADDR_STRLEN];
+        int r;
+
+        r = svff_pci_addr_canonicalize(vf, canon);
+        if (r < 0)
+                return r;
+        for (char *p = canon; *p; p++)
+                if (*p == ':' || *p == '.')
+                        *p = '-';
+        snprintf(buf, SVFF_ALIAS_MAX, "ua-svff-%s", canon);
+        return 0;
+}
+
+static bool alias_valid(const char *a) {
+        size_t n = strlen(a);
+
+        return n > 3 && n < SVFF_ALIAS_MAX && strneq(a, "ua-", 3) &&
+               strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+static int add_pci_address(xmlNodePtr parent, const struct svff_pci_addr *a, bool typed) {
+        xmlNodePtr n = xmlNewChild(parent, NULL, BAD_CAST "address", NULL);
+        char v[16];
+
+        if (!n)
+                return -ENOMEM;
+        if (typed && !xmlNewProp(n, BAD_CAST "type", BAD_CAST "pci"))
+                return -ENOMEM;
+        snprintf(v, sizeof(v), "0x%04x", a->domain);
+        if (!xmlNewProp(n, BAD_CAST "domain", BAD_CAST v))
+                return -ENOMEM;
+        snprintf(v, sizeof(v), "0x%02x", a->bus);
+        if (!xmlNewProp(n, BAD_CAST "bus", BAD_CAST v))
+                return -ENOMEM;
+        snprintf(v, sizeof(v), "0x%02x", a->slot);
+        if (!xmlNewProp(n, BAD_CAST "slot", BAD_CAST v))
+                return -ENOMEM;
+        snprintf(v, sizeof(v), "0x%x", a->func);
+        if (!xmlNewProp(n, BAD_CAST "function", BAD_CAST v))
+                return -ENOMEM;
+        return 0;
+}
+
+int svff_hv_hostdev_xml(const char *vf, const char *alias, const char *guest_address, char **ret) {
+        _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
+        _cleanup_(xml_buffer_freep) xmlBufferPtr buf = NULL;
+        struct svff_pci_addr src, guest;
+        xmlNodePtr root, n;
+        char *s;
+        int r;
+
+        if (!vf || !alias || !ret || svff_pci_addr_parse(vf, &src) < 0 || !alias_valid(alias))
+                return -EINVAL;
+        if (guest_address && svff_pci_addr_parse(guest_address, &guest) < 0)
+                return -EINVAL;
+
+        doc = xmlNewDoc(BAD_CAST "1.0");
+        root = doc ? xmlNewNode(NULL, BAD_CAST "hostdev") : NULL;
+        if (!root)
+                return -ENOMEM;
+        xmlDocSetRootElement(doc, root);
+        if (!xmlNewProp(root, BAD_CAST "mode", BAD_CAST "subsystem") ||
+            !xmlNewProp(root, BAD_CAST "type", BAD_CAST "pci") ||
+            !xmlNewProp(root, BAD_CAST "managed", BAD_CAST "no"))
+                return -ENOMEM;
+        n = xmlNewChild(root, NULL, BAD_CAST "driver", NULL);
+        if (!n || !xmlNewProp(n, BAD_CAST "name", BAD_CAST "vfio"))
+                return -ENOMEM;
+        n = xmlNewChild(root, NULL, BAD_CAST "source", NULL);
+        if (!n)
+                return -ENOMEM;
+        r = add_pci_address(n, &src, false);
+        if (r < 0)
+                return r;
+        n = xmlNewChild(root, NULL, BAD_CAST "alias", NULL);
+        if (!n || !xmlNewProp(n, BAD_CAST "name", BAD_CAST alias))
+                return -ENOMEM;
+        if (guest_address) {
+                r = add_pci_address(root, &guest, true);
+                if (r < 0)
+                        return r;
+        }
+
+        buf = xmlBufferCreate();
+        if (!buf || xmlNodeDump(buf, doc, root, 0, 0) < 0)
+                return -ENOMEM;
+        s = strdup((const char *) xmlBufferContent(buf));
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+/* Reads a libvirt <address domain= bus= slot= function=/> element. */
+static int parse_pci_address(xmlNodePtr n, char buf[static SVFF_PCI_ADDR_STRLEN]) {
+        static const char *const attrs[] = { "domain", "bus", "slot", "function" };
+        unsigned long v[4];
+
+        for (size_t i = 0; i < ELEMENTSOF(attrs); i++) {
+                _cleanup_(xml_freep) xmlChar *s = xmlGetProp(n, BAD_CAST attrs[i]);
+                char *end;
+
+                if (!s)
+                        return -ENOENT;
+                errno = 0;
+                v[i] = strtoul((const char *) s, &end, 0);
+                if (errno || end == (char *) s || *end)
+                        return -EBADMSG;
+        }
+        if (v[0] > UINT32_MAX || v[1] > 0xff || v[2] > 0x1f || v[3] > 7)
+                return -EBADMSG;
+        svff_pci_addr_format(&(struct svff_pci_addr) { .domain = (uint32_t) v[0], .bus = (uint8_t) v[1],
+                                                        .slot = (uint8_t) v[2], .func = (uint8_t) v[3] },
+                             buf);
+        return 0;
+}
+
+static xmlNodePtr child(xmlNodePtr n, const char *name) {
+        for (xmlNodePtr c = n ? n->children : NULL; c; c = c->next)
+                if (c->type == XML_ELEMENT_NODE && xmlStrEqual(c->name, BAD_CAST name))
+                        return c;
+        return NULL;
+}
+
+int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret) {
+        _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
+        _cleanup_(xml_xpath_ctx_freep) xmlXPathContextPtr xp = NULL;
+        _cleanup_(xml_xpath_obj_freep) xmlXPathObjectPtr res = NULL;
+        char want[SVFF_PCI_ADDR_STRLEN];
+        size_t len;
+
+        if (!xml || !vf || !ret || svff_pci_addr_canonicalize(vf, want) < 0)
+                return -EINVAL;
+        len = strlen(xml);
+        if (len > DOMAIN_XML_MAX)
+                return -EBADMSG;
+        /* No network, no entities, no DTD: libvirt's XML needs none. */
+        doc = xmlReadMemory(xml, (int) len, "domain.xml", NULL,
+                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+        if (!doc)
+                return -EBADMSG;
+        xp = xmlXPathNewContext(doc);
+        if (!xp)
+                return -ENOMEM;
+        res = xmlXPathEvalExpression(BAD_CAST "/domain/devices/hostdev[@type='pci']", xp);
+        if (!res)
+                return -ENOMEM;
+        if (!res->nodesetval)
+                return 0;
+
+        for (int i = 0; i < res->nodesetval->nodeNr; i++) {
+                xmlNodePtr h = res->nodesetval->nodeTab[i], a;
+                struct svff_hostdev hd = {};
+
+                a = child(child(h, "source"), "address");
+                if (!a || parse_pci_address(a, hd.source) < 0 || !streq(hd.source, want))
+                        continue;
+                a = child(h, "alias");
+                if (a) {
+                        _cleanup_(xml_freep) xmlChar *name = xmlGetProp(a, BAD_CAST "name");
+
+                        if (name)
+                                snprintf(hd.alias, sizeof(hd.alias), "%s", (const char *) name);
+                }
+                a = child(h, "address");
+                if (a) {
+                        _cleanup_(xml_freep) xmlChar *type = xmlGetProp(a, BAD_CAST "type");
+
+                        if (type && xmlStrEqual(type, BAD_CAST "pci"))
+                                (void) parse_pci_address(a, hd.guest_address);
+                }
+                *ret = hd;
+                return 1;
+        }
+        return 0;
+}
+
+int svff_hv_error_from_libvirt(struct svff_error *err, const char *what) {
+        virErrorPtr e = virGetLastError();
+        int r;
+
+        if (!e)
+                return svff_error_set(err, -EIO, "%s failed (libvirt gave no reason)", what);
+
+        switch (e->code) {
+        case VIR_ERR_NO_DOMAIN:
+                r = -ENOENT;
+                break;
+        case VIR_ERR_NO_CONNECT:
+        case VIR_ERR_INVALID_CONN:
+        case VIR_ERR_RPC:
+        case VIR_ERR_AUTH_FAILED:
+        case VIR_ERR_AUTH_UNAVAILABLE:
+        case VIR_ERR_AUTH_CANCELLED:
+                r = -ENOTCONN;
+                break;
+        case VIR_ERR_SYSTEM_ERROR:
+                /* A dropped socket shows as a system error on the RPC
+                 * domain; elsewhere it is the host's (e.g. no VFIO). */
+                r = e->domain == VIR_FROM_RPC || e->domain == VIR_FROM_REMOTE ? -ENOTCONN : -EOPNOTSUPP;
+                break;
+        case VIR_ERR_NO_SUPPORT:
+        case VIR_ERR_ARGUMENT_UNSUPPORTED:
+        case VIR_ERR_CONFIG_UNSUPPORTED:
+                r = -EOPNOTSUPP;
+                break;
+        case VIR_ERR_OPERATION_INVALID:
+        case VIR_ERR_INVALID_ARG:
+        case VIR_ERR_XML_ERROR:
+        case VIR_ERR_XML_DETAIL:
+                r = -EINVAL;
+                break;
+        case VIR_ERR_DEVICE_MISSING:
+                r = -ENODEV;
+                break;
+        case VIR_ERR_OPERATION_TIMEOUT:
+        case VIR_ERR_AGENT_UNRESPONSIVE:
+                r = -ETIMEDOUT;
+                break;
+        case VIR_ERR_OPERATION_FAILED:
+                /* libvirt reports a duplicate device this way. */
+                r = e->message && strstr(e->message, "already") ? -EEXIST : -EIO;
+                break;
+        default:
+                r = -EIO;
+        }
+        if (r == -EIO && e->domain == VIR_FROM_RPC)
+                r = -ENOTCONN;
+        if (r == -ENOTCONN)
+                return svff_error_set(err, r, "%s: the connection to libvirt was lost (%s); nothing was changed, "
+                                      "retry once it is back", what, e->message ?: "no reason given");
+        return svff_error_set(err, r, "%s: %s", what, e->message ?: "libvirt gave no reason");
+}
+
+int svff_hv_open(const char *uri, virConnectPtr *ret, struct svff_error *err) {
+        virConnectPtr c;
+        char what[512];
+
+        c = virConnectOpen(uri);
+        if (!c) {
+                snprintf(what, sizeof(what), "Cannot connect to libvirt at '%s'", uri ?: "(default)");
+                (void) svff_hv_error_from_libvirt(NULL, what);
+                {
+                        virErrorPtr e = virGetLastError();
+
+                        return svff_error_set(err, -ENOTCONN, "%s: %s", what,
+                                              e && e->message ? e->message : "no reason given");
+                }
+        }
+        *ret = c;
+        return 0;
+}
+
+static int info_of(virDomainPtr dom, struct svff_domain_info *ret, struct svff_error *err) {
+        struct svff_domain_info info = {};
+        const char *name;
+        int a, p;
+
+        if (virDomainGetUUIDString(dom, info.uuid) < 0)
+                return svff_hv_error_from_libvirt(err, "Reading a domain's UUID");
+        name = virDomainGetName(dom);
+        snprintf(info.name, sizeof(info.name), "%s", name ?: "");
+        a = virDomainIsActive(dom);
+        p = virDomainIsPersistent(dom);
+        if (a < 0 || p < 0) {
+                char what[SVFF_DOMAIN_NAME_MAX + 64];
+
+                snprintf(what, sizeof(what), "Reading the state of domain '%s'", info.name);
+                return svff_hv_error_from_libvirt(err, what);
+        }
+        info.active = a;
+        info.persistent = p;
+        *ret = info;
+        return 0;
+}
+
+static bool looks_like_uuid(const char *s) {
+        static const char hexd[] = "0123456789abcdefABCDEF";
+
+        if (strlen(s) != 36)
+                return false;
+        for (size_t i = 0; i < 36; i++) {
+                if (i == 8 || i == 13 || i == 18 || i == 23) {
+                        if (s[i] != '-')
+                                return false;
+                } else if (!strchr(hexd, s[i]))
+                        return false;
+        }
+        return true;
+}
+
+int svff_hv_lookup(virConnectPtr conn, const char *id, struct svff_domain_info *ret_info,
+                   virDomainPtr *ret_dom, struct svff_error *err) {
+        _cleanup_(dom_freep) virDomainPtr dom = NULL;
+        struct svff_domain_info info;
+        int r;
+
+        if (!conn || !id || !*id)
+                return svff_error_set(err, -EINVAL, "No domain given");
+
+        if (looks_like_uuid(id))
+                dom = virDomainLookupByUUIDString(conn, id);
+        if (!dom)
+                dom = virDomainLookupByName(conn, id);
+        if (!dom) {
+                char what[SVFF_DOMAIN_NAME_MAX + 64];
+
+                snprintf(what, sizeof(what), "Looking up domain '%.*s'", SVFF_DOMAIN_NAME_MAX, id);
+                r = svff_hv_error_from_libvirt(NULL, what);
+                if (r == -ENOENT)
+                        return svff_error_set(err, -ENOENT,
+                                              "No domain '%.*s' in libvirt; 'virsh list --all' shows the domains there are",
+                                              SVFF_DOMAIN_NAME_MAX, id);
+                return svff_hv_error_from_libvirt(err, what);
+        }
+        r = info_of(dom, &info, err);
+        if (r < 0)
+                return r;
+        if (ret_info)
+                *ret_info = info;
+        if (ret_dom)
+                *ret_dom = TAKE_PTR(dom);
+        return 0;
+}
+
+int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct svff_hostdev *ret,
+                        struct svff_error *err) {
+        _cleanup_free_ char *xml = NULL;
+        int r;
+
+        xml = virDomainGetXMLDesc(dom, (flags & SVFF_HV_LIVE) ? 0 : VIR_DOMAIN_XML_INACTIVE);
+        if (!xml) {
+                char what[SVFF_DOMAIN_NAME_MAX + 64];
+
+                snprintf(what, sizeof(what), "Reading the XML of domain '%s'", strna(virDomainGetName(dom)));
+                return svff_hv_error_from_libvirt(err, what);
+        }
+        r = svff_hv_find_hostdev_in_xml(xml, vf, ret);
+        if (r == -EBADMSG)
+                return svff_error_set(err, r, "libvirt returned XML for domain '%s' that does not parse",
+                                      strna(virDomainGetName(dom)));
+        return r;
+}
+
+static unsigned vir_flags(unsigned flags) {
+        return ((flags & SVFF_HV_LIVE) ? VIR_DOMAIN_AFFECT_LIVE : 0) |
+               ((flags & SVFF_HV_CONFIG) ? VIR_DOMAIN_AFFECT_CONFIG : 0);
+}
+
+int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const char *guest_address,
+                   unsigned flags, struct svff_hostdev *ret, struct svff_error *err) {
+        _cleanup_free_ char *xml = NULL;
+        struct svff_hostdev hd;
+        char what[SVFF_DOMAIN_NAME_MAX + 128];
+        int r;
+
+        if (!(flags & (SVFF_HV_LIVE | SVFF_HV_CONFIG)))
+                return svff_error_set(err, -EINVAL, "Attaching VF %s: neither live nor config requested", vf);
+        r = svff_hv_hostdev_xml(vf, alias, guest_address, &xml);
+        if (r < 0)
+                return svff_error_set(err, r, "Cannot describe VF %s (alias '%s', guest address '%s') for libvirt",
+                                      vf, alias, strna(guest_address));
+
+        snprintf(what, sizeof(what), "Attaching VF %s to domain '%s' (%s%s%s)", vf,
+                 strna(virDomainGetName(dom)), (flags & SVFF_HV_LIVE) ? "live" : "",
+                 (flags & SVFF_HV_LIVE) && (flags & SVFF_HV_CONFIG) ? "+" : "",
+                 (flags & SVFF_HV_CONFIG) ? "config" : "");
+        /* One call for both: libvirt applies the config change only when
+         * the live one succeeded, so nothing is left half-attached. */
+        if (virDomainAttachDeviceFlags(dom, xml, vir_flags(flags)) < 0)
+                return svff_hv_error_from_libvirt(err, what);
+
+        r = svff_hv_get_hostdev(dom, vf, flags & SVFF_HV_LIVE ? SVFF_HV_LIVE : SVFF_HV_CONFIG, &hd, err);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return svff_error_set(err, -EIO, "%s: libvirt accepted it but the device is not in the domain's XML",
+                                      what);
+        if (ret)
+                *ret = hd;
+        return 0;
+}
+
+int svff_hv_detach(virDomainPtr dom, const char *vf, unsigned flags, usec_t deadline,
+                   struct svff_error *err) {
+        _cleanup_free_ char *xml = NULL;
+        struct svff_hostdev hd;
+        unsigned todo = 0;
+        char what[SVFF_DOMAIN_NAME_MAX + 128];
+        usec_t wait = 10 * USEC_PER_MSEC;
+        int r;
+
+        snprintf(what, sizeof(what), "Detaching VF %s from domain '%s'", vf, strna(virDomainGetName(dom)));
+
+        /* Only ask for what is there: libvirt refuses to detach a device
+         * a definition lacks, and absent already means detached. */
+        for (unsigned f = SVFF_HV_LIVE; f <= SVFF_HV_CONFIG; f <<= 1) {
+                if (!(flags & f))
+                        continue;
+                if (f == SVFF_HV_LIVE && virDomainIsActive(dom) != 1)
+                        continue;
+                r = svff_hv_get_hostdev(dom, vf, f, &hd, err);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        todo |= f;
+        }
+        if (todo == 0)
+                return 0;
+
+        /* The XML libvirt itself reported, so alias and addresses match
+         * exactly what it looks for. */
+        r = svff_hv_hostdev_xml(vf, *hd.alias ? hd.alias : "ua-svff", NULL, &xml);
+        if (r < 0)
+                return svff_error_set(err, r, "%s: cannot describe the device", what);
+        if (virDomainDetachDeviceFlags(dom, xml, vir_flags(todo)) < 0)
+                return svff_hv_error_from_libvirt(err, what);
+        if (!(todo & SVFF_HV_LIVE) || deadline == 0)
+                return 0;
+
+        /* libvirt removes the device from the live XML once QEMU reports
+         * DEVICE_DELETED, i.e. once the guest let go. */
+        for (;;) {
+                struct timespec ts;
+                usec_t now;
+
+                r = svff_hv_get_hostdev(dom, vf, SVFF_HV_LIVE, &hd, err);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return 0;
+                now = svff_now_usec();
+                if (now >= deadline)
+                        return svff_error_set(err, -ETIMEDOUT,
+                                              "%s: the guest has not released the device; it stays 'detaching' "
+                                              "until the guest lets go (run detach again to re-check)", what);
+                if (wait > deadline - now)
+                        wait = deadline - now;
+                ts = (struct timespec) { .tv_sec = (time_t) (wait / USEC_PER_SEC),
+                                         .tv_nsec = (long) (wait % USEC_PER_SEC) * 1000 };
+                nanosleep(&ts, NULL);
+                if (wait < 200 * USEC_PER_MSEC)
+                        wait *= 2;
+        }
+}

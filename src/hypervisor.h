@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The libvirt adapter: the one place that talks to libvirt for VF
+ * assignment and maps its errors to -errno plus an operator's sentence.
+ *
+ * A VF reaches a domain as
+ *
+ *   <hostdev mode='subsystem' type='pci' managed='no'>
+ *     <driver name='vfio'/>
+ *     <source><address domain='0x0000' bus='0x01' slot='0x00' function='0x4'/></source>
+ *     <alias name='ua-svff-0000-01-00-4'/>
+ *     <address type='pci' domain='0x0000' bus='0x02' slot='0x00' function='0x0'/>  (optional)
+ *   </hostdev>
+ *
+ * managed='no' because svffd binds the VF to vfio-pci itself and must
+ * not have libvirt rebind it to the host driver on detach. The alias is
+ * a libvirt "user alias" (it must start with "ua-" and use only
+ * [A-Za-z0-9_-]); libvirt passes it to QEMU as the device id, which is
+ * how the QMP pause command names the device.
+ *
+ * Error mapping (svff_hv_error_from_libvirt()):
+ *   -ENOENT      no such domain
+ *   -ENOTCONN    the connection is closed or libvirtd went away
+ *   -EOPNOTSUPP  the driver or host cannot do it (e.g. no VFIO for LIVE)
+ *   -EEXIST      the device is already there
+ *   -ENODEV      the device is not in the domain
+ *   -EINVAL      the request is invalid for the domain's state
+ *   -ETIMEDOUT   libvirt timed out
+ *   -EIO         anything else
+ *
+ * Thread-safety: libvirt connections are thread-safe and its errors
+ * thread-local, so every function here may be called from any thread;
+ * they block, so svffd calls them on worker threads only. */
+
+#include <stdbool.h>
+#include <libvirt/libvirt.h>
+
+#include "error.h"
+#include "pciaddr.h"
+#include "sysfs.h"
+
+#define SVFF_UUID_STRLEN 37        /* VIR_UUID_STRING_BUFLEN */
+#define SVFF_DOMAIN_NAME_MAX 256
+#define SVFF_ALIAS_MAX 64
+
+/* Bits for svff_hv_attach()/detach(): which definitions to change. */
+enum {
+        SVFF_HV_LIVE = 1 << 0,
+        SVFF_HV_CONFIG = 1 << 1,
+};
+
+struct svff_domain_info {
+        char uuid[SVFF_UUID_STRLEN];
+        char name[SVFF_DOMAIN_NAME_MAX];
+        bool active;
+        bool persistent;
+};
+
+/* A hostdev as found in a domain's XML. */
+struct svff_hostdev {
+        char source[SVFF_PCI_ADDR_STRLEN];        /* the host VF */
+        char alias[SVFF_ALIAS_MAX];                /* "" when none */
+        char guest_address[SVFF_PCI_ADDR_STRLEN]; /* "" when none assigned yet */
+};
+
+/* The user alias svff gives vf: "ua-svff-0000-01-00-4". -EINVAL unless
+ * vf is a canonical PCI address. */
+int svff_hv_alias_for(const char *vf, char buf[static SVFF_ALIAS_MAX]);
+
+/* The <hostdev> element for vf (canonical address), with alias and, when
+ * guest_address is non-NULL, the guest PCI address. Built with libxml2, so
+ * every value is escaped as XML requires. Returns a malloc'd string in
+ * *ret; -EINVAL for a malformed address or alias, -ENOMEM. */
+int svff_hv_hostdev_xml(const char *vf, const char *alias, const char *guest_address, char **ret);
+
+/* Looks for the PCI hostdev whose source is vf in a domain XML document.
+ * Returns 1 and fills *ret, 0 when absent, -EBADMSG when the document is
+ * not XML. */
+int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret);
+
+/* Stores the message and -errno for libvirt's last error on this thread
+ * (what, e.g. "Attaching VF 0000:01:00.4 to 'vm1'", is prefixed) in err
+ * and returns the -errno. */
+int svff_hv_error_from_libvirt(struct svff_error *err, const char *what);
+
+/* Opens uri (read-write). -ENOTCONN with libvirt's message when it
+ * cannot. The caller owns the connection (virConnectClose). Event
+ * callbacks need an event implementation registered before this. */
+int svff_hv_open(const char *uri, virConnectPtr *ret, struct svff_error *err);
+
+/* Looks a domain up by UUID (when id parses as one) or name. -ENOENT
+ * with "No domain 'x'" when there is none. *ret_dom (optional) gets a
+ * reference the caller frees with virDomainFree. */
+int svff_hv_lookup(virConnectPtr conn, const char *id, struct svff_domain_info *ret_info,
+                   virDomainPtr *ret_dom, struct svff_error *err);
+
+/* The hostdev for vf in dom's live (flags has SVFF_HV_LIVE) or
+ * persistent definition: 1 found, 0 absent, <0 error. */
+int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct svff_hostdev *ret,
+                        struct svff_error *err);
+
+/* Attaches vf to dom with alias, at guest_address when non-NULL, in the
+ * definitions named by flags, then reads the device back (live XML when
+ * LIVE, else the persistent one) into *ret (optional): the guest address
+ * libvirt chose. LIVE and CONFIG go in one libvirt call, which changes
+ * the persistent definition only when the live change succeeded. */
+int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const char *guest_address,
+                   unsigned flags, struct svff_hostdev *ret, struct svff_error *err);
+
+/* Asks libvirt to remove vf from dom (flags as for attach) and, for LIVE,
+ * waits until the device is gone from the live XML (libvirt drops it
+ * when QEMU reports DEVICE_DELETED) or deadline (CLOCK_MONOTONIC usec,
+ * 0: do not wait) passes: then -ETIMEDOUT, "the guest has not released
+ * it". A device already absent counts as detached. */
+int svff_hv_detach(virDomainPtr dom, const char *vf, unsigned flags, usec_t deadline,
+                   struct svff_error *err);

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The libvirt adapter: hostdev XML built and read back; lookups, error
+ * mapping and domain lifecycle events against libvirt's test driver
+ * (test:///default, in process), the events driving the store's
+ * assignment records exactly as svffd does (svff_store_domain_event). */
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <libvirt/virterror.h>
+
+#include "hypervisor.h"
+#include "store.h"
+
+#define VF_A "0000:01:00.4"
+#define VF_B "0000:01:00.5"
+
+START_TEST(test_alias) {
+        char a[SVFF_ALIAS_MAX];
+
+        ck_assert_int_eq(svff_hv_alias_for("0000:01:00.4", a), 0);
+        ck_assert_str_eq(a, "ua-svff-0000-01-00-4");
+        ck_assert_int_eq(svff_hv_alias_for("01:00.4", a), 0);
+        ck_assert_str_eq(a, "ua-svff-0000-01-00-4");
+        ck_assert_int_eq(svff_hv_alias_for("0000:01:00.4'/>", a), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_hostdev_xml) {
+        _cleanup_free_ char *x = NULL, *y = NULL, *dom = NULL;
+        struct svff_hostdev hd;
+
+        ck_assert_int_eq(svff_hv_hostdev_xml(VF_A, "ua-svff-0000-01-00-4", "0000:05:00.0", &x), 0);
+        ck_assert_ptr_nonnull(strstr(x, "<hostdev mode=\"subsystem\" type=\"pci\" managed=\"no\">"));
+        ck_assert_ptr_nonnull(strstr(x, "<driver name=\"vfio\"/>"));
+        ck_assert_ptr_nonnull(strstr(x, "<source><address domain=\"0x0000\" bus=\"0x01\" slot=\"0x00\" function=\"0x4\"/></source>"));
+        ck_assert_ptr_nonnull(strstr(x, "<alias name=\"ua-svff-0000-01-00-4\"/>"));
+        ck_assert_ptr_nonnull(strstr(x, "<address type=\"pci\" domain=\"0x0000\" bus=\"0x05\" slot=\"0x00\" function=\"0x0\"/>"));
+        ck_assert_int_eq(svff_hv_hostdev_xml(VF_A, "ua-svff", NULL, &y), 0);
+        ck_assert_ptr_null(strstr(y, "type=\"pci\" domain"));
+
+        /* What libvirt refuses is refused here first. */
+        ck_assert_int_eq(svff_hv_hostdev_xml(VF_A, "svff-no-ua", NULL, &dom), -EINVAL);
+        ck_assert_int_eq(svff_hv_hostdev_xml(VF_A, "ua-<x>&'\"", NULL, &dom), -EINVAL);
+        ck_assert_int_eq(svff_hv_hostdev_xml(VF_A, "ua-ok", "not-an-address", &dom), -EINVAL);
+        ck_assert_int_eq(svff_hv_hostdev_xml("0000:01:00.8", "ua-ok", NULL, &dom), -EINVAL);
+
+        ck_assert_int_gt(asprintf(&dom, "<domain><name>a&amp;b</name><devices>"
+                                        "<hostdev type='pci'><source><address domain='0' bus='1' slot='0' function='5'/></source></hostdev>"
+                                        "%s</devices></domain>", x), 0);
+        ck_assert_int_eq(svff_hv_find_hostdev_in_xml(dom, VF_A, &hd), 1);
+        ck_assert_str_eq(hd.source, VF_A);
+        ck_assert_str_eq(hd.alias, "ua-svff-0000-01-00-4");
+        ck_assert_str_eq(hd.guest_address, "0000:05:00.0");
+        ck_assert_int_eq(svff_hv_find_hostdev_in_xml(dom, VF_B, &hd), 1);
+        ck_assert_str_eq(hd.alias, "");
+        ck_assert_str_eq(hd.guest_address, "");
+        ck_assert_int_eq(svff_hv_find_hostdev_in_xml(dom, "0000:01:00.6", &hd), 0);
+        ck_assert_int_eq(svff_hv_find_hostdev_in_xml("<domain", VF_A, &hd), -EBADMSG);
+        ck_assert_int_eq(svff_hv_find_hostdev_in_xml("<!DOCTYPE d [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><domain>&e;</domain>",
+                                                     VF_A, &hd), 0);
+}
+END_TEST
+
+/* ---- test:///default with lifecycle events ---- */
+
+struct events {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        struct svff_store *store;
+        unsigned seen;
+        unsigned outcomes[4];
+};
+
+static atomic_bool stop_loop;
+
+static void *loop(void *p) {
+        while (!atomic_load(&stop_loop))
+                virEventRunDefaultImpl();
+        return NULL;
+}
+
+static void wake(int timer, void *opaque) {
+        virEventRemoveTimeout(timer);
+}
+
+static void on_change(const char *vf, const struct svff_assignment *a, enum svff_assign_outcome o, void *userdata) {
+        struct events *e = userdata;
+
+        e->outcomes[o]++;
+}
+
+static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail, void *opaque) {
+        struct events *e = opaque;
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        enum svff_domain_event ev;
+
+        virDomainGetUUIDString(dom, uuid);
+        pthread_mutex_lock(&e->lock);
+        ev = event == VIR_DOMAIN_EVENT_STARTED ? SVFF_DOMAIN_STARTED
+             : event == VIR_DOMAIN_EVENT_STOPPED ? SVFF_DOMAIN_STOPPED
+             : event == VIR_DOMAIN_EVENT_UNDEFINED ? SVFF_DOMAIN_UNDEFINED : (enum svff_domain_event) -1;
+        if ((int) ev >= 0)
+                (void) svff_store_domain_event(e->store, uuid, virDomainGetName(dom), ev, on_change, e);
+        e->seen++;
+        pthread_cond_broadcast(&e->cond);
+        pthread_mutex_unlock(&e->lock);
+        return 0;
+}
+
+static void wait_seen(struct events *e, unsigned n) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 5;
+        pthread_mutex_lock(&e->lock);
+        while (e->seen < n)
+                if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) != 0)
+                        break;
+        pthread_mutex_unlock(&e->lock);
+        ck_assert_uint_ge(e->seen, n);
+}
+
+static void quiet(void *u, virErrorPtr e) {
+}
+
+static const char domain_xml[] =
+        "<domain type='test'><name>svff-t1</name><uuid>5a3e1c2d-0000-4000-8000-5f5f00000001</uuid>"
+        "<memory>65536</memory><os><type>hvm</type></os><devices>"
+        "<hostdev mode='subsystem' type='pci' managed='no'><driver name='vfio'/>"
+        "<source><address domain='0x0000' bus='0x01' slot='0x00' function='0x4'/></source>"
+        "<alias name='ua-svff-0000-01-00-4'/>"
+        "<address type='pci' domain='0x0000' bus='0x00' slot='0x07' function='0x0'/></hostdev>"
+        "</devices></domain>";
+#define UUID "5a3e1c2d-0000-4000-8000-5f5f00000001"
+
+START_TEST(test_test_driver_lifecycle) {
+        char dir[] = "/tmp/svff-hv.XXXXXX";
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct events e = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        struct svff_assignment a = { .uuid = UUID, .domain = "svff-t1", .alias = "ua-svff-0000-01-00-4",
+                                     .guest_address = "0000:00:07.0", .config = true, .state = SVFF_ASSIGN_ATTACHED };
+        struct svff_assignment b = a, got;
+        struct svff_domain_info info;
+        struct svff_hostdev hd;
+        virConnectPtr conn = NULL;
+        virDomainPtr dom = NULL, d2 = NULL;
+        pthread_t t;
+        int cb;
+
+        virSetErrorFunc(NULL, quiet);
+        ck_assert_int_eq(virEventRegisterDefaultImpl(), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, loop, NULL), 0);
+        ck_assert_int_eq(svff_hv_open("test:///default", &conn, &err), 0);
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_eq(svff_store_open(dir, &e.store, &err), 0);
+        cb = virConnectDomainEventRegisterAny(conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                                              VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), &e, NULL);
+        ck_assert_int_ge(cb, 0);
+
+        dom = virDomainDefineXML(conn, domain_xml);
+        ck_assert_msg(dom != NULL, "define: %s", virGetLastErrorMessage());
+        wait_seen(&e, 1);
+
+        /* Lookups by name and UUID, and an unknown one. */
+        ck_assert_int_eq(svff_hv_lookup(conn, "svff-t1", &info, NULL, &err), 0);
+        ck_assert_str_eq(info.uuid, UUID);
+        ck_assert(info.persistent && !info.active);
+        ck_assert_int_eq(svff_hv_lookup(conn, UUID, &info, &d2, &err), 0);
+        ck_assert_str_eq(info.name, "svff-t1");
+        ck_assert_int_eq(svff_hv_lookup(conn, "nope", &info, NULL, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "No domain 'nope'"));
+        svff_error_free(&err);
+
+        /* The hostdev as the config holds it. */
+        ck_assert_int_eq(svff_hv_get_hostdev(d2, VF_A, SVFF_HV_CONFIG, &hd, &err), 1);
+        ck_assert_str_eq(hd.guest_address, "0000:00:07.0");
+        ck_assert_str_eq(hd.alias, "ua-svff-0000-01-00-4");
+        /* The test driver cannot attach: its error, mapped. */
+        ck_assert_int_eq(svff_hv_attach(d2, VF_B, "ua-svff-0000-01-00-5", NULL, SVFF_HV_CONFIG, NULL, &err), -EOPNOTSUPP);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "Attaching VF 0000:01:00.5 to domain 'svff-t1' (config)"));
+        svff_error_free(&err);
+
+        /* VF A: config (and live while running); VF B: live only. */
+        a.live = true;
+        ck_assert_int_eq(svff_store_set_assignment(e.store, VF_A, &a), 0);
+        ck_assert_int_eq(virDomainCreate(dom), 0);
+        wait_seen(&e, 2);
+        b.live = true;
+        b.config = false;
+        ck_assert_int_eq(svff_store_set_assignment(e.store, VF_B, &b), 0);
+
+        /* destroy: config kept (not live), live-only closed */
+        ck_assert_int_eq(virDomainDestroy(dom), 0);
+        wait_seen(&e, 3);
+        pthread_mutex_lock(&e.lock);
+        ck_assert_int_eq(svff_store_get_assignment(e.store, VF_A, &got), 1);
+        ck_assert(got.config && !got.live);
+        ck_assert_int_eq(svff_store_get_assignment(e.store, VF_B, NULL), 0);
+        ck_assert_uint_eq(e.outcomes[SVFF_ASSIGN_KEPT], 1);
+        ck_assert_uint_eq(e.outcomes[SVFF_ASSIGN_CLOSED], 1);
+        pthread_mutex_unlock(&e.lock);
+
+        /* start: the config assignment is live again */
+        ck_assert_int_eq(virDomainCreate(dom), 0);
+        wait_seen(&e, 4);
+        pthread_mutex_lock(&e.lock);
+        ck_assert_int_eq(svff_store_get_assignment(e.store, VF_A, &got), 1);
+        ck_assert(got.live);
+        ck_assert_uint_eq(e.outcomes[SVFF_ASSIGN_LIVE_AGAIN], 1);
+        pthread_mutex_unlock(&e.lock);
+
+        /* destroy and undefine: back to the pool */
+        ck_assert_int_eq(virDomainDestroy(dom), 0);
+        ck_assert_int_eq(virDomainUndefine(dom), 0);
+        wait_seen(&e, 6);
+        pthread_mutex_lock(&e.lock);
+        ck_assert_int_eq(svff_store_get_assignment(e.store, VF_A, NULL), 0);
+        ck_assert_uint_eq(e.outcomes[SVFF_ASSIGN_RELEASED], 1);
+        pthread_mutex_unlock(&e.lock);
+        ck_assert_int_eq(svff_hv_lookup(conn, UUID, NULL, NULL, &err), -ENOENT);
+        svff_error_free(&err);
+
+        virConnectDomainEventDeregisterAny(conn, cb);
+        virDomainFree(dom);
+        virDomainFree(d2);
+        virConnectClose(conn);
+        atomic_store(&stop_loop, true);
+        virEventAddTimeout(0, wake, NULL, NULL);
+        pthread_join(t, NULL);
+        svff_store_free(e.store);
+        {
+                char p[64];
+
+                snprintf(p, sizeof(p), "%s/%s", dir, SVFF_STORE_FILE);
+                unlink(p);
+                rmdir(dir);
+        }
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("hypervisor");
+        TCase *tc = tcase_create("core");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_test(tc, test_alias);
+        tcase_add_test(tc, test_hostdev_xml);
+        tcase_add_test(tc, test_test_driver_lifecycle);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}

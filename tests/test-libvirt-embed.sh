@@ -1,0 +1,175 @@
+#!/bin/sh
+# svffd with libvirt's QEMU driver embedded (qemu:///embed, a private root)
+# against pcisim: CONFIG attach and detach on defined domains checked in
+# the domain XML, pool allocation, double-assignment refusal, a VF not on
+# vfio-pci, a shared IOMMU group, an unknown domain, and a LIVE attach on
+# this VFIO-less host failing with libvirt's own error, store unchanged.
+#
+# Only one process may open an embed root, and libvirt writes under
+# /run/libvirt outside it: the test runs in a private mount namespace with
+# its own /run; svffd opens the root while it runs, virsh before and after.
+if [ -z "${SVFF_IN_MOUNT_NS:-}" ]; then
+        unshare -m --propagation private true 2>/dev/null || { echo "SKIP: cannot create a mount namespace"; exit 77; }
+        SVFF_IN_MOUNT_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
+. "$(dirname "$0")/daemon-lib.sh"
+
+command -v virsh >/dev/null || skip "virsh (libvirt-clients) is not installed"
+QEMU=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 is not installed"
+mount -t tmpfs tmpfs /run || skip "cannot mount a private /run"
+
+ROOT="$T/libvirt"
+URI="qemu:///embed?root=$ROOT"
+mkdir -p "$ROOT/etc"
+# No virtlogd here; QEMU runs as root so it can read the test's 0700 dir.
+printf 'stdio_handler = "file"\nuser = "root"\ngroup = "root"\n' > "$ROOT/etc/qemu.conf"
+virsh_() { virsh -q -c "$URI" "$@"; }
+
+kill_domains() {
+        # QEMU outlives the embedding process: stop what this root started.
+        for p in $(pgrep -f "$ROOT/lib/qemu" 2>/dev/null); do kill "$p" 2>/dev/null; done
+}
+trap 'kill_domains; cleanup' EXIT
+
+define() {
+        cat > "$T/$1.xml" <<EOF
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>64</memory>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices><emulator>$QEMU</emulator></devices>
+</domain>
+EOF
+        virsh_ define "$T/$1.xml" >/dev/null || fail "virsh define $1"
+}
+define vm1
+define vm2
+define vm3
+virsh_ start vm3 >/dev/null || fail "starting vm3 (TCG) failed"
+UUID1=$(virsh_ domuuid vm1)
+
+# wait_connected N: the Nth svffd start has opened the root
+connected_n() { [ "$(grep -c "Connected to libvirt" "$T/svffd.log")" -ge "$1" ]; }
+wait_connected() { wait_for connected_n "$1" || fail "svffd did not connect to '$URI'"; }
+
+PF=0000:01:00.0
+start_pcisim qdma
+printf '{"libvirt-uri": "%s", "detach-timeout-sec": 5}\n' "$URI" > "$T/svff.conf"
+start_svffd
+wait_connected 1
+ctl init $PF 4 >/dev/null || fail "init"
+VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2); VF3=$(sys_vf $PF 3)
+gen() { ctl status --json | jget 'd["store"]["generation"]'; }
+
+# CONFIG attach (vm1 is defined, not running: config only by default)
+ctl attach "$VF0" vm1 --guest-address 05:00.0 > "$T/out" || fail "attach: $(cat "$T/out")"
+grep -q "attached to domain 'vm1' at guest address 0000:05:00.0 (config" "$T/out" || fail "attach output: $(cat "$T/out")"
+ctl list --json > "$T/list.json"
+a="d['pfs'][0]['vfs'][0]['assigned_to']"
+expect_eq "$(jget "$a['domain']" < "$T/list.json")" vm1 "assigned domain"
+expect_eq "$(jget "$a['uuid']" < "$T/list.json")" "$UUID1" "assigned uuid"
+expect_eq "$(jget "$a['guest_address']" < "$T/list.json")" 0000:05:00.0 "guest address"
+expect_eq "$(jget "$a['alias']" < "$T/list.json")" "ua-svff-$(echo "$VF0" | tr ':.' '--')" "alias"
+expect_eq "$(jget "$a['live']" < "$T/list.json")" False "live"
+expect_eq "$(jget "$a['config']" < "$T/list.json")" True "config"
+expect_eq "$(jget "$a['state']" < "$T/list.json")" attached "state"
+ctl list | grep -q "^  $VF0 .* vm1 0000:05:00.0 attached" || fail "human list: $(ctl list)"
+
+# Pool: --pf takes the first free VF on vfio-pci (VF1), address chosen by libvirt
+ctl attach --pf $PF vm2 --json > "$T/out" || fail "pool attach: $(cat "$T/out")"
+expect_eq "$(jget 'd["vf"]' < "$T/out")" "$VF1" "pool VF"
+POOLADDR=$(jget 'd["assignment"]["guest_address"]' < "$T/out")
+[ "$POOLADDR" != None ] || fail "no guest address read back for the pool VF"
+
+# Refusals, each with the store unchanged
+printf '%s' "$VF3" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
+ctl release "$VF3" >/dev/null || fail "release VF3"
+g=$(gen)
+rc=0; ctl attach "$VF0" vm2 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "double assignment"
+grep -q "already assigned to domain 'vm1'" "$T/err" || fail "double assignment: $(cat "$T/err")"
+rc=0; ctl attach "$VF2" no-such-vm 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "unknown domain"
+grep -q "No domain 'no-such-vm'" "$T/err" || fail "unknown domain: $(cat "$T/err")"
+rc=0; ctl attach "$VF2" vm1 --guest-address 1:2:3 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "bad guest address"
+# A VF svff did not set up for vfio-pci (released above) is refused, not rebound
+rc=0; ctl attach "$VF3" vm1 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "VF not on vfio-pci"
+grep -q "not vfio-pci" "$T/err" || fail "not on vfio: $(cat "$T/err")"
+# LIVE on a running domain: libvirt's own refusal (no VFIO on this host)
+rc=0; ctl attach "$VF2" vm3 --live 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "live attach without VFIO"
+grep -q "Attaching VF $VF2 to domain 'vm3' (live)" "$T/err" || fail "live error: $(cat "$T/err")"
+note "live attach refused: $(cat "$T/err")"
+expect_eq "$(gen)" "$g" "store generation after refusals"
+expect_eq "$(ctl list --json | jget "d['pfs'][0]['vfs'][2]['assigned_to']")" None "VF2 after refused attaches"
+
+# Pause without a native command: detach-with-reservation, then back at the same address
+ctl pause "$VF0" > "$T/out" || fail "pause: $(cat "$T/out")"
+grep -q "mode detach" "$T/out" || fail "pause mode: $(cat "$T/out")"
+expect_eq "$(ctl list --json | jget "$a['state']")" paused "state after pause"
+ctl unpause "$VF0" > "$T/out" || fail "unpause: $(cat "$T/out")"
+grep -q "at guest address 0000:05:00.0" "$T/out" || fail "unpause address: $(cat "$T/out")"
+expect_eq "$(ctl list --json | jget "$a['state']")" attached "state after unpause"
+
+# Detach vm2's VF; vm1 keeps VF0. Then look at the XML with svffd stopped.
+ctl detach "$VF1" > "$T/out" || fail "detach: $(cat "$T/out")"
+expect_eq "$(ctl list --json | jget "d['pfs'][0]['vfs'][1]['assigned_to']")" None "VF1 after detach"
+rc=0; ctl detach "$VF1" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "detach of an unassigned VF"
+stop_svffd || fail "svffd exit status"
+
+virsh_ dumpxml --inactive vm1 > "$T/vm1.xml"
+virsh_ dumpxml --inactive vm2 > "$T/vm2.xml"
+python3 - "$T/vm1.xml" "$T/vm2.xml" "$VF0" <<'PY' || fail "domain XML: $(cat "$T/vm1.xml")"
+import sys, xml.etree.ElementTree as ET
+vm1, vm2, vf = ET.parse(sys.argv[1]), ET.parse(sys.argv[2]), sys.argv[3]
+hd = vm1.findall("./devices/hostdev")
+assert len(hd) == 1, hd
+h = hd[0]
+assert h.get("managed") == "no" and h.find("driver").get("name") == "vfio"
+s = h.find("source/address")
+dom, bus, sf = vf.split(":")
+slot, fn = sf.split(".")
+assert (int(s.get("domain"), 16), int(s.get("bus"), 16), int(s.get("slot"), 16), int(s.get("function"), 16)) == \
+       (int(dom, 16), int(bus, 16), int(slot, 16), int(fn, 16)), ET.tostring(s)
+assert h.find("alias").get("name") == "ua-svff-" + vf.replace(":", "-").replace(".", "-")
+g = h.find("address")
+assert (g.get("type"), int(g.get("bus"), 16), int(g.get("slot"), 16)) == ("pci", 5, 0), ET.tostring(g)
+assert vm2.findall("./devices/hostdev") == [], "vm2 still has a hostdev"
+PY
+
+# Shared IOMMU group: the NIC's VFs share the PF's group (mixed scenario)
+# and a VF recorded for another domain blocks the rest of the group.
+note "shared group"
+fusermount3 -u "$SYS" 2>/dev/null || umount -l "$SYS"
+rm -rf "$STATE"
+start_pcisim mixed
+start_svffd
+wait_connected 2
+NIC=0000:03:00.0
+ctl init $NIC 2 >/dev/null || fail "init NIC"
+N0=$(sys_vf $NIC 0); N1=$(sys_vf $NIC 1)
+expect_eq "$(sys_group "$N0")" "$(sys_group "$N1")" "NIC VFs share a group"
+rc=0; ctl attach "$N0" vm1 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "group with the PF on igb"
+grep -q "not viable" "$T/err" || fail "non-viable group: $(cat "$T/err")"
+stop_svffd
+python3 - "$STATE/store.json" "$N0" <<'PY'
+import json, sys
+p, vf = sys.argv[1], sys.argv[2]
+d = json.load(open(p))
+d["assignments"][vf] = {"uuid": "00000000-0000-0000-0000-000000000001", "domain": "other",
+    "guest_address": None, "alias": "ua-x", "live": False, "config": True, "state": "attached", "pause_mode": None}
+json.dump(d, open(p, "w"))
+PY
+start_svffd
+wait_connected 3
+g=$(gen)
+rc=0; ctl attach "$N1" vm1 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "shared group"
+grep -q "shares IOMMU group .* assigned to domain 'other'" "$T/err" || fail "shared group: $(cat "$T/err")"
+expect_eq "$(gen)" "$g" "store after the shared-group refusal"
+stop_svffd
+echo "PASS"
