@@ -9,6 +9,12 @@
  *                          Targets: a device for device attributes, a driver
  *                          name for bind/unbind/new_id/remove_id, "pci" for
  *                          drivers_probe/rescan/drivers_autoprobe.
+ *   vanish <BDF> <target> <attribute>
+ *                          the next write to that attribute (targets as for
+ *                          fail) finds BDF surprise-removed an instant
+ *                          before it: BDF goes as with "remove" and the
+ *                          write fails ENODEV. Makes "the device vanished
+ *                          between two steps" a certainty, not a race.
  *   clear-faults
  *   partial <PF> <n>       the next VF enable creates at most n VFs and
  *                          still succeeds; sriov_numvfs then reads n
@@ -80,13 +86,24 @@ int sim_latency_profile(struct sim *sim, const char *name) {
 static int add_fault(struct sim *sim, char **w, size_t n) {
         struct sim_fault f = {}, *a;
         unsigned long long c = 1;
+        bool vanish = streq(w[0], "vanish");
 
-        if (n < 4 || n > 5)
+        if (n < 4 || n > (vanish ? 4 : 5))
                 return -EINVAL;
-        f.error = parse_errno(w[3]);
+        if (vanish) {
+                /* vanish <BDF> <target> <attr>: shift to fail's word order */
+                if (!sim_dev_find(sim, w[1]))
+                        return -ENODEV;
+                f.vanish = strdup(w[1]);
+                if (!f.vanish)
+                        return -ENOMEM;
+                w++;
+                f.error = ENODEV;
+        } else
+                f.error = parse_errno(w[3]);
         if (f.error < 0)
                 return -EINVAL;
-        if (n == 5) {
+        if (!vanish && n == 5) {
                 if (streq(w[4], "always"))
                         c = (unsigned long long) -1;
                 else if (sim_kstrtoull(w[4], 10, &c) < 0 || c == 0 || c > INT32_MAX)
@@ -94,14 +111,17 @@ static int add_fault(struct sim *sim, char **w, size_t n) {
         }
         f.count = c == (unsigned long long) -1 ? -1 : (int) c;
         a = reallocarray(sim->faults, sim->n_faults + 1, sizeof(*a));
-        if (!a)
+        if (!a) {
+                free(f.vanish);
                 return -ENOMEM;
+        }
         sim->faults = a;
         f.target = strdup(w[1]);
         f.attr = strdup(w[2]);
         if (!f.target || !f.attr) {
                 free(f.target);
                 free(f.attr);
+                free(f.vanish);
                 return -ENOMEM;
         }
         sim->faults[sim->n_faults++] = f;
@@ -112,6 +132,7 @@ static void clear_faults(struct sim *sim) {
         for (size_t i = 0; i < sim->n_faults; i++) {
                 free(sim->faults[i].target);
                 free(sim->faults[i].attr);
+                free(sim->faults[i].vanish);
         }
         free(sim->faults);
         sim->faults = NULL;
@@ -140,7 +161,7 @@ int sim_control(struct sim *sim, const char *cmd) {
         if (n == 0)
                 return -EINVAL;
 
-        if (streq(w[0], "fail"))
+        if (streq(w[0], "fail") || streq(w[0], "vanish"))
                 return add_fault(sim, w, n);
         if (streq(w[0], "clear-faults") && n == 1) {
                 clear_faults(sim);

@@ -849,6 +849,12 @@ int sim_fault_check(struct sim *sim, const char *target, const char *attr) {
                         continue;
                 if (f->count > 0)
                         f->count--;
+                if (f->vanish) {
+                        struct sim_dev *dev = sim_dev_find(sim, f->vanish);
+
+                        if (dev)
+                                (void) sim_dev_remove(sim, dev, false);
+                }
                 return -f->error;
         }
         return 0;

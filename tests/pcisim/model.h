@@ -89,6 +89,7 @@ struct sim_fault {
         char *attr;
         int error;                      /* positive errno */
         int count;                      /* remaining, < 0: unlimited */
+        char *vanish;                   /* BDF removed when it fires, or NULL */
 };
 
 enum sim_latency {
