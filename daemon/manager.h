@@ -76,6 +76,7 @@ struct manager {
         bool have_admin_gid;
 
         struct svff_ctx *ctx;
+        int state_lock_fd;      /* flock()ed STATE_DIR/svffd.lock */
         struct svff_store *store;
         struct worker_pool *ops_pool;
         struct worker_pool *discovery_pool;
@@ -118,8 +119,10 @@ int manager_reload_config(struct manager *m);
  * group, limits). */
 void manager_apply_config(struct manager *m);
 
-/* Opens the store; refuses (returns <0, logged with the store's message)
- * when it cannot be read exactly. */
+/* Locks the state directory (one svffd per store: a second one would
+ * overwrite the first's commits) and opens the store; refuses (returns
+ * <0, logged naming the directory and the other svffd's pid, or with the
+ * store's message) when locked or when the store cannot be read exactly. */
 int manager_open_store(struct manager *m);
 /* Commits; on failure logs and fills err. */
 int manager_commit(struct manager *m, struct svff_error *err);
