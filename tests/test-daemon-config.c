@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "daemon/log.h"
 
 static char dir[] = "/tmp/svff-config-test.XXXXXX";
 static char path[256];
@@ -108,6 +109,18 @@ START_TEST(test_bad) {
 }
 END_TEST
 
+START_TEST(test_log_levels) {
+        ck_assert_int_eq(log_level_from_string("debug"), LOG_DEBUG);
+        ck_assert_int_eq(log_level_from_string("warn"), LOG_WARNING);
+        ck_assert_int_eq(log_level_from_string("3"), LOG_ERR);
+        /* an empty or partly numeric level is a mistake, not "emerg" */
+        ck_assert_int_lt(log_level_from_string(""), 0);
+        ck_assert_int_lt(log_level_from_string("3x"), 0);
+        ck_assert_int_lt(log_level_from_string("8"), 0);
+        ck_assert_int_lt(log_level_from_string("-1"), 0);
+}
+END_TEST
+
 START_TEST(test_missing) {
         struct svff_error err = SVFF_ERROR_NULL;
         struct config c;
@@ -131,6 +144,7 @@ int main(void) {
         tcase_add_test(tc, test_valid);
         tcase_add_loop_test(tc, test_bad, 0, (int) (sizeof(bad) / sizeof(bad[0])));
         tcase_add_test(tc, test_missing);
+        tcase_add_test(tc, test_log_levels);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
