@@ -766,6 +766,16 @@ int server_listen_path(struct server *s, const char *path, mode_t mode) {
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, path);
 
+        /* A socket someone still accepts on is not stale: taking it over
+         * would leave that daemon serving no one. */
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        /* EAGAIN: a full backlog, so alive too */
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0 || errno == EAGAIN)
+                return -EADDRINUSE;
+        closep(&fd);
+
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;

@@ -77,6 +77,15 @@ cmp -s "$T/before" "$STATE/store.json" || fail "second svffd modified the store"
 ctl status >/dev/null || fail "the first svffd stopped serving"
 note "second svffd: $(head -n 1 "$T/second.log")"
 
+# Nor may one with its own state directory take the running one's socket.
+rc=0
+timeout 20 "$SVFFD" --socket "$SOCK" --state-dir "$T/second-state" --sysfs-root "$SYS" \
+        --config "$T/svff.conf" > "$T/second.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "a second svffd took over the socket (exit $rc)"
+grep -q "'$SOCK' is in use" "$T/second.log" || fail "second svffd: socket not named: $(cat "$T/second.log")"
+ctl status >/dev/null || fail "the first svffd lost its socket"
+note "second svffd: $(head -n 1 "$T/second.log")"
+
 # Disk full on commit: on a small tmpfs state directory.
 stop_svffd TERM
 if mkdir -p "$T/small" && mount -t tmpfs -o size=64k tmpfs "$T/small" 2>/dev/null; then
