@@ -176,10 +176,25 @@ void manager_apply_config(struct manager *m) {
         m->have_admin_gid = false;
         if (m->config.admin_group) {
                 struct group grp, *res = NULL;
-                char buf[16384];
+                _cleanup_free_ char *buf = NULL;
+                size_t size = 16384;
                 int r;
 
-                r = getgrnam_r(m->config.admin_group, &grp, buf, sizeof(buf), &res);
+                /* A group with many members does not fit a fixed buffer:
+                 * ERANGE asks for a bigger one. */
+                for (;;) {
+                        char *b = realloc(buf, size);
+
+                        if (!b) {
+                                r = ENOMEM;
+                                break;
+                        }
+                        buf = b;
+                        r = getgrnam_r(m->config.admin_group, &grp, buf, size, &res);
+                        if (r != ERANGE || size >= 16u * 1024u * 1024u)
+                                break;
+                        size *= 2;
+                }
                 if (r == 0 && res) {
                         m->admin_gid = res->gr_gid;
                         m->have_admin_gid = true;
