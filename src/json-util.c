@@ -18,6 +18,42 @@ static bool is_json_space(char c) {
         return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+static bool is_clamped_int(struct json_object *v);
+static bool int_clamped(struct json_object *v);
+
+/* Calls fn on every number in v (recursion bounded by the parser's
+ * nesting limit); true as soon as fn does. */
+static bool any_number(struct json_object *v, bool (*fn)(struct json_object *v)) {
+        switch (json_object_get_type(v)) {
+        case json_type_int:
+        case json_type_double:
+                return fn(v);
+        case json_type_array:
+                for (size_t i = 0, n = json_object_array_length(v); i < n; i++)
+                        if (any_number(json_object_array_get_idx(v, i), fn))
+                                return true;
+                return false;
+        case json_type_object: {
+                json_object_object_foreach(v, key, val) {
+                        (void) key;
+                        if (any_number(val, fn))
+                                return true;
+                }
+                return false;
+        }
+        default:
+                return false;
+        }
+}
+
+static bool is_nonfinite(struct json_object *v) {
+        return json_object_is_type(v, json_type_double) && !isfinite(json_object_get_double(v));
+}
+
+bool svff_json_has_clamped_int(struct json_object *v) {
+        return any_number(v, is_clamped_int);
+}
+
 int svff_json_parse(const char *data, size_t len, int depth_max, struct json_object **ret,
                     const char **ret_error) {
         _cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
@@ -74,6 +110,15 @@ int svff_json_parse(const char *data, size_t len, int depth_max, struct json_obj
                 goto bad;
         }
 
+        /* json-c's strict mode takes NaN and Infinity, which JSON does not
+         * have, and makes numbers beyond a double's range infinite: none
+         * of them survives a round trip (NaN != NaN), so refuse them. */
+        if (any_number(v, is_nonfinite)) {
+                json_object_put(v);
+                reason = "Number is NaN, Infinity or beyond a double's range";
+                goto bad;
+        }
+
         *ret = v;
         return 0;
 
@@ -86,6 +131,12 @@ bad:
 /* json-c parses an integer literal beyond the 64-bit range as the end of
  * the range it passed (strtoll/strtoull's clamping), without an error:
  * those two values cannot be told from an overflow, so they count as one. */
+static bool is_clamped_int(struct json_object *v) {
+        if (!json_object_is_type(v, json_type_int))
+                return false;
+        return int_clamped(v);
+}
+
 static bool int_clamped(struct json_object *v) {
         int64_t i = json_object_get_int64(v);
 

@@ -23,8 +23,9 @@ static inline void json_object_putp(struct json_object **o) {
 
 /* Parses exactly one JSON value from data[0, len) with json-c's strict
  * mode (no comments, no trailing commas, no leading zeros; it does let
- * single-quoted keys, NaN and Infinity through, which no getter below
- * takes for an integer), valid UTF-8, nesting at most depth_max levels
+ * single-quoted keys through), no NaN, Infinity or number beyond a
+ * double's range (json-c takes those; they do not survive a round
+ * trip), valid UTF-8, nesting at most depth_max levels
  * (json-c's counting: depth_max empty containers, or a scalar inside
  * depth_max - 1 containers), nothing but whitespace after the value and
  * no NUL byte anywhere.
@@ -33,6 +34,11 @@ static inline void json_object_putp(struct json_object **o) {
  * (*ret_error, if non-NULL, then gets a static reason), -ENOMEM. */
 int svff_json_parse(const char *data, size_t len, int depth_max, struct json_object **ret,
                     const char **ret_error);
+
+/* Whether v holds, at any depth, an integer json-c may have clamped
+ * (INT64_MIN or UINT64_MAX, see above): for documents written back as
+ * read, where a clamped value would silently change a stored fact. */
+bool svff_json_has_clamped_int(struct json_object *v);
 
 /* Value conversions. An integer literal is required: -EINVAL for other
  * types (including null and non-integer numbers such as 1.5 or 1e3),
