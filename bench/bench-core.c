@@ -36,12 +36,18 @@ static usec_t median(const usec_t *v, size_t n) {
         return tmp[n / 2];
 }
 
-static usec_t cpu_usec(void) {
+static usec_t tv_usec(const struct timeval *tv) {
+        return (usec_t) tv->tv_sec * USEC_PER_SEC + (usec_t) tv->tv_usec;
+}
+
+/* CPU time of this process (every thread), and its user part. */
+static usec_t cpu_usec(usec_t *ret_user) {
         struct rusage ru;
 
         getrusage(RUSAGE_SELF, &ru);
-        return (usec_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * USEC_PER_SEC +
-               (usec_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+        if (ret_user)
+                *ret_user = tv_usec(&ru.ru_utime);
+        return tv_usec(&ru.ru_utime) + tv_usec(&ru.ru_stime);
 }
 
 static long long fuse_ops(struct pcisim *sim) {
@@ -64,7 +70,7 @@ int main(void) {
         struct svff_error err = SVFF_ERROR_NULL;
         struct svff_pf **list = NULL;
         struct pcisim *sim = NULL;
-        usec_t t0, c0, disc_cpu[DISCOVERY_RUNS], disc_wall[DISCOVERY_RUNS], numvfs_wall, bind_wall;
+        usec_t t0, c0, u0, u1, disc_cpu[DISCOVERY_RUNS], disc_user[DISCOVERY_RUNS], disc_wall[DISCOVERY_RUNS], numvfs_wall, bind_wall;
         long long ops0, ops_numvfs, ops_bind, ops_disc = 0;
         size_t n = 0, n_vfs = 0;
         int r;
@@ -114,13 +120,14 @@ int main(void) {
 
         for (int k = 0; k < DISCOVERY_RUNS; k++) {
                 ops0 = fuse_ops(sim);
-                c0 = cpu_usec();
+                c0 = cpu_usec(&u0);
                 t0 = svff_now_usec();
                 r = svff_pf_list(ctx, &list, &n, &err);
                 if (r < 0)
                         return fail("svff_pf_list", r, &err);
                 disc_wall[k] = svff_now_usec() - t0;
-                disc_cpu[k] = cpu_usec() - c0;
+                disc_cpu[k] = cpu_usec(&u1) - c0;
+                disc_user[k] = u1 - u0;
                 ops_disc = fuse_ops(sim) - ops0;
                 n_vfs = 0;
                 for (size_t i = 0; i < n; i++)
@@ -135,6 +142,9 @@ int main(void) {
         printf("%-44s %12.1f %12.1f %14s\n", "discovery, warm (median of 6)",
                median(disc_wall + 1, DISCOVERY_RUNS - 1) / 1000.0,
                median(disc_cpu + 1, DISCOVERY_RUNS - 1) / 1000.0, "same");
+        printf("%-44s %12s %12.1f %14s\n", "  of which user (cold; warm median)", "-",
+               disc_user[0] / 1000.0, "-");
+        printf("%-44s %12s %12.1f %14s\n", "", "", median(disc_user + 1, DISCOVERY_RUNS - 1) / 1000.0, "");
         printf("%-44s %12.1f %12s %14.1f\n", "numvfs 0 -> 252 (one PF)", numvfs_wall / 1000.0, "-",
                ops_numvfs / 252.0);
         printf("%-44s %12.1f %12s %14.1f\n", "bind 252 VFs to vfio-pci", bind_wall / 1000.0, "-",

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include "autoinit.h"
@@ -50,6 +54,7 @@ int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) 
         if (!m)
                 return -ENOMEM;
         m->event = sd_event_ref(event);
+        m->state_lock_fd = -EBADF;
         m->cmdline = *cmdline;
         *cmdline = (struct cmdline) { .log_level = -1 };
         m->waiters_tail = &m->waiters;
@@ -103,6 +108,7 @@ struct manager *manager_free(struct manager *m) {
         m->autoinit = autoinit_free(m->autoinit);
         server_free(m->server);
         svff_store_free(m->store);
+        closep(&m->state_lock_fd);
         svff_ctx_unref(m->ctx);
         snapshot_free(m->snapshot);
         blob_unref(m->list_cache);
@@ -174,10 +180,25 @@ void manager_apply_config(struct manager *m) {
         m->have_admin_gid = false;
         if (m->config.admin_group) {
                 struct group grp, *res = NULL;
-                char buf[16384];
+                _cleanup_free_ char *buf = NULL;
+                size_t size = 16384;
                 int r;
 
-                r = getgrnam_r(m->config.admin_group, &grp, buf, sizeof(buf), &res);
+                /* A group with many members does not fit a fixed buffer:
+                 * ERANGE asks for a bigger one. */
+                for (;;) {
+                        char *b = realloc(buf, size);
+
+                        if (!b) {
+                                r = ENOMEM;
+                                break;
+                        }
+                        buf = b;
+                        r = getgrnam_r(m->config.admin_group, &grp, buf, size, &res);
+                        if (r != ERANGE || size >= 16u * 1024u * 1024u)
+                                break;
+                        size *= 2;
+                }
                 if (r == 0 && res) {
                         m->admin_gid = res->gr_gid;
                         m->have_admin_gid = true;
@@ -258,9 +279,73 @@ int manager_reload_config(struct manager *m) {
 
 /* ---- store ---- */
 
+#define STATE_LOCK_FILE "svffd.lock"
+
+/* The pid the lock holder wrote into the lock file, or 0 when unknown
+ * (it may not have written it yet). */
+static pid_t lock_holder(int fd) {
+        char buf[32], *end;
+        ssize_t n;
+        long v;
+
+        n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0)
+                return 0;
+        buf[n] = 0;
+        errno = 0;
+        v = strtol(buf, &end, 10);
+        if (errno != 0 || end == buf || (*end != '\n' && *end != 0) || v <= 0 || v > INT32_MAX)
+                return 0;
+        return (pid_t) v;
+}
+
+/* Held until svffd exits (the kernel drops it even on SIGKILL); the file
+ * stays, as unlinking a lock file races with the next taker. */
+static int lock_state_dir(struct manager *m) {
+        const char *dir = m->config.state_dir;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char pid[32];
+        int n;
+
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "Failed to create state directory '%s': %m", dir);
+        if (asprintf(&path, "%s/" STATE_LOCK_FILE, dir) < 0)
+                return log_oom();
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        if (fd < 0)
+                return log_error_errno(-errno, "Failed to open lock file '%s': %m", path);
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                pid_t holder;
+
+                if (errno != EWOULDBLOCK)
+                        return log_error_errno(-errno, "Failed to lock '%s': %m", path);
+                holder = lock_holder(fd);
+                if (holder > 0)
+                        return log_error_errno(-EBUSY,
+                                               "State directory '%s' is in use by another svffd (pid %d, "
+                                               "lock '%s'): stop that one, or give this one its own --state-dir.",
+                                               dir, (int) holder, path);
+                return log_error_errno(-EBUSY,
+                                       "State directory '%s' is in use by another svffd (lock '%s'): "
+                                       "stop that one, or give this one its own --state-dir.",
+                                       dir, path);
+        }
+
+        n = snprintf(pid, sizeof(pid), "%d\n", (int) getpid());
+        if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t) n, 0) != n)
+                log_warning_errno(-errno, "Failed to write the pid into '%s', ignoring: %m", path);
+        m->state_lock_fd = TAKE_FD(fd);
+        return 0;
+}
+
 int manager_open_store(struct manager *m) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         int r;
+
+        r = lock_state_dir(m);
+        if (r < 0)
+                return r;
 
         r = svff_store_open(m->config.state_dir, &m->store, &err);
         if (r < 0)

@@ -79,6 +79,7 @@ struct manager {
         bool have_admin_gid;
 
         struct svff_ctx *ctx;
+        int state_lock_fd;      /* flock()ed STATE_DIR/svffd.lock */
         struct svff_store *store;
         struct worker_pool *ops_pool;
         struct worker_pool *discovery_pool;
@@ -129,8 +130,10 @@ void manager_apply_config(struct manager *m);
 /* The server's limits from the config (and the built-in rest). */
 void manager_server_limits(struct manager *m, struct server_limits *ret);
 
-/* Opens the store; refuses (returns <0, logged with the store's message)
- * when it cannot be read exactly. */
+/* Locks the state directory (one svffd per store: a second one would
+ * overwrite the first's commits) and opens the store; refuses (returns
+ * <0, logged naming the directory and the other svffd's pid, or with the
+ * store's message) when locked or when the store cannot be read exactly. */
 int manager_open_store(struct manager *m);
 /* Commits; on failure logs and fills err. */
 int manager_commit(struct manager *m, struct svff_error *err);

@@ -227,7 +227,9 @@ static int call_send(struct call *call, struct blob *b, bool final) {
         if (call->req.oneway)
                 goto finish;
 
-        if (c->out_pending + b->len > c->server->limits.max_output) {
+        /* One message always fits (the encoder bounds it): a List reply
+         * may outgrow max_output on a host with many VFs. */
+        if (c->out_pending > 0 && c->out_pending + b->len > c->server->limits.max_output) {
                 log_warning("Client pid %d uid %u does not read its replies, disconnecting.",
                             (int) c->peer.pid, (unsigned) c->peer.uid);
                 c->closing = true;
@@ -763,6 +765,16 @@ int server_listen_path(struct server *s, const char *path, mode_t mode) {
         if (strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, path);
+
+        /* A socket someone still accepts on is not stale: taking it over
+         * would leave that daemon serving no one. */
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        /* EAGAIN: a full backlog, so alive too */
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0 || errno == EAGAIN)
+                return -EADDRINUSE;
+        closep(&fd);
 
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)

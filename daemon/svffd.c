@@ -180,6 +180,9 @@ static int setup_listening(struct manager *m) {
                 }
         }
         r = server_listen_path(m->server, m->config.socket, 0660);
+        if (r == -EADDRINUSE)
+                return log_error_errno(r, "Socket '%s' is in use by a running daemon: stop it, or give this "
+                                       "one its own --socket.", m->config.socket);
         if (r < 0)
                 return log_error_errno(r, "Failed to listen on '%s': %m", m->config.socket);
         return 0;

@@ -43,7 +43,7 @@ int svff_log_level_from_string(const char *s) {
                 return LOG_WARNING;
         errno = 0;
         l = strtol(s, &end, 10);
-        if (errno != 0 || *end || l < LOG_EMERG || l > LOG_DEBUG)
+        if (errno != 0 || end == s || *end || l < LOG_EMERG || l > LOG_DEBUG)
                 return -EINVAL;
         return (int) l;
 }

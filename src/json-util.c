@@ -14,141 +14,51 @@ static inline void json_tokener_freep(struct json_tokener **t) {
                 json_tokener_free(*t);
 }
 
-static bool is_digit(char c) {
-        return c >= '0' && c <= '9';
-}
-
 static bool is_json_space(char c) {
         return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* Whether the integer literal p[0, n) ("-"? digits) lies outside
- * [INT64_MIN, UINT64_MAX]. */
-static bool int_literal_overflows(const char *p, size_t n) {
-        bool neg = p[0] == '-';
-        const char *limit = neg ? "9223372036854775808" : "18446744073709551615";
-        size_t limit_len = strlen(limit);
+static bool is_clamped_int(struct json_object *v);
+static bool int_clamped(struct json_object *v);
 
-        if (neg) {
-                p++;
-                n--;
+/* Calls fn on every number in v (recursion bounded by the parser's
+ * nesting limit); true as soon as fn does. */
+static bool any_number(struct json_object *v, bool (*fn)(struct json_object *v)) {
+        switch (json_object_get_type(v)) {
+        case json_type_int:
+        case json_type_double:
+                return fn(v);
+        case json_type_array:
+                for (size_t i = 0, n = json_object_array_length(v); i < n; i++)
+                        if (any_number(json_object_array_get_idx(v, i), fn))
+                                return true;
+                return false;
+        case json_type_object: {
+                json_object_object_foreach(v, key, val) {
+                        (void) key;
+                        if (any_number(val, fn))
+                                return true;
+                }
+                return false;
         }
-        /* strict JSON has no leading zeros, but be exact anyway */
-        while (n > 1 && *p == '0') {
-                p++;
-                n--;
+        default:
+                return false;
         }
-        if (n != limit_len)
-                return n > limit_len;
-        return memcmp(p, limit, n) > 0;
 }
 
-/* Calls fn for each integer literal in data that json-c would clamp and
- * returns how many there are. The scan is lexical, which is exact for
- * strict JSON (outside strings there are only structure, literals and
- * numbers). It also refuses what json-c's strict mode lets through but
- * RFC 8259 does not: single-quoted keys, NaN and Infinity. Other invalid
- * input is left to the tokener. */
-static int scan(const char *data, size_t len, void (*fn)(size_t end, void *userdata),
-                void *userdata) {
-        static const char *const literals[] = { "true", "false", "null" };
-        bool in_string = false;
-        int n = 0;
-
-        for (size_t i = 0; i < len;) {
-                char c = data[i];
-
-                if (in_string) {
-                        if (c == '\\')
-                                i += 2;
-                        else {
-                                if (c == '"')
-                                        in_string = false;
-                                i++;
-                        }
-                        continue;
-                }
-
-                if (c == '"') {
-                        in_string = true;
-                        i++;
-                        continue;
-                }
-
-                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-                        size_t j = i;
-                        bool known = false;
-
-                        while (j < len && ((data[j] >= 'a' && data[j] <= 'z') ||
-                                           (data[j] >= 'A' && data[j] <= 'Z')))
-                                j++;
-                        for (size_t k = 0; k < ELEMENTSOF(literals); k++)
-                                if (j - i == strlen(literals[k]) && memcmp(data + i, literals[k], j - i) == 0)
-                                        known = true;
-                        if (!known)
-                                return -EBADMSG;
-                        i = j;
-                        continue;
-                }
-
-                if (c == '\'')
-                        return -EBADMSG;
-
-                if (c != '-' && !is_digit(c)) {
-                        i++;
-                        continue;
-                }
-
-                size_t j = i;
-                bool integer = true, digits = false;
-                for (; j < len; j++) {
-                        char d = data[j];
-                        if (is_digit(d))
-                                digits = true;
-                        else if (d == '.' || d == 'e' || d == 'E' || d == '+' || (d == '-' && j > i))
-                                integer = false;
-                        else if (d != '-')
-                                break;
-                }
-                if (integer && digits && int_literal_overflows(data + i, j - i)) {
-                        if (fn)
-                                fn(j, userdata);
-                        if (n == INT_MAX)
-                                return -EBADMSG;
-                        n++;
-                }
-                i = j;
-        }
-
-        return n;
+static bool is_nonfinite(struct json_object *v) {
+        return json_object_is_type(v, json_type_double) && !isfinite(json_object_get_double(v));
 }
 
-struct widen {
-        const char *data;
-        char *out;
-        size_t copied;  /* bytes of data copied so far */
-        size_t out_len;
-};
-
-static void widen_one(size_t end, void *userdata) {
-        struct widen *w = userdata;
-
-        memcpy(w->out + w->out_len, w->data + w->copied, end - w->copied);
-        w->out_len += end - w->copied;
-        /* a fraction makes json-c keep the literal as a double */
-        memcpy(w->out + w->out_len, ".0", 2);
-        w->out_len += 2;
-        w->copied = end;
+bool svff_json_has_clamped_int(struct json_object *v) {
+        return any_number(v, is_clamped_int);
 }
 
 int svff_json_parse(const char *data, size_t len, int depth_max, struct json_object **ret,
                     const char **ret_error) {
         _cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
-        _cleanup_free_ char *widened = NULL;
         struct json_object *v;
         const char *reason;
-        size_t n;
-        int r;
 
         if (!data) {
                 if (len > 0)
@@ -159,26 +69,6 @@ int svff_json_parse(const char *data, size_t len, int depth_max, struct json_obj
         if (memchr(data, 0, len)) {
                 reason = "Message contains a NUL byte";
                 goto bad;
-        }
-
-        r = scan(data, len, NULL, NULL);
-        if (r < 0) {
-                reason = "Not strict JSON";
-                goto bad;
-        }
-        n = (size_t) r;
-        if (n > 0) {
-                struct widen w = { .data = data };
-
-                if (n > (SIZE_MAX - len) / 2)
-                        return -ENOMEM;
-                w.out = malloc(len + 2 * n);
-                if (!w.out)
-                        return -ENOMEM;
-                (void) scan(data, len, widen_one, &w);
-                memcpy(w.out + w.out_len, data + w.copied, len - w.copied);
-                len = w.out_len + len - w.copied;
-                data = widened = w.out;
         }
 
         if (len > INT_MAX) {
@@ -220,6 +110,15 @@ int svff_json_parse(const char *data, size_t len, int depth_max, struct json_obj
                 goto bad;
         }
 
+        /* json-c's strict mode takes NaN and Infinity, which JSON does not
+         * have, and makes numbers beyond a double's range infinite: none
+         * of them survives a round trip (NaN != NaN), so refuse them. */
+        if (any_number(v, is_nonfinite)) {
+                json_object_put(v);
+                reason = "Number is NaN, Infinity or beyond a double's range";
+                goto bad;
+        }
+
         *ret = v;
         return 0;
 
@@ -229,13 +128,31 @@ bad:
         return -EBADMSG;
 }
 
+/* json-c parses an integer literal beyond the 64-bit range as the end of
+ * the range it passed (strtoll/strtoull's clamping), without an error:
+ * those two values cannot be told from an overflow, so they count as one. */
+static bool is_clamped_int(struct json_object *v) {
+        if (!json_object_is_type(v, json_type_int))
+                return false;
+        return int_clamped(v);
+}
+
+static bool int_clamped(struct json_object *v) {
+        int64_t i = json_object_get_int64(v);
+
+        /* json_object_get_int64() gives INT64_MAX for values stored as
+         * uint64 above it */
+        return i == INT64_MIN || (i == INT64_MAX && json_object_get_uint64(v) == UINT64_MAX);
+}
+
 int svff_json_to_i64(struct json_object *v, int64_t *ret) {
         int64_t i;
 
         switch (json_object_get_type(v)) {
         case json_type_int:
+                if (int_clamped(v))
+                        return -ERANGE;
                 i = json_object_get_int64(v);
-                /* json-c returns INT64_MAX for values stored as uint64 */
                 if (i == INT64_MAX && json_object_get_uint64(v) > (uint64_t) INT64_MAX)
                         return -ERANGE;
                 *ret = i;
@@ -252,7 +169,7 @@ int svff_json_to_i64(struct json_object *v, int64_t *ret) {
 int svff_json_to_u64(struct json_object *v, uint64_t *ret) {
         switch (json_object_get_type(v)) {
         case json_type_int:
-                if (json_object_get_int64(v) < 0)
+                if (int_clamped(v) || json_object_get_int64(v) < 0)
                         return -ERANGE;
                 *ret = json_object_get_uint64(v);
                 return 0;

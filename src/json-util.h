@@ -4,11 +4,12 @@
 /* Strict JSON parsing and typed field access on top of json-c, shared by
  * the varlink codec, the store and the daemon's parameter checks.
  *
- * json-c clamps integer literals outside the 64-bit range to INT64_MIN or
- * UINT64_MAX without telling anyone, so 18446744073709551616 would read
- * as 18446744073709551615. svff_json_parse() keeps such literals as
- * (inexact) doubles instead, and the getters below report them as
- * -ERANGE, which lets a caller name the offending parameter. */
+ * json-c (0.16) parses an integer literal outside the 64-bit range as
+ * INT64_MIN or UINT64_MAX without telling anyone, so 18446744073709551616
+ * would read as 18446744073709551615. The integer getters below report
+ * those two values as -ERANGE, which lets a caller name the offending
+ * parameter; no svff field needs either. (json-c 0.17 and later refuse
+ * such literals in strict mode: svff_json_parse() then fails.) */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,25 +21,32 @@ static inline void json_object_putp(struct json_object **o) {
                 json_object_put(*o);
 }
 
-/* Parses exactly one JSON value from data[0, len): strict RFC 8259 syntax
- * (no comments, no trailing commas, no single quotes, no NaN or
- * Infinity), valid UTF-8, nesting at most depth_max levels (json-c's
- * counting: depth_max empty containers, or a scalar inside
- * depth_max - 1 containers), nothing but
- * whitespace after the value and no NUL byte anywhere.
+/* Parses exactly one JSON value from data[0, len) with json-c's strict
+ * mode (no comments, no trailing commas, no leading zeros; it does let
+ * single-quoted keys through), no NaN, Infinity or number beyond a
+ * double's range (json-c takes those; they do not survive a round
+ * trip), valid UTF-8, nesting at most depth_max levels
+ * (json-c's counting: depth_max empty containers, or a scalar inside
+ * depth_max - 1 containers), nothing but whitespace after the value and
+ * no NUL byte anywhere.
  * Returns 0 and a new reference in *ret (NULL for a top-level "null"),
  * -EBADMSG for anything else
  * (*ret_error, if non-NULL, then gets a static reason), -ENOMEM. */
 int svff_json_parse(const char *data, size_t len, int depth_max, struct json_object **ret,
                     const char **ret_error);
 
+/* Whether v holds, at any depth, an integer json-c may have clamped
+ * (INT64_MIN or UINT64_MAX, see above): for documents written back as
+ * read, where a clamped value would silently change a stored fact. */
+bool svff_json_has_clamped_int(struct json_object *v);
+
 /* Value conversions. An integer literal is required: -EINVAL for other
  * types (including null and non-integer numbers such as 1.5 or 1e3),
  * -ERANGE when the literal does not fit the target type (negative for
- * the unsigned ones, beyond 64 bits, or above UINT_MAX for unsigned).
- * Non-integer numbers of magnitude 2^63 or more (including the ones
- * svff_json_parse() made of over-wide integer literals, and Infinity)
- * are -ERANGE too: no caller can tell them from an overflow. */
+ * the unsigned ones, beyond 64 bits, or above UINT_MAX for unsigned),
+ * including INT64_MIN and UINT64_MAX themselves (see above).
+ * Non-integer numbers of magnitude 2^63 or more (and Infinity) are
+ * -ERANGE too: no caller can tell them from an overflow. */
 int svff_json_to_u64(struct json_object *v, uint64_t *ret);
 int svff_json_to_i64(struct json_object *v, int64_t *ret);
 int svff_json_to_unsigned(struct json_object *v, unsigned *ret);

@@ -2,27 +2,40 @@
 
 #include <fcntl.h>
 #include <pci/pci.h>
-#include <pthread.h>
+#include <setjmp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pciaddr.h"
 #include "pcinames.h"
 
 /* libpci reports fatal problems through pacc->error, declared noreturn:
- * its code does not expect it to return (returning is undefined
- * behaviour), and the default one calls exit(). The callbacks take no
- * userdata, and libsvff keeps no global state, so there is nowhere to
- * longjmp to. Instead every entry into libpci runs on a short-lived
- * thread of ours; the error callback ends that thread with
- * pthread_exit(), the caller sees PTHREAD_CANCELED from pthread_join()
- * and returns -EIO, and the handle, whose state is then unknown, is
- * dropped. The paths known to reach error() (unsupported method, over-long
- * file names) are ruled out by checks before the call; what remains is
- * a corrupt pci.ids and out-of-memory inside libpci. */
+ * its code does not expect it to return, and the default one calls
+ * exit(). The callback takes no userdata, so ours longjmp()s back to
+ * pci_call() on the same thread: the jump target is thread-local and set
+ * only while this thread is inside libpci under the context's libpci
+ * lock, so contexts share nothing. pci_call() then returns -EIO and drops
+ * the handle, whose state is unknown. What the skipped libpci frames held
+ * is lost; the paths that get here are rare: the ones known to reach
+ * error() (unsupported method, over-long file names) are ruled out by
+ * checks before the call, what remains is a corrupt pci.ids (a parse
+ * error, reported after libpci closed the file), a device vanishing under
+ * libpci, and out-of-memory inside libpci.
+ *
+ * (Earlier this ran every libpci call on a thread of its own, ended by
+ * pthread_exit() from the callback: a hidden thread and a fresh malloc
+ * arena per lookup, and forced unwinding through libpci's frames, which
+ * aborts where they lack unwind tables.) */
+
+static _Thread_local jmp_buf *pci_jump;
 
 static void pci_error_cb(char *msg, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void pci_error_cb(char *msg, ...) {
-        pthread_exit(PTHREAD_CANCELED);
+        if (pci_jump)
+                longjmp(*pci_jump, 1);
+        /* libpci entered other than through pci_call() or
+         * svff_pci_access_free(): a bug in this file */
+        abort();
 }
 
 /* Warnings ("Cannot open .../config") would go to stderr; the caller
@@ -41,16 +54,29 @@ enum pci_op {
         PCI_OP_SRIOV_CAP,
 };
 
-/* Everything a libpci thread reads or writes; the caller owns it and
- * waits for the thread, so plain borrowed pointers are safe. */
+/* Names looked up once; libpci's whole pci.ids (~2 MiB of heap) is
+ * loaded for a lookup and released right after, as discovery only ever
+ * asks for the few ids of the host's PFs. */
+struct name_entry {
+        uint16_t vendor, device;
+        char *vendor_name, *device_name;
+};
+
+/* What the context's libpci slot holds. */
+struct pci_state {
+        struct pci_access *pacc;  /* NULL until needed, or after a failure */
+        struct name_entry *names;
+        size_t n_names;
+};
+
+/* What a libpci call reads and writes. */
 struct pci_call {
         enum pci_op op;
-        struct pci_access **slot;
+        struct pci_state *state;
         const char *root;
         const char *ids_path;
 
         uint16_t vendor, device;
-        bool want_device;
         char *vendor_name, *device_name;
 
         struct svff_pci_addr addr;
@@ -63,7 +89,7 @@ static int pci_access_setup(struct pci_call *c) {
         _cleanup_free_ char *sysfs_path = NULL;
         struct pci_access *pacc;
 
-        if (*c->slot)
+        if (c->state->pacc)
                 return 0;
 
         if (asprintf(&sysfs_path, "%s/bus/pci", c->root) < 0)
@@ -71,7 +97,7 @@ static int pci_access_setup(struct pci_call *c) {
 
         pacc = pci_alloc();
         /* Stored at once so that an error() below still gets it freed. */
-        *c->slot = pacc;
+        c->state->pacc = pacc;
         pacc->error = pci_error_cb;
         pacc->warning = pci_silent_cb;
         pacc->debug = pci_silent_cb;
@@ -93,7 +119,7 @@ static int pci_access_setup(struct pci_call *c) {
 }
 
 static int pci_do_names(struct pci_call *c) {
-        struct pci_access *pacc = *c->slot;
+        struct pci_access *pacc = c->state->pacc;
         char buf[1024];  /* a name, not a path; libpci truncates safely */
         const char *s;
 
@@ -105,20 +131,20 @@ static int pci_do_names(struct pci_call *c) {
         if (!c->vendor_name)
                 return -ENOMEM;
 
-        if (c->want_device) {
-                s = pci_lookup_name(pacc, buf, sizeof(buf), PCI_LOOKUP_DEVICE | PCI_LOOKUP_NO_HWDB,
-                                    c->vendor, c->device);
-                if (!s)
-                        return -EIO;
-                c->device_name = strdup(s);
-                if (!c->device_name)
-                        return -ENOMEM;
-        }
+        s = pci_lookup_name(pacc, buf, sizeof(buf), PCI_LOOKUP_DEVICE | PCI_LOOKUP_NO_HWDB,
+                            c->vendor, c->device);
+        if (!s)
+                return -EIO;
+        c->device_name = strdup(s);
+        if (!c->device_name)
+                return -ENOMEM;
+
+        pci_free_name_list(pacc);
         return 0;
 }
 
 static int pci_do_sriov_cap(struct pci_call *c) {
-        struct pci_access *pacc = *c->slot;
+        struct pci_access *pacc = c->state->pacc;
         struct pci_dev *d;
         struct pci_cap *cap;
         unsigned pos;
@@ -156,8 +182,7 @@ out:
         return r;
 }
 
-static void *pci_call_run(void *userdata) {
-        struct pci_call *c = userdata;
+static void pci_call_run(struct pci_call *c) {
         int r;
 
         r = pci_access_setup(c);
@@ -171,14 +196,51 @@ static void *pci_call_run(void *userdata) {
                         break;
                 }
         c->result = r;
+}
+
+static void pci_state_drop_pacc(struct pci_state *st) {
+        jmp_buf jb, *saved = pci_jump;
+        struct pci_access *pacc = st->pacc;
+
+        st->pacc = NULL;
+        if (!pacc)
+                return;
+        if (setjmp(jb) == 0) {
+                pci_jump = &jb;
+                pci_cleanup(pacc);
+        }
+        /* else: leaked, as libpci failed freeing it */
+        pci_jump = saved;
+}
+
+static const struct name_entry *names_find(const struct pci_state *st, uint16_t vendor,
+                                           uint16_t device) {
+        for (size_t i = 0; i < st->n_names; i++)
+                if (st->names[i].vendor == vendor && st->names[i].device == device)
+                        return &st->names[i];
         return NULL;
 }
 
-/* Runs c on a libpci thread under the context's libpci lock. */
+/* Runs c inside libpci with the error trampoline set: c->result, or
+ * -ECANCELED when libpci failed fatally (its handle is then dropped). */
+static int pci_call_guarded(struct pci_call *c) {
+        jmp_buf jb, *saved = pci_jump;
+        volatile int r = -ECANCELED;
+
+        if (setjmp(jb) == 0) {
+                pci_jump = &jb;
+                pci_call_run(c);
+                r = c->result;
+        } else
+                pci_state_drop_pacc(c->state);
+        pci_jump = saved;
+        return r;
+}
+
+/* Runs c under the context's libpci lock, on this thread. */
 static int pci_call(struct svff_ctx *ctx, struct pci_call *c) {
         const char *root = svff_ctx_get_root(ctx);
-        pthread_t thread;
-        void *retval = NULL;
+        struct pci_state **slot;
         int r;
 
         if (strlen(root) + PCI_OBJNAME_SUFFIX_MAX >= PCI_OBJNAMELEN) {
@@ -192,21 +254,55 @@ static int pci_call(struct svff_ctx *ctx, struct pci_call *c) {
         }
 
         c->root = root;
-        c->slot = (struct pci_access **) svff_ctx_pci_acquire(ctx, &c->ids_path);
+        slot = (struct pci_state **) svff_ctx_pci_acquire(ctx, &c->ids_path);
+        if (!*slot)
+                *slot = calloc(1, sizeof(struct pci_state));
+        if (!*slot) {
+                svff_ctx_pci_release(ctx);
+                return -ENOMEM;
+        }
+        c->state = *slot;
         c->result = -EIO;
 
-        r = -pthread_create(&thread, NULL, pci_call_run, c);
-        if (r == 0) {
-                r = -pthread_join(thread, &retval);
-                if (r == 0 && retval == PTHREAD_CANCELED) {
-                        svff_log_debug(ctx, "libpci failed fatally (corrupt pci.ids? out of memory?); "
-                                       "dropping its handle");
-                        svff_pci_access_free(*c->slot);
-                        *c->slot = NULL;
-                        r = -EIO;
-                } else if (r == 0)
-                        r = c->result;
+        if (c->op == PCI_OP_NAMES) {
+                const struct name_entry *e = names_find(c->state, c->vendor, c->device);
+
+                if (e) {
+                        c->vendor_name = strdup(e->vendor_name);
+                        c->device_name = strdup(e->device_name);
+                        r = c->vendor_name && c->device_name ? 0 : -ENOMEM;
+                        goto out;
+                }
         }
+
+        r = pci_call_guarded(c);
+        if (r == -ECANCELED) {
+                svff_log_debug(ctx, "libpci failed fatally (corrupt pci.ids? device gone? out of memory?); "
+                               "dropped its handle");
+                r = -EIO;
+        }
+
+        if (r >= 0 && c->op == PCI_OP_NAMES) {
+                struct name_entry *n = realloc(c->state->names, (c->state->n_names + 1) * sizeof(*n));
+
+                if (n) {
+                        c->state->names = n;
+                        n[c->state->n_names] = (struct name_entry) {
+                                .vendor = c->vendor,
+                                .device = c->device,
+                                .vendor_name = strdup(c->vendor_name),
+                                .device_name = strdup(c->device_name),
+                        };
+                        if (n[c->state->n_names].vendor_name && n[c->state->n_names].device_name)
+                                c->state->n_names++;
+                        else {
+                                free(n[c->state->n_names].vendor_name);
+                                free(n[c->state->n_names].device_name);
+                        }
+                }
+                /* not cached: looked up again next time */
+        }
+out:
         svff_ctx_pci_release(ctx);
 
         if (r < 0) {
@@ -223,7 +319,6 @@ int svff_pci_names(struct svff_ctx *ctx, uint16_t vendor, uint16_t device,
                 .op = PCI_OP_NAMES,
                 .vendor = vendor,
                 .device = device,
-                .want_device = ret_device != NULL,
         };
         int r;
 
@@ -239,6 +334,8 @@ int svff_pci_names(struct svff_ctx *ctx, uint16_t vendor, uint16_t device,
         *ret_vendor = c.vendor_name;
         if (ret_device)
                 *ret_device = c.device_name;
+        else
+                free(c.device_name);
         return 0;
 }
 
@@ -275,7 +372,16 @@ int svff_pci_read_sriov_cap(struct svff_ctx *ctx, const char *address, struct sv
         return 0;
 }
 
-void svff_pci_access_free(void *pacc) {
-        if (pacc)
-                pci_cleanup(pacc);
+void svff_pci_access_free(void *p) {
+        struct pci_state *st = p;
+
+        if (!st)
+                return;
+        pci_state_drop_pacc(st);
+        for (size_t i = 0; i < st->n_names; i++) {
+                free(st->names[i].vendor_name);
+                free(st->names[i].device_name);
+        }
+        free(st->names);
+        free(st);
 }

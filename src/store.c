@@ -125,6 +125,11 @@ static int validate(struct json_object *doc, char **ret_detail) {
             !json_object_is_type(v, json_type_object))
                 return detail(ret_detail, "'journal' is neither null nor an object");
 
+        /* Fields this version does not know are written back as read:
+         * one json-c clamped would be written back changed. */
+        if (svff_json_has_clamped_int(doc))
+                return detail(ret_detail, "a number is out of the 64-bit range");
+
         return 0;
 }
 

@@ -293,9 +293,9 @@ void svff_varlink_call_done(struct svff_varlink_call *c) {
 }
 
 /* Adds parameters (borrowed; NULL: {}) to msg and serialises it with the
- * terminating NUL. */
-static int encode(struct json_object *msg, struct json_object *parameters, char **ret,
-                  size_t *ret_len) {
+ * terminating NUL; -EMSGSIZE over max bytes. */
+static int encode(struct json_object *msg, struct json_object *parameters, size_t max,
+                  char **ret, size_t *ret_len) {
         _cleanup_free_ char *s = NULL;
         size_t n;
         int r;
@@ -319,7 +319,7 @@ static int encode(struct json_object *msg, struct json_object *parameters, char 
         if (r < 0)
                 return r;
         /* the peer would refuse it; better to fail where the bug is */
-        if (n > SVFF_VARLINK_MESSAGE_MAX)
+        if (n > max)
                 return -EMSGSIZE;
 
         *ret = TAKE_PTR(s);
@@ -358,7 +358,7 @@ int svff_varlink_encode_call(const char *method, struct json_object *parameters,
         if (r < 0)
                 return r;
 
-        return encode(m, parameters, ret, ret_len);
+        return encode(m, parameters, SVFF_VARLINK_MESSAGE_MAX, ret, ret_len);
 }
 
 int svff_varlink_encode_reply(struct json_object *parameters, bool continues, char **ret,
@@ -378,7 +378,7 @@ int svff_varlink_encode_reply(struct json_object *parameters, bool continues, ch
                         return r;
         }
 
-        return encode(m, parameters, ret, ret_len);
+        return encode(m, parameters, SVFF_VARLINK_REPLY_MAX, ret, ret_len);
 }
 
 int svff_varlink_encode_error(const char *error, struct json_object *parameters, char **ret,
@@ -396,7 +396,7 @@ int svff_varlink_encode_error(const char *error, struct json_object *parameters,
         if (r < 0)
                 return r;
 
-        return encode(m, parameters, ret, ret_len);
+        return encode(m, parameters, SVFF_VARLINK_REPLY_MAX, ret, ret_len);
 }
 
 /* ---- client ---- */
@@ -416,8 +416,14 @@ int svff_varlink_client_new_fd(int fd, struct svff_varlink_client **ret) {
         if (!c)
                 return -ENOMEM;
         c->fd = fd;
+        c->framer.max = SVFF_VARLINK_REPLY_MAX;
         *ret = c;
         return 0;
+}
+
+void svff_varlink_client_set_max_message(struct svff_varlink_client *c, size_t max) {
+        if (c)
+                c->framer.max = max > 0 ? max : SVFF_VARLINK_REPLY_MAX;
 }
 
 /* connect(2) interrupted by a signal goes on in the background: wait for

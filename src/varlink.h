@@ -18,7 +18,13 @@
 
 #include "sysfs.h"  /* usec_t */
 
-#define SVFF_VARLINK_MESSAGE_MAX (256u * 1024u)  /* bytes, NUL excluded */
+/* Calls are small, and a server holds what a client sends it: the cap on
+ * calls (and on what a server accepts) stays low. Replies grow with the
+ * host (a List of 1008 VFs is ~170 KiB, ~170 bytes per VF), so they get
+ * their own cap: what a client accepts by default, and the largest reply
+ * the encoder makes (~98000 VFs' worth). */
+#define SVFF_VARLINK_MESSAGE_MAX (256u * 1024u)        /* bytes, NUL excluded */
+#define SVFF_VARLINK_REPLY_MAX (16u * 1024u * 1024u)   /* bytes, NUL excluded */
 #define SVFF_VARLINK_DEPTH_MAX 16
 
 /* org.varlink.service standard errors */
@@ -76,7 +82,9 @@ int svff_varlink_call_parse(const char *msg, size_t len, struct svff_varlink_cal
 void svff_varlink_call_done(struct svff_varlink_call *c);
 
 /* Encoders: *ret is malloc'd and includes the trailing NUL, *ret_len counts
- * it. parameters is borrowed (NULL: an empty object). */
+ * it. parameters is borrowed (NULL: an empty object). -EMSGSIZE for a call
+ * over SVFF_VARLINK_MESSAGE_MAX or a reply or error over
+ * SVFF_VARLINK_REPLY_MAX: the peer would refuse it. */
 int svff_varlink_encode_call(const char *method, struct json_object *parameters, bool more,
                              bool oneway, char **ret, size_t *ret_len);
 int svff_varlink_encode_reply(struct json_object *parameters, bool continues, char **ret,
@@ -93,6 +101,11 @@ int svff_varlink_client_connect(const char *socket_path, struct svff_varlink_cli
 int svff_varlink_client_new_fd(int fd, struct svff_varlink_client **ret);
 void svff_varlink_client_free(struct svff_varlink_client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_varlink_client *, svff_varlink_client_free);
+
+/* The largest reply the client accepts (bytes, NUL excluded); 0 restores
+ * the default, SVFF_VARLINK_REPLY_MAX. A bigger reply makes
+ * svff_varlink_client_read() fail with -EMSGSIZE. */
+void svff_varlink_client_set_max_message(struct svff_varlink_client *c, size_t max);
 
 int svff_varlink_client_send(struct svff_varlink_client *c, const char *method,
                              struct json_object *parameters, bool more, bool oneway);

@@ -43,12 +43,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# start_pcisim SCENARIO [pcisim options]
+# start_pcisim SCENARIO [pcisim options]: a shipped scenario's name, or
+# the path of a scenario file.
 start_pcisim() {
         scen="$1"; shift
+        case $scen in
+        */*) ;;
+        *) scen="$PCISIM_SCENARIOS/$scen.json" ;;
+        esac
         mkdir -p "$SYS"
         rc=0
-        "$PCISIM" --scenario "$PCISIM_SCENARIOS/$scen.json" "$@" "$SYS" >"$T/pcisim.log" 2>&1 || rc=$?
+        "$PCISIM" --scenario "$scen" "$@" "$SYS" >"$T/pcisim.log" 2>&1 || rc=$?
         [ "$rc" = 77 ] && skip "pcisim cannot mount FUSE here: $(cat "$T/pcisim.log")"
         [ "$rc" = 0 ] || fail "pcisim failed ($rc): $(cat "$T/pcisim.log")"
 }

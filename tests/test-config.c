@@ -134,6 +134,19 @@ START_TEST(test_bad) {
 }
 END_TEST
 
+START_TEST(test_log_levels) {
+        ck_assert_int_eq(svff_log_level_from_string("debug"), LOG_DEBUG);
+        ck_assert_int_eq(svff_log_level_from_string("warn"), LOG_WARNING);
+        ck_assert_int_eq(svff_log_level_from_string("3"), LOG_ERR);
+        /* an empty or partly numeric level is a mistake, not "emerg" */
+        ck_assert_int_lt(svff_log_level_from_string(""), 0);
+        ck_assert_int_lt(svff_log_level_from_string("3x"), 0);
+        ck_assert_int_lt(svff_log_level_from_string("8"), 0);
+        ck_assert_int_lt(svff_log_level_from_string("-1"), 0);
+        ck_assert_int_lt(svff_log_level_from_string("+"), 0);
+}
+END_TEST
+
 START_TEST(test_missing) {
         struct svff_error err = SVFF_ERROR_NULL;
         struct svff_config c;
@@ -302,6 +315,7 @@ int main(void) {
         tcase_add_test(tc, test_valid);
         tcase_add_loop_test(tc, test_bad, 0, (int) (sizeof(bad) / sizeof(bad[0])));
         tcase_add_test(tc, test_missing);
+        tcase_add_test(tc, test_log_levels);
         tcase_add_test(tc, test_all_errors);
         tcase_add_test(tc, test_empty);
         tcase_add_test(tc, test_dropins);

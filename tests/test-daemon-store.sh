@@ -62,6 +62,30 @@ cp "$T/good.json" "$STATE/store.json"
 start_svffd
 ctl list --json | jget 'd["pfs"][0]["desired"]["numvfs"]' | grep -qx 2 || fail "restored store not used"
 
+# A second svffd on the same state directory (its own socket) would
+# overwrite the first one's commits: it refuses, naming the directory and
+# the pid of the one running, and touches neither the store nor the socket.
+cp "$STATE/store.json" "$T/before"
+rc=0
+timeout 20 "$SVFFD" --socket "$T/second.sock" --state-dir "$STATE" --sysfs-root "$SYS" \
+        --config "$T/svff.conf" > "$T/second.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "a second svffd started on the same state directory (exit $rc)"
+grep -q "'$STATE'" "$T/second.log" || fail "second svffd: directory not named: $(cat "$T/second.log")"
+grep -q "pid $SVFFD_PID" "$T/second.log" || fail "second svffd: pid not named: $(cat "$T/second.log")"
+[ ! -e "$T/second.sock" ] || fail "second svffd created its socket"
+cmp -s "$T/before" "$STATE/store.json" || fail "second svffd modified the store"
+ctl status >/dev/null || fail "the first svffd stopped serving"
+note "second svffd: $(head -n 1 "$T/second.log")"
+
+# Nor may one with its own state directory take the running one's socket.
+rc=0
+timeout 20 "$SVFFD" --socket "$SOCK" --state-dir "$T/second-state" --sysfs-root "$SYS" \
+        --config "$T/svff.conf" > "$T/second.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "a second svffd took over the socket (exit $rc)"
+grep -q "'$SOCK' is in use" "$T/second.log" || fail "second svffd: socket not named: $(cat "$T/second.log")"
+ctl status >/dev/null || fail "the first svffd lost its socket"
+note "second svffd: $(head -n 1 "$T/second.log")"
+
 # Disk full on commit: on a small tmpfs state directory.
 stop_svffd TERM
 if mkdir -p "$T/small" && mount -t tmpfs -o size=64k tmpfs "$T/small" 2>/dev/null; then

@@ -308,6 +308,13 @@ START_TEST(test_refuse_types) {
         REFUSE("{\"schema\":1,\"generation\":1.5}", -EBADMSG, "generation");
         REFUSE("{\"schema\":1,\"generation\":18446744073709551616}", -EBADMSG, "generation");
         REFUSE("{\"schema\":1,\"generation\":null}", -EBADMSG, "generation");
+        /* fields svffd does not know are written back as read: json-c
+         * would have clamped these, and NaN does not round-trip */
+        REFUSE("{\"schema\":1,\"generation\":0,\"assignments\":{\"a\":{\"x\":18446744073709551616}}}",
+               -EBADMSG, "out of the 64-bit range");
+        REFUSE("{\"schema\":1,\"generation\":0,\"later\":[-9223372036854775809]}", -EBADMSG,
+               "out of the 64-bit range");
+        REFUSE("{\"schema\":1,\"generation\":0,\"later\":{\"o\":[NaN,3]}}", -EBADMSG, "NaN");
         REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":[]}", -EBADMSG, "pfs");
         REFUSE("{\"schema\":1,\"generation\":0,\"vfs\":null}", -EBADMSG, "vfs");
         REFUSE("{\"schema\":1,\"generation\":0,\"assignments\":1}", -EBADMSG, "assignments");

@@ -56,6 +56,22 @@ START_TEST(test_read) {
         ck_assert_int_eq(svff_sysfs_readf(rootfd, &s, "a/%s", "dec"), 0);
         ck_assert_str_eq(s, "252");
 
+        s = mfree(s);
+
+        /* larger than the first buffer, and exactly filling it */
+        for (size_t n = 4094; n <= 4096 * 3 + 1; n += n < 4097 ? 1 : 4096) {
+                _cleanup_free_ char *big = malloc(n + 1), *path = NULL;
+
+                ck_assert_ptr_nonnull(big);
+                memset(big, 'z', n);
+                big[n] = 0;
+                ck_assert_int_ge(asprintf(&path, "a/big%zu", n), 0);
+                fixture_file(root, path, big);
+                ck_assert_int_eq(svff_sysfs_read(rootfd, path, &s), 0);
+                ck_assert_uint_eq(strlen(s), n);
+                s = mfree(s);
+        }
+
         ck_assert_int_eq(svff_sysfs_read(rootfd, "a/missing", &untouched), -ENOENT);
         ck_assert_str_eq(untouched, "x");
         /* Absolute paths would escape the root. */

@@ -349,12 +349,26 @@ START_TEST(test_encode) {
         ck_assert_int_eq(svff_varlink_encode_reply(arr, false, &m, &n), -EINVAL);
         ck_assert_ptr_eq(m, (char *) 0x1);
 
-        /* the peer would refuse an oversized message: so does the encoder */
+        /* the peer would refuse an oversized message: so does the encoder;
+         * calls have the small cap, replies the large one */
         _cleanup_free_ char *big = malloc(SVFF_VARLINK_MESSAGE_MAX);
         memset(big, 'x', SVFF_VARLINK_MESSAGE_MAX - 1);
         big[SVFF_VARLINK_MESSAGE_MAX - 1] = 0;
         json_object_object_add(p, "big", json_object_new_string(big));
+        ck_assert_int_eq(svff_varlink_encode_call("io.svff.List", p, false, false, &m, &n), -EMSGSIZE);
+        ck_assert_ptr_eq(m, (char *) 0x1);
+        ck_assert_int_eq(svff_varlink_encode_reply(p, false, &m, &n), 0);
+        ck_assert_uint_gt(n, SVFF_VARLINK_MESSAGE_MAX);
+        free(m);
+        m = (char *) 0x1;
+
+        _cleanup_free_ char *huge = malloc(SVFF_VARLINK_REPLY_MAX);
+        memset(huge, 'x', SVFF_VARLINK_REPLY_MAX - 1);
+        huge[SVFF_VARLINK_REPLY_MAX - 1] = 0;
+        json_object_object_add(p, "big", json_object_new_string(huge));
         ck_assert_int_eq(svff_varlink_encode_reply(p, false, &m, &n), -EMSGSIZE);
+        ck_assert_int_eq(svff_varlink_encode_error(SVFF_VARLINK_ERROR_PROTOCOL, p, &m, &n), -EMSGSIZE);
+        ck_assert_ptr_eq(m, (char *) 0x1);
 }
 END_TEST
 
@@ -480,6 +494,78 @@ START_TEST(test_client_failures) {
         int r = svff_varlink_client_send(c, "io.svff.List", NULL, false, false);
         ck_assert_msg(r == -EPIPE || r == -ECONNRESET, "send: %d", r);
         ck_assert_ptr_eq(p, (struct json_object *) 0x1);
+}
+END_TEST
+
+struct big_reply {
+        int fd;
+        size_t len;
+};
+
+/* Writes a reply of len bytes (NUL excluded): {"parameters":{"s":"xxx..."}} */
+static void *big_reply_writer(void *userdata) {
+        struct big_reply *b = userdata;
+        static const char head[] = "{\"parameters\":{\"s\":\"", tail[] = "\"}}";
+        size_t n = b->len + 1;
+        char *msg = malloc(n);
+
+        ck_assert_ptr_nonnull(msg);
+        memset(msg, 'x', n);
+        memcpy(msg, head, sizeof(head) - 1);
+        memcpy(msg + b->len - (sizeof(tail) - 1), tail, sizeof(tail) - 1);
+        msg[b->len] = 0;
+        for (size_t off = 0; off < n;) {
+                ssize_t k = send(b->fd, msg + off, n - off, MSG_NOSIGNAL);
+
+                if (k <= 0)
+                        break;  /* the client gave up reading */
+                off += (size_t) k;
+        }
+        free(msg);
+        return NULL;
+}
+
+static int read_big_reply(struct svff_varlink_client *c, int peer, size_t len) {
+        struct big_reply b = { .fd = peer, .len = len };
+        struct json_object *p = NULL;
+        char *error = NULL;
+        bool continues;
+        pthread_t t;
+        int r;
+
+        ck_assert_int_eq(pthread_create(&t, NULL, big_reply_writer, &b), 0);
+        r = svff_varlink_client_read(c, 10 * USEC_PER_SEC, &p, &error, &continues);
+        if (r == 0) {
+                const char *s = NULL;
+
+                ck_assert_ptr_null(error);
+                ck_assert_int_eq(svff_json_get_string(p, "s", &s), 0);
+                ck_assert_uint_eq(strlen(s), len - 23);
+                json_object_put(p);
+        } else
+                shutdown(peer, SHUT_RDWR);  /* unblock the writer */
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        return r;
+}
+
+/* Replies outgrow calls: a List of ~1500 VFs is over the call cap, and
+ * the client must still read it. */
+START_TEST(test_client_big_reply) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
+        int peer;
+
+        socketpair_client(&c, &peer);
+        ck_assert_int_eq(read_big_reply(c, peer, 4 * SVFF_VARLINK_MESSAGE_MAX), 0);
+        ck_assert_int_eq(read_big_reply(c, peer, SVFF_VARLINK_MESSAGE_MAX + 1), 0);
+        close(peer);
+        svff_varlink_client_free(TAKE_PTR(c));
+
+        /* a caller's own cap holds */
+        socketpair_client(&c, &peer);
+        svff_varlink_client_set_max_message(c, 64 * 1024);
+        ck_assert_int_eq(read_big_reply(c, peer, 64 * 1024), 0);
+        ck_assert_int_eq(read_big_reply(c, peer, 64 * 1024 + 1), -EMSGSIZE);
+        close(peer);
 }
 END_TEST
 
@@ -629,6 +715,7 @@ static Suite *varlink_suite(void) {
         tcase_add_test(tc, test_client_socketpair);
         tcase_add_test(tc, test_client_failures);
         tcase_add_test(tc, test_client_connect);
+        tcase_add_test(tc, test_client_big_reply);
         suite_add_tcase(s, tc);
         return s;
 }
