@@ -14,6 +14,7 @@ if [ -z "${SVFF_IN_MOUNT_NS:-}" ]; then
 fi
 . "$(dirname "$0")/daemon-lib.sh"
 
+skip_if_sanitized_fork
 command -v virsh >/dev/null || skip "virsh (libvirt-clients) is not installed"
 QEMU=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 is not installed"
 mount -t tmpfs tmpfs /run || skip "cannot mount a private /run"
