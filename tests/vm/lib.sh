@@ -129,6 +129,8 @@ vm_svffd_start() {
         SVFF_SOCKET=/run/svff.sock
         export SVFF_SOCKET
         mkdir -p /run/svff-state
+        # A killed svffd leaves its socket: wait for the new one's.
+        rm -f "$SVFF_SOCKET"
         # No settings unless given. svffd refuses /dev/null (not a regular
         # file) and an empty file: an empty JSON object it is.
         echo "${1:-{\}}" >/run/svff.conf
@@ -241,6 +243,17 @@ vm_qpci() {
                          "\(.bus) \(.slot) \(.function)"'
 }
 
+# vm_qpci_wait DOM VF: vm_qpci, polled for up to 10 s until VF shows (a
+# device just hot-added may take a moment to appear in query-pci).
+vm_qpci_wait() {
+        for _ in $(seq 50); do
+                a=$(vm_qpci "$1" "$2")
+                [ -z "$a" ] || break
+                sleep 0.2
+        done
+        echo "$a"
+}
+
 # vm_xml_addr DOM: the guest address of the domain's hostdev in its live
 # XML, as "BUS SLOT FUNCTION" (decimal); nothing when it has none.
 vm_xml_addr() {
@@ -256,4 +269,54 @@ vm_svff_addr() {
                 .assigned_to | "\(.guest_address) \(.state) \(.domain)"' |
                 { read -r a st dom && [ "$a" != null ] &&
                   echo "$((0x$(echo "$a" | cut -d: -f2))) $((0x$(echo "$a" | cut -d: -f3 | cut -d. -f1))) $(echo "$a" | cut -d. -f2) $st $dom"; }
+}
+
+# vm_have_reconf: whether this build's svffctl has 'reconf'.
+vm_have_reconf() {
+        "$(vm_svff_bin svffctl)" reconf --help >/dev/null 2>&1
+}
+
+# vm_assigned_setup N [CONFIG]: libvirtd, N OS-less domains d1..dN (plus
+# 'hold', with ACPI hotplug, when vm_hold=1), svffd with CONFIG,
+# 'svffctl init PF N' and VF i-1 attached to domain di. Sets pf, P (its
+# sysfs directory), vfs (the VFs) and doms.
+vm_assigned_setup() {
+        command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
+        modprobe nvme
+        modprobe vfio-pci
+        pf=$(vm_nvme_pf) || vm_fail "no NVMe PF"
+        P=/sys/bus/pci/devices/$pf
+        vm_wait 10 test -e "$P/driver" || vm_fail "PF $pf did not bind nvme"
+        vm_libvirtd_start
+        doms=""
+        i=1
+        while [ "$i" -le "$1" ]; do
+                vm_domain_define "d$i"
+                doms="$doms d$i"
+                i=$((i + 1))
+        done
+        [ "${vm_hold:-0}" != 1 ] || vm_domain_define hold acpi
+        vm_cleanup 'for d in $doms hold; do virsh -q destroy "$d" >/dev/null 2>&1; done'
+        vm_domains_start $doms $([ "${vm_hold:-0}" != 1 ] || echo hold)
+        vm_svffd_start "${2:-}"
+        svffctl init "$pf" "$1" >/dev/null || vm_fail "svffctl init $pf $1 failed"
+        vfs=""
+        i=0
+        for d in $doms; do
+                v=$(basename "$(readlink "$P/virtfn$i")")
+                svffctl attach "$v" "$d" >/dev/null || vm_fail "svffctl attach $v $d failed"
+                vfs="$vfs $v"
+                i=$((i + 1))
+        done
+        vm_log "$1 VFs assigned:$vfs"
+}
+
+# vm_places: each assignment as "VF DOMAIN query-pci-address", one line
+# each, in the order of $vfs and $doms (for before/after comparisons).
+vm_places() {
+        set -- $doms
+        for v in $vfs; do
+                echo "$v $1 $(vm_qpci_wait "$1" "$v")"
+                shift
+        done
 }
