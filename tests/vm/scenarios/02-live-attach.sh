@@ -31,7 +31,7 @@ done
 # check_attached VF DOM WHEN: query-pci, the live XML and svffd agree on
 # where VF sits in DOM.
 check_attached() {
-        q=$(vm_qpci "$2" "$1")
+        q=$(vm_qpci_wait "$2" "$1")
         x=$(vm_xml_addr "$2")
         s=$(vm_svff_addr "$1")
         assert_true "$3: VF $1 in $2's query-pci" test -n "$q"
@@ -85,7 +85,7 @@ reattach() {
 each reattach
 
 pause_unpause() {
-        before=$(vm_qpci "$2" "$1")
+        before=$(vm_qpci_wait "$2" "$1")
         out=$(svffctl pause "$1") || vm_fail "svffctl pause $1 failed"
         echo "$out"
         assert_true "pause $1: mode detach (stock QEMU)" eval 'case "$out" in *"mode detach"*) ;; *) false ;; esac'
@@ -93,7 +93,7 @@ pause_unpause() {
         x=$(vm_svff_addr "$1")
         assert_eq "pause: VF $1 state and reserved address" "$before paused $2" "$x"
         svffctl unpause "$1" || vm_fail "svffctl unpause $1 failed"
-        assert_eq "unpause: VF $1 back at the same address in $2's query-pci" "$before" "$(vm_qpci "$2" "$1")"
+        assert_eq "unpause: VF $1 back at the same address in $2's query-pci" "$before" "$(vm_qpci_wait "$2" "$1")"
         check_attached "$1" "$2" unpause
 }
 each pause_unpause
