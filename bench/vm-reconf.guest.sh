@@ -194,7 +194,13 @@ bind_tool() {
                 driverctl)
                         for v in "$@"; do driverctl --nosave set-override "$v" vfio-pci >&2; done ;;
                 dpdk)
-                        dpdk-devbind.py -b vfio-pci "$@" >&2 ;;
+                        # It knows only DPDK's device classes (NICs,
+                        # crypto, ...): an NVMe VF is "Unknown device".
+                        dpdk-devbind.py -b vfio-pci "$@" >"$SVFF_VM_RUNDIR/dpdk.err" 2>&1 || {
+                                echo refused
+                                numvfs 0
+                                return 0
+                        } ;;
                 esac
                 t=$(since "$t0")
                 on_vfio "$@" || vm_fail "$tool left a VF off vfio-pci"
@@ -224,7 +230,11 @@ done
 t_svffd=$(min $t_svffd)
 say "  svffd (svffctl init PF 8):                 $t_svffd s"
 say "  driverctl set-override, each VF:           $t_driverctl s  ($(ratio "$t_driverctl" "$t_svffd") x svffd)"
-say "  dpdk-devbind.py -b vfio-pci, all at once:  $t_dpdk s  ($(ratio "$t_dpdk" "$t_svffd") x svffd)"
+if [ "$t_dpdk" = refused ]; then
+        say "  dpdk-devbind.py -b vfio-pci, all at once:  refused: $(tail -n1 "$SVFF_VM_RUNDIR/dpdk.err")"
+else
+        say "  dpdk-devbind.py -b vfio-pci, all at once:  $t_dpdk s  ($(ratio "$t_dpdk" "$t_svffd") x svffd)"
+fi
 
 say ""
 if have_reconf; then
