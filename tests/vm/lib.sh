@@ -120,18 +120,22 @@ vm_svff_bin() {
         return 1
 }
 
-# vm_svffd_start: svffd against the real sysfs, state on tmpfs.
+# vm_svffd_start [CONFIG]: svffd against the real sysfs, state on tmpfs,
+# with CONFIG (JSON text) as its config file. A restart (after
+# vm_svffd_stop or a kill) keeps the state directory.
 vm_svffd_start() {
         svffd=$(vm_svff_bin svffd) || vm_fail "no svffd in $SVFF_VM_BUILDDIR: build it first"
         svffctl=$(vm_svff_bin svffctl) || vm_fail "no svffctl in $SVFF_VM_BUILDDIR: build it first"
         SVFF_SOCKET=/run/svff.sock
         export SVFF_SOCKET
         mkdir -p /run/svff-state
-        # No settings. svffd refuses /dev/null (not a regular file) and an
-        # empty file: an empty JSON object it is.
-        echo '{}' >/run/svff.conf
+        # A killed svffd leaves its socket: wait for the new one's.
+        rm -f "$SVFF_SOCKET"
+        # No settings unless given. svffd refuses /dev/null (not a regular
+        # file) and an empty file: an empty JSON object it is.
+        echo "${1:-{\}}" >/run/svff.conf
         "$svffd" --sysfs-root /sys --state-dir /run/svff-state --socket "$SVFF_SOCKET" \
-                --config /run/svff.conf >"$SVFF_VM_RUNDIR/svffd.log" 2>&1 &
+                --config /run/svff.conf >>"$SVFF_VM_RUNDIR/svffd.log" 2>&1 &
         svffd_pid=$!
         vm_cleanup '[ -z "${svffd_pid:-}" ] || { kill "$svffd_pid"; wait "$svffd_pid"; } 2>/dev/null'
 
@@ -185,4 +189,134 @@ vm_save_caps() {
         [ -n "$(ls -A "$d" 2>/dev/null)" ] || return 0
         mkdir -p "$SVFF_VM_RUNDIR/libvirt-caps-out"
         cp -a "$d/." "$SVFF_VM_RUNDIR/libvirt-caps-out/"
+}
+
+# vm_domain_define NAME [acpi]: an OS-less nested q35 domain (TCG, 64 MiB)
+# with two PCIe root ports. Without an OS only native PCIe hotplug
+# completes an unplug, so ACPI PCI hotplug is turned off for the root
+# ports; 'acpi' leaves it on: that domain never releases a device.
+vm_domain_define() {
+        hp="<qemu:commandline><qemu:arg value='-global'/>"
+        hp="$hp<qemu:arg value='ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off'/></qemu:commandline>"
+        [ "${2:-}" != acpi ] || hp=""
+        cat >"/run/$1.xml" <<XML
+<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>$1</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type><bios rebootTimeout='-1'/></os>
+  <devices>
+    <controller type='pci' index='0' model='pcie-root'/>
+    <controller type='pci' index='1' model='pcie-root-port'/>
+    <controller type='pci' index='2' model='pcie-root-port'/>
+    <controller type='usb' model='none'/>
+    <memballoon model='none'/>
+  </devices>
+  $hp
+</domain>
+XML
+        virsh -q define "/run/$1.xml" >/dev/null || vm_fail "virsh define $1 failed"
+}
+
+# vm_domains_start NAME...: starts them all at once and waits for each.
+vm_domains_start() {
+        pids=""
+        for d in "$@"; do
+                virsh -q start "$d" >"$SVFF_VM_RUNDIR/start-$d.log" 2>&1 &
+                pids="$pids $!"
+        done
+        for p in $pids; do
+                wait "$p" || vm_fail "virsh start failed: $(cat "$SVFF_VM_RUNDIR"/start-*.log)"
+        done
+        vm_log "domains running: $*"
+}
+
+# vm_qpci DOM VF: where the guest's PCI tree (QMP query-pci) shows VF's
+# vendor:device, as "BUS SLOT FUNCTION" (decimal; one VF per domain);
+# nothing when it is absent.
+vm_qpci() {
+        ven=$(($(cat "/sys/bus/pci/devices/$2/vendor")))
+        dev=$(($(cat "/sys/bus/pci/devices/$2/device")))
+        virsh -q qemu-monitor-command "$1" '{"execute":"query-pci"}' |
+                jq -r --argjson v "$ven" --argjson d "$dev" \
+                        '.return[] | .. | objects | select(.id?.vendor? == $v and .id.device == $d) |
+                         "\(.bus) \(.slot) \(.function)"'
+}
+
+# vm_qpci_wait DOM VF: vm_qpci, polled for up to 10 s until VF shows (a
+# device just hot-added may take a moment to appear in query-pci).
+vm_qpci_wait() {
+        for _ in $(seq 50); do
+                a=$(vm_qpci "$1" "$2")
+                [ -z "$a" ] || break
+                sleep 0.2
+        done
+        echo "$a"
+}
+
+# vm_xml_addr DOM: the guest address of the domain's hostdev in its live
+# XML, as "BUS SLOT FUNCTION" (decimal); nothing when it has none.
+vm_xml_addr() {
+        virsh -q dumpxml "$1" --xpath '//hostdev/address' 2>/dev/null |
+                sed -n "s/.* bus=.\(0x[0-9a-f]*\). slot=.\(0x[0-9a-f]*\). function=.\(0x[0-9a-f]*\).*/\1 \2 \3/p" |
+                { read -r b s f && echo "$((b)) $((s)) $((f))"; }
+}
+
+# vm_svff_addr VF: the guest address svffd recorded for VF ("BUS SLOT
+# FUNCTION", decimal), then its state and domain.
+vm_svff_addr() {
+        svffctl list --json | jq -r --arg vf "$1" '.pfs[].vfs[] | select(.address == $vf) |
+                .assigned_to | "\(.guest_address) \(.state) \(.domain)"' |
+                { read -r a st dom && [ "$a" != null ] &&
+                  echo "$((0x$(echo "$a" | cut -d: -f2))) $((0x$(echo "$a" | cut -d: -f3 | cut -d. -f1))) $(echo "$a" | cut -d. -f2) $st $dom"; }
+}
+
+# vm_have_reconf: whether this build's svffctl has 'reconf'.
+vm_have_reconf() {
+        "$(vm_svff_bin svffctl)" reconf --help >/dev/null 2>&1
+}
+
+# vm_assigned_setup N [CONFIG]: libvirtd, N OS-less domains d1..dN (plus
+# 'hold', with ACPI hotplug, when vm_hold=1), svffd with CONFIG,
+# 'svffctl init PF N' and VF i-1 attached to domain di. Sets pf, P (its
+# sysfs directory), vfs (the VFs) and doms.
+vm_assigned_setup() {
+        command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
+        modprobe nvme
+        modprobe vfio-pci
+        pf=$(vm_nvme_pf) || vm_fail "no NVMe PF"
+        P=/sys/bus/pci/devices/$pf
+        vm_wait 10 test -e "$P/driver" || vm_fail "PF $pf did not bind nvme"
+        vm_libvirtd_start
+        doms=""
+        i=1
+        while [ "$i" -le "$1" ]; do
+                vm_domain_define "d$i"
+                doms="$doms d$i"
+                i=$((i + 1))
+        done
+        [ "${vm_hold:-0}" != 1 ] || vm_domain_define hold acpi
+        vm_cleanup 'for d in $doms hold; do virsh -q destroy "$d" >/dev/null 2>&1; done'
+        vm_domains_start $doms $([ "${vm_hold:-0}" != 1 ] || echo hold)
+        vm_svffd_start "${2:-}"
+        svffctl init "$pf" "$1" >/dev/null || vm_fail "svffctl init $pf $1 failed"
+        vfs=""
+        i=0
+        for d in $doms; do
+                v=$(basename "$(readlink "$P/virtfn$i")")
+                svffctl attach "$v" "$d" >/dev/null || vm_fail "svffctl attach $v $d failed"
+                vfs="$vfs $v"
+                i=$((i + 1))
+        done
+        vm_log "$1 VFs assigned:$vfs"
+}
+
+# vm_places: each assignment as "VF DOMAIN query-pci-address", one line
+# each, in the order of $vfs and $doms (for before/after comparisons).
+vm_places() {
+        set -- $doms
+        for v in $vfs; do
+                echo "$v $1 $(vm_qpci_wait "$1" "$v")"
+                shift
+        done
 }

@@ -1,0 +1,256 @@
+# The inside of bench/vm-reconf, sourced in the VM like a tests/vm
+# scenario (tests/vm/lib.sh helpers; SVFF_VM_VFS = 8). Writes the figures
+# to $SVFF_VM_RUNDIR/figures.txt.
+#
+# 1. Reconf cycles N -> 0 -> N with N = 1, 4, 8 assigned VFs, one per
+#    OS-less nested domain: (a) a serial baseline doing what the SVFF
+#    paper's scripts do with virsh; (b) svffd ('svffctl reconf').
+# 2. Binding 8 fresh VFs to vfio-pci: svffd ('svffctl init'), driverctl
+#    set-override per VF, dpdk-devbind.py -b on all.
+
+[ "$SVFF_VM_VFS" -ge 8 ] || vm_fail "needs tests/vm/run --vfs 8"
+for c in jq virsh driverctl dpdk-devbind.py; do
+        command -v "$c" >/dev/null || vm_fail "no $c (scripts/setup-deps installs it)"
+done
+fig=$SVFF_VM_RUNDIR/figures.txt
+: >"$fig"
+say() { printf '%s\n' "$*" | tee -a "$fig"; }
+now() { date +%s.%N; }
+since() { echo "$1 $(now)" | awk '{ printf "%.2f", $2 - $1 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+# min A B...: the smallest of the figures.
+min() { printf '%s\n' "$@" | sort -g | head -n1; }
+
+modprobe nvme
+modprobe vfio-pci
+pf=$(vm_nvme_pf) || vm_fail "no NVMe PF"
+P=/sys/bus/pci/devices/$pf
+vm_wait 10 test -e "$P/driver" || vm_fail "PF $pf did not bind nvme"
+vm_libvirtd_start
+doms=""
+for i in 1 2 3 4 5 6 7 8; do
+        vm_domain_define "d$i"
+        doms="$doms d$i"
+done
+vm_cleanup 'for d in $doms; do virsh -q destroy "$d" >/dev/null 2>&1; done'
+vm_domains_start $doms
+
+# vfs N: the addresses of VFs 0..N-1, which exist or will: routing ID
+# PF + offset + i x stride (read once: they do not change with numvfs).
+read -r offset <"$P/sriov_offset"
+read -r stride <"$P/sriov_stride"
+vfs() {
+        IFS=:. read -r dom bus dev fn <<EOF
+$pf
+EOF
+        rid=$((0x$bus * 256 + 0x$dev * 8 + 0x$fn + offset))
+        i=0
+        while [ "$i" -lt "$1" ]; do
+                printf '%s:%02x:%02x.%x\n' "$dom" $((rid / 256)) $((rid / 8 % 32)) $((rid % 8))
+                rid=$((rid + stride))
+                i=$((i + 1))
+        done
+}
+vf_check_layout() {
+        i=0
+        for v in $(vfs "$1"); do
+                [ "$(basename "$(readlink "$P/virtfn$i")")" = "$v" ] || vm_fail "VF $i is not at $v"
+                i=$((i + 1))
+        done
+}
+
+# numvfs N, the plain way, with autoprobe off so that no host driver
+# grabs the VFs (the baseline gets this favour too).
+numvfs() {
+        echo 0 >"$P/sriov_drivers_autoprobe"
+        echo 0 >"$P/sriov_numvfs"
+        [ "$1" = 0 ] || echo "$1" >"$P/sriov_numvfs"
+}
+on_vfio() {
+        for v in "$@"; do
+                [ "$(basename "$(readlink "/sys/bus/pci/devices/$v/driver")")" = vfio-pci ] || return 1
+        done
+}
+
+# ---- the serial baseline (the SVFF paper's procedure, with virsh) ----
+
+hostdev_xml() {
+        echo "$1" | awk -F'[:.]' '{ printf "<hostdev mode=\"subsystem\" type=\"pci\" managed=\"no\"><driver name=\"vfio\"/><source><address domain=\"0x%s\" bus=\"0x%s\" slot=\"0x%s\" function=\"0x%s\"/></source></hostdev>\n", $1, $2, $3, $4 }' >"/run/hd-$1.xml"
+}
+serial_rebind() {
+        for v in "$@"; do
+                echo vfio-pci >"/sys/bus/pci/devices/$v/driver_override"
+                echo "$v" >/sys/bus/pci/drivers_probe
+        done
+}
+serial_attach() {
+        i=1
+        for v in "$@"; do
+                virsh -q attach-device "d$i" "/run/hd-$v.xml" --live >/dev/null ||
+                        vm_fail "virsh attach-device d$i $v failed"
+                i=$((i + 1))
+        done
+}
+no_hostdev() { [ -z "$(virsh -q dumpxml "$1" --xpath //hostdev 2>/dev/null)" ]; }
+serial_detach() {
+        i=1
+        for v in "$@"; do
+                virsh -q detach-device "d$i" "/run/hd-$v.xml" --live >/dev/null ||
+                        vm_fail "virsh detach-device d$i $v failed"
+                vm_wait 30 no_hostdev "d$i" || vm_fail "d$i did not release $v within 30 s"
+                i=$((i + 1))
+        done
+}
+# addresses VF...: each VF's place in its domain's query-pci, one line.
+addresses() {
+        i=1
+        for v in "$@"; do
+                printf '%s;' "$(vm_qpci_wait "d$i" "$v")"
+                i=$((i + 1))
+        done
+}
+
+serial_cycle() {
+        n=$1
+        set -- $(vfs "$n")
+        for v in "$@"; do hostdev_xml "$v"; done
+        numvfs "$n"
+        vf_check_layout "$n"
+        serial_rebind "$@"
+        serial_attach "$@"
+        before=$(addresses "$@")
+        case "$before" in *";;"*|";"*) vm_fail "baseline $n: a VF is missing from query-pci: $before" ;; esac
+
+        t0=$(now)
+        serial_detach "$@"
+        t_detach=$(since "$t0")
+        t1=$(now)
+        numvfs "$n"
+        t_numvfs=$(since "$t1")
+        t1=$(now)
+        serial_rebind "$@"
+        on_vfio "$@" || vm_fail "baseline $n: rebind left a VF off vfio-pci"
+        t_bind=$(since "$t1")
+        t1=$(now)
+        serial_attach "$@"
+        t_attach=$(since "$t1")
+        t_cycle=$(since "$t0")
+
+        [ "$(addresses "$@")" = "$before" ] || vm_fail "baseline $n: guest addresses changed"
+        say "  serial  $n VF(s): cycle $t_cycle s (detach $t_detach, numvfs $t_numvfs, bind $t_bind, attach $t_attach)"
+        eval "serial_$n=$t_cycle"
+        serial_detach "$@"
+        numvfs 0
+}
+
+# ---- svffd ----
+
+svffd_cpu_ns() {
+        cat /proc/"$svffd_pid"/task/*/schedstat | awk '{ s += $1 } END { print s }'
+}
+have_reconf() { svffctl reconf --help >/dev/null 2>&1; }
+
+# HOOK(reconf): one cycle N -> 0 -> N of svffd's reconf, keeping every
+# assignment. Adjust here if 'svffctl reconf' spells it otherwise.
+svffd_reconf() { svffctl reconf "$pf" "$1" >/dev/null; }
+
+svffd_cycle() {
+        n=$1
+        set -- $(vfs "$n")
+        svffctl init "$pf" "$n" >/dev/null || vm_fail "svffctl init $pf $n failed"
+        i=1
+        for v in "$@"; do
+                svffctl attach "$v" "d$i" >/dev/null || vm_fail "svffctl attach $v d$i failed"
+                i=$((i + 1))
+        done
+        before=$(addresses "$@")
+        case "$before" in *";;"*|";"*) vm_fail "svffd $n: a VF is missing from query-pci: $before" ;; esac
+
+        c0=$(svffd_cpu_ns)
+        t0=$(now)
+        svffd_reconf "$n" || vm_fail "svffctl reconf $pf $n failed"
+        t_cycle=$(since "$t0")
+        cpu=$(echo "$c0 $(svffd_cpu_ns) $n" | awk '{ printf "%.1f", ($2 - $1) / 1e6 / $3 }')
+
+        [ "$(addresses "$@")" = "$before" ] || vm_fail "svffd $n: guest addresses changed"
+        say "  svffd   $n VF(s): cycle $t_cycle s, svffd CPU $cpu ms per VF"
+        eval "svffd_$n=$t_cycle cpu_$n=$cpu"
+        for v in "$@"; do
+                svffctl detach "$v" >/dev/null || vm_fail "svffctl detach $v failed"
+        done
+}
+
+# ---- binding 8 fresh VFs ----
+
+reps=3
+bind_tool() {
+        set -- $(vfs 8)
+        times=""
+        for r in $(seq "$reps"); do
+                numvfs 0
+                t0=$(now)
+                numvfs 8
+                case "$tool" in
+                driverctl)
+                        for v in "$@"; do driverctl --nosave set-override "$v" vfio-pci >&2; done ;;
+                dpdk)
+                        # It knows only DPDK's device classes (NICs,
+                        # crypto, ...): an NVMe VF is "Unknown device".
+                        dpdk-devbind.py -b vfio-pci "$@" >"$SVFF_VM_RUNDIR/dpdk.err" 2>&1 || {
+                                echo refused
+                                numvfs 0
+                                return 0
+                        } ;;
+                esac
+                t=$(since "$t0")
+                on_vfio "$@" || vm_fail "$tool left a VF off vfio-pci"
+                times="$times $t"
+        done
+        numvfs 0
+        min $times
+}
+
+say "Reconf cycles N -> 0 -> N, N assigned VFs, one per OS-less nested domain"
+for n in 1 4 8; do serial_cycle "$n"; done
+
+say ""
+say "Binding 8 fresh VFs to vfio-pci (numvfs 0 -> 8 included; best of $reps)"
+tool=driverctl; t_driverctl=$(bind_tool)
+tool=dpdk; t_dpdk=$(bind_tool)
+
+vm_svffd_start
+t_svffd=""
+for r in $(seq "$reps"); do
+        svffctl init "$pf" 0 >/dev/null || vm_fail "svffctl init $pf 0 failed"
+        t0=$(now)
+        svffctl init "$pf" 8 >/dev/null || vm_fail "svffctl init $pf 8 failed"
+        t_svffd="$t_svffd $(since "$t0")"
+        on_vfio $(vfs 8) || vm_fail "svffctl init left a VF off vfio-pci"
+done
+t_svffd=$(min $t_svffd)
+say "  svffd (svffctl init PF 8):                 $t_svffd s"
+say "  driverctl set-override, each VF:           $t_driverctl s  ($(ratio "$t_driverctl" "$t_svffd") x svffd)"
+if [ "$t_dpdk" = refused ]; then
+        say "  dpdk-devbind.py -b vfio-pci, all at once:  refused: $(tail -n1 "$SVFF_VM_RUNDIR/dpdk.err")"
+else
+        say "  dpdk-devbind.py -b vfio-pci, all at once:  $t_dpdk s  ($(ratio "$t_dpdk" "$t_svffd") x svffd)"
+fi
+
+say ""
+if have_reconf; then
+        say "Reconf cycles by svffd"
+        for n in 1 4 8; do svffd_cycle "$n"; done
+        say ""
+        say "Ratios"
+        say "  svffd  8 VFs / 1 VF:        $(ratio "$svffd_8" "$svffd_1")   (target <= 1.6)"
+        for n in 1 4 8; do
+                eval "a=\$svffd_$n b=\$serial_$n"
+                say "  svffd / serial at $n VF(s):  $(ratio "$a" "$b")   (target at 8: <= 0.5)"
+        done
+        say "  svffd CPU per VF per cycle: $cpu_1 / $cpu_4 / $cpu_8 ms at 1 / 4 / 8 VFs (target <= 5; TCG inflates it)"
+else
+        say "svffd reconf: not available in this build"
+        say ""
+        say "Ratios"
+fi
+say "  serial 8 VFs / 1 VF:        $(ratio "$serial_8" "$serial_1")   (the paper's serial procedure: 7.5 from 1 to 10 VFs)"

@@ -1,0 +1,80 @@
+# Live reconf: with 4 VFs assigned to 4 running domains, 'reconf PF 2' is
+# refused without --force; 'reconf PF 4' goes through 0 and keeps every
+# assignment at the same guest address (query-pci in every domain); a
+# guest that holds its VF past the deadline is reported, not hidden.
+#
+# Skips until svffctl has 'reconf'. 'tests/vm/run ... 03-live-reconf.sh
+# setup-only' runs the part before it (domains and assignments) anyway.
+
+if ! vm_have_reconf && [ "${1:-}" != setup-only ]; then
+        vm_skip "reconf is not in this build ('svffctl reconf --help' fails)"
+fi
+
+vm_hold=1
+vm_assigned_setup 4 '{ "detach-timeout-sec": 3 }'
+before=$(vm_places)
+echo "$before"
+! echo "$before" | grep -q ' $' || vm_fail "a VF is missing from its domain's query-pci"
+[ "${1:-}" != setup-only ] || vm_skip "setup only"
+
+# state VF: svffd's record of VF's assignment ("STATE DOMAIN").
+state() {
+        svffctl list --json | jq -r --arg vf "$1" \
+                '.pfs[].vfs[] | select(.address == $vf) | "\(.assigned_to.state) \(.assigned_to.domain)"'
+}
+# check_kept WHEN: every assignment attached, at the address it had.
+check_kept() {
+        assert_eq "$1: every VF at the same guest address (query-pci)" "$before" "$(vm_places)"
+        set -- "$1" $doms
+        for v in $vfs; do
+                assert_eq "$1: VF $v on vfio-pci" vfio-pci "$(basename "$(readlink "/sys/bus/pci/devices/$v/driver")")"
+                assert_eq "$1: VF $v assignment" "attached $2" "$(state "$v")"
+                shift
+        done
+}
+
+vm_log "reconf $pf 2 without --force"
+rc=0
+svffctl reconf "$pf" 2 >"$SVFF_VM_RUNDIR/reconf2.out" 2>&1 || rc=$?
+cat "$SVFF_VM_RUNDIR/reconf2.out"
+assert_eq "reconf PF 2 with 4 assigned, no --force: exit status" 1 "$rc"
+assert_true "the refusal names --force" grep -q -- --force "$SVFF_VM_RUNDIR/reconf2.out"
+assert_eq "numvfs after the refusal" 4 "$(cat "$P/sriov_numvfs")"
+check_kept "refused reconf"
+
+# A VF that is created anew has d3cold_allowed back at 1: the mark shows
+# that reconf really went through 0.
+for v in $vfs; do echo 0 >"/sys/bus/pci/devices/$v/d3cold_allowed"; done
+vm_log "reconf $pf 4"
+t=$(vm_now)
+svffctl reconf "$pf" 4 || vm_fail "svffctl reconf $pf 4 failed"
+vm_log "reconf took $(echo "$t $(vm_now)" | awk '{ printf "%.2f", $2 - $1 }') s"
+assert_eq "numvfs after reconf" 4 "$(cat "$P/sriov_numvfs")"
+for v in $vfs; do
+        assert_eq "VF $v re-created (d3cold_allowed reset)" 1 "$(cat "/sys/bus/pci/devices/$v/d3cold_allowed")"
+done
+check_kept "reconf 4"
+
+# A guest that holds its VF: move the last one to 'hold' (ACPI hotplug,
+# no OS to answer the unplug).
+set -- $vfs
+held=$4
+svffctl detach "$held" >/dev/null || vm_fail "svffctl detach $held failed"
+svffctl attach "$held" hold >/dev/null || vm_fail "svffctl attach $held hold failed"
+vm_log "reconf $pf 4 with $held held by 'hold'"
+rc=0
+svffctl reconf "$pf" 4 >"$SVFF_VM_RUNDIR/reconf-held.out" 2>&1 || rc=$?
+cat "$SVFF_VM_RUNDIR/reconf-held.out"
+assert_true "reconf with a held VF fails" test "$rc" -ne 0
+assert_true "the failure names the held VF" grep -q "$held" "$SVFF_VM_RUNDIR/reconf-held.out"
+assert_true "the failure says the guest has not released it" \
+        grep -q "not released" "$SVFF_VM_RUNDIR/reconf-held.out"
+# numvfs 0 would block until 'hold' let go: it must not have been written.
+assert_eq "numvfs with a held VF" 4 "$(cat "$P/sriov_numvfs")"
+assert_true "the held VF is still in hold's query-pci" test -n "$(vm_qpci hold "$held")"
+set -- $doms
+for v in $vfs; do
+        [ "$v" != "$held" ] || break
+        assert_eq "the others: VF $v still in $1" "$(echo "$before" | grep "^$v ")" "$v $1 $(vm_qpci_wait "$1" "$v")"
+        shift
+done

@@ -1,0 +1,54 @@
+# Crash mid-reconf: svffd, built with fault points, SIGKILLs itself at
+# FAULT during a live 'reconf PF 4' with 4 VFs assigned to 4 running
+# domains. Restarted, it resumes or rolls back from its journal: every
+# assignment is back, attached, at the same guest address (query-pci in
+# every domain), the VFs on vfio-pci.
+#
+# Skips until svffctl has 'reconf'. 'tests/vm/run ... 05-crash-reconf.sh
+# setup-only' runs the part before it (domains and assignments) anyway.
+
+# The fault point: after numvfs 0 was written, with every VF gone.
+FAULT=after-numvfs-0
+
+if ! vm_have_reconf && [ "${1:-}" != setup-only ]; then
+        vm_skip "reconf is not in this build ('svffctl reconf --help' fails)"
+fi
+vm_assigned_setup 4
+before=$(vm_places)
+echo "$before"
+! echo "$before" | grep -q ' $' || vm_fail "a VF is missing from its domain's query-pci"
+[ "${1:-}" != setup-only ] || vm_skip "setup only"
+
+# Restart svffd with the fault point armed (SVFF_FAULT=NAME).
+vm_svffd_stop
+export SVFF_FAULT="$FAULT"
+vm_svffd_start
+unset SVFF_FAULT
+
+vm_log "reconf $pf 4, svffd to die at $FAULT"
+rc=0
+svffctl reconf "$pf" 4 >"$SVFF_VM_RUNDIR/reconf.out" 2>&1 || rc=$?
+cat "$SVFF_VM_RUNDIR/reconf.out"
+assert_true "svffctl reconf fails when svffd dies" test "$rc" -ne 0
+rc=0
+wait "$svffd_pid" || rc=$?
+svffd_pid=
+assert_eq "svffd's end: SIGKILL at $FAULT (128 + 9)" 137 "$rc"
+
+vm_log "svffd restarted after the crash"
+vm_svffd_start
+# all_back: every assignment attached again (svffd's view).
+all_back() {
+        [ "$(svffctl list --json | jq -r '[.pfs[].vfs[] | select(.assigned_to != null) |
+                .assigned_to.state] | map(select(. == "attached")) | length')" = 4 ]
+}
+vm_wait 60 all_back || vm_fail "not every assignment is back 60 s after the restart: $(svffctl list)"
+vm_log "every assignment attached again"
+assert_eq "numvfs after recovery" 4 "$(cat "$P/sriov_numvfs")"
+assert_eq "every VF at the same guest address (query-pci)" "$before" "$(vm_places)"
+set -- $doms
+for v in $vfs; do
+        assert_eq "VF $v on vfio-pci" vfio-pci "$(basename "$(readlink "/sys/bus/pci/devices/$v/driver")")"
+        assert_eq "VF $v in $1's live XML at svffd's address" "$(vm_xml_addr "$1") attached $1" "$(vm_svff_addr "$v")"
+        shift
+done
