@@ -540,10 +540,14 @@ static void print_assignment(const char *verb, struct json_object *reply) {
         printf("VF %s %s domain '%s' at guest address %s (%s%s%s, alias %s)", strna(jstr(reply, "vf")), verb,
                strna(jstr(a, "domain")), jstr(a, "guest_address") ?: "chosen at start",
                live ? "live" : "", live && config ? "+" : "", config ? "config" : "", strna(jstr(a, "alias")));
-        if (jstr(reply, "mode"))
-                printf(", mode %s%s", jstr(reply, "mode"),
-                       streq(jstr(reply, "mode"), "native") ? " (the guest keeps the device)"
-                                                            : " (detached, address and alias reserved)");
+        if (jstr(reply, "mode")) {
+                bool native = streq(jstr(reply, "mode"), "native"), pausing = streq(verb, "paused in");
+
+                printf(", mode %s (%s)", jstr(reply, "mode"),
+                       native    ? (pausing ? "the guest keeps the device" : "resumed in place")
+                       : pausing ? "detached, address and alias reserved"
+                                 : "re-attached at the reserved address");
+        }
         printf(".\n");
 }
 
