@@ -65,8 +65,11 @@ static int write_numvfs(struct svff_ctx *ctx, const char *path, const char *pf, 
                                       "someone else?); retry", step, pf);
         if (r == -ENOENT && svff_dev_exists(ctx, pf) > 0)
                 return svff_error_set(err, -ENOENT,
-                                      "%s on PF '%s' was refused: the PF lost its driver or it cannot do "
-                                      "SR-IOV; bind the PF driver and retry", step, pf);
+                                      "%s on PF '%s' was refused: its driver is gone, cannot enable "
+                                      "SR-IOV, or VFs left behind by an earlier removal of this PF still "
+                                      "hold their addresses (kernel log: 'kobject_add_internal failed "
+                                      "... -EEXIST'). Check the PF driver is bound and retry; stale VFs "
+                                      "need the PF driver reloaded or a reboot", step, pf);
         if (r < 0)
                 return step_failed(ctx, err, r, pf, step);
         return 0;
