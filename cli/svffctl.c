@@ -274,7 +274,7 @@ static void format_duration(long long usec, char *buf, size_t n) {
 
 static int cmd_status(int argc, char **argv) {
         _cleanup_json_ struct json_object *reply = NULL;
-        struct json_object *store, *ops, *drift;
+        struct json_object *store, *ops, *drift, *rec;
         char up[64];
         int r;
 
@@ -323,6 +323,14 @@ static int cmd_status(int argc, char **argv) {
                 table_free(t);
         } else
                 printf("Operations:   none\n");
+
+        if (json_object_object_get_ex(reply, "recovered", &rec) && rec)
+                for (size_t i = 0; i < json_object_array_length(rec); i++) {
+                        struct json_object *o = json_object_array_get_idx(rec, i);
+
+                        printf("Recovered:    reconf of PF %s %s after a restart: %s\n", strna(jstr(o, "pf")),
+                               strna(jstr(o, "outcome")), strna(jstr(o, "message")));
+                }
 
         if (json_object_object_get_ex(reply, "drift", &drift) && json_object_array_length(drift) > 0) {
                 printf("\nDrift (the host differs from what svff recorded):\n");

@@ -459,6 +459,13 @@ void method_init(struct manager *m, struct call *call) {
                 return;
         }
 
+        r = reconf_journaled(m, pf);
+        if (r >= 0 && !manager_find_operation(m, pf)) {
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                            "An interrupted reconf of PF %s to %d VFs is journaled: run 'svffctl reconf %s %d' "
+                            "to complete it first.", pf, r, pf, r);
+                return;
+        }
         /* Changing the count destroys every VF: with assignments that is
          * a reconf, which keeps them. */
         if (reconf_pf_has_assignments(m, pf)) {

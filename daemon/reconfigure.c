@@ -981,7 +981,9 @@ static void restore_done(struct reconf *rc) {
                 if (s)
                         log_step(rc, s, NULL, 0, NULL, SVFF_PAUSE_NONE);
         }
-        if (rc->rollback && !rc->error)
+        /* A rollback is a failure of what was asked, except when
+         * recovering: then putting everything back is the goal. */
+        if (rc->rollback && !rc->error && !rc->recovery)
                 rc->error = SVFF_ERROR_RECONF_FAILED;
         reconf_finish(rc);
 }
@@ -1131,6 +1133,17 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
         if (rc->pending == 0)
                 quiesce_done(rc);
         return 0;
+}
+
+int reconf_journaled(struct manager *m, const char *pf) {
+        struct json_object *e = journal_get(m, pf);
+        const char *op = NULL;
+        unsigned n = 0;
+
+        if (!e || svff_json_get_string(e, "op", &op) < 0 || !streq(op, "reconf") ||
+            svff_json_get_unsigned(e, "numvfs", &n) < 0)
+                return -1;
+        return (int) n;
 }
 
 bool reconf_pf_has_assignments(struct manager *m, const char *pf) {

@@ -45,6 +45,11 @@ void method_reconf(struct manager *m, struct call *call);
  * a crash), when libvirt is connected. Safe to call repeatedly. */
 void reconf_recover(struct manager *m);
 
+/* The target count of the reconf of pf the journal records (interrupted
+ * by a crash or a blocked write), or -1. Nothing else may change such a
+ * PF: recovery, or the same Reconf again, completes it. */
+int reconf_journaled(struct manager *m, const char *pf);
+
 /* Whether any VF of pf is assigned (Init refuses to change such a PF's
  * count: that is Reconf's job). */
 bool reconf_pf_has_assignments(struct manager *m, const char *pf);
