@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ struct reconf {
         unsigned n_now;                 /* VFs that exist after the numvfs phase */
         unsigned pending;
         unsigned n_quiesced, n_restored;
+        atomic_uint n_attaching;        /* attach calls started (workers) */
         char *pause_cmd, *unpause_cmd;
         usec_t detach_timeout, numvfs_timeout;
         const char *error;              /* io.svff error of a failure, or NULL */
@@ -474,7 +476,7 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         if (r < 0)
                 return r;
         if (r == 0) {
-                if (fault_inject("fail-reattach", rc->n_restored + 1))
+                if (fault_inject("fail-reattach", atomic_fetch_add(&rc->n_attaching, 1) + 1))
                         return svff_error_set(err, -EIO, "Attaching VF %s to domain '%s': injected failure",
                                               s->vf, info->name);
                 r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL,
