@@ -7,7 +7,7 @@
 #   . "$(dirname "$0")/reconf-lib.sh"
 # shellcheck shell=sh
 
-. "$(dirname "$0")/daemon-lib.sh"
+. "${top_srcdir:-$(dirname "$0")/..}/tests/daemon-lib.sh"
 
 command -v virsh >/dev/null || skip "virsh (libvirt-clients) is not installed"
 QEMU=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 is not installed"
