@@ -832,7 +832,7 @@ static void help(void) {
                "     --socket=PATH   svffd's socket (default $SVFF_SOCKET or %s)\n"
                "     --json          Print JSON on stdout\n"
                "     --timeout=SEC   Give up on svffd after SEC seconds (default 30; 0: never;\n"
-               "                     init and release always wait)\n"
+               "                     init, release and reconf always wait)\n"
                "     --version       Show the version\n"
                "\n"
                "Exit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
