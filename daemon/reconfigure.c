@@ -77,7 +77,7 @@ struct reconf {
 static void reconf_free(struct reconf *rc) {
         if (!rc)
                 return;
-        for (size_t i = 0; rc->items && i < rc->plan->n_items; i++)
+        for (size_t i = 0; rc->items && rc->plan && i < rc->plan->n_items; i++)
                 free(rc->items[i].message);
         free(rc->items);
         svff_reconf_plan_free(rc->plan);

@@ -229,7 +229,8 @@ int svff_reconf_plan_new(const struct svff_reconf_input *in, unsigned numvfs, en
                 it->fate = fate_for(it, numvfs, force);
                 p->n_items++;
         }
-        qsort(p->items, p->n_items, sizeof(*p->items), cmp_item);
+        if (p->n_items > 1)
+                qsort(p->items, p->n_items, sizeof(*p->items), cmp_item);
         for (size_t i = 1; i < p->n_items; i++)
                 if (p->items[i].index == p->items[i - 1].index)
                         return -EINVAL;
