@@ -655,7 +655,7 @@ static int reconf_dry_run(struct json_object *params) {
         int r;
 
         json_object_object_add(params, "dry_run", json_object_new_boolean(true));
-        r = call("io.svff.Reconf", json_object_get(params), arg_timeout, &reply);
+        r = call("io.svff.Reconf", params, arg_timeout, &reply);
         json_object_put(params);
         if (r != 0)
                 return r;
