@@ -23,6 +23,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "pciaddr.h"
+#include "reconf.h"
 #include "sriov.h"
 #include "table.h"
 #include "varlink.h"
@@ -42,6 +43,9 @@ static bool arg_live = false;
 static bool arg_config = false;
 static const char *arg_guest_address = NULL;
 static const char *arg_pf = NULL;
+static const char *arg_mode = NULL;
+static bool arg_dry_run = false;
+static bool arg_force = false;
 
 #define _cleanup_json_ _cleanup_(json_object_putp)
 
@@ -270,7 +274,7 @@ static void format_duration(long long usec, char *buf, size_t n) {
 
 static int cmd_status(int argc, char **argv) {
         _cleanup_json_ struct json_object *reply = NULL;
-        struct json_object *store, *ops, *drift;
+        struct json_object *store, *ops, *drift, *rec;
         char up[64];
         int r;
 
@@ -320,6 +324,14 @@ static int cmd_status(int argc, char **argv) {
         } else
                 printf("Operations:   none\n");
 
+        if (json_object_object_get_ex(reply, "recovered", &rec) && rec)
+                for (size_t i = 0; i < json_object_array_length(rec); i++) {
+                        struct json_object *o = json_object_array_get_idx(rec, i);
+
+                        printf("Recovered:    reconf of PF %s %s after a restart: %s\n", strna(jstr(o, "pf")),
+                               strna(jstr(o, "outcome")), strna(jstr(o, "message")));
+                }
+
         if (json_object_object_get_ex(reply, "drift", &drift) && json_object_array_length(drift) > 0) {
                 printf("\nDrift (the host differs from what svff recorded):\n");
                 for (size_t i = 0; i < json_object_array_length(drift); i++) {
@@ -345,6 +357,12 @@ static void print_event_line(struct json_object *ev) {
                 printf(" %s", jstr(ev, "device"));
         if (jstr(ev, "pf") && (!jstr(ev, "device") || !streq(jstr(ev, "pf"), jstr(ev, "device"))))
                 printf(" pf=%s", jstr(ev, "pf"));
+        if (jstr(ev, "action"))
+                printf(" %s", jstr(ev, "action"));
+        if (jstr(ev, "domain"))
+                printf(" domain=%s", jstr(ev, "domain"));
+        if (jstr(ev, "mode"))
+                printf(" mode=%s", jstr(ev, "mode"));
         if (jstr(ev, "driver"))
                 printf(" driver=%s", jstr(ev, "driver"));
         if (jint(ev, "total", -1) >= 0) {
@@ -615,6 +633,130 @@ static int cmd_unpause(int argc, char **argv) {
         return vf_call(argc, argv, "io.svff.Unpause", "unpaused in");
 }
 
+/* ---- reconf ---- */
+
+/* One line per assignment: whether its domain has the VF, and why not. */
+static void print_outcomes(FILE *f, struct json_object *p) {
+        struct json_object *a;
+
+        if (!json_object_object_get_ex(p, "assignments", &a) || !a || json_object_array_length(a) == 0)
+                return;
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                struct json_object *o = json_object_array_get_idx(a, i), *v;
+                bool has = json_object_object_get_ex(o, "has_vf", &v) && json_object_get_boolean(v);
+
+                fprintf(f, "  %-3s VF %lld %s  domain '%s' at %s: %s%s%s\n", has ? "OK" : "NO", jint(o, "index", 0),
+                        strna(jstr(o, "vf")), strna(jstr(o, "domain")), jstr(o, "guest_address") ?: "-",
+                        strna(jstr(o, "outcome")), jstr(o, "message") ? ": " : "", jstr(o, "message") ?: "");
+        }
+}
+
+static int reconf_dry_run(struct json_object *params) {
+        _cleanup_json_ struct json_object *reply = NULL;
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
+        struct json_object *jp, *v;
+        bool ok;
+        int r;
+
+        json_object_object_add(params, "dry_run", json_object_new_boolean(true));
+        r = call("io.svff.Reconf", params, arg_timeout, &reply);
+        json_object_put(params);
+        if (r != 0)
+                return r;
+        ok = json_object_object_get_ex(reply, "executable", &v) && json_object_get_boolean(v);
+        if (arg_json)
+                print_json(reply);
+        else if (!json_object_object_get_ex(reply, "plan", &jp) || svff_reconf_plan_from_json(jp, &plan) < 0) {
+                fprintf(stderr, "svffctl: svffd sent a plan this svffctl cannot read.\n");
+                return EXIT_DAEMON_ERROR;
+        } else
+                svff_reconf_plan_print(plan, stdout);
+        if (!ok) {
+                fprintf(stderr, "svffctl: this reconf would be refused; see the plan.\n");
+                return EXIT_DAEMON_ERROR;
+        }
+        return 0;
+}
+
+static int cmd_reconf(int argc, char **argv) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
+        struct json_object *params;
+        bool tty = !arg_json && isatty(STDERR_FILENO);
+        unsigned numvfs;
+        int r;
+
+        if (argc != 3) {
+                fprintf(stderr, "svffctl reconf: needs a PF address and a VF count, e.g. "
+                                "'svffctl reconf 0000:03:00.0 8'; see 'svffctl reconf --help'.\n");
+                return EXIT_USAGE;
+        }
+        if (svff_numvfs_parse(argv[2], &numvfs) < 0) {
+                fprintf(stderr, "svffctl reconf: '%s' is not a VF count (0 to 65535).\n", argv[2]);
+                return EXIT_USAGE;
+        }
+        if (arg_mode && svff_reconf_mode_from_string(arg_mode) < 0) {
+                fprintf(stderr, "svffctl reconf: --mode is 'pause' or 'detach', not '%s'.\n", arg_mode);
+                return EXIT_USAGE;
+        }
+        params = json_object_new_object();
+        json_object_object_add(params, "pf", json_object_new_string(argv[1]));
+        json_object_object_add(params, "numvfs", json_object_new_int64(numvfs));
+        if (arg_mode)
+                json_object_object_add(params, "mode", json_object_new_string(arg_mode));
+        if (arg_force)
+                json_object_object_add(params, "force", json_object_new_boolean(true));
+        if (arg_dry_run)
+                return reconf_dry_run(params);
+
+        r = connect_daemon(&c);
+        if (r == 0 && svff_varlink_client_send(c, "io.svff.Reconf", params, true, false) < 0)
+                r = transport_error(-EIO);
+        json_object_put(params);
+        if (r != 0)
+                return r;
+
+        for (;;) {
+                _cleanup_json_ struct json_object *p = NULL;
+                _cleanup_free_ char *error = NULL;
+                struct json_object *ev;
+                bool continues;
+
+                r = svff_varlink_client_read(c, 0, &p, &error, &continues);
+                if (r < 0)
+                        return transport_error(r);
+                if (tty)
+                        fputs("\r\033[K", stderr);
+                if (continues) {
+                        if (!json_object_object_get_ex(p, "event", &ev))
+                                continue;
+                        if (arg_json)
+                                print_json(ev);
+                        else if (tty)
+                                fprintf(stderr, "[%lld/%lld] %s %s %s", jint(ev, "done", 0), jint(ev, "total", 0),
+                                        strna(jstr(ev, "phase")), strna(jstr(ev, "action")),
+                                        jstr(ev, "domain") ?: jstr(ev, "device") ?: "");
+                        else
+                                print_event_line(ev);
+                        fflush(stdout);
+                        continue;
+                }
+                if (error) {
+                        r = report_error(error, p);
+                        print_outcomes(stderr, p);
+                        if (arg_json)
+                                print_json(p);
+                        return r;
+                }
+                if (arg_json)
+                        print_json(p);
+                else {
+                        printf("%s.\n", strna(jstr(p, "message")));
+                        print_outcomes(stdout, p);
+                }
+                return 0;
+        }
+}
+
 /* ---- argv ---- */
 
 struct command {
@@ -624,6 +766,7 @@ struct command {
         int (*fn)(int argc, char **argv);
         bool has_driver;
         bool has_attach_options;
+        bool has_reconf_options;
 };
 
 static const struct command commands[] = {
@@ -662,6 +805,17 @@ static const struct command commands[] = {
         { "unpause", "unpause VF",
           "Resume a paused VF: natively, or by re-attaching it at the reserved guest\n"
           "address with the same alias.", cmd_unpause, false },
+        { "reconf", "reconf PF NUMVFS [--mode pause|detach] [--dry-run] [--force] [--json]",
+          "Change PF's VF count to NUMVFS while every domain keeps its VFs: pause (native\n"
+          "where the domain's QEMU offers it, else detach with the address reserved) or,\n"
+          "with --mode detach, detach every assigned VF, in parallel across domains; set\n"
+          "the count through 0; bind the VFs to vfio-pci; put every assignment back at\n"
+          "the same VF index, guest address and alias. Assignments whose VF index is not\n"
+          "below NUMVFS are refused unless --force, which releases them. --dry-run prints\n"
+          "the plan (every assignment, its fate, every step) and changes nothing. A\n"
+          "failure ends in the best consistent state and names each domain that does not\n"
+          "have its VF, and why. Needs root or the admin group (not for --dry-run).",
+          cmd_reconf, false, false, true },
         { "config", "config check [FILE] [--json]",
           "Validate FILE, or svffd's config file and its drop-ins, with svffd's own\n"
           "parser; every problem is named as FILE:LINE: key 'KEY' .... Exit status 1\n"
@@ -682,7 +836,7 @@ static void help(void) {
                "     --socket=PATH   svffd's socket (default $SVFF_SOCKET or %s)\n"
                "     --json          Print JSON on stdout\n"
                "     --timeout=SEC   Give up on svffd after SEC seconds (default 30; 0: never;\n"
-               "                     init and release always wait)\n"
+               "                     init, release and reconf always wait)\n"
                "     --version       Show the version\n"
                "\n"
                "Exit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
@@ -694,7 +848,7 @@ static void command_help(const struct command *c) {
         printf("Usage: svffctl %s\n\n%s\n\n"
                "Options:\n"
                "  --json          Print JSON on stdout\n"
-               "%s%s"
+               "%s%s%s"
                "  --socket=PATH   svffd's socket\n"
                "\nExit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
                "3 svffd unreachable, 4 permission denied.\n",
@@ -703,12 +857,15 @@ static void command_help(const struct command *c) {
                c->has_attach_options ? "  --pf=PF         Take any free VF of PF\n"
                                        "  --live          Attach to the running domain\n"
                                        "  --config        Attach to the domain's persistent definition\n"
-                                       "  --guest-address=BB:SS.F  Guest PCI address\n" : "");
+                                       "  --guest-address=BB:SS.F  Guest PCI address\n" : "",
+               c->has_reconf_options ? "  --mode=MODE     pause (default) or detach\n"
+                                       "  --dry-run       Print the plan, change nothing\n"
+                                       "  --force         Release assignments the new count removes\n" : "");
 }
 
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
-               ARG_GUEST_ADDRESS, ARG_PF };
+               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -720,6 +877,9 @@ int main(int argc, char **argv) {
                 { "config", no_argument, NULL, ARG_CONFIG },
                 { "guest-address", required_argument, NULL, ARG_GUEST_ADDRESS },
                 { "pf", required_argument, NULL, ARG_PF },
+                { "mode", required_argument, NULL, ARG_MODE },
+                { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+                { "force", no_argument, NULL, ARG_FORCE },
                 {}
         };
         const struct command *cmd = NULL;
@@ -771,6 +931,15 @@ int main(int argc, char **argv) {
                 case ARG_PF:
                         arg_pf = optarg;
                         break;
+                case ARG_MODE:
+                        arg_mode = optarg;
+                        break;
+                case ARG_DRY_RUN:
+                        arg_dry_run = true;
+                        break;
+                case ARG_FORCE:
+                        arg_force = true;
+                        break;
                 default:
                         fprintf(stderr, "See 'svffctl --help'.\n");
                         return EXIT_USAGE;
@@ -805,6 +974,10 @@ int main(int argc, char **argv) {
         if ((arg_live || arg_config || arg_guest_address || arg_pf) && !cmd->has_attach_options) {
                 fprintf(stderr, "svffctl %s: --pf, --live, --config and --guest-address only apply to attach.\n",
                         cmd->name);
+                return EXIT_USAGE;
+        }
+        if ((arg_mode || arg_dry_run || arg_force) && !cmd->has_reconf_options) {
+                fprintf(stderr, "svffctl %s: --mode, --dry-run and --force only apply to reconf.\n", cmd->name);
                 return EXIT_USAGE;
         }
         return cmd->fn(n_args, args);

@@ -756,6 +756,16 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind) 
          * only drops the reservation. */
         if (kind == JOB_DETACH && a.state == SVFF_ASSIGN_PAUSED && a.pause_mode == SVFF_PAUSE_DETACH)
                 j->rec.live = j->rec.config = false;
+        /* A reconf may leave a paused VF unbound (its bind failed): the
+         * same policy as Attach lets unpause bind it again. */
+        if (kind == JOB_UNPAUSE) {
+                struct json_object *vrec;
+                const char *drv;
+
+                if (json_object_object_get_ex(svff_store_vfs(m->store), vf, &vrec) &&
+                    svff_json_get_string(vrec, "driver", &drv) >= 0 && streq(drv, VFIO_DRIVER))
+                        j->may_bind = true;
+        }
         job_submit(m, j);
 }
 

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "methods.h"
 #include "operations.h"
+#include "reconfigure.h"
 
 /* A PF waiting for settle-msec of quiet, or for a fresh snapshot. */
 struct pending {
@@ -138,6 +139,10 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
         char reason[512];
         int r;
 
+        if (reconf_journaled(m, pf->address) >= 0) {
+                log_info("PF %s has an interrupted reconf; completing it decides the VF count.", pf->address);
+                return 0;
+        }
         pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id,
                                       pf->netdev);
         if (pol && pol->numvfs >= 0) {

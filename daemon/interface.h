@@ -31,6 +31,8 @@
 #define SVFF_ERROR_GUEST_NOT_RELEASED "io.svff.GuestNotReleased"
 #define SVFF_ERROR_HYPERVISOR_UNAVAILABLE "io.svff.HypervisorUnavailable"
 #define SVFF_ERROR_HYPERVISOR "io.svff.HypervisorError"
+#define SVFF_ERROR_RECONF_FAILED "io.svff.ReconfFailed"
+#define SVFF_ERROR_ASSIGNMENTS_WOULD_BE_LOST "io.svff.AssignmentsWouldBeLost"
 
 #define VARLINK_ERROR_EXPECTED_MORE "org.varlink.service.ExpectedMore"
 

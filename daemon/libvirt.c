@@ -12,6 +12,7 @@
 #include "libvirt.h"
 #include "log.h"
 #include "manager.h"
+#include "reconfigure.h"
 
 #define BACKOFF_MIN_USEC (250 * 1000ULL)
 #define BACKOFF_MAX_USEC (10 * 1000000ULL)
@@ -220,6 +221,8 @@ static void connect_done(void *userdata) {
                         json_object_object_add(ev, "message", json_object_new_string(h->uri));
                 }
                 manager_emit(h->manager, NULL, ev);
+                /* A reconf interrupted by a crash needs libvirt to finish. */
+                reconf_recover(h->manager);
         }
         svff_error_free(&j->err);
         free(j->uri);

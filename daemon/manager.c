@@ -112,6 +112,7 @@ struct manager *manager_free(struct manager *m) {
         svff_ctx_unref(m->ctx);
         snapshot_free(m->snapshot);
         blob_unref(m->list_cache);
+        json_object_put(m->recovered);
         svff_config_done(&m->config);
         free(m->config_error);
         free_cmdline(&m->cmdline);

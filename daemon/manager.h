@@ -104,6 +104,9 @@ struct manager {
         uint64_t list_cache_generation;
 
         struct operation *operations;
+        /* Interrupted reconfs completed or rolled back from the journal
+         * since start-up (Status "recovered"). */
+        struct json_object *recovered;
 
         struct autoinit *autoinit;
         struct udev_watch *udev;

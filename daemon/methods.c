@@ -13,6 +13,7 @@
 #include "log.h"
 #include "methods.h"
 #include "reconcile.h"
+#include "reconfigure.h"
 
 static uint64_t now(clockid_t clock) {
         struct timespec ts;
@@ -367,6 +368,7 @@ static void status_answer(struct manager *m, struct call *call) {
         json_object_object_add(p, "snapshot_age_usec",
                                json_object_new_int64(s ? (int64_t) (t - s->taken_usec) : -1));
         json_object_object_add(p, "discovery_error", str_or_null(s && s->error < 0 ? s->error_message : NULL));
+        json_object_object_add(p, "recovered", m->recovered ? json_object_get(m->recovered) : json_object_new_array());
         call_reply(call, p);
         json_object_put(p);
 }
@@ -419,6 +421,7 @@ static const struct method svff_methods[] = {
         { "Detach", method_detach },
         { "Pause", method_pause },
         { "Unpause", method_unpause },
+        { "Reconf", method_reconf },
 };
 
 #ifdef SVFF_FAULT_POINTS

@@ -12,6 +12,7 @@
 #include "methods.h"
 #include "operations.h"
 #include "reconcile.h"
+#include "reconfigure.h"
 #include "sriov.h"
 
 #define DRIVER_NAME_MAX 64
@@ -458,6 +459,27 @@ void method_init(struct manager *m, struct call *call) {
                 return;
         }
 
+        r = reconf_journaled(m, pf);
+        if (r >= 0 && !manager_find_operation(m, pf)) {
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                            "An interrupted reconf of PF %s to %d VFs is journaled: run 'svffctl reconf %s %d' "
+                            "to complete it first.", pf, r, pf, r);
+                return;
+        }
+        /* Changing the count destroys every VF: with assignments that is
+         * a reconf, which keeps them. */
+        if (reconf_pf_has_assignments(m, pf)) {
+                unsigned current = 0;
+
+                (void) svff_store_get_pf(m->store, pf, &current, NULL);
+                if (current != numvfs) {
+                        call_errorf(call, SVFF_ERROR_DEVICE_BUSY, "device", pf,
+                                    "VFs of PF %s are assigned to domains, and changing its VF count from %u to %u "
+                                    "destroys every VF: use 'svffctl reconf %s %u', which keeps the assignments.",
+                                    pf, current, numvfs, pf, numvfs);
+                        return;
+                }
+        }
         (void) operation_init_start(m, call, pf, numvfs, driver, -1, NULL);
 }
 

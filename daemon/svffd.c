@@ -17,6 +17,7 @@
 #include "libvirt.h"
 #include "log.h"
 #include "manager.h"
+#include "reconfigure.h"
 #include "methods.h"
 #include "reconcile.h"
 #include "udev.h"
@@ -308,6 +309,9 @@ static int run(int argc, char *argv[]) {
                  (unsigned long long) svff_store_generation(m->store),
                  m->snapshot ? m->snapshot->n_pfs : 0, m->config.sysfs_root, n_drift, n_started);
         m->serving = true;
+        /* Reconfs a crash interrupted: those that need libvirt start
+         * once it is connected. */
+        reconf_recover(m);
         manager_notify_ready(m);
 
         r = sd_event_loop(event);

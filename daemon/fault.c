@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault.h"
+#include "log.h"
+
+#ifdef SVFF_FAULT_POINTS
+static bool matches(const char *name, unsigned n) {
+        const char *want = getenv("SVFF_FAULT");
+        char buf[128];
+
+        if (!want || !*want)
+                return false;
+        if (n == 0)
+                return streq(want, name);
+        snprintf(buf, sizeof(buf), "%s-%u", name, n);
+        return streq(want, buf);
+}
+
+void fault_point(const char *name, unsigned n) {
+        const char *action = getenv("SVFF_FAULT_ACTION");
+
+        if (!matches(name, n))
+                return;
+        /* stderr is unbuffered: the test sees where svffd died. */
+        fprintf(stderr, "svffd: fault point '%s' (%u) reached, %s.\n", name, n,
+                action && streq(action, "abort") ? "aborting" : "killing svffd");
+        if (action && streq(action, "abort"))
+                abort();
+        raise(SIGKILL);
+}
+
+bool fault_inject(const char *name, unsigned n) {
+        if (!matches(name, n))
+                return false;
+        log_warning("Fault injection: '%s' (%u) fails as asked by SVFF_FAULT.", name, n);
+        return true;
+}
+#endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* io.svff.Reconf: a PF's VF count changed while the domains keep their
+ * VFs, executing a plan from src/reconf.h.
+ *
+ *   main:    plan (from the store and a fresh snapshot); dry_run answers
+ *            with it. Else journal {op: reconf, phase: quiesce, plan},
+ *            commit.
+ *   virt:    one job per domain (parallel across domains, serialised
+ *            within one): pause (native, else detach with reservation),
+ *            detach, or release each attached assignment.
+ *   main:    records "paused", journal phase "numvfs", commit.
+ *   ops:     numvfs 0, then N; read the PF back.
+ *   main:    records the new VFs, journal phase "bind", commit.
+ *   ops:     bind every VF to the driver.
+ *   virt:    unpause / re-attach each survivor at its recorded guest
+ *            address and alias.
+ *   main:    records "attached", drops released ones, clears the
+ *            journal, commit, reply.
+ *
+ * Failures end in the best consistent state and the reply says, per
+ * assignment, whether the domain has its VF and why not:
+ *   - a quiesce step fails: nothing was destroyed; the others are put
+ *     back (rolled back);
+ *   - numvfs fails before VFs were destroyed: all are put back; after:
+ *     what the kernel made is bound and assignments whose VF exists are
+ *     restored, the rest stay paused with their reservation;
+ *   - numvfs blocked past its deadline (a VF still held): the journal is
+ *     kept and the assignments stay paused; the reconf resumes at the
+ *     next start or with the same Reconf again;
+ *   - a restore step fails: that assignment stays paused, reserved.
+ *
+ * Crash recovery (reconf_recover, once libvirt is connected): a journal
+ * in phase quiesce rolls back (re-attach, nothing was destroyed); in a
+ * later phase it resumes (numvfs to the target, bind, restore). Every
+ * step is idempotent. Each recovery is an event and listed by Status. */
+
+#include "manager.h"
+#include "server.h"
+
+void method_reconf(struct manager *m, struct call *call);
+
+/* Starts recovery of every journaled reconf without an operation (after
+ * a crash), when libvirt is connected. Safe to call repeatedly. */
+void reconf_recover(struct manager *m);
+
+/* The target count of the reconf of pf the journal records (interrupted
+ * by a crash or a blocked write), or -1. Nothing else may change such a
+ * PF: recovery, or the same Reconf again, completes it. */
+int reconf_journaled(struct manager *m, const char *pf);
+
+/* Whether any VF of pf is assigned (Init refuses to change such a PF's
+ * count: that is Reconf's job). */
+bool reconf_pf_has_assignments(struct manager *m, const char *pf);

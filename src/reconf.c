@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "reconf.h"
+
+static const char *const mode_names[] = {
+        [SVFF_RECONF_PAUSE] = "pause",
+        [SVFF_RECONF_DETACH] = "detach",
+};
+
+static const char *const fate_names[] = {
+        [SVFF_RECONF_SURVIVES] = "survives",
+        [SVFF_RECONF_RELEASED] = "released",
+        [SVFF_RECONF_REFUSED] = "refused",
+        [SVFF_RECONF_BLOCKED] = "blocked",
+};
+
+static const char *const phase_names[] = {
+        [SVFF_RECONF_PHASE_QUIESCE] = "quiesce",
+        [SVFF_RECONF_PHASE_NUMVFS] = "numvfs",
+        [SVFF_RECONF_PHASE_BIND] = "bind",
+        [SVFF_RECONF_PHASE_RESTORE] = "restore",
+        [SVFF_RECONF_PHASE_COMMIT] = "commit",
+};
+
+static const char *const action_names[] = {
+        [SVFF_RECONF_DO_PAUSE] = "pause",
+        [SVFF_RECONF_DO_DETACH] = "detach",
+        [SVFF_RECONF_DO_RELEASE] = "release",
+        [SVFF_RECONF_DO_NUMVFS] = "numvfs",
+        [SVFF_RECONF_DO_BIND] = "bind",
+        [SVFF_RECONF_DO_UNPAUSE] = "unpause",
+        [SVFF_RECONF_DO_REATTACH] = "reattach",
+        [SVFF_RECONF_DO_FORGET] = "forget",
+        [SVFF_RECONF_DO_COMMIT] = "commit",
+};
+
+static int lookup(const char *const *names, size_t n, const char *s) {
+        for (size_t i = 0; s && i < n; i++)
+                if (names[i] && streq(names[i], s))
+                        return (int) i;
+        return -EINVAL;
+}
+
+const char *svff_reconf_mode_to_string(enum svff_reconf_mode m) {
+        return (size_t) m < ELEMENTSOF(mode_names) ? mode_names[m] : NULL;
+}
+
+int svff_reconf_mode_from_string(const char *s) {
+        return lookup(mode_names, ELEMENTSOF(mode_names), s);
+}
+
+const char *svff_reconf_fate_to_string(enum svff_reconf_fate f) {
+        return (size_t) f < ELEMENTSOF(fate_names) ? fate_names[f] : NULL;
+}
+
+const char *svff_reconf_phase_to_string(enum svff_reconf_phase p) {
+        return (size_t) p < ELEMENTSOF(phase_names) ? phase_names[p] : NULL;
+}
+
+const char *svff_reconf_action_to_string(enum svff_reconf_action a) {
+        return (size_t) a < ELEMENTSOF(action_names) ? action_names[a] : NULL;
+}
+
+void svff_reconf_plan_free(struct svff_reconf_plan *p) {
+        if (!p)
+                return;
+        free(p->items);
+        free(p->steps);
+        free(p);
+}
+
+bool svff_reconf_plan_ok(const struct svff_reconf_plan *p) {
+        return p && p->n_refused == 0 && p->n_blocked == 0;
+}
+
+const struct svff_reconf_item *svff_reconf_plan_find(const struct svff_reconf_plan *p, const char *vf) {
+        for (size_t i = 0; p && vf && i < p->n_items; i++)
+                if (streq(p->items[i].vf, vf))
+                        return &p->items[i];
+        return NULL;
+}
+
+static int cmp_item(const void *a, const void *b) {
+        const struct svff_reconf_item *x = a, *y = b;
+
+        return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int add_step(struct svff_reconf_plan *p, size_t *alloc, enum svff_reconf_phase phase,
+                    enum svff_reconf_action action, int item, unsigned numvfs) {
+        if (p->n_steps == *alloc) {
+                size_t a = *alloc ? *alloc * 2 : 16;
+                struct svff_reconf_step *n = realloc(p->steps, a * sizeof(*n));
+
+                if (!n)
+                        return -ENOMEM;
+                p->steps = n;
+                *alloc = a;
+        }
+        p->steps[p->n_steps++] = (struct svff_reconf_step) {
+                .phase = phase, .action = action, .item = item, .numvfs = numvfs,
+        };
+        return 0;
+}
+
+/* Whether the item needs quiescing: only a device the domain holds now.
+ * A paused one (natively, or detached with its address reserved) stays
+ * as it is and keeps its reservation across the change. */
+static bool item_attached(const struct svff_reconf_item *it) {
+        return it->a.state == SVFF_ASSIGN_ATTACHED;
+}
+
+/* The steps follow from the items alone, so from_json can rebuild them
+ * and a journal cannot carry steps that disagree with its items. */
+static int plan_steps(struct svff_reconf_plan *p) {
+        size_t alloc = 0;
+        int r;
+
+        free(p->steps);
+        p->steps = NULL;
+        p->n_steps = 0;
+        p->n_refused = p->n_blocked = p->n_released = 0;
+        for (size_t i = 0; i < p->n_items; i++) {
+                struct svff_reconf_item *it = &p->items[i];
+
+                if (it->fate == SVFF_RECONF_REFUSED)
+                        p->n_refused++;
+                else if (it->fate == SVFF_RECONF_BLOCKED)
+                        p->n_blocked++;
+                else if (it->fate == SVFF_RECONF_RELEASED)
+                        p->n_released++;
+        }
+        if (!svff_reconf_plan_ok(p))
+                return 0;  /* nothing will run: no steps to show */
+
+        for (size_t i = 0; i < p->n_items; i++) {
+                const struct svff_reconf_item *it = &p->items[i];
+                enum svff_reconf_action a;
+
+                if (!item_attached(it))
+                        continue;
+                a = it->fate == SVFF_RECONF_RELEASED ? SVFF_RECONF_DO_RELEASE
+                    : p->mode == SVFF_RECONF_PAUSE   ? SVFF_RECONF_DO_PAUSE
+                                                     : SVFF_RECONF_DO_DETACH;
+                r = add_step(p, &alloc, SVFF_RECONF_PHASE_QUIESCE, a, (int) i, 0);
+                if (r < 0)
+                        return r;
+        }
+        /* The kernel changes a non-zero count only through 0; the same
+         * count again is a full cycle too (every VF re-created). */
+        if (p->from > 0) {
+                r = add_step(p, &alloc, SVFF_RECONF_PHASE_NUMVFS, SVFF_RECONF_DO_NUMVFS, -1, 0);
+                if (r < 0)
+                        return r;
+        }
+        if (p->to > 0) {
+                r = add_step(p, &alloc, SVFF_RECONF_PHASE_NUMVFS, SVFF_RECONF_DO_NUMVFS, -1, p->to);
+                if (r >= 0)
+                        r = add_step(p, &alloc, SVFF_RECONF_PHASE_BIND, SVFF_RECONF_DO_BIND, -1, p->to);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < p->n_items; i++) {
+                const struct svff_reconf_item *it = &p->items[i];
+                enum svff_reconf_action a;
+
+                if (it->fate == SVFF_RECONF_RELEASED)
+                        a = SVFF_RECONF_DO_FORGET;
+                else if (!item_attached(it))
+                        continue;
+                else
+                        a = p->mode == SVFF_RECONF_PAUSE ? SVFF_RECONF_DO_UNPAUSE : SVFF_RECONF_DO_REATTACH;
+                r = add_step(p, &alloc, SVFF_RECONF_PHASE_RESTORE, a, (int) i, 0);
+                if (r < 0)
+                        return r;
+        }
+        return add_step(p, &alloc, SVFF_RECONF_PHASE_COMMIT, SVFF_RECONF_DO_COMMIT, -1, 0);
+}
+
+static bool driver_ok(const char *d) {
+        size_t n = d ? strlen(d) : 0;
+
+        return n > 0 && n < SVFF_RECONF_DRIVER_MAX &&
+               strspn(d, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == n;
+}
+
+static enum svff_reconf_fate fate_for(const struct svff_reconf_item *it, unsigned numvfs, bool force) {
+        if (it->a.state == SVFF_ASSIGN_DETACHING)
+                return SVFF_RECONF_BLOCKED;
+        if (it->index < numvfs)
+                return SVFF_RECONF_SURVIVES;
+        return force ? SVFF_RECONF_RELEASED : SVFF_RECONF_REFUSED;
+}
+
+int svff_reconf_plan_new(const struct svff_reconf_input *in, unsigned numvfs, enum svff_reconf_mode mode,
+                         bool force, struct svff_reconf_plan **ret) {
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        int r;
+
+        if (!in || !ret || !in->pf || svff_pci_addr_canonicalize(in->pf, pf) < 0 || !driver_ok(in->driver) ||
+            (in->n_items > 0 && !in->items) || !svff_reconf_mode_to_string(mode))
+                return -EINVAL;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        memcpy(p->pf, pf, sizeof(pf));
+        p->from = in->numvfs;
+        p->to = numvfs;
+        p->mode = mode;
+        p->force = force;
+        snprintf(p->driver, sizeof(p->driver), "%s", in->driver);
+        if (in->n_items > 0) {
+                p->items = calloc(in->n_items, sizeof(*p->items));
+                if (!p->items)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < in->n_items; i++) {
+                struct svff_reconf_item *it = &p->items[p->n_items];
+
+                *it = in->items[i];
+                if (svff_pci_addr_canonicalize(in->items[i].vf, it->vf) < 0 || !*it->a.uuid)
+                        return -EINVAL;
+                it->fate = fate_for(it, numvfs, force);
+                p->n_items++;
+        }
+        if (p->n_items > 1)
+                qsort(p->items, p->n_items, sizeof(*p->items), cmp_item);
+        for (size_t i = 1; i < p->n_items; i++)
+                if (p->items[i].index == p->items[i - 1].index)
+                        return -EINVAL;
+        for (size_t i = 0; i < p->n_items; i++)
+                for (size_t k = i + 1; k < p->n_items; k++)
+                        if (streq(p->items[i].vf, p->items[k].vf))
+                                return -EINVAL;
+
+        r = plan_steps(p);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+/* ---- JSON ---- */
+
+static void add_str(struct json_object *o, const char *key, const char *v) {
+        json_object_object_add(o, key, v && *v ? json_object_new_string(v) : NULL);
+}
+
+static struct json_object *item_to_json(const struct svff_reconf_item *it) {
+        struct json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        add_str(o, "vf", it->vf);
+        json_object_object_add(o, "index", json_object_new_int64(it->index));
+        add_str(o, "fate", svff_reconf_fate_to_string(it->fate));
+        add_str(o, "domain", it->a.domain);
+        add_str(o, "uuid", it->a.uuid);
+        add_str(o, "guest_address", it->a.guest_address);
+        add_str(o, "alias", it->a.alias);
+        json_object_object_add(o, "live", json_object_new_boolean(it->a.live));
+        json_object_object_add(o, "config", json_object_new_boolean(it->a.config));
+        add_str(o, "state", svff_assign_state_to_string(it->a.state));
+        add_str(o, "pause_mode", svff_pause_mode_to_string(it->a.pause_mode));
+        return o;
+}
+
+struct json_object *svff_reconf_step_to_json(const struct svff_reconf_plan *p, const struct svff_reconf_step *s) {
+        struct json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        add_str(o, "phase", svff_reconf_phase_to_string(s->phase));
+        add_str(o, "action", svff_reconf_action_to_string(s->action));
+        if (s->item >= 0 && (size_t) s->item < p->n_items) {
+                const struct svff_reconf_item *it = &p->items[s->item];
+
+                add_str(o, "vf", it->vf);
+                add_str(o, "domain", it->a.domain);
+                add_str(o, "uuid", it->a.uuid);
+                if (s->phase == SVFF_RECONF_PHASE_RESTORE && s->action != SVFF_RECONF_DO_FORGET) {
+                        add_str(o, "guest_address", it->a.guest_address);
+                        add_str(o, "alias", it->a.alias);
+                }
+        }
+        if (s->action == SVFF_RECONF_DO_NUMVFS || s->action == SVFF_RECONF_DO_BIND)
+                json_object_object_add(o, "numvfs", json_object_new_int64(s->numvfs));
+        if (s->action == SVFF_RECONF_DO_BIND)
+                add_str(o, "driver", p->driver);
+        return o;
+}
+
+struct json_object *svff_reconf_plan_to_json(const struct svff_reconf_plan *p) {
+        struct json_object *o = json_object_new_object(), *items, *steps;
+
+        if (!o)
+                return NULL;
+        items = json_object_new_array_ext((int) p->n_items);
+        steps = json_object_new_array_ext((int) p->n_steps);
+        if (!items || !steps) {
+                json_object_put(items);
+                json_object_put(steps);
+                json_object_put(o);
+                return NULL;
+        }
+        add_str(o, "pf", p->pf);
+        json_object_object_add(o, "from", json_object_new_int64(p->from));
+        json_object_object_add(o, "to", json_object_new_int64(p->to));
+        add_str(o, "mode", svff_reconf_mode_to_string(p->mode));
+        json_object_object_add(o, "force", json_object_new_boolean(p->force));
+        add_str(o, "driver", p->driver);
+        json_object_object_add(o, "assignments", items);
+        json_object_object_add(o, "steps", steps);
+        for (size_t i = 0; i < p->n_items; i++) {
+                struct json_object *j = item_to_json(&p->items[i]);
+
+                if (!j || json_object_array_add(items, j) < 0) {
+                        json_object_put(j);
+                        json_object_put(o);
+                        return NULL;
+                }
+        }
+        for (size_t i = 0; i < p->n_steps; i++) {
+                struct json_object *j = svff_reconf_step_to_json(p, &p->steps[i]);
+
+                if (!j || json_object_array_add(steps, j) < 0) {
+                        json_object_put(j);
+                        json_object_put(o);
+                        return NULL;
+                }
+        }
+        return o;
+}
+
+static int copy_str(struct json_object *o, const char *key, bool nullable, char *buf, size_t n) {
+        const char *v = NULL;
+        int r;
+
+        r = nullable ? svff_json_get_string_or_null(o, key, &v) : svff_json_get_string(o, key, &v);
+        if (r == -ENOENT && nullable)
+                v = NULL;
+        else if (r < 0)
+                return -EBADMSG;
+        if (v && strlen(v) >= n)
+                return -EBADMSG;
+        snprintf(buf, n, "%s", v ?: "");
+        return 0;
+}
+
+static int item_from_json(struct json_object *o, struct svff_reconf_item *ret) {
+        struct svff_reconf_item it = {};
+        const char *s = NULL;
+        int v;
+
+        if (!json_object_is_type(o, json_type_object) ||
+            copy_str(o, "vf", false, it.vf, sizeof(it.vf)) < 0 ||
+            svff_json_get_unsigned(o, "index", &it.index) < 0 ||
+            copy_str(o, "domain", true, it.a.domain, sizeof(it.a.domain)) < 0 ||
+            copy_str(o, "uuid", false, it.a.uuid, sizeof(it.a.uuid)) < 0 ||
+            copy_str(o, "guest_address", true, it.a.guest_address, sizeof(it.a.guest_address)) < 0 ||
+            copy_str(o, "alias", true, it.a.alias, sizeof(it.a.alias)) < 0 ||
+            svff_json_get_bool(o, "live", &it.a.live) < 0 ||
+            svff_json_get_bool(o, "config", &it.a.config) < 0)
+                return -EBADMSG;
+        if (svff_json_get_string(o, "fate", &s) < 0 ||
+            (v = lookup(fate_names, ELEMENTSOF(fate_names), s)) < 0)
+                return -EBADMSG;
+        it.fate = (enum svff_reconf_fate) v;
+        if (svff_json_get_string(o, "state", &s) < 0 || (v = svff_assign_state_from_string(s)) < 0)
+                return -EBADMSG;
+        it.a.state = (enum svff_assign_state) v;
+        s = NULL;
+        if ((svff_json_get_string_or_null(o, "pause_mode", &s) < 0 &&
+             json_object_object_get_ex(o, "pause_mode", NULL)) ||
+            (v = svff_pause_mode_from_string(s)) < 0)
+                return -EBADMSG;
+        it.a.pause_mode = (enum svff_pause_mode) v;
+        *ret = it;
+        return 0;
+}
+
+int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **ret) {
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+        struct json_object *items;
+        const char *s;
+        int v, r;
+
+        if (!o || !ret || !json_object_is_type(o, json_type_object))
+                return -EBADMSG;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        if (copy_str(o, "pf", false, p->pf, sizeof(p->pf)) < 0 ||
+            svff_json_get_unsigned(o, "from", &p->from) < 0 ||
+            svff_json_get_unsigned(o, "to", &p->to) < 0 ||
+            svff_json_get_bool(o, "force", &p->force) < 0 ||
+            copy_str(o, "driver", false, p->driver, sizeof(p->driver)) < 0 || !driver_ok(p->driver) ||
+            svff_json_get_string(o, "mode", &s) < 0 || (v = svff_reconf_mode_from_string(s)) < 0)
+                return -EBADMSG;
+        p->mode = (enum svff_reconf_mode) v;
+        if (!json_object_object_get_ex(o, "assignments", &items) || !json_object_is_type(items, json_type_array))
+                return -EBADMSG;
+        if (json_object_array_length(items) > 0) {
+                p->items = calloc(json_object_array_length(items), sizeof(*p->items));
+                if (!p->items)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < json_object_array_length(items); i++) {
+                r = item_from_json(json_object_array_get_idx(items, i), &p->items[i]);
+                if (r < 0)
+                        return r;
+                p->n_items++;
+        }
+        r = plan_steps(p);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+/* ---- for operators ---- */
+
+void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
+        fprintf(f, "Reconfigure PF %s: %u -> %u VFs (mode %s%s), VFs rebound to %s.\n", p->pf, p->from, p->to,
+                svff_reconf_mode_to_string(p->mode), p->force ? ", --force" : "", p->driver);
+        if (p->n_items == 0)
+                fprintf(f, "\nNo VF of this PF is assigned.\n");
+        else {
+                fprintf(f, "\nAssignments (%zu):\n", p->n_items);
+                for (size_t i = 0; i < p->n_items; i++) {
+                        const struct svff_reconf_item *it = &p->items[i];
+                        const char *why;
+
+                        switch (it->fate) {
+                        case SVFF_RECONF_SURVIVES:
+                                why = it->a.state == SVFF_ASSIGN_ATTACHED
+                                              ? "survives: same VF index, guest address and alias"
+                                              : "survives: stays paused with its reservation";
+                                break;
+                        case SVFF_RECONF_RELEASED:
+                                why = "RELEASED (--force): detached for good, the VF no longer exists";
+                                break;
+                        case SVFF_RECONF_REFUSED:
+                                why = "REFUSED: the VF index is not below the new count (--force releases it)";
+                                break;
+                        default:
+                                why = "BLOCKED: still detaching, the guest has not released it";
+                                break;
+                        }
+                        fprintf(f, "  VF %u %s  domain '%s' at %s (%s%s%s, %s): %s\n", it->index, it->vf,
+                                it->a.domain, *it->a.guest_address ? it->a.guest_address : "no guest address",
+                                it->a.live ? "live" : "", it->a.live && it->a.config ? "+" : "",
+                                it->a.config ? "config" : "", svff_assign_state_to_string(it->a.state), why);
+                }
+        }
+        if (!svff_reconf_plan_ok(p)) {
+                fprintf(f, "\nNot executable: %u assignment(s) refused, %u blocked; nothing would change.\n",
+                        p->n_refused, p->n_blocked);
+                return;
+        }
+        fprintf(f, "\nSteps:\n");
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const struct svff_reconf_step *s = &p->steps[i];
+                const struct svff_reconf_item *it = s->item >= 0 ? &p->items[s->item] : NULL;
+
+                fprintf(f, "  %2zu. [%s] ", i + 1, svff_reconf_phase_to_string(s->phase));
+                switch (s->action) {
+                case SVFF_RECONF_DO_PAUSE:
+                        fprintf(f, "pause VF %s in domain '%s' (native if its QEMU offers it, else detach "
+                                   "with its address reserved)\n", it->vf, it->a.domain);
+                        break;
+                case SVFF_RECONF_DO_DETACH:
+                        fprintf(f, "detach VF %s from domain '%s', keeping its address and alias\n", it->vf,
+                                it->a.domain);
+                        break;
+                case SVFF_RECONF_DO_RELEASE:
+                        fprintf(f, "detach VF %s from domain '%s' for good (--force)\n", it->vf, it->a.domain);
+                        break;
+                case SVFF_RECONF_DO_NUMVFS:
+                        fprintf(f, "write sriov_numvfs = %u\n", s->numvfs);
+                        break;
+                case SVFF_RECONF_DO_BIND:
+                        fprintf(f, "bind the %u VFs to %s\n", s->numvfs, p->driver);
+                        break;
+                case SVFF_RECONF_DO_UNPAUSE:
+                case SVFF_RECONF_DO_REATTACH:
+                        fprintf(f, "%s VF %u (%s) in domain '%s' at guest address %s, alias %s\n",
+                                s->action == SVFF_RECONF_DO_UNPAUSE ? "unpause" : "re-attach", it->index, it->vf,
+                                it->a.domain, *it->a.guest_address ? it->a.guest_address : "(libvirt's choice)",
+                                it->a.alias);
+                        break;
+                case SVFF_RECONF_DO_FORGET:
+                        fprintf(f, "drop the assignment of VF %s to domain '%s'\n", it->vf, it->a.domain);
+                        break;
+                case SVFF_RECONF_DO_COMMIT:
+                        fprintf(f, "record the new state and clear the journal\n");
+                        break;
+                default:
+                        fprintf(f, "?\n");
+                        break;
+                }
+        }
+        fprintf(f, "\nQuiesce steps run in parallel across domains, one at a time within a domain.\n");
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Reconfiguration planning: changing a PF's VF count (which the kernel
+ * only does through 0, destroying every VF) while the domains keep their
+ * assignments.
+ *
+ * The planner is pure: from the PF's current count, the assignments of
+ * its VFs, the target count, the mode and force, it computes a plan:
+ *
+ *   - every assignment on the PF and its fate: "survives" (VF index below
+ *     the target: same index, domain, guest address and alias afterwards),
+ *     "released" (index too high, --force: detached for good and the
+ *     record dropped), "refused" (index too high without --force), or
+ *     "blocked" (still detaching: the guest has not released the VF, so
+ *     numvfs 0 would hang);
+ *   - every step, in order, each in a phase:
+ *       quiesce  pause | detach | release   one per attached assignment;
+ *                                           parallel across domains,
+ *                                           serialised within one
+ *       numvfs   numvfs 0 (when VFs exist), numvfs N
+ *       bind     bind (all N VFs to the driver)
+ *       restore  unpause | reattach         one per survivor quiesced
+ *                forget                     one per released assignment
+ *       commit   commit                     store updated, journal cleared
+ *
+ * A plan is executable only when nothing is refused or blocked. The
+ * JSON form (svff_reconf_plan_to_json) is what the journal stores, what
+ * `svffctl reconf --dry-run --json` prints and what the executor's step
+ * log is compared with; from_json reads it back exactly. */
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <json-c/json.h>
+
+#include "macro.h"
+#include "pciaddr.h"
+#include "store.h"
+
+#define SVFF_RECONF_DRIVER_MAX 64
+
+enum svff_reconf_mode {
+        SVFF_RECONF_PAUSE,      /* native pause where offered, else detach-with-reservation */
+        SVFF_RECONF_DETACH,     /* always detach and re-attach */
+};
+
+enum svff_reconf_fate {
+        SVFF_RECONF_SURVIVES,
+        SVFF_RECONF_RELEASED,
+        SVFF_RECONF_REFUSED,
+        SVFF_RECONF_BLOCKED,
+};
+
+enum svff_reconf_phase {
+        SVFF_RECONF_PHASE_QUIESCE,
+        SVFF_RECONF_PHASE_NUMVFS,
+        SVFF_RECONF_PHASE_BIND,
+        SVFF_RECONF_PHASE_RESTORE,
+        SVFF_RECONF_PHASE_COMMIT,
+        _SVFF_RECONF_PHASE_MAX,
+};
+
+enum svff_reconf_action {
+        SVFF_RECONF_DO_PAUSE,
+        SVFF_RECONF_DO_DETACH,
+        SVFF_RECONF_DO_RELEASE,
+        SVFF_RECONF_DO_NUMVFS,
+        SVFF_RECONF_DO_BIND,
+        SVFF_RECONF_DO_UNPAUSE,
+        SVFF_RECONF_DO_REATTACH,
+        SVFF_RECONF_DO_FORGET,
+        SVFF_RECONF_DO_COMMIT,
+        _SVFF_RECONF_DO_MAX,
+};
+
+/* One assignment of a VF of the PF, as recorded when planning. */
+struct svff_reconf_item {
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        unsigned index;
+        struct svff_assignment a;
+        enum svff_reconf_fate fate;
+};
+
+struct svff_reconf_step {
+        enum svff_reconf_phase phase;
+        enum svff_reconf_action action;
+        int item;               /* index into items, -1 for PF-wide steps */
+        unsigned numvfs;        /* numvfs: the value written; bind: how many VFs */
+};
+
+struct svff_reconf_plan {
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        unsigned from, to;
+        enum svff_reconf_mode mode;
+        bool force;
+        char driver[SVFF_RECONF_DRIVER_MAX];
+        struct svff_reconf_item *items;   /* sorted by VF index */
+        size_t n_items;
+        struct svff_reconf_step *steps;
+        size_t n_steps;
+        unsigned n_refused, n_blocked, n_released;
+};
+
+/* What the planner is given: the PF's current count and every
+ * assignment of one of its VFs (vf, index, record). Borrowed. */
+struct svff_reconf_input {
+        const char *pf;
+        unsigned numvfs;
+        const char *driver;     /* the VFs' driver afterwards, e.g. vfio-pci */
+        const struct svff_reconf_item *items;   /* fate ignored */
+        size_t n_items;
+};
+
+/* Plans a change of in->pf to numvfs VFs. Returns 0 and a new plan in
+ * *ret (even when it refuses assignments: see svff_reconf_plan_ok), or
+ * -EINVAL (bad address, driver, duplicate VF or index), -ENOMEM. */
+int svff_reconf_plan_new(const struct svff_reconf_input *in, unsigned numvfs, enum svff_reconf_mode mode,
+                         bool force, struct svff_reconf_plan **ret);
+void svff_reconf_plan_free(struct svff_reconf_plan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_reconf_plan *, svff_reconf_plan_free);
+
+/* Whether the plan may be executed: nothing refused or blocked. */
+bool svff_reconf_plan_ok(const struct svff_reconf_plan *p);
+
+/* The plan's item for vf, or NULL. Borrowed. */
+const struct svff_reconf_item *svff_reconf_plan_find(const struct svff_reconf_plan *p, const char *vf);
+
+/* JSON form:
+ *   { "pf": "0000:01:00.0", "from": 4, "to": 2, "mode": "pause",
+ *     "force": false, "driver": "vfio-pci",
+ *     "assignments": [ { "vf", "index", "fate", "domain", "uuid",
+ *                        "guest_address", "alias", "live", "config",
+ *                        "state", "pause_mode" } ],
+ *     "steps": [ { "phase", "action", "vf"?, "domain"?, "uuid"?,
+ *                  "guest_address"?, "alias"?, "numvfs"?, "driver"? } ] }
+ * Returns a new object or NULL (out of memory). */
+struct json_object *svff_reconf_plan_to_json(const struct svff_reconf_plan *p);
+/* One step as it appears in "steps" (the executor's step log uses it). */
+struct json_object *svff_reconf_step_to_json(const struct svff_reconf_plan *p, const struct svff_reconf_step *s);
+/* Reads the JSON form back. -EBADMSG when it is not one. */
+int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **ret);
+
+/* The plan for an operator: assignments with their fates, then the steps
+ * numbered in order. */
+void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f);
+
+const char *svff_reconf_mode_to_string(enum svff_reconf_mode m);
+int svff_reconf_mode_from_string(const char *s);
+const char *svff_reconf_fate_to_string(enum svff_reconf_fate f);
+const char *svff_reconf_phase_to_string(enum svff_reconf_phase p);
+const char *svff_reconf_action_to_string(enum svff_reconf_action a);

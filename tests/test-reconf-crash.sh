@@ -1,0 +1,82 @@
+#!/bin/sh
+# svffd killed at every step of a reconf (fault points, test builds
+# only), then restarted: it resumes or rolls back from the journal. After
+# each restart: every assignment intact in the store and in the domain
+# XML (same VF, domain, guest address, alias, state attached), every VF
+# on vfio-pci, the journal cleared, and Status saying what was recovered.
+if [ -z "${SVFF_IN_MOUNT_NS:-}" ]; then
+        unshare -m --propagation private true 2>/dev/null || { echo "SKIP: cannot create a mount namespace"; exit 77; }
+        SVFF_IN_MOUNT_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
+. "$(dirname "$0")/reconf-lib.sh"
+
+DOMAINS="vm1 vm2 vm3"
+define $DOMAINS
+start_pcisim qdma
+svff_conf
+start_connected
+varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound &&
+        skip "svffd was built without --enable-fault-points"
+PF=0000:01:00.0
+ctl init $PF 4 >/dev/null || fail "init"
+VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2)
+ctl attach "$VF0" vm1 --guest-address 05:00.0 >/dev/null || fail "attach VF0"
+ctl attach "$VF1" vm2 --guest-address 06:00.0 >/dev/null || fail "attach VF1"
+ctl attach "$VF2" vm1 --guest-address 07:00.0 >/dev/null || fail "attach VF2"
+before=$(assignments_snapshot)
+stop_svffd || fail "svffd exit status"
+check_xml
+
+journal_none() { [ "$(journal)" = None ]; }
+
+# fault point | how svffd dies (kill: SIGKILL, abort) | what recovery does
+while read -r point how expect; do
+        [ -n "$point" ] || continue
+        now=$(sys_numvfs $PF)
+        if [ "$now" = 4 ]; then target=6; else target=4; fi
+        note "$point ($how): reconf $now -> $target, then restart"
+
+        export SVFF_FAULT="$point"
+        if [ "$how" = abort ]; then export SVFF_FAULT_ACTION=abort; fi
+        start_connected
+        unset SVFF_FAULT SVFF_FAULT_ACTION
+        rc=0; ctl reconf $PF $target > "$T/out" 2>&1 || rc=$?
+        [ "$rc" != 0 ] || fail "$point: the reconf succeeded although svffd was to die: $(cat "$T/out")"
+        rc=0; wait "$SVFFD_PID" || rc=$?
+        SVFFD_PID=""
+        case "$how" in
+        kill) expect_eq "$rc" 137 "$point: svffd's exit status (SIGKILL)" ;;
+        abort) expect_eq "$rc" 134 "$point: svffd's exit status (SIGABRT)" ;;
+        esac
+        grep -q "fault point '${point%-[0-9]}" "$T/svffd.log" || fail "$point: svffd did not reach the fault point"
+        [ "$(store_py 'print(list(d["journal"]["pfs"]))')" = "['$PF']" ] || fail "$point: no journal after the crash"
+
+        start_connected
+        wait_for journal_none || fail "$point: the journal was not cleared after the restart: $(journal)"
+        ctl status --json > "$T/status.json"
+        expect_eq "$(jget 'd["recovered"][0]["pf"]' < "$T/status.json")" "$PF" "$point: recovered PF"
+        expect_eq "$(jget 'd["recovered"][0]["outcome"]' < "$T/status.json")" "$expect" "$point: recovery"
+        ctl status | grep -q "Recovered: .*$PF.*$expect" || fail "$point: human status: $(ctl status)"
+        expect_eq "$(jget 'len(d["drift"])' < "$T/status.json")" 0 "$point: drift after recovery"
+        if [ "$expect" = resumed ]; then
+                expect_eq "$(sys_numvfs $PF)" "$target" "$point: numvfs after resuming"
+        else
+                expect_eq "$(sys_numvfs $PF)" "$now" "$point: numvfs after rolling back"
+        fi
+        check_vfio $PF
+        expect_eq "$(assignments_snapshot)" "$before" "$point: assignments after recovery"
+        stop_svffd || fail "$point: svffd exit status"
+        check_xml
+done <<'TABLE'
+after-journal     kill  rolled-back
+after-detach-1    kill  rolled-back
+after-detach-3    kill  rolled-back
+after-numvfs-0    kill  resumed
+after-numvfs-0    abort resumed
+after-numvfs-N    kill  resumed
+after-rebind      kill  resumed
+after-reattach-1  kill  resumed
+after-reattach-3  kill  resumed
+before-clear      kill  resumed
+TABLE
+echo "PASS"

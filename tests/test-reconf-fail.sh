@@ -1,0 +1,118 @@
+#!/bin/sh
+# Failing reconf steps, injected through pcisim (and one libvirt attach
+# failure through a test-build fault point): each ends in the best
+# consistent state, and the reply names every domain that does not have
+# its VF and why; none is reported restored without its device.
+#   - numvfs 0 fails (EIO): nothing changed, every assignment put back;
+#   - partial VF creation: the VFs that exist are restored, the others
+#     stay paused with their reservation;
+#   - a VF bind fails (driver_override EIO): that domain does not get it;
+#   - numvfs 0 blocked past its deadline by a held VF: journal kept,
+#     assignments paused; once released the same reconf completes it;
+#   - a libvirt attach fails: that domain's assignment stays paused.
+if [ -z "${SVFF_IN_MOUNT_NS:-}" ]; then
+        unshare -m --propagation private true 2>/dev/null || { echo "SKIP: cannot create a mount namespace"; exit 77; }
+        SVFF_IN_MOUNT_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
+. "$(dirname "$0")/reconf-lib.sh"
+
+DOMAINS="vm1 vm2 vm3"
+define $DOMAINS
+start_pcisim qdma
+svff_conf ', "numvfs-timeout-sec": 1'
+start_connected
+PF=0000:01:00.0
+ctl init $PF 4 >/dev/null || fail "init"
+VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2); VF3=$(sys_vf $PF 3)
+ctl attach "$VF0" vm1 --guest-address 05:00.0 >/dev/null || fail "attach VF0"
+ctl attach "$VF1" vm2 --guest-address 06:00.0 >/dev/null || fail "attach VF1"
+ctl attach "$VF2" vm3 --guest-address 07:00.0 >/dev/null || fail "attach VF2"
+before=$(assignments_snapshot)
+state_of() { store_py 'print(d["assignments"]["'"$1"'"]["state"])'; }
+# outcome VF: "has_vf outcome" from the last reply
+outcome() { jget '" ".join(str(a[k]) for a in d["assignments"] if a["vf"] == "'"$1"'" for k in ("has_vf", "outcome"))' < "$T/result.json"; }
+# run_failing N: a reconf that must fail; the final reply in result.json
+run_failing() {
+        rc=0; ctl reconf $PF "$1" --json > "$T/out.json" 2> "$T/err" || rc=$?
+        expect_eq "$rc" 1 "$2: exit status"
+        tail -n 1 "$T/out.json" > "$T/result.json"
+}
+
+note "numvfs 0 fails with EIO: nothing changed, everything put back"
+pcisim_ctl fail $PF sriov_numvfs EIO 1
+run_failing 4 "numvfs EIO"
+grep -q "nothing was changed" "$T/err" || fail "numvfs EIO message: $(cat "$T/err")"
+grep -q "3 assignment(s) have their VF, 0 do not" "$T/err" || fail "numvfs EIO count: $(cat "$T/err")"
+expect_eq "$(outcome "$VF0")" "True rolled-back" "VF0 after numvfs EIO"
+expect_eq "$(sys_numvfs $PF)" 4 "numvfs after EIO"
+check_vfio $PF
+expect_eq "$(assignments_snapshot)" "$before" "assignments after numvfs EIO"
+expect_eq "$(journal)" None "journal after numvfs EIO"
+
+note "partial creation: VF 2 is not created, vm3 is told and keeps its reservation"
+pcisim_ctl partial $PF 2
+run_failing 4 "partial creation"
+expect_eq "$(outcome "$VF0")" "True restored" "VF0 after partial creation"
+expect_eq "$(outcome "$VF1")" "True restored" "VF1 after partial creation"
+expect_eq "$(outcome "$VF2")" "False no-vf" "VF2 after partial creation"
+grep -q "NO  VF 2 $VF2  domain 'vm3' at 0000:07:00.0: no-vf: VF 2 of PF $PF does not exist" "$T/err" ||
+        fail "partial creation report: $(cat "$T/err")"
+expect_eq "$(sys_numvfs $PF)" 2 "numvfs after partial creation"
+expect_eq "$(state_of "$VF2")" paused "VF2's record after partial creation"
+expect_eq "$(state_of "$VF0")" attached "VF0's record after partial creation"
+expect_eq "$(journal)" None "journal after partial creation"
+# Back to 4 VFs; the reservation brings vm3's VF back.
+ctl reconf $PF 4 >/dev/null || fail "reconf back to 4"
+ctl unpause "$VF2" >/dev/null || fail "unpause VF2 after partial creation"
+expect_eq "$(assignments_snapshot)" "$before" "assignments after unpausing VF2"
+
+note "a VF cannot be bound (driver_override EIO): its domain is told"
+pcisim_ctl fail '*' driver_override EIO 1
+run_failing 4 "bind failure"
+expect_eq "$(outcome "$VF0")" "False paused" "VF0 after its bind failed"
+expect_eq "$(outcome "$VF1")" "True restored" "VF1 after VF0's bind failed"
+grep -q "NO  VF 0 $VF0  domain 'vm1' .*not vfio-pci" "$T/err" || fail "bind failure report: $(cat "$T/err")"
+expect_eq "$(state_of "$VF0")" paused "VF0's record after its bind failed"
+ctl unpause "$VF0" >/dev/null || fail "unpause VF0 (svffd rebinds it)"
+expect_eq "$(assignments_snapshot)" "$before" "assignments after unpausing VF0"
+check_vfio $PF
+
+note "numvfs 0 blocked by a held VF: reported, journal kept, completed once released"
+pcisim_ctl hold "$VF3"
+run_failing 4 "held VF"
+grep -q "journal is kept" "$T/err" || fail "held VF message: $(cat "$T/err")"
+expect_eq "$(outcome "$VF1")" "False paused" "VF1 while the write is blocked"
+expect_eq "$(state_of "$VF1")" paused "VF1's record while the write is blocked"
+[ "$(journal)" != None ] || fail "no journal while the write is blocked"
+rc=0; ctl init $PF 4 2> "$T/err2" || rc=$?
+expect_eq "$rc" 1 "init while a reconf is journaled"
+grep -q "interrupted reconf" "$T/err2" || fail "init refusal: $(cat "$T/err2")"
+pcisim_ctl release "$VF3"
+numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
+wait_for numvfs_zero || fail "the held write did not finish after the release"
+ctl reconf $PF 4 > "$T/out" || fail "completing the blocked reconf: $(cat "$T/out")"
+expect_eq "$(sys_numvfs $PF)" 4 "numvfs after completing"
+check_vfio $PF
+expect_eq "$(assignments_snapshot)" "$before" "assignments after completing"
+expect_eq "$(journal)" None "journal after completing"
+
+note "a libvirt attach fails (test-build fault injection): that domain's VF stays paused"
+if varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound; then
+        note "skipped: svffd was built without --enable-fault-points"
+else
+        stop_svffd || fail "svffd exit status"
+        export SVFF_FAULT=fail-reattach-1
+        start_connected
+        unset SVFF_FAULT
+        run_failing 4 "attach failure"
+        expect_eq "$(jget 'sum(1 for a in d["assignments"] if not a["has_vf"])' < "$T/result.json")" 1 "VMs without their VF"
+        grep -q "^svffctl: Reconf of PF $PF to 4 VFs failed: .* 2 assignment(s) have their VF, 1 do not" "$T/err" ||
+                fail "attach failure message: $(cat "$T/err")"
+        grep -q "NO  .*injected failure" "$T/err" || fail "attach failure report: $(cat "$T/err")"
+        expect_eq "$(store_py 'print(sorted(a["state"] for a in d["assignments"].values()))')" \
+                "['attached', 'attached', 'paused']" "records after the attach failure"
+        expect_eq "$(journal)" None "journal after the attach failure"
+fi
+stop_svffd || fail "svffd exit status"
+check_xml
+echo "PASS"

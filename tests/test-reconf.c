@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "macro.h"
+#include "reconf.h"
+
+#define PF "0000:01:00.0"
+
+static struct svff_reconf_item item(const char *vf, unsigned index, const char *domain, const char *uuid,
+                                    enum svff_assign_state state) {
+        struct svff_reconf_item it = { .index = index };
+
+        snprintf(it.vf, sizeof(it.vf), "%s", vf);
+        snprintf(it.a.domain, sizeof(it.a.domain), "%s", domain);
+        snprintf(it.a.uuid, sizeof(it.a.uuid), "%s", uuid);
+        snprintf(it.a.guest_address, sizeof(it.a.guest_address), "0000:0%u:00.0", index + 5);
+        snprintf(it.a.alias, sizeof(it.a.alias), "ua-svff-%u", index);
+        it.a.config = true;
+        it.a.state = state;
+        if (state == SVFF_ASSIGN_PAUSED)
+                it.a.pause_mode = SVFF_PAUSE_DETACH;
+        return it;
+}
+
+#define U1 "11111111-1111-1111-1111-111111111111"
+#define U2 "22222222-2222-2222-2222-222222222222"
+
+static struct svff_reconf_plan *plan(const struct svff_reconf_item *items, size_t n, unsigned from, unsigned to,
+                                     enum svff_reconf_mode mode, bool force) {
+        struct svff_reconf_input in = { .pf = PF, .numvfs = from, .driver = "vfio-pci", .items = items, .n_items = n };
+        struct svff_reconf_plan *p = NULL;
+
+        ck_assert_int_eq(svff_reconf_plan_new(&in, to, mode, force, &p), 0);
+        ck_assert_ptr_nonnull(p);
+        return p;
+}
+
+/* "phase/action[/vf]" per step, joined by spaces. */
+static char *steps_string(const struct svff_reconf_plan *p) {
+        char *s = strdup("");
+
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const struct svff_reconf_step *st = &p->steps[i];
+                char *n = NULL;
+
+                ck_assert_int_ge(asprintf(&n, "%s%s%s/%s", s, i ? " " : "", svff_reconf_phase_to_string(st->phase),
+                                          svff_reconf_action_to_string(st->action)), 0);
+                free(s);
+                s = n;
+                if (st->item >= 0) {
+                        ck_assert_int_ge(asprintf(&n, "%s/%u", s, p->items[st->item].index), 0);
+                        free(s);
+                        s = n;
+                }
+                if (st->action == SVFF_RECONF_DO_NUMVFS) {
+                        ck_assert_int_ge(asprintf(&n, "%s=%u", s, st->numvfs), 0);
+                        free(s);
+                        s = n;
+                }
+        }
+        return s;
+}
+
+START_TEST(test_up_keeps_everything) {
+        struct svff_reconf_item in[] = {
+                item("0000:01:00.5", 1, "vm2", U2, SVFF_ASSIGN_ATTACHED),
+                item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED),
+        };
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 2, 2, 4, SVFF_RECONF_PAUSE, false);
+        _cleanup_free_ char *s = steps_string(p);
+
+        ck_assert(svff_reconf_plan_ok(p));
+        ck_assert_uint_eq(p->n_items, 2);
+        ck_assert_str_eq(p->items[0].vf, "0000:01:00.4");  /* sorted by index */
+        ck_assert_int_eq(p->items[0].fate, SVFF_RECONF_SURVIVES);
+        ck_assert_int_eq(p->items[1].fate, SVFF_RECONF_SURVIVES);
+        ck_assert_str_eq(s, "quiesce/pause/0 quiesce/pause/1 numvfs/numvfs=0 numvfs/numvfs=4 bind/bind "
+                            "restore/unpause/0 restore/unpause/1 commit/commit");
+}
+END_TEST
+
+START_TEST(test_down_refused_without_force) {
+        struct svff_reconf_item in[] = {
+                item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED),
+                item("0000:01:00.7", 3, "vm2", U2, SVFF_ASSIGN_ATTACHED),
+        };
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 2, 4, 2, SVFF_RECONF_PAUSE, false);
+
+        ck_assert(!svff_reconf_plan_ok(p));
+        ck_assert_uint_eq(p->n_refused, 1);
+        ck_assert_int_eq(p->items[0].fate, SVFF_RECONF_SURVIVES);
+        ck_assert_int_eq(p->items[1].fate, SVFF_RECONF_REFUSED);
+        ck_assert_uint_eq(p->n_steps, 0);
+}
+END_TEST
+
+START_TEST(test_down_force_releases) {
+        struct svff_reconf_item in[] = {
+                item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED),
+                item("0000:01:00.7", 3, "vm2", U2, SVFF_ASSIGN_ATTACHED),
+        };
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 2, 4, 2, SVFF_RECONF_DETACH, true);
+        _cleanup_free_ char *s = steps_string(p);
+
+        ck_assert(svff_reconf_plan_ok(p));
+        ck_assert_uint_eq(p->n_released, 1);
+        ck_assert_int_eq(p->items[1].fate, SVFF_RECONF_RELEASED);
+        ck_assert_str_eq(s, "quiesce/detach/0 quiesce/release/3 numvfs/numvfs=0 numvfs/numvfs=2 bind/bind "
+                            "restore/reattach/0 restore/forget/3 commit/commit");
+}
+END_TEST
+
+START_TEST(test_to_zero_and_from_zero) {
+        struct svff_reconf_item in[] = { item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED) };
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 1, 4, 0, SVFF_RECONF_PAUSE, true);
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *q = plan(NULL, 0, 0, 3, SVFF_RECONF_PAUSE, false);
+        _cleanup_free_ char *s = steps_string(p), *t = steps_string(q);
+
+        ck_assert_str_eq(s, "quiesce/release/0 numvfs/numvfs=0 restore/forget/0 commit/commit");
+        ck_assert_str_eq(t, "numvfs/numvfs=3 bind/bind commit/commit");
+}
+END_TEST
+
+START_TEST(test_paused_and_detaching) {
+        struct svff_reconf_item in[] = {
+                item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_PAUSED),
+                item("0000:01:00.5", 1, "vm2", U2, SVFF_ASSIGN_ATTACHED),
+        };
+        struct svff_reconf_item blk[] = { item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_DETACHING) };
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 2, 2, 2, SVFF_RECONF_PAUSE, false);
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *b = plan(blk, 1, 2, 2, SVFF_RECONF_PAUSE, true);
+        _cleanup_free_ char *s = steps_string(p);
+
+        /* A paused VF keeps its reservation; nothing to do for it. */
+        ck_assert_str_eq(s, "quiesce/pause/1 numvfs/numvfs=0 numvfs/numvfs=2 bind/bind restore/unpause/1 commit/commit");
+        /* --force does not override a guest that holds the VF. */
+        ck_assert(!svff_reconf_plan_ok(b));
+        ck_assert_uint_eq(b->n_blocked, 1);
+}
+END_TEST
+
+START_TEST(test_json_roundtrip) {
+        struct svff_reconf_item in[] = {
+                item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED),
+                item("0000:01:00.6", 2, "vm1", U1, SVFF_ASSIGN_PAUSED),
+                item("0000:01:00.7", 3, "vm2", U2, SVFF_ASSIGN_ATTACHED),
+        };
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 3, 4, 3, SVFF_RECONF_DETACH, true);
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *q = NULL;
+        _cleanup_(json_object_putp) struct json_object *j = svff_reconf_plan_to_json(p), *k = NULL;
+        _cleanup_free_ char *a = NULL, *b = NULL;
+
+        ck_assert_ptr_nonnull(j);
+        ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
+        k = svff_reconf_plan_to_json(q);
+        ck_assert_int_eq(svff_json_format(j, JSON_C_TO_STRING_PLAIN, &a, NULL), 0);
+        ck_assert_int_eq(svff_json_format(k, JSON_C_TO_STRING_PLAIN, &b, NULL), 0);
+        ck_assert_str_eq(a, b);
+        ck_assert_uint_eq(q->n_steps, p->n_steps);
+        ck_assert_str_eq(q->items[1].a.guest_address, "0000:07:00.0");
+        ck_assert_int_eq(q->items[1].a.pause_mode, SVFF_PAUSE_DETACH);
+        ck_assert(strstr(a, "\"action\":\"release\",\"vf\":\"0000:01:00.7\""));
+}
+END_TEST
+
+START_TEST(test_json_bad) {
+        static const char *const bad[] = {
+                "[]",
+                "{}",
+                "{\"pf\":\"0000:01:00.0\",\"from\":1,\"to\":1,\"mode\":\"sideways\",\"force\":false,"
+                "\"driver\":\"vfio-pci\",\"assignments\":[]}",
+                "{\"pf\":\"0000:01:00.0\",\"from\":1,\"to\":1,\"mode\":\"pause\",\"force\":false,"
+                "\"driver\":\"../x\",\"assignments\":[]}",
+                "{\"pf\":\"0000:01:00.0\",\"from\":1,\"to\":1,\"mode\":\"pause\",\"force\":false,"
+                "\"driver\":\"vfio-pci\",\"assignments\":[{\"vf\":\"x\"}]}",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_(json_object_putp) struct json_object *o = json_tokener_parse(bad[i]);
+                struct svff_reconf_plan *p = NULL;
+
+                ck_assert_ptr_nonnull(o);
+                ck_assert_int_eq(svff_reconf_plan_from_json(o, &p), -EBADMSG);
+                ck_assert_ptr_null(p);
+        }
+}
+END_TEST
+
+START_TEST(test_bad_input) {
+        struct svff_reconf_item dup[] = {
+                item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED),
+                item("0000:01:00.5", 0, "vm2", U2, SVFF_ASSIGN_ATTACHED),
+        };
+        struct svff_reconf_input in = { .pf = "nope", .numvfs = 1, .driver = "vfio-pci" };
+        struct svff_reconf_plan *p = NULL;
+
+        ck_assert_int_eq(svff_reconf_plan_new(&in, 1, SVFF_RECONF_PAUSE, false, &p), -EINVAL);
+        in.pf = PF;
+        in.driver = "a/b";
+        ck_assert_int_eq(svff_reconf_plan_new(&in, 1, SVFF_RECONF_PAUSE, false, &p), -EINVAL);
+        in.driver = "vfio-pci";
+        in.items = dup;
+        in.n_items = 2;
+        ck_assert_int_eq(svff_reconf_plan_new(&in, 1, SVFF_RECONF_PAUSE, false, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+}
+END_TEST
+
+START_TEST(test_print) {
+        struct svff_reconf_item in[] = {
+                item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED),
+                item("0000:01:00.7", 3, "vm2", U2, SVFF_ASSIGN_ATTACHED),
+        };
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 2, 4, 2, SVFF_RECONF_PAUSE, false);
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+
+        ck_assert_ptr_nonnull(f);
+        svff_reconf_plan_print(p, f);
+        fclose(f);
+        ck_assert(strstr(buf, "REFUSED"));
+        ck_assert(strstr(buf, "Not executable"));
+        free(buf);
+}
+END_TEST
+
+static Suite *reconf_suite(void) {
+        Suite *s = suite_create("reconf");
+        TCase *tc = tcase_create("plan");
+
+        tcase_add_test(tc, test_up_keeps_everything);
+        tcase_add_test(tc, test_down_refused_without_force);
+        tcase_add_test(tc, test_down_force_releases);
+        tcase_add_test(tc, test_to_zero_and_from_zero);
+        tcase_add_test(tc, test_paused_and_detaching);
+        tcase_add_test(tc, test_json_roundtrip);
+        tcase_add_test(tc, test_json_bad);
+        tcase_add_test(tc, test_bad_input);
+        tcase_add_test(tc, test_print);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(reconf_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
