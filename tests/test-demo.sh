@@ -20,13 +20,14 @@ if ldd "$top_builddir/daemon/svffd" 2>/dev/null | grep -q libasan; then
         skip "svffd is built with ASan, whose allocator deadlocks in libvirt's forked children; run on a plain build"
 fi
 
-out=$(mktemp "${TMPDIR:-/tmp}/svff-demo-test.XXXXXX")
-trap 'rm -f "$out"' EXIT
-before=$(ls -d /tmp/svff-demo.* 2>/dev/null | sort || true)
-mounts_before=$(grep -c svff-demo /proc/self/mounts || true)
+# The demo works under TMPDIR: a private one shows exactly what it leaves.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/svff-demo-test.XXXXXX")
+out="$tmp.out"
+trap 'rm -rf "$tmp" "$out"' EXIT
+mounts_before=$(grep -c "$tmp" /proc/self/mounts || true)
 
 rc=0
-SVFF_BUILDDIR="$top_builddir" sh "$top_srcdir/scripts/demo" > "$out" 2>&1 || rc=$?
+TMPDIR="$tmp" SVFF_BUILDDIR="$top_builddir" sh "$top_srcdir/scripts/demo" > "$out" 2>&1 || rc=$?
 if grep -q "cannot mount\|fusermount" "$out" && [ "$rc" -ne 0 ]; then
         skip "FUSE cannot be mounted here: $(tail -n 3 "$out")"
 fi
@@ -44,7 +45,6 @@ done
 [ "$(grep -c 'vfio-pci' "$out")" -ge 8 ] || fail "the VFs are not shown on vfio-pci: $(cat "$out")"
 grep -q "Error\|FAIL" "$out" && fail "demo printed an error: $(cat "$out")"
 
-after=$(ls -d /tmp/svff-demo.* 2>/dev/null | sort || true)
-[ "$before" = "$after" ] || fail "demo left a directory behind: $after"
-[ "$(grep -c svff-demo /proc/self/mounts || true)" = "$mounts_before" ] || fail "demo left a mount behind"
+[ -z "$(ls -A "$tmp")" ] || fail "demo left something behind: $(ls -A "$tmp")"
+[ "$(grep -c "$tmp" /proc/self/mounts || true)" = "$mounts_before" ] || fail "demo left a mount behind"
 echo "PASS"
