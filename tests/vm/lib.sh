@@ -218,8 +218,16 @@ XML
         virsh -q define "/run/$1.xml" >/dev/null || vm_fail "virsh define $1 failed"
 }
 
-# vm_domains_start NAME...: starts them all at once and waits for each.
+# vm_domains_start NAME...: starts the first alone, then the others all
+# at once, and waits for each. The first start turns on what the kernel
+# enables for the first domain (cgroup BPF device filters), patching its
+# own text: under TCG that went wrong with other starts running beside
+# it (both vCPUs in soft lockups in libvirtd's threads).
 vm_domains_start() {
+        virsh -q start "$1" >"$SVFF_VM_RUNDIR/start-$1.log" 2>&1 ||
+                vm_fail "virsh start $1 failed: $(cat "$SVFF_VM_RUNDIR/start-$1.log")"
+        first=$1
+        shift
         pids=""
         for d in "$@"; do
                 virsh -q start "$d" >"$SVFF_VM_RUNDIR/start-$d.log" 2>&1 &
@@ -228,7 +236,7 @@ vm_domains_start() {
         for p in $pids; do
                 wait "$p" || vm_fail "virsh start failed: $(cat "$SVFF_VM_RUNDIR"/start-*.log)"
         done
-        vm_log "domains running: $*"
+        vm_log "domains running: $first $*"
 }
 
 # vm_qpci DOM VF: where the guest's PCI tree (QMP query-pci) shows VF's
