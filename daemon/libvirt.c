@@ -8,6 +8,7 @@
 #include <libvirt/virterror.h>
 
 #include "assign.h"
+#include "hv-removals.h"
 #include "hypervisor.h"
 #include "libvirt.h"
 #include "log.h"
@@ -29,7 +30,8 @@ struct hv {
         int wake_timer;
 
         virConnectPtr conn;             /* NULL while disconnected */
-        int lifecycle_id;
+        int lifecycle_id, removed_id;
+        struct svff_hv_removals *removals;
         bool connecting;
         bool stopping;
         char *last_error;               /* why the last connect failed */
@@ -42,6 +44,10 @@ struct hv {
 
 struct worker_pool *hv_pool(struct hv *h) {
         return h->pool;
+}
+
+struct svff_hv_removals *hv_removals(struct hv *h) {
+        return h->removals;
 }
 
 const char *hv_uri(struct hv *h) {
@@ -108,6 +114,24 @@ static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int det
         return 0;
 }
 
+/* Straight from the event thread: waiting detaches need no main loop. */
+static void on_device_removed(virConnectPtr conn, virDomainPtr dom, const char *alias, void *opaque) {
+        struct hv *h = opaque;
+        char uuid[SVFF_UUID_STRLEN];
+
+        if (alias && virDomainGetUUIDString(dom, uuid) >= 0)
+                svff_hv_removals_note(h->removals, uuid, alias);
+}
+
+/* Drops what connecting registered on conn. */
+static void deregister(virConnectPtr conn, int *lifecycle_id, int *removed_id) {
+        if (*lifecycle_id >= 0)
+                (void) virConnectDomainEventDeregisterAny(conn, *lifecycle_id);
+        if (*removed_id >= 0)
+                (void) virConnectDomainEventDeregisterAny(conn, *removed_id);
+        *lifecycle_id = *removed_id = -1;
+}
+
 struct closed {
         struct hv *h;
         virConnectPtr conn;     /* identity only, never dereferenced */
@@ -134,9 +158,7 @@ static void lost(struct hv *h, const char *why) {
         log_warning("Lost the libvirt connection to '%s' (%s); reconnecting.", h->uri, why);
         free(h->last_error);
         h->last_error = strdup(why);
-        if (h->lifecycle_id >= 0)
-                (void) virConnectDomainEventDeregisterAny(old, h->lifecycle_id);
-        h->lifecycle_id = -1;
+        deregister(old, &h->lifecycle_id, &h->removed_id);
         if (worker_pool_submit(h->pool, close_old_run, old) < 0)
                 virConnectClose(old);
 
@@ -182,7 +204,7 @@ struct connect_job {
         struct hv *h;
         char *uri;
         virConnectPtr conn;
-        int lifecycle_id;
+        int lifecycle_id, removed_id;
         int r;
         struct svff_error err;
 };
@@ -194,8 +216,7 @@ static void connect_done(void *userdata) {
         h->connecting = false;
         if (h->stopping) {
                 if (j->conn) {
-                        if (j->lifecycle_id >= 0)
-                                (void) virConnectDomainEventDeregisterAny(j->conn, j->lifecycle_id);
+                        deregister(j->conn, &j->lifecycle_id, &j->removed_id);
                         (void) virConnectUnregisterCloseCallback(j->conn, on_close);
                         virConnectClose(j->conn);
                 }
@@ -212,6 +233,7 @@ static void connect_done(void *userdata) {
 
                 h->conn = j->conn;
                 h->lifecycle_id = j->lifecycle_id;
+                h->removed_id = j->removed_id;
                 h->backoff = 0;
                 free(h->last_error);
                 h->last_error = NULL;
@@ -232,7 +254,7 @@ static void connect_done(void *userdata) {
 static void connect_run_and_post(void *userdata) {
         struct connect_job *j = userdata;
 
-        j->lifecycle_id = -1;
+        j->lifecycle_id = j->removed_id = -1;
         j->r = svff_hv_open(j->uri, &j->conn, &j->err);
         if (j->r >= 0) {
                 (void) virConnectRegisterCloseCallback(j->conn, on_close, j->h, NULL);
@@ -240,6 +262,9 @@ static void connect_run_and_post(void *userdata) {
                 j->lifecycle_id = virConnectDomainEventRegisterAny(j->conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
                                                                    VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle),
                                                                    j->h, NULL);
+                j->removed_id = virConnectDomainEventRegisterAny(j->conn, NULL, VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED,
+                                                                 VIR_DOMAIN_EVENT_CALLBACK(on_device_removed),
+                                                                 j->h, NULL);
         }
         if (worker_pool_post(j->h->pool, connect_done, j) < 0 && j->conn)
                 virConnectClose(j->conn);
@@ -354,10 +379,11 @@ int hv_new(struct manager *m, const char *uri, unsigned n_threads, struct hv **r
         if (!h)
                 return log_oom();
         h->manager = m;
-        h->lifecycle_id = -1;
+        h->lifecycle_id = h->removed_id = -1;
         h->wake_timer = -1;
         h->uri = strdup(uri);
-        if (!h->uri) {
+        if (!h->uri || svff_hv_removals_new(&h->removals) < 0) {
+                free(h->uri);
                 free(h);
                 return log_oom();
         }
@@ -386,8 +412,7 @@ void hv_free(struct hv *h) {
 
         /* No more callbacks posting to the pool... */
         if (h->conn) {
-                if (h->lifecycle_id >= 0)
-                        (void) virConnectDomainEventDeregisterAny(h->conn, h->lifecycle_id);
+                deregister(h->conn, &h->lifecycle_id, &h->removed_id);
                 (void) virConnectUnregisterCloseCallback(h->conn, on_close);
         }
         /* ...then let running jobs finish: they may need the event loop
@@ -405,6 +430,7 @@ void hv_free(struct hv *h) {
         for (size_t i = 0; i < h->n_busy; i++)
                 free(h->busy[i]);
         free(h->busy);
+        svff_hv_removals_free(h->removals);
         free(h->last_error);
         free(h->uri);
         free(h);

@@ -31,6 +31,8 @@ int hv_new(struct manager *m, const char *uri, unsigned n_threads, struct hv **r
 void hv_free(struct hv *h);
 
 struct worker_pool *hv_pool(struct hv *h);
+/* Device removals libvirt reported, for svff_hv_detach() to wait on. */
+struct svff_hv_removals *hv_removals(struct hv *h);
 const char *hv_uri(struct hv *h);
 bool hv_connected(struct hv *h);
 

@@ -9,6 +9,7 @@
 #include <libxml/tree.h>
 #include <libxml/xpath.h>
 
+#include "hv-removals.h"
 #include "hypervisor.h"
 
 /* Domain XML from libvirt is bounded by what libvirt accepts; this only
@@ -429,13 +430,50 @@ int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const ch
         return 0;
 }
 
-int svff_hv_detach(virDomainPtr dom, const char *vf, unsigned flags, usec_t deadline,
-                   struct svff_error *err) {
-        _cleanup_free_ char *xml = NULL;
-        struct svff_hostdev hd;
-        unsigned todo = 0;
-        char what[SVFF_DOMAIN_NAME_MAX + 128];
+/* Waits until the device with alias is gone from dom's live XML: on each
+ * removal libvirt reports for it (when removals is given; at least every
+ * second, should an event be lost) or on a growing poll. */
+static int wait_removed(virDomainPtr dom, const char *vf, const char *uuid, const char *alias,
+                        struct svff_hv_removals *removals, uint64_t seq, usec_t deadline, const char *what,
+                        struct svff_error *err) {
         usec_t wait = 10 * USEC_PER_MSEC;
+
+        for (;;) {
+                struct svff_hostdev hd;
+                usec_t now = svff_now_usec();
+                int r;
+
+                if (removals)
+                        (void) svff_hv_removals_wait(removals, uuid, alias, &seq,
+                                                     MIN(deadline, now + USEC_PER_SEC));
+                else {
+                        struct timespec ts;
+
+                        if (wait > deadline - MIN(deadline, now))
+                                wait = deadline - MIN(deadline, now);
+                        ts = (struct timespec) { .tv_sec = (time_t) (wait / USEC_PER_SEC),
+                                                 .tv_nsec = (long) (wait % USEC_PER_SEC) * 1000 };
+                        nanosleep(&ts, NULL);
+                        if (wait < 200 * USEC_PER_MSEC)
+                                wait *= 2;
+                }
+                r = svff_hv_get_hostdev(dom, vf, SVFF_HV_LIVE, &hd, err);
+                if (r <= 0)
+                        return r;
+                if (svff_now_usec() >= deadline)
+                        return svff_error_set(err, -ETIMEDOUT,
+                                              "%s: the guest has not released the device; it stays 'detaching' "
+                                              "until the guest lets go (run detach again to re-check)", what);
+        }
+}
+
+int svff_hv_detach(virDomainPtr dom, const char *vf, unsigned flags, usec_t deadline,
+                   struct svff_hv_removals *removals, struct svff_error *err) {
+        _cleanup_free_ char *xml = NULL;
+        struct svff_hostdev hd, live = {};
+        char what[SVFF_DOMAIN_NAME_MAX + 128], uuid[SVFF_UUID_STRLEN] = "";
+        unsigned todo = 0, rest;
+        uint64_t seq = 0;
         int r;
 
         snprintf(what, sizeof(what), "Detaching VF %s from domain '%s'", vf, strna(virDomainGetName(dom)));
@@ -452,42 +490,43 @@ int svff_hv_detach(virDomainPtr dom, const char *vf, unsigned flags, usec_t dead
                         return r;
                 if (r > 0)
                         todo |= f;
+                if (r > 0 && f == SVFF_HV_LIVE)
+                        live = hd;
         }
         if (todo == 0)
                 return 0;
+        rest = todo;
 
-        /* The XML libvirt itself reported, so alias and addresses match
-         * exactly what it looks for. */
-        r = svff_hv_hostdev_xml(vf, *hd.alias ? hd.alias : "ua-svff", NULL, &xml);
-        if (r < 0)
-                return svff_error_set(err, r, "%s: cannot describe the device", what);
-        if (virDomainDetachDeviceFlags(dom, xml, vir_flags(todo)) < 0)
-                return svff_hv_error_from_libvirt(err, what);
+        /* Live, by alias: libvirt asks QEMU and returns at once, and reports
+         * the removal as an event, so neither a libvirtd thread nor this
+         * one sits polling while the guest lets go. Drivers without it get
+         * the call that waits in libvirtd (up to 5 s) instead. */
+        if ((todo & SVFF_HV_LIVE) && removals && *live.alias) {
+                if (virDomainGetUUIDString(dom, uuid) < 0)
+                        return svff_hv_error_from_libvirt(err, what);
+                seq = svff_hv_removals_seq(removals);
+                if (virDomainDetachDeviceAlias(dom, live.alias, VIR_DOMAIN_AFFECT_LIVE) >= 0)
+                        rest &= ~SVFF_HV_LIVE;
+                else if (virGetLastErrorCode() != VIR_ERR_NO_SUPPORT)
+                        return svff_hv_error_from_libvirt(err, what);
+                else
+                        removals = NULL;
+        } else
+                removals = NULL;
+
+        if (rest) {
+                /* The XML libvirt itself reported, so alias and addresses
+                 * match exactly what it looks for. */
+                r = svff_hv_hostdev_xml(vf, *hd.alias ? hd.alias : "ua-svff", NULL, &xml);
+                if (r < 0)
+                        return svff_error_set(err, r, "%s: cannot describe the device", what);
+                if (virDomainDetachDeviceFlags(dom, xml, vir_flags(rest)) < 0)
+                        return svff_hv_error_from_libvirt(err, what);
+        }
         if (!(todo & SVFF_HV_LIVE) || deadline == 0)
                 return 0;
 
         /* libvirt removes the device from the live XML once QEMU reports
          * DEVICE_DELETED, i.e. once the guest let go. */
-        for (;;) {
-                struct timespec ts;
-                usec_t now;
-
-                r = svff_hv_get_hostdev(dom, vf, SVFF_HV_LIVE, &hd, err);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        return 0;
-                now = svff_now_usec();
-                if (now >= deadline)
-                        return svff_error_set(err, -ETIMEDOUT,
-                                              "%s: the guest has not released the device; it stays 'detaching' "
-                                              "until the guest lets go (run detach again to re-check)", what);
-                if (wait > deadline - now)
-                        wait = deadline - now;
-                ts = (struct timespec) { .tv_sec = (time_t) (wait / USEC_PER_SEC),
-                                         .tv_nsec = (long) (wait % USEC_PER_SEC) * 1000 };
-                nanosleep(&ts, NULL);
-                if (wait < 200 * USEC_PER_MSEC)
-                        wait *= 2;
-        }
+        return wait_removed(dom, vf, uuid, live.alias, removals, seq, deadline, what, err);
 }

@@ -112,6 +112,10 @@ int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const ch
  * waits until the device is gone from the live XML (libvirt drops it
  * when QEMU reports DEVICE_DELETED) or deadline (CLOCK_MONOTONIC usec,
  * 0: do not wait) passes: then -ETIMEDOUT, "the guest has not released
- * it". A device already absent counts as detached. */
+ * it". A device already absent counts as detached. With removals (fed
+ * from libvirt's DEVICE_REMOVED events, see hv-removals.h) the live
+ * part is asked by alias, which does not block libvirtd, and the wait
+ * ends on the event; without, the XML is polled. */
+struct svff_hv_removals;
 int svff_hv_detach(virDomainPtr dom, const char *vf, unsigned flags, usec_t deadline,
-                   struct svff_error *err);
+                   struct svff_hv_removals *removals, struct svff_error *err);

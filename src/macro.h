@@ -17,6 +17,7 @@
 #define _public_ __attribute__((visibility("default")))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* Hand out a pointer owned by a _cleanup_ variable. */
 #define TAKE_PTR(p)                         \
