@@ -263,6 +263,7 @@ int manager_reload_config(struct manager *m) {
                 return log_oom();
         }
         c.workers = m->config.workers;
+        c.libvirt_workers = m->config.libvirt_workers;
 
         svff_config_done(&m->config);
         m->config = c;

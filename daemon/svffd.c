@@ -270,7 +270,7 @@ static int run(int argc, char *argv[]) {
                 return log_error_errno(r, "Failed to start worker threads: %m");
         /* libvirt connects in the background: svffd serves without it and
          * assignment calls say libvirt is unreachable until it is back. */
-        r = hv_new(m, m->config.libvirt_uri, m->config.workers, &m->hv);
+        r = hv_new(m, m->config.libvirt_uri, m->config.libvirt_workers, &m->hv);
         if (r < 0)
                 return r;
 

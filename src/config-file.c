@@ -71,6 +71,7 @@ int svff_config_init(struct svff_config *cfg) {
                 .settle_usec = 500 * 1000ULL,
                 .list_max_age_usec = 1000 * 1000ULL,
                 .workers = 2,
+                .libvirt_workers = 16,
                 .limits = {
                         .max_message = SVFF_VARLINK_MESSAGE_MAX,
                         .max_connections = 1024,
@@ -624,6 +625,10 @@ static int apply(struct parser *p, struct svff_config *c, struct json_object *ro
                         k = get_uint(p, val, 1, 64, &v);
                         if (k >= 0)
                                 c->workers = (unsigned) v;
+                } else if (streq(key, "libvirt-workers")) {
+                        k = get_uint(p, val, 1, 256, &v);
+                        if (k >= 0)
+                                c->libvirt_workers = (unsigned) v;
                 } else if (streq(key, "limits"))
                         k = apply_limits(p, c, val);
                 else if (streq(key, "policies"))

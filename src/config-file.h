@@ -23,6 +23,7 @@
  *     "settle-msec": 500,
  *     "list-max-age-msec": 1000,
  *     "workers": 2,                              (restart)
+ *     "libvirt-workers": 16,                     (restart)
  *     "limits": { "max-connections": 1024, "max-connections-per-uid": 128,
  *                 "max-message-bytes": 262144, "idle-timeout-sec": 60 },
  *     "policies": {
@@ -98,7 +99,8 @@ struct svff_config {
         char *device_unpause_command;
         uint64_t settle_usec;   /* quiet time after a PF appears */
         uint64_t list_max_age_usec;
-        unsigned workers;
+        unsigned workers;               /* threads for blocking sysfs work */
+        unsigned libvirt_workers;       /* threads for libvirt calls: attaches and detaches in flight */
         struct svff_config_limits limits;
         struct svff_policy *policies;
         size_t n_policies;

@@ -82,6 +82,7 @@ static const struct {
         { "{\n \"limits\": {\n  \"max-conections\": 3 } }", ":3: key 'limits.max-conections' is unknown" },
         { "{ \"workers\": \"two\" }", "key 'workers' must be an integer" },
         { "{ \"workers\": 0 }", "key 'workers' must be between 1 and 64" },
+        { "{ \"libvirt-workers\": 0 }", "key 'libvirt-workers' must be between 1 and 256" },
         { "{ \"workers\": 99999999999999999999999 }", "'workers' must be between" },
         { "{ \"limits\": { \"max-connections\": -1 } }", "'limits.max-connections' must be between" },
         { "{ \"log-level\": \"chatty\" }", "'log-level' must be one of" },
