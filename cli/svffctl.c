@@ -142,6 +142,67 @@ static void print_json(struct json_object *o) {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
+/* Prints a successful reply for humans; returns the exit code. */
+typedef int (*reply_printer_t)(struct json_object *reply, const void *userdata);
+
+/* One call whose reply goes to stdout: as JSON with --json, else through
+ * print. params (NULL for none) is taken. Returns the exit code. */
+static int call_and_print(const char *method, struct json_object *params, usec_t timeout,
+                          reply_printer_t print, const void *userdata) {
+        _cleanup_json_ struct json_object *p = params, *reply = NULL;
+        int r;
+
+        r = call(method, p, timeout, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json) {
+                print_json(reply);
+                return 0;
+        }
+        return print(reply, userdata);
+}
+
+/* Sends a call whose replies the caller reads from *ret: several when
+ * more. Returns the exit code. */
+static int call_start(const char *method, struct json_object *params, bool more,
+                      struct svff_varlink_client **ret) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
+        int r;
+
+        r = connect_daemon(&c);
+        if (r != 0)
+                return r;
+        r = svff_varlink_client_send(c, method, params, more, false);
+        if (r < 0)
+                return transport_error(r);
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+#define READ_MORE (-1)
+
+/* Handles one reply of a call sent with call_start(): an exit code when
+ * it ends the command, else READ_MORE. */
+typedef int (*reply_handler_t)(struct json_object *p, const char *error, bool continues, const void *userdata);
+
+/* Reads the replies to a call sent with call_start() until handle ends
+ * the command; returns the exit code. */
+static int read_replies(struct svff_varlink_client *c, reply_handler_t handle, const void *userdata) {
+        for (;;) {
+                _cleanup_json_ struct json_object *p = NULL;
+                _cleanup_free_ char *error = NULL;
+                bool continues;
+                int r;
+
+                r = svff_varlink_client_read(c, 0, &p, &error, &continues);
+                if (r < 0)
+                        return transport_error(r);
+                r = handle(p, error, continues, userdata);
+                if (r != READ_MORE)
+                        return r;
+        }
+}
+
 /* ---- commands ---- */
 
 /* PFs svffd has records of that are not present: nothing is forgotten. */
@@ -182,25 +243,8 @@ static int print_absent(struct json_object *reply) {
         return 0;
 }
 
-static int cmd_list(int argc, char **argv) {
-        _cleanup_json_ struct json_object *params = json_object_new_object(), *reply = NULL;
+static int print_list(struct json_object *reply, const void *userdata) {
         struct json_object *pfs;
-        int r;
-
-        if (argc > 2) {
-                fprintf(stderr, "svffctl list: takes at most one PF address; see 'svffctl list --help'.\n");
-                return EXIT_USAGE;
-        }
-        if (argc == 2)
-                json_object_object_add(params, "pf", json_object_new_string(argv[1]));
-
-        r = call("io.svff.List", params, arg_timeout, &reply);
-        if (r != 0)
-                return r;
-        if (arg_json) {
-                print_json(reply);
-                return 0;
-        }
 
         if (!json_object_object_get_ex(reply, "pfs", &pfs) || json_object_array_length(pfs) == 0)
                 printf("No SR-IOV physical functions found.\n");
@@ -259,6 +303,19 @@ static int cmd_list(int argc, char **argv) {
         return print_absent(reply);
 }
 
+static int cmd_list(int argc, char **argv) {
+        struct json_object *params;
+
+        if (argc > 2) {
+                fprintf(stderr, "svffctl list: takes at most one PF address; see 'svffctl list --help'.\n");
+                return EXIT_USAGE;
+        }
+        params = json_object_new_object();
+        if (argc == 2)
+                json_object_object_add(params, "pf", json_object_new_string(argv[1]));
+        return call_and_print("io.svff.List", params, arg_timeout, print_list, NULL);
+}
+
 static void format_duration(long long usec, char *buf, size_t n) {
         long long s = usec / 1000000;
 
@@ -272,23 +329,9 @@ static void format_duration(long long usec, char *buf, size_t n) {
                 snprintf(buf, n, "%lld.%03llds", s, usec / 1000 % 1000);
 }
 
-static int cmd_status(int argc, char **argv) {
-        _cleanup_json_ struct json_object *reply = NULL;
+static int print_status(struct json_object *reply, const void *userdata) {
         struct json_object *store, *ops, *drift, *rec;
         char up[64];
-        int r;
-
-        if (argc > 1) {
-                fprintf(stderr, "svffctl status: takes no arguments; see 'svffctl status --help'.\n");
-                return EXIT_USAGE;
-        }
-        r = call("io.svff.Status", NULL, arg_timeout, &reply);
-        if (r != 0)
-                return r;
-        if (arg_json) {
-                print_json(reply);
-                return 0;
-        }
 
         format_duration(jint(reply, "uptime_usec", 0), up, sizeof(up));
         printf("svffd %s, up %s\n", strna(jstr(reply, "version")), up);
@@ -344,6 +387,14 @@ static int cmd_status(int argc, char **argv) {
         return 0;
 }
 
+static int cmd_status(int argc, char **argv) {
+        if (argc > 1) {
+                fprintf(stderr, "svffctl status: takes no arguments; see 'svffctl status --help'.\n");
+                return EXIT_USAGE;
+        }
+        return call_and_print("io.svff.Status", NULL, arg_timeout, print_status, NULL);
+}
+
 static void print_event_line(struct json_object *ev) {
         long long ts = jint(ev, "timestamp_usec", 0);
         time_t t = (time_t) (ts / 1000000);
@@ -378,6 +429,21 @@ static void print_event_line(struct json_object *ev) {
         putchar('\n');
 }
 
+static int monitor_reply(struct json_object *p, const char *error, bool continues, const void *userdata) {
+        struct json_object *ev;
+
+        if (error)
+                return report_error(error, p);
+        if (json_object_object_get_ex(p, "event", &ev)) {
+                if (arg_json)
+                        print_json(ev);
+                else
+                        print_event_line(ev);
+                fflush(stdout);
+        }
+        return continues ? READ_MORE : 0;
+}
+
 static int cmd_monitor(int argc, char **argv) {
         _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
         int r;
@@ -386,112 +452,75 @@ static int cmd_monitor(int argc, char **argv) {
                 fprintf(stderr, "svffctl monitor: takes no arguments; see 'svffctl monitor --help'.\n");
                 return EXIT_USAGE;
         }
-        r = connect_daemon(&c);
+        r = call_start("io.svff.Monitor", NULL, true, &c);
         if (r != 0)
                 return r;
-        r = svff_varlink_client_send(c, "io.svff.Monitor", NULL, true, false);
-        if (r < 0)
-                return transport_error(r);
+        return read_replies(c, monitor_reply, NULL);
+}
 
-        for (;;) {
-                _cleanup_json_ struct json_object *p = NULL;
-                _cleanup_free_ char *error = NULL;
-                struct json_object *ev;
-                bool continues;
+/* For "svffctl COMMAND PF NUMVFS" (init, reconf): the parameters pf and
+ * numvfs in *ret, or a usage message and EXIT_USAGE. example is a VF
+ * count for the message. */
+static int pf_numvfs_params(int argc, char **argv, unsigned example, struct json_object **ret) {
+        struct json_object *params;
+        unsigned numvfs;
 
-                r = svff_varlink_client_read(c, 0, &p, &error, &continues);
-                if (r < 0)
-                        return transport_error(r);
-                if (error)
-                        return report_error(error, p);
-                if (json_object_object_get_ex(p, "event", &ev)) {
-                        if (arg_json)
-                                print_json(ev);
-                        else
-                                print_event_line(ev);
-                        fflush(stdout);
-                }
-                if (!continues)
-                        return 0;
+        if (argc != 3) {
+                fprintf(stderr, "svffctl %s: needs a PF address and a VF count, e.g. "
+                                "'svffctl %s 0000:03:00.0 %u'; see 'svffctl %s --help'.\n",
+                        argv[0], argv[0], example, argv[0]);
+                return EXIT_USAGE;
         }
+        if (svff_numvfs_parse(argv[2], &numvfs) < 0) {
+                fprintf(stderr, "svffctl %s: '%s' is not a VF count (0 to 65535).\n", argv[0], argv[2]);
+                return EXIT_USAGE;
+        }
+        params = json_object_new_object();
+        json_object_object_add(params, "pf", json_object_new_string(argv[1]));
+        json_object_object_add(params, "numvfs", json_object_new_int64(numvfs));
+        *ret = params;
+        return 0;
+}
+
+/* userdata: whether progress goes to stderr. */
+static int init_reply(struct json_object *p, const char *error, bool continues, const void *userdata) {
+        const bool *progress = userdata;
+        struct json_object *ev;
+
+        if (*progress)
+                fputs("\r\033[K", stderr);
+        if (error)
+                return report_error(error, p);
+        if (continues) {
+                if (json_object_object_get_ex(p, "event", &ev) && jint(ev, "total", -1) >= 0)
+                        fprintf(stderr, "%s %s %lld/%lld", strna(jstr(ev, "event")),
+                                strna(jstr(ev, "device")), jint(ev, "done", 0), jint(ev, "total", 0));
+                return READ_MORE;
+        }
+        if (arg_json)
+                print_json(p);
+        else
+                printf("PF %s: %lld VFs on %s.\n", strna(jstr(p, "pf")), jint(p, "numvfs", 0),
+                       strna(jstr(p, "driver")));
+        return 0;
 }
 
 static int cmd_init(int argc, char **argv) {
         _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
         _cleanup_json_ struct json_object *params = NULL;
         bool progress = !arg_json && isatty(STDERR_FILENO);
-        unsigned numvfs;
         int r;
 
-        if (argc != 3) {
-                fprintf(stderr, "svffctl init: needs a PF address and a VF count, e.g. "
-                                "'svffctl init 0000:03:00.0 4'; see 'svffctl init --help'.\n");
-                return EXIT_USAGE;
-        }
-        if (svff_numvfs_parse(argv[2], &numvfs) < 0) {
-                fprintf(stderr, "svffctl init: '%s' is not a VF count (0 to 65535).\n", argv[2]);
-                return EXIT_USAGE;
-        }
-
-        params = json_object_new_object();
-        json_object_object_add(params, "pf", json_object_new_string(argv[1]));
-        json_object_object_add(params, "numvfs", json_object_new_int64(numvfs));
+        r = pf_numvfs_params(argc, argv, 4, &params);
+        if (r != 0)
+                return r;
         if (arg_driver)
                 json_object_object_add(params, "driver", json_object_new_string(arg_driver));
 
-        r = connect_daemon(&c);
+        r = call_start("io.svff.Init", params, progress, &c);
         if (r != 0)
                 return r;
-        r = svff_varlink_client_send(c, "io.svff.Init", params, progress, false);
-        if (r < 0)
-                return transport_error(r);
-
-        for (;;) {
-                _cleanup_json_ struct json_object *p = NULL;
-                _cleanup_free_ char *error = NULL;
-                struct json_object *ev;
-                bool continues;
-
-                r = svff_varlink_client_read(c, 0, &p, &error, &continues);
-                if (r < 0)
-                        return transport_error(r);
-                if (progress)
-                        fputs("\r\033[K", stderr);
-                if (error)
-                        return report_error(error, p);
-                if (continues) {
-                        if (json_object_object_get_ex(p, "event", &ev) && jint(ev, "total", -1) >= 0)
-                                fprintf(stderr, "%s %s %lld/%lld", strna(jstr(ev, "event")),
-                                        strna(jstr(ev, "device")), jint(ev, "done", 0), jint(ev, "total", 0));
-                        continue;
-                }
-                if (arg_json)
-                        print_json(p);
-                else
-                        printf("PF %s: %lld VFs on %s.\n", strna(jstr(p, "pf")), jint(p, "numvfs", 0),
-                               strna(jstr(p, "driver")));
-                return 0;
-        }
-}
-
-static int cmd_release(int argc, char **argv) {
-        _cleanup_json_ struct json_object *params = NULL, *reply = NULL;
-        int r;
-
-        if (argc != 2) {
-                fprintf(stderr, "svffctl release: needs one VF address, e.g. 'svffctl release 0000:03:00.4'.\n");
-                return EXIT_USAGE;
-        }
-        params = json_object_new_object();
-        json_object_object_add(params, "vf", json_object_new_string(argv[1]));
-        r = call("io.svff.Release", params, 0, &reply);
-        if (r != 0)
-                return r;
-        if (arg_json)
-                print_json(reply);
-        else
-                printf("VF %s is back on %s.\n", strna(jstr(reply, "vf")), jstr(reply, "driver") ?: "no driver (unbound)");
-        return 0;
+        return read_replies(c, init_reply, &progress);
 }
 
 /* ---- config ---- */
@@ -545,7 +574,9 @@ static int cmd_config(int argc, char **argv) {
         return r < 0 ? EXIT_DAEMON_ERROR : 0;
 }
 
-static void print_assignment(const char *verb, struct json_object *reply) {
+/* userdata: the verb, e.g. "attached to". */
+static int print_assignment(struct json_object *reply, const void *userdata) {
+        const char *verb = userdata;
         struct json_object *a = NULL;
         bool live = false, config = false;
         struct json_object *v;
@@ -567,17 +598,18 @@ static void print_assignment(const char *verb, struct json_object *reply) {
                                  : "re-attached at the reserved address");
         }
         printf(".\n");
+        return 0;
 }
 
 static int cmd_attach(int argc, char **argv) {
-        _cleanup_json_ struct json_object *params = json_object_new_object(), *reply = NULL;
-        int r;
+        struct json_object *params;
 
         if ((arg_pf && argc != 2) || (!arg_pf && argc != 3)) {
                 fprintf(stderr, "svffctl attach: needs a VF and a domain ('svffctl attach 0000:03:00.4 vm1'), "
                                 "or --pf PF and a domain ('svffctl attach --pf 0000:03:00.0 vm1').\n");
                 return EXIT_USAGE;
         }
+        params = json_object_new_object();
         if (arg_pf)
                 json_object_object_add(params, "pf", json_object_new_string(arg_pf));
         else
@@ -589,19 +621,12 @@ static int cmd_attach(int argc, char **argv) {
                 json_object_object_add(params, "config", json_object_new_boolean(true));
         if (arg_guest_address)
                 json_object_object_add(params, "guest_address", json_object_new_string(arg_guest_address));
-        r = call("io.svff.Attach", params, 0, &reply);
-        if (r != 0)
-                return r;
-        if (arg_json)
-                print_json(reply);
-        else
-                print_assignment("attached to", reply);
-        return 0;
+        return call_and_print("io.svff.Attach", params, 0, print_assignment, "attached to");
 }
 
-static int vf_call(int argc, char **argv, const char *method, const char *verb) {
-        _cleanup_json_ struct json_object *params = NULL, *reply = NULL;
-        int r;
+/* A command on one VF, "svffctl COMMAND VF", that always waits. */
+static int vf_call(int argc, char **argv, const char *method, reply_printer_t print, const void *userdata) {
+        struct json_object *params;
 
         if (argc != 2) {
                 fprintf(stderr, "svffctl %s: needs one VF address, e.g. 'svffctl %s 0000:03:00.4'.\n", argv[0], argv[0]);
@@ -609,28 +634,33 @@ static int vf_call(int argc, char **argv, const char *method, const char *verb) 
         }
         params = json_object_new_object();
         json_object_object_add(params, "vf", json_object_new_string(argv[1]));
-        r = call(method, params, 0, &reply);
-        if (r != 0)
-                return r;
-        if (arg_json)
-                print_json(reply);
-        else if (verb)
-                print_assignment(verb, reply);
-        else
-                printf("VF %s detached from domain '%s'.\n", strna(jstr(reply, "vf")), strna(jstr(reply, "domain")));
+        return call_and_print(method, params, 0, print, userdata);
+}
+
+static int print_released(struct json_object *reply, const void *userdata) {
+        printf("VF %s is back on %s.\n", strna(jstr(reply, "vf")), jstr(reply, "driver") ?: "no driver (unbound)");
         return 0;
 }
 
+static int print_detached(struct json_object *reply, const void *userdata) {
+        printf("VF %s detached from domain '%s'.\n", strna(jstr(reply, "vf")), strna(jstr(reply, "domain")));
+        return 0;
+}
+
+static int cmd_release(int argc, char **argv) {
+        return vf_call(argc, argv, "io.svff.Release", print_released, NULL);
+}
+
 static int cmd_detach(int argc, char **argv) {
-        return vf_call(argc, argv, "io.svff.Detach", NULL);
+        return vf_call(argc, argv, "io.svff.Detach", print_detached, NULL);
 }
 
 static int cmd_pause(int argc, char **argv) {
-        return vf_call(argc, argv, "io.svff.Pause", "paused in");
+        return vf_call(argc, argv, "io.svff.Pause", print_assignment, "paused in");
 }
 
 static int cmd_unpause(int argc, char **argv) {
-        return vf_call(argc, argv, "io.svff.Unpause", "unpaused in");
+        return vf_call(argc, argv, "io.svff.Unpause", print_assignment, "unpaused in");
 }
 
 /* ---- reconf ---- */
@@ -651,6 +681,7 @@ static void print_outcomes(FILE *f, struct json_object *p) {
         }
 }
 
+/* params is borrowed. */
 static int reconf_dry_run(struct json_object *params) {
         _cleanup_json_ struct json_object *reply = NULL;
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
@@ -660,7 +691,6 @@ static int reconf_dry_run(struct json_object *params) {
 
         json_object_object_add(params, "dry_run", json_object_new_boolean(true));
         r = call("io.svff.Reconf", params, arg_timeout, &reply);
-        json_object_put(params);
         if (r != 0)
                 return r;
         ok = json_object_object_get_ex(reply, "executable", &v) && json_object_get_boolean(v);
@@ -678,29 +708,57 @@ static int reconf_dry_run(struct json_object *params) {
         return 0;
 }
 
-static int cmd_reconf(int argc, char **argv) {
-        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
-        struct json_object *params;
-        bool tty = !arg_json && isatty(STDERR_FILENO);
-        unsigned numvfs;
+/* userdata: whether stderr is a terminal to show progress on. */
+static int reconf_reply(struct json_object *p, const char *error, bool continues, const void *userdata) {
+        const bool *tty = userdata;
+        struct json_object *ev;
         int r;
 
-        if (argc != 3) {
-                fprintf(stderr, "svffctl reconf: needs a PF address and a VF count, e.g. "
-                                "'svffctl reconf 0000:03:00.0 8'; see 'svffctl reconf --help'.\n");
-                return EXIT_USAGE;
+        if (*tty)
+                fputs("\r\033[K", stderr);
+        if (continues) {
+                if (!json_object_object_get_ex(p, "event", &ev))
+                        return READ_MORE;
+                if (arg_json)
+                        print_json(ev);
+                else if (*tty)
+                        fprintf(stderr, "[%lld/%lld] %s %s %s", jint(ev, "done", 0), jint(ev, "total", 0),
+                                strna(jstr(ev, "phase")), strna(jstr(ev, "action")),
+                                jstr(ev, "domain") ?: jstr(ev, "device") ?: "");
+                else
+                        print_event_line(ev);
+                fflush(stdout);
+                return READ_MORE;
         }
-        if (svff_numvfs_parse(argv[2], &numvfs) < 0) {
-                fprintf(stderr, "svffctl reconf: '%s' is not a VF count (0 to 65535).\n", argv[2]);
-                return EXIT_USAGE;
+        if (error) {
+                r = report_error(error, p);
+                print_outcomes(stderr, p);
+                if (arg_json)
+                        print_json(p);
+                return r;
         }
+        if (arg_json)
+                print_json(p);
+        else {
+                printf("%s.\n", strna(jstr(p, "message")));
+                print_outcomes(stdout, p);
+        }
+        return 0;
+}
+
+static int cmd_reconf(int argc, char **argv) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
+        _cleanup_json_ struct json_object *params = NULL;
+        bool tty = !arg_json && isatty(STDERR_FILENO);
+        int r;
+
+        r = pf_numvfs_params(argc, argv, 8, &params);
+        if (r != 0)
+                return r;
         if (arg_mode && svff_reconf_mode_from_string(arg_mode) < 0) {
                 fprintf(stderr, "svffctl reconf: --mode is 'pause' or 'detach', not '%s'.\n", arg_mode);
                 return EXIT_USAGE;
         }
-        params = json_object_new_object();
-        json_object_object_add(params, "pf", json_object_new_string(argv[1]));
-        json_object_object_add(params, "numvfs", json_object_new_int64(numvfs));
         if (arg_mode)
                 json_object_object_add(params, "mode", json_object_new_string(arg_mode));
         if (arg_force)
@@ -711,50 +769,9 @@ static int cmd_reconf(int argc, char **argv) {
         r = connect_daemon(&c);
         if (r == 0 && svff_varlink_client_send(c, "io.svff.Reconf", params, true, false) < 0)
                 r = transport_error(-EIO);
-        json_object_put(params);
         if (r != 0)
                 return r;
-
-        for (;;) {
-                _cleanup_json_ struct json_object *p = NULL;
-                _cleanup_free_ char *error = NULL;
-                struct json_object *ev;
-                bool continues;
-
-                r = svff_varlink_client_read(c, 0, &p, &error, &continues);
-                if (r < 0)
-                        return transport_error(r);
-                if (tty)
-                        fputs("\r\033[K", stderr);
-                if (continues) {
-                        if (!json_object_object_get_ex(p, "event", &ev))
-                                continue;
-                        if (arg_json)
-                                print_json(ev);
-                        else if (tty)
-                                fprintf(stderr, "[%lld/%lld] %s %s %s", jint(ev, "done", 0), jint(ev, "total", 0),
-                                        strna(jstr(ev, "phase")), strna(jstr(ev, "action")),
-                                        jstr(ev, "domain") ?: jstr(ev, "device") ?: "");
-                        else
-                                print_event_line(ev);
-                        fflush(stdout);
-                        continue;
-                }
-                if (error) {
-                        r = report_error(error, p);
-                        print_outcomes(stderr, p);
-                        if (arg_json)
-                                print_json(p);
-                        return r;
-                }
-                if (arg_json)
-                        print_json(p);
-                else {
-                        printf("%s.\n", strna(jstr(p, "message")));
-                        print_outcomes(stdout, p);
-                }
-                return 0;
-        }
+        return read_replies(c, reconf_reply, &tty);
 }
 
 /* ---- argv ---- */

@@ -342,98 +342,110 @@ static int parse_id(const char *s, unsigned *ret_vendor, unsigned *ret_device) {
         return 0;
 }
 
-static int parse_match(struct parser *p, struct json_object *o, struct svff_policy *pol) {
-        unsigned n = 0;
+/* Parses the value of one key, which is pushed already. */
+typedef int (*key_parser_t)(struct parser *p, const char *key, struct json_object *val, void *userdata);
+
+/* Hands every key of the object o to parse_key, with the key pushed so
+ * that problems name it. A problem with one key does not stop the
+ * others: every problem is recorded, the first returned (-ENOMEM at
+ * once). not_object is the problem when o is no object (NULL: the
+ * caller checked). */
+static int parse_keys(struct parser *p, struct json_object *o, const char *not_object,
+                      key_parser_t parse_key, void *userdata) {
         int r = 0;
 
-        if (!json_object_is_type(o, json_type_object))
-                return key_error(p, -EINVAL, "must be an object with one of 'address', 'id', 'interface'");
+        if (not_object && !json_object_is_type(o, json_type_object))
+                return key_error(p, -EINVAL, "%s", not_object);
 
         json_object_object_foreach(o, key, val) {
                 int k;
 
                 if (push(p, key) < 0)
                         return -E2BIG;
-                if (!json_object_is_type(val, json_type_string))
-                        k = key_error(p, -EINVAL, "must be a string");
-                else if (streq(key, "address")) {
-                        pol->match = SVFF_POLICY_MATCH_ADDRESS;
-                        k = svff_pci_addr_canonicalize(json_object_get_string(val), pol->address);
-                        if (k < 0)
-                                k = key_error(p, -EINVAL, "must be a PCI address such as 0000:3b:00.0");
-                } else if (streq(key, "id")) {
-                        pol->match = SVFF_POLICY_MATCH_ID;
-                        k = parse_id(json_object_get_string(val), &pol->vendor_id, &pol->device_id);
-                        if (k < 0)
-                                k = key_error(p, -EINVAL, "must be VENDOR:DEVICE in hex, such as 10ee:903f");
-                } else if (streq(key, "interface")) {
-                        const char *ifn = json_object_get_string(val);
-
-                        pol->match = SVFF_POLICY_MATCH_INTERFACE;
-                        k = 0;
-                        if (*ifn == 0 || strlen(ifn) > IFNAME_MAX || strpbrk(ifn, "/: \t\n") ||
-                            streq(ifn, ".") || streq(ifn, ".."))
-                                k = key_error(p, -EINVAL, "must be a network interface name");
-                        else if (!(pol->interface = strdup(ifn)))
-                                k = -ENOMEM;
-                } else
-                        k = key_error(p, -EINVAL, "is unknown: match on 'address', 'id' or 'interface'");
+                k = parse_key(p, key, val, userdata);
                 pop(p);
                 if (k == -ENOMEM)
                         return k;
                 if (k < 0 && r == 0)
                         r = k;
-                n++;
         }
+        return r;
+}
+
+static int parse_match_key(struct parser *p, const char *key, struct json_object *val, void *userdata) {
+        struct svff_policy *pol = userdata;
+        int k;
+
+        if (!json_object_is_type(val, json_type_string))
+                k = key_error(p, -EINVAL, "must be a string");
+        else if (streq(key, "address")) {
+                pol->match = SVFF_POLICY_MATCH_ADDRESS;
+                k = svff_pci_addr_canonicalize(json_object_get_string(val), pol->address);
+                if (k < 0)
+                        k = key_error(p, -EINVAL, "must be a PCI address such as 0000:3b:00.0");
+        } else if (streq(key, "id")) {
+                pol->match = SVFF_POLICY_MATCH_ID;
+                k = parse_id(json_object_get_string(val), &pol->vendor_id, &pol->device_id);
+                if (k < 0)
+                        k = key_error(p, -EINVAL, "must be VENDOR:DEVICE in hex, such as 10ee:903f");
+        } else if (streq(key, "interface")) {
+                const char *ifn = json_object_get_string(val);
+
+                pol->match = SVFF_POLICY_MATCH_INTERFACE;
+                k = 0;
+                if (*ifn == 0 || strlen(ifn) > IFNAME_MAX || strpbrk(ifn, "/: \t\n") ||
+                    streq(ifn, ".") || streq(ifn, ".."))
+                        k = key_error(p, -EINVAL, "must be a network interface name");
+                else if (!(pol->interface = strdup(ifn)))
+                        k = -ENOMEM;
+        } else
+                k = key_error(p, -EINVAL, "is unknown: match on 'address', 'id' or 'interface'");
+        return k;
+}
+
+static int parse_match(struct parser *p, struct json_object *o, struct svff_policy *pol) {
+        int r;
+
+        r = parse_keys(p, o, "must be an object with one of 'address', 'id', 'interface'", parse_match_key, pol);
         if (r < 0)
                 return r;
-        if (n != 1)
+        if (json_object_object_length(o) != 1)
                 return key_error(p, -EINVAL, "must hold exactly one of 'address', 'id', 'interface'");
         return 0;
+}
+
+static int parse_policy_key(struct parser *p, const char *key, struct json_object *val, void *userdata) {
+        struct svff_policy *pol = userdata;
+        uint64_t v;
+        bool b = false;
+        int k;
+
+        if (streq(key, "match"))
+                k = parse_match(p, val, pol);
+        else if (streq(key, "numvfs")) {
+                k = get_uint(p, val, 0, 65535, &v);
+                if (k >= 0)
+                        pol->numvfs = (int) v;
+        } else if (streq(key, "vf-driver"))
+                k = get_driver(p, val, &pol->vf_driver);
+        else if (streq(key, "autoprobe")) {
+                k = get_bool(p, val, &b);
+                if (k >= 0)
+                        pol->autoprobe = b;
+        } else if (streq(key, "pool"))
+                k = get_bool(p, val, &pol->pool);
+        else
+                k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf-driver, autoprobe, pool)");
+        return k;
 }
 
 static int parse_policy(struct parser *p, const char *name, struct json_object *o,
                         struct svff_policy *ret) {
         struct svff_policy pol = { .numvfs = -1, .autoprobe = -1, .pool = true };
-        bool have_match = false;
-        int r = 0;
+        int r;
 
-        if (!json_object_is_type(o, json_type_object))
-                return key_error(p, -EINVAL, "must be an object (or null to drop the policy)");
-
-        json_object_object_foreach(o, key, val) {
-                uint64_t v;
-                bool b = false;
-                int k;
-
-                if (push(p, key) < 0)
-                        return -E2BIG;
-                if (streq(key, "match")) {
-                        k = parse_match(p, val, &pol);
-                        have_match = true;
-                } else if (streq(key, "numvfs")) {
-                        k = get_uint(p, val, 0, 65535, &v);
-                        if (k >= 0)
-                                pol.numvfs = (int) v;
-                } else if (streq(key, "vf-driver"))
-                        k = get_driver(p, val, &pol.vf_driver);
-                else if (streq(key, "autoprobe")) {
-                        k = get_bool(p, val, &b);
-                        if (k >= 0)
-                                pol.autoprobe = b;
-                } else if (streq(key, "pool"))
-                        k = get_bool(p, val, &pol.pool);
-                else
-                        k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf-driver, autoprobe, pool)");
-                pop(p);
-                if (k == -ENOMEM) {
-                        policy_done(&pol);
-                        return k;
-                }
-                if (k < 0 && r == 0)
-                        r = k;
-        }
-        if (r >= 0 && !have_match)
+        r = parse_keys(p, o, "must be an object (or null to drop the policy)", parse_policy_key, &pol);
+        if (r >= 0 && !json_object_object_get_ex(o, "match", NULL))
                 r = key_error(p, -EINVAL, "needs a 'match'");
         if (r >= 0) {
                 char origin[PATH_MAX + 16];
@@ -485,83 +497,64 @@ static int put_policy(struct svff_config *c, struct svff_policy *pol) {
         return 0;
 }
 
-static int apply_policies(struct parser *p, struct svff_config *c, struct json_object *o) {
-        int r = 0;
+/* One named policy: null drops it. */
+static int apply_policy(struct parser *p, const char *name, struct json_object *val, void *userdata) {
+        struct svff_config *c = userdata;
+        struct svff_policy pol;
+        int k;
 
-        if (!json_object_is_type(o, json_type_object))
-                return key_error(p, -EINVAL, "must be an object of named policies");
-
-        json_object_object_foreach(o, name, val) {
-                struct svff_policy pol;
-                int k;
-
-                if (push(p, name) < 0)
-                        return -E2BIG;
-                if (!val) {
-                        drop_policy(c, name);
-                        k = 0;
-                } else {
-                        k = parse_policy(p, name, val, &pol);
-                        if (k >= 0) {
-                                k = put_policy(c, &pol);
-                                if (k < 0) {
-                                        policy_done(&pol);
-                                        if (k == -E2BIG)
-                                                k = key_error(p, k, "is one policy too many (at most %d)",
-                                                              POLICIES_MAX);
-                                }
-                        }
-                }
-                pop(p);
-                if (k == -ENOMEM)
-                        return k;
-                if (k < 0 && r == 0)
-                        r = k;
+        if (!val) {
+                drop_policy(c, name);
+                return 0;
         }
-        return r;
+        k = parse_policy(p, name, val, &pol);
+        if (k < 0)
+                return k;
+        k = put_policy(c, &pol);
+        if (k < 0) {
+                policy_done(&pol);
+                if (k == -E2BIG)
+                        k = key_error(p, k, "is one policy too many (at most %d)", POLICIES_MAX);
+        }
+        return k;
+}
+
+static int apply_policies(struct parser *p, struct svff_config *c, struct json_object *o) {
+        return parse_keys(p, o, "must be an object of named policies", apply_policy, c);
+}
+
+static int apply_limit(struct parser *p, const char *key, struct json_object *val, void *userdata) {
+        struct svff_config *c = userdata;
+        uint64_t v;
+        int k;
+
+        if (streq(key, "max-connections")) {
+                k = get_uint(p, val, 1, 65536, &v);
+                if (k >= 0)
+                        c->limits.max_connections = (unsigned) v;
+        } else if (streq(key, "max-connections-per-uid")) {
+                k = get_uint(p, val, 1, 65536, &v);
+                if (k >= 0)
+                        c->limits.max_connections_per_uid = (unsigned) v;
+        } else if (streq(key, "max-message-bytes")) {
+                k = get_uint(p, val, 1024, 64 * 1024 * 1024, &v);
+                if (k >= 0)
+                        c->limits.max_message = (size_t) v;
+        } else if (streq(key, "idle-timeout-sec")) {
+                k = get_uint(p, val, 0, 86400, &v);
+                if (k >= 0)
+                        c->limits.idle_timeout_usec = v * 1000000ULL;
+        } else if (streq(key, "idle-timeout-msec")) {
+                k = get_uint(p, val, 0, 86400000, &v);
+                if (k >= 0)
+                        c->limits.idle_timeout_usec = v * 1000ULL;
+        } else
+                k = key_error(p, -EINVAL, "is unknown");
+        return k;
 }
 
 static int apply_limits(struct parser *p, struct svff_config *c, struct json_object *o) {
-        int r = 0;
-
-        if (!json_object_is_type(o, json_type_object))
-                return key_error(p, -EINVAL, "must be an object");
-
-        json_object_object_foreach(o, key, val) {
-                uint64_t v;
-                int k;
-
-                if (push(p, key) < 0)
-                        return -E2BIG;
-                if (streq(key, "max-connections")) {
-                        k = get_uint(p, val, 1, 65536, &v);
-                        if (k >= 0)
-                                c->limits.max_connections = (unsigned) v;
-                } else if (streq(key, "max-connections-per-uid")) {
-                        k = get_uint(p, val, 1, 65536, &v);
-                        if (k >= 0)
-                                c->limits.max_connections_per_uid = (unsigned) v;
-                } else if (streq(key, "max-message-bytes")) {
-                        k = get_uint(p, val, 1024, 64 * 1024 * 1024, &v);
-                        if (k >= 0)
-                                c->limits.max_message = (size_t) v;
-                } else if (streq(key, "idle-timeout-sec")) {
-                        k = get_uint(p, val, 0, 86400, &v);
-                        if (k >= 0)
-                                c->limits.idle_timeout_usec = v * 1000000ULL;
-                } else if (streq(key, "idle-timeout-msec")) {
-                        k = get_uint(p, val, 0, 86400000, &v);
-                        if (k >= 0)
-                                c->limits.idle_timeout_usec = v * 1000ULL;
-                } else
-                        k = key_error(p, -EINVAL, "is unknown");
-                pop(p);
-                if (k == -ENOMEM)
-                        return k;
-                if (k < 0 && r == 0)
-                        r = k;
-        }
-        return r;
+        return parse_keys(p, o, "must be an object", apply_limit, c);
 }
 
 /* A duration key: NAME-sec (or NAME-msec) in [min, max] seconds. */
@@ -575,73 +568,66 @@ static int get_usec(struct parser *p, struct json_object *v, uint64_t unit_usec,
         return r;
 }
 
-static int apply(struct parser *p, struct svff_config *c, struct json_object *root) {
-        int r = 0;
+static int apply_setting(struct parser *p, const char *key, struct json_object *val, void *userdata) {
+        struct svff_config *c = userdata;
+        uint64_t v;
+        int k;
 
+        if (streq(key, "socket"))
+                k = get_string(p, val, &c->socket, false, PATH_MAX);
+        else if (streq(key, "state-dir"))
+                k = get_string(p, val, &c->state_dir, false, PATH_MAX);
+        else if (streq(key, "sysfs-root"))
+                k = get_string(p, val, &c->sysfs_root, false, PATH_MAX);
+        else if (streq(key, "libvirt-uri"))
+                k = get_string(p, val, &c->libvirt_uri, false, PATH_MAX);
+        else if (streq(key, "admin-group"))
+                k = get_string(p, val, &c->admin_group, true, PATH_MAX);
+        else if (streq(key, "vf-driver"))
+                k = get_driver(p, val, &c->vf_driver);
+        else if (streq(key, "device-pause-command"))
+                k = get_string(p, val, &c->device_pause_command, false, 128);
+        else if (streq(key, "device-unpause-command"))
+                k = get_string(p, val, &c->device_unpause_command, false, 128);
+        else if (streq(key, "log-level")) {
+                int l = json_object_is_type(val, json_type_string)
+                                ? svff_log_level_from_string(json_object_get_string(val))
+                                : -EINVAL;
+                k = l < 0 ? key_error(p, -EINVAL, "must be one of err, warning, notice, info, debug")
+                          : 0;
+                if (l >= 0)
+                        c->log_level = l;
+        } else if (streq(key, "numvfs-timeout-sec"))
+                k = get_usec(p, val, 1000000ULL, 1, 3600, &c->numvfs_timeout_usec);
+        else if (streq(key, "detach-timeout-sec"))
+                k = get_usec(p, val, 1000000ULL, 1, 3600, &c->detach_timeout_usec);
+        else if (streq(key, "qmp-timeout-sec"))
+                k = get_usec(p, val, 1000000ULL, 1, 600, &c->qmp_timeout_usec);
+        else if (streq(key, "settle-msec"))
+                k = get_usec(p, val, 1000ULL, 0, 60000, &c->settle_usec);
+        else if (streq(key, "list-max-age-msec"))
+                k = get_usec(p, val, 1000ULL, 0, 3600000, &c->list_max_age_usec);
+        else if (streq(key, "workers")) {
+                k = get_uint(p, val, 1, 64, &v);
+                if (k >= 0)
+                        c->workers = (unsigned) v;
+        } else if (streq(key, "libvirt-workers")) {
+                k = get_uint(p, val, 1, 256, &v);
+                if (k >= 0)
+                        c->libvirt_workers = (unsigned) v;
+        } else if (streq(key, "limits"))
+                k = apply_limits(p, c, val);
+        else if (streq(key, "policies"))
+                k = apply_policies(p, c, val);
+        else
+                k = key_error(p, -EINVAL, "is unknown");
+        return k;
+}
+
+static int apply(struct parser *p, struct svff_config *c, struct json_object *root) {
         if (!json_object_is_type(root, json_type_object))
                 return add_error(p, -EINVAL, 1, "the top level must be a JSON object");
-
-        json_object_object_foreach(root, key, val) {
-                uint64_t v;
-                int k;
-
-                if (push(p, key) < 0)
-                        return -E2BIG;
-                if (streq(key, "socket"))
-                        k = get_string(p, val, &c->socket, false, PATH_MAX);
-                else if (streq(key, "state-dir"))
-                        k = get_string(p, val, &c->state_dir, false, PATH_MAX);
-                else if (streq(key, "sysfs-root"))
-                        k = get_string(p, val, &c->sysfs_root, false, PATH_MAX);
-                else if (streq(key, "libvirt-uri"))
-                        k = get_string(p, val, &c->libvirt_uri, false, PATH_MAX);
-                else if (streq(key, "admin-group"))
-                        k = get_string(p, val, &c->admin_group, true, PATH_MAX);
-                else if (streq(key, "vf-driver"))
-                        k = get_driver(p, val, &c->vf_driver);
-                else if (streq(key, "device-pause-command"))
-                        k = get_string(p, val, &c->device_pause_command, false, 128);
-                else if (streq(key, "device-unpause-command"))
-                        k = get_string(p, val, &c->device_unpause_command, false, 128);
-                else if (streq(key, "log-level")) {
-                        int l = json_object_is_type(val, json_type_string)
-                                        ? svff_log_level_from_string(json_object_get_string(val))
-                                        : -EINVAL;
-                        k = l < 0 ? key_error(p, -EINVAL, "must be one of err, warning, notice, info, debug")
-                                  : 0;
-                        if (l >= 0)
-                                c->log_level = l;
-                } else if (streq(key, "numvfs-timeout-sec"))
-                        k = get_usec(p, val, 1000000ULL, 1, 3600, &c->numvfs_timeout_usec);
-                else if (streq(key, "detach-timeout-sec"))
-                        k = get_usec(p, val, 1000000ULL, 1, 3600, &c->detach_timeout_usec);
-                else if (streq(key, "qmp-timeout-sec"))
-                        k = get_usec(p, val, 1000000ULL, 1, 600, &c->qmp_timeout_usec);
-                else if (streq(key, "settle-msec"))
-                        k = get_usec(p, val, 1000ULL, 0, 60000, &c->settle_usec);
-                else if (streq(key, "list-max-age-msec"))
-                        k = get_usec(p, val, 1000ULL, 0, 3600000, &c->list_max_age_usec);
-                else if (streq(key, "workers")) {
-                        k = get_uint(p, val, 1, 64, &v);
-                        if (k >= 0)
-                                c->workers = (unsigned) v;
-                } else if (streq(key, "libvirt-workers")) {
-                        k = get_uint(p, val, 1, 256, &v);
-                        if (k >= 0)
-                                c->libvirt_workers = (unsigned) v;
-                } else if (streq(key, "limits"))
-                        k = apply_limits(p, c, val);
-                else if (streq(key, "policies"))
-                        k = apply_policies(p, c, val);
-                else
-                        k = key_error(p, -EINVAL, "is unknown");
-                pop(p);
-                if (k == -ENOMEM)
-                        return k;
-                if (k < 0 && r == 0)
-                        r = k;
-        }
-        return r;
+        return parse_keys(p, root, NULL, apply_setting, c);
 }
 
 static bool is_dev_null(const struct stat *st) {

@@ -24,19 +24,24 @@ int svff_dev_exists(struct svff_ctx *ctx, const char *address) {
         return svff_sysfs_exists(svff_ctx_get_rootfd(ctx), path);
 }
 
-/* Opens the device directory; -ENODEV with a message when absent. */
-static int dev_open(struct svff_ctx *ctx, const char *address, struct svff_error *err) {
+/* Canonicalizes a user-supplied address into canonical and opens the
+ * device directory; -ENODEV with a message when absent. */
+static int dev_open(struct svff_ctx *ctx, const char *address, char canonical[static SVFF_PCI_ADDR_STRLEN],
+                    struct svff_error *err) {
         _cleanup_free_ char *path = NULL;
-        int fd;
+        int fd, r;
 
-        if (asprintf(&path, "bus/pci/devices/%s", address) < 0)
+        r = svff_dev_canonicalize(address, canonical, err);
+        if (r < 0)
+                return r;
+        if (asprintf(&path, "bus/pci/devices/%s", canonical) < 0)
                 return -ENOMEM;
         fd = svff_sysfs_open_dir(svff_ctx_get_rootfd(ctx), path);
         if (fd == -ENOENT || fd == -ENOTDIR)
                 return svff_error_set(err, -ENODEV,
-                                      "No PCI device '%s': check the address with 'lspci -D'", address);
+                                      "No PCI device '%s': check the address with 'lspci -D'", canonical);
         if (fd < 0)
-                return svff_error_set_errno(err, fd, "Cannot open PCI device '%s'", address);
+                return svff_error_set_errno(err, fd, "Cannot open PCI device '%s'", canonical);
         return fd;
 }
 
@@ -207,12 +212,67 @@ static int no_sriov(struct svff_ctx *ctx, const char *address, struct svff_error
                               "PCI device '%s' does not support SR-IOV: give the address of an SR-IOV PF", address);
 }
 
+/* A numeric attribute of a PF and the field of struct svff_pf it fills:
+ * a uint16_t, or a 32-bit unsigned. */
+struct pf_number {
+        const char *name;
+        bool hex;
+        bool absent_ok;         /* -ENOENT for the caller, without a message */
+        size_t offset;
+        size_t size;
+};
+
+#define PF_NUMBER(_name, _hex, _field, ...)                                             \
+        { .name = _name, .hex = _hex, .offset = offsetof(struct svff_pf, _field),       \
+          .size = sizeof(((struct svff_pf *) NULL)->_field), __VA_ARGS__ }
+
+_Static_assert(sizeof(unsigned) == sizeof(uint32_t), "PF counts are stored as uint32_t");
+
+/* Without sriov_totalvfs a device is no PF we can manage. */
+static const struct pf_number pf_ids[] = {
+        PF_NUMBER("sriov_totalvfs", false, totalvfs, .absent_ok = true),
+        PF_NUMBER("vendor", true, vendor_id),
+        PF_NUMBER("device", true, device_id),
+        PF_NUMBER("class", true, class),
+        PF_NUMBER("sriov_numvfs", false, numvfs),
+};
+
+/* sriov_offset, sriov_stride and sriov_vf_device appeared in Linux 4.18;
+ * older kernels only have the capability itself. */
+static const struct pf_number pf_vf_layout[] = {
+        PF_NUMBER("sriov_offset", false, offset, .absent_ok = true),
+        PF_NUMBER("sriov_stride", false, stride),
+        PF_NUMBER("sriov_vf_device", true, vf_device_id),
+};
+
+/* Fills pf from numbers[0, n), in order. Any failure but an allowed
+ * absence means the device vanished, and err says so. */
+static int pf_read_numbers(struct svff_pf *pf, int dfd, const struct pf_number *numbers, size_t n,
+                           struct svff_error *err) {
+        for (size_t i = 0; i < n; i++) {
+                const struct pf_number *num = &numbers[i];
+                void *field = (uint8_t *) pf + num->offset;
+                uint64_t v;
+                int r;
+
+                r = num->hex ? svff_sysfs_read_hex(dfd, num->name, &v) : svff_sysfs_read_u64(dfd, num->name, &v);
+                if (r == -ENOENT && num->absent_ok)
+                        return r;
+                if (r < 0)
+                        return vanished(err, r, pf->address, num->name);
+                if (num->size == sizeof(uint16_t))
+                        *(uint16_t *) field = (uint16_t) v;
+                else
+                        *(uint32_t *) field = (uint32_t) v;
+        }
+        return 0;
+}
+
 static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, struct svff_pf **ret,
                       struct svff_error *err) {
         _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
         _cleanup_free_ char *physfn = NULL;
         _cleanup_strv_free_ char **net = NULL;
-        uint64_t v;
         int r;
 
         r = read_link_opt(dfd, "physfn", &physfn);
@@ -228,34 +288,13 @@ static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, struct
                 return -ENOMEM;
         memcpy(pf->address, address, SVFF_PCI_ADDR_STRLEN);
 
-        r = svff_sysfs_read_u64(dfd, "sriov_totalvfs", &v);
+        r = pf_read_numbers(pf, dfd, pf_ids, ELEMENTSOF(pf_ids), err);
         if (r == -ENOENT)
                 return no_sriov(ctx, address, err);
         if (r < 0)
-                return vanished(err, r, address, "sriov_totalvfs");
-        pf->totalvfs = (unsigned) v;
+                return r;
 
-        r = svff_sysfs_read_hex(dfd, "vendor", &v);
-        if (r < 0)
-                return vanished(err, r, address, "vendor");
-        pf->vendor_id = (uint16_t) v;
-        r = svff_sysfs_read_hex(dfd, "device", &v);
-        if (r < 0)
-                return vanished(err, r, address, "device");
-        pf->device_id = (uint16_t) v;
-        r = svff_sysfs_read_hex(dfd, "class", &v);
-        if (r < 0)
-                return vanished(err, r, address, "class");
-        pf->class = (uint32_t) v;
-
-        r = svff_sysfs_read_u64(dfd, "sriov_numvfs", &v);
-        if (r < 0)
-                return vanished(err, r, address, "sriov_numvfs");
-        pf->numvfs = (unsigned) v;
-
-        /* sriov_offset, sriov_stride and sriov_vf_device appeared in Linux
-         * 4.18; older kernels only have the capability itself. */
-        r = svff_sysfs_read_u64(dfd, "sriov_offset", &v);
+        r = pf_read_numbers(pf, dfd, pf_vf_layout, ELEMENTSOF(pf_vf_layout), err);
         if (r == -ENOENT) {
                 struct svff_sriov_cap cap;
 
@@ -266,18 +305,7 @@ static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, struct
                 pf->stride = cap.stride;
                 pf->vf_device_id = cap.vf_device;
         } else if (r < 0)
-                return vanished(err, r, address, "sriov_offset");
-        else {
-                pf->offset = (unsigned) v;
-                r = svff_sysfs_read_u64(dfd, "sriov_stride", &v);
-                if (r < 0)
-                        return vanished(err, r, address, "sriov_stride");
-                pf->stride = (unsigned) v;
-                r = svff_sysfs_read_hex(dfd, "sriov_vf_device", &v);
-                if (r < 0)
-                        return vanished(err, r, address, "sriov_vf_device");
-                pf->vf_device_id = (uint16_t) v;
-        }
+                return r;
 
         r = read_link_opt(dfd, "driver", &pf->driver);
         if (r < 0)
@@ -324,14 +352,10 @@ int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret
                  struct svff_error *err) {
         char canonical[SVFF_PCI_ADDR_STRLEN];
         _cleanup_close_ int dfd = -EBADF;
-        int r;
 
         if (!ctx || !ret)
                 return -EINVAL;
-        r = svff_dev_canonicalize(address, canonical, err);
-        if (r < 0)
-                return r;
-        dfd = dev_open(ctx, canonical, err);
+        dfd = dev_open(ctx, address, canonical, err);
         if (dfd < 0)
                 return dfd;
 
@@ -483,10 +507,7 @@ int svff_vf_load(struct svff_ctx *ctx, const char *address, struct svff_vf *ret,
 
         if (!ctx || !ret)
                 return -EINVAL;
-        r = svff_dev_canonicalize(address, canonical, err);
-        if (r < 0)
-                return r;
-        dfd = dev_open(ctx, canonical, err);
+        dfd = dev_open(ctx, address, canonical, err);
         if (dfd < 0)
                 return dfd;
 

@@ -145,18 +145,14 @@ static bool int_clamped(struct json_object *v) {
         return i == INT64_MIN || (i == INT64_MAX && json_object_get_uint64(v) == UINT64_MAX);
 }
 
-int svff_json_to_i64(struct json_object *v, int64_t *ret) {
-        int64_t i;
-
+/* 0 when v is an integer literal json-c did not clamp, else why the
+ * value is no integer here: a non-integer number of a magnitude no
+ * 64-bit integer holds is -ERANGE (no caller can tell it from an
+ * overflow), any other type -EINVAL. */
+static int int_check(struct json_object *v) {
         switch (json_object_get_type(v)) {
         case json_type_int:
-                if (int_clamped(v))
-                        return -ERANGE;
-                i = json_object_get_int64(v);
-                if (i == INT64_MAX && json_object_get_uint64(v) > (uint64_t) INT64_MAX)
-                        return -ERANGE;
-                *ret = i;
-                return 0;
+                return int_clamped(v) ? -ERANGE : 0;
         case json_type_double: {
                 double d = json_object_get_double(v);
                 return !isnan(d) && fabs(d) >= 0x1p63 ? -ERANGE : -EINVAL;
@@ -166,20 +162,30 @@ int svff_json_to_i64(struct json_object *v, int64_t *ret) {
         }
 }
 
+int svff_json_to_i64(struct json_object *v, int64_t *ret) {
+        int64_t i;
+        int r;
+
+        r = int_check(v);
+        if (r < 0)
+                return r;
+        i = json_object_get_int64(v);
+        if (i == INT64_MAX && json_object_get_uint64(v) > (uint64_t) INT64_MAX)
+                return -ERANGE;
+        *ret = i;
+        return 0;
+}
+
 int svff_json_to_u64(struct json_object *v, uint64_t *ret) {
-        switch (json_object_get_type(v)) {
-        case json_type_int:
-                if (int_clamped(v) || json_object_get_int64(v) < 0)
-                        return -ERANGE;
-                *ret = json_object_get_uint64(v);
-                return 0;
-        case json_type_double: {
-                double d = json_object_get_double(v);
-                return !isnan(d) && fabs(d) >= 0x1p63 ? -ERANGE : -EINVAL;
-        }
-        default:
-                return -EINVAL;
-        }
+        int r;
+
+        r = int_check(v);
+        if (r < 0)
+                return r;
+        if (json_object_get_int64(v) < 0)
+                return -ERANGE;
+        *ret = json_object_get_uint64(v);
+        return 0;
 }
 
 int svff_json_to_unsigned(struct json_object *v, unsigned *ret) {
@@ -200,98 +206,80 @@ bool svff_json_is_clean_string(struct json_object *v) {
                strlen(json_object_get_string(v)) == (size_t) json_object_get_string_len(v);
 }
 
-static int get_field(struct json_object *obj, const char *key, struct json_object **ret) {
-        if (!json_object_is_type(obj, json_type_object) || !key)
+static bool is_boolean(struct json_object *v) {
+        return json_object_is_type(v, json_type_boolean);
+}
+
+static bool is_object(struct json_object *v) {
+        return json_object_is_type(v, json_type_object);
+}
+
+/* The one lookup behind the getters: the field key of obj (borrowed),
+ * checked with valid when given (a JSON null passes as NULL when
+ * null_ok). *ret is untouched on failure. */
+static int get_field(struct json_object *obj, const char *key, bool (*valid)(struct json_object *v),
+                     bool null_ok, struct json_object **ret) {
+        struct json_object *v;
+
+        if (!is_object(obj) || !key)
                 return -EINVAL;
-        if (!json_object_object_get_ex(obj, key, ret))
+        if (!json_object_object_get_ex(obj, key, &v))
                 return -ENOENT;
+        if (valid && !(null_ok && !v) && !valid(v))
+                return -EINVAL;
+        *ret = v;
         return 0;
 }
 
-int svff_json_get_u64(struct json_object *obj, const char *key, uint64_t *ret) {
-        struct json_object *v;
-        int r;
+/* The integer getters: any JSON type is looked up, the conversion
+ * refuses the wrong ones with -EINVAL. */
+#define DEFINE_JSON_GET_INT(name, type)                                                 \
+        int svff_json_get_##name(struct json_object *obj, const char *key, type *ret) { \
+                struct json_object *v;                                                  \
+                int r;                                                                  \
+                                                                                        \
+                r = get_field(obj, key, NULL, false, &v);                               \
+                if (r < 0)                                                              \
+                        return r;                                                       \
+                return svff_json_to_##name(v, ret);                                     \
+        }
 
-        r = get_field(obj, key, &v);
-        if (r < 0)
-                return r;
-        return svff_json_to_u64(v, ret);
-}
-
-int svff_json_get_i64(struct json_object *obj, const char *key, int64_t *ret) {
-        struct json_object *v;
-        int r;
-
-        r = get_field(obj, key, &v);
-        if (r < 0)
-                return r;
-        return svff_json_to_i64(v, ret);
-}
-
-int svff_json_get_unsigned(struct json_object *obj, const char *key, unsigned *ret) {
-        struct json_object *v;
-        int r;
-
-        r = get_field(obj, key, &v);
-        if (r < 0)
-                return r;
-        return svff_json_to_unsigned(v, ret);
-}
+DEFINE_JSON_GET_INT(u64, uint64_t)
+DEFINE_JSON_GET_INT(i64, int64_t)
+DEFINE_JSON_GET_INT(unsigned, unsigned)
 
 int svff_json_get_bool(struct json_object *obj, const char *key, bool *ret) {
         struct json_object *v;
         int r;
 
-        r = get_field(obj, key, &v);
+        r = get_field(obj, key, is_boolean, false, &v);
         if (r < 0)
                 return r;
-        if (!json_object_is_type(v, json_type_boolean))
-                return -EINVAL;
         *ret = json_object_get_boolean(v);
         return 0;
 }
 
-int svff_json_get_string(struct json_object *obj, const char *key, const char **ret) {
+static int get_string(struct json_object *obj, const char *key, bool null_ok, const char **ret) {
         struct json_object *v;
         int r;
 
-        r = get_field(obj, key, &v);
+        r = get_field(obj, key, svff_json_is_clean_string, null_ok, &v);
         if (r < 0)
                 return r;
-        if (!svff_json_is_clean_string(v))
-                return -EINVAL;
-        *ret = json_object_get_string(v);
+        *ret = v ? json_object_get_string(v) : NULL;
         return 0;
+}
+
+int svff_json_get_string(struct json_object *obj, const char *key, const char **ret) {
+        return get_string(obj, key, false, ret);
 }
 
 int svff_json_get_string_or_null(struct json_object *obj, const char *key, const char **ret) {
-        struct json_object *v;
-        int r;
-
-        r = get_field(obj, key, &v);
-        if (r < 0)
-                return r;
-        if (!v) {
-                *ret = NULL;
-                return 0;
-        }
-        if (!svff_json_is_clean_string(v))
-                return -EINVAL;
-        *ret = json_object_get_string(v);
-        return 0;
+        return get_string(obj, key, true, ret);
 }
 
 int svff_json_get_object(struct json_object *obj, const char *key, struct json_object **ret) {
-        struct json_object *v;
-        int r;
-
-        r = get_field(obj, key, &v);
-        if (r < 0)
-                return r;
-        if (!json_object_is_type(v, json_type_object))
-                return -EINVAL;
-        *ret = v;
-        return 0;
+        return get_field(obj, key, is_object, false, ret);
 }
 
 int svff_json_format(struct json_object *v, int flags, char **ret, size_t *ret_len) {

@@ -1,58 +1,12 @@
 # Shared by the reconf integration tests: svffd on pcisim with libvirt's
-# QEMU driver embedded (qemu:///embed, a private root) in a private mount
-# namespace, defined domains, and helpers that check the invariants a
-# reconf must keep. Source it after re-executing in a mount namespace:
+# QEMU driver embedded (libvirt-embed-lib.sh: a private root in a private
+# mount namespace), and helpers that check the invariants a reconf must
+# keep. Source it first thing (it re-executes the test in that namespace):
 #
-#   if [ -z "${SVFF_IN_MOUNT_NS:-}" ]; then ... exec unshare -m ...; fi
 #   . "$(dirname "$0")/reconf-lib.sh"
 # shellcheck shell=sh
 
-. "${top_srcdir:-$(dirname "$0")/..}/tests/daemon-lib.sh"
-
-skip_if_sanitized_fork
-command -v virsh >/dev/null || skip "virsh (libvirt-clients) is not installed"
-QEMU=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 is not installed"
-mount -t tmpfs tmpfs /run || skip "cannot mount a private /run"
-
-ROOT="$T/libvirt"
-URI="qemu:///embed?root=$ROOT"
-mkdir -p "$ROOT/etc"
-printf 'stdio_handler = "file"\nuser = "root"\ngroup = "root"\n' > "$ROOT/etc/qemu.conf"
-virsh_() { virsh -q -c "$URI" "$@"; }
-
-kill_domains() {
-        for p in $(pgrep -f "$ROOT/lib/qemu" 2>/dev/null); do kill "$p" 2>/dev/null; done
-}
-trap 'kill_domains; cleanup' EXIT
-
-# define NAME...: persistent domains that never run (CONFIG assignments).
-define() {
-        for d in "$@"; do
-                cat > "$T/$d.xml" <<XML
-<domain type='qemu'>
-  <name>$d</name>
-  <memory unit='MiB'>64</memory>
-  <os><type arch='x86_64' machine='q35'>hvm</type></os>
-  <devices><emulator>$QEMU</emulator></devices>
-</domain>
-XML
-                virsh_ define "$T/$d.xml" >/dev/null || fail "virsh define $d"
-        done
-}
-
-# svff_conf [extra JSON members]
-svff_conf() {
-        printf '{"libvirt-uri": "%s", "detach-timeout-sec": 5%s}\n' "$URI" "${1:-}" > "$T/svff.conf"
-}
-
-connected_n() { [ "$(grep -c "Connected to libvirt" "$T/svffd.log")" -ge "$1" ]; }
-N_STARTS=0
-# start_connected [svffd options]: svffd up and connected to libvirt.
-start_connected() {
-        start_svffd "$@"
-        N_STARTS=$((N_STARTS + 1))
-        wait_for connected_n "$N_STARTS" || fail "svffd did not connect to '$URI'"
-}
+. "${top_srcdir:-$(dirname "$0")/..}/tests/libvirt-embed-lib.sh"
 
 store_py() { python3 -c "import json,sys; d=json.load(open('$STATE/store.json')); $1"; }
 journal() { store_py 'print(d.get("journal"))'; }

@@ -4,60 +4,16 @@
 # the domain XML, pool allocation, double-assignment refusal, a VF not on
 # vfio-pci, a shared IOMMU group, an unknown domain, and a LIVE attach on
 # this VFIO-less host failing with libvirt's own error, store unchanged.
-#
-# Only one process may open an embed root, and libvirt writes under
-# /run/libvirt outside it: the test runs in a private mount namespace with
-# its own /run; svffd opens the root while it runs, virsh before and after.
-if [ -z "${SVFF_IN_MOUNT_NS:-}" ]; then
-        unshare -m --propagation private true 2>/dev/null || { echo "SKIP: cannot create a mount namespace"; exit 77; }
-        SVFF_IN_MOUNT_NS=1 exec unshare -m --propagation private sh "$0" "$@"
-fi
-. "$(dirname "$0")/daemon-lib.sh"
+. "$(dirname "$0")/libvirt-embed-lib.sh"
 
-skip_if_sanitized_fork
-command -v virsh >/dev/null || skip "virsh (libvirt-clients) is not installed"
-QEMU=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 is not installed"
-mount -t tmpfs tmpfs /run || skip "cannot mount a private /run"
-
-ROOT="$T/libvirt"
-URI="qemu:///embed?root=$ROOT"
-mkdir -p "$ROOT/etc"
-# No virtlogd here; QEMU runs as root so it can read the test's 0700 dir.
-printf 'stdio_handler = "file"\nuser = "root"\ngroup = "root"\n' > "$ROOT/etc/qemu.conf"
-virsh_() { virsh -q -c "$URI" "$@"; }
-
-kill_domains() {
-        # QEMU outlives the embedding process: stop what this root started.
-        for p in $(pgrep -f "$ROOT/lib/qemu" 2>/dev/null); do kill "$p" 2>/dev/null; done
-}
-trap 'kill_domains; cleanup' EXIT
-
-define() {
-        cat > "$T/$1.xml" <<EOF
-<domain type='qemu'>
-  <name>$1</name>
-  <memory unit='MiB'>64</memory>
-  <os><type arch='x86_64' machine='q35'>hvm</type></os>
-  <devices><emulator>$QEMU</emulator></devices>
-</domain>
-EOF
-        virsh_ define "$T/$1.xml" >/dev/null || fail "virsh define $1"
-}
-define vm1
-define vm2
-define vm3
+define vm1 vm2 vm3
 virsh_ start vm3 >/dev/null || fail "starting vm3 (TCG) failed"
 UUID1=$(virsh_ domuuid vm1)
 
-# wait_connected N: the Nth svffd start has opened the root
-connected_n() { [ "$(grep -c "Connected to libvirt" "$T/svffd.log")" -ge "$1" ]; }
-wait_connected() { wait_for connected_n "$1" || fail "svffd did not connect to '$URI'"; }
-
 PF=0000:01:00.0
 start_pcisim qdma
-printf '{"libvirt-uri": "%s", "detach-timeout-sec": 5}\n' "$URI" > "$T/svff.conf"
-start_svffd
-wait_connected 1
+svff_conf
+start_connected
 ctl init $PF 4 >/dev/null || fail "init"
 VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2); VF3=$(sys_vf $PF 3)
 gen() { ctl status --json | jget 'd["store"]["generation"]'; }
@@ -147,8 +103,7 @@ note "shared group"
 fusermount3 -u "$SYS" 2>/dev/null || umount -l "$SYS"
 rm -rf "$STATE"
 start_pcisim mixed
-start_svffd
-wait_connected 2
+start_connected
 NIC=0000:03:00.0
 ctl init $NIC 2 >/dev/null || fail "init NIC"
 N0=$(sys_vf $NIC 0); N1=$(sys_vf $NIC 1)
@@ -165,8 +120,7 @@ d["assignments"][vf] = {"uuid": "00000000-0000-0000-0000-000000000001", "domain"
     "guest_address": None, "alias": "ua-x", "live": False, "config": True, "state": "attached", "pause_mode": None}
 json.dump(d, open(p, "w"))
 PY
-start_svffd
-wait_connected 3
+start_connected
 g=$(gen)
 rc=0; ctl attach "$N1" vm1 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "shared group"

@@ -4,10 +4,6 @@
 # each restart: every assignment intact in the store and in the domain
 # XML (same VF, domain, guest address, alias, state attached), every VF
 # on vfio-pci, the journal cleared, and Status saying what was recovered.
-if [ -z "${SVFF_IN_MOUNT_NS:-}" ]; then
-        unshare -m --propagation private true 2>/dev/null || { echo "SKIP: cannot create a mount namespace"; exit 77; }
-        SVFF_IN_MOUNT_NS=1 exec unshare -m --propagation private sh "$0" "$@"
-fi
 . "$(dirname "$0")/reconf-lib.sh"
 
 DOMAINS="vm1 vm2 vm3"

@@ -4,10 +4,6 @@
 # domain XML), the dry run equal to the execution, refusal and --force,
 # two reconfs of one PF at once (the second refused), reconfs of two PFs
 # at once (both succeed), and init refusing to change an assigned PF.
-if [ -z "${SVFF_IN_MOUNT_NS:-}" ]; then
-        unshare -m --propagation private true 2>/dev/null || { echo "SKIP: cannot create a mount namespace"; exit 77; }
-        SVFF_IN_MOUNT_NS=1 exec unshare -m --propagation private sh "$0" "$@"
-fi
 . "$(dirname "$0")/reconf-lib.sh"
 
 DOMAINS="vm1 vm2 vm3 vm4"

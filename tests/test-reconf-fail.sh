@@ -10,10 +10,6 @@
 #   - numvfs 0 blocked past its deadline by a held VF: journal kept,
 #     assignments paused; once released the same reconf completes it;
 #   - a libvirt attach fails: that domain's assignment stays paused.
-if [ -z "${SVFF_IN_MOUNT_NS:-}" ]; then
-        unshare -m --propagation private true 2>/dev/null || { echo "SKIP: cannot create a mount namespace"; exit 77; }
-        SVFF_IN_MOUNT_NS=1 exec unshare -m --propagation private sh "$0" "$@"
-fi
 . "$(dirname "$0")/reconf-lib.sh"
 
 DOMAINS="vm1 vm2 vm3"
