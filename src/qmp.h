@@ -61,7 +61,7 @@ int svff_qmp_wait_event(struct svff_qmp *q, const char *name, const char *key, c
                         usec_t timeout, struct json_object **ret, struct svff_error *err);
 
 /* Native device pause: runs command (the configured device-pause or
- * -unpause command) with {"id": device_id} if QEMU offers it (found by
- * query-commands); -EOPNOTSUPP, with nothing done, when it does not. */
+ * -unpause command) with {"id": device_id}; -EOPNOTSUPP, with nothing
+ * done, when QEMU does not offer it (its CommandNotFound). */
 int svff_qmp_device_pause(struct svff_qmp *q, const char *command, const char *device_id,
                           usec_t timeout, struct svff_error *err);
