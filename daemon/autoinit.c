@@ -291,8 +291,16 @@ static void arm(struct autoinit *a, const char *address, bool restore) {
 
 /* Whether address is a VF svff knows of (its events are svff's own
  * doing, or its PF's). */
+/* A VF: svff's, or any other (it has a physfn link). A VF is never a PF,
+ * so its events need no settle timer nor another pass over the host;
+ * a reconf adds and binds a whole PF's worth of them at once. */
 static bool known_vf(struct manager *m, const char *address) {
+        char path[64];
+
         if (svff_store_get_vf(m->store, address, NULL, NULL) > 0)
+                return true;
+        snprintf(path, sizeof(path), "bus/pci/devices/%s/physfn", address);
+        if (svff_sysfs_exists(svff_ctx_get_rootfd(m->ctx), path) > 0)
                 return true;
         for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
                 if (svff_pf_find_vf(m->snapshot->pfs[i], address))

@@ -51,6 +51,21 @@ sleep 0.3
 wait_for settled
 expect_eq "$(ctl status --json | jget 'd["store"]["generation"]')" "$gen" "store generation after no-op events"
 
+# A VF svff has no record of (made behind its back) is still a VF: its
+# event arms no settle timer and costs no pass over the host.
+printf 4 > "$SYS/bus/pci/devices/$HOT/sriov_numvfs" 2>/dev/null || {
+        printf 0 > "$SYS/bus/pci/devices/$HOT/sriov_numvfs"
+        printf 4 > "$SYS/bus/pci/devices/$HOT/sriov_numvfs"
+}
+OTHER=$(sys_vf $HOT 3)
+[ -e "$SYS/bus/pci/devices/$OTHER/physfn" ] || fail "pcisim made no physfn link for $OTHER"
+inject add "$OTHER"
+inject bind "$OTHER"
+sleep 0.3
+grep -q "PCI $OTHER: .*applying its policy" "$T/svffd.log" && fail "an unrecorded VF's event armed a settle timer"
+ctl init $HOT 3 > /dev/null || fail "init $HOT 3 after the out-of-band change"
+wait_for settled
+
 # Hot-remove the scenario PF: records kept, shown as absent, drift.
 cp "$STATE/store.json" "$T/store.before"
 pcisim_ctl "remove $PF"
