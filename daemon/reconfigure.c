@@ -55,6 +55,7 @@ struct reconf {
         bool dry_run;
         bool recovery;                  /* from the journal after a restart */
         bool rollback;                  /* restoring after a failure before the change */
+        unsigned rollback_to;           /* the VF count a rollback goes back to */
         bool failed;                    /* some assignment did not come back */
         unsigned n_now;                 /* VFs that exist after the numvfs phase */
         unsigned pending;
@@ -198,6 +199,40 @@ static int journal_phase(struct reconf *rc, const char *phase, struct svff_error
         return manager_commit(rc->m, err);
 }
 
+/* Records that the reconf now goes back: to which VF count and why.
+ * Written before the first step of the rollback, so that a restart
+ * finishes it instead of resuming towards the target count; a recovery
+ * keeps the record it found. */
+static int journal_rollback(struct reconf *rc, struct svff_error *err) {
+        struct json_object *e = journal_get(rc->m, rc->plan->pf), *rb;
+        int r;
+
+        if (!e && journal_write(rc, "rollback") >= 0)
+                e = journal_get(rc->m, rc->plan->pf);
+        if (!e)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        if (!json_object_object_get_ex(e, "rollback", NULL)) {
+                rb = json_object_new_object();
+                if (!rb)
+                        return svff_error_set(err, -ENOMEM, "Out of memory");
+                json_object_object_add(rb, "numvfs", json_object_new_int64(rc->rollback_to));
+                json_object_object_add(rb, "reason", rc->message ? json_object_new_string(rc->message) : NULL);
+                if (json_object_object_add(e, "rollback", rb) < 0) {
+                        json_object_put(rb);
+                        return svff_error_set(err, -ENOMEM, "Out of memory");
+                }
+        }
+        r = journal_phase(rc, "rollback", err);
+        if (r >= 0)
+                fault_point("after-rollback-journal", 0);
+        return r;
+}
+
+/* Where a restart picks up a reconf stopped now. */
+static const char *resume_what(const struct reconf *rc) {
+        return rc->rollback ? "the rollback finishes" : "the reconf resumes";
+}
+
 /* ---- the outcome ---- */
 
 static const char *item_outcome(const struct reconf *rc, size_t i) {
@@ -318,6 +353,10 @@ static void reconf_finish(struct reconf *rc) {
                 snprintf(msg, sizeof(msg), "Reconf of PF %s to %u VFs failed: %s. %u assignment(s) have their VF, "
                          "%u do not%s", rc->plan->pf, rc->plan->to, rc->message ?: "see the assignments", n_with,
                          n_without, n_without > 0 ? " (see each one's message)" : "");
+        else if (rc->rollback)
+                /* Only a recovery rolls back without an error. */
+                snprintf(msg, sizeof(msg), "PF %s is back at %u VFs on %s, its reconf to %u VFs rolled back; "
+                         "%u assignment(s) kept", rc->plan->pf, rc->n_now, rc->plan->driver, rc->plan->to, n_with);
         else
                 snprintf(msg, sizeof(msg), "PF %s has %u VFs on %s; %u assignment(s) kept%s", rc->plan->pf,
                          rc->n_now, rc->plan->driver, n_with,
@@ -601,6 +640,25 @@ static void start_numvfs(struct reconf *rc);
 static void start_restore(struct reconf *rc);
 static void restore_done(struct reconf *rc);
 
+/* Goes back to the VF count the reconf started from; a rollback starts
+ * only while that count is unchanged. The caller journals it. */
+static void rollback_set(struct reconf *rc) {
+        rc->rollback = true;
+        rc->rollback_to = rc->plan->from;
+        rc->n_now = rc->plan->from;
+}
+
+/* Before the VF count changed: puts back what was taken. */
+static void rollback_start(struct reconf *rc) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+        rollback_set(rc);
+        if (journal_rollback(rc, &err) < 0)
+                log_error("Journaling the rollback of the reconf of PF %s failed, continuing: %s", rc->plan->pf,
+                          svff_error_message(&err));
+        start_restore(rc);
+}
+
 static void quiesce_done(struct reconf *rc) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct manager *m = rc->m;
@@ -611,13 +669,11 @@ static void quiesce_done(struct reconf *rc) {
                         any_failed = true;
         if (any_failed || m->shutting_down) {
                 /* Nothing was destroyed: put back what was taken. */
-                rc->rollback = true;
-                rc->n_now = rc->plan->from;
                 if (!rc->message)
                         set_message(&rc->message, m->shutting_down ? "svffd is shutting down"
                                                                    : "a pause or detach failed, nothing was changed");
                 rc->error = m->shutting_down ? SVFF_ERROR_SHUTTING_DOWN : SVFF_ERROR_RECONF_FAILED;
-                start_restore(rc);
+                rollback_start(rc);
                 return;
         }
 
@@ -633,11 +689,11 @@ static void quiesce_done(struct reconf *rc) {
                 (void) svff_store_set_assignment(m->store, rc->plan->items[i].vf, &a);
         }
         if (journal_phase(rc, "numvfs", &err) < 0) {
-                rc->rollback = true;
-                rc->n_now = rc->plan->from;
+                /* The journal in memory says "numvfs" now: the rollback
+                 * must replace that before any later commit carries it. */
                 rc->error = SVFF_ERROR_STORE;
                 set_message(&rc->message, "recording the paused assignments failed: %s", svff_error_message(&err));
-                start_restore(rc);
+                rollback_start(rc);
                 return;
         }
         start_numvfs(rc);
@@ -733,9 +789,11 @@ static void numvfs_run(void *userdata) {
         const char *pf = rc->plan->pf;
 
         if (rc->recovery) {
-                /* Wherever the crash left the count: to the target, through
-                 * 0 only when it differs (svff_pf_set_numvfs does that). */
-                rc->r = svff_pf_set_numvfs(rc->ctx, pf, rc->plan->to, rc->numvfs_timeout, &rc->err);
+                /* Wherever the crash left the count: to the target (back to
+                 * where it was when rolling back), through 0 only when it
+                 * differs (svff_pf_set_numvfs does that). */
+                rc->r = svff_pf_set_numvfs(rc->ctx, pf, rc->rollback ? rc->rollback_to : rc->plan->to,
+                                           rc->numvfs_timeout, &rc->err);
                 rc->wrote_zero = true;
         } else {
                 rc->r = 0;
@@ -832,21 +890,22 @@ static void numvfs_done(void *userdata) {
                 reconf_abort(rc, SVFF_ERROR_TIMEOUT, true,
                              "%s. The assignments stay paused with their reservations and the journal is kept: "
                              "once the holder lets go, run 'svffctl reconf %s %u' again (or restart svffd) to "
-                             "complete it", svff_error_message(&rc->err), rc->plan->pf, rc->plan->to);
+                             "%s", svff_error_message(&rc->err), rc->plan->pf, rc->plan->to,
+                             rc->rollback ? "finish its rollback" : "complete it");
                 return;
         }
 
         rc->n_now = rc->after ? (unsigned) rc->after->n_vfs : 0;
         if (rc->r < 0) {
                 if (!rc->wrote_zero && rc->after && rc->n_now == rc->plan->from) {
-                        rc->rollback = true;
+                        rollback_set(rc);
                         set_message(&rc->message, "%s; nothing was changed", svff_error_message(&rc->err));
                 } else
                         set_message(&rc->message, "%s; PF %s has %u VFs now", svff_error_message(&rc->err),
                                     rc->plan->pf, rc->n_now);
                 rc->error = SVFF_ERROR_RECONF_FAILED;
                 rc->failed = true;
-        } else {
+        } else if (!rc->rollback) {
                 if (!rc->recovery && rc->plan->from > 0 &&
                     (s = find_step(rc, SVFF_RECONF_PHASE_NUMVFS, -1, SVFF_RECONF_DO_NUMVFS, 0)))
                         log_step(rc, s, NULL, 0, NULL, SVFF_PAUSE_NONE);
@@ -886,7 +945,7 @@ static void numvfs_done(void *userdata) {
 
         r = record_vfs(rc);
         if (r >= 0)
-                r = journal_phase(rc, rc->rollback ? "rollback" : "bind", &err);
+                r = rc->rollback ? journal_rollback(rc, &err) : journal_phase(rc, "bind", &err);
         if (r < 0)
                 log_error("Recording the VFs of PF %s failed: %s", rc->plan->pf,
                           svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r));
@@ -896,7 +955,8 @@ static void numvfs_done(void *userdata) {
         }
         rc->op->phase = "bind";
         if (worker_pool_submit(m->ops_pool, bind_run, rc) < 0)
-                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true, "svffd is shutting down; the reconf resumes at its next start");
+                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true, "svffd is shutting down; %s at its next start",
+                             resume_what(rc));
 }
 
 static void bind_done(void *userdata) {
@@ -917,10 +977,10 @@ static void bind_done(void *userdata) {
 }
 
 static void start_numvfs(struct reconf *rc) {
-        rc->op->phase = "numvfs";
+        rc->op->phase = rc->rollback ? "rollback" : "numvfs";
         if (rc->m->shutting_down || worker_pool_submit(rc->m->ops_pool, numvfs_run, rc) < 0)
-                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true,
-                             "svffd is shutting down; the reconf resumes at its next start");
+                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true, "svffd is shutting down; %s at its next start",
+                             resume_what(rc));
 }
 
 /* ---- restore ---- */
@@ -1027,12 +1087,15 @@ static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
         return false;
 }
 
-/* Takes plan. With a call, every failure is answered. */
-static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan, bool recovery,
-                        const char *journal_phase_name) {
+/* Takes plan; borrows journal, the entry to recover from (NULL: a new
+ * reconf, journaled here). With a call, every failure is answered. */
+static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan,
+                        struct json_object *journal) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        bool recovery = journal != NULL;
+        const char *journal_phase_name = "quiesce", *rollback_reason = NULL;
         struct reconf *rc;
-        struct json_object *ev;
+        struct json_object *ev, *rb = NULL;
         int r;
 
         rc = reconf_new(m, plan);
@@ -1043,6 +1106,20 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 return -ENOMEM;
         }
         rc->recovery = recovery;
+        if (recovery) {
+                (void) svff_json_get_string(journal, "phase", &journal_phase_name);
+                (void) svff_json_get_object(journal, "rollback", &rb);
+                if (streq(journal_phase_name, "rollback") || rb) {
+                        /* The interrupted run was going back: so does this
+                         * one, to the count it recorded (without one, from
+                         * an older svffd: the count the reconf started
+                         * from, the only one a rollback goes back to). */
+                        rollback_set(rc);
+                        (void) svff_json_get_unsigned(rb, "numvfs", &rc->rollback_to);
+                        (void) svff_json_get_string(rb, "reason", &rollback_reason);
+                        rc->n_now = rc->rollback_to;
+                }
+        }
         if (plan_needs_libvirt(plan)) {
                 rc->conn = hv_conn_ref(m->hv, &err);
                 if (!rc->conn) {
@@ -1093,7 +1170,11 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                          plan->to, plan->n_items, svff_reconf_mode_to_string(plan->mode),
                          plan->force ? ", forced" : "",
                          call ? "" : " (svffd's own)");
-        } else
+        } else if (rc->rollback)
+                log_info("Finishing the interrupted rollback of the reconf of PF %s to %u VFs: back to %u VFs "
+                         "(it failed: %s).", plan->pf, plan->to, rc->rollback_to,
+                         rollback_reason ?: "no reason recorded");
+        else
                 log_info("Recovering the interrupted reconf of PF %s to %u VFs (journal phase '%s').", plan->pf,
                          plan->to, journal_phase_name);
 
@@ -1103,6 +1184,11 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 json_object_object_add(ev, "mode", json_object_new_string(svff_reconf_mode_to_string(plan->mode)));
                 if (recovery)
                         json_object_object_add(ev, "reason", json_object_new_string(journal_phase_name));
+                if (recovery && rc->rollback) {
+                        json_object_object_add(ev, "numvfs", json_object_new_int64(rc->rollback_to));
+                        if (rollback_reason)
+                                json_object_object_add(ev, "message", json_object_new_string(rollback_reason));
+                }
         }
         manager_emit(m, rc->op, ev);
 
@@ -1125,12 +1211,18 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 }
                 if (streq(journal_phase_name, "quiesce")) {
                         /* Nothing was destroyed yet: put everything back. */
-                        rc->rollback = true;
-                        rc->n_now = plan->from;
+                        rollback_set(rc);
                         set_message(&rc->message, "svffd stopped before the VF count changed");
                         start_restore(rc);
-                } else
+                } else {
+                        /* Resuming, or the rollback's own steps: the count
+                         * back (where it normally still is), its VFs bound,
+                         * every assignment put back. Each is idempotent. */
+                        if (rc->rollback)
+                                set_message(&rc->message, "svffd stopped while rolling back a failed reconf (%s)",
+                                            rollback_reason ?: "no reason recorded");
                         start_numvfs(rc);
+                }
                 return 0;
         }
 
@@ -1300,17 +1392,15 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                 return;
         }
         log_info("Reconf of PF %s to %u VFs requested by uid %u.", pf, numvfs, (unsigned) call_peer(call)->uid);
-        (void) reconf_start(m, call, TAKE_PTR(plan), false, NULL);
+        (void) reconf_start(m, call, TAKE_PTR(plan), NULL);
 }
 
 /* Resumes the journaled reconf of pf (entry e); call may be NULL. */
 static int resume_journal(struct manager *m, struct call *call, const char *pf, struct json_object *e) {
         struct json_object *jp = NULL;
         struct svff_reconf_plan *plan = NULL;
-        const char *phase = "quiesce";
         int r;
 
-        (void) svff_json_get_string(e, "phase", &phase);
         if (!json_object_object_get_ex(e, "plan", &jp) || svff_reconf_plan_from_json(jp, &plan) < 0 ||
             !streq(plan->pf, pf)) {
                 svff_reconf_plan_free(plan);
@@ -1322,7 +1412,7 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
                                     svff_store_path(m->store));
                 return -EBADMSG;
         }
-        r = reconf_start(m, call, plan, true, phase);
+        r = reconf_start(m, call, plan, e);
         return r;
 }
 

@@ -20,7 +20,8 @@
  *            journal, commit, reply.
  *
  * Failures end in the best consistent state and the reply says, per
- * assignment, whether the domain has its VF and why not:
+ * assignment, whether the domain has its VF and why not (a rollback is
+ * journaled first: phase "rollback" with the count it goes back to):
  *   - a quiesce step fails: nothing was destroyed; the others are put
  *     back (rolled back);
  *   - numvfs fails before VFs were destroyed: all are put back; after:
@@ -32,9 +33,11 @@
  *   - a restore step fails: that assignment stays paused, reserved.
  *
  * Crash recovery (reconf_recover, once libvirt is connected): a journal
- * in phase quiesce rolls back (re-attach, nothing was destroyed); in a
- * later phase it resumes (numvfs to the target, bind, restore). Every
- * step is idempotent. Each recovery is an event and listed by Status. */
+ * in phase quiesce rolls back (re-attach, nothing was destroyed); in
+ * phase rollback it finishes the rollback (numvfs back to the recorded
+ * count, bind, restore every assignment); in another phase it resumes
+ * (numvfs to the target, bind, restore). Every step is idempotent. Each
+ * recovery is an event and listed by Status. */
 
 #include "manager.h"
 #include "server.h"

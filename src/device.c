@@ -56,6 +56,13 @@ static int vanished(struct svff_error *err, int r, const char *address, const ch
         return svff_error_set_errno(err, r, "Failed to read %s of PCI device '%s'", what, address);
 }
 
+/* Whether failure r reading the device at address means it is gone:
+ * removed while being read (hot-unplug, or its PF's VFs being disabled)
+ * rather than unreadable. */
+static bool dev_gone(struct svff_ctx *ctx, const char *address, int r) {
+        return (r == -ENOENT || r == -ENODEV) && svff_dev_exists(ctx, address) == 0;
+}
+
 /* Optional link: NULL (and 0) when absent. */
 static int read_link_opt(int dfd, const char *name, char **ret) {
         int r;
@@ -147,8 +154,9 @@ void svff_pf_list_free(struct svff_pf **pfs, size_t n) {
 }
 
 /* Reads virtfn0, virtfn1, ... until the first gap: the kernel numbers
- * them densely, and the links (not arithmetic) are the truth. */
-static int pf_read_vfs(struct svff_pf *pf, int dfd, struct svff_error *err) {
+ * them densely, and the links (not arithmetic) are the truth. A VF gone
+ * since its link was read is left out, as a read an instant later would. */
+static int pf_read_vfs(struct svff_ctx *ctx, struct svff_pf *pf, int dfd, struct svff_error *err) {
         size_t allocated = 0;
 
         for (unsigned i = 0; i < pf->totalvfs; i++) {
@@ -175,9 +183,14 @@ static int pf_read_vfs(struct svff_pf *pf, int dfd, struct svff_error *err) {
                 /* The target is relative to the PF's directory: opening it
                  * directly skips resolving the link a second time. */
                 vfd = target[0] == '/' ? -EINVAL : svff_sysfs_open_dir(dfd, target);
+                r = vfd < 0 ? vfd : vf_read(vfd, &vf);
+                if (r < 0 && dev_gone(ctx, vf.address, r)) {
+                        svff_log_debug(ctx, "VF '%s' of '%s' vanished during discovery, ignoring", vf.address,
+                                       pf->address);
+                        continue;
+                }
                 if (vfd < 0)
                         return vanished(err, vfd, vf.address, "its attributes");
-                r = vf_read(vfd, &vf);
                 if (r < 0)
                         return vanished(err, r, vf.address, "driver, driver_override and iommu_group");
 
@@ -340,7 +353,7 @@ static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, struct
         if (r < 0)
                 svff_log_debug(ctx, "No names for '%s', ignoring: %d", address, r);
 
-        r = pf_read_vfs(pf, dfd, err);
+        r = pf_read_vfs(ctx, pf, dfd, err);
         if (r < 0)
                 return r;
 
@@ -417,7 +430,7 @@ int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
                         continue;
 
                 dfd = svff_sysfs_open_dir(devfd, *name);
-                if (dfd == -ENOENT) {
+                if (dfd == -ENOENT || dfd == -ENODEV) {
                         svff_log_debug(ctx, "'%s' vanished during discovery, ignoring", *name);
                         continue;
                 }
@@ -431,6 +444,14 @@ int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
                         if (r == -EOPNOTSUPP) {
                                 /* A VF, or SR-IOV the kernel did not enable:
                                  * not a PF we can manage. */
+                                svff_error_free(err);
+                                continue;
+                        }
+                        if (dev_gone(ctx, canonical, r)) {
+                                /* Removed after it was listed: not part of
+                                 * this pass, as it will not be of the next. */
+                                svff_log_debug(ctx, "'%s' vanished during discovery, ignoring: %s", canonical,
+                                               svff_error_message(err));
                                 svff_error_free(err);
                                 continue;
                         }

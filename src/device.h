@@ -48,15 +48,18 @@ struct svff_pf {
 
 /* Loads the PF at address (any accepted spelling; stored canonical).
  *   -EINVAL     not a PCI address
- *   -ENODEV     no such device
+ *   -ENODEV     no such device (or it disappeared while being read)
  *   -EOPNOTSUPP the device has no SR-IOV capability (or is itself a VF)
- * err names the device and says what to do. */
+ * err names the device and says what to do. A VF that disappears while
+ * it is read (its PF's VFs being disabled) is left out of vfs. */
 int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
                  struct svff_error *err);
 void svff_pf_free(struct svff_pf *pf);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_pf *, svff_pf_free);
 
-/* Every SR-IOV PF on the host, sorted by address. */
+/* Every SR-IOV PF on the host, sorted by address. A device that
+ * disappears during the pass is left out (logged at debug level); any
+ * other failure to read one fails the pass. */
 int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
                  struct svff_error *err);
 void svff_pf_list_free(struct svff_pf **pfs, size_t n);

@@ -75,11 +75,16 @@ pcisim_ctl() { printf '%s' "$*" > "$SYS/.pcisim/ctl"; }
 ctl() { "$SVFFCTL" --socket "$SOCK" "$@"; }
 
 # wait_for CMD...: retries CMD for up to 10 s.
-wait_for() {
+wait_for() { wait_for_s 10 "$@"; }
+
+# wait_for_s SECONDS CMD...: the same for up to SECONDS.
+wait_for_s() {
+        wait_tries=$(($1 * 20))
+        shift
         i=0
         while ! "$@" >/dev/null 2>&1; do
                 i=$((i + 1))
-                [ $i -lt 200 ] || return 1
+                [ $i -lt "$wait_tries" ] || return 1
                 sleep 0.05
         done
 }

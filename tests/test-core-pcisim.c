@@ -5,8 +5,11 @@
 
 #include <check.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 
 #include "bind.h"
@@ -17,17 +20,38 @@
 #include "sysfs.h"
 
 #define QDMA_PF "0000:01:00.0"
+#define NIC_PF "0000:03:00.0"
 #define HOST_BRIDGE "0000:00:00.0"
 
 static struct pcisim *sim;
 static struct svff_ctx *ctx;
 static int rootfd;
+static char *debug_log;         /* the library's messages, one a line */
+
+static void log_collect(void *userdata, int priority, const char *file, int line, const char *fn,
+                        const char *format, va_list args) {
+        _cleanup_free_ char *msg = NULL;
+        char *joined = NULL;
+
+        (void) userdata;
+        (void) priority;
+        (void) file;
+        (void) line;
+        (void) fn;
+        if (vasprintf(&msg, format, args) < 0 ||
+            asprintf(&joined, "%s%s\n", debug_log ? debug_log : "", msg) < 0)
+                return;
+        free(debug_log);
+        debug_log = joined;
+}
 
 static void start(const char *scenario) {
         int r = pcisim_start(scenario, &sim);
 
         ck_assert_msg(r >= 0, "pcisim_start(%s): %s", scenario, strerror(-r));
         ck_assert_int_eq(svff_ctx_new(pcisim_root(sim), &ctx), 0);
+        svff_ctx_set_log_fn(ctx, log_collect, NULL);
+        svff_ctx_set_log_priority(ctx, LOG_DEBUG);
         rootfd = svff_ctx_get_rootfd(ctx);
 }
 
@@ -35,10 +59,20 @@ static void stop(void) {
         ctx = svff_ctx_unref(ctx);
         pcisim_free(sim);
         sim = NULL;
+        debug_log = mfree(debug_log);
 }
 
 static void setup_qdma(void) {
         start("qdma");
+}
+
+static void setup_mixed(void) {
+        start("mixed");
+}
+
+static void assert_logged(const char *needle) {
+        ck_assert_msg(debug_log && strstr(debug_log, needle), "no debug message with '%s' in:\n%s", needle,
+                      debug_log ? debug_log : "(none)");
 }
 
 static char *read_attr(const char *dev, const char *name) {
@@ -97,6 +131,58 @@ START_TEST(test_discovery) {
         ck_assert_ptr_null(pf->vfs[3].driver_override);
         ck_assert_int_ge(pf->vfs[3].iommu_group, 0);
         ck_assert(!pf->autoprobe);
+}
+END_TEST
+
+/* pcisim's "vanish-read" removes a device in the instant before the named
+ * attribute is read: gone between being listed and being read, with
+ * certainty. Discovery leaves it out and says so at debug level. */
+START_TEST(test_discovery_vf_vanishes) {
+        struct svff_pf **pfs = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        size_t n = 0;
+
+        ck_assert_int_eq(svff_pf_set_numvfs(ctx, QDMA_PF, 4, 10 * USEC_PER_SEC, &err), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "vanish-read 0000:01:00.6 0000:01:00.6 driver_override"), 0);
+        ck_assert_msg(svff_pf_list(ctx, &pfs, &n, &err) == 0, "discovery failed: %s", svff_error_message(&err));
+        ck_assert(!svff_error_is_set(&err));
+        ck_assert_uint_eq(n, 1);
+        ck_assert_uint_eq(pfs[0]->n_vfs, 3);
+        ck_assert_str_eq(pfs[0]->vfs[0].address, "0000:01:00.4");
+        ck_assert_str_eq(pfs[0]->vfs[1].address, "0000:01:00.5");
+        ck_assert_str_eq(pfs[0]->vfs[2].address, "0000:01:00.7");
+        ck_assert_uint_eq(pfs[0]->vfs[2].index, 3);
+        svff_pf_list_free(pfs, n);
+        ck_assert_int_eq(svff_dev_exists(ctx, "0000:01:00.6"), 0);
+        assert_logged("VF '0000:01:00.6' of '" QDMA_PF "' vanished during discovery");
+}
+END_TEST
+
+/* A read failing for another reason fails the pass, and so does ENODEV
+ * from a device that is still there: only a device gone is left out. */
+START_TEST(test_discovery_read_errors) {
+        struct svff_pf **pfs = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        size_t n = 0;
+
+        ck_assert_int_eq(svff_pf_set_numvfs(ctx, QDMA_PF, 4, 10 * USEC_PER_SEC, &err), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "fail-read 0000:01:00.6 driver_override EIO"), 0);
+        assert_error(svff_pf_list(ctx, &pfs, &n, &err), &err, -EIO, "'0000:01:00.6'");
+        svff_error_free(&err);
+        ck_assert_ptr_null(pfs);
+
+        ck_assert_int_eq(pcisim_ctl(sim, "fail-read 0000:01:00.6 driver_override ENODEV"), 0);
+        assert_error(svff_pf_list(ctx, &pfs, &n, &err), &err, -ENODEV, "'0000:01:00.6'");
+        svff_error_free(&err);
+
+        ck_assert_int_eq(pcisim_ctl(sim, "fail-read " QDMA_PF " sriov_numvfs EIO"), 0);
+        assert_error(svff_pf_list(ctx, &pfs, &n, &err), &err, -EIO, "'" QDMA_PF "'");
+        svff_error_free(&err);
+        ck_assert_ptr_null(debug_log ? strstr(debug_log, "vanished") : NULL);
+
+        ck_assert_int_eq(svff_pf_list(ctx, &pfs, &n, &err), 0);
+        ck_assert_uint_eq(pfs[0]->n_vfs, 4);
+        svff_pf_list_free(pfs, n);
 }
 END_TEST
 
@@ -310,9 +396,32 @@ START_TEST(test_bad_input) {
 }
 END_TEST
 
+/* The NIC PF goes while its attributes are being read: the other PFs are
+ * listed. */
+START_TEST(test_discovery_pf_vanishes) {
+        struct svff_pf **pfs = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        size_t n = 0, before;
+
+        ck_assert_int_eq(svff_pf_list(ctx, &pfs, &n, &err), 0);
+        before = n;
+        ck_assert_uint_ge(before, 2);
+        svff_pf_list_free(pfs, n);
+
+        ck_assert_int_eq(pcisim_ctl(sim, "vanish-read " NIC_PF " " NIC_PF " sriov_numvfs"), 0);
+        ck_assert_msg(svff_pf_list(ctx, &pfs, &n, &err) == 0, "discovery failed: %s", svff_error_message(&err));
+        ck_assert_uint_eq(n, before - 1);
+        for (size_t i = 0; i < n; i++)
+                ck_assert_str_ne(pfs[i]->address, NIC_PF);
+        svff_pf_list_free(pfs, n);
+        ck_assert_int_eq(svff_dev_exists(ctx, NIC_PF), 0);
+        assert_logged("'" NIC_PF "' vanished during discovery");
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("core-pcisim");
-        TCase *tc = tcase_create("qdma");
+        TCase *tc = tcase_create("qdma"), *tc_mixed = tcase_create("mixed");
         struct pcisim *probe;
         SRunner *sr;
         int failed, r;
@@ -332,6 +441,8 @@ int main(void) {
         tcase_add_checked_fixture(tc, setup_qdma, stop);
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, test_discovery);
+        tcase_add_test(tc, test_discovery_vf_vanishes);
+        tcase_add_test(tc, test_discovery_read_errors);
         tcase_add_test(tc, test_init_252_bind_restore);
         tcase_add_test(tc, test_restore_original_driver);
         tcase_add_test(tc, test_ebusy_goes_through_zero);
@@ -341,6 +452,10 @@ int main(void) {
         tcase_add_test(tc, test_pf_removed_during_numvfs);
         tcase_add_test(tc, test_bad_input);
         suite_add_tcase(s, tc);
+        tcase_add_checked_fixture(tc_mixed, setup_mixed, stop);
+        tcase_set_timeout(tc_mixed, 300);
+        tcase_add_test(tc_mixed, test_discovery_pf_vanishes);
+        suite_add_tcase(s, tc_mixed);
 
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -520,6 +520,41 @@ START_TEST(test_fault_fail) {
 }
 END_TEST
 
+/* Read faults: a device attribute's show fails, or the device is gone by
+ * the time it is read; writes and reads do not share faults. */
+START_TEST(test_fault_read) {
+        char *s = NULL;
+
+        start("nic");
+        ck_assert_int_eq(pcisim_ctl(sim, "fail-read 0000:03:00.0 vendor EIO"), 0);
+        ck_assert_int_eq(pcisim_read(sim, NIC_PF "/vendor", &s), -EIO);
+        assert_read(NIC_PF "/vendor", "0x8086\n");
+        ck_assert_int_eq(pcisim_ctl(sim, "fail-read * sriov_numvfs EIO always"), 0);
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "2"), 0);
+        ck_assert_int_eq(pcisim_read(sim, NIC_PF "/sriov_numvfs", &s), -EIO);
+        ck_assert_int_eq(pcisim_read(sim, NIC_PF "/sriov_numvfs", &s), -EIO);
+        ck_assert_int_eq(pcisim_ctl(sim, "fail 0000:03:00.0 vendor EIO"), 0);
+        assert_read(NIC_PF "/vendor", "0x8086\n");
+        ck_assert_int_eq(pcisim_ctl(sim, "clear-faults"), 0);
+        assert_read(NIC_PF "/sriov_numvfs", "2\n");
+
+        /* VF 1 goes just before its driver_override is read: the read
+         * fails as under an open kernfs file, VF 0 stays. */
+        ck_assert_int_eq(pcisim_ctl(sim, "vanish-read 0000:03:10.4 0000:03:10.4 driver_override"), 0);
+        assert_read(DEV "0000:03:10.0/driver_override", "(null)\n");
+        ck_assert_int_eq(pcisim_read(sim, DEV "0000:03:10.4/driver_override", &s), -ENODEV);
+        ck_assert(!exists(BUSDEV "0000:03:10.4"));
+        ck_assert(!exists(NIC_PF "/virtfn1"));
+        ck_assert(exists(BUSDEV "0000:03:10.0"));
+        ck_assert_ptr_null(s);
+
+        ck_assert_int_eq(pcisim_ctl(sim, "vanish-read 0000:77:00.0 * vendor"), -ENODEV);
+        ck_assert_int_eq(pcisim_ctl(sim, "vanish-read 0000:03:00.0 * vendor 2"), -EINVAL);
+        ck_assert_int_eq(pcisim_ctl(sim, "fail-read 0000:03:00.0 vendor"), -EINVAL);
+        stop();
+}
+END_TEST
+
 START_TEST(test_fault_partial) {
         uint8_t b[4096];
 
@@ -751,6 +786,7 @@ static Suite *pcisim_suite(void) {
         tcase_add_test(tc, test_iommu_groups);
         tcase_add_test(tc, test_config);
         tcase_add_test(tc, test_fault_fail);
+        tcase_add_test(tc, test_fault_read);
         tcase_add_test(tc, test_fault_partial);
         tcase_add_test(tc, test_fault_hold);
         tcase_add_test(tc, test_hotplug);

@@ -4,6 +4,9 @@
 # each restart: every assignment intact in the store and in the domain
 # XML (same VF, domain, guest address, alias, state attached), every VF
 # on vfio-pci, the journal cleared, and Status saying what was recovered.
+# Also killed while rolling back a reconf whose numvfs write failed
+# (pcisim EIO): the journal says so, with the count it goes back to, and
+# the restart finishes the rollback instead of resuming to the target.
 . "$(dirname "$0")/reconf-lib.sh"
 
 DOMAINS="vm1 vm2 vm3"
@@ -24,20 +27,26 @@ stop_svffd || fail "svffd exit status"
 check_xml
 
 journal_none() { [ "$(journal)" = None ]; }
+# Dead (a zombie until waited for), not just done answering.
+svffd_gone() { case $(ps -o stat= -p "$SVFFD_PID") in Z*|'') true ;; *) false ;; esac; }
+n_rollbacks=0
 
 # fault point | how svffd dies (kill: SIGKILL, abort) | what recovery does
-while read -r point how expect; do
+# | what fails before (numvfs: the first numvfs write, EIO)
+while read -r point how expect before_crash; do
         [ -n "$point" ] || continue
         now=$(sys_numvfs $PF)
         if [ "$now" = 4 ]; then target=6; else target=4; fi
-        note "$point ($how): reconf $now -> $target, then restart"
+        note "$point ($how${before_crash:+, $before_crash fails}): reconf $now -> $target, then restart"
 
         export SVFF_FAULT="$point"
         if [ "$how" = abort ]; then export SVFF_FAULT_ACTION=abort; fi
         start_connected
         unset SVFF_FAULT SVFF_FAULT_ACTION
+        if [ "$before_crash" = numvfs ]; then pcisim_ctl fail $PF sriov_numvfs EIO 1; fi
         rc=0; ctl reconf $PF $target > "$T/out" 2>&1 || rc=$?
         [ "$rc" != 0 ] || fail "$point: the reconf succeeded although svffd was to die: $(cat "$T/out")"
+        wait_for svffd_gone || fail "$point: svffd did not die at the fault point: $(cat "$T/out")"
         rc=0; wait "$SVFFD_PID" || rc=$?
         SVFFD_PID=""
         case "$how" in
@@ -46,14 +55,28 @@ while read -r point how expect; do
         esac
         grep -q "fault point '${point%-[0-9]}" "$T/svffd.log" || fail "$point: svffd did not reach the fault point"
         [ "$(store_py 'print(list(d["journal"]["pfs"]))')" = "['$PF']" ] || fail "$point: no journal after the crash"
+        if [ "$before_crash" = numvfs ]; then
+                expect_eq "$(store_py 'e = d["journal"]["pfs"]["'$PF'"]; print(e["phase"], e["numvfs"], e["rollback"]["numvfs"])')" \
+                        "rollback $target $now" "$point: journal (phase, target, count it goes back to)"
+        fi
 
         start_connected
-        wait_for journal_none || fail "$point: the journal was not cleared after the restart: $(journal)"
+        # Recovery re-attaches every assignment through libvirt: more
+        # than 10 s on a loaded machine.
+        wait_for_s 60 journal_none || fail "$point: the journal was not cleared after the restart: $(journal)"
         ctl status --json > "$T/status.json"
         expect_eq "$(jget 'd["recovered"][0]["pf"]' < "$T/status.json")" "$PF" "$point: recovered PF"
         expect_eq "$(jget 'd["recovered"][0]["outcome"]' < "$T/status.json")" "$expect" "$point: recovery"
         ctl status | grep -q "Recovered: .*$PF.*$expect" || fail "$point: human status: $(ctl status)"
         expect_eq "$(jget 'len(d["drift"])' < "$T/status.json")" 0 "$point: drift after recovery"
+        if [ "$before_crash" = numvfs ]; then
+                n_rollbacks=$((n_rollbacks + 1))
+                expect_eq "$(grep -c "Finishing the interrupted rollback of the reconf of PF $PF to $target VFs: back to $now VFs" \
+                        "$T/svffd.log")" "$n_rollbacks" "$point: rollbacks finished, as logged"
+                ctl status | grep -q "Recovered: .*is back at $now VFs" || fail "$point: human status: $(ctl status)"
+                expect_eq "$(jget 'sorted(set(a["outcome"] for a in d["recovered"][0]["assignments"]))' < "$T/status.json")" \
+                        "['rolled-back']" "$point: each assignment's outcome"
+        fi
         if [ "$expect" = resumed ]; then
                 expect_eq "$(sys_numvfs $PF)" "$target" "$point: numvfs after resuming"
         else
@@ -74,5 +97,9 @@ after-rebind      kill  resumed
 after-reattach-1  kill  resumed
 after-reattach-3  kill  resumed
 before-clear      kill  resumed
+after-rebind      kill  rolled-back numvfs
+after-reattach-1  kill  rolled-back numvfs
+after-reattach-2  abort rolled-back numvfs
+after-rollback-journal kill rolled-back numvfs
 TABLE
 echo "PASS"

@@ -15,6 +15,12 @@
  *                          before it: BDF goes as with "remove" and the
  *                          write fails ENODEV. Makes "the device vanished
  *                          between two steps" a certainty, not a race.
+ *   fail-read <BDF|*> <attribute> <errno> [count|always]
+ *   vanish-read <BDF> <BDF|*> <attribute>
+ *                          the same for reads of a device attribute: a
+ *                          show() that fails, or a device removed while a
+ *                          reader walks the tree (between listing it and
+ *                          reading its attributes).
  *   clear-faults
  *   partial <PF> <n>       the next VF enable creates at most n VFs and
  *                          still succeeds; sriov_numvfs then reads n
@@ -86,7 +92,8 @@ int sim_latency_profile(struct sim *sim, const char *name) {
 static int add_fault(struct sim *sim, char **w, size_t n) {
         struct sim_fault f = {}, *a;
         unsigned long long c = 1;
-        bool vanish = streq(w[0], "vanish");
+        bool vanish = streq(w[0], "vanish") || streq(w[0], "vanish-read");
+        bool on_read = streq(w[0], "fail-read") || streq(w[0], "vanish-read");
 
         if (n < 4 || n > (vanish ? 4 : 5))
                 return -EINVAL;
@@ -110,6 +117,7 @@ static int add_fault(struct sim *sim, char **w, size_t n) {
                         return -EINVAL;
         }
         f.count = c == (unsigned long long) -1 ? -1 : (int) c;
+        f.on_read = on_read;
         a = reallocarray(sim->faults, sim->n_faults + 1, sizeof(*a));
         if (!a) {
                 free(f.vanish);
@@ -161,7 +169,8 @@ int sim_control(struct sim *sim, const char *cmd) {
         if (n == 0)
                 return -EINVAL;
 
-        if (streq(w[0], "fail") || streq(w[0], "vanish"))
+        if (streq(w[0], "fail") || streq(w[0], "vanish") || streq(w[0], "fail-read") ||
+            streq(w[0], "vanish-read"))
                 return add_fault(sim, w, n);
         if (streq(w[0], "clear-faults") && n == 1) {
                 clear_faults(sim);

@@ -673,6 +673,8 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
                 r = -ENODEV;            /* kernfs: the node went away under an open file */
         if (r >= 0 && (n.kind != K_FILE || !n.attr->show))
                 r = -EIO;
+        if (r >= 0 && n.dev)
+                r = sim_fault_check(sim, n.dev->name, n.attr->name, true);
         if (r >= 0)
                 r = n.attr->show(sim, &n, &content, &len);
         pthread_mutex_unlock(&sim->lock);
@@ -717,7 +719,7 @@ static int op_write(const char *path, const char *data, size_t size, off_t off, 
         if (r >= 0 && (n.kind != K_FILE || !n.attr->store))
                 r = -EIO;
         if (r >= 0 && (target = fault_target(&n)))
-                r = sim_fault_check(sim, target, n.attr->name);
+                r = sim_fault_check(sim, target, n.attr->name, false);
         if (r >= 0)
                 r = n.attr->store(sim, &n, buf, len);
         pthread_mutex_unlock(&sim->lock);

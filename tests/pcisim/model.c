@@ -840,11 +840,11 @@ int sim_dev_hold(struct sim *sim, struct sim_dev *dev, bool hold) {
         return 0;
 }
 
-int sim_fault_check(struct sim *sim, const char *target, const char *attr) {
+int sim_fault_check(struct sim *sim, const char *target, const char *attr, bool on_read) {
         for (size_t i = 0; i < sim->n_faults; i++) {
                 struct sim_fault *f = &sim->faults[i];
 
-                if (f->count == 0 || !streq(f->attr, attr) ||
+                if (f->count == 0 || f->on_read != on_read || !streq(f->attr, attr) ||
                     !(streq(f->target, "*") || streq(f->target, target)))
                         continue;
                 if (f->count > 0)

@@ -90,6 +90,7 @@ struct sim_fault {
         int error;                      /* positive errno */
         int count;                      /* remaining, < 0: unlimited */
         char *vanish;                   /* BDF removed when it fires, or NULL */
+        bool on_read;                   /* fires on reads (fail-read, vanish-read), else writes */
 };
 
 enum sim_latency {
@@ -181,7 +182,7 @@ int sim_dev_hold(struct sim *sim, struct sim_dev *dev, bool hold);
 size_t sim_dev_config(const struct sim_dev *dev, uint8_t *buf);
 
 /* Fault injection: returns -errno when a fault fires for target/attr. */
-int sim_fault_check(struct sim *sim, const char *target, const char *attr);
+int sim_fault_check(struct sim *sim, const char *target, const char *attr, bool on_read);
 
 /* Parsers with the kernel's semantics. */
 int sim_kstrtoull(const char *s, unsigned base, unsigned long long *ret);
