@@ -513,18 +513,22 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
                 return svff_error_set(err, -EBUSY, "VF %s is on %s, not vfio-pci, so it cannot be re-attached",
                                       s->vf, drv ?: "no driver");
 
-        /* Idempotent for recovery: a device already back is fine. */
-        r = svff_hv_get_hostdev(dom, s->vf, flags & SVFF_HV_LIVE ? SVFF_HV_LIVE : SVFF_HV_CONFIG, &hd, err);
-        if (r < 0)
-                return r;
-        if (r == 0) {
-                if (fault_inject("fail-reattach", atomic_fetch_add(&rc->n_attaching, 1) + 1))
-                        return svff_error_set(err, -EIO, "Attaching VF %s to domain '%s': injected failure",
-                                              s->vf, info->name);
-                r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL,
-                                   flags, &hd, err);
-                if (r < 0)
+        if (fault_inject("fail-reattach", atomic_fetch_add(&rc->n_attaching, 1) + 1))
+                return svff_error_set(err, -EIO, "Attaching VF %s to domain '%s': injected failure", s->vf,
+                                      info->name);
+        r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL, flags,
+                           &hd, err);
+        if (r < 0) {
+                _cleanup_(svff_error_free) struct svff_error e = SVFF_ERROR_NULL;
+
+                /* Idempotent for recovery: a device already back is fine.
+                 * Asked only when libvirt refused: in a plain reconf the
+                 * device was just detached, and each read of the domain's
+                 * XML costs libvirtd and svffd alike. */
+                if (svff_hv_get_hostdev(dom, s->vf, flags & SVFF_HV_LIVE ? SVFF_HV_LIVE : SVFF_HV_CONFIG, &hd,
+                                        &e) <= 0)
                         return r;
+                svff_error_free(err);
         }
         snprintf(res->guest_address, sizeof(res->guest_address), "%s", hd.guest_address);
         if (*it->a.guest_address && !streq(hd.guest_address, it->a.guest_address))
