@@ -261,7 +261,7 @@ static unsigned rec_flags(const struct job *j) {
 static void detach_run(struct job *j, virDomainPtr dom) {
         int r;
 
-        r = svff_hv_detach(dom, j->vf, rec_flags(j), svff_now_usec() + j->detach_timeout,
+        r = svff_hv_detach(dom, j->vf, j->rec.alias, rec_flags(j), svff_now_usec() + j->detach_timeout,
                            hv_removals(j->m->hv), &j->err);
         if (r < 0)
                 fail_hv(j, r);

@@ -478,7 +478,7 @@ static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         res->mode = SVFF_PAUSE_DETACH;
         if (flags == 0)
                 return 0;
-        return svff_hv_detach(dom, it->vf, flags, svff_now_usec() + rc->detach_timeout, hv_removals(rc->m->hv),
+        return svff_hv_detach(dom, it->vf, it->a.alias, flags, svff_now_usec() + rc->detach_timeout, hv_removals(rc->m->hv),
                               err);
 }
 

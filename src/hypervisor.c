@@ -467,7 +467,41 @@ static int wait_removed(virDomainPtr dom, const char *vf, const char *uuid, cons
         }
 }
 
-int svff_hv_detach(virDomainPtr dom, const char *vf, unsigned flags, usec_t deadline,
+/* The detach of a device with a known user alias: by alias, for both
+ * definitions, with no read of the domain's XML before; a definition
+ * without it answers DEVICE_MISSING, which is detached. 1: done (or
+ * waiting is all that is left), 0: the driver cannot, use the XML path. */
+static int detach_by_alias(virDomainPtr dom, const char *vf, const char *alias, unsigned flags, usec_t deadline,
+                           struct svff_hv_removals *removals, const char *what, struct svff_error *err) {
+        char uuid[SVFF_UUID_STRLEN];
+        bool waiting = false, asked = false;
+        uint64_t seq;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0)
+                return svff_hv_error_from_libvirt(err, what);
+        seq = svff_hv_removals_seq(removals);
+        for (unsigned f = SVFF_HV_LIVE; f <= SVFF_HV_CONFIG; f <<= 1) {
+                if (!(flags & f))
+                        continue;
+                if (f == SVFF_HV_LIVE && virDomainIsActive(dom) != 1)
+                        continue;
+                if (virDomainDetachDeviceAlias(dom, alias, vir_flags(f)) >= 0) {
+                        waiting = waiting || f == SVFF_HV_LIVE;
+                        asked = true;
+                        continue;
+                }
+                if (virGetLastErrorCode() == VIR_ERR_DEVICE_MISSING)
+                        continue;
+                if (virGetLastErrorCode() == VIR_ERR_NO_SUPPORT && !asked)
+                        return 0;
+                return svff_hv_error_from_libvirt(err, what);
+        }
+        if (!waiting || deadline == 0)
+                return 1;
+        return wait_removed(dom, vf, uuid, alias, removals, seq, deadline, what, err) ?: 1;
+}
+
+int svff_hv_detach(virDomainPtr dom, const char *vf, const char *alias, unsigned flags, usec_t deadline,
                    struct svff_hv_removals *removals, struct svff_error *err) {
         _cleanup_free_ char *xml = NULL;
         struct svff_hostdev hd, live = {};
@@ -477,6 +511,12 @@ int svff_hv_detach(virDomainPtr dom, const char *vf, unsigned flags, usec_t dead
         int r;
 
         snprintf(what, sizeof(what), "Detaching VF %s from domain '%s'", vf, strna(virDomainGetName(dom)));
+
+        if (alias && strneq(alias, "ua-", 3) && removals) {
+                r = detach_by_alias(dom, vf, alias, flags, deadline, removals, what, err);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
 
         /* Only ask for what is there: libvirt refuses to detach a device
          * a definition lacks, and absent already means detached. */

@@ -115,7 +115,9 @@ int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const ch
  * it". A device already absent counts as detached. With removals (fed
  * from libvirt's DEVICE_REMOVED events, see hv-removals.h) the live
  * part is asked by alias, which does not block libvirtd, and the wait
- * ends on the event; without, the XML is polled. */
+ * ends on the event; without, the XML is polled. alias (optional) is
+ * the user alias svff recorded: with it and removals, nothing is read
+ * before the requests. */
 struct svff_hv_removals;
-int svff_hv_detach(virDomainPtr dom, const char *vf, unsigned flags, usec_t deadline,
+int svff_hv_detach(virDomainPtr dom, const char *vf, const char *alias, unsigned flags, usec_t deadline,
                    struct svff_hv_removals *removals, struct svff_error *err);
