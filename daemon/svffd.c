@@ -77,7 +77,14 @@ static int parse_argv(int argc, char *argv[], struct cmdline *c) {
                         help();
                         return 0;
                 case ARG_VERSION:
-                        printf("svffd %s\n", PACKAGE_VERSION);
+                        /* Build features, in systemd's +/- style. */
+                        printf("svffd %s\n%cFAULT-POINTS\n", PACKAGE_VERSION,
+#ifdef SVFF_FAULT_POINTS
+                               '+'
+#else
+                               '-'
+#endif
+                        );
                         return 0;
                 case ARG_SOCKET:
                         r = set_str(&c->socket, optarg);

@@ -13,6 +13,9 @@ FAULT=after-numvfs-0
 if ! vm_have_reconf && [ "${1:-}" != setup-only ]; then
         vm_skip "reconf is not in this build ('svffctl reconf --help' fails)"
 fi
+if ! "$(vm_svff_bin svffd)" --version | grep -q '^+FAULT-POINTS$' && [ "${1:-}" != setup-only ]; then
+        vm_skip "svffd is built without fault points (configure --enable-fault-points; scripts/check does)"
+fi
 vm_assigned_setup 4
 before=$(vm_places)
 echo "$before"
