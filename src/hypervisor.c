@@ -504,10 +504,9 @@ static int detach_by_alias(virDomainPtr dom, const char *vf, const char *alias, 
 int svff_hv_detach(virDomainPtr dom, const char *vf, const char *alias, unsigned flags, usec_t deadline,
                    struct svff_hv_removals *removals, struct svff_error *err) {
         _cleanup_free_ char *xml = NULL;
-        struct svff_hostdev hd, live = {};
-        char what[SVFF_DOMAIN_NAME_MAX + 128], uuid[SVFF_UUID_STRLEN] = "";
-        unsigned todo = 0, rest;
-        uint64_t seq = 0;
+        struct svff_hostdev hd;
+        char what[SVFF_DOMAIN_NAME_MAX + 128];
+        unsigned todo = 0;
         int r;
 
         snprintf(what, sizeof(what), "Detaching VF %s from domain '%s'", vf, strna(virDomainGetName(dom)));
@@ -518,7 +517,11 @@ int svff_hv_detach(virDomainPtr dom, const char *vf, const char *alias, unsigned
                         return r < 0 ? r : 0;
         }
 
-        /* Only ask for what is there: libvirt refuses to detach a device
+        /* No user alias, or a driver without detach by alias: ask with
+         * the device's XML, in the call that waits in libvirtd (up to 5 s)
+         * for the guest, and poll for the removal after it.
+         *
+         * Only ask for what is there: libvirt refuses to detach a device
          * a definition lacks, and absent already means detached. */
         for (unsigned f = SVFF_HV_LIVE; f <= SVFF_HV_CONFIG; f <<= 1) {
                 if (!(flags & f))
@@ -530,43 +533,21 @@ int svff_hv_detach(virDomainPtr dom, const char *vf, const char *alias, unsigned
                         return r;
                 if (r > 0)
                         todo |= f;
-                if (r > 0 && f == SVFF_HV_LIVE)
-                        live = hd;
         }
         if (todo == 0)
                 return 0;
-        rest = todo;
 
-        /* Live, by alias: libvirt asks QEMU and returns at once, and reports
-         * the removal as an event, so neither a libvirtd thread nor this
-         * one sits polling while the guest lets go. Drivers without it get
-         * the call that waits in libvirtd (up to 5 s) instead. */
-        if ((todo & SVFF_HV_LIVE) && removals && *live.alias) {
-                if (virDomainGetUUIDString(dom, uuid) < 0)
-                        return svff_hv_error_from_libvirt(err, what);
-                seq = svff_hv_removals_seq(removals);
-                if (virDomainDetachDeviceAlias(dom, live.alias, VIR_DOMAIN_AFFECT_LIVE) >= 0)
-                        rest &= ~SVFF_HV_LIVE;
-                else if (virGetLastErrorCode() != VIR_ERR_NO_SUPPORT)
-                        return svff_hv_error_from_libvirt(err, what);
-                else
-                        removals = NULL;
-        } else
-                removals = NULL;
-
-        if (rest) {
-                /* The XML libvirt itself reported, so alias and addresses
-                 * match exactly what it looks for. */
-                r = svff_hv_hostdev_xml(vf, *hd.alias ? hd.alias : "ua-svff", NULL, &xml);
-                if (r < 0)
-                        return svff_error_set(err, r, "%s: cannot describe the device", what);
-                if (virDomainDetachDeviceFlags(dom, xml, vir_flags(rest)) < 0)
-                        return svff_hv_error_from_libvirt(err, what);
-        }
+        /* The XML libvirt itself reported, so alias and addresses match
+         * exactly what it looks for. */
+        r = svff_hv_hostdev_xml(vf, *hd.alias ? hd.alias : "ua-svff", NULL, &xml);
+        if (r < 0)
+                return svff_error_set(err, r, "%s: cannot describe the device", what);
+        if (virDomainDetachDeviceFlags(dom, xml, vir_flags(todo)) < 0)
+                return svff_hv_error_from_libvirt(err, what);
         if (!(todo & SVFF_HV_LIVE) || deadline == 0)
                 return 0;
 
         /* libvirt removes the device from the live XML once QEMU reports
          * DEVICE_DELETED, i.e. once the guest let go. */
-        return wait_removed(dom, vf, uuid, live.alias, removals, seq, deadline, what, err);
+        return wait_removed(dom, vf, NULL, NULL, NULL, 0, deadline, what, err);
 }

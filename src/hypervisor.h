@@ -112,12 +112,12 @@ int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const ch
  * waits until the device is gone from the live XML (libvirt drops it
  * when QEMU reports DEVICE_DELETED) or deadline (CLOCK_MONOTONIC usec,
  * 0: do not wait) passes: then -ETIMEDOUT, "the guest has not released
- * it". A device already absent counts as detached. With removals (fed
- * from libvirt's DEVICE_REMOVED events, see hv-removals.h) the live
- * part is asked by alias, which does not block libvirtd, and the wait
- * ends on the event; without, the XML is polled. alias (optional) is
- * the user alias svff recorded: with it and removals, nothing is read
- * before the requests. */
+ * it". A device already absent counts as detached. With alias (the
+ * user alias svff recorded, "ua-...") and removals (fed from libvirt's
+ * DEVICE_REMOVED events, see hv-removals.h), both definitions are asked
+ * by alias with no read of the XML before, which does not block
+ * libvirtd, and the wait ends on the event. Otherwise the device's XML
+ * is read, the request waits in libvirtd, and the live XML is polled. */
 struct svff_hv_removals;
 int svff_hv_detach(virDomainPtr dom, const char *vf, const char *alias, unsigned flags, usec_t deadline,
                    struct svff_hv_removals *removals, struct svff_error *err);
