@@ -289,11 +289,10 @@ static void arm(struct autoinit *a, const char *address, bool restore) {
         a->pending = p;
 }
 
-/* Whether address is a VF svff knows of (its events are svff's own
- * doing, or its PF's). */
-/* A VF: svff's, or any other (it has a physfn link). A VF is never a PF,
- * so its events need no settle timer nor another pass over the host;
- * a reconf adds and binds a whole PF's worth of them at once. */
+/* Whether address is a VF: one svff recorded, any other one present
+ * (it has a physfn link), or one the last snapshot saw. A VF is never a
+ * PF, so its events need no settle timer nor another pass over the
+ * host; a reconf adds and binds a whole PF's worth of them at once. */
 static bool known_vf(struct manager *m, const char *address) {
         char path[64];
 
