@@ -478,8 +478,8 @@ static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         res->mode = SVFF_PAUSE_DETACH;
         if (flags == 0)
                 return 0;
-        return svff_hv_detach(dom, it->vf, it->a.alias, flags, svff_now_usec() + rc->detach_timeout, hv_removals(rc->m->hv),
-                              err);
+        return svff_hv_detach(dom, it->vf, it->a.alias, flags, svff_now_usec() + rc->detach_timeout,
+                              hv_removals(rc->m->hv), err);
 }
 
 static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t i,
