@@ -156,6 +156,10 @@ vm_svffd_stop() {
         rc=0
         wait "$svffd_pid" || rc=$?
         svffd_pid=
+        if [ "$rc" != 0 ]; then
+                echo "svffd.log, last 60 lines:"
+                tail -n 60 "$SVFF_VM_RUNDIR/svffd.log"
+        fi
         assert_eq "svffd exit status after SIGTERM" 0 "$rc"
         vm_checks=$((vm_checks + 1))
         if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$SVFF_VM_RUNDIR/svffd.log"; then
