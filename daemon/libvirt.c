@@ -370,6 +370,7 @@ int hv_new(struct manager *m, const char *uri, unsigned n_threads, struct hv **r
         int r;
 
         if (!atomic_exchange(&registered, true)) {
+                svff_hv_init();
                 virSetErrorFunc(NULL, quiet_error);
                 if (virInitialize() < 0 || virEventRegisterDefaultImpl() < 0)
                         return log_error_errno(-EIO, "Failed to set up libvirt's event loop: %s",

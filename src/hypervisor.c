@@ -281,6 +281,13 @@ int svff_hv_error_from_libvirt(struct svff_error *err, const char *what) {
         return svff_error_set(err, r, "%s: %s", what, e->message ?: "libvirt gave no reason");
 }
 
+void svff_hv_init(void) {
+        /* libxml2 sets up its globals (mutexes, dictionaries) on first
+         * use, and not safely when threads race to it: a daemon's first
+         * reconf builds several hostdevs at once. */
+        xmlInitParser();
+}
+
 int svff_hv_open(const char *uri, virConnectPtr *ret, struct svff_error *err) {
         virConnectPtr c;
         char what[512];

@@ -84,6 +84,9 @@ int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hos
  * and returns the -errno. */
 int svff_hv_error_from_libvirt(struct svff_error *err, const char *what);
 
+/* Once per process, before threads call any svff_hv_ function. */
+void svff_hv_init(void);
+
 /* Opens uri (read-write). -ENOTCONN with libvirt's message when it
  * cannot. The caller owns the connection (virConnectClose). Event
  * callbacks need an event implementation registered before this. */
