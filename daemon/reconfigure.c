@@ -448,12 +448,26 @@ struct item_result {
 
 static void item_done(void *userdata);
 
+/* The definitions a reconf takes a device out of and puts it back in.
+ * A survivor in a running domain comes back at the same host address,
+ * so only the live device goes: the persistent definition keeps it, and
+ * neither a crash nor a failed re-attach can take it from there. Anything
+ * else as recorded: a released VF leaves for good, and a domain that is
+ * not running could be started while its VF does not exist. */
+static unsigned reconf_flags(const struct svff_reconf_item *it, bool active) {
+        bool live = it->a.live && active;
+
+        if (live && it->fate == SVFF_RECONF_SURVIVES)
+                return SVFF_HV_LIVE;
+        return (live ? SVFF_HV_LIVE : 0) | (it->a.config ? SVFF_HV_CONFIG : 0);
+}
+
 static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t i,
                        struct item_result *res, struct svff_error *err) {
         struct reconf *rc = j->rc;
         const struct svff_reconf_item *it = &rc->plan->items[i];
         bool live = it->a.live && info->active;
-        unsigned flags = (live ? SVFF_HV_LIVE : 0) | (it->a.config ? SVFF_HV_CONFIG : 0);
+        unsigned flags = reconf_flags(it, info->active);
         int r;
 
         if (it->fate == SVFF_RECONF_SURVIVES && rc->plan->mode == SVFF_RECONF_PAUSE && live) {
@@ -487,8 +501,7 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         struct reconf *rc = j->rc;
         const struct svff_reconf_item *it = &rc->plan->items[i];
         const struct item *s = &rc->items[i];
-        bool live = it->a.live && info->active;
-        unsigned flags = (live ? SVFF_HV_LIVE : 0) | (it->a.config ? SVFF_HV_CONFIG : 0);
+        unsigned flags = reconf_flags(it, info->active);
         _cleanup_free_ char *drv = NULL;
         struct svff_hostdev hd;
         int r;

@@ -423,8 +423,20 @@ int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const ch
                  (flags & SVFF_HV_CONFIG) ? "config" : "");
         /* One call for both: libvirt applies the config change only when
          * the live one succeeded, so nothing is left half-attached. */
-        if (virDomainAttachDeviceFlags(dom, xml, vir_flags(flags)) < 0)
-                return svff_hv_error_from_libvirt(err, what);
+        if (virDomainAttachDeviceFlags(dom, xml, vir_flags(flags)) < 0) {
+                r = svff_hv_error_from_libvirt(err, what);
+                /* A persistent definition may still hold the device: a
+                 * reconf takes only the live one away. Then only the live
+                 * one is missing. Asked only after libvirt refused. */
+                if ((flags & SVFF_HV_LIVE) && (flags & SVFF_HV_CONFIG) &&
+                    svff_hv_get_hostdev(dom, vf, SVFF_HV_CONFIG, &hd, NULL) > 0 && streq(hd.alias, alias)) {
+                        svff_error_free(err);
+                        flags = SVFF_HV_LIVE;
+                        if (virDomainAttachDeviceFlags(dom, xml, vir_flags(flags)) < 0)
+                                return svff_hv_error_from_libvirt(err, what);
+                } else
+                        return r;
+        }
 
         r = svff_hv_get_hostdev(dom, vf, flags & SVFF_HV_LIVE ? SVFF_HV_LIVE : SVFF_HV_CONFIG, &hd, err);
         if (r < 0)

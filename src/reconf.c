@@ -476,8 +476,8 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                                    "with its address reserved)\n", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_DETACH:
-                        fprintf(f, "detach VF %s from domain '%s', keeping its address and alias\n", it->vf,
-                                it->a.domain);
+                        fprintf(f, "detach VF %s from domain '%s', keeping its address and alias (from a "
+                                   "running domain, the live device only)\n", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_RELEASE:
                         fprintf(f, "detach VF %s from domain '%s' for good (--force)\n", it->vf, it->a.domain);

@@ -2,7 +2,9 @@
 # FAULT during a live 'reconf PF 4' with 4 VFs assigned to 4 running
 # domains. Restarted, it resumes or rolls back from its journal: every
 # assignment is back, attached, at the same guest address (query-pci in
-# every domain), the VFs on vfio-pci.
+# every domain), the VFs on vfio-pci. Then a re-attach fails (fault
+# injected): the domain is named, its VF stays paused and unpause brings
+# it back.
 #
 # Skips until svffctl has 'reconf'. 'tests/vm/run ... 05-crash-reconf.sh
 # setup-only' runs the part before it (domains and assignments) anyway.
@@ -55,3 +57,32 @@ for v in $vfs; do
         assert_eq "VF $v in $1's live XML at svffd's address" "$(vm_xml_addr "$1") attached $1" "$(vm_svff_addr "$v")"
         shift
 done
+
+# A re-attach that fails: the reconf names the domain left without its
+# VF, whose assignment stays paused with its reservation. Only the live
+# device was taken, so the persistent definition still holds it (once),
+# and unpause brings the VF back at the same guest address.
+vm_svffd_stop
+export SVFF_FAULT=fail-reattach-1
+vm_svffd_start
+unset SVFF_FAULT
+vm_log "reconf $pf 4, the first re-attach to fail"
+rc=0
+svffctl reconf "$pf" 4 >"$SVFF_VM_RUNDIR/reconf-fail.out" 2>&1 || rc=$?
+cat "$SVFF_VM_RUNDIR/reconf-fail.out"
+assert_eq "svffctl reconf's exit status after a failed re-attach" 1 "$rc"
+paused=$(svffctl list --json | jq -r '.pfs[].vfs[] | select(.assigned_to.state == "paused") | .address')
+assert_eq "assignments left paused" 1 "$(echo "$paused" | grep -c .)"
+set -- $doms
+for v in $vfs; do
+        [ "$v" != "$paused" ] || break
+        shift
+done
+assert_true "the reply names domain '$1'" grep -q "'$1'" "$SVFF_VM_RUNDIR/reconf-fail.out"
+assert_eq "VF $paused gone from $1's query-pci" "" "$(vm_qpci "$1" "$paused")"
+assert_eq "hostdevs in $1's persistent definition" 1 "$(virsh dumpxml --inactive "$1" | grep -c '<hostdev ')"
+svffctl unpause "$paused" || vm_fail "svffctl unpause $paused failed"
+assert_eq "every VF at the same guest address after unpause (query-pci)" "$before" "$(vm_places)"
+assert_eq "hostdevs in $1's persistent definition after unpause" 1 \
+        "$(virsh dumpxml --inactive "$1" | grep -c '<hostdev ')"
+assert_eq "VF $paused after unpause" "$(vm_xml_addr "$1") attached $1" "$(vm_svff_addr "$paused")"
