@@ -72,12 +72,13 @@ uint64_t svff_hv_removals_seq(struct svff_hv_removals *r) {
         return s;
 }
 
-/* Under lock: true when a removal of (uuid, alias) after *seq is kept,
- * or when some after *seq are no longer kept. Moves *seq to r->seq. */
-static bool seen(struct svff_hv_removals *r, const char *uuid, const char *alias, uint64_t *seq) {
-        bool found = r->seq - *seq > SVFF_HV_REMOVALS_KEPT;
+/* Under lock: 1 when a removal of (uuid, alias) after *seq is kept,
+ * -ESTALE when some after *seq are no longer kept, else 0. Moves *seq
+ * to r->seq. */
+static int seen(struct svff_hv_removals *r, const char *uuid, const char *alias, uint64_t *seq) {
+        int found = r->seq - *seq > SVFF_HV_REMOVALS_KEPT ? -ESTALE : 0;
 
-        for (uint64_t s = *seq + 1; !found && s <= r->seq; s++) {
+        for (uint64_t s = *seq + 1; found == 0 && s <= r->seq; s++) {
                 const struct removal *e = &r->ring[s % SVFF_HV_REMOVALS_KEPT];
 
                 found = streq(e->alias, alias) && streq(e->uuid, uuid);
@@ -86,16 +87,16 @@ static bool seen(struct svff_hv_removals *r, const char *uuid, const char *alias
         return found;
 }
 
-bool svff_hv_removals_wait(struct svff_hv_removals *r, const char *uuid, const char *alias, uint64_t *seq,
-                           usec_t deadline) {
+int svff_hv_removals_wait(struct svff_hv_removals *r, const char *uuid, const char *alias, uint64_t *seq,
+                          usec_t deadline) {
         struct timespec ts = {
                 .tv_sec = (time_t) (deadline / USEC_PER_SEC),
                 .tv_nsec = (long) (deadline % USEC_PER_SEC) * 1000,
         };
-        bool found;
+        int found;
 
         pthread_mutex_lock(&r->lock);
-        while (!(found = seen(r, uuid, alias, seq)))
+        while ((found = seen(r, uuid, alias, seq)) == 0)
                 if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) == ETIMEDOUT) {
                         found = seen(r, uuid, alias, seq);
                         break;

@@ -12,8 +12,8 @@
  *
  *   seq = svff_hv_removals_seq(r);           before the detach request
  *   ... request the detach ...
- *   while (!svff_hv_removals_wait(r, uuid, alias, &seq, until))
- *           ... deadline or timeout: check the XML yourself ...
+ *   if (svff_hv_removals_wait(r, uuid, alias, &seq, until) <= 0)
+ *           ... timeout, or fell behind: check the XML yourself ...
  *
  * Only the last SVFF_HV_REMOVALS_KEPT removals are kept: a waiter that
  * fell further behind is woken as if its device went, and must check. */
@@ -28,7 +28,8 @@ void svff_hv_removals_note(struct svff_hv_removals *r, const char *uuid, const c
 uint64_t svff_hv_removals_seq(struct svff_hv_removals *r);
 
 /* Waits until a removal of alias from the domain with uuid was noted
- * after *seq (true; *seq moves past what was seen) or until deadline
- * (CLOCK_MONOTONIC usec; false). */
-bool svff_hv_removals_wait(struct svff_hv_removals *r, const char *uuid, const char *alias, uint64_t *seq,
-                           usec_t deadline);
+ * after *seq (1), or until deadline (CLOCK_MONOTONIC usec; 0). -ESTALE
+ * when removals after *seq are no longer kept: the device may be among
+ * them. *seq moves past what was looked at. */
+int svff_hv_removals_wait(struct svff_hv_removals *r, const char *uuid, const char *alias, uint64_t *seq,
+                          usec_t deadline);

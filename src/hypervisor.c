@@ -438,20 +438,31 @@ int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const ch
                         return r;
         }
 
+        if (!ret)
+                return 0;
+        if (guest_address) {
+                /* At a given address libvirt places the device exactly
+                 * there or refuses it: nothing to read back. */
+                *ret = (struct svff_hostdev) {};
+                (void) svff_pci_addr_canonicalize(vf, ret->source);
+                (void) svff_pci_addr_canonicalize(guest_address, ret->guest_address);
+                snprintf(ret->alias, sizeof(ret->alias), "%s", alias);
+                return 0;
+        }
         r = svff_hv_get_hostdev(dom, vf, flags & SVFF_HV_LIVE ? SVFF_HV_LIVE : SVFF_HV_CONFIG, &hd, err);
         if (r < 0)
                 return r;
         if (r == 0)
                 return svff_error_set(err, -EIO, "%s: libvirt accepted it but the device is not in the domain's XML",
                                       what);
-        if (ret)
-                *ret = hd;
+        *ret = hd;
         return 0;
 }
 
-/* Waits until the device with alias is gone from dom's live XML: on each
- * removal libvirt reports for it (when removals is given; at least every
- * second, should an event be lost) or on a growing poll. */
+/* Waits until the device with alias is gone from dom's live XML: until
+ * libvirt reports its removal (when removals is given; the XML is read
+ * at least every second, should an event be lost), or on a growing poll
+ * of the XML. */
 static int wait_removed(virDomainPtr dom, const char *vf, const char *uuid, const char *alias,
                         struct svff_hv_removals *removals, uint64_t seq, usec_t deadline, const char *what,
                         struct svff_error *err) {
@@ -462,10 +473,13 @@ static int wait_removed(virDomainPtr dom, const char *vf, const char *uuid, cons
                 usec_t now = svff_now_usec();
                 int r;
 
-                if (removals)
-                        (void) svff_hv_removals_wait(removals, uuid, alias, &seq,
-                                                     MIN(deadline, now + USEC_PER_SEC));
-                else {
+                if (removals) {
+                        /* libvirt reports a removal once the device has
+                         * left the live definition: seen, it is gone. */
+                        if (svff_hv_removals_wait(removals, uuid, alias, &seq,
+                                                  MIN(deadline, now + USEC_PER_SEC)) > 0)
+                                return 0;
+                } else {
                         struct timespec ts;
 
                         if (wait > deadline - MIN(deadline, now))

@@ -104,10 +104,12 @@ int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct
                         struct svff_error *err);
 
 /* Attaches vf to dom with alias, at guest_address when non-NULL, in the
- * definitions named by flags, then reads the device back (live XML when
- * LIVE, else the persistent one) into *ret (optional): the guest address
- * libvirt chose. LIVE and CONFIG go in one libvirt call, which changes
- * the persistent definition only when the live change succeeded. */
+ * definitions named by flags, and fills *ret (optional): without a
+ * guest address, by reading the device back (live XML when LIVE, else
+ * the persistent one) for the address libvirt chose. LIVE and CONFIG go
+ * in one libvirt call, which changes the persistent definition only when
+ * the live change succeeded; refused because the persistent definition
+ * already holds the device, the live one is attached alone. */
 int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const char *guest_address,
                    unsigned flags, struct svff_hostdev *ret, struct svff_error *err);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <errno.h>
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,10 +29,10 @@ START_TEST(test_noted_before_wait) {
         uint64_t seq = svff_hv_removals_seq(r);
 
         svff_hv_removals_note(r, U1, "ua-svff-0000-01-00-1");
-        ck_assert(svff_hv_removals_wait(r, U1, "ua-svff-0000-01-00-1", &seq, in_msec(1000)));
+        ck_assert_int_eq(svff_hv_removals_wait(r, U1, "ua-svff-0000-01-00-1", &seq, in_msec(1000)), 1);
         ck_assert_uint_eq(seq, svff_hv_removals_seq(r));
         /* Seen once: the same removal does not end a second wait. */
-        ck_assert(!svff_hv_removals_wait(r, U1, "ua-svff-0000-01-00-1", &seq, in_msec(20)));
+        ck_assert_int_eq(svff_hv_removals_wait(r, U1, "ua-svff-0000-01-00-1", &seq, in_msec(20)), 0);
 }
 END_TEST
 
@@ -41,7 +42,7 @@ START_TEST(test_other_devices_do_not_end_the_wait) {
 
         svff_hv_removals_note(r, U2, "ua-svff-0000-01-00-1");   /* same alias, other domain */
         svff_hv_removals_note(r, U1, "ua-svff-0000-01-00-2");   /* same domain, other alias */
-        ck_assert(!svff_hv_removals_wait(r, U1, "ua-svff-0000-01-00-1", &seq, in_msec(50)));
+        ck_assert_int_eq(svff_hv_removals_wait(r, U1, "ua-svff-0000-01-00-1", &seq, in_msec(50)), 0);
         ck_assert_uint_ge(svff_now_usec() - t0, 50 * 1000ULL);
 }
 END_TEST
@@ -51,7 +52,7 @@ START_TEST(test_removals_before_seq_do_not_count) {
 
         svff_hv_removals_note(r, U1, "ua-a");
         seq = svff_hv_removals_seq(r);
-        ck_assert(!svff_hv_removals_wait(r, U1, "ua-a", &seq, in_msec(20)));
+        ck_assert_int_eq(svff_hv_removals_wait(r, U1, "ua-a", &seq, in_msec(20)), 0);
 }
 END_TEST
 
@@ -59,10 +60,11 @@ START_TEST(test_overflow_wakes_the_waiter) {
         uint64_t seq = svff_hv_removals_seq(r);
 
         /* More removals than are kept: the waiter's may have been among
-         * those dropped, so it is woken to check for itself. */
+         * those dropped, so it is told to check for itself. */
         for (unsigned i = 0; i <= SVFF_HV_REMOVALS_KEPT; i++)
                 svff_hv_removals_note(r, U2, "ua-other");
-        ck_assert(svff_hv_removals_wait(r, U1, "ua-a", &seq, in_msec(1000)));
+        ck_assert_int_eq(svff_hv_removals_wait(r, U1, "ua-a", &seq, in_msec(1000)), -ESTALE);
+        ck_assert_uint_eq(seq, svff_hv_removals_seq(r));
 }
 END_TEST
 
@@ -80,7 +82,7 @@ START_TEST(test_woken_by_another_thread) {
         pthread_t t;
 
         ck_assert_int_eq(pthread_create(&t, NULL, note_later, (void *) "ua-b"), 0);
-        ck_assert(svff_hv_removals_wait(r, U1, "ua-b", &seq, in_msec(10000)));
+        ck_assert_int_eq(svff_hv_removals_wait(r, U1, "ua-b", &seq, in_msec(10000)), 1);
         /* Woken by the event, not by the deadline. */
         ck_assert_uint_lt(svff_now_usec() - t0, 5000 * 1000ULL);
         ck_assert_uint_ge(svff_now_usec() - t0, 100 * 1000ULL);
