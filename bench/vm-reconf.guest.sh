@@ -122,6 +122,18 @@ shell_sys_ms() {
         eval "$1=$(awk 'NR == 1 { sub(/s$/, "", $2); split($2, a, "m"); printf "%.0f", (a[1] * 60 + a[2]) * 1000 }' /run/bench-times)"
 }
 
+# cpu_ms COMMAND...: COMMAND's user plus system CPU time in ms, its
+# output dropped. Call it in a command substitution: 'times' then counts
+# the children of that subshell, COMMAND alone. (bench/vm-reconf has
+# the same on the host.)
+cpu_ms() {
+        "$@" >/dev/null || return
+        times >/run/bench-cal-times
+        awk 'NR == 2 { for (i = 1; i <= 2; i++) { sub(/s$/, "", $i); split($i, a, "m"); ms += (a[1] * 60 + a[2]) * 1000 }
+                       printf "%.0f", ms }' /run/bench-cal-times
+}
+cal_commits=500
+
 serial_cycle() {
         n=$1
         set -- $(vfs "$n")
@@ -292,6 +304,11 @@ if have_reconf; then
         done
         say "  svffd CPU per VF per cycle: $cpu_1 / $cpu_4 / $cpu_8 ms at 1 / 4 / 8 VFs (target <= 5; TCG inflates it)"
         say "    less the kernel's work for the numvfs and bind writes: $own_1 / $own_4 / $own_8 ms"
+        # The yardstick for TCG's inflation: svff's own store code, run
+        # the same way on the host by bench/vm-reconf.
+        cal=$(cpu_ms "$SVFF_VM_BUILDDIR/bench/bench-store" /run "$cal_commits") ||
+                vm_fail "bench-store failed in the guest"
+        echo "cal_guest=$cal cpu_1=$cpu_1 cpu_4=$cpu_4 cpu_8=$cpu_8" >"$SVFF_VM_RUNDIR/calibration"
 else
         say "svffd reconf: not available in this build"
         say ""
