@@ -174,6 +174,17 @@ serial_cycle() {
 # svffd_cpu: svffd's user and system CPU time so far in clock ticks, of
 # every thread it ever ran (the process's own counters).
 svffd_cpu() { awk '{ sub(/.*\) /, ""); print $12, $13 }' "/proc/$svffd_pid/stat"; }
+
+# cpu_by_whom: CPU time so far in clock ticks of libvirtd, of the nested
+# domains' QEMUs, and of the whole guest (every busy tick in /proc/stat).
+cpu_by_whom() {
+        for who in libvirtd qemu-system-x86_64; do
+                # shellcheck disable=SC2046
+                awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t + 0 }' \
+                        $(for p in $(pidof "$who"); do echo "/proc/$p/stat"; done) /dev/null
+        done | tr '\n' ' '
+        awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
 ticks=$(getconf CLK_TCK)
 
 # phases FILE: the reconf's phases from svffd's monitor events, each as
@@ -211,10 +222,12 @@ svffd_cycle() {
         mpid=$!
         sleep 0.5
         c0=$(svffd_cpu)
+        w0=$(cpu_by_whom)
         t0=$(now)
         svffd_reconf "$n" || vm_fail "svffctl reconf $pf $n failed"
         t_cycle=$(since "$t0")
         c1=$(svffd_cpu)
+        w1=$(cpu_by_whom)
         sleep 0.2
         kill "$mpid"
         wait "$mpid" 2>/dev/null || true
@@ -230,6 +243,11 @@ svffd_cycle() {
         say "                    svffd CPU $cpu ms per VF: user $cpu_user, system $cpu_sys;" \
             "own (less the kernel's $k for the numvfs and bind writes) $(echo "$cpu $k" | awk '{ printf "%.1f", $1 - $2 }')"
         eval "svffd_$n=$t_cycle cpu_$n=$cpu own_$n=$(echo "$cpu $k" | awk '{ printf "%.1f", $1 - $2 }')"
+        # Where the guest's CPU went: the vCPUs' capacity bounds a cycle.
+        say "                    guest CPU in the cycle: $(echo "$w0 $w1 $c0 $c1 $t_cycle $ticks $(nproc)" | awk '{
+                printf "libvirtd %.2f s, nested QEMUs %.2f s, svffd %.2f s, all %.2f s of %d vCPUs x %.2f s (%.0f%% busy)",
+                       ($4 - $1) / $12, ($5 - $2) / $12, ($9 + $10 - $7 - $8) / $12, ($6 - $3) / $12, $13, $11,
+                       100 * ($6 - $3) / $12 / $13 / $11 }')"
         for v in "$@"; do
                 svffctl detach "$v" >/dev/null || vm_fail "svffctl detach $v failed"
         done
