@@ -509,6 +509,7 @@ static int detach_by_alias(virDomainPtr dom, const char *vf, const char *alias, 
         char uuid[SVFF_UUID_STRLEN];
         bool waiting = false, asked = false;
         uint64_t seq;
+        int code, r;
 
         if (virDomainGetUUIDString(dom, uuid) < 0)
                 return svff_hv_error_from_libvirt(err, what);
@@ -516,18 +517,24 @@ static int detach_by_alias(virDomainPtr dom, const char *vf, const char *alias, 
         for (unsigned f = SVFF_HV_LIVE; f <= SVFF_HV_CONFIG; f <<= 1) {
                 if (!(flags & f))
                         continue;
-                if (f == SVFF_HV_LIVE && virDomainIsActive(dom) != 1)
-                        continue;
                 if (virDomainDetachDeviceAlias(dom, alias, vir_flags(f)) >= 0) {
                         waiting = waiting || f == SVFF_HV_LIVE;
                         asked = true;
                         continue;
                 }
-                if (virGetLastErrorCode() == VIR_ERR_DEVICE_MISSING)
+                code = virGetLastErrorCode();
+                if (code == VIR_ERR_DEVICE_MISSING)
                         continue;
-                if (virGetLastErrorCode() == VIR_ERR_NO_SUPPORT && !asked)
+                if (code == VIR_ERR_NO_SUPPORT && !asked)
                         return 0;
-                return svff_hv_error_from_libvirt(err, what);
+                r = svff_hv_error_from_libvirt(err, what);
+                /* Callers ask for LIVE when they saw the domain running;
+                 * one that stopped since has no live device to detach. */
+                if (f == SVFF_HV_LIVE && code == VIR_ERR_OPERATION_INVALID && virDomainIsActive(dom) == 0) {
+                        svff_error_free(err);
+                        continue;
+                }
+                return r;
         }
         if (!waiting || deadline == 0)
                 return 1;
