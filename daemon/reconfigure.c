@@ -558,7 +558,7 @@ static void dom_job_run(void *userdata) {
         virDomainPtr dom = NULL;
         int lr;
 
-        lr = svff_hv_lookup(j->conn, rc->plan->items[j->idx[0]].a.uuid, &info, &dom, &lerr);
+        lr = svff_hv_lookup_running(j->conn, rc->plan->items[j->idx[0]].a.uuid, &info, &dom, &lerr);
         for (size_t k = 0; k < j->n; k++) {
                 struct item_result *res = calloc(1, sizeof(*res));
                 struct svff_error err = SVFF_ERROR_NULL;

@@ -307,25 +307,28 @@ int svff_hv_open(const char *uri, virConnectPtr *ret, struct svff_error *err) {
         return 0;
 }
 
-static int info_of(virDomainPtr dom, struct svff_domain_info *ret, struct svff_error *err) {
+/* The handle a lookup returns carries the domain's ID, -1 unless it
+ * runs: that answers "active" as of the lookup, with no round trip.
+ * Persistence costs one; only asked when wanted. */
+static int info_of(virDomainPtr dom, bool want_persistent, struct svff_domain_info *ret, struct svff_error *err) {
         struct svff_domain_info info = {};
         const char *name;
-        int a, p;
+        int p = 0;
 
         if (virDomainGetUUIDString(dom, info.uuid) < 0)
                 return svff_hv_error_from_libvirt(err, "Reading a domain's UUID");
         name = virDomainGetName(dom);
         snprintf(info.name, sizeof(info.name), "%s", name ?: "");
-        a = virDomainIsActive(dom);
-        p = virDomainIsPersistent(dom);
-        if (a < 0 || p < 0) {
+        if (want_persistent)
+                p = virDomainIsPersistent(dom);
+        if (p < 0) {
                 char what[SVFF_DOMAIN_NAME_MAX + 64];
 
                 snprintf(what, sizeof(what), "Reading the state of domain '%s'", info.name);
                 return svff_hv_error_from_libvirt(err, what);
         }
-        info.active = a;
-        info.persistent = p;
+        info.active = virDomainGetID(dom) != (unsigned) -1;
+        info.persistent = p > 0;
         *ret = info;
         return 0;
 }
@@ -345,8 +348,8 @@ static bool looks_like_uuid(const char *s) {
         return true;
 }
 
-int svff_hv_lookup(virConnectPtr conn, const char *id, struct svff_domain_info *ret_info,
-                   virDomainPtr *ret_dom, struct svff_error *err) {
+static int lookup(virConnectPtr conn, const char *id, bool want_persistent, struct svff_domain_info *ret_info,
+                  virDomainPtr *ret_dom, struct svff_error *err) {
         _cleanup_(dom_freep) virDomainPtr dom = NULL;
         struct svff_domain_info info;
         int r;
@@ -369,7 +372,7 @@ int svff_hv_lookup(virConnectPtr conn, const char *id, struct svff_domain_info *
                                               SVFF_DOMAIN_NAME_MAX, id);
                 return svff_hv_error_from_libvirt(err, what);
         }
-        r = info_of(dom, &info, err);
+        r = info_of(dom, want_persistent, &info, err);
         if (r < 0)
                 return r;
         if (ret_info)
@@ -377,6 +380,16 @@ int svff_hv_lookup(virConnectPtr conn, const char *id, struct svff_domain_info *
         if (ret_dom)
                 *ret_dom = TAKE_PTR(dom);
         return 0;
+}
+
+int svff_hv_lookup(virConnectPtr conn, const char *id, struct svff_domain_info *ret_info,
+                   virDomainPtr *ret_dom, struct svff_error *err) {
+        return lookup(conn, id, true, ret_info, ret_dom, err);
+}
+
+int svff_hv_lookup_running(virConnectPtr conn, const char *id, struct svff_domain_info *ret_info,
+                           virDomainPtr *ret_dom, struct svff_error *err) {
+        return lookup(conn, id, false, ret_info, ret_dom, err);
 }
 
 int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct svff_hostdev *ret,

@@ -97,6 +97,10 @@ int svff_hv_open(const char *uri, virConnectPtr *ret, struct svff_error *err);
  * reference the caller frees with virDomainFree. */
 int svff_hv_lookup(virConnectPtr conn, const char *id, struct svff_domain_info *ret_info,
                    virDomainPtr *ret_dom, struct svff_error *err);
+/* The same with one round trip fewer, for callers that only need to know
+ * whether the domain runs: ret_info->persistent is always false. */
+int svff_hv_lookup_running(virConnectPtr conn, const char *id, struct svff_domain_info *ret_info,
+                           virDomainPtr *ret_dom, struct svff_error *err);
 
 /* The hostdev for vf in dom's live (flags has SVFF_HV_LIVE) or
  * persistent definition: 1 found, 0 absent, <0 error. */

@@ -191,6 +191,12 @@ START_TEST(test_test_driver_lifecycle) {
         ck_assert_int_eq(svff_store_set_assignment(e.store, VF_A, &a), 0);
         ck_assert_int_eq(virDomainCreate(dom), 0);
         wait_seen(&e, 2);
+        /* Running: from the handle's ID; persistence only when asked. */
+        ck_assert_int_eq(svff_hv_lookup(conn, UUID, &info, NULL, &err), 0);
+        ck_assert(info.active && info.persistent);
+        ck_assert_int_eq(svff_hv_lookup_running(conn, "svff-t1", &info, NULL, &err), 0);
+        ck_assert(info.active && !info.persistent);
+        ck_assert_str_eq(info.uuid, UUID);
         b.live = true;
         b.config = false;
         ck_assert_int_eq(svff_store_set_assignment(e.store, VF_B, &b), 0);
