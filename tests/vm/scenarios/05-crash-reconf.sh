@@ -24,16 +24,21 @@ echo "$before"
 ! echo "$before" | grep -q ' $' || vm_fail "a VF is missing from its domain's query-pci"
 [ "${1:-}" != setup-only ] || vm_skip "setup only"
 
-# Restart svffd with the fault point armed (SVFF_FAULT=NAME).
-vm_svffd_stop
-export SVFF_FAULT="$FAULT"
-vm_svffd_start
-unset SVFF_FAULT
+# reconf_at FAULT OUT: restarts svffd with the fault point FAULT armed
+# (SVFF_FAULT) and runs 'reconf PF 4': output in OUT (and shown), exit
+# status in $rc.
+reconf_at() {
+        vm_svffd_stop
+        export SVFF_FAULT="$1"
+        vm_svffd_start
+        unset SVFF_FAULT
+        vm_log "reconf $pf 4, fault point $1"
+        rc=0
+        svffctl reconf "$pf" 4 >"$2" 2>&1 || rc=$?
+        cat "$2"
+}
 
-vm_log "reconf $pf 4, svffd to die at $FAULT"
-rc=0
-svffctl reconf "$pf" 4 >"$SVFF_VM_RUNDIR/reconf.out" 2>&1 || rc=$?
-cat "$SVFF_VM_RUNDIR/reconf.out"
+reconf_at "$FAULT" "$SVFF_VM_RUNDIR/reconf.out"
 assert_true "svffctl reconf fails when svffd dies" test "$rc" -ne 0
 rc=0
 wait "$svffd_pid" || rc=$?
@@ -62,14 +67,7 @@ done
 # VF, whose assignment stays paused with its reservation. Only the live
 # device was taken, so the persistent definition still holds it (once),
 # and unpause brings the VF back at the same guest address.
-vm_svffd_stop
-export SVFF_FAULT=fail-reattach-1
-vm_svffd_start
-unset SVFF_FAULT
-vm_log "reconf $pf 4, the first re-attach to fail"
-rc=0
-svffctl reconf "$pf" 4 >"$SVFF_VM_RUNDIR/reconf-fail.out" 2>&1 || rc=$?
-cat "$SVFF_VM_RUNDIR/reconf-fail.out"
+reconf_at fail-reattach-1 "$SVFF_VM_RUNDIR/reconf-fail.out"
 assert_eq "svffctl reconf's exit status after a failed re-attach" 1 "$rc"
 paused=$(svffctl list --json | jq -r '.pfs[].vfs[] | select(.assigned_to.state == "paused") | .address')
 assert_eq "assignments left paused" 1 "$(echo "$paused" | grep -c .)"
