@@ -4,9 +4,12 @@
 #
 # 1. Reconf cycles N -> 0 -> N with N = 1, 4, 8 assigned VFs, one per
 #    OS-less nested domain: (a) a serial baseline doing what the SVFF
-#    paper's scripts do with virsh; (b) svffd ('svffctl reconf').
+#    paper's scripts do with virsh; (b) svffd ('svffctl reconf'), with
+#    svffd's CPU per VF and where the guest's CPU went in each cycle.
 # 2. Binding 8 fresh VFs to vfio-pci: svffd ('svffctl init'), driverctl
 #    set-override per VF, dpdk-devbind.py -b on all.
+# 3. The CPU time of svff's store commit loop (bench-store), which
+#    bench/vm-reconf also measures on the host: TCG's inflation.
 
 [ "$SVFF_VM_VFS" -ge 8 ] || vm_fail "needs tests/vm/run --vfs 8"
 for c in jq virsh driverctl dpdk-devbind.py; do
