@@ -208,20 +208,16 @@ have_reconf() { svffctl reconf --help >/dev/null 2>&1; }
 # assignment. Adjust here if 'svffctl reconf' spells it otherwise.
 svffd_reconf() { svffctl reconf "$pf" "$1" >/dev/null; }
 
-svffd_cycle() {
+# svffd_measure N REP: one svffd reconf cycle with N assigned VFs. Writes
+# $SVFF_VM_RUNDIR/cycle-N-REP: "SECONDS CPU OWN", then the lines to show
+# of its CPU; its monitor stream to monitor-N-REP.json.
+svffd_measure() {
         n=$1
-        set -- $(vfs "$n")
-        svffctl init "$pf" "$n" >/dev/null || vm_fail "svffctl init $pf $n failed"
-        i=1
-        for v in "$@"; do
-                svffctl attach "$v" "d$i" >/dev/null || vm_fail "svffctl attach $v d$i failed"
-                i=$((i + 1))
-        done
-        before=$(addresses "$@")
-        case "$before" in *";;"*|";"*) vm_fail "svffd $n: a VF is missing from query-pci: $before" ;; esac
-
-        mon=$SVFF_VM_RUNDIR/monitor-$n.json
-        svffctl monitor --json >"$mon" &
+        out=$SVFF_VM_RUNDIR/cycle-$n-$2
+        mon=$SVFF_VM_RUNDIR/monitor-$n-$2.json
+        # The binary itself, not the svffctl function: $! is then the
+        # monitor, which the kill below ends.
+        "$svffctl" --socket "$SVFF_SOCKET" monitor --json >"$mon" &
         mpid=$!
         sleep 0.5
         c0=$(svffd_cpu)
@@ -238,19 +234,46 @@ svffd_cycle() {
         cpu=$(echo "$@" | awk '{ printf "%.1f", ($3 + $4 - $1 - $2) * 1000 / $6 / $5 }')
         cpu_user=$(echo "$@" | awk '{ printf "%.1f", ($3 - $1) * 1000 / $6 / $5 }')
         cpu_sys=$(echo "$@" | awk '{ printf "%.1f", ($4 - $2) * 1000 / $6 / $5 }')
-        set -- $(vfs "$n")
-
-        [ "$(addresses "$@")" = "$before" ] || vm_fail "svffd $n: guest addresses changed"
-        say "  svffd   $n VF(s): cycle $t_cycle s ($(phases "$mon"))"
+        [ "$(addresses $(vfs "$n"))" = "$before" ] || vm_fail "svffd $n: guest addresses changed"
         eval "k=\$kernel_$n"
-        say "                    svffd CPU $cpu ms per VF: user $cpu_user, system $cpu_sys;" \
-            "own (less the kernel's $k for the numvfs and bind writes) $(echo "$cpu $k" | awk '{ printf "%.1f", $1 - $2 }')"
-        eval "svffd_$n=$t_cycle cpu_$n=$cpu own_$n=$(echo "$cpu $k" | awk '{ printf "%.1f", $1 - $2 }')"
-        # Where the guest's CPU went: the vCPUs' capacity bounds a cycle.
-        say "                    guest CPU in the cycle: $(echo "$w0 $w1 $c0 $c1 $t_cycle $ticks $(nproc)" | awk '{
-                printf "libvirtd %.2f s, nested QEMUs %.2f s, svffd %.2f s, all %.2f s of %d vCPUs x %.2f s (%.0f%% busy)",
-                       ($4 - $1) / $12, ($5 - $2) / $12, ($9 + $10 - $7 - $8) / $12, ($6 - $3) / $12, $13, $11,
-                       100 * ($6 - $3) / $12 / $13 / $11 }')"
+        own=$(echo "$cpu $k" | awk '{ printf "%.1f", $1 - $2 }')
+        {
+                echo "$t_cycle $cpu $own"
+                echo "                    svffd CPU $cpu ms per VF: user $cpu_user, system $cpu_sys;" \
+                     "own (less the kernel's $k for the numvfs and bind writes) $own"
+                # Where the guest's CPU went: the vCPUs' capacity bounds a cycle.
+                echo "                    guest CPU in the cycle: $(echo "$w0 $w1 $c0 $c1 $t_cycle $ticks $(nproc)" | awk '{
+                        printf "libvirtd %.2f s, nested QEMUs %.2f s, svffd %.2f s, all %.2f s of %d vCPUs x %.2f s (%.0f%% busy)",
+                               ($4 - $1) / $12, ($5 - $2) / $12, ($9 + $10 - $7 - $8) / $12, ($6 - $3) / $12, $13, $11,
+                               100 * ($6 - $3) / $12 / $13 / $11 }')"
+        } >"$out"
+}
+
+svffd_cycle() {
+        n=$1
+        set -- $(vfs "$n")
+        svffctl init "$pf" "$n" >/dev/null || vm_fail "svffctl init $pf $n failed"
+        i=1
+        for v in "$@"; do
+                svffctl attach "$v" "d$i" >/dev/null || vm_fail "svffctl attach $v d$i failed"
+                i=$((i + 1))
+        done
+        before=$(addresses "$@")
+        case "$before" in *";;"*|";"*) vm_fail "svffd $n: a VF is missing from query-pci: $before" ;; esac
+
+        # The same cycle $reps times; the one with the median wall time is
+        # shown, the others' times beside it.
+        for rep in $(seq "$reps"); do svffd_measure "$n" "$rep"; done
+        med=$(for rep in $(seq "$reps"); do echo "$(sed -n 1p "$SVFF_VM_RUNDIR/cycle-$n-$rep")" "$rep"; done |
+                sort -g | sed -n "$(((reps + 1) / 2))p" | awk '{ print $NF }')
+        set -- $(sed -n 1p "$SVFF_VM_RUNDIR/cycle-$n-$med")
+        t_cycle=$1 cpu=$2 own=$3
+        all=$(for rep in $(seq "$reps"); do sed -n 1p "$SVFF_VM_RUNDIR/cycle-$n-$rep" | cut -d' ' -f1; done |
+                paste -sd/ - | sed 's|/| / |g')
+        say "  svffd   $n VF(s): cycle $t_cycle s ($(phases "$SVFF_VM_RUNDIR/monitor-$n-$med.json")); cycles $all s"
+        sed -n '2,$p' "$SVFF_VM_RUNDIR/cycle-$n-$med" | while IFS= read -r l; do say "$l"; done
+        eval "svffd_$n=$t_cycle cpu_$n=$cpu own_$n=$own"
+        set -- $(vfs "$n")
         for v in "$@"; do
                 svffctl detach "$v" >/dev/null || vm_fail "svffctl detach $v failed"
         done
@@ -314,7 +337,7 @@ fi
 
 say ""
 if have_reconf; then
-        say "Reconf cycles by svffd"
+        say "Reconf cycles by svffd (each N: $reps cycles, the median shown)"
         for n in 1 4 8; do svffd_cycle "$n"; done
         say ""
         say "Ratios"
