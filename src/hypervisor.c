@@ -441,34 +441,33 @@ int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const ch
                 /* A persistent definition may still hold the device: a
                  * reconf takes only the live one away. Then only the live
                  * one is missing. Asked only after libvirt refused. */
-                if ((flags & SVFF_HV_LIVE) && (flags & SVFF_HV_CONFIG) &&
-                    svff_hv_get_hostdev(dom, vf, SVFF_HV_CONFIG, &hd, NULL) > 0 && streq(hd.alias, alias)) {
-                        svff_error_free(err);
-                        flags = SVFF_HV_LIVE;
-                        if (virDomainAttachDeviceFlags(dom, xml, vir_flags(flags)) < 0)
-                                return svff_hv_error_from_libvirt(err, what);
-                } else
+                if (!(flags & SVFF_HV_LIVE) || !(flags & SVFF_HV_CONFIG) ||
+                    svff_hv_get_hostdev(dom, vf, SVFF_HV_CONFIG, &hd, NULL) <= 0 || !streq(hd.alias, alias))
                         return r;
+                svff_error_free(err);
+                flags = SVFF_HV_LIVE;
+                if (virDomainAttachDeviceFlags(dom, xml, vir_flags(flags)) < 0)
+                        return svff_hv_error_from_libvirt(err, what);
         }
 
-        if (!ret)
-                return 0;
         if (guest_address) {
                 /* At a given address libvirt places the device exactly
                  * there or refuses it: nothing to read back. */
-                *ret = (struct svff_hostdev) {};
-                (void) svff_pci_addr_canonicalize(vf, ret->source);
-                (void) svff_pci_addr_canonicalize(guest_address, ret->guest_address);
-                snprintf(ret->alias, sizeof(ret->alias), "%s", alias);
-                return 0;
+                hd = (struct svff_hostdev) {};
+                (void) svff_pci_addr_canonicalize(vf, hd.source);
+                (void) svff_pci_addr_canonicalize(guest_address, hd.guest_address);
+                snprintf(hd.alias, sizeof(hd.alias), "%s", alias);
+        } else {
+                r = svff_hv_get_hostdev(dom, vf, flags & SVFF_HV_LIVE ? SVFF_HV_LIVE : SVFF_HV_CONFIG, &hd, err);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return svff_error_set(err, -EIO,
+                                              "%s: libvirt accepted it but the device is not in the domain's XML",
+                                              what);
         }
-        r = svff_hv_get_hostdev(dom, vf, flags & SVFF_HV_LIVE ? SVFF_HV_LIVE : SVFF_HV_CONFIG, &hd, err);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return svff_error_set(err, -EIO, "%s: libvirt accepted it but the device is not in the domain's XML",
-                                      what);
-        *ret = hd;
+        if (ret)
+                *ret = hd;
         return 0;
 }
 
