@@ -16,7 +16,7 @@
  *           ... timeout, or fell behind: check the XML yourself ...
  *
  * Only the last SVFF_HV_REMOVALS_KEPT removals are kept: a waiter that
- * fell further behind is woken as if its device went, and must check. */
+ * fell further behind is told so (-ESTALE), and must check. */
 #define SVFF_HV_REMOVALS_KEPT 64
 
 struct svff_hv_removals;
