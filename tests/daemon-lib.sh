@@ -28,6 +28,19 @@ skip_if_sanitized_fork() {
         fi
 }
 
+# sanitizer_env: "-E VAR=VALUE" for each sanitizer setting in the
+# environment, for launchers that start svffd with a clean one
+# (systemd-socket-activate): a sanitizer build's svffd needs them (TSan
+# its suppressions, all of them where to log). The values hold no spaces.
+sanitizer_env() {
+        for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do
+                eval "val=\${$v:-}"
+                # shellcheck disable=SC2154
+                [ -n "$val" ] && printf ' -E %s=%s' "$v" "$val"
+        done
+        return 0
+}
+
 command -v python3 >/dev/null || skip "python3 is needed to check JSON output"
 [ -x "$SVFFD" ] && [ -x "$SVFFCTL" ] || skip "svffd/svffctl not built"
 [ -x "$PCISIM" ] || skip "pcisim not built"
@@ -77,9 +90,11 @@ ctl() { "$SVFFCTL" --socket "$SOCK" "$@"; }
 # wait_for CMD...: retries CMD for up to 10 s.
 wait_for() { wait_for_s 10 "$@"; }
 
-# wait_for_s SECONDS CMD...: the same for up to SECONDS.
+# wait_for_s SECONDS CMD...: the same for up to SECONDS, times
+# SVFF_TEST_SLOWDOWN (a whole number; a TSan build runs several times
+# slower, and its run sets it).
 wait_for_s() {
-        wait_tries=$(($1 * 20))
+        wait_tries=$(($1 * 20 * ${SVFF_TEST_SLOWDOWN:-1}))
         shift
         i=0
         while ! "$@" >/dev/null 2>&1; do

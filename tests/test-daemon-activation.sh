@@ -30,7 +30,7 @@ BG_PIDS="$NOTIFY_PID"
 wait_for test -S "$T/notify.sock" || fail "notify peer did not start"
 
 systemd-socket-activate -l "$SOCK" --fdname=varlink \
-        -E NOTIFY_SOCKET="$T/notify.sock" -E WATCHDOG_USEC=400000 \
+        -E NOTIFY_SOCKET="$T/notify.sock" -E WATCHDOG_USEC=400000 $(sanitizer_env) \
         "$SVFFD" --state-dir "$STATE" --sysfs-root "$SYS" --config "$T/svff.conf" \
         --socket "$T/not-this-one.sock" --log-level debug >>"$T/svffd.log" 2>&1 &
 SVFFD_PID=$!

@@ -78,7 +78,8 @@ expect_eq "$FDNAME" varlink "FileDescriptorName"
 SOCK="$T$LISTEN"
 mkdir -p "$(dirname "$SOCK")" "$STATE"
 start_pcisim qdma
-systemd-socket-activate -l "$SOCK" --fdname="$FDNAME" \
+# shellcheck disable=SC2046
+systemd-socket-activate -l "$SOCK" --fdname="$FDNAME" $(sanitizer_env) \
         "$DEST$EXEC" --sysfs-root "$SYS" --state-dir "$STATE" --config /dev/null \
         --log-level debug >> "$T/svffd.log" 2>&1 &
 SVFFD_PID=$!
