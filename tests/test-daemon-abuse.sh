@@ -32,7 +32,7 @@ chmod 0666 "$SOCK"
 ctl init $PF 64 >/dev/null || fail "init 64"
 expect_eq "$(awk '/^Max open files/ { print $4 }' "/proc/$SVFFD_PID/limits")" "$FD_LIMIT" "svffd's fd limit"
 
-python3 - "$SOCK" "$SVFFD_PID" "$SVFFCTL" "$PF" "$T/svffd.log" <<'PY' || fail "abuse checks"
+FD_LIMIT=$FD_LIMIT python3 - "$SOCK" "$SVFFD_PID" "$SVFFCTL" "$PF" "$T/svffd.log" <<'PY' || fail "abuse checks"
 import json, os, random, select, socket, subprocess, sys, time
 
 SOCK, PID, SVFFCTL, PF, LOG = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
@@ -68,12 +68,12 @@ def root_list(what):
     t0 = time.monotonic()
     try:
         p = subprocess.run([SVFFCTL, "--socket", SOCK, "list", "--json"], capture_output=True, timeout=10)
-        rc, out = p.returncode, p.stdout
+        rc, out, err = p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired:
-        rc, out = "timeout", b""
+        rc, out, err = "timeout", b"", b""
     dt = time.monotonic() - t0
     ok = rc == 0 and json.loads(out)["pfs"][0]["numvfs"] > 0
-    check(ok and dt < 1.0, "root's list %s: rc %s in %.2f s" % (what, rc, dt))
+    check(ok and dt < 1.0, "root's list %s: rc %s in %.2f s%s" % (what, rc, dt, (": " + err.decode(errors="replace")) if rc else ""))
 
 def connect():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -253,6 +253,29 @@ for i in range(60):
     s.close()
 check(alive(), "svffd survives random and malformed frames")
 root_list("after malformed frames")
+
+# ---- accept() out of descriptors: the limit lowered under svffd ----
+# Connections are kept within the fd limit svffd saw at start; lowered
+# afterwards, accept() fails with EMFILE while peers wait in the backlog.
+log_before = open(LOG, "rb").read().count(b"Failed to accept")
+# (the soft limit: raising a hard one back needs CAP_SYS_RESOURCE)
+subprocess.run(["prlimit", "--pid", str(PID), "--nofile=%d:%s" % (nfds() + 4, os.environ["FD_LIMIT"])], check=True)
+cpu0, t0 = cpu(), time.monotonic()
+held = [as_uid(UIDS[0], drip, 24, 2.5)]
+time.sleep(2.5)
+busy = (cpu() - cpu0) / (time.monotonic() - t0)
+check(busy < 0.5, "svffd does not spin when accept() fails with EMFILE (%.0f%% of a CPU)" % (busy * 100))
+collect(held[0])
+subprocess.run(["prlimit", "--pid", str(PID), "--nofile=%s:%s" % (os.environ["FD_LIMIT"], os.environ["FD_LIMIT"])],
+               check=True)
+emfile_lines = open(LOG, "rb").read().count(b"Failed to accept") - log_before
+check(1 <= emfile_lines <= 3, "EMFILE logged once per back-off period, not per attempt (%d lines)" % emfile_lines)
+# Discovery failed with EMFILE meanwhile. A list past list-max-age
+# (1 s) gets that picture once more while it is read again.
+time.sleep(1.2)
+subprocess.run([SVFFCTL, "--socket", SOCK, "list"], capture_output=True, timeout=10)
+time.sleep(0.5)
+root_list("once descriptors are free again")
 
 # ---- after: idle CPU, descriptors and memory back ----
 time.sleep(1.0)
