@@ -844,16 +844,13 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
         /* Refused at once rather than left in the backlog: whoever queues
          * behind them (root) would wait too. */
         c->privileged = connection_is_privileged(s, c);
-        if (!c->privileged) {
-                if (s->n_unprivileged >= server_shared_connections(s)) {
-                        server_refuse(s, c, "the connections open to unprivileged peers are all taken");
-                        return 0;
-                }
-                if (c->peer.uid != 0 &&
-                    server_count_uid(s, c->peer.uid) >= s->limits.max_connections_per_uid) {
-                        server_refuse(s, c, "too many connections from this uid");
-                        return 0;
-                }
+        if (!c->privileged && s->n_unprivileged >= server_shared_connections(s)) {
+                server_refuse(s, c, "the connections open to unprivileged peers are all taken");
+                return 0;
+        }
+        if (c->peer.uid != 0 && server_count_uid(s, c->peer.uid) >= s->limits.max_connections_per_uid) {
+                server_refuse(s, c, "too many connections from this uid");
+                return 0;
         }
 
         c->next = s->connections;

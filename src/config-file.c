@@ -550,7 +550,9 @@ static int apply_limit(struct parser *p, const char *key, struct json_object *va
                 if (k >= 0)
                         c->limits.idle_timeout_usec = v * 1000ULL;
         } else if (streq(key, "monitor-backlog-bytes")) {
-                k = get_uint(p, val, 4096, 64 * 1024 * 1024, &v);
+                /* past 4 MiB the server's cap on any peer's output
+                 * (max_output) would cut the stream first, with no marker */
+                k = get_uint(p, val, 4096, 4 * 1024 * 1024, &v);
                 if (k >= 0)
                         c->limits.monitor_backlog = (size_t) v;
         } else
