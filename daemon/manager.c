@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +224,8 @@ void manager_server_limits(struct manager *m, struct server_limits *ret) {
         ret->max_connections = m->config.limits.max_connections;
         ret->max_connections_per_uid = m->config.limits.max_connections_per_uid;
         ret->idle_timeout_usec = m->config.limits.idle_timeout_usec;
+        ret->admin_gid = m->admin_gid;
+        ret->have_admin_gid = m->have_admin_gid;
 }
 
 int manager_reload_config(struct manager *m) {
@@ -735,6 +738,34 @@ static void subscriber_gone(struct call *call, void *userdata) {
                 }
 }
 
+/* A subscriber fell behind by more than monitor-backlog-bytes and then
+ * read what was waiting: it gets one last event saying how many it
+ * missed (so it knows to re-read the state with List), then the server
+ * hangs up. */
+static void subscriber_overflow(struct call *call, uint64_t n_dropped, void *userdata) {
+        struct manager *m = userdata;
+        struct json_object *p, *ev;
+
+        log_info("Monitor client pid %d uid %u fell behind, %" PRIu64 " events dropped; ending its stream.",
+                 (int) call_peer(call)->pid, (unsigned) call_peer(call)->uid, n_dropped);
+        call_set_disconnect_handler(call, NULL, NULL);
+        for (size_t i = 0; i < m->n_subscribers; i++)
+                if (m->subscribers[i] == call) {
+                        m->subscribers[i] = m->subscribers[--m->n_subscribers];
+                        break;
+                }
+
+        p = json_object_new_object();
+        ev = json_object_new_object();
+        json_object_object_add(ev, "event", json_object_new_string("events-dropped"));
+        json_object_object_add(ev, "timestamp_usec", json_object_new_int64((int64_t) now(CLOCK_REALTIME)));
+        json_object_object_add(ev, "dropped", json_object_new_int64((int64_t) MIN(n_dropped, (uint64_t) INT64_MAX)));
+        json_object_object_add(p, "event", ev);
+        (void) call_reply(call, p);
+        json_object_put(p);
+        call_unref(call);  /* the subscribers' reference */
+}
+
 int manager_subscribe(struct manager *m, struct call *call) {
         if (m->n_subscribers == m->alloc_subscribers) {
                 size_t a = m->alloc_subscribers ? m->alloc_subscribers * 2 : 8;
@@ -747,11 +778,15 @@ int manager_subscribe(struct manager *m, struct call *call) {
         }
         m->subscribers[m->n_subscribers++] = call_ref(call);
         call_set_disconnect_handler(call, subscriber_gone, m);
+        call_set_backlog(call, m->config.limits.monitor_backlog, subscriber_overflow, m);
         return 0;
 }
 
 void manager_emit(struct manager *m, struct operation *op, struct json_object *event) {
         struct json_object *wrap;
+        struct blob *b = NULL;
+        char *msg = NULL;
+        size_t len;
 
         if (!event)
                 return;
@@ -763,10 +798,23 @@ void manager_emit(struct manager *m, struct operation *op, struct json_object *e
         }
         json_object_object_add(wrap, "event", event);
 
-        for (size_t i = 0; i < m->n_subscribers; i++)
-                (void) call_notify(m->subscribers[i], wrap);
-        if (op && op->call && call_request(op->call)->more && call_is_connected(op->call))
-                (void) call_notify(op->call, wrap);
+        /* Encoded once, queued to every subscriber without a copy: what
+         * lagging subscribers hold is one copy of the events they lag by,
+         * not one each. */
+        if (svff_varlink_encode_reply(wrap, true, &msg, &len) >= 0) {
+                b = blob_new(msg, len);
+                if (!b)
+                        free(msg);
+        }
+        if (b) {
+                for (size_t i = 0; i < m->n_subscribers; i++)
+                        (void) call_notify_blob(m->subscribers[i], b);
+                if (op && op->call && call_request(op->call)->more && call_is_connected(op->call))
+                        (void) call_notify_blob(op->call, b);
+                blob_unref(b);
+        } else
+                log_warning("Failed to encode a '%s' event, not sending it.",
+                            json_object_get_string(json_object_object_get(event, "event")));
         json_object_put(wrap);
 }
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -23,6 +26,15 @@
  * cannot starve the others. */
 #define CALLS_PER_ITERATION 64
 #define PEER_GROUPS_MAX 65536
+/* Warnings a flood could repeat (refused connections, accept failures)
+ * are logged at most this often, with a count of what was not logged. */
+#define FLOOD_LOG_INTERVAL_USEC (10 * 1000000ULL)
+
+/* A warning logged at most once per FLOOD_LOG_INTERVAL_USEC. */
+struct flood_log {
+        uint64_t last_usec;
+        unsigned suppressed;
+};
 
 struct connection;
 
@@ -48,6 +60,11 @@ struct call {
         bool done;                        /* final reply sent */
         call_disconnect_fn on_disconnect;
         void *on_disconnect_userdata;
+
+        size_t max_backlog;               /* 0: only max_output applies */
+        uint64_t n_dropped;               /* replies dropped over max_backlog */
+        call_overflow_fn on_overflow;
+        void *on_overflow_userdata;
 };
 
 struct connection {
@@ -61,6 +78,7 @@ struct connection {
         struct ucred peer;
         gid_t *groups;
         size_t n_groups;
+        bool privileged;                  /* counts against the reserve */
 
         struct svff_varlink_framer in;
         size_t in_pending;                /* bytes buffered, not yet taken */
@@ -86,6 +104,13 @@ struct server {
 
         struct connection *connections;
         unsigned n_connections;
+        unsigned n_unprivileged;
+        unsigned max_connections;         /* limits', within the fd limit */
+
+        /* accept() ran out of descriptors: paused until the timer fires */
+        sd_event_source *backoff;
+        bool accept_paused;
+        struct flood_log log_accept, log_refused;
 };
 
 static void connection_free(struct connection *c);
@@ -149,6 +174,27 @@ bool call_is_connected(struct call *c) {
 void call_set_disconnect_handler(struct call *c, call_disconnect_fn fn, void *userdata) {
         c->on_disconnect = fn;
         c->on_disconnect_userdata = userdata;
+}
+
+void call_set_backlog(struct call *c, size_t max, call_overflow_fn fn, void *userdata) {
+        c->max_backlog = max;
+        c->on_overflow = fn;
+        c->on_overflow_userdata = userdata;
+}
+
+/* True when a warning may be logged now; *ret_suppressed: how many were
+ * not since the last one. */
+static bool flood_log_ready(struct flood_log *l, unsigned *ret_suppressed) {
+        uint64_t t = now_usec();
+
+        if (l->last_usec != 0 && t - l->last_usec < FLOOD_LOG_INTERVAL_USEC) {
+                l->suppressed++;
+                return false;
+        }
+        *ret_suppressed = l->suppressed;
+        l->suppressed = 0;
+        l->last_usec = t;
+        return true;
 }
 
 struct blob *blob_new(char *data, size_t len) {
@@ -227,6 +273,18 @@ static int call_send(struct call *call, struct blob *b, bool final) {
         if (call->req.oneway)
                 goto finish;
 
+        /* A stream whose peer fell behind: drop and count. Once one reply
+         * is dropped, so is every later one, so that the peer sees the
+         * gap (the overflow handler's reply) where it is. */
+        if (!final && call->max_backlog > 0 &&
+            (call->n_dropped > 0 ||
+             (c->out_pending > 0 && c->out_pending + b->len > call->max_backlog))) {
+                if (call->n_dropped++ == 0)
+                        log_debug("Client pid %d uid %u fell more than %zu bytes behind its stream, dropping replies.",
+                                  (int) c->peer.pid, (unsigned) c->peer.uid, call->max_backlog);
+                return -ENOBUFS;
+        }
+
         /* One message always fits (the encoder bounds it): a List reply
          * may outgrow max_output on a host with many VFs. */
         if (c->out_pending > 0 && c->out_pending + b->len > c->server->limits.max_output) {
@@ -280,6 +338,12 @@ int call_reply(struct call *c, struct json_object *parameters) {
         if (r < 0)
                 return call_error(c, "io.svff.InternalError", NULL);
         return call_send_msg(c, msg, len, true);
+}
+
+int call_notify_blob(struct call *c, struct blob *b) {
+        if (!c->req.more)
+                return -EINVAL;
+        return call_send(c, b, false);
 }
 
 int call_notify(struct call *c, struct json_object *parameters) {
@@ -377,6 +441,9 @@ static void connection_update_events(struct connection *c) {
         (void) sd_event_source_set_io_events(c->io, ev);
 }
 
+/* Re-arms the idle timeout: at accept, and for each complete message
+ * taken from the peer or written to it. Bytes alone do not count, or a
+ * peer dripping one a second would hold its connection forever. */
 static void connection_touch(struct connection *c) {
         if (c->server->limits.idle_timeout_usec == 0) {
                 (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
@@ -422,8 +489,8 @@ static int connection_flush(struct connection *c) {
                                 c->out_tail = NULL;
                         blob_unref(seg->blob);
                         free(seg);
+                        connection_touch(c);
                 }
-                connection_touch(c);
         }
         return 0;
 }
@@ -458,6 +525,22 @@ static void connection_dispatch(struct connection *c, char *msg, size_t len) {
         call_unref(call);
 }
 
+/* A stream's peer read what was waiting after replies were dropped: the
+ * handler tells it how many (and ends the call), then the connection is
+ * closed, as call_set_backlog() promises. */
+static void connection_overflow(struct connection *c) {
+        _cleanup_(call_unrefp) struct call *call = call_ref(c->current);
+        call_overflow_fn fn = call->on_overflow;
+
+        call->on_overflow = NULL;
+        log_debug("Client pid %d uid %u caught up after %" PRIu64 " dropped replies, disconnecting.",
+                  (int) c->peer.pid, (unsigned) c->peer.uid, call->n_dropped);
+        if (fn)
+                fn(call, call->n_dropped, call->on_overflow_userdata);
+        c->closing = true;
+        connection_schedule(c);
+}
+
 /* Takes calls while the previous one is answered and the peer keeps up. */
 static void connection_process(struct connection *c) {
         bool drained = false;
@@ -490,6 +573,7 @@ static void connection_process(struct connection *c) {
                         break;
                 }
                 c->in_pending -= len + 1;
+                connection_touch(c);
                 connection_dispatch(c, msg, len);
         }
 
@@ -501,6 +585,13 @@ static void connection_process(struct connection *c) {
         if (connection_flush(c) < 0) {
                 connection_free(c);
                 return;
+        }
+        if (c->current && c->current->n_dropped > 0 && c->out_pending == 0 && !c->closing) {
+                connection_overflow(c);
+                if (connection_flush(c) < 0) {
+                        connection_free(c);
+                        return;
+                }
         }
         if (c->closing && c->out_pending == 0) {
                 connection_free(c);
@@ -538,7 +629,6 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                                 connection_free(c);
                                 return 0;
                         }
-                        connection_touch(c);
                 }
         } else if (revents & (EPOLLHUP | EPOLLERR) && !(revents & EPOLLOUT)) {
                 connection_free(c);
@@ -565,7 +655,7 @@ static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void server_update_listening(struct server *s) {
-        bool on = s->listening && s->n_connections < s->limits.max_connections;
+        bool on = s->listening && !s->accept_paused && s->n_connections < s->max_connections;
 
         for (size_t i = 0; i < s->n_listen; i++)
                 (void) sd_event_source_set_enabled(s->listen[i], on ? SD_EVENT_ON : SD_EVENT_OFF);
@@ -595,6 +685,8 @@ static void connection_free(struct connection *c) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_connections--;
+        if (!c->privileged)
+                s->n_unprivileged--;
 
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
@@ -637,6 +729,78 @@ static unsigned server_count_uid(struct server *s, uid_t uid) {
         return n;
 }
 
+static bool connection_is_privileged(struct server *s, struct connection *c) {
+        if (c->peer.uid == 0)
+                return true;
+        if (!s->limits.have_admin_gid)
+                return false;
+        if (c->peer.gid == s->limits.admin_gid)
+                return true;
+        for (size_t i = 0; i < c->n_groups; i++)
+                if (c->groups[i] == s->limits.admin_gid)
+                        return true;
+        return false;
+}
+
+/* What unprivileged peers may hold together: the rest is the reserve. */
+static unsigned server_shared_connections(struct server *s) {
+        unsigned max = s->max_connections;
+
+        if (max <= 1)
+                return max;
+        return max - MIN(SERVER_RESERVED_CONNECTIONS(max), max - 1);
+}
+
+static int on_backoff(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct server *s = userdata;
+
+        s->accept_paused = false;
+        server_update_listening(s);
+        return 0;
+}
+
+/* accept() ran out of descriptors (or memory): retrying at once would
+ * fail again and spin, so the listening sockets rest for a while. */
+static void server_pause_accept(struct server *s, int error) {
+        unsigned suppressed = 0;
+        int r = 0;
+
+        if (!s->backoff) {
+                r = sd_event_add_time(s->event, &s->backoff, CLOCK_MONOTONIC, UINT64_MAX, 0,
+                                      on_backoff, s);
+                if (r >= 0)
+                        (void) sd_event_source_set_description(s->backoff, "varlink-accept-backoff");
+        }
+        if (r >= 0)
+                r = sd_event_source_set_time(s->backoff, now_usec() + SERVER_ACCEPT_BACKOFF_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->backoff, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                /* Without the timer nothing would resume accepting. */
+                log_error_errno(r, "Failed to arm the accept back-off timer: %m");
+                return;
+        }
+        s->accept_paused = true;
+        server_update_listening(s);
+
+        if (flood_log_ready(&s->log_accept, &suppressed))
+                log_warning_errno(error, "Failed to accept connection, pausing accepting for %llu ms "
+                                  "(%u more times since the last message): %m",
+                                  SERVER_ACCEPT_BACKOFF_USEC / 1000, suppressed);
+}
+
+static void server_refuse(struct server *s, struct connection *c, const char *why) {
+        unsigned suppressed = 0;
+
+        if (flood_log_ready(&s->log_refused, &suppressed))
+                log_warning("Refusing a connection from pid %d uid %u: %s "
+                            "(%u more refused since the last message).",
+                            (int) c->peer.pid, (unsigned) c->peer.uid, why, suppressed);
+        close(c->fd);
+        free(c->groups);
+        free(c);
+}
+
 static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         struct server *s = userdata;
         _cleanup_close_ int cfd = -EBADF;
@@ -646,8 +810,15 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
 
         cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (cfd < 0) {
-                if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                        log_warning_errno(-errno, "Failed to accept connection, ignoring: %m");
+                unsigned suppressed = 0;
+
+                r = -errno;
+                if (r == -EMFILE || r == -ENFILE || r == -ENOBUFS || r == -ENOMEM)
+                        server_pause_accept(s, r);
+                else if (r != -EAGAIN && r != -EINTR && r != -ECONNABORTED &&
+                         flood_log_ready(&s->log_accept, &suppressed))
+                        log_warning_errno(r, "Failed to accept connection, ignoring "
+                                          "(%u more times since the last message): %m", suppressed);
                 return 0;
         }
 
@@ -670,11 +841,15 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                 log_debug_errno(r, "Failed to read peer groups of pid %d, ignoring: %m",
                                 (int) c->peer.pid);
 
+        /* Refused at once rather than left in the backlog: whoever queues
+         * behind them (root) would wait too. */
+        c->privileged = connection_is_privileged(s, c);
+        if (!c->privileged && s->n_unprivileged >= server_shared_connections(s)) {
+                server_refuse(s, c, "the connections open to unprivileged peers are all taken");
+                return 0;
+        }
         if (c->peer.uid != 0 && server_count_uid(s, c->peer.uid) >= s->limits.max_connections_per_uid) {
-                log_warning("Too many connections from uid %u, refusing one.", (unsigned) c->peer.uid);
-                close(c->fd);
-                free(c->groups);
-                free(c);
+                server_refuse(s, c, "too many connections from this uid");
                 return 0;
         }
 
@@ -683,6 +858,8 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                 c->next->prev = c;
         s->connections = c;
         s->n_connections++;
+        if (!c->privileged)
+                s->n_unprivileged++;
 
         r = sd_event_add_io(s->event, &c->io, c->fd, EPOLLIN, on_io, c);
         if (r >= 0)
@@ -703,6 +880,61 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
         return 0;
 }
 
+/* Open descriptors, or -errno. */
+static int count_open_fds(void) {
+        _cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+        int n = 0;
+
+        if (!d)
+                return -errno;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        n++;
+        return n - 1;  /* d's own */
+}
+
+/* max_connections, lowered to what the fd limit leaves room for: past
+ * it accept() fails for everyone, root included, while below it the
+ * reserve for privileged peers holds. */
+static void server_update_max(struct server *s) {
+        unsigned max = s->limits.max_connections;
+        struct rlimit rl;
+        int open_fds;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0 && rl.rlim_cur != RLIM_INFINITY) {
+                uint64_t others, budget;
+
+                open_fds = count_open_fds();
+                /* unknown: assume what svffd opens at start with room to spare */
+                others = open_fds >= 0 ? (uint64_t) open_fds : 64;
+                others = others > s->n_connections ? others - s->n_connections : 0;
+                others += SERVER_FD_HEADROOM;
+                budget = (uint64_t) rl.rlim_cur > others ? (uint64_t) rl.rlim_cur - others : 1;
+                if (budget < max) {
+                        if (max != s->max_connections)
+                                log_notice("The file descriptor limit (%llu) leaves room for %" PRIu64
+                                           " connections, fewer than max-connections (%u).",
+                                           (unsigned long long) rl.rlim_cur, budget, max);
+                        max = (unsigned) budget;
+                }
+        }
+        s->max_connections = max;
+}
+
+int server_raise_fd_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return -errno;
+        if (rl.rlim_cur == rl.rlim_max)
+                return 0;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return -errno;
+        return 1;
+}
+
 /* ---- server ---- */
 
 int server_new(sd_event *event, const struct server_limits *limits,
@@ -716,6 +948,7 @@ int server_new(sd_event *event, const struct server_limits *limits,
         s->dispatch = dispatch;
         s->userdata = userdata;
         s->listening = true;
+        server_update_max(s);
         *ret = s;
         return 0;
 }
@@ -732,6 +965,7 @@ struct server *server_free(struct server *s) {
                 close(fd);
         }
         free(s->listen);
+        sd_event_source_disable_unref(s->backoff);
         sd_event_unref(s->event);
         free(s);
         return NULL;
@@ -796,8 +1030,15 @@ int server_listen_path(struct server *s, const char *path, mode_t mode) {
 
 void server_set_limits(struct server *s, const struct server_limits *limits) {
         s->limits = *limits;
-        for (struct connection *c = s->connections; c; c = c->next)
+        s->n_unprivileged = 0;
+        for (struct connection *c = s->connections; c; c = c->next) {
                 c->in.max = limits->max_message;
+                /* the admin group may have changed */
+                c->privileged = connection_is_privileged(s, c);
+                if (!c->privileged)
+                        s->n_unprivileged++;
+        }
+        server_update_max(s);
         server_update_listening(s);
 }
 

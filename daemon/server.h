@@ -11,7 +11,17 @@
  * can make svffd hold: one call, one read buffer, one write buffer.
  *
  * Limits (struct server_limits): message size, connections in total and
- * per non-root uid, the idle timeout, and the read/write buffers. */
+ * per non-root uid, the idle timeout, and the read/write buffers.
+ *
+ * Protecting root: part of max_connections (SERVER_RESERVED_CONNECTIONS)
+ * is kept for privileged peers (uid 0 and the admin group), so that a
+ * flood of other peers never locks them out; connections are also kept
+ * within what the file descriptor limit allows, so accept() does not run
+ * out of descriptors first. When it does anyway (EMFILE, ENFILE), the
+ * server stops accepting for a back-off period rather than retrying at
+ * once. The idle timeout counts complete messages, in either direction:
+ * a peer that drips bytes, or reads its replies a byte at a time, is
+ * still idle. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,7 +40,20 @@ struct server_limits {
         uint64_t idle_timeout_usec;       /* 0: none */
         size_t max_output;                /* queued bytes to one peer before
                                            * it counts as not reading */
+        /* Peers for whom the reserve is kept: uid 0 always, and members
+         * of admin_gid when have_admin_gid. */
+        gid_t admin_gid;
+        bool have_admin_gid;
 };
+
+/* Connections kept for privileged peers: an eighth of max_connections,
+ * at least 1 and at most 32 (32 of the default 1024). */
+#define SERVER_RESERVED_CONNECTIONS(max) ((max) / 8 < 1 ? 1u : (max) / 8 > 32 ? 32u : (max) / 8)
+/* Descriptors kept free beside the connections, for what svffd opens
+ * itself (sysfs, the store, libvirt, workers). */
+#define SERVER_FD_HEADROOM 64u
+/* How long accepting pauses after accept() ran out of descriptors. */
+#define SERVER_ACCEPT_BACKOFF_USEC (250 * 1000ULL)
 
 #define SERVER_LIMITS_DEFAULT                                         \
         ((struct server_limits) {                                    \
@@ -61,6 +84,9 @@ int server_add_listen_fd(struct server *s, int fd);
 int server_listen_path(struct server *s, const char *path, mode_t mode);
 
 void server_set_limits(struct server *s, const struct server_limits *limits);
+/* Raises the soft RLIMIT_NOFILE to the hard one (connections are
+ * descriptors): 1 raised, 0 already there, -errno. */
+int server_raise_fd_limit(void);
 unsigned server_n_connections(struct server *s);
 /* Stops accepting new connections (shutdown). */
 void server_stop_listening(struct server *s);
@@ -106,3 +132,15 @@ int call_errorf(struct call *c, const char *error, const char *key, const char *
  * subscription, an Init whose caller stopped listening). */
 typedef void (*call_disconnect_fn)(struct call *c, void *userdata);
 void call_set_disconnect_handler(struct call *c, call_disconnect_fn fn, void *userdata);
+
+/* A streaming call's backlog bound. Once more than max bytes wait for the
+ * peer, call_notify() and call_notify_blob() drop what they are given and
+ * count it (-ENOBUFS). When the peer has read what was waiting, fn runs
+ * with the count; it should end the call (call_reply() or call_error()),
+ * and the connection is closed once that is written. A peer that reads
+ * nothing meets the idle timeout instead. */
+typedef void (*call_overflow_fn)(struct call *c, uint64_t n_dropped, void *userdata);
+void call_set_backlog(struct call *c, size_t max, call_overflow_fn fn, void *userdata);
+/* call_notify() with an encoded message (svff_varlink_encode_reply() with
+ * continues), shared between many calls; b is borrowed. */
+int call_notify_blob(struct call *c, struct blob *b);

@@ -206,6 +206,12 @@ static int run(int argc, char *argv[]) {
 
         log_setup(LOG_TARGET_AUTO);
 
+        /* Every client is a descriptor: the soft limit systemd leaves
+         * (1024) would cap connections below max-connections. */
+        r = server_raise_fd_limit();
+        if (r < 0)
+                log_warning_errno(r, "Failed to raise the file descriptor limit, ignoring: %m");
+
         /* svffd is small but handles bursts of large messages (a List of
          * a thousand VFs is ~170 KiB, encoded once and shared). Fixed
          * mmap threshold and two arenas hand those back to the kernel

@@ -77,6 +77,7 @@ int svff_config_init(struct svff_config *cfg) {
                         .max_connections = 1024,
                         .max_connections_per_uid = 128,
                         .idle_timeout_usec = 60 * 1000000ULL,
+                        .monitor_backlog = 256 * 1024,
                 },
         };
         if (!cfg->socket || !cfg->state_dir || !cfg->sysfs_root || !cfg->libvirt_uri ||
@@ -548,6 +549,12 @@ static int apply_limit(struct parser *p, const char *key, struct json_object *va
                 k = get_uint(p, val, 0, 86400000, &v);
                 if (k >= 0)
                         c->limits.idle_timeout_usec = v * 1000ULL;
+        } else if (streq(key, "monitor-backlog-bytes")) {
+                /* past 4 MiB the server's cap on any peer's output
+                 * (max_output) would cut the stream first, with no marker */
+                k = get_uint(p, val, 4096, 4 * 1024 * 1024, &v);
+                if (k >= 0)
+                        c->limits.monitor_backlog = (size_t) v;
         } else
                 k = key_error(p, -EINVAL, "is unknown");
         return k;

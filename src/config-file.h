@@ -25,7 +25,8 @@
  *     "workers": 2,                              (restart)
  *     "libvirt-workers": 16,                     (restart)
  *     "limits": { "max-connections": 1024, "max-connections-per-uid": 128,
- *                 "max-message-bytes": 262144, "idle-timeout-sec": 60 },
+ *                 "max-message-bytes": 262144, "idle-timeout-sec": 60,
+ *                 "monitor-backlog-bytes": 262144 },
  *     "policies": {
  *       "NAME": { "match": { "address": "0000:3b:00.0" }      one of these
  *                 "match": { "id": "10ee:903f" }
@@ -61,6 +62,7 @@ struct svff_config_limits {
         unsigned max_connections;
         unsigned max_connections_per_uid;
         uint64_t idle_timeout_usec;
+        size_t monitor_backlog;         /* bytes a Monitor stream may lag by */
 };
 
 enum svff_policy_match {

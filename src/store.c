@@ -307,8 +307,15 @@ int svff_store_open(const char *state_dir, struct svff_store **ret, struct svff_
                 return svff_error_set_errno(err, -errno, "Failed to open state directory '%s'",
                                             state_dir);
 
-        fd = openat(s->dirfd, SVFF_STORE_FILE, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: opening a FIFO would wait for a writer, a device
+         * could do anything; only a regular file is read (S_ISREG below).
+         * O_NOFOLLOW: a symlink would be replaced by the first commit. */
+        fd = openat(s->dirfd, SVFF_STORE_FILE, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0) {
+                if (errno == ELOOP)
+                        return svff_error_set(err, -ELOOP,
+                                              "Store '%s' is a symbolic link, not a regular file: move it aside",
+                                              s->path);
                 if (errno != ENOENT)
                         return svff_error_set_errno(err, -errno, "Failed to open store '%s'", s->path);
                 s->doc = empty_doc();
@@ -322,7 +329,14 @@ int svff_store_open(const char *state_dir, struct svff_store **ret, struct svff_
                 return svff_error_set_errno(err, -errno, "Failed to stat store '%s'", s->path);
         if (!S_ISREG(st.st_mode))
                 return svff_error_set(err, -EINVAL,
-                                      "Store '%s' is not a regular file: move it aside", s->path);
+                                      "Store '%s' is not a regular file (%s): move it aside", s->path,
+                                      S_ISFIFO(st.st_mode) ? "a FIFO" :
+                                      S_ISDIR(st.st_mode) ? "a directory" :
+                                      S_ISSOCK(st.st_mode) ? "a socket" :
+                                      S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file");
+        /* regular files never block; reads need no EAGAIN handling */
+        if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+                return svff_error_set_errno(err, -errno, "Failed to read store '%s'", s->path);
 
         r = read_all(fd, &data, &len);
         if (r == -EFBIG)

@@ -58,7 +58,8 @@ START_TEST(test_valid) {
 
         write_file("{ \"state-dir\": \"/srv/svff\", \"admin-group\": \"svff\", \"log-level\": \"debug\",\n"
                    "  \"vf-driver\": \"vfio-pci\", \"numvfs-timeout-sec\": 5, \"workers\": 3,\n"
-                   "  \"limits\": { \"max-connections\": 10, \"idle-timeout-sec\": 2 } }\n\n");
+                   "  \"limits\": { \"max-connections\": 10, \"idle-timeout-sec\": 2,\n"
+                   "              \"monitor-backlog-bytes\": 16384 } }\n\n");
         ck_assert_int_eq(svff_config_init(&c), 0);
         ck_assert_int_eq(svff_config_load_file(&c, path, &err), 0);
         ck_assert_str_eq(c.state_dir, "/srv/svff");
@@ -68,6 +69,7 @@ START_TEST(test_valid) {
         ck_assert_uint_eq(c.workers, 3);
         ck_assert_uint_eq(c.limits.max_connections, 10);
         ck_assert_uint_eq(c.limits.idle_timeout_usec, 2000000);
+        ck_assert_uint_eq(c.limits.monitor_backlog, 16384);
         ck_assert_str_eq(c.sysfs_root, "/sys");  /* untouched default */
         svff_config_done(&c);
 }
@@ -85,6 +87,7 @@ static const struct {
         { "{ \"libvirt-workers\": 0 }", "key 'libvirt-workers' must be between 1 and 256" },
         { "{ \"workers\": 99999999999999999999999 }", "'workers' must be between" },
         { "{ \"limits\": { \"max-connections\": -1 } }", "'limits.max-connections' must be between" },
+        { "{ \"limits\": { \"monitor-backlog-bytes\": 100 } }", "'limits.monitor-backlog-bytes' must be between" },
         { "{ \"log-level\": \"chatty\" }", "'log-level' must be one of" },
         { "{ \"socket\": \"\" }", "'socket' must be a non-empty string" },
         { "{ \"admin-group\": 7 }", "'admin-group' must be a non-empty string or null" },

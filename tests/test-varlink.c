@@ -372,6 +372,42 @@ START_TEST(test_encode) {
 }
 END_TEST
 
+/* Error text quotes user input cut at a byte count ("%.64s"); what is
+ * sent must still be valid UTF-8, or the peer rejects the whole reply. */
+START_TEST(test_encode_utf8) {
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "caf\xc3\xa9", "caf\xc3\xa9" },                 /* valid: unchanged */
+                { "'\xc3\xa9\xc3' is not", "'\xc3\xa9' is not" },  /* é cut short: dropped */
+                { "\xe2\x82", "" },                                  /* cut at the end */
+                { "\xf0\x9f\x98x", "x" },                            /* 4-byte cut short */
+                { "a\xff" "b", "a\xef\xbf\xbd" "b" },                   /* invalid byte */
+                { "\x80", "\xef\xbf\xbd" },                          /* stray continuation */
+                { "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },        /* overlong '/' */
+                { "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* surrogate */
+                { "\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* > U+10FFFF */
+                { "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80" },     /* U+1F600 */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(json_object_putp) struct json_object *p = json_object_new_object();
+                _cleanup_(json_object_putp) struct json_object *back = NULL;
+                _cleanup_free_ char *m = NULL, *want = NULL;
+                size_t n;
+
+                json_object_object_add(p, "message", json_object_new_string(cases[i].in));
+                ck_assert_int_eq(svff_varlink_encode_error("io.svff.NoSuchDevice", p, &m, &n), 0);
+                ck_assert_uint_eq(n, strlen(m) + 1);
+                ck_assert_int_ge(asprintf(&want, "{\"error\":\"io.svff.NoSuchDevice\",\"parameters\":{\"message\":\"%s\"}}",
+                                          cases[i].out), 0);
+                ck_assert_str_eq(m, want);
+                /* and a strict parser takes it */
+                ck_assert_int_eq(svff_json_parse(m, n - 1, SVFF_VARLINK_DEPTH_MAX, &back, NULL), 0);
+        }
+}
+END_TEST
+
 /* ---- client ---- */
 
 static void socketpair_client(struct svff_varlink_client **ret, int *ret_peer) {
@@ -708,6 +744,7 @@ static Suite *varlink_suite(void) {
         tcase_add_test(tc, test_call_parse_bad);
         tcase_add_test(tc, test_call_parse_deep);
         tcase_add_test(tc, test_encode);
+        tcase_add_test(tc, test_encode_utf8);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("client");
