@@ -14,8 +14,10 @@
 #include "reconcile.h"
 #include "reconfigure.h"
 #include "sriov.h"
+#include "sysfs.h"
 
 #define DRIVER_NAME_MAX 64
+#define VFIO_DRIVER "vfio-pci"
 
 const char *operation_error_name(int r) {
         switch (r) {
@@ -410,10 +412,37 @@ static void init_numvfs_done(void *userdata) {
         }
 }
 
+/* The target driver must be registered before the count changes: the
+ * write destroys the working VFs, and with no driver to bind them to the
+ * new ones would stay unbound. svffd loads no module itself (its unit
+ * has ProtectKernelModules=yes, and which module provides a driver, with
+ * which parameters, is the operator's call), so "exists" means
+ * bus/pci/drivers/<driver> is there now. */
+static int init_check_driver(struct init_op *io) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (asprintf(&path, "bus/pci/drivers/%s", io->driver) < 0)
+                return svff_error_set(&io->err, -ENOMEM, "Out of memory");
+        r = svff_sysfs_exists(svff_ctx_get_rootfd(io->ctx), path);
+        if (r < 0)
+                return svff_error_set_errno(&io->err, r, "Cannot look up PCI driver '%s' for PF %s", io->driver,
+                                            io->pf);
+        if (r == 0)
+                return svff_error_set(&io->err, -ENXIO,
+                                      "No PCI driver '%s' is registered (no bus/pci/drivers/%s), so the VFs of "
+                                      "PF %s could not be bound to it; nothing was changed: load its module "
+                                      "('modprobe %s') and retry, or name another driver with --driver",
+                                      io->driver, io->driver, io->pf, io->driver);
+        return 0;
+}
+
 static void init_numvfs_run(void *userdata) {
         struct init_op *io = userdata;
 
-        io->r = svff_pf_set_numvfs(io->ctx, io->pf, io->numvfs, io->timeout, &io->err);
+        io->r = init_check_driver(io);
+        if (io->r >= 0)
+                io->r = svff_pf_set_numvfs(io->ctx, io->pf, io->numvfs, io->timeout, &io->err);
         if (io->r >= 0)
                 io->r = svff_pf_load(io->ctx, io->pf, &io->after, &io->err);
         if (io->r >= 0 && io->after->n_vfs != io->numvfs) {
@@ -467,16 +496,29 @@ void method_init(struct manager *m, struct call *call) {
                 return;
         }
         /* Changing the count destroys every VF: with assignments that is
-         * a reconf, which keeps them. */
+         * a reconf, which keeps them. The count is the one recorded and
+         * the one last seen on the host, since either may have drifted. */
         if (reconf_pf_has_assignments(m, pf)) {
                 unsigned current = 0;
 
                 (void) svff_store_get_pf(m->store, pf, &current, NULL);
+                for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                        if (streq(m->snapshot->pfs[i]->address, pf) && m->snapshot->pfs[i]->numvfs != numvfs)
+                                current = m->snapshot->pfs[i]->numvfs;
                 if (current != numvfs) {
                         call_errorf(call, SVFF_ERROR_DEVICE_BUSY, "device", pf,
                                     "VFs of PF %s are assigned to domains, and changing its VF count from %u to %u "
                                     "destroys every VF: use 'svffctl reconf %s %u', which keeps the assignments.",
                                     pf, current, numvfs, pf, numvfs);
+                        return;
+                }
+                /* The same count on another driver would take the
+                 * assigned VFs from vfio-pci under their domains. */
+                if (!streq(driver, VFIO_DRIVER)) {
+                        call_errorf(call, SVFF_ERROR_DEVICE_BUSY, "device", pf,
+                                    "VFs of PF %s are assigned to domains and must stay on %s; binding them to "
+                                    "'%s' would take them from the domains: detach them first ('svffctl detach VF').",
+                                    pf, VFIO_DRIVER, driver);
                         return;
                 }
         }
