@@ -638,6 +638,8 @@ static int vf_call(int argc, char **argv, const char *method, reply_printer_t pr
 }
 
 static int print_released(struct json_object *reply, const void *userdata) {
+        if (jstr(reply, "detached_from"))
+                printf("VF %s detached from domain '%s'.\n", strna(jstr(reply, "vf")), jstr(reply, "detached_from"));
         printf("VF %s is back on %s.\n", strna(jstr(reply, "vf")), jstr(reply, "driver") ?: "no driver (unbound)");
         return 0;
 }
@@ -648,7 +650,17 @@ static int print_detached(struct json_object *reply, const void *userdata) {
 }
 
 static int cmd_release(int argc, char **argv) {
-        return vf_call(argc, argv, "io.svff.Release", print_released, NULL);
+        struct json_object *params;
+
+        if (argc != 2) {
+                fprintf(stderr, "svffctl release: needs one VF address, e.g. 'svffctl release 0000:03:00.4'.\n");
+                return EXIT_USAGE;
+        }
+        params = json_object_new_object();
+        json_object_object_add(params, "vf", json_object_new_string(argv[1]));
+        if (arg_force)
+                json_object_object_add(params, "force", json_object_new_boolean(true));
+        return call_and_print("io.svff.Release", params, 0, print_released, NULL);
 }
 
 static int cmd_detach(int argc, char **argv) {
@@ -797,9 +809,12 @@ static const struct command commands[] = {
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
           "DRIVER (default: svffd's vf-driver, normally vfio-pci) and record the desired\n"
           "state and each VF's original driver. Needs root or the admin group.", cmd_init, true },
-        { "release", "release VF [--json]",
+        { "release", "release VF [--force] [--json]",
           "Give VF back to the driver it had before svff bound it, and forget it.\n"
-          "Needs root or the admin group.", cmd_release, false },
+          "A VF assigned to a domain is refused (the domain could not start without it):\n"
+          "detach it first, or use --force, which detaches it from its domain (as\n"
+          "'svffctl detach' does) and then releases it. Needs root or the admin group.",
+          cmd_release, false },
         { "monitor", "monitor [--json]",
           "Print svffd's events as they happen, one per line (--json: one JSON object\n"
           "per line), until interrupted.", cmd_monitor, false },
@@ -865,7 +880,7 @@ static void command_help(const struct command *c) {
         printf("Usage: svffctl %s\n\n%s\n\n"
                "Options:\n"
                "  --json          Print JSON on stdout\n"
-               "%s%s%s"
+               "%s%s%s%s"
                "  --socket=PATH   svffd's socket\n"
                "\nExit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
                "3 svffd unreachable, 4 permission denied.\n",
@@ -877,7 +892,8 @@ static void command_help(const struct command *c) {
                                        "  --guest-address=BB:SS.F  Guest PCI address\n" : "",
                c->has_reconf_options ? "  --mode=MODE     pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
-                                       "  --force         Release assignments the new count removes\n" : "");
+                                       "  --force         Release assignments the new count removes\n" : "",
+               c->fn == cmd_release ? "  --force         Detach VF from its domain first\n" : "");
 }
 
 int main(int argc, char **argv) {
@@ -993,8 +1009,9 @@ int main(int argc, char **argv) {
                         cmd->name);
                 return EXIT_USAGE;
         }
-        if ((arg_mode || arg_dry_run || arg_force) && !cmd->has_reconf_options) {
-                fprintf(stderr, "svffctl %s: --mode, --dry-run and --force only apply to reconf.\n", cmd->name);
+        if ((arg_mode || arg_dry_run || (arg_force && cmd->fn != cmd_release)) && !cmd->has_reconf_options) {
+                fprintf(stderr, "svffctl %s: --mode and --dry-run only apply to reconf, --force to reconf and release.\n",
+                        cmd->name);
                 return EXIT_USAGE;
         }
         return cmd->fn(n_args, args);

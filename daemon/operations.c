@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "assign.h"
 #include "bind.h"
 #include "interface.h"
 #include "json-util.h"
@@ -629,6 +630,7 @@ struct release_op {
         char *orig;
         unsigned index;
         char *driver;   /* recorded target driver */
+        char *domain;   /* force: the domain it was detached from first */
         int r;
         struct svff_error err;
 };
@@ -637,6 +639,7 @@ static void release_op_free(struct release_op *ro) {
         svff_ctx_unref(ro->ctx);
         free(ro->orig);
         free(ro->driver);
+        free(ro->domain);
         svff_error_free(&ro->err);
         free(ro);
 }
@@ -682,6 +685,7 @@ static void release_done(void *userdata) {
         p = json_object_new_object();
         json_object_object_add(p, "vf", json_object_new_string(ro->vf));
         json_object_object_add(p, "driver", ro->orig ? json_object_new_string(ro->orig) : NULL);
+        json_object_object_add(p, "detached_from", ro->domain ? json_object_new_string(ro->domain) : NULL);
         call_reply(op->call, p);
         json_object_put(p);
 finish:
@@ -696,15 +700,54 @@ static void release_run(void *userdata) {
         (void) worker_pool_post(ro->pool, release_done, ro);
 }
 
+static void release_submit(struct release_op *ro) {
+        struct operation *op = ro->op;
+
+        op->phase = "restore";
+        if (worker_pool_submit(ro->pool, release_run, ro) < 0) {
+                call_errorf(op->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                manager_remove_operation(op->manager, op);
+                release_op_free(ro);
+        }
+}
+
+/* Release with force, once the VF is off its domain (or could not be
+ * taken off: then nothing was released). */
+static void release_detached(struct manager *m, const char *vf, int r, const char *error, const char *message,
+                             void *userdata) {
+        struct release_op *ro = userdata;
+        struct operation *op = ro->op;
+
+        if (r < 0) {
+                struct json_object *p = json_object_new_object();
+                char msg[1024];
+
+                snprintf(msg, sizeof(msg), "VF %s was not released: detaching it from domain '%s' failed: %s",
+                         vf, ro->domain, strna(message));
+                json_object_object_add(p, "device", json_object_new_string(vf));
+                json_object_object_add(p, "message", json_object_new_string(msg));
+                call_error(op->call, error ?: SVFF_ERROR_OPERATION_FAILED, p);
+                json_object_put(p);
+                manager_remove_operation(m, op);
+                release_op_free(ro);
+                return;
+        }
+        log_info("VF %s detached from domain '%s' for its release.", vf, ro->domain);
+        release_submit(ro);
+}
+
 void method_release(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "vf", NULL };
+        static const char *const allowed[] = { "vf", "force", NULL };
+        struct json_object *params = call_request(call)->parameters;
         char vf[SVFF_PCI_ADDR_STRLEN];
         const char *pf = NULL, *orig = NULL, *driver = NULL;
+        struct svff_assignment a;
         struct json_object *rec;
         struct operation *op;
         struct release_op *ro;
         unsigned index = 0;
-        int r;
+        bool force = false;
+        int r, assigned;
 
         if (!require_privileged(m, call))
                 return;
@@ -712,6 +755,13 @@ void method_release(struct manager *m, struct call *call) {
                 return;
         if (!params_get_address(call, "vf", vf))
                 return;
+        /* null is false, as for Reconf. */
+        if (json_object_object_get_ex(params, "force", &rec) && rec &&
+            svff_json_get_bool(params, "force", &force) < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "force",
+                            "Parameter 'force' must be true or false.");
+                return;
+        }
 
         r = svff_store_get_vf(m->store, vf, &pf, &orig);
         if (r <= 0) {
@@ -726,6 +776,24 @@ void method_release(struct manager *m, struct call *call) {
                             "An %s of PF %s is in progress; release VF %s once it is done.", op->kind, pf, vf);
                 return;
         }
+        /* Giving an assigned VF back to its host driver takes it from
+         * vfio-pci under the domain, which then cannot start. */
+        assigned = svff_store_get_assignment(m->store, vf, &a);
+        if (assigned < 0) {
+                call_errorf(call, SVFF_ERROR_STORE, "path", svff_store_path(m->store),
+                            "The assignment record of VF %s in '%s' has the wrong shape; not releasing it.", vf,
+                            svff_store_path(m->store));
+                return;
+        }
+        if (assigned > 0 && !force) {
+                call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
+                            "VF %s is assigned to domain '%s' (%s); releasing it would take it from the domain, "
+                            "which could then not start: run 'svffctl detach %s' first, or "
+                            "'svffctl release --force %s' to detach and release it.",
+                            vf, a.domain, svff_assign_state_to_string(a.state), vf, vf);
+                return;
+        }
+
         rec = json_object_object_get(svff_store_vfs(m->store), vf);
         (void) svff_json_get_unsigned(rec, "index", &index);
         (void) svff_json_get_string(rec, "driver", &driver);
@@ -742,20 +810,24 @@ void method_release(struct manager *m, struct call *call) {
         ro->index = index;
         ro->orig = orig ? strdup(orig) : NULL;
         ro->driver = strdup(driver ?: m->config.vf_driver);
-        if ((orig && !ro->orig) || !ro->driver || manager_add_operation(m, pf, "release", call, &op) < 0) {
+        ro->domain = assigned > 0 ? strdup(a.domain) : NULL;
+        if ((orig && !ro->orig) || !ro->driver || (assigned > 0 && !ro->domain) ||
+            manager_add_operation(m, pf, "release", call, &op) < 0) {
                 release_op_free(ro);
                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return;
         }
         ro->op = op;
         op->data = ro;
-        op->phase = "restore";
         op->total = 1;
 
-        r = worker_pool_submit(m->ops_pool, release_run, ro);
-        if (r < 0) {
-                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
-                manager_remove_operation(m, op);
-                release_op_free(ro);
+        if (assigned > 0) {
+                /* The operation on the PF is registered first, so no
+                 * init or reconf starts while the VF leaves its domain. */
+                log_info("Release of VF %s with force: detaching it from domain '%s' first.", vf, a.domain);
+                op->phase = "detach";
+                assign_detach(m, vf, release_detached, ro);
+                return;
         }
+        release_submit(ro);
 }
