@@ -86,6 +86,7 @@ struct init_op {
         usec_t timeout;
         int autoprobe;                  /* -1: leave sriov_drivers_autoprobe off */
         char *reason;                   /* why, when no caller asked ("policy 'x'") */
+        char *owner;                    /* recorded with the count; NULL keeps the PF's */
 
         /* worker -> main */
         int r;
@@ -113,6 +114,7 @@ static void init_op_free(struct init_op *io) {
         svff_ctx_unref(io->ctx);
         free(io->driver);
         free(io->reason);
+        free(io->owner);
         svff_error_free(&io->err);
         svff_pf_free(io->after);
         free(io->first_message);
@@ -308,6 +310,8 @@ static int init_record(struct init_op *io) {
         int r;
 
         r = svff_store_set_pf(m->store, io->pf, io->numvfs, io->driver);
+        if (r >= 0 && io->owner)
+                r = svff_store_set_pf_owner(m->store, io->pf, io->owner);
         if (r < 0)
                 return r;
 
@@ -454,10 +458,12 @@ static void init_numvfs_run(void *userdata) {
 }
 
 void method_init(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", "numvfs", "driver", NULL };
-        struct json_object *params = call_request(call)->parameters;
-        char pf[SVFF_PCI_ADDR_STRLEN];
+        static const char *const allowed[] = { "pf", "numvfs", "driver", "policy", NULL };
+        struct json_object *params = call_request(call)->parameters, *v;
+        char pf[SVFF_PCI_ADDR_STRLEN], owner[256] = SVFF_PF_OWNER_OPERATOR;
         const char *driver = NULL;
+        bool use_policy = false;
+        int autoprobe = -1;
         unsigned numvfs;
         int r;
 
@@ -467,6 +473,43 @@ void method_init(struct manager *m, struct call *call) {
                 return;
         if (!params_get_address(call, "pf", pf))
                 return;
+        if (json_object_object_get_ex(params, "policy", &v) && v &&
+            svff_json_get_bool(params, "policy", &use_policy) < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "policy",
+                            "Parameter 'policy' must be true or false.");
+                return;
+        }
+
+        if (use_policy) {
+                const struct svff_pf *p = NULL;
+                const struct svff_policy *pol = NULL;
+
+                /* The count goes back to the PF's policy: it is the
+                 * policy's count and driver, or nothing. */
+                if ((json_object_object_get_ex(params, "numvfs", &v) && v) ||
+                    (json_object_object_get_ex(params, "driver", &v) && v)) {
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "policy",
+                                    "With 'policy', the count and driver are the policy's: give neither "
+                                    "'numvfs' nor 'driver'.");
+                        return;
+                }
+                for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                        if (streq(m->snapshot->pfs[i]->address, pf))
+                                p = m->snapshot->pfs[i];
+                if (p)
+                        pol = svff_config_find_policy(&m->config, pf, p->vendor_id, p->device_id, p->netdev);
+                if (!pol || pol->numvfs < 0) {
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "policy",
+                                    "No policy with a VF count matches PF %s, so there is none to hand its "
+                                    "count to; 'svffctl list' shows the policy of each PF.", pf);
+                        return;
+                }
+                numvfs = (unsigned) pol->numvfs;
+                driver = pol->vf_driver ?: m->config.vf_driver;
+                autoprobe = pol->autoprobe;
+                snprintf(owner, sizeof(owner), SVFF_PF_OWNER_POLICY_PREFIX "%s", pol->name);
+                goto checked;
+        }
 
         r = svff_json_get_unsigned(params, "numvfs", &numvfs);
         if (r < 0 || numvfs > 65535) {
@@ -483,6 +526,7 @@ void method_init(struct manager *m, struct call *call) {
         }
         if (!driver)
                 driver = m->config.vf_driver;
+checked:
         if (!driver_name_valid(driver)) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "driver",
                             "'%.64s' is not a driver name (letters, digits, '_', '-', '.').", driver);
@@ -523,11 +567,11 @@ void method_init(struct manager *m, struct call *call) {
                         return;
                 }
         }
-        (void) operation_init_start(m, call, pf, numvfs, driver, -1, NULL);
+        (void) operation_init_start(m, call, pf, numvfs, driver, autoprobe, NULL, owner);
 }
 
 int operation_init_start(struct manager *m, struct call *call, const char *pf, unsigned numvfs,
-                         const char *driver, int autoprobe, const char *reason) {
+                         const char *driver, int autoprobe, const char *reason, const char *owner) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct json_object *entry, *ev;
         struct operation *op;
@@ -556,8 +600,9 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         io->driver = strdup(driver);
         io->autoprobe = autoprobe;
         io->reason = reason ? strdup(reason) : NULL;
+        io->owner = owner ? strdup(owner) : NULL;
         io->timeout = m->config.numvfs_timeout_usec;
-        if (!io->driver || (reason && !io->reason) ||
+        if (!io->driver || (reason && !io->reason) || (owner && !io->owner) ||
             manager_add_operation(m, pf, "init", call, &op) < 0) {
                 init_op_free(io);
                 if (call)
@@ -649,6 +694,7 @@ static void release_done(void *userdata) {
         struct operation *op = ro->op;
         struct manager *m = op->manager;
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ char *prev_owner = NULL;
         struct json_object *p, *ev;
 
         manager_sysfs_changed(m, ro->pf);
@@ -665,9 +711,19 @@ static void release_done(void *userdata) {
         }
 
         svff_store_remove_vf(m->store, ro->vf);
+        /* The operator changed the PF by hand: its policy no longer
+         * rebinds the VF behind their back (see autoinit.h). */
+        {
+                const char *o = svff_store_get_pf_owner(m->store, ro->pf);
+
+                prev_owner = o ? strdup(o) : NULL;
+        }
+        (void) svff_store_set_pf_owner(m->store, ro->pf, SVFF_PF_OWNER_OPERATOR);
         if (manager_commit(m, &err) < 0) {
                 /* Keep memory and disk telling the same story. */
                 (void) svff_store_set_vf(m->store, ro->vf, ro->pf, ro->index, ro->orig, ro->driver);
+                if (prev_owner)
+                        (void) svff_store_set_pf_owner(m->store, ro->pf, prev_owner);
                 p = json_object_new_object();
                 json_object_object_add(p, "path", json_object_new_string(svff_store_path(m->store)));
                 json_object_object_add(p, "message", json_object_new_string(svff_error_message(&err)));
