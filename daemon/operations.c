@@ -789,6 +789,16 @@ static void release_detached(struct manager *m, const char *vf, int r, const cha
                 return;
         }
         log_info("VF %s detached from domain '%s' for its release.", vf, ro->domain);
+        if (m->shutting_down) {
+                /* Nothing new starts once a stop began: the VF is off its
+                 * domain and still svff's, on vfio-pci. */
+                call_errorf(op->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL,
+                            "VF %s was detached from domain '%s' but not released: svffd is shutting down; "
+                            "run 'svffctl release %s' again once it is back.", vf, ro->domain, vf);
+                manager_remove_operation(m, op);
+                release_op_free(ro);
+                return;
+        }
         release_submit(ro);
 }
 
