@@ -46,6 +46,7 @@ static const char *arg_pf = NULL;
 static const char *arg_mode = NULL;
 static bool arg_dry_run = false;
 static bool arg_force = false;
+static bool arg_policy = false;
 
 #define _cleanup_json_ _cleanup_(json_object_putp)
 
@@ -250,7 +251,7 @@ static int print_list(struct json_object *reply, const void *userdata) {
                 printf("No SR-IOV physical functions found.\n");
         for (size_t i = 0; i < json_object_array_length(pfs); i++) {
                 struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs;
-                static const char *const pfh[] = { "PF", "ID", "DRIVER", "VFS", "NUMA", "NAME" };
+                static const char *const pfh[] = { "PF", "ID", "DRIVER", "VFS", "OWNER", "NUMA", "NAME" };
                 static const char *const vfh[] = { "VF", "INDEX", "DRIVER", "IOMMU", "MANAGED", "ASSIGNED" };
                 struct table *t;
                 char id[16], n[32], numa[16], name[256];
@@ -269,7 +270,7 @@ static int print_list(struct json_object *reply, const void *userdata) {
                 if (!t)
                         return EXIT_FAILURE;
                 table_add_row(t, (const char *const[]) { jstr(pf, "address"), id, jstr(pf, "driver"), n,
-                                                         numa, name });
+                                                         jstr(pf, "owner") ?: "-", numa, name });
                 table_print(t, stdout, 0);
                 table_free(t);
 
@@ -330,7 +331,7 @@ static void format_duration(long long usec, char *buf, size_t n) {
 }
 
 static int print_status(struct json_object *reply, const void *userdata) {
-        struct json_object *store, *ops, *drift, *rec;
+        struct json_object *store, *ops, *drift, *rec, *owners;
         char up[64];
 
         format_duration(jint(reply, "uptime_usec", 0), up, sizeof(up));
@@ -374,6 +375,30 @@ static int print_status(struct json_object *reply, const void *userdata) {
                         printf("Recovered:    reconf of PF %s %s after a restart: %s\n", strna(jstr(o, "pf")),
                                strna(jstr(o, "outcome")), strna(jstr(o, "message")));
                 }
+
+        if (json_object_object_get_ex(reply, "owners", &owners) && owners && json_object_array_length(owners) > 0) {
+                static const char *const h[] = { "PF", "VFS", "OWNER", "POLICY" };
+                struct table *t = table_new(ELEMENTSOF(h), h);
+
+                printf("\nVF counts (owner: who set it; a policy changes only the counts it owns):\n");
+                for (size_t i = 0; t && i < json_object_array_length(owners); i++) {
+                        struct json_object *o = json_object_array_get_idx(owners, i);
+                        char n[16];
+
+                        snprintf(n, sizeof(n), "%lld", jint(o, "numvfs", 0));
+                        table_add_row(t, (const char *const[]) { jstr(o, "pf"), n, jstr(o, "owner") ?: "-",
+                                                                 jstr(o, "policy") ?: "-" });
+                }
+                if (t)
+                        table_print(t, stdout, 2);
+                table_free(t);
+                for (size_t i = 0; i < json_object_array_length(owners); i++) {
+                        struct json_object *o = json_object_array_get_idx(owners, i);
+
+                        if (jstr(o, "refused"))
+                                printf("  %s: policy not applied: %s\n", strna(jstr(o, "pf")), jstr(o, "refused"));
+                }
+        }
 
         if (json_object_object_get_ex(reply, "drift", &drift) && json_object_array_length(drift) > 0) {
                 printf("\nDrift (the host differs from what svff recorded):\n");
@@ -511,9 +536,21 @@ static int cmd_init(int argc, char **argv) {
         bool progress = !arg_json && isatty(STDERR_FILENO);
         int r;
 
-        r = pf_numvfs_params(argc, argv, 4, &params);
-        if (r != 0)
-                return r;
+        if (arg_policy) {
+                /* The policy's count and driver: neither is given. */
+                if (argc != 2 || arg_driver) {
+                        fprintf(stderr, "svffctl init --policy: takes a PF address only (the count and driver "
+                                        "are the policy's), e.g. 'svffctl init 0000:03:00.0 --policy'.\n");
+                        return EXIT_USAGE;
+                }
+                params = json_object_new_object();
+                json_object_object_add(params, "pf", json_object_new_string(argv[1]));
+                json_object_object_add(params, "policy", json_object_new_boolean(true));
+        } else {
+                r = pf_numvfs_params(argc, argv, 4, &params);
+                if (r != 0)
+                        return r;
+        }
         if (arg_driver)
                 json_object_object_add(params, "driver", json_object_new_string(arg_driver));
 
@@ -638,6 +675,8 @@ static int vf_call(int argc, char **argv, const char *method, reply_printer_t pr
 }
 
 static int print_released(struct json_object *reply, const void *userdata) {
+        if (jstr(reply, "detached_from"))
+                printf("VF %s detached from domain '%s'.\n", strna(jstr(reply, "vf")), jstr(reply, "detached_from"));
         printf("VF %s is back on %s.\n", strna(jstr(reply, "vf")), jstr(reply, "driver") ?: "no driver (unbound)");
         return 0;
 }
@@ -648,7 +687,17 @@ static int print_detached(struct json_object *reply, const void *userdata) {
 }
 
 static int cmd_release(int argc, char **argv) {
-        return vf_call(argc, argv, "io.svff.Release", print_released, NULL);
+        struct json_object *params;
+
+        if (argc != 2) {
+                fprintf(stderr, "svffctl release: needs one VF address, e.g. 'svffctl release 0000:03:00.4'.\n");
+                return EXIT_USAGE;
+        }
+        params = json_object_new_object();
+        json_object_object_add(params, "vf", json_object_new_string(argv[1]));
+        if (arg_force)
+                json_object_object_add(params, "force", json_object_new_boolean(true));
+        return call_and_print("io.svff.Release", params, 0, print_released, NULL);
 }
 
 static int cmd_detach(int argc, char **argv) {
@@ -793,13 +842,20 @@ static const struct command commands[] = {
         { "status", "status [--json]",
           "Show svffd's version, uptime, store path and generation, the operations in\n"
           "progress and any drift between the store and the host.", cmd_status, false },
-        { "init", "init PF NUMVFS [--driver DRIVER] [--json]",
+        { "init", "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
           "DRIVER (default: svffd's vf-driver, normally vfio-pci) and record the desired\n"
-          "state and each VF's original driver. Needs root or the admin group.", cmd_init, true },
-        { "release", "release VF [--json]",
+          "state and each VF's original driver. An unknown driver, more VFs than the PF\n"
+          "supports, or another count or driver over assigned VFs is refused before\n"
+          "anything changes. The operator then owns the PF's VF count: no policy changes\n"
+          "it, on reload or otherwise. --policy applies the PF's policy instead and hands\n"
+          "the count back to it. Needs root or the admin group.", cmd_init, true },
+        { "release", "release VF [--force] [--json]",
           "Give VF back to the driver it had before svff bound it, and forget it.\n"
-          "Needs root or the admin group.", cmd_release, false },
+          "A VF assigned to a domain is refused (the domain could not start without it):\n"
+          "detach it first, or use --force, which detaches it from its domain (as\n"
+          "'svffctl detach' does) and then releases it. Needs root or the admin group.",
+          cmd_release, false },
         { "monitor", "monitor [--json]",
           "Print svffd's events as they happen, one per line (--json: one JSON object\n"
           "per line), until interrupted.", cmd_monitor, false },
@@ -865,24 +921,26 @@ static void command_help(const struct command *c) {
         printf("Usage: svffctl %s\n\n%s\n\n"
                "Options:\n"
                "  --json          Print JSON on stdout\n"
-               "%s%s%s"
+               "%s%s%s%s"
                "  --socket=PATH   svffd's socket\n"
                "\nExit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
                "3 svffd unreachable, 4 permission denied.\n",
                c->usage, c->help,
-               c->has_driver ? "  --driver=NAME   Bind the VFs to NAME instead of svffd's default\n" : "",
+               c->has_driver ? "  --driver=NAME   Bind the VFs to NAME instead of svffd's default\n"
+                               "  --policy        Apply PF's policy, which owns its count again\n" : "",
                c->has_attach_options ? "  --pf=PF         Take any free VF of PF\n"
                                        "  --live          Attach to the running domain\n"
                                        "  --config        Attach to the domain's persistent definition\n"
                                        "  --guest-address=BB:SS.F  Guest PCI address\n" : "",
                c->has_reconf_options ? "  --mode=MODE     pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
-                                       "  --force         Release assignments the new count removes\n" : "");
+                                       "  --force         Release assignments the new count removes\n" : "",
+               c->fn == cmd_release ? "  --force         Detach VF from its domain first\n" : "");
 }
 
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
-               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE };
+               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -897,6 +955,7 @@ int main(int argc, char **argv) {
                 { "mode", required_argument, NULL, ARG_MODE },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "force", no_argument, NULL, ARG_FORCE },
+                { "policy", no_argument, NULL, ARG_POLICY },
                 {}
         };
         const struct command *cmd = NULL;
@@ -957,6 +1016,9 @@ int main(int argc, char **argv) {
                 case ARG_FORCE:
                         arg_force = true;
                         break;
+                case ARG_POLICY:
+                        arg_policy = true;
+                        break;
                 default:
                         fprintf(stderr, "See 'svffctl --help'.\n");
                         return EXIT_USAGE;
@@ -984,8 +1046,8 @@ int main(int argc, char **argv) {
                 command_help(cmd);
                 return 0;
         }
-        if (arg_driver && !cmd->has_driver) {
-                fprintf(stderr, "svffctl %s: --driver only applies to init.\n", cmd->name);
+        if ((arg_driver || arg_policy) && !cmd->has_driver) {
+                fprintf(stderr, "svffctl %s: --driver and --policy only apply to init.\n", cmd->name);
                 return EXIT_USAGE;
         }
         if ((arg_live || arg_config || arg_guest_address || arg_pf) && !cmd->has_attach_options) {
@@ -993,8 +1055,9 @@ int main(int argc, char **argv) {
                         cmd->name);
                 return EXIT_USAGE;
         }
-        if ((arg_mode || arg_dry_run || arg_force) && !cmd->has_reconf_options) {
-                fprintf(stderr, "svffctl %s: --mode, --dry-run and --force only apply to reconf.\n", cmd->name);
+        if ((arg_mode || arg_dry_run || (arg_force && cmd->fn != cmd_release)) && !cmd->has_reconf_options) {
+                fprintf(stderr, "svffctl %s: --mode and --dry-run only apply to reconf, --force to reconf and release.\n",
+                        cmd->name);
                 return EXIT_USAGE;
         }
         return cmd->fn(n_args, args);

@@ -49,11 +49,24 @@ struct job {
         enum svff_pause_mode mode;
         bool domain_gone;
         bool bound;
+
+        /* A detach another operation asked for (assign_detach()): it
+         * answers done, not a call, once, when the job ends. */
+        assign_detach_fn done;
+        void *done_userdata;
+        int answer_r;
+        const char *answer_error;
+        char *answer_message;
 };
 
 static void job_free(struct job *j) {
         if (!j)
                 return;
+        /* Every end of a job frees it: the one place that cannot miss
+         * answering the operation waiting for it. */
+        if (j->done)
+                j->done(j->m, j->vf, j->answer_r, j->answer_error, j->answer_message, j->done_userdata);
+        free(j->answer_message);
         call_unref(j->call);
         if (j->conn)
                 virConnectClose(j->conn);
@@ -361,6 +374,40 @@ static void job_run(void *userdata) {
 
 /* ---- main thread ---- */
 
+/* The job's failure, to its call or to the operation that started it. */
+static void job_error(struct job *j, int r, const char *error, struct json_object *p) {
+        const char *msg = NULL;
+
+        if (j->call) {
+                call_error(j->call, error, p);
+                return;
+        }
+        (void) svff_json_get_string(p, "message", &msg);
+        j->answer_r = r < 0 ? r : -EIO;
+        j->answer_error = error;
+        free(j->answer_message);
+        j->answer_message = msg ? strdup(msg) : NULL;
+}
+
+static void job_errorf(struct job *j, int r, const char *error, const char *key, const char *value,
+                       const char *fmt, ...) _printf_(6, 7);
+static void job_errorf(struct job *j, int r, const char *error, const char *key, const char *value,
+                       const char *fmt, ...) {
+        struct json_object *p = json_object_new_object();
+        char buf[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        if (p) {
+                json_object_object_add(p, key, json_object_new_string(value));
+                json_object_object_add(p, "message", json_object_new_string(buf));
+        }
+        job_error(j, r, error, p);
+        json_object_put(p);
+}
+
 static void reply_job_error(struct job *j) {
         const char *msg = svff_error_is_set(&j->err) ? svff_error_message(&j->err) : strerror(-j->r);
         struct json_object *p = json_object_new_object();
@@ -375,7 +422,7 @@ static void reply_job_error(struct job *j) {
         else
                 json_object_object_add(p, "device", json_object_new_string(j->vf));
         json_object_object_add(p, "message", json_object_new_string(msg));
-        call_error(j->call, error, p);
+        job_error(j, j->r, error, p);
         json_object_put(p);
 }
 
@@ -388,7 +435,7 @@ static bool commit_or_reply(struct job *j) {
         p = json_object_new_object();
         json_object_object_add(p, "path", json_object_new_string(svff_store_path(j->m->store)));
         json_object_object_add(p, "message", json_object_new_string(svff_error_message(&err)));
-        call_error(j->call, SVFF_ERROR_STORE, p);
+        job_error(j, -EIO, SVFF_ERROR_STORE, p);
         json_object_put(p);
         return false;
 }
@@ -463,14 +510,15 @@ static void job_done(void *userdata) {
                          j->domain_gone ? " (the domain no longer exists)" : "");
                 emit(m, "vf-detached", j->vf, &j->rec, NULL, NULL,
                      j->domain_gone ? "the domain no longer exists" : NULL);
-                {
+                if (j->call) {
                         struct json_object *p = json_object_new_object();
 
                         json_object_object_add(p, "vf", json_object_new_string(j->vf));
                         json_object_object_add(p, "domain", json_object_new_string(j->rec.domain));
                         call_reply(j->call, p);
                         json_object_put(p);
-                }
+                } else
+                        j->answer_r = 0;
                 break;
         case JOB_PAUSE:
         case JOB_UNPAUSE:
@@ -494,9 +542,9 @@ static void job_submit(struct manager *m, struct job *j) {
 
         r = hv_vf_set_busy(m->hv, j->vf);
         if (r < 0) {
-                call_errorf(j->call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", j->vf,
-                            "Another attach, detach, pause or unpause of VF %s is in progress; try again when it is done.",
-                            j->vf);
+                job_errorf(j, -EBUSY, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", j->vf,
+                           "Another attach, detach, pause or unpause of VF %s is in progress; try again when it is done.",
+                           j->vf);
                 job_free(j);
                 return;
         }
@@ -528,7 +576,7 @@ static void job_submit(struct manager *m, struct job *j) {
         }
         if (worker_pool_submit(hv_pool(m->hv), job_run, j) < 0) {
                 hv_vf_clear_busy(m->hv, j->vf);
-                call_errorf(j->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                job_errorf(j, -ESHUTDOWN, SVFF_ERROR_SHUTTING_DOWN, "device", j->vf, "svffd is shutting down.");
                 job_free(j);
         }
 }
@@ -537,7 +585,8 @@ static struct job *job_new(struct manager *m, struct call *call, enum job_kind k
         struct job *j = calloc(1, sizeof(*j));
 
         if (!j) {
-                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                if (call)
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return NULL;
         }
         j->kind = kind;
@@ -550,7 +599,8 @@ static struct job *job_new(struct manager *m, struct call *call, enum job_kind k
         j->unpause_cmd = strdup(m->config.device_unpause_command);
         if (!j->pause_cmd || !j->unpause_cmd) {
                 job_free(j);
-                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                if (call)
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return NULL;
         }
         return j;
@@ -709,6 +759,40 @@ void method_attach(struct manager *m, struct call *call) {
 
 /* ---- Detach, Pause, Unpause ---- */
 
+/* The job for kind on vf and its record a; call may be NULL (an
+ * operation's own detach, assign_detach()). */
+static struct job *vf_job_new(struct manager *m, struct call *call, enum job_kind kind, const char *vf,
+                              const struct svff_assignment *a) {
+        struct job *j;
+
+        j = job_new(m, call, kind, vf);
+        if (!j)
+                return NULL;
+        j->rec = *a;
+        j->domain_id = strdup(a->uuid);
+        if (!j->domain_id) {
+                job_free(j);
+                if (call)
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return NULL;
+        }
+        /* A paused (detached) VF is back on the host side: detaching it
+         * only drops the reservation. */
+        if (kind == JOB_DETACH && a->state == SVFF_ASSIGN_PAUSED && a->pause_mode == SVFF_PAUSE_DETACH)
+                j->rec.live = j->rec.config = false;
+        /* A reconf may leave a paused VF unbound (its bind failed): the
+         * same policy as Attach lets unpause bind it again. */
+        if (kind == JOB_UNPAUSE) {
+                struct json_object *vrec;
+                const char *drv;
+
+                if (json_object_object_get_ex(svff_store_vfs(m->store), vf, &vrec) &&
+                    svff_json_get_string(vrec, "driver", &drv) >= 0 && streq(drv, VFIO_DRIVER))
+                        j->may_bind = true;
+        }
+        return j;
+}
+
 static void vf_method(struct manager *m, struct call *call, enum job_kind kind) {
         static const char *const allowed[] = { "vf", NULL };
         struct svff_assignment a;
@@ -743,30 +827,31 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind) 
                             svff_assign_state_to_string(a.state));
                 return;
         }
-        j = job_new(m, call, kind, vf);
-        if (!j)
-                return;
-        j->rec = a;
-        j->domain_id = strdup(a.uuid);
-        if (!j->domain_id) {
-                job_free(j);
-                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
-                return;
-        }
-        /* A paused (detached) VF is back on the host side: detaching it
-         * only drops the reservation. */
-        if (kind == JOB_DETACH && a.state == SVFF_ASSIGN_PAUSED && a.pause_mode == SVFF_PAUSE_DETACH)
-                j->rec.live = j->rec.config = false;
-        /* A reconf may leave a paused VF unbound (its bind failed): the
-         * same policy as Attach lets unpause bind it again. */
-        if (kind == JOB_UNPAUSE) {
-                struct json_object *vrec;
-                const char *drv;
+        j = vf_job_new(m, call, kind, vf, &a);
+        if (j)
+                job_submit(m, j);
+}
 
-                if (json_object_object_get_ex(svff_store_vfs(m->store), vf, &vrec) &&
-                    svff_json_get_string(vrec, "driver", &drv) >= 0 && streq(drv, VFIO_DRIVER))
-                        j->may_bind = true;
+void assign_detach(struct manager *m, const char *vf, assign_detach_fn done, void *userdata) {
+        struct svff_assignment a;
+        struct job *j;
+        int r;
+
+        r = svff_store_get_assignment(m->store, vf, &a);
+        if (r <= 0) {
+                done(m, vf, r == 0 ? -ENOENT : r, r == 0 ? SVFF_ERROR_NOT_ASSIGNED : SVFF_ERROR_STORE,
+                     r == 0 ? "the VF is not assigned to any domain" : "its assignment record has the wrong shape",
+                     userdata);
+                return;
         }
+        j = vf_job_new(m, NULL, JOB_DETACH, vf, &a);
+        if (!j) {
+                done(m, vf, -ENOMEM, SVFF_ERROR_INTERNAL, "Out of memory", userdata);
+                return;
+        }
+        j->done = done;
+        j->done_userdata = userdata;
+        j->answer_r = -ECANCELED;
         job_submit(m, j);
 }
 

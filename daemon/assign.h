@@ -33,6 +33,15 @@ void method_detach(struct manager *m, struct call *call);
 void method_pause(struct manager *m, struct call *call);
 void method_unpause(struct manager *m, struct call *call);
 
+/* Detaches vf from its domain exactly as Detach does, for an operation
+ * that needs the VF off its domain first (Release with force). done runs
+ * once, on the main thread (possibly before this returns), with 0 or a
+ * -errno and the io.svff error name and message Detach would have
+ * answered; vf and message are borrowed for the call. */
+typedef void (*assign_detach_fn)(struct manager *m, const char *vf, int r, const char *error,
+                                 const char *message, void *userdata);
+void assign_detach(struct manager *m, const char *vf, assign_detach_fn done, void *userdata);
+
 /* A lifecycle event (virDomainEventType and its detail) for the domain
  * uuid/name, on the main thread. */
 void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail);

@@ -22,9 +22,17 @@ struct pending {
         bool restore;                   /* may fall back to the stored state */
 };
 
+/* A policy svffd did not apply, for Status. */
+struct refusal {
+        struct refusal *next;
+        char address[SVFF_PCI_ADDR_STRLEN];
+        char *message;
+};
+
 struct autoinit {
         struct manager *manager;
         struct pending *pending;
+        struct refusal *refusals;
         bool waiting;                   /* a snapshot is on its way */
 };
 
@@ -55,6 +63,13 @@ struct autoinit *autoinit_free(struct autoinit *a) {
                 a->pending = p->next;
                 pending_free(p);
         }
+        while (a->refusals) {
+                struct refusal *f = a->refusals;
+
+                a->refusals = f->next;
+                free(f->message);
+                free(f);
+        }
         free(a);
         return NULL;
 }
@@ -63,6 +78,66 @@ static struct pending **find_pending(struct autoinit *a, const char *address) {
         for (struct pending **p = &a->pending; *p; p = &(*p)->next)
                 if (streq((*p)->address, address))
                         return p;
+        return NULL;
+}
+
+/* Records (message non-NULL) or forgets why pf's policy was refused. */
+static void set_refusal(struct manager *m, const char *pf, const char *message) {
+        struct autoinit *a = m->autoinit;
+        struct refusal **fp, *f;
+
+        if (!a)
+                return;
+        for (fp = &a->refusals; *fp; fp = &(*fp)->next)
+                if (streq((*fp)->address, pf))
+                        break;
+        f = *fp;
+        if (!message) {
+                if (f) {
+                        *fp = f->next;
+                        free(f->message);
+                        free(f);
+                }
+                return;
+        }
+        if (!f) {
+                f = calloc(1, sizeof(*f));
+                if (!f) {
+                        log_oom();
+                        return;
+                }
+                snprintf(f->address, sizeof(f->address), "%s", pf);
+                *fp = f;
+        }
+        free(f->message);
+        f->message = strdup(message);
+}
+
+const char *autoinit_pf_refused(struct manager *m, const char *pf) {
+        for (struct refusal *f = m->autoinit ? m->autoinit->refusals : NULL; f; f = f->next)
+                if (streq(f->address, pf))
+                        return f->message;
+        return NULL;
+}
+
+const char *autoinit_pf_owner(struct manager *m, const char *pf, const struct svff_policy *pol, char *buf,
+                              size_t n) {
+        const char *stored = svff_store_get_pf_owner(m->store, pf);
+        bool counts = pol && pol->numvfs >= 0;
+        unsigned numvfs = 0;
+        int r;
+
+        if (stored && streq(stored, SVFF_PF_OWNER_OPERATOR))
+                return SVFF_PF_OWNER_OPERATOR;
+        r = svff_store_get_pf(m->store, pf, &numvfs, NULL);
+        if (counts && (stored || r <= 0 || numvfs == (unsigned) pol->numvfs)) {
+                snprintf(buf, n, SVFF_PF_OWNER_POLICY_PREFIX "%s", pol->name);
+                return buf;
+        }
+        /* A record from before owners: set by hand, or by a policy
+         * that has changed since; the operator's either way. */
+        if (!stored && r > 0)
+                return SVFF_PF_OWNER_OPERATOR;
         return NULL;
 }
 
@@ -133,10 +208,10 @@ static bool has_assignments(struct manager *m, const struct svff_pf *pf) {
  * needed, -EBUSY when an operation on the PF is in progress. */
 static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool startup) {
         const struct svff_policy *pol;
-        const char *driver = NULL;
+        const char *driver = NULL, *owner = NULL, *new_owner = NULL;
         unsigned numvfs;
         int autoprobe = -1;
-        char reason[512];
+        char reason[512], owner_buf[256], msg[1200];
         int r;
 
         if (reconf_journaled(m, pf->address) >= 0) {
@@ -145,11 +220,18 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
         }
         pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id,
                                       pf->netdev);
-        if (pol && pol->numvfs >= 0) {
+        owner = autoinit_pf_owner(m, pf->address, pol, owner_buf, sizeof(owner_buf));
+        set_refusal(m, pf->address, NULL);
+        if (pol && pol->numvfs >= 0 && owner && !streq(owner, SVFF_PF_OWNER_OPERATOR)) {
                 numvfs = (unsigned) pol->numvfs;
                 driver = pol->vf_driver ?: m->config.vf_driver;
                 autoprobe = pol->autoprobe;
                 snprintf(reason, sizeof(reason), "policy '%s' (%s)", pol->name, pol->origin);
+                new_owner = owner;
+        } else if (pol && pol->numvfs >= 0 && !restore && !startup) {
+                log_info("PF %s: its VF count was set by an operator, so policy '%s' is not applied; "
+                         "'svffctl init %s --policy' hands it back.", pf->address, pol->name, pf->address);
+                return 0;
         } else if (svff_store_get_pf(m->store, pf->address, &numvfs, &driver) > 0 && driver &&
                    (restore || (startup && assignments_need_restore(m, pf, driver)))) {
                 snprintf(reason, sizeof(reason), "%s",
@@ -171,14 +253,20 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
                 log_info("PF %s has no driver yet; %s waits for it to bind.", pf->address, reason);
                 return 0;
         }
-        if (pf->numvfs != numvfs && pf->numvfs > 0 && has_assignments(m, pf)) {
-                /* Changing the count destroys every VF; never behind the
-                 * domains' backs. */
-                log_warning("PF %s has assigned VFs; %s asks for %u VFs instead of %u, leaving it.",
-                            pf->address, reason, numvfs, pf->numvfs);
-                emit(m, "policy-failed", pf->address,
-                     "%s asks for %u VFs, but VFs of the PF are assigned; change the count by hand",
-                     reason, numvfs);
+        if (has_assignments(m, pf) && ((pf->numvfs != numvfs && pf->numvfs > 0) || !streq(driver, "vfio-pci"))) {
+                /* Changing the count destroys every VF, another driver
+                 * takes them from vfio-pci: never behind the domains'
+                 * backs. */
+                if (pf->numvfs != numvfs)
+                        snprintf(msg, sizeof(msg), "%s asks for %u VFs instead of %u, but VFs of the PF are "
+                                 "assigned; not applied: 'svffctl reconf %s %u' changes the count keeping them",
+                                 reason, numvfs, pf->numvfs, pf->address, numvfs);
+                else
+                        snprintf(msg, sizeof(msg), "%s asks for driver '%s', but VFs of the PF are assigned "
+                                 "and stay on vfio-pci; not applied", reason, driver);
+                log_warning("PF %s: %s.", pf->address, msg);
+                emit(m, "policy-failed", pf->address, "%s", msg);
+                set_refusal(m, pf->address, msg);
                 return 0;
         }
         if (numvfs > pf->totalvfs) {
@@ -188,7 +276,7 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
                      reason, numvfs, pf->totalvfs);
                 return 0;
         }
-        r = operation_init_start(m, NULL, pf->address, numvfs, driver, autoprobe, reason);
+        r = operation_init_start(m, NULL, pf->address, numvfs, driver, autoprobe, reason, new_owner);
         if (r < 0) {
                 if (r != -EBUSY)
                         log_warning_errno(r, "PF %s: could not start the init for %s: %m", pf->address,

@@ -16,7 +16,19 @@
  *              under "absent", Status as drift, Monitor as pf-removed;
  *              the store keeps every record.
  *
- * Auto-init never changes the VF count of a PF with assigned VFs.
+ * Auto-init never changes the VF count of a PF with assigned VFs, nor
+ * binds them elsewhere: it refuses, and Status shows the refusal.
+ *
+ * Who owns a PF's VF count. A policy with a VF count owns the count of
+ * the PFs it matches until an operator's explicit Init or Release takes
+ * it over; the PF's store record then says "operator" (else
+ * "policy:<name>"), and no policy changes that PF's count or bindings
+ * again, at start-up, on reload or when it comes back: it is handled as
+ * a PF without a policy. Init with policy=true hands the count back to
+ * the policy. A reload applies a policy only to the PFs it owns whose
+ * count or drivers differ from it. A record written before owners were
+ * recorded belongs to the matching policy when it holds the policy's
+ * count, else to the operator.
  *
  * Everything runs on the main thread; the sysfs work is an ordinary Init
  * operation on the ops pool. autoinit_handle_uevent() is what the udev
@@ -34,6 +46,16 @@ struct autoinit *autoinit_free(struct autoinit *a);
  * address the device's PCI address. VFs and devices without SR-IOV are
  * ignored. */
 void autoinit_handle_uevent(struct manager *m, const char *action, const char *address);
+
+/* Who owns pf's count: "operator", "policy:<name>" (in buf, n bytes)
+ * or NULL (no policy with a count matches and no operator set it). pol
+ * is the policy matching pf, or NULL. */
+const char *autoinit_pf_owner(struct manager *m, const char *pf, const struct svff_policy *pol, char *buf,
+                              size_t n);
+
+/* Why the owning policy was last refused on pf (its VFs are assigned),
+ * or NULL. Borrowed until the next pass over pf. */
+const char *autoinit_pf_refused(struct manager *m, const char *pf);
 
 /* Start-up pass over the current snapshot. Returns how many Init
  * operations it started. */

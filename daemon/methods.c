@@ -167,13 +167,34 @@ static struct json_object *json_vf(struct manager *m, const struct svff_vf *vf) 
         return o;
 }
 
+/* The desired state of a PF record, as the interface types it: the
+ * record's other fields (the owner) are shown on their own. */
+static struct json_object *json_desired(struct manager *m, const char *pf) {
+        struct json_object *rec, *o, *v;
+
+        if (!json_object_object_get_ex(svff_store_pfs(m->store), pf, &rec))
+                return NULL;
+        o = json_object_new_object();
+        if (!o)
+                return NULL;
+        if (json_object_object_get_ex(rec, "numvfs", &v))
+                json_object_object_add(o, "numvfs", json_object_get(v));
+        if (json_object_object_get_ex(rec, "vf_driver", &v))
+                json_object_object_add(o, "vf_driver", json_object_get(v));
+        return o;
+}
+
 struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
-        struct json_object *o = json_object_new_object(), *vfs, *rec, *desired = NULL;
+        struct json_object *o = json_object_new_object(), *vfs, *desired;
+        const struct svff_policy *pol;
+        const char *owner;
+        char buf[256];
 
         if (!o)
                 return NULL;
-        if (json_object_object_get_ex(svff_store_pfs(m->store), pf->address, &rec))
-                desired = json_object_get(rec);
+        desired = json_desired(m, pf->address);
+        pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id, pf->netdev);
+        owner = autoinit_pf_owner(m, pf->address, pol, buf, sizeof(buf));
 
         json_object_object_add(o, "address", json_object_new_string(pf->address));
         json_object_object_add(o, "vendor_id", hex(pf->vendor_id, 4));
@@ -192,14 +213,10 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
                                pf->iommu_group >= 0 ? json_object_new_int(pf->iommu_group) : NULL);
         json_object_object_add(o, "netdev", str_or_null(pf->netdev));
         json_object_object_add(o, "desired", desired);
-        {
-                const struct svff_policy *pol = svff_config_find_policy(
-                        &m->config, pf->address, pf->vendor_id, pf->device_id, pf->netdev);
-
-                json_object_object_add(o, "policy", pol ? json_object_new_string(pol->name) : NULL);
-                /* Whether attach may pick this PF's VFs from the pool. */
-                json_object_object_add(o, "pool", json_object_new_boolean(!pol || pol->pool));
-        }
+        json_object_object_add(o, "owner", str_or_null(owner));
+        json_object_object_add(o, "policy", pol ? json_object_new_string(pol->name) : NULL);
+        /* Whether attach may pick this PF's VFs from the pool. */
+        json_object_object_add(o, "pool", json_object_new_boolean(!pol || pol->pool));
 
         vfs = json_object_new_array_ext((int) pf->n_vfs);
         for (size_t i = 0; i < pf->n_vfs; i++)
@@ -240,8 +257,10 @@ static struct json_object *json_absent(struct manager *m) {
                         json_object_object_add(v, "assigned_to", asg);
                         json_object_array_add(vfs, v);
                 }
+                (void) rec;
                 json_object_object_add(o, "address", json_object_new_string(pf));
-                json_object_object_add(o, "desired", json_object_get(rec));
+                json_object_object_add(o, "desired", json_desired(m, pf));
+                json_object_object_add(o, "owner", str_or_null(svff_store_get_pf_owner(m->store, pf)));
                 json_object_object_add(o, "vfs", vfs);
                 json_object_array_add(a, o);
         }
@@ -333,6 +352,38 @@ static void method_list(struct manager *m, struct call *call) {
         manager_with_snapshot(m, call, list_answer);
 }
 
+/* Each present PF's count and who owns it (see autoinit.h), with the
+ * owning policy's last refusal. */
+static struct json_object *json_owners(struct manager *m) {
+        struct json_object *a = json_object_new_array();
+        struct snapshot *s = m->snapshot;
+
+        for (size_t i = 0; a && s && i < s->n_pfs; i++) {
+                const struct svff_pf *pf = s->pfs[i];
+                const struct svff_policy *pol;
+                struct json_object *o = json_object_new_object();
+                const char *owner;
+                char buf[256];
+
+                if (!o)
+                        break;
+                pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id, pf->netdev);
+                json_object_object_add(o, "pf", json_object_new_string(pf->address));
+                json_object_object_add(o, "numvfs", json_object_new_int64(pf->numvfs));
+                owner = autoinit_pf_owner(m, pf->address, pol, buf, sizeof(buf));
+                json_object_object_add(o, "owner", str_or_null(owner));
+                json_object_object_add(o, "policy", pol && pol->numvfs >= 0 ? json_object_new_string(pol->name)
+                                                                            : NULL);
+                /* Once an operator took the count over, an old refusal
+                 * of the policy no longer matters. */
+                json_object_object_add(o, "refused",
+                                       str_or_null(owner && !streq(owner, SVFF_PF_OWNER_OPERATOR)
+                                                           ? autoinit_pf_refused(m, pf->address) : NULL));
+                json_object_array_add(a, o);
+        }
+        return a;
+}
+
 static void status_answer(struct manager *m, struct call *call) {
         struct json_object *p = json_object_new_object(), *store, *ops;
         struct snapshot *s = m->snapshot;
@@ -362,6 +413,7 @@ static void status_answer(struct manager *m, struct call *call) {
         json_object_object_add(p, "store", store);
         json_object_object_add(p, "operations", ops);
         json_object_object_add(p, "drift", reconcile_drift(m));
+        json_object_object_add(p, "owners", json_owners(m));
         json_object_object_add(p, "config_error", str_or_null(m->config_error));
         json_object_object_add(p, "connections", json_object_new_int64(server_n_connections(m->server)));
         json_object_object_add(p, "stuck_writes", json_object_new_int64(svff_ctx_get_stuck_writes(m->ctx)));

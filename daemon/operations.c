@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "assign.h"
 #include "bind.h"
 #include "interface.h"
 #include "json-util.h"
@@ -14,8 +15,10 @@
 #include "reconcile.h"
 #include "reconfigure.h"
 #include "sriov.h"
+#include "sysfs.h"
 
 #define DRIVER_NAME_MAX 64
+#define VFIO_DRIVER "vfio-pci"
 
 const char *operation_error_name(int r) {
         switch (r) {
@@ -83,6 +86,7 @@ struct init_op {
         usec_t timeout;
         int autoprobe;                  /* -1: leave sriov_drivers_autoprobe off */
         char *reason;                   /* why, when no caller asked ("policy 'x'") */
+        char *owner;                    /* recorded with the count; NULL keeps the PF's */
 
         /* worker -> main */
         int r;
@@ -110,6 +114,7 @@ static void init_op_free(struct init_op *io) {
         svff_ctx_unref(io->ctx);
         free(io->driver);
         free(io->reason);
+        free(io->owner);
         svff_error_free(&io->err);
         svff_pf_free(io->after);
         free(io->first_message);
@@ -305,6 +310,8 @@ static int init_record(struct init_op *io) {
         int r;
 
         r = svff_store_set_pf(m->store, io->pf, io->numvfs, io->driver);
+        if (r >= 0 && io->owner)
+                r = svff_store_set_pf_owner(m->store, io->pf, io->owner);
         if (r < 0)
                 return r;
 
@@ -410,10 +417,37 @@ static void init_numvfs_done(void *userdata) {
         }
 }
 
+/* The target driver must be registered before the count changes: the
+ * write destroys the working VFs, and with no driver to bind them to the
+ * new ones would stay unbound. svffd loads no module itself (its unit
+ * has ProtectKernelModules=yes, and which module provides a driver, with
+ * which parameters, is the operator's call), so "exists" means
+ * bus/pci/drivers/<driver> is there now. */
+static int init_check_driver(struct init_op *io) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (asprintf(&path, "bus/pci/drivers/%s", io->driver) < 0)
+                return svff_error_set(&io->err, -ENOMEM, "Out of memory");
+        r = svff_sysfs_exists(svff_ctx_get_rootfd(io->ctx), path);
+        if (r < 0)
+                return svff_error_set_errno(&io->err, r, "Cannot look up PCI driver '%s' for PF %s", io->driver,
+                                            io->pf);
+        if (r == 0)
+                return svff_error_set(&io->err, -ENXIO,
+                                      "No PCI driver '%s' is registered (no bus/pci/drivers/%s), so the VFs of "
+                                      "PF %s could not be bound to it; nothing was changed: load its module "
+                                      "('modprobe %s') and retry, or name another driver with --driver",
+                                      io->driver, io->driver, io->pf, io->driver);
+        return 0;
+}
+
 static void init_numvfs_run(void *userdata) {
         struct init_op *io = userdata;
 
-        io->r = svff_pf_set_numvfs(io->ctx, io->pf, io->numvfs, io->timeout, &io->err);
+        io->r = init_check_driver(io);
+        if (io->r >= 0)
+                io->r = svff_pf_set_numvfs(io->ctx, io->pf, io->numvfs, io->timeout, &io->err);
         if (io->r >= 0)
                 io->r = svff_pf_load(io->ctx, io->pf, &io->after, &io->err);
         if (io->r >= 0 && io->after->n_vfs != io->numvfs) {
@@ -424,10 +458,12 @@ static void init_numvfs_run(void *userdata) {
 }
 
 void method_init(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", "numvfs", "driver", NULL };
-        struct json_object *params = call_request(call)->parameters;
-        char pf[SVFF_PCI_ADDR_STRLEN];
+        static const char *const allowed[] = { "pf", "numvfs", "driver", "policy", NULL };
+        struct json_object *params = call_request(call)->parameters, *v;
+        char pf[SVFF_PCI_ADDR_STRLEN], owner[256] = SVFF_PF_OWNER_OPERATOR;
         const char *driver = NULL;
+        bool use_policy = false;
+        int autoprobe = -1;
         unsigned numvfs;
         int r;
 
@@ -437,6 +473,43 @@ void method_init(struct manager *m, struct call *call) {
                 return;
         if (!params_get_address(call, "pf", pf))
                 return;
+        if (json_object_object_get_ex(params, "policy", &v) && v &&
+            svff_json_get_bool(params, "policy", &use_policy) < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "policy",
+                            "Parameter 'policy' must be true or false.");
+                return;
+        }
+
+        if (use_policy) {
+                const struct svff_pf *p = NULL;
+                const struct svff_policy *pol = NULL;
+
+                /* The count goes back to the PF's policy: it is the
+                 * policy's count and driver, or nothing. */
+                if ((json_object_object_get_ex(params, "numvfs", &v) && v) ||
+                    (json_object_object_get_ex(params, "driver", &v) && v)) {
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "policy",
+                                    "With 'policy', the count and driver are the policy's: give neither "
+                                    "'numvfs' nor 'driver'.");
+                        return;
+                }
+                for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                        if (streq(m->snapshot->pfs[i]->address, pf))
+                                p = m->snapshot->pfs[i];
+                if (p)
+                        pol = svff_config_find_policy(&m->config, pf, p->vendor_id, p->device_id, p->netdev);
+                if (!pol || pol->numvfs < 0) {
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "policy",
+                                    "No policy with a VF count matches PF %s, so there is none to hand its "
+                                    "count to; 'svffctl list' shows the policy of each PF.", pf);
+                        return;
+                }
+                numvfs = (unsigned) pol->numvfs;
+                driver = pol->vf_driver ?: m->config.vf_driver;
+                autoprobe = pol->autoprobe;
+                snprintf(owner, sizeof(owner), SVFF_PF_OWNER_POLICY_PREFIX "%s", pol->name);
+                goto checked;
+        }
 
         r = svff_json_get_unsigned(params, "numvfs", &numvfs);
         if (r < 0 || numvfs > 65535) {
@@ -453,6 +526,7 @@ void method_init(struct manager *m, struct call *call) {
         }
         if (!driver)
                 driver = m->config.vf_driver;
+checked:
         if (!driver_name_valid(driver)) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "driver",
                             "'%.64s' is not a driver name (letters, digits, '_', '-', '.').", driver);
@@ -467,11 +541,15 @@ void method_init(struct manager *m, struct call *call) {
                 return;
         }
         /* Changing the count destroys every VF: with assignments that is
-         * a reconf, which keeps them. */
+         * a reconf, which keeps them. The count is the one recorded and
+         * the one last seen on the host, since either may have drifted. */
         if (reconf_pf_has_assignments(m, pf)) {
                 unsigned current = 0;
 
                 (void) svff_store_get_pf(m->store, pf, &current, NULL);
+                for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                        if (streq(m->snapshot->pfs[i]->address, pf) && m->snapshot->pfs[i]->numvfs != numvfs)
+                                current = m->snapshot->pfs[i]->numvfs;
                 if (current != numvfs) {
                         call_errorf(call, SVFF_ERROR_DEVICE_BUSY, "device", pf,
                                     "VFs of PF %s are assigned to domains, and changing its VF count from %u to %u "
@@ -479,12 +557,21 @@ void method_init(struct manager *m, struct call *call) {
                                     pf, current, numvfs, pf, numvfs);
                         return;
                 }
+                /* The same count on another driver would take the
+                 * assigned VFs from vfio-pci under their domains. */
+                if (!streq(driver, VFIO_DRIVER)) {
+                        call_errorf(call, SVFF_ERROR_DEVICE_BUSY, "device", pf,
+                                    "VFs of PF %s are assigned to domains and must stay on %s; binding them to "
+                                    "'%s' would take them from the domains: detach them first ('svffctl detach VF').",
+                                    pf, VFIO_DRIVER, driver);
+                        return;
+                }
         }
-        (void) operation_init_start(m, call, pf, numvfs, driver, -1, NULL);
+        (void) operation_init_start(m, call, pf, numvfs, driver, autoprobe, NULL, owner);
 }
 
 int operation_init_start(struct manager *m, struct call *call, const char *pf, unsigned numvfs,
-                         const char *driver, int autoprobe, const char *reason) {
+                         const char *driver, int autoprobe, const char *reason, const char *owner) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct json_object *entry, *ev;
         struct operation *op;
@@ -513,8 +600,9 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         io->driver = strdup(driver);
         io->autoprobe = autoprobe;
         io->reason = reason ? strdup(reason) : NULL;
+        io->owner = owner ? strdup(owner) : NULL;
         io->timeout = m->config.numvfs_timeout_usec;
-        if (!io->driver || (reason && !io->reason) ||
+        if (!io->driver || (reason && !io->reason) || (owner && !io->owner) ||
             manager_add_operation(m, pf, "init", call, &op) < 0) {
                 init_op_free(io);
                 if (call)
@@ -587,6 +675,7 @@ struct release_op {
         char *orig;
         unsigned index;
         char *driver;   /* recorded target driver */
+        char *domain;   /* force: the domain it was detached from first */
         int r;
         struct svff_error err;
 };
@@ -595,6 +684,7 @@ static void release_op_free(struct release_op *ro) {
         svff_ctx_unref(ro->ctx);
         free(ro->orig);
         free(ro->driver);
+        free(ro->domain);
         svff_error_free(&ro->err);
         free(ro);
 }
@@ -604,6 +694,7 @@ static void release_done(void *userdata) {
         struct operation *op = ro->op;
         struct manager *m = op->manager;
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ char *prev_owner = NULL;
         struct json_object *p, *ev;
 
         manager_sysfs_changed(m, ro->pf);
@@ -620,9 +711,19 @@ static void release_done(void *userdata) {
         }
 
         svff_store_remove_vf(m->store, ro->vf);
+        /* The operator changed the PF by hand: its policy no longer
+         * rebinds the VF behind their back (see autoinit.h). */
+        {
+                const char *o = svff_store_get_pf_owner(m->store, ro->pf);
+
+                prev_owner = o ? strdup(o) : NULL;
+        }
+        (void) svff_store_set_pf_owner(m->store, ro->pf, SVFF_PF_OWNER_OPERATOR);
         if (manager_commit(m, &err) < 0) {
                 /* Keep memory and disk telling the same story. */
                 (void) svff_store_set_vf(m->store, ro->vf, ro->pf, ro->index, ro->orig, ro->driver);
+                if (prev_owner)
+                        (void) svff_store_set_pf_owner(m->store, ro->pf, prev_owner);
                 p = json_object_new_object();
                 json_object_object_add(p, "path", json_object_new_string(svff_store_path(m->store)));
                 json_object_object_add(p, "message", json_object_new_string(svff_error_message(&err)));
@@ -640,6 +741,7 @@ static void release_done(void *userdata) {
         p = json_object_new_object();
         json_object_object_add(p, "vf", json_object_new_string(ro->vf));
         json_object_object_add(p, "driver", ro->orig ? json_object_new_string(ro->orig) : NULL);
+        json_object_object_add(p, "detached_from", ro->domain ? json_object_new_string(ro->domain) : NULL);
         call_reply(op->call, p);
         json_object_put(p);
 finish:
@@ -654,15 +756,64 @@ static void release_run(void *userdata) {
         (void) worker_pool_post(ro->pool, release_done, ro);
 }
 
+static void release_submit(struct release_op *ro) {
+        struct operation *op = ro->op;
+
+        op->phase = "restore";
+        if (worker_pool_submit(ro->pool, release_run, ro) < 0) {
+                call_errorf(op->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                manager_remove_operation(op->manager, op);
+                release_op_free(ro);
+        }
+}
+
+/* Release with force, once the VF is off its domain (or could not be
+ * taken off: then nothing was released). */
+static void release_detached(struct manager *m, const char *vf, int r, const char *error, const char *message,
+                             void *userdata) {
+        struct release_op *ro = userdata;
+        struct operation *op = ro->op;
+
+        if (r < 0) {
+                struct json_object *p = json_object_new_object();
+                char msg[1024];
+
+                snprintf(msg, sizeof(msg), "VF %s was not released: detaching it from domain '%s' failed: %s",
+                         vf, ro->domain, strna(message));
+                json_object_object_add(p, "device", json_object_new_string(vf));
+                json_object_object_add(p, "message", json_object_new_string(msg));
+                call_error(op->call, error ?: SVFF_ERROR_OPERATION_FAILED, p);
+                json_object_put(p);
+                manager_remove_operation(m, op);
+                release_op_free(ro);
+                return;
+        }
+        log_info("VF %s detached from domain '%s' for its release.", vf, ro->domain);
+        if (m->shutting_down) {
+                /* Nothing new starts once a stop began: the VF is off its
+                 * domain and still svff's, on vfio-pci. */
+                call_errorf(op->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL,
+                            "VF %s was detached from domain '%s' but not released: svffd is shutting down; "
+                            "run 'svffctl release %s' again once it is back.", vf, ro->domain, vf);
+                manager_remove_operation(m, op);
+                release_op_free(ro);
+                return;
+        }
+        release_submit(ro);
+}
+
 void method_release(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "vf", NULL };
+        static const char *const allowed[] = { "vf", "force", NULL };
+        struct json_object *params = call_request(call)->parameters;
         char vf[SVFF_PCI_ADDR_STRLEN];
         const char *pf = NULL, *orig = NULL, *driver = NULL;
+        struct svff_assignment a;
         struct json_object *rec;
         struct operation *op;
         struct release_op *ro;
         unsigned index = 0;
-        int r;
+        bool force = false;
+        int r, assigned;
 
         if (!require_privileged(m, call))
                 return;
@@ -670,6 +821,13 @@ void method_release(struct manager *m, struct call *call) {
                 return;
         if (!params_get_address(call, "vf", vf))
                 return;
+        /* null is false, as for Reconf. */
+        if (json_object_object_get_ex(params, "force", &rec) && rec &&
+            svff_json_get_bool(params, "force", &force) < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "force",
+                            "Parameter 'force' must be true or false.");
+                return;
+        }
 
         r = svff_store_get_vf(m->store, vf, &pf, &orig);
         if (r <= 0) {
@@ -684,6 +842,24 @@ void method_release(struct manager *m, struct call *call) {
                             "An %s of PF %s is in progress; release VF %s once it is done.", op->kind, pf, vf);
                 return;
         }
+        /* Giving an assigned VF back to its host driver takes it from
+         * vfio-pci under the domain, which then cannot start. */
+        assigned = svff_store_get_assignment(m->store, vf, &a);
+        if (assigned < 0) {
+                call_errorf(call, SVFF_ERROR_STORE, "path", svff_store_path(m->store),
+                            "The assignment record of VF %s in '%s' has the wrong shape; not releasing it.", vf,
+                            svff_store_path(m->store));
+                return;
+        }
+        if (assigned > 0 && !force) {
+                call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
+                            "VF %s is assigned to domain '%s' (%s); releasing it would take it from the domain, "
+                            "which could then not start: run 'svffctl detach %s' first, or "
+                            "'svffctl release --force %s' to detach and release it.",
+                            vf, a.domain, svff_assign_state_to_string(a.state), vf, vf);
+                return;
+        }
+
         rec = json_object_object_get(svff_store_vfs(m->store), vf);
         (void) svff_json_get_unsigned(rec, "index", &index);
         (void) svff_json_get_string(rec, "driver", &driver);
@@ -700,20 +876,24 @@ void method_release(struct manager *m, struct call *call) {
         ro->index = index;
         ro->orig = orig ? strdup(orig) : NULL;
         ro->driver = strdup(driver ?: m->config.vf_driver);
-        if ((orig && !ro->orig) || !ro->driver || manager_add_operation(m, pf, "release", call, &op) < 0) {
+        ro->domain = assigned > 0 ? strdup(a.domain) : NULL;
+        if ((orig && !ro->orig) || !ro->driver || (assigned > 0 && !ro->domain) ||
+            manager_add_operation(m, pf, "release", call, &op) < 0) {
                 release_op_free(ro);
                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return;
         }
         ro->op = op;
         op->data = ro;
-        op->phase = "restore";
         op->total = 1;
 
-        r = worker_pool_submit(m->ops_pool, release_run, ro);
-        if (r < 0) {
-                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
-                manager_remove_operation(m, op);
-                release_op_free(ro);
+        if (assigned > 0) {
+                /* The operation on the PF is registered first, so no
+                 * init or reconf starts while the VF leaves its domain. */
+                log_info("Release of VF %s with force: detaching it from domain '%s' first.", vf, a.domain);
+                op->phase = "detach";
+                assign_detach(m, vf, release_detached, ro);
+                return;
         }
+        release_submit(ro);
 }

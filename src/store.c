@@ -632,6 +632,25 @@ void svff_store_remove_pf(struct svff_store *s, const char *pf) {
                 json_object_object_del(svff_store_pfs(s), pf);
 }
 
+const char *svff_store_get_pf_owner(struct svff_store *s, const char *pf) {
+        struct json_object *rec, *v;
+
+        if (!s || !pf || !json_object_object_get_ex(svff_store_pfs(s), pf, &rec) ||
+            !json_object_object_get_ex(rec, "owner", &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+int svff_store_set_pf_owner(struct svff_store *s, const char *pf, const char *owner) {
+        struct json_object *rec;
+
+        if (!s || !pf || !owner || !*owner)
+                return -EINVAL;
+        if (!json_object_object_get_ex(svff_store_pfs(s), pf, &rec) || !json_object_is_type(rec, json_type_object))
+                return -ENOENT;
+        return put(rec, "owner", json_object_new_string(owner), false);
+}
+
 int svff_store_set_vf(struct svff_store *s, const char *vf, const char *pf, unsigned index,
                       const char *original_driver, const char *driver) {
         struct json_object *rec;

@@ -4,7 +4,8 @@
 /* The crash-safe state store: one JSON document, STATE_DIR/store.json,
  *
  *   { "schema": 1, "generation": N,
- *     "pfs":      { "<PF>": { "numvfs": N, "vf_driver": "vfio-pci" } },
+ *     "pfs":      { "<PF>": { "numvfs": N, "vf_driver": "vfio-pci",
+ *                             "owner": "operator" | "policy:<name>" } },
  *     "vfs":      { "<VF>": { "pf": "<PF>", "index": N,
  *                             "original_driver": "qdma-vf" | null,
  *                             "driver": "vfio-pci" } },
@@ -81,6 +82,14 @@ void svff_store_remove_vf(struct svff_store *s, const char *vf);
 int svff_store_get_pf(struct svff_store *s, const char *pf, unsigned *ret_numvfs,
                       const char **ret_vf_driver);
 void svff_store_remove_pf(struct svff_store *s, const char *pf);
+/* Who set the PF's VF count last: "operator" (an explicit init or
+ * release) or "policy:<name>". Optional in the record, so stores written
+ * before it existed stay valid (schema 1): get returns NULL when absent
+ * or not a string, set -ENOENT when pf has no record. */
+#define SVFF_PF_OWNER_OPERATOR "operator"
+#define SVFF_PF_OWNER_POLICY_PREFIX "policy:"
+const char *svff_store_get_pf_owner(struct svff_store *s, const char *pf);
+int svff_store_set_pf_owner(struct svff_store *s, const char *pf, const char *owner);
 
 /* Assignments of VFs to domains, keyed by VF. The domain is identified
  * by UUID (names can be reused); the name is kept for display. */

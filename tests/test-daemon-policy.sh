@@ -104,4 +104,93 @@ start_svffd
 sleep 0.3
 expect_eq "$(jget 'd["generation"]' < "$STATE/store.json")" "$gen" "store generation after a restart with nothing to do"
 
+# Who owns the count: the policy, until an operator's init takes it.
+owner() { ctl list --json | jget 'd["pfs"][0]["owner"]'; }
+status_owner() { ctl status --json | jget 'd["owners"][0]["owner"], d["owners"][0]["policy"], d["owners"][0]["refused"]'; }
+reloads() { grep -c "Configuration reloaded" "$T/svffd.log" || true; }
+reload() {
+        n=$(reloads)
+        kill -HUP "$SVFFD_PID"
+        wait_for sh -c "[ \$(grep -c 'Configuration reloaded' '$T/svffd.log') -gt $n ]" || fail "reload not done"
+        sleep 0.3
+        wait_for settled || fail "an operation after the reload did not finish"
+}
+settled() { "$SVFFCTL" --socket "$SOCK" status --json | grep -q '"operations":\[\]'; }
+expect_eq "$(owner)" policy:fpga "owner after the policy's init"
+expect_eq "$(status_owner)" "policy:fpga fpga None" "status owner after the policy's init"
+ctl list | grep -q "^$PF .* policy:fpga " || fail "human list lacks the owner: $(ctl list)"
+
+ctl init $PF 1 > /dev/null || fail "operator init over the policy"
+expect_eq "$(owner)" operator "owner after an operator's init"
+expect_eq "$(jget 'd["pfs"]["'$PF'"]["owner"]' < "$STATE/store.json")" operator "owner in the store"
+ctl status | grep -q "^  $PF  *1  *operator  *fpga" || fail "human status lacks the owner: $(ctl status)"
+# An unchanged config reloaded: the operator's count stays, nothing destroyed.
+VF0=$(sys_vf $PF 0)
+reload
+expect_eq "$(sys_numvfs $PF)" 1 "numvfs after a reload over an operator's init"
+expect_eq "$(sys_driver "$VF0")" vfio-pci "VF0 after the reload"
+grep -q "set by an operator, so policy 'fpga' is not applied" "$T/svffd.log" || fail "the reload does not say why"
+# ... and a restart keeps it too.
+stop_svffd TERM || fail "svffd exit status"
+start_svffd
+sleep 0.3
+wait_for settled
+expect_eq "$(sys_numvfs $PF)" 1 "numvfs after a restart over an operator's init"
+expect_eq "$(owner)" operator "owner after a restart"
+
+# init --policy hands the count back.
+ctl init $PF --policy > "$T/out" || fail "init --policy: $(cat "$T/out")"
+grep -q "2 VFs on vfio-pci" "$T/out" || fail "init --policy output: $(cat "$T/out")"
+expect_eq "$(sys_numvfs $PF)" 2 "numvfs after init --policy"
+expect_eq "$(owner)" policy:fpga "owner after init --policy"
+rc=0; ctl init $PF 3 --policy 2> "$T/err" || rc=$?
+expect_eq "$rc" 2 "init --policy with a count"
+
+# A release is an operator's change too: a reload does not rebind the VF.
+VF1=$(sys_vf $PF 1)
+ctl release "$VF1" > /dev/null || fail "release"
+expect_eq "$(owner)" operator "owner after a release"
+reload
+expect_eq "$(sys_driver "$VF1")" None "released VF after a reload"
+
+# A policy that would destroy assigned VFs is refused, and status says so
+# (an assignment recorded while svffd was stopped, as a stand-in for an
+# attach: no libvirt here).
+ctl init $PF --policy > /dev/null || fail "init --policy again"
+stop_svffd TERM || fail "svffd exit status"
+python3 - "$STATE/store.json" "$(sys_vf $PF 0)" <<'PY'
+import json, sys
+path, vf = sys.argv[1], sys.argv[2]
+d = json.load(open(path))
+d["assignments"][vf] = {"uuid": "c7a5fdbd-cdaf-9455-926a-d65c16db1809", "domain": "vm1",
+                        "guest_address": None, "alias": "ua-svff-x", "live": False,
+                        "config": True, "state": "attached", "pause_mode": None}
+json.dump(d, open(path, "w"))
+PY
+start_svffd
+sed 's/"numvfs": 4/"numvfs": 3/' "$T/good.conf" > "$T/svff.conf"
+reload
+expect_eq "$(sys_numvfs $PF)" 2 "numvfs after a reload over assigned VFs"
+ctl status --json | jget 'd["owners"][0]["refused"]' > "$T/refused"
+grep -q "policy 'fpga' .* asks for 3 VFs instead of 2, but VFs of the PF are assigned" "$T/refused" ||
+        fail "status does not report the refusal: $(cat "$T/refused")"
+ctl status | grep -q "$PF: policy not applied: " || fail "human status lacks the refusal: $(ctl status)"
+
+# A store from before owners: the policy's when it holds the policy's
+# count, else the operator's.
+stop_svffd TERM || fail "svffd exit status"
+python3 - "$STATE/store.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["assignments"] = {}
+for rec in d["pfs"].values():
+    del rec["owner"]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+start_svffd
+sleep 0.3
+wait_for settled
+expect_eq "$(sys_numvfs $PF)" 2 "numvfs with an old record and another policy count"
+expect_eq "$(owner)" operator "owner of an old record with another count"
+
 echo "PASS"

@@ -151,6 +151,47 @@ static uint64_t file_generation(const char *name) {
         return g;
 }
 
+/* The PF owner is optional: a record without one (an older store) reads
+ * as unknown, and set_pf keeps it. */
+START_TEST(test_pf_owner) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        unsigned n = 0;
+
+        s = open_ok();
+        ck_assert_int_eq(svff_store_set_pf_owner(s, "0000:03:00.0", SVFF_PF_OWNER_OPERATOR), -ENOENT);
+        ck_assert_int_eq(svff_store_set_pf(s, "0000:03:00.0", 4, "vfio-pci"), 0);
+        ck_assert_ptr_null(svff_store_get_pf_owner(s, "0000:03:00.0"));
+        ck_assert_ptr_null(svff_store_get_pf_owner(s, "0000:04:00.0"));
+        ck_assert_int_eq(svff_store_set_pf_owner(s, "0000:03:00.0", "policy:fpga"), 0);
+        ck_assert_int_eq(svff_store_set_pf_owner(s, "0000:03:00.0", ""), -EINVAL);
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+
+        s = open_ok();
+        ck_assert_str_eq(svff_store_get_pf_owner(s, "0000:03:00.0"), "policy:fpga");
+        ck_assert_int_eq(svff_store_set_pf(s, "0000:03:00.0", 2, "vfio-pci"), 0);
+        ck_assert_str_eq(svff_store_get_pf_owner(s, "0000:03:00.0"), "policy:fpga");
+        ck_assert_int_eq(svff_store_set_pf_owner(s, "0000:03:00.0", SVFF_PF_OWNER_OPERATOR), 0);
+        ck_assert_int_eq(svff_store_get_pf(s, "0000:03:00.0", &n, NULL), 1);
+        ck_assert_uint_eq(n, 2);
+        ck_assert_str_eq(svff_store_get_pf_owner(s, "0000:03:00.0"), "operator");
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+
+        /* A store written before owners existed, and one where the field
+         * is not a string: both open, the owner reads as unknown. */
+        {
+                static const char old[] = "{\"schema\":1,\"generation\":3,\"pfs\":{\"0000:03:00.0\":"
+                                          "{\"numvfs\":2,\"vf_driver\":\"vfio-pci\",\"owner\":7}}}";
+
+                write_file(statedir, "store.json", old, sizeof(old) - 1);
+        }
+        s = open_ok();
+        ck_assert_int_eq(svff_store_get_pf(s, "0000:03:00.0", &n, NULL), 1);
+        ck_assert_ptr_null(svff_store_get_pf_owner(s, "0000:03:00.0"));
+}
+END_TEST
+
 START_TEST(test_generations) {
         _cleanup_(svff_store_freep) struct svff_store *s = NULL;
 
@@ -423,6 +464,7 @@ static Suite *store_suite(void) {
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_empty);
         tcase_add_test(tc, test_roundtrip);
+        tcase_add_test(tc, test_pf_owner);
         tcase_add_test(tc, test_generations);
         tcase_add_test(tc, test_commit_refuses_bad_edit);
         tcase_add_test(tc, test_refuse_truncated);

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Operations that would destroy working VFs are refused before they touch
+# anything: init with a driver that is not registered, with more VFs than
+# the PF supports, or over assigned VFs (another count, another driver);
+# each leaves the VFs as they were, and the error names the driver, the
+# PF and what to do. A reload never re-applies a policy over an
+# operator's init: the owner of the count shows in list and status.
+. "$(dirname "$0")/daemon-lib.sh"
+
+PF=0000:01:00.0
+start_pcisim qdma
+start_svffd
+
+# all_on DRIVER N: the PF has N VFs, every one bound to DRIVER.
+all_on() {
+        [ "$(sys_numvfs $PF)" = "$2" ] || return 1
+        i=0
+        while [ $i -lt "$2" ]; do
+                [ "$(sys_driver "$(sys_vf $PF $i)")" = "$1" ] || return 1
+                i=$((i + 1))
+        done
+}
+
+ctl init $PF 4 > "$T/out" || fail "init 4: $(cat "$T/out")"
+all_on vfio-pci 4 || fail "init 4 did not give 4 VFs on vfio-pci"
+VF0=$(sys_vf $PF 0)
+
+# A driver that is not registered: refused before numvfs is written.
+rc=0
+ctl init $PF 2 --driver nosuchdrv > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "init with an unknown driver"
+grep -q "No PCI driver 'nosuchdrv' is registered" "$T/err" || fail "unknown driver message: $(cat "$T/err")"
+grep -q "PF $PF" "$T/err" && grep -q "nothing was changed" "$T/err" && grep -q "modprobe nosuchdrv" "$T/err" ||
+        fail "the message does not name the PF, or say what to do: $(cat "$T/err")"
+all_on vfio-pci 4 || fail "init with an unknown driver destroyed the VFs: numvfs $(sys_numvfs $PF)"
+ctl status --json | jget 'len(d["operations"]), len(d["drift"])' | grep -qx '0 0' ||
+        fail "the refused init left an operation or drift: $(ctl status)"
+
+# More VFs than the PF supports: refused, VFs kept.
+rc=0
+ctl init $PF 300 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "init above totalvfs"
+grep -q "supports at most 252 VFs" "$T/err" || fail "totalvfs message: $(cat "$T/err")"
+all_on vfio-pci 4 || fail "init above totalvfs destroyed the VFs"
+ctl status --json | jget 'len(d["operations"])' | grep -qx 0 || fail "an operation was left behind"
+
+# Assigned VFs (an assignment recorded while svffd was stopped, as a
+# stand-in for an attach: no libvirt here): neither another count nor
+# another driver, both of which would take the VF from its domain.
+stop_svffd TERM || fail "svffd exit status"
+python3 - "$STATE/store.json" "$VF0" <<'PY'
+import json, sys
+path, vf = sys.argv[1], sys.argv[2]
+d = json.load(open(path))
+d["assignments"][vf] = {"uuid": "c7a5fdbd-cdaf-9455-926a-d65c16db1809", "domain": "vm1",
+                        "guest_address": "0000:05:00.0", "alias": "ua-svff-x", "live": False,
+                        "config": True, "state": "attached", "pause_mode": None}
+json.dump(d, open(path, "w"))
+PY
+start_svffd
+rc=0
+ctl init $PF 2 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "init to another count over an assignment"
+grep -q "svffctl reconf $PF 2" "$T/err" || fail "count over assignment: $(cat "$T/err")"
+rc=0
+ctl init $PF 4 --driver qdma-vf 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "init to another driver over an assignment"
+grep -q "must stay on vfio-pci" "$T/err" && grep -q "svffctl detach" "$T/err" ||
+        fail "driver over assignment: $(cat "$T/err")"
+all_on vfio-pci 4 || fail "a refused init over an assignment changed the VFs"
+
+echo "PASS"

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Release of an assigned VF, with libvirt's QEMU driver embedded: refused
+# without --force (naming the VF and the domain, the VF still on vfio-pci
+# and still assigned); with --force the VF is detached from its domain
+# first (the domain's definition no longer has it), then given back to
+# its original driver. An unassigned VF is released as before.
+. "$(dirname "$0")/libvirt-embed-lib.sh"
+
+define vm1
+PF=0000:01:00.0
+start_pcisim qdma
+svff_conf
+start_connected
+ctl init $PF 2 >/dev/null || fail "init"
+VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1)
+ctl attach "$VF0" vm1 --guest-address 05:00.0 > "$T/out" || fail "attach: $(cat "$T/out")"
+asg="d['pfs'][0]['vfs'][0]['assigned_to']"
+
+# Without --force: refused, nothing changed.
+rc=0
+ctl release "$VF0" > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "release of an assigned VF"
+grep -q "VF $VF0 is assigned to domain 'vm1'" "$T/err" || fail "refusal does not name VF and domain: $(cat "$T/err")"
+grep -q "svffctl detach $VF0" "$T/err" && grep -q "release --force $VF0" "$T/err" ||
+        fail "refusal does not say what to do: $(cat "$T/err")"
+expect_eq "$(sys_driver "$VF0")" vfio-pci "driver of the refused VF"
+expect_eq "$(ctl list --json | jget "$asg['domain']")" vm1 "assignment after the refusal"
+rc=0
+varlink_call io.svff.Release "{\"vf\": \"$VF0\"}" > "$T/out" || rc=$?
+grep -q '"io.svff.AlreadyAssigned"' "$T/out" || fail "Release over varlink: $(cat "$T/out")"
+rc=0
+varlink_call io.svff.Release "{\"vf\": \"$VF0\", \"force\": 1}" > "$T/out" || rc=$?
+grep -q '"io.svff.InvalidParameter"' "$T/out" || fail "force that is not a bool: $(cat "$T/out")"
+
+# --force: detached through the Detach path, then released.
+ctl release --force "$VF0" > "$T/out" 2> "$T/err" || fail "release --force: $(cat "$T/out" "$T/err")"
+grep -q "VF $VF0 detached from domain 'vm1'" "$T/out" || fail "release --force output: $(cat "$T/out")"
+grep -q "VF $VF0 is back on" "$T/out" || fail "release --force output: $(cat "$T/out")"
+[ "$(sys_driver "$VF0")" != vfio-pci ] || fail "VF0 still on vfio-pci after release --force"
+ctl list --json > "$T/list.json"
+expect_eq "$(jget "$asg" < "$T/list.json")" None "assignment after release --force"
+expect_eq "$(jget "d['pfs'][0]['vfs'][0]['managed']" < "$T/list.json")" False "VF0 record after release --force"
+grep -q "detaching it from domain 'vm1' first" "$T/svffd.log" || fail "svffd does not log the detach"
+
+# An unassigned VF: released as before, --force or not.
+ctl release "$VF1" > "$T/out" || fail "release of an unassigned VF: $(cat "$T/out")"
+stop_svffd || fail "svffd exit status"
+
+virsh_ dumpxml --inactive vm1 > "$T/vm1.xml"
+python3 - "$T/vm1.xml" <<'PY' || fail "vm1 still has a hostdev: $(cat "$T/vm1.xml")"
+import sys, xml.etree.ElementTree as ET
+assert ET.parse(sys.argv[1]).findall("./devices/hostdev") == []
+PY
+echo "PASS"
