@@ -745,6 +745,7 @@ static void subscriber_gone(struct call *call, void *userdata) {
 static void subscriber_overflow(struct call *call, uint64_t n_dropped, void *userdata) {
         struct manager *m = userdata;
         struct json_object *p, *ev;
+        bool found = false;
 
         log_info("Monitor client pid %d uid %u fell behind, %" PRIu64 " events dropped; ending its stream.",
                  (int) call_peer(call)->pid, (unsigned) call_peer(call)->uid, n_dropped);
@@ -752,6 +753,7 @@ static void subscriber_overflow(struct call *call, uint64_t n_dropped, void *use
         for (size_t i = 0; i < m->n_subscribers; i++)
                 if (m->subscribers[i] == call) {
                         m->subscribers[i] = m->subscribers[--m->n_subscribers];
+                        found = true;
                         break;
                 }
 
@@ -763,7 +765,8 @@ static void subscriber_overflow(struct call *call, uint64_t n_dropped, void *use
         json_object_object_add(p, "event", ev);
         (void) call_reply(call, p);
         json_object_put(p);
-        call_unref(call);  /* the subscribers' reference */
+        if (found)
+                call_unref(call);  /* the subscribers' reference */
 }
 
 int manager_subscribe(struct manager *m, struct call *call) {
