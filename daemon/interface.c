@@ -261,6 +261,7 @@ const char svff_interface_description[] =
 "error NotManaged (device: string, message: string)\n"
 "error InvalidParameter (parameter: string, message: string)\n"
 "error DeviceBusy (device: string, message: string)\n"
+"error DeviceRefused (device: string, message: string)\n"
 "error TooManyVfs (device: string, message: string)\n"
 "error NoDriver (device: string, message: string)\n"
 "error Timeout (device: string, message: string, assignments: ?[]ReconfOutcome,\n"

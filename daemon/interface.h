@@ -12,6 +12,7 @@
 #define SVFF_ERROR_NOT_MANAGED "io.svff.NotManaged"
 #define SVFF_ERROR_INVALID_PARAMETER "io.svff.InvalidParameter"
 #define SVFF_ERROR_DEVICE_BUSY "io.svff.DeviceBusy"
+#define SVFF_ERROR_DEVICE_REFUSED "io.svff.DeviceRefused"
 #define SVFF_ERROR_TOO_MANY_VFS "io.svff.TooManyVfs"
 #define SVFF_ERROR_NO_DRIVER "io.svff.NoDriver"
 #define SVFF_ERROR_TIMEOUT "io.svff.Timeout"

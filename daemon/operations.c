@@ -33,7 +33,10 @@ const char *operation_error_name(int r) {
         case -ETIMEDOUT:
                 return SVFF_ERROR_TIMEOUT;
         case -EINVAL:
-                return SVFF_ERROR_INVALID_PARAMETER;
+                /* The kernel refused a value the caller was entitled to
+                 * ask for (a PF driver rejecting a VF count): not a call
+                 * parameter error. */
+                return SVFF_ERROR_DEVICE_REFUSED;
         default:
                 return SVFF_ERROR_OPERATION_FAILED;
         }
@@ -56,8 +59,7 @@ static void reply_error(struct call *call, int r, const char *device, const char
         const char *name = operation_error_name(r);
         struct json_object *p = json_object_new_object();
 
-        json_object_object_add(p, streq(name, SVFF_ERROR_INVALID_PARAMETER) ? "parameter" : "device",
-                               json_object_new_string(device));
+        json_object_object_add(p, "device", json_object_new_string(device));
         json_object_object_add(p, "message", json_object_new_string(message));
         call_error(call, name, p);
         json_object_put(p);
