@@ -669,7 +669,7 @@ void method_attach(struct manager *m, struct call *call) {
                 return;
         }
         for (const char *const *k = (const char *const[]) { "live", "config", NULL }; *k; k++)
-                if (json_object_object_get_ex(params, *k, &v) && svff_json_get_bool(params, *k, &b) < 0) {
+                if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
                         call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
                                     "Parameter '%s' must be true or false.", *k);
                         return;
