@@ -72,7 +72,7 @@ bool require_privileged(struct manager *m, struct call *call) {
                    (int) peer->pid, (unsigned) peer->uid,
                    m->config.admin_group ? " and not in group " : "",
                    m->config.admin_group ?: "");
-        call_errorf(call, SVFF_ERROR_PERMISSION_DENIED, "method", call_request(call)->method,
+        call_errorf(call, SVFF_ERROR_PERMISSION_DENIED, NULL, NULL,
                     "%s changes devices: it needs root%s%s.", call_request(call)->method,
                     m->config.admin_group ? " or membership in group " : "",
                     m->config.admin_group ?: "");
