@@ -374,7 +374,11 @@ static void reply_job_error(struct job *j) {
                 json_object_object_add(p, "parameter", json_object_new_string("domain"));
         else
                 json_object_object_add(p, "device", json_object_new_string(j->vf));
-        json_object_object_add(p, "message", json_object_new_string(msg));
+        /* org.varlink.service.InvalidParameter declares no message. */
+        if (streq(error, SVFF_ERROR_INVALID_PARAMETER))
+                log_debug("%s: %s", error, msg);
+        else
+                json_object_object_add(p, "message", json_object_new_string(msg));
         call_error(j->call, error, p);
         json_object_put(p);
 }
