@@ -18,6 +18,7 @@
 //
 //	varlink-check -upstream SVFFD.sock -listen PROXY.sock -violations FILE
 //	varlink-check -upstream SVFFD.sock -describe IFACE  (the text, on stdout)
+//	varlink-check -upstream SVFFD.sock -lint  (every member documented?)
 package main
 
 import (
@@ -45,6 +46,7 @@ var (
 	listen     = flag.String("listen", "", "the socket to serve")
 	violations = flag.String("violations", "", "file the violations are appended to")
 	describe   = flag.String("describe", "", "print this interface's served description and exit")
+	lint       = flag.Bool("lint", false, "check that every served interface and member has a doc comment, and exit")
 )
 
 // A parsed interface and its named types.
@@ -155,6 +157,40 @@ func loadInterfaces() error {
 		return errors.New("GetInfo does not list org.varlink.service")
 	}
 	return nil
+}
+
+// undocumented lists, on stdout, each interface and member without a doc
+// comment; returns how many.
+func undocumented() int {
+	n := 0
+	names := make([]string, 0, len(ifaces))
+	for name := range ifaces {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f := ifaces[name]
+		if strings.TrimSpace(f.idl.Doc) == "" {
+			fmt.Printf("interface %s\n", name)
+			n++
+		}
+		for _, m := range f.idl.Members {
+			var kind, member, doc string
+			switch x := m.(type) {
+			case *idl.Alias:
+				kind, member, doc = "type", x.Name, x.Doc
+			case *idl.Method:
+				kind, member, doc = "method", x.Name, x.Doc
+			case *idl.Error:
+				kind, member, doc = "error", x.Name, x.Doc
+			}
+			if strings.TrimSpace(doc) == "" {
+				fmt.Printf("%s %s.%s\n", kind, name, member)
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // ---- type checking ----
@@ -563,6 +599,17 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Print(text)
+		return
+	}
+	if *lint {
+		if err := loadInterfaces(); err != nil {
+			fmt.Fprintf(os.Stderr, "varlink-check: %v\n", err)
+			os.Exit(1)
+		}
+		if n := undocumented(); n > 0 {
+			fmt.Fprintf(os.Stderr, "varlink-check: %d members without a doc comment\n", n)
+			os.Exit(1)
+		}
 		return
 	}
 	if *listen == "" || *violations == "" {
