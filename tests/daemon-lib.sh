@@ -151,6 +151,7 @@ exec '$SVFFCTL_REAL' "\$@"
 EOF
                 chmod +x "$T/svffctl"
                 SVFFCTL="$T/svffctl"
+                note "svffctl's replies checked against the served interface (varlink-check)"
                 ;;
         stop)
                 SVFFCTL="$SVFFCTL_REAL"
