@@ -5,9 +5,9 @@
 # validator cannot see by itself are asserted here:
 #   - Init's vfs[] carry managed; its progress replies (continues) fit
 #     the declared output;
-#   - Reconf's reply and its Timeout carry only declared fields (no
-#     device, pf or numvfs where undeclared; assignments and steps where
-#     declared); its progress replies fit;
+#   - Reconf's reply, its Timeout and its StoreError carry only declared
+#     fields (no device, pf or numvfs where undeclared; assignments and
+#     steps where declared; StoreError's path); its progress replies fit;
 #   - a kernel EINVAL on sriov_numvfs is DeviceRefused {device, message};
 #   - Attach takes null for live and config;
 #   - bad parameters and refusals are org.varlink.service.InvalidParameter
@@ -154,5 +154,30 @@ else
         note "not root (or no setpriv, group 65534 or $PY3): PermissionDenied not checked"
 fi
 
+# 2: a StoreError from Reconf carries its path: the journal cannot be
+# written on a full state directory (a small tmpfs).
 stop_svffd TERM || fail "svffd exited non-zero"
+if mkdir -p "$T/small" && mount -t tmpfs -o size=64k tmpfs "$T/small" 2>/dev/null; then
+        cp "$STATE/store.json" "$T/small/store.json"
+        STATE="$T/small"
+        start_svffd
+        dd if=/dev/zero of="$T/small/filler" bs=4k 2>/dev/null || true
+        varlink_call io.svff.Reconf "{\"pf\": \"$PF\", \"numvfs\": 1}" > "$T/reconf-full.json"
+        rm -f "$T/small/filler"
+        # Unmounted before the check, so that a failure leaves no mount.
+        stop_svffd TERM || fail "svffd exited non-zero"
+        umount "$T/small"
+        STATE="$T/state"
+        python3 - "$T/reconf-full.json" "$T/small/store.json" <<'PY' || fail "StoreError from Reconf"
+import json, sys
+r = json.load(open(sys.argv[1]))
+if r.get("error") != "io.svff.StoreError" or set(r["parameters"]) != {"path", "message"} \
+        or r["parameters"]["path"] != sys.argv[2]:
+    print("FAIL: Reconf on a full disk is StoreError {path, message}:", r, file=sys.stderr)
+    sys.exit(1)
+print("ok - Reconf on a full disk is StoreError {path, message}")
+PY
+else
+        note "cannot mount a tmpfs here: Reconf's StoreError not checked"
+fi
 echo "PASS"
