@@ -95,22 +95,40 @@ static int transport_error(int r) {
         return EXIT_UNREACHABLE;
 }
 
+/* The parameters of the call last sent, for naming a rejected value:
+ * org.varlink.service.InvalidParameter names only the parameter. */
+static struct json_object *sent_params;
+
+static void remember_params(struct json_object *params) {
+        json_object_put(sent_params);
+        sent_params = json_object_get(params);
+}
+
 /* Prints a daemon error to stderr; returns the exit code for it. */
 static int report_error(const char *error, struct json_object *p) {
         const char *msg = jstr(p, "message");
         const char *param = jstr(p, "parameter");
         const char *device = jstr(p, "device");
 
-        if (msg)
+        /* svffd answers bad parameters and refusals with the standard
+         * errors, which carry no message: say it here. An older svffd
+         * sends io.svff.PermissionDenied. */
+        if (streq(error, "org.varlink.service.PermissionDenied") && !msg)
+                fprintf(stderr, "svffctl: svffd refused the call: it changes devices.\n");
+        else if (msg)
                 fprintf(stderr, "svffctl: %s\n", msg);
+        else if (param && jstr(sent_params, param))
+                fprintf(stderr, "svffctl: svffd rejected %s '%s' (%s); its debug log says why.\n", param,
+                        jstr(sent_params, param), error);
         else if (param)
-                fprintf(stderr, "svffctl: %s: invalid parameter '%s'\n", error, param);
+                fprintf(stderr, "svffctl: svffd rejected the value of parameter '%s' (%s); "
+                                "its debug log says why.\n", param, error);
         else if (device)
                 fprintf(stderr, "svffctl: %s: %s\n", error, device);
         else
                 fprintf(stderr, "svffctl: %s\n", error);
 
-        if (streq(error, "io.svff.PermissionDenied")) {
+        if (streq(error, "org.varlink.service.PermissionDenied") || streq(error, "io.svff.PermissionDenied")) {
                 fprintf(stderr, "Run it as root, or as a member of the admin group named in svff.conf.\n");
                 return EXIT_PERMISSION;
         }
@@ -130,6 +148,7 @@ static int call(const char *method, struct json_object *params, usec_t timeout, 
         r = connect_daemon(&c);
         if (r != 0)
                 return r;
+        remember_params(params);
         r = svff_varlink_client_call(c, method, params, timeout, &reply, &error);
         if (r < 0)
                 return transport_error(r);
@@ -173,6 +192,7 @@ static int call_start(const char *method, struct json_object *params, bool more,
         r = connect_daemon(&c);
         if (r != 0)
                 return r;
+        remember_params(params);
         r = svff_varlink_client_send(c, method, params, more, false);
         if (r < 0)
                 return transport_error(r);

@@ -421,7 +421,11 @@ static void reply_job_error(struct job *j) {
                 json_object_object_add(p, "parameter", json_object_new_string("domain"));
         else
                 json_object_object_add(p, "device", json_object_new_string(j->vf));
-        json_object_object_add(p, "message", json_object_new_string(msg));
+        /* org.varlink.service.InvalidParameter declares no message. */
+        if (streq(error, SVFF_ERROR_INVALID_PARAMETER))
+                log_debug("%s: %s", error, msg);
+        else
+                json_object_object_add(p, "message", json_object_new_string(msg));
         job_error(j, j->r, error, p);
         json_object_put(p);
 }
@@ -719,7 +723,7 @@ void method_attach(struct manager *m, struct call *call) {
                 return;
         }
         for (const char *const *k = (const char *const[]) { "live", "config", NULL }; *k; k++)
-                if (json_object_object_get_ex(params, *k, &v) && svff_json_get_bool(params, *k, &b) < 0) {
+                if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
                         call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
                                     "Parameter '%s' must be true or false.", *k);
                         return;

@@ -10,12 +10,16 @@
 #define SVFF_ERROR_NO_SUCH_DEVICE "io.svff.NoSuchDevice"
 #define SVFF_ERROR_NOT_SRIOV "io.svff.NotSriov"
 #define SVFF_ERROR_NOT_MANAGED "io.svff.NotManaged"
-#define SVFF_ERROR_INVALID_PARAMETER "io.svff.InvalidParameter"
+/* A bad or missing call parameter, and a refused call, are answered with
+ * the standard errors every varlink client knows; the explanation goes
+ * to svffd's debug log, as those errors declare no message. */
+#define SVFF_ERROR_INVALID_PARAMETER "org.varlink.service.InvalidParameter"
 #define SVFF_ERROR_DEVICE_BUSY "io.svff.DeviceBusy"
+#define SVFF_ERROR_DEVICE_REFUSED "io.svff.DeviceRefused"
 #define SVFF_ERROR_TOO_MANY_VFS "io.svff.TooManyVfs"
 #define SVFF_ERROR_NO_DRIVER "io.svff.NoDriver"
 #define SVFF_ERROR_TIMEOUT "io.svff.Timeout"
-#define SVFF_ERROR_PERMISSION_DENIED "io.svff.PermissionDenied"
+#define SVFF_ERROR_PERMISSION_DENIED "org.varlink.service.PermissionDenied"
 #define SVFF_ERROR_OPERATION_IN_PROGRESS "io.svff.OperationInProgress"
 #define SVFF_ERROR_OPERATION_FAILED "io.svff.OperationFailed"
 #define SVFF_ERROR_STORE "io.svff.StoreError"

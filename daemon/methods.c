@@ -72,7 +72,7 @@ bool require_privileged(struct manager *m, struct call *call) {
                    (int) peer->pid, (unsigned) peer->uid,
                    m->config.admin_group ? " and not in group " : "",
                    m->config.admin_group ?: "");
-        call_errorf(call, SVFF_ERROR_PERMISSION_DENIED, "method", call_request(call)->method,
+        call_errorf(call, SVFF_ERROR_PERMISSION_DENIED, NULL, NULL,
                     "%s changes devices: it needs root%s%s.", call_request(call)->method,
                     m->config.admin_group ? " or membership in group " : "",
                     m->config.admin_group ?: "");
@@ -93,7 +93,7 @@ static void method_get_info(struct manager *m, struct call *call) {
         json_object_object_add(p, "vendor", json_object_new_string("svff"));
         json_object_object_add(p, "product", json_object_new_string("svffd"));
         json_object_object_add(p, "version", json_object_new_string(PACKAGE_VERSION));
-        json_object_object_add(p, "url", json_object_new_string(""));
+        json_object_object_add(p, "url", json_object_new_string(PACKAGE_URL));
         json_object_object_add(p, "interfaces", ifaces);
         call_reply(call, p);
         json_object_put(p);

@@ -36,7 +36,10 @@ const char *operation_error_name(int r) {
         case -ETIMEDOUT:
                 return SVFF_ERROR_TIMEOUT;
         case -EINVAL:
-                return SVFF_ERROR_INVALID_PARAMETER;
+                /* The kernel refused a value the caller was entitled to
+                 * ask for (a PF driver rejecting a VF count): not a call
+                 * parameter error. */
+                return SVFF_ERROR_DEVICE_REFUSED;
         default:
                 return SVFF_ERROR_OPERATION_FAILED;
         }
@@ -59,8 +62,7 @@ static void reply_error(struct call *call, int r, const char *device, const char
         const char *name = operation_error_name(r);
         struct json_object *p = json_object_new_object();
 
-        json_object_object_add(p, streq(name, SVFF_ERROR_INVALID_PARAMETER) ? "parameter" : "device",
-                               json_object_new_string(device));
+        json_object_object_add(p, "device", json_object_new_string(device));
         json_object_object_add(p, "message", json_object_new_string(message));
         call_error(call, name, p);
         json_object_put(p);
@@ -224,6 +226,8 @@ static void init_bind_done(void *userdata) {
                 json_object_object_add(v, "address", json_object_new_string(io->after->vfs[i].address));
                 json_object_object_add(v, "index", json_object_new_int64(io->after->vfs[i].index));
                 json_object_object_add(v, "driver", json_object_new_string(io->driver));
+                /* init_record() recorded every VF before binding. */
+                json_object_object_add(v, "managed", json_object_new_boolean(true));
                 json_object_array_add(vfs, v);
         }
         json_object_object_add(p, "pf", json_object_new_string(io->pf));

@@ -322,6 +322,7 @@ static void reconf_finish(struct reconf *rc) {
         struct json_object *p = json_object_new_object(), *ev;
         unsigned n_with = 0, n_without = 0;
         char msg[MESSAGE_MAX];
+        bool outcomes;
 
         for (size_t i = 0; i < rc->plan->n_items; i++) {
                 hv_vf_clear_busy(m->hv, rc->plan->items[i].vf);
@@ -362,14 +363,24 @@ static void reconf_finish(struct reconf *rc) {
                          rc->n_now, rc->plan->driver, n_with,
                          rc->plan->n_released > 0 ? ", the released ones dropped" : "");
 
-        json_object_object_add(p, "pf", json_object_new_string(rc->plan->pf));
-        json_object_object_add(p, "device", json_object_new_string(rc->plan->pf));
-        json_object_object_add(p, "numvfs", json_object_new_int64(rc->n_now));
+        /* The reply and each error carry the fields they declare, no
+         * more: a typed client drops or rejects the others. */
+        outcomes = !rc->error || streq(rc->error, SVFF_ERROR_RECONF_FAILED) ||
+                   streq(rc->error, SVFF_ERROR_TIMEOUT);
+        if (!rc->error) {
+                json_object_object_add(p, "pf", json_object_new_string(rc->plan->pf));
+                json_object_object_add(p, "numvfs", json_object_new_int64(rc->n_now));
+        } else if (streq(rc->error, SVFF_ERROR_STORE))
+                json_object_object_add(p, "path", json_object_new_string(svff_store_path(m->store)));
+        else if (outcomes)
+                json_object_object_add(p, "device", json_object_new_string(rc->plan->pf));
         json_object_object_add(p, "message", json_object_new_string(msg));
-        json_object_object_add(p, "assignments", outcome_json(rc));
-        /* Not the plan again: with 252 assignments the reply would pass
-         * the message cap; the dry run and the journal have it. */
-        json_object_object_add(p, "steps", json_object_get(rc->log));
+        if (outcomes) {
+                json_object_object_add(p, "assignments", outcome_json(rc));
+                /* Not the plan again: with 252 assignments the reply would
+                 * pass the message cap; the dry run and the journal have it. */
+                json_object_object_add(p, "steps", json_object_get(rc->log));
+        }
 
         if (rc->recovery)
                 recovered_add(rc, rc->error ? "failed" : rc->rollback ? "rolled-back" : "resumed", msg);

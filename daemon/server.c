@@ -395,7 +395,11 @@ int call_errorf(struct call *c, const char *error, const char *key, const char *
                 va_start(ap, format);
                 vsnprintf(buf, sizeof(buf), format, ap);
                 va_end(ap);
-                json_object_object_add(p, "message", json_object_new_string(buf));
+                /* org.varlink.service's errors declare no message. */
+                if (strneq(error, "org.varlink.service.", strlen("org.varlink.service.")))
+                        log_debug("%s: %s", error, buf);
+                else
+                        json_object_object_add(p, "message", json_object_new_string(buf));
         }
         r = call_error(c, error, p);
         json_object_put(p);

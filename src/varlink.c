@@ -228,6 +228,9 @@ int svff_varlink_call_parse(const char *msg, size_t len, struct svff_varlink_cal
                         }
                         parameters = value;
                 } else if (streq(key, "more") || streq(key, "oneway")) {
+                        /* ?bool in the method-call spec: null is false */
+                        if (!value)
+                                continue;
                         if (!json_object_is_type(value, json_type_boolean)) {
                                 reason = key[0] == 'm' ? "'more' is not a boolean"
                                                        : "'oneway' is not a boolean";
@@ -235,6 +238,8 @@ int svff_varlink_call_parse(const char *msg, size_t len, struct svff_varlink_cal
                         }
                         *(key[0] == 'm' ? &more : &oneway) = json_object_get_boolean(value);
                 } else if (streq(key, "upgrade")) {
+                        if (!value)
+                                continue;
                         if (!json_object_is_type(value, json_type_boolean)) {
                                 reason = "'upgrade' is not a boolean";
                                 goto fail;
@@ -243,6 +248,12 @@ int svff_varlink_call_parse(const char *msg, size_t len, struct svff_varlink_cal
                                 reason = "Connection upgrades are not supported";
                                 goto fail;
                         }
+                } else if (json_object_is_type(value, json_type_object) &&
+                           interface_name_valid(key, strlen(key))) {
+                        /* The method-call spec lets local vendor-specific
+                         * extensions ride along, nested in an object named
+                         * in reverse-domain notation: none is used here. */
+                        continue;
                 } else {
                         reason = "Unknown field in call";
                         goto fail;

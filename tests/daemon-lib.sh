@@ -55,6 +55,8 @@ BG_PIDS=""
 
 cleanup() {
         set +e
+        vc_rc=0
+        varlink_check stop || vc_rc=1
         for p in $BG_PIDS; do kill "$p" 2>/dev/null; done
         if [ -n "$SVFFD_PID" ]; then
                 kill "$SVFFD_PID" 2>/dev/null
@@ -64,6 +66,7 @@ cleanup() {
                 fusermount3 -u "$SYS" 2>/dev/null || umount -l "$SYS" 2>/dev/null
         fi
         rm -rf "$T"
+        [ "$vc_rc" = 0 ] || exit 1
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -111,6 +114,7 @@ start_svffd() {
                 --config "$T/svff.conf" --log-level debug "$@" >>"$T/svffd.log" 2>&1 &
         SVFFD_PID=$!
         wait_for ctl status || fail "svffd did not come up"
+        varlink_check start
 }
 
 # stop_svffd [SIGNAL]: returns svffd's exit status.
@@ -119,7 +123,65 @@ stop_svffd() {
         rc=0
         wait "$SVFFD_PID" || rc=$?
         SVFFD_PID=""
+        varlink_check stop || fail "svffd's replies break its interface"
         return $rc
+}
+
+# varlink_check start|stop: where tests/varlink-check was built (it needs
+# Go), start sends every svffctl call of the test ($SVFFCTL, so ctl too)
+# through a proxy that checks each reply and error svffd sends against the
+# interface description svffd serves; stop ends it and returns non-zero,
+# the violations on stderr, if there was one. Raw socket calls (python)
+# go to svffd directly. A test that needs svffd to see svffctl's own
+# credentials sets VARLINK_CHECK=no before sourcing this file.
+SVFFCTL_REAL="$SVFFCTL"
+VARLINK_CHECK_PID=""
+varlink_check() {
+        vc="$top_builddir/tests/varlink-check/varlink-check"
+        case $1 in
+        start)
+                [ "${VARLINK_CHECK:-yes}" != no ] && [ -x "$vc" ] || return 0
+                varlink_check stop || fail "svffd's replies break its interface"
+                rm -f "$T/check.sock"
+                "$vc" -upstream "$SOCK" -listen "$T/check.sock" -violations "$T/violations" \
+                        2>>"$T/varlink-check.log" &
+                VARLINK_CHECK_PID=$!
+                wait_for test -S "$T/check.sock" ||
+                        fail "varlink-check did not start: $(cat "$T/varlink-check.log")"
+                # svffctl as the test runs it, its --socket $SOCK (or
+                # SVFF_SOCKET) swapped for the proxy's.
+                cat > "$T/svffctl" <<EOF
+#!/bin/sh
+prev=
+for a do
+        shift
+        o=\$a
+        if [ "\$prev" = --socket ] && [ "\$a" = '$SOCK' ]; then a='$T/check.sock'; fi
+        [ "\$a" = '--socket=$SOCK' ] && a='--socket=$T/check.sock'
+        set -- "\$@" "\$a"
+        prev=\$o
+done
+[ "\${SVFF_SOCKET:-}" = '$SOCK' ] && export SVFF_SOCKET='$T/check.sock'
+exec '$SVFFCTL_REAL' "\$@"
+EOF
+                chmod +x "$T/svffctl"
+                SVFFCTL="$T/svffctl"
+                note "svffctl's replies checked against the served interface (varlink-check)"
+                ;;
+        stop)
+                SVFFCTL="$SVFFCTL_REAL"
+                if [ -n "$VARLINK_CHECK_PID" ]; then
+                        kill "$VARLINK_CHECK_PID" 2>/dev/null
+                        wait "$VARLINK_CHECK_PID" 2>/dev/null
+                        VARLINK_CHECK_PID=""
+                fi
+                [ -s "$T/violations" ] || return 0
+                echo "varlink-check: replies and errors that break the interface:" >&2
+                sed 's/^/  /' "$T/violations" >&2
+                mv "$T/violations" "$T/violations.reported"
+                return 1
+                ;;
+        esac
 }
 
 # jq-like helper: jget 'EXPR' < json, EXPR in Python over "d".

@@ -198,6 +198,16 @@ START_TEST(test_call_parse_ok) {
         ck_assert(c.oneway && !c.more);
         svff_varlink_call_done(&c);
 
+        /* more, oneway and upgrade are ?bool; a vendor's extension object
+         * (reverse-domain name) is allowed and ignored */
+        ck_assert_int_eq(parse("{\"method\":\"io.svff.Ping\",\"more\":null,\"oneway\":null,\"upgrade\":null,"
+                               "\"com.example.tracing\":{\"id\":\"42\"}}",
+                               &c, NULL),
+                         0);
+        ck_assert(!c.oneway && !c.more);
+        ck_assert_int_eq(json_object_object_length(c.parameters), 0);
+        svff_varlink_call_done(&c);
+
         ck_assert_int_eq(parse(" {\"parameters\":{\"pf\":\"0000:03:00.0\",\"numvfs\":18446744073709551616},"
                                "\"method\":\"io.svff-x.v1.Init2\",\"more\":true}\n",
                                &c, NULL),
@@ -262,12 +272,14 @@ START_TEST(test_call_parse_bad) {
         FAIL("{\"method\":\"io.svff.List\",\"parameters\":1}", -EPROTO);
         FAIL("{\"method\":\"io.svff.List\",\"more\":1}", -EPROTO);
         FAIL("{\"method\":\"io.svff.List\",\"more\":\"true\"}", -EPROTO);
-        FAIL("{\"method\":\"io.svff.List\",\"more\":null}", -EPROTO);
         FAIL("{\"method\":\"io.svff.List\",\"oneway\":0}", -EPROTO);
         FAIL("{\"method\":\"io.svff.List\",\"more\":true,\"oneway\":true}", -EPROTO);
         FAIL("{\"method\":\"io.svff.List\",\"upgrade\":true}", -EPROTO);
         FAIL("{\"method\":\"io.svff.List\",\"upgrade\":\"no\"}", -EPROTO);
         FAIL("{\"method\":\"io.svff.List\",\"extra\":1}", -EPROTO);
+        FAIL("{\"method\":\"io.svff.List\",\"extra\":{}}", -EPROTO);      /* not reverse-domain */
+        FAIL("{\"method\":\"io.svff.List\",\"com.example\":1}", -EPROTO); /* not an object */
+        FAIL("{\"method\":\"io.svff.List\",\"com..example\":{}}", -EPROTO);
 }
 END_TEST
 
