@@ -41,6 +41,7 @@ daemon/methods -> daemon/autoinit
 daemon/methods -> daemon/manager
 daemon/methods -> daemon/reconcile
 daemon/methods -> daemon/reconfigure
+daemon/operations -> daemon/assign
 daemon/operations -> daemon/manager
 daemon/operations -> daemon/methods
 daemon/operations -> daemon/reconcile

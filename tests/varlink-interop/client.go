@@ -81,12 +81,12 @@ func main() {
 		die("List(absent pf)", fmt.Errorf("not a NoSuchDevice for %s: %#v", nope, err))
 	}
 
-	ver, _, root, store, ops, drift, cfgErr, _, stuck, _, discErr, recovered, err := iosvff.Status().Call(ctx, c)
+	ver, _, root, store, ops, drift, owners, cfgErr, _, stuck, _, discErr, recovered, err := iosvff.Status().Call(ctx, c)
 	if err != nil {
 		die("Status", err)
 	}
 	out["status"] = map[string]interface{}{"version": ver, "sysfs_root": root,
-		"store": map[string]interface{}{"path": store.Path}, "operations": ops, "drift": drift,
+		"store": map[string]interface{}{"path": store.Path}, "operations": ops, "drift": drift, "owners": owners,
 		"config_error": cfgErr, "stuck_writes": stuck, "discovery_error": discErr,
 		"recovered": recovered}
 
@@ -109,13 +109,14 @@ func main() {
 	out["monitor_first"] = ev.Event
 
 	// Init again at the count it has: its reply's VFs, typed.
-	_, numvfs, _, initVfs, _, err := iosvff.Init().Call(ctx, c, pf, 4, nil)
+	four := int64(4)
+	_, numvfs, _, initVfs, _, err := iosvff.Init().Call(ctx, c, pf, &four, nil, nil)
 	if err != nil {
 		die("Init", err)
 	}
 	out["init"] = map[string]interface{}{"numvfs": numvfs, "vfs": initVfs}
 
-	gotVf, driver, err := iosvff.Release().Call(ctx, c, vf)
+	gotVf, driver, _, err := iosvff.Release().Call(ctx, c, vf, nil)
 	if err != nil {
 		die("Release", err)
 	}
