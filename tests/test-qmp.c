@@ -78,7 +78,15 @@ static struct svff_qmp *connect_qemu(void) {
         struct svff_qmp *q = NULL;
         int r;
 
-        r = svff_qmp_connect(sock, TIMEOUT, &q, &err);
+        /* QEMU creates the socket file at bind(), before listen(): a
+         * connect in between is refused. Give a loaded machine 5 s. */
+        for (int i = 0; i < 200; i++) {
+                r = svff_qmp_connect(sock, TIMEOUT, &q, &err);
+                if (r != -ECONNREFUSED)
+                        break;
+                svff_error_free(&err);
+                msleep(25);
+        }
         ck_assert_msg(r == 0, "connect: %s", svff_error_message(&err));
         svff_error_free(&err);
         return q;
