@@ -529,8 +529,11 @@ static void print_event_line(struct json_object *ev) {
                 printf(" %s", jstr(ev, "action"));
         if (jstr(ev, "domain"))
                 printf(" domain=%s", jstr(ev, "domain"));
+        /* Two things are called mode in svffd's events: how a reconf
+         * takes VFs off their domains, and how one VF was paused. */
         if (jstr(ev, "mode"))
-                printf(" mode=%s", jstr(ev, "mode"));
+                printf(" %s=%s", strncmp(strna(jstr(ev, "event")), "reconf-", 7) == 0 && !jstr(ev, "action")
+                                 ? "reconf-mode" : "pause", jstr(ev, "mode"));
         if (jstr(ev, "driver"))
                 printf(" driver=%s", jstr(ev, "driver"));
         if (jint(ev, "total", -1) >= 0) {
@@ -1023,7 +1026,7 @@ static const struct command commands[] = {
           "libvirt picks one, which is recorded. Needs root or the admin group.",
           cmd_attach, .has_attach_options = true },
         { "detach", "detach VF",
-          "Remove VF from its domain, waiting for the guest to release it (svffd's\n"
+          "Remove VF from its domain, waiting for the guest to let go of it (svffd's\n"
           "detach-timeout-sec). If the guest does not, the VF stays 'detaching' and the\n"
           "command fails; run it again later.", cmd_detach },
         { "pause", "pause VF",
