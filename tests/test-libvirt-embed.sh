@@ -49,7 +49,7 @@ rc=0; ctl attach "$VF2" no-such-vm 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "unknown domain"
 grep -q "No domain 'no-such-vm'" "$T/err" || fail "unknown domain: $(cat "$T/err")"
 rc=0; ctl attach "$VF2" vm1 --guest-address 1:2:3 2> "$T/err" || rc=$?
-expect_eq "$rc" 1 "bad guest address"
+expect_eq "$rc" 2 "bad guest address (a usage error, svffctl(8))"
 # A VF svff did not set up for vfio-pci (released above) is refused, not rebound
 rc=0; ctl attach "$VF3" vm1 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "VF not on vfio-pci"
