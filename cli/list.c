@@ -97,12 +97,13 @@ int list_columns_parse(const char *spec) {
 }
 
 void list_columns_help(FILE *f) {
-        fprintf(f, "Columns for -o (default:");
-        for (size_t i = 0; i < ELEMENTSOF(default_columns); i++)
-                fprintf(f, "%s%s", i ? "," : " ", columns[default_columns[i]].name);
-        fprintf(f, ", and owner when svffd reports it):\n");
+        fprintf(f, "Columns for -o:\n");
         for (size_t c = 0; c < _COL_MAX; c++)
                 fprintf(f, "  %-9s %s\n", columns[c].name, columns[c].help);
+        fprintf(f, "\nDefault:");
+        for (size_t i = 0; i < ELEMENTSOF(default_columns); i++)
+                fprintf(f, "%s%s", i ? "," : " ", columns[default_columns[i]].name);
+        fprintf(f, "\n(and owner after recorded when svffd reports it).\n");
 }
 
 static bool any_pf_has(struct json_object *reply, const char *key) {

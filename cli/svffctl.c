@@ -1016,7 +1016,7 @@ static const struct command commands[] = {
           "per line), until interrupted. When svffd restarts, monitor connects again\n"
           "and says so on stderr; --no-reconnect exits (status 3) instead.", cmd_monitor,
           .has_reconnect = true, .no_timeout = true },
-        { "attach", "attach VF DOMAIN | attach --pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F]",
+        { "attach", "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F]",
           "Assign VF (or, with --pf, any free VF of PF on vfio-pci) to the libvirt domain\n"
           "DOMAIN (name or UUID) as a managed='no' vfio hostdev. The VF must be on\n"
           "vfio-pci, its IOMMU group viable and used by no other domain. By default the\n"
