@@ -1,43 +1,45 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* svffctl: argv -> one varlink call to svffd -> a table or JSON.
  *
- * Exit codes:
- *   0  success
- *   1  svffd reported a failure (the message says which device and why)
- *   2  usage error (bad command, option or argument)
- *   3  svffd cannot be reached (no socket, connection refused or lost,
- *      a reply that is not varlink, or --timeout passed)
- *   4  permission denied (the call needs root or the admin group)
- */
+ * Exit codes: EXIT_* in cli.h, as the table in svffctl(8) says. */
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
 
+#include "cli.h"
 #include "config-file.h"
 #include "json-util.h"
+#include "list.h"
 #include "macro.h"
 #include "pciaddr.h"
+#include "progress.h"
 #include "reconf.h"
 #include "sriov.h"
 #include "table.h"
 #include "varlink.h"
 
-#define EXIT_DAEMON_ERROR 1
-#define EXIT_USAGE 2
-#define EXIT_UNREACHABLE 3
-#define EXIT_PERMISSION 4
-
 #define SOCKET_DEFAULT "/run/svff/svffd.sock"  /* svffd's default, not prefix-relative */
+#define TIMEOUT_DEFAULT (30 * USEC_PER_SEC)
+/* The longest domain name svffd takes (SVFF_DOMAIN_NAME_MAX - 1 in
+ * src/hypervisor.h, which needs libvirt's headers the CLI does without). */
+#define DOMAIN_NAME_MAX 255
+/* How often a reply loop looks at Ctrl-C and the deadline, and redraws
+ * progress while svffd is silent. */
+#define TICK_USEC (200 * USEC_PER_MSEC)
 
+bool arg_json = false;
 static const char *arg_socket = NULL;
-static bool arg_json = false;
-static usec_t arg_timeout = 30 * USEC_PER_SEC;
+static usec_t arg_timeout = TIMEOUT_DEFAULT;
+static bool arg_timeout_set = false;
 static const char *arg_driver = NULL;
 static bool arg_live = false;
 static bool arg_config = false;
@@ -47,14 +49,18 @@ static const char *arg_mode = NULL;
 static bool arg_dry_run = false;
 static bool arg_force = false;
 static bool arg_policy = false;
+static const char *arg_output = NULL;
+static bool arg_no_reconnect = false;
 
-#define _cleanup_json_ _cleanup_(json_object_putp)
+static volatile sig_atomic_t interrupted = 0;
 
 static const char *socket_path(void) {
         return arg_socket ?: getenv("SVFF_SOCKET") ?: SOCKET_DEFAULT;
 }
 
-static const char *jstr(struct json_object *o, const char *key) {
+/* ---- output shared by the commands ---- */
+
+const char *jstr(struct json_object *o, const char *key) {
         struct json_object *v;
 
         if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
@@ -62,7 +68,7 @@ static const char *jstr(struct json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
-static long long jint(struct json_object *o, const char *key, long long def) {
+long long jint(struct json_object *o, const char *key, long long def) {
         struct json_object *v;
 
         if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
@@ -70,50 +76,153 @@ static long long jint(struct json_object *o, const char *key, long long def) {
         return (long long) json_object_get_int64(v);
 }
 
+void print_json(FILE *f, struct json_object *o) {
+        fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), f);
+        fputc('\n', f);
+}
+
+static void verror(const char *name, struct json_object *params, const char *fmt, va_list ap) {
+        _cleanup_free_ char *msg = NULL;
+
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        if (arg_json) {
+                _cleanup_json_ struct json_object *o = json_object_new_object(), *p = NULL;
+
+                p = params && json_object_is_type(params, json_type_object) ? json_object_get(params)
+                                                                            : json_object_new_object();
+                if (msg && !json_object_object_get_ex(p, "message", NULL))
+                        json_object_object_add(p, "message", json_object_new_string(msg));
+                json_object_object_add(o, "error", json_object_new_string(name));
+                json_object_object_add(o, "parameters", TAKE_PTR(p));
+                print_json(stderr, o);
+        } else
+                fprintf(stderr, "svffctl: %s\n", msg ?: name);
+}
+
+void cli_error(const char *name, struct json_object *params, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        verror(name, params, fmt, ap);
+        va_end(ap);
+}
+
+int usage_error(const char *command, const char *fmt, ...) {
+        _cleanup_json_ struct json_object *p = json_object_new_object();
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                msg = NULL;
+        if (command)
+                json_object_object_add(p, "command", json_object_new_string(command));
+        if (arg_json)
+                cli_error("io.svff.ctl.UsageError", p, "%s", strna(msg));
+        else
+                fprintf(stderr, "svffctl%s%s: %s\n", command ? " " : "", command ?: "", strna(msg));
+        return EXIT_USAGE;
+}
+
+const char *guest_address_display(const char *a, char *buf, size_t n) {
+        struct svff_pci_addr pa;
+
+        if (!a || svff_pci_addr_parse(a, &pa) < 0 || pa.domain != 0)
+                return a;
+        snprintf(buf, n, "%02x:%02x.%x", pa.bus, pa.slot, pa.func);
+        return buf;
+}
+
+unsigned output_width(FILE *f) {
+        struct winsize ws = {};
+        const char *e;
+        unsigned long v;
+        char *end;
+
+        if (isatty(fileno(f)) && ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+                return ws.ws_col;
+        e = getenv("COLUMNS");
+        if (!e || !*e)
+                return 0;
+        errno = 0;
+        v = strtoul(e, &end, 10);
+        if (errno || *end || v == 0 || v > 10000)
+                return 0;
+        return (unsigned) v;
+}
+
 /* ---- talking to svffd ---- */
 
 static int connect_daemon(struct svff_varlink_client **ret) {
+        _cleanup_json_ struct json_object *p = json_object_new_object();
         int r = svff_varlink_client_connect(socket_path(), ret);
 
-        if (r < 0) {
-                fprintf(stderr, "svffctl: cannot connect to svffd at '%s': %s\n", socket_path(), strerror(-r));
-                if (r == -ENOENT || r == -ECONNREFUSED)
-                        fprintf(stderr, "Is svffd running? Start it with 'systemctl start svffd.socket', "
-                                        "or point --socket / SVFF_SOCKET at its socket.\n");
-                else if (r == -EACCES)
-                        fprintf(stderr, "The socket is for root and the svff group; run as one of them.\n");
-                return EXIT_UNREACHABLE;
+        if (r >= 0)
+                return 0;
+        json_object_object_add(p, "socket", json_object_new_string(socket_path()));
+        json_object_object_add(p, "errno", json_object_new_string(strerror(-r)));
+        if (r == -EACCES || r == -EPERM) {
+                cli_error("io.svff.ctl.PermissionDenied", p,
+                          "cannot connect to svffd at '%s': %s. The socket is for root and svffd's admin "
+                          "group (admin-group in svff.conf); run as one of them.", socket_path(), strerror(-r));
+                return EXIT_PERMISSION;
         }
-        return 0;
-}
-
-static int transport_error(int r) {
-        if (r == -ETIMEDOUT)
-                fprintf(stderr, "svffctl: svffd did not answer within the timeout (--timeout).\n");
+        if (r == -ENOENT || r == -ECONNREFUSED)
+                cli_error("io.svff.ctl.Unreachable", p,
+                          "cannot connect to svffd at '%s': %s. Is svffd running? Start it with "
+                          "'systemctl start svffd.socket', or point --socket / SVFF_SOCKET at its socket.",
+                          socket_path(), strerror(-r));
         else
-                fprintf(stderr, "svffctl: lost svffd at '%s': %s\n", socket_path(), strerror(-r));
+                cli_error("io.svff.ctl.Unreachable", p, "cannot connect to svffd at '%s': %s.", socket_path(),
+                          strerror(-r));
         return EXIT_UNREACHABLE;
 }
 
-/* The parameters of the call last sent, for naming a rejected value:
+static int transport_error(int r) {
+        _cleanup_json_ struct json_object *p = json_object_new_object();
+
+        json_object_object_add(p, "socket", json_object_new_string(socket_path()));
+        json_object_object_add(p, "errno", json_object_new_string(strerror(-r)));
+        cli_error("io.svff.ctl.Unreachable", p, "lost svffd at '%s': %s.", socket_path(), strerror(-r));
+        return EXIT_UNREACHABLE;
+}
+
+/* Either spelling: svffd's own errors, or the varlink service's generic
+ * ones it may use instead. */
+static bool error_is(const char *error, const char *name) {
+        const char *dot = strrchr(error, '.');
+
+        return (strncmp(error, "io.svff.", 8) == 0 || strncmp(error, "org.varlink.service.", 20) == 0) && dot &&
+               streq(dot + 1, name);
+}
+
+/* The parameters of the call in flight, for naming a rejected value:
  * org.varlink.service.InvalidParameter names only the parameter. */
 static struct json_object *sent_params;
-
-static void remember_params(struct json_object *params) {
-        json_object_put(sent_params);
-        sent_params = json_object_get(params);
-}
 
 /* Prints a daemon error to stderr; returns the exit code for it. */
 static int report_error(const char *error, struct json_object *p) {
         const char *msg = jstr(p, "message");
         const char *param = jstr(p, "parameter");
         const char *device = jstr(p, "device");
+        int r = EXIT_DAEMON_ERROR;
 
+        if (error_is(error, "PermissionDenied"))
+                r = EXIT_PERMISSION;
+        else if (error_is(error, "InvalidParameter"))
+                r = EXIT_USAGE;   /* svffd found an argument malformed */
+
+        if (arg_json) {
+                cli_error(error, p, "%s", msg ?: error);
+                return r;
+        }
         /* svffd answers bad parameters and refusals with the standard
-         * errors, which carry no message: say it here. An older svffd
-         * sends io.svff.PermissionDenied. */
-        if (streq(error, "org.varlink.service.PermissionDenied") && !msg)
+         * errors, which carry no message: say it here. */
+        if (!msg && r == EXIT_PERMISSION)
                 fprintf(stderr, "svffctl: svffd refused the call: it changes devices.\n");
         else if (msg)
                 fprintf(stderr, "svffctl: %s\n", msg);
@@ -128,213 +237,209 @@ static int report_error(const char *error, struct json_object *p) {
         else
                 fprintf(stderr, "svffctl: %s\n", error);
 
-        if (streq(error, "org.varlink.service.PermissionDenied") || streq(error, "io.svff.PermissionDenied")) {
+        if (r == EXIT_PERMISSION)
                 fprintf(stderr, "Run it as root, or as a member of the admin group named in svff.conf.\n");
-                return EXIT_PERMISSION;
-        }
         if (streq(error, "org.varlink.service.MethodNotFound") ||
             streq(error, "org.varlink.service.InterfaceNotFound"))
                 fprintf(stderr, "svffd is older than this svffctl; restart it after upgrading.\n");
-        return EXIT_DAEMON_ERROR;
+        return r;
 }
 
-/* One call, one reply; *ret gets the parameters on success. */
-static int call(const char *method, struct json_object *params, usec_t timeout, struct json_object **ret) {
-        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
-        _cleanup_json_ struct json_object *reply = NULL;
-        _cleanup_free_ char *error = NULL;
-        int r;
-
-        r = connect_daemon(&c);
-        if (r != 0)
-                return r;
-        remember_params(params);
-        r = svff_varlink_client_call(c, method, params, timeout, &reply, &error);
-        if (r < 0)
-                return transport_error(r);
-        if (error)
-                return report_error(error, reply);
-        *ret = TAKE_PTR(reply);
-        return 0;
+static void on_sigint(int sig) {
+        interrupted = 1;
 }
 
-static void print_json(struct json_object *o) {
-        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
+/* Ctrl-C on a command that changes devices does not stop svffd: the
+ * reply loop notices and says how to follow the operation. */
+static void catch_sigint(void) {
+        struct sigaction sa = { .sa_handler = on_sigint };
 
-/* Prints a successful reply for humans; returns the exit code. */
-typedef int (*reply_printer_t)(struct json_object *reply, const void *userdata);
-
-/* One call whose reply goes to stdout: as JSON with --json, else through
- * print. params (NULL for none) is taken. Returns the exit code. */
-static int call_and_print(const char *method, struct json_object *params, usec_t timeout,
-                          reply_printer_t print, const void *userdata) {
-        _cleanup_json_ struct json_object *p = params, *reply = NULL;
-        int r;
-
-        r = call(method, p, timeout, &reply);
-        if (r != 0)
-                return r;
-        if (arg_json) {
-                print_json(reply);
-                return 0;
-        }
-        return print(reply, userdata);
-}
-
-/* Sends a call whose replies the caller reads from *ret: several when
- * more. Returns the exit code. */
-static int call_start(const char *method, struct json_object *params, bool more,
-                      struct svff_varlink_client **ret) {
-        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
-        int r;
-
-        r = connect_daemon(&c);
-        if (r != 0)
-                return r;
-        remember_params(params);
-        r = svff_varlink_client_send(c, method, params, more, false);
-        if (r < 0)
-                return transport_error(r);
-        *ret = TAKE_PTR(c);
-        return 0;
+        sigemptyset(&sa.sa_mask);
+        (void) sigaction(SIGINT, &sa, NULL);
 }
 
 #define READ_MORE (-1)
 
-/* Handles one reply of a call sent with call_start(): an exit code when
- * it ends the command, else READ_MORE. */
-typedef int (*reply_handler_t)(struct json_object *p, const char *error, bool continues, const void *userdata);
+/* Handles one reply: an exit code when it ends the command, else
+ * READ_MORE. */
+typedef int (*reply_handler_t)(struct json_object *p, const char *error, bool continues, void *userdata);
 
-/* Reads the replies to a call sent with call_start() until handle ends
- * the command; returns the exit code. */
-static int read_replies(struct svff_varlink_client *c, reply_handler_t handle, const void *userdata) {
+struct call {
+        const char *method;
+        struct json_object *params;     /* borrowed; NULL for none */
+        bool more;
+        bool changes;                   /* changes devices: Ctrl-C leaves it running in svffd */
+        usec_t timeout;                 /* the whole call; 0: none */
+        reply_handler_t handle;
+        void *userdata;
+        struct progress *progress;      /* NULL, or redrawn while svffd is silent */
+};
+
+static int call_run(const struct call *call) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
+        usec_t deadline = call->timeout > 0 ? svff_now_usec() + call->timeout : 0;
+        int r;
+
+        if (call->changes)
+                catch_sigint();
+        r = connect_daemon(&c);
+        if (r != 0)
+                return r;
+        r = svff_varlink_client_send(c, call->method, call->params, call->more, false);
+        if (r < 0)
+                return transport_error(r);
+        json_object_put(sent_params);
+        sent_params = json_object_get(call->params);
+
         for (;;) {
                 _cleanup_json_ struct json_object *p = NULL;
                 _cleanup_free_ char *error = NULL;
                 bool continues;
-                int r;
 
-                r = svff_varlink_client_read(c, 0, &p, &error, &continues);
-                if (r < 0)
+                r = svff_varlink_client_read(c, TICK_USEC, &p, &error, &continues);
+                if (r == -ETIMEDOUT) {
+                        if (interrupted) {
+                                if (call->progress)
+                                        progress_clear(call->progress);
+                                cli_error("io.svff.ctl.Interrupted", NULL,
+                                          "interrupted; the operation continues in svffd; follow it with "
+                                          "`svffctl monitor`.");
+                                return EXIT_INTERRUPTED;
+                        }
+                        if (deadline > 0 && svff_now_usec() >= deadline) {
+                                _cleanup_json_ struct json_object *tp = json_object_new_object();
+
+                                if (call->progress)
+                                        progress_clear(call->progress);
+                                json_object_object_add(tp, "timeout_sec",
+                                                       json_object_new_int64((int64_t) (call->timeout / USEC_PER_SEC)));
+                                if (call->changes)
+                                        cli_error("io.svff.ctl.Timeout", tp,
+                                                  "svffd did not finish within --timeout=%llu; the operation "
+                                                  "continues in svffd; follow it with `svffctl monitor`.",
+                                                  (unsigned long long) (call->timeout / USEC_PER_SEC));
+                                else
+                                        cli_error("io.svff.ctl.Timeout", tp,
+                                                  "svffd did not answer within --timeout=%llu.",
+                                                  (unsigned long long) (call->timeout / USEC_PER_SEC));
+                                return EXIT_UNREACHABLE;
+                        }
+                        if (call->progress)
+                                progress_tick(call->progress);
+                        continue;
+                }
+                if (r < 0) {
+                        if (call->progress)
+                                progress_clear(call->progress);
                         return transport_error(r);
-                r = handle(p, error, continues, userdata);
+                }
+                r = call->handle(p, error, continues, call->userdata);
                 if (r != READ_MORE)
                         return r;
         }
 }
 
-/* ---- commands ---- */
+/* Prints a successful reply for humans; returns the exit code. */
+typedef int (*reply_printer_t)(struct json_object *reply, const void *userdata);
 
-/* PFs svffd has records of that are not present: nothing is forgotten. */
-static int print_absent(struct json_object *reply) {
-        static const char *const h[] = { "ABSENT PF", "RECORDED", "VF RECORDS", "ASSIGNED" };
-        struct json_object *absent;
-        struct table *t;
+struct printer {
+        reply_printer_t print;
+        const void *userdata;
+};
 
-        if (!json_object_object_get_ex(reply, "absent", &absent) || !absent ||
-            json_object_array_length(absent) == 0)
+static int print_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
+        const struct printer *pr = userdata;
+
+        if (error)
+                return report_error(error, p);
+        if (arg_json) {
+                print_json(stdout, p);
                 return 0;
-        t = table_new(ELEMENTSOF(h), h);
-        if (!t)
-                return EXIT_FAILURE;
-        for (size_t i = 0; i < json_object_array_length(absent); i++) {
-                struct json_object *a = json_object_array_get_idx(absent, i), *d = NULL, *vfs = NULL;
-                char rec[96] = "-", n[16], asg[16];
-                size_t n_asg = 0, n_vfs = 0;
-
-                if (json_object_object_get_ex(a, "desired", &d) && d)
-                        snprintf(rec, sizeof(rec), "%lld VFs on %s", jint(d, "numvfs", 0),
-                                 strna(jstr(d, "vf_driver")));
-                if (json_object_object_get_ex(a, "vfs", &vfs) && vfs)
-                        n_vfs = json_object_array_length(vfs);
-                for (size_t k = 0; k < n_vfs; k++) {
-                        struct json_object *v;
-
-                        if (json_object_object_get_ex(json_object_array_get_idx(vfs, k), "assigned_to", &v) && v)
-                                n_asg++;
-                }
-                snprintf(n, sizeof(n), "%zu", n_vfs);
-                snprintf(asg, sizeof(asg), "%zu", n_asg);
-                table_add_row(t, (const char *const[]) { jstr(a, "address"), rec, n, asg });
         }
-        putchar('\n');
-        table_print(t, stdout, 0);
-        table_free(t);
+        return pr->print(p, pr->userdata);
+}
+
+/* The timeout of a call: --timeout when given, else what the command
+ * does by default (waits stands for "until svffd answers"). */
+static usec_t timeout_for(bool waits) {
+        if (arg_timeout_set)
+                return arg_timeout;
+        return waits ? 0 : TIMEOUT_DEFAULT;
+}
+
+/* One call whose reply goes to stdout: as JSON with --json, else through
+ * print. params (NULL for none) is taken. changes: it changes devices
+ * (waits for svffd unless --timeout). Returns the exit code. */
+static int call_and_print(const char *method, struct json_object *params, bool changes,
+                          reply_printer_t print, const void *userdata) {
+        _cleanup_json_ struct json_object *p = params;
+        struct printer pr = { print, userdata };
+
+        return call_run(&(struct call) {
+                .method = method,
+                .params = p,
+                .changes = changes,
+                .timeout = timeout_for(changes),
+                .handle = print_reply,
+                .userdata = &pr,
+        });
+}
+
+/* ---- arguments checked before svffd is asked ---- */
+
+/* A PF or VF address argument, canonicalised into buf; else a usage
+ * error (EXIT_USAGE). what: "PF" or "VF". */
+static int parse_device(const char *command, const char *what, const char *s, char buf[static SVFF_PCI_ADDR_STRLEN]) {
+        if (svff_pci_addr_canonicalize(s, buf) < 0)
+                return usage_error(command, "'%s' is not a %s address; use the PCI form 0000:03:00.0.", s, what);
         return 0;
 }
 
+static int check_domain(const char *command, const char *d) {
+        size_t n = strlen(d);
+
+        if (n == 0)
+                return usage_error(command, "the domain name is empty; give a libvirt domain name or UUID.");
+        if (n > DOMAIN_NAME_MAX)
+                return usage_error(command, "the domain name is too long: %zu characters, at most %d.", n,
+                                   DOMAIN_NAME_MAX);
+        return 0;
+}
+
+static int check_guest_address(const char *command, const char *s) {
+        struct svff_pci_addr a;
+
+        if (svff_pci_addr_parse(s, &a) < 0)
+                return usage_error(command, "--guest-address '%s' is not a guest PCI address; use the form "
+                                   "BB:SS.F, e.g. 05:00.0.", s);
+        if (a.domain == 0 && a.bus == 0 && a.slot == 0)
+                return usage_error(command, "--guest-address %s: slot 00:00 is the guest's host bridge; "
+                                   "choose a free slot, e.g. 05:00.0.", s);
+        return 0;
+}
+
+/* ---- commands ---- */
+
 static int print_list(struct json_object *reply, const void *userdata) {
-        struct json_object *pfs;
-
-        if (!json_object_object_get_ex(reply, "pfs", &pfs) || json_object_array_length(pfs) == 0)
-                printf("No SR-IOV physical functions found.\n");
-        for (size_t i = 0; i < json_object_array_length(pfs); i++) {
-                struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs;
-                static const char *const pfh[] = { "PF", "ID", "DRIVER", "VFS", "OWNER", "NUMA", "NAME" };
-                static const char *const vfh[] = { "VF", "INDEX", "DRIVER", "IOMMU", "MANAGED", "ASSIGNED" };
-                struct table *t;
-                char id[16], n[32], numa[16], name[256];
-
-                snprintf(id, sizeof(id), "%s:%s", strna(jstr(pf, "vendor_id")), strna(jstr(pf, "device_id")));
-                snprintf(n, sizeof(n), "%lld/%lld", jint(pf, "numvfs", 0), jint(pf, "totalvfs", 0));
-                if (jint(pf, "numa_node", -1) >= 0)
-                        snprintf(numa, sizeof(numa), "%lld", jint(pf, "numa_node", -1));
-                else
-                        snprintf(numa, sizeof(numa), "-");
-                snprintf(name, sizeof(name), "%s %s", jstr(pf, "vendor") ?: "", jstr(pf, "device") ?: "");
-
-                if (i > 0)
-                        putchar('\n');
-                t = table_new(ELEMENTSOF(pfh), pfh);
-                if (!t)
-                        return EXIT_FAILURE;
-                table_add_row(t, (const char *const[]) { jstr(pf, "address"), id, jstr(pf, "driver"), n,
-                                                         jstr(pf, "owner") ?: "-", numa, name });
-                table_print(t, stdout, 0);
-                table_free(t);
-
-                if (!json_object_object_get_ex(pf, "vfs", &vfs) || json_object_array_length(vfs) == 0)
-                        continue;
-                putchar('\n');
-                t = table_new(ELEMENTSOF(vfh), vfh);
-                if (!t)
-                        return EXIT_FAILURE;
-                for (size_t k = 0; k < json_object_array_length(vfs); k++) {
-                        struct json_object *vf = json_object_array_get_idx(vfs, k), *a, *v;
-                        char idx[16], grp[16], asg[256] = "-";
-                        bool managed = false;
-
-                        snprintf(idx, sizeof(idx), "%lld", jint(vf, "index", 0));
-                        if (jint(vf, "iommu_group", -1) >= 0)
-                                snprintf(grp, sizeof(grp), "%lld", jint(vf, "iommu_group", -1));
-                        else
-                                snprintf(grp, sizeof(grp), "-");
-                        if (json_object_object_get_ex(vf, "managed", &v))
-                                managed = json_object_get_boolean(v);
-                        if (json_object_object_get_ex(vf, "assigned_to", &a) && a)
-                                snprintf(asg, sizeof(asg), "%s %s %s", jstr(a, "domain") ?: "?",
-                                         jstr(a, "guest_address") ?: "-", jstr(a, "state") ?: "?");
-                        table_add_row(t, (const char *const[]) { jstr(vf, "address"), idx, jstr(vf, "driver"),
-                                                                 grp, managed ? "yes" : "no", asg });
-                }
-                table_print(t, stdout, 2);
-                table_free(t);
-        }
-        return print_absent(reply);
+        return list_print(reply);
 }
 
 static int cmd_list(int argc, char **argv) {
         struct json_object *params;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        int r;
 
-        if (argc > 2) {
-                fprintf(stderr, "svffctl list: takes at most one PF address; see 'svffctl list --help'.\n");
-                return EXIT_USAGE;
+        if (argc > 2)
+                return usage_error("list", "takes at most one PF address; see 'svffctl list --help'.");
+        if (argc == 2) {
+                r = parse_device("list", "PF", argv[1], pf);
+                if (r != 0)
+                        return r;
         }
         params = json_object_new_object();
         if (argc == 2)
-                json_object_object_add(params, "pf", json_object_new_string(argv[1]));
-        return call_and_print("io.svff.List", params, arg_timeout, print_list, NULL);
+                json_object_object_add(params, "pf", json_object_new_string(pf));
+        return call_and_print("io.svff.List", params, false, print_list, NULL);
 }
 
 static void format_duration(long long usec, char *buf, size_t n) {
@@ -351,7 +456,7 @@ static void format_duration(long long usec, char *buf, size_t n) {
 }
 
 static int print_status(struct json_object *reply, const void *userdata) {
-        struct json_object *store, *ops, *drift, *rec, *owners;
+        struct json_object *store, *ops, *drift, *rec, *v;
         char up[64];
 
         format_duration(jint(reply, "uptime_usec", 0), up, sizeof(up));
@@ -361,6 +466,14 @@ static int print_status(struct json_object *reply, const void *userdata) {
                        jint(store, "generation", 0));
         printf("Sysfs:        %s\n", strna(jstr(reply, "sysfs_root")));
         printf("Connections:  %lld\n", jint(reply, "connections", 0));
+        if (jint(reply, "snapshot_age_usec", -1) >= 0) {
+                char age[64];
+
+                format_duration(jint(reply, "snapshot_age_usec", 0), age, sizeof(age));
+                printf("Snapshot:     %s old\n", age);
+        }
+        if (json_object_object_get_ex(reply, "libvirt_connected", &v) && v)
+                printf("Libvirt:      %s\n", json_object_get_boolean(v) ? "connected" : "not connected");
         if (jint(reply, "stuck_writes", 0) > 0)
                 printf("Stuck writes: %lld (a VF is held by a user; see the journal)\n",
                        jint(reply, "stuck_writes", 0));
@@ -396,13 +509,13 @@ static int print_status(struct json_object *reply, const void *userdata) {
                                strna(jstr(o, "outcome")), strna(jstr(o, "message")));
                 }
 
-        if (json_object_object_get_ex(reply, "owners", &owners) && owners && json_object_array_length(owners) > 0) {
+        if (json_object_object_get_ex(reply, "owners", &v) && v && json_object_array_length(v) > 0) {
                 static const char *const h[] = { "PF", "VFS", "OWNER", "POLICY" };
                 struct table *t = table_new(ELEMENTSOF(h), h);
 
                 printf("\nVF counts (owner: who set it; a policy changes only the counts it owns):\n");
-                for (size_t i = 0; t && i < json_object_array_length(owners); i++) {
-                        struct json_object *o = json_object_array_get_idx(owners, i);
+                for (size_t i = 0; t && i < json_object_array_length(v); i++) {
+                        struct json_object *o = json_object_array_get_idx(v, i);
                         char n[16];
 
                         snprintf(n, sizeof(n), "%lld", jint(o, "numvfs", 0));
@@ -412,8 +525,8 @@ static int print_status(struct json_object *reply, const void *userdata) {
                 if (t)
                         table_print(t, stdout, 2);
                 table_free(t);
-                for (size_t i = 0; i < json_object_array_length(owners); i++) {
-                        struct json_object *o = json_object_array_get_idx(owners, i);
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        struct json_object *o = json_object_array_get_idx(v, i);
 
                         if (jstr(o, "refused"))
                                 printf("  %s: policy not applied: %s\n", strna(jstr(o, "pf")), jstr(o, "refused"));
@@ -433,11 +546,9 @@ static int print_status(struct json_object *reply, const void *userdata) {
 }
 
 static int cmd_status(int argc, char **argv) {
-        if (argc > 1) {
-                fprintf(stderr, "svffctl status: takes no arguments; see 'svffctl status --help'.\n");
-                return EXIT_USAGE;
-        }
-        return call_and_print("io.svff.Status", NULL, arg_timeout, print_status, NULL);
+        if (argc > 1)
+                return usage_error("status", "takes no arguments; see 'svffctl status --help'.");
+        return call_and_print("io.svff.Status", NULL, false, print_status, NULL);
 }
 
 static void print_event_line(struct json_object *ev) {
@@ -457,8 +568,11 @@ static void print_event_line(struct json_object *ev) {
                 printf(" %s", jstr(ev, "action"));
         if (jstr(ev, "domain"))
                 printf(" domain=%s", jstr(ev, "domain"));
+        /* Two things are called mode in svffd's events: how a reconf
+         * takes VFs off their domains, and how one VF was paused. */
         if (jstr(ev, "mode"))
-                printf(" mode=%s", jstr(ev, "mode"));
+                printf(" %s=%s", strncmp(strna(jstr(ev, "event")), "reconf-", 7) == 0 && !jstr(ev, "action")
+                                 ? "reconf-mode" : "pause", jstr(ev, "mode"));
         if (jstr(ev, "driver"))
                 printf(" driver=%s", jstr(ev, "driver"));
         if (jint(ev, "total", -1) >= 0) {
@@ -474,33 +588,101 @@ static void print_event_line(struct json_object *ev) {
         putchar('\n');
 }
 
-static int monitor_reply(struct json_object *p, const char *error, bool continues, const void *userdata) {
+/* Monitor lines and another command's progress line can share a
+ * terminal: each monitor line starts by erasing the line it lands on, so
+ * the two never glue together (the progress line is redrawn below). */
+static void print_event(struct json_object *ev) {
+        if (arg_json)
+                print_json(stdout, ev);
+        else {
+                if (isatty(STDOUT_FILENO))
+                        fputs("\r\033[K", stdout);
+                print_event_line(ev);
+        }
+        fflush(stdout);
+}
+
+static void notice(const char *fmt, ...) _printf_(1, 2);
+static void notice(const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        if (arg_json) {
+                _cleanup_json_ struct json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "notice", json_object_new_string(msg));
+                print_json(stderr, o);
+        } else
+                fprintf(stderr, "%ssvffctl: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", msg);
+}
+
+/* userdata: set when svffd announced its shutdown. */
+static int monitor_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
+        bool *shutdown = userdata;
         struct json_object *ev;
 
         if (error)
                 return report_error(error, p);
         if (json_object_object_get_ex(p, "event", &ev)) {
-                if (arg_json)
-                        print_json(ev);
-                else
-                        print_event_line(ev);
-                fflush(stdout);
+                print_event(ev);
+                if (jstr(ev, "event") && streq(jstr(ev, "event"), "shutdown"))
+                        *shutdown = true;
         }
         return continues ? READ_MORE : 0;
 }
 
+/* Follows svffd's events across its restarts: when the connection ends,
+ * connect again (every half second) and subscribe anew, unless
+ * --no-reconnect. The first connection must work: a wrong socket is an
+ * error, not a wait. */
 static int cmd_monitor(int argc, char **argv) {
-        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
-        int r;
+        bool reconnecting = false;
 
-        if (argc > 1) {
-                fprintf(stderr, "svffctl monitor: takes no arguments; see 'svffctl monitor --help'.\n");
-                return EXIT_USAGE;
+        if (argc > 1)
+                return usage_error("monitor", "takes no arguments; see 'svffctl monitor --help'.");
+        for (;;) {
+                _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
+                bool shutdown = false;
+                int r;
+
+                if (reconnecting) {
+                        r = svff_varlink_client_connect(socket_path(), &c);
+                        if (r < 0) {
+                                usleep(500 * 1000);
+                                continue;
+                        }
+                        notice("reconnected to svffd; events while it was away are not shown.");
+                } else {
+                        r = connect_daemon(&c);
+                        if (r != 0)
+                                return r;
+                }
+                r = svff_varlink_client_send(c, "io.svff.Monitor", NULL, true, false);
+                for (; r >= 0;) {
+                        _cleanup_json_ struct json_object *p = NULL;
+                        _cleanup_free_ char *error = NULL;
+                        bool continues;
+
+                        r = svff_varlink_client_read(c, 0, &p, &error, &continues);
+                        if (r < 0)
+                                break;
+                        r = monitor_reply(p, error, continues, &shutdown);
+                        if (r != READ_MORE)
+                                return r;
+                        r = 0;
+                }
+                if (arg_no_reconnect)
+                        return transport_error(r);
+                notice("lost svffd (%s); reconnecting (--no-reconnect exits instead).",
+                       shutdown ? "it shut down" : strerror(-r));
+                reconnecting = true;
         }
-        r = call_start("io.svff.Monitor", NULL, true, &c);
-        if (r != 0)
-                return r;
-        return read_replies(c, monitor_reply, NULL);
 }
 
 /* For "svffctl COMMAND PF NUMVFS" (init, reconf): the parameters pf and
@@ -508,42 +690,39 @@ static int cmd_monitor(int argc, char **argv) {
  * count for the message. */
 static int pf_numvfs_params(int argc, char **argv, unsigned example, struct json_object **ret) {
         struct json_object *params;
+        char pf[SVFF_PCI_ADDR_STRLEN];
         unsigned numvfs;
+        int r;
 
-        if (argc != 3) {
-                fprintf(stderr, "svffctl %s: needs a PF address and a VF count, e.g. "
-                                "'svffctl %s 0000:03:00.0 %u'; see 'svffctl %s --help'.\n",
-                        argv[0], argv[0], example, argv[0]);
-                return EXIT_USAGE;
-        }
-        if (svff_numvfs_parse(argv[2], &numvfs) < 0) {
-                fprintf(stderr, "svffctl %s: '%s' is not a VF count (0 to 65535).\n", argv[0], argv[2]);
-                return EXIT_USAGE;
-        }
+        if (argc != 3)
+                return usage_error(argv[0], "needs a PF address and a VF count, e.g. 'svffctl %s 0000:03:00.0 %u'; "
+                                   "see 'svffctl %s --help'.", argv[0], example, argv[0]);
+        r = parse_device(argv[0], "PF", argv[1], pf);
+        if (r != 0)
+                return r;
+        if (svff_numvfs_parse(argv[2], &numvfs) < 0)
+                return usage_error(argv[0], "'%s' is not a VF count (0 to 65535).", argv[2]);
         params = json_object_new_object();
-        json_object_object_add(params, "pf", json_object_new_string(argv[1]));
+        json_object_object_add(params, "pf", json_object_new_string(pf));
         json_object_object_add(params, "numvfs", json_object_new_int64(numvfs));
         *ret = params;
         return 0;
 }
 
-/* userdata: whether progress goes to stderr. */
-static int init_reply(struct json_object *p, const char *error, bool continues, const void *userdata) {
-        const bool *progress = userdata;
+static int init_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
+        struct progress *progress = userdata;
         struct json_object *ev;
 
-        if (*progress)
-                fputs("\r\033[K", stderr);
-        if (error)
-                return report_error(error, p);
         if (continues) {
-                if (json_object_object_get_ex(p, "event", &ev) && jint(ev, "total", -1) >= 0)
-                        fprintf(stderr, "%s %s %lld/%lld", strna(jstr(ev, "event")),
-                                strna(jstr(ev, "device")), jint(ev, "done", 0), jint(ev, "total", 0));
+                if (json_object_object_get_ex(p, "event", &ev) && ev)
+                        progress_event(progress, ev);
                 return READ_MORE;
         }
+        progress_clear(progress);
+        if (error)
+                return report_error(error, p);
         if (arg_json)
-                print_json(p);
+                print_json(stdout, p);
         else
                 printf("PF %s: %lld VFs on %s.\n", strna(jstr(p, "pf")), jint(p, "numvfs", 0),
                        strna(jstr(p, "driver")));
@@ -551,20 +730,22 @@ static int init_reply(struct json_object *p, const char *error, bool continues, 
 }
 
 static int cmd_init(int argc, char **argv) {
-        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
         _cleanup_json_ struct json_object *params = NULL;
-        bool progress = !arg_json && isatty(STDERR_FILENO);
+        struct progress progress;
         int r;
 
         if (arg_policy) {
                 /* The policy's count and driver: neither is given. */
-                if (argc != 2 || arg_driver) {
-                        fprintf(stderr, "svffctl init --policy: takes a PF address only (the count and driver "
-                                        "are the policy's), e.g. 'svffctl init 0000:03:00.0 --policy'.\n");
-                        return EXIT_USAGE;
-                }
+                if (argc != 2 || arg_driver)
+                        return usage_error("init", "--policy takes a PF address only (the count and driver are "
+                                                   "the policy's), e.g. 'svffctl init 0000:03:00.0 --policy'.");
+                char pf[SVFF_PCI_ADDR_STRLEN];
+
+                r = parse_device(argv[0], "PF", argv[1], pf);
+                if (r != 0)
+                        return r;
                 params = json_object_new_object();
-                json_object_object_add(params, "pf", json_object_new_string(argv[1]));
+                json_object_object_add(params, "pf", json_object_new_string(pf));
                 json_object_object_add(params, "policy", json_object_new_boolean(true));
         } else {
                 r = pf_numvfs_params(argc, argv, 4, &params);
@@ -574,10 +755,17 @@ static int cmd_init(int argc, char **argv) {
         if (arg_driver)
                 json_object_object_add(params, "driver", json_object_new_string(arg_driver));
 
-        r = call_start("io.svff.Init", params, progress, &c);
-        if (r != 0)
-                return r;
-        return read_replies(c, init_reply, &progress);
+        progress_init(&progress, "init", jstr(params, "pf"));
+        return call_run(&(struct call) {
+                .method = "io.svff.Init",
+                .params = params,
+                .more = true,
+                .changes = true,
+                .timeout = timeout_for(true),
+                .handle = init_reply,
+                .userdata = &progress,
+                .progress = &progress,
+        });
 }
 
 /* ---- config ---- */
@@ -590,10 +778,8 @@ static int cmd_config(int argc, char **argv) {
         const char *path;
         int r;
 
-        if (argc < 2 || !streq(argv[1], "check") || argc > 3) {
-                fprintf(stderr, "svffctl config: use 'svffctl config check [FILE]'.\n");
-                return EXIT_USAGE;
-        }
+        if (argc < 2 || !streq(argv[1], "check") || argc > 3)
+                return usage_error("config", "use 'svffctl config check [FILE]'.");
         path = argc == 3 ? argv[2] : SVFFD_CONFIG_DEFAULT;
         r = svff_config_init(&c);
         if (r < 0) {
@@ -617,7 +803,7 @@ static int cmd_config(int argc, char **argv) {
                 json_object_object_add(o, "valid", json_object_new_boolean(r >= 0));
                 json_object_object_add(o, "errors", errors);
                 json_object_object_add(o, "policies", pols);
-                print_json(o);
+                print_json(stdout, o);
         } else if (r < 0)
                 fprintf(stderr, "%s\n", svff_error_message(&err));
         else {
@@ -637,6 +823,7 @@ static int print_assignment(struct json_object *reply, const void *userdata) {
         struct json_object *a = NULL;
         bool live = false, config = false;
         struct json_object *v;
+        char guest[24];
 
         (void) json_object_object_get_ex(reply, "assignment", &a);
         if (json_object_object_get_ex(a, "live", &v))
@@ -644,15 +831,17 @@ static int print_assignment(struct json_object *reply, const void *userdata) {
         if (json_object_object_get_ex(a, "config", &v))
                 config = json_object_get_boolean(v);
         printf("VF %s %s domain '%s' at guest address %s (%s%s%s, alias %s)", strna(jstr(reply, "vf")), verb,
-               strna(jstr(a, "domain")), jstr(a, "guest_address") ?: "chosen at start",
+               strna(jstr(a, "domain")),
+               guest_address_display(jstr(a, "guest_address"), guest, sizeof(guest)) ?: "chosen at start",
                live ? "live" : "", live && config ? "+" : "", config ? "config" : "", strna(jstr(a, "alias")));
+        /* Pause's own word is "native pause" or "detach pause", never
+         * "mode": --mode belongs to reconf. */
         if (jstr(reply, "mode")) {
                 bool native = streq(jstr(reply, "mode"), "native"), pausing = streq(verb, "paused in");
 
-                printf(", mode %s (%s)", jstr(reply, "mode"),
-                       native    ? (pausing ? "the guest keeps the device" : "resumed in place")
-                       : pausing ? "detached, address and alias reserved"
-                                 : "re-attached at the reserved address");
+                printf(", %s", native    ? (pausing ? "native pause: the guest keeps the device" : "native pause ended in place")
+                               : pausing ? "detach pause: detached, guest address and alias reserved"
+                                         : "detach pause ended: re-attached at the reserved guest address");
         }
         printf(".\n");
         return 0;
@@ -660,17 +849,21 @@ static int print_assignment(struct json_object *reply, const void *userdata) {
 
 static int cmd_attach(int argc, char **argv) {
         struct json_object *params;
+        char addr[SVFF_PCI_ADDR_STRLEN];
+        int r;
 
-        if ((arg_pf && argc != 2) || (!arg_pf && argc != 3)) {
-                fprintf(stderr, "svffctl attach: needs a VF and a domain ('svffctl attach 0000:03:00.4 vm1'), "
-                                "or --pf PF and a domain ('svffctl attach --pf 0000:03:00.0 vm1').\n");
-                return EXIT_USAGE;
-        }
+        if ((arg_pf && argc != 2) || (!arg_pf && argc != 3))
+                return usage_error("attach", "needs a VF and a domain ('svffctl attach 0000:03:00.4 vm1'), "
+                                   "or --pf PF and a domain ('svffctl attach --pf 0000:03:00.0 vm1').");
+        r = parse_device("attach", arg_pf ? "PF" : "VF", arg_pf ?: argv[1], addr);
+        if (r == 0)
+                r = check_domain("attach", argv[argc - 1]);
+        if (r == 0 && arg_guest_address)
+                r = check_guest_address("attach", arg_guest_address);
+        if (r != 0)
+                return r;
         params = json_object_new_object();
-        if (arg_pf)
-                json_object_object_add(params, "pf", json_object_new_string(arg_pf));
-        else
-                json_object_object_add(params, "vf", json_object_new_string(argv[1]));
+        json_object_object_add(params, arg_pf ? "pf" : "vf", json_object_new_string(addr));
         json_object_object_add(params, "domain", json_object_new_string(argv[argc - 1]));
         if (arg_live)
                 json_object_object_add(params, "live", json_object_new_boolean(true));
@@ -678,26 +871,41 @@ static int cmd_attach(int argc, char **argv) {
                 json_object_object_add(params, "config", json_object_new_boolean(true));
         if (arg_guest_address)
                 json_object_object_add(params, "guest_address", json_object_new_string(arg_guest_address));
-        return call_and_print("io.svff.Attach", params, 0, print_assignment, "attached to");
+        return call_and_print("io.svff.Attach", params, true, print_assignment, "attached to");
 }
 
-/* A command on one VF, "svffctl COMMAND VF", that always waits. */
+/* A command on one VF, "svffctl COMMAND VF", that waits for svffd unless
+ * --timeout. */
+/* The parameters of a command that takes one VF address: {"vf": VF}. */
+static int vf_params(int argc, char **argv, struct json_object **ret) {
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        int r;
+
+        if (argc != 2)
+                return usage_error(argv[0], "needs one VF address, e.g. 'svffctl %s 0000:03:00.4'.", argv[0]);
+        r = parse_device(argv[0], "VF", argv[1], vf);
+        if (r != 0)
+                return r;
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "vf", json_object_new_string(vf));
+        return 0;
+}
+
 static int vf_call(int argc, char **argv, const char *method, reply_printer_t print, const void *userdata) {
         struct json_object *params;
+        int r;
 
-        if (argc != 2) {
-                fprintf(stderr, "svffctl %s: needs one VF address, e.g. 'svffctl %s 0000:03:00.4'.\n", argv[0], argv[0]);
-                return EXIT_USAGE;
-        }
-        params = json_object_new_object();
-        json_object_object_add(params, "vf", json_object_new_string(argv[1]));
-        return call_and_print(method, params, 0, print, userdata);
+        r = vf_params(argc, argv, &params);
+        if (r != 0)
+                return r;
+        return call_and_print(method, params, true, print, userdata);
 }
 
 static int print_released(struct json_object *reply, const void *userdata) {
         if (jstr(reply, "detached_from"))
                 printf("VF %s detached from domain '%s'.\n", strna(jstr(reply, "vf")), jstr(reply, "detached_from"));
-        printf("VF %s is back on %s.\n", strna(jstr(reply, "vf")), jstr(reply, "driver") ?: "no driver (unbound)");
+        printf("VF %s is back on %s, its original driver; svffd forgot it.\n", strna(jstr(reply, "vf")),
+               jstr(reply, "driver") ?: "no driver (unbound)");
         return 0;
 }
 
@@ -708,16 +916,14 @@ static int print_detached(struct json_object *reply, const void *userdata) {
 
 static int cmd_release(int argc, char **argv) {
         struct json_object *params;
+        int r;
 
-        if (argc != 2) {
-                fprintf(stderr, "svffctl release: needs one VF address, e.g. 'svffctl release 0000:03:00.4'.\n");
-                return EXIT_USAGE;
-        }
-        params = json_object_new_object();
-        json_object_object_add(params, "vf", json_object_new_string(argv[1]));
+        r = vf_params(argc, argv, &params);
+        if (r != 0)
+                return r;
         if (arg_force)
                 json_object_object_add(params, "force", json_object_new_boolean(true));
-        return call_and_print("io.svff.Release", params, 0, print_released, NULL);
+        return call_and_print("io.svff.Release", params, true, print_released, NULL);
 }
 
 static int cmd_detach(int argc, char **argv) {
@@ -734,6 +940,13 @@ static int cmd_unpause(int argc, char **argv) {
 
 /* ---- reconf ---- */
 
+/* svffd's outcome "released" is what --force does to an assignment:
+ * said as "dropped", so it is not taken for the release command (which
+ * gives a VF back to its original driver). */
+static const char *outcome_display(const char *o) {
+        return o && streq(o, "released") ? "dropped (--force)" : strna(o);
+}
+
 /* One line per assignment: whether its domain has the VF, and why not. */
 static void print_outcomes(FILE *f, struct json_object *p) {
         struct json_object *a;
@@ -743,71 +956,59 @@ static void print_outcomes(FILE *f, struct json_object *p) {
         for (size_t i = 0; i < json_object_array_length(a); i++) {
                 struct json_object *o = json_object_array_get_idx(a, i), *v;
                 bool has = json_object_object_get_ex(o, "has_vf", &v) && json_object_get_boolean(v);
+                char guest[24];
 
                 fprintf(f, "  %-3s VF %lld %s  domain '%s' at %s: %s%s%s\n", has ? "OK" : "NO", jint(o, "index", 0),
-                        strna(jstr(o, "vf")), strna(jstr(o, "domain")), jstr(o, "guest_address") ?: "-",
-                        strna(jstr(o, "outcome")), jstr(o, "message") ? ": " : "", jstr(o, "message") ?: "");
+                        strna(jstr(o, "vf")), strna(jstr(o, "domain")),
+                        guest_address_display(jstr(o, "guest_address"), guest, sizeof(guest)) ?: "-",
+                        outcome_display(jstr(o, "outcome")), jstr(o, "message") ? ": " : "",
+                        jstr(o, "message") ?: "");
         }
 }
 
-/* params is borrowed. */
-static int reconf_dry_run(struct json_object *params) {
-        _cleanup_json_ struct json_object *reply = NULL;
+static int dry_run_reply(struct json_object *reply, const char *error, bool continues, void *userdata) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
         struct json_object *jp, *v;
         bool ok;
-        int r;
 
-        json_object_object_add(params, "dry_run", json_object_new_boolean(true));
-        r = call("io.svff.Reconf", params, arg_timeout, &reply);
-        if (r != 0)
-                return r;
+        if (error)
+                return report_error(error, reply);
         ok = json_object_object_get_ex(reply, "executable", &v) && json_object_get_boolean(v);
         if (arg_json)
-                print_json(reply);
+                print_json(stdout, reply);
         else if (!json_object_object_get_ex(reply, "plan", &jp) || svff_reconf_plan_from_json(jp, &plan) < 0) {
-                fprintf(stderr, "svffctl: svffd sent a plan this svffctl cannot read.\n");
+                cli_error("io.svff.ctl.BadReply", NULL, "svffd sent a plan this svffctl cannot read.");
                 return EXIT_DAEMON_ERROR;
         } else
                 svff_reconf_plan_print(plan, stdout);
         if (!ok) {
-                fprintf(stderr, "svffctl: this reconf would be refused; see the plan.\n");
+                cli_error("io.svff.ctl.WouldBeRefused", NULL, "this reconf would be refused; see the plan.");
                 return EXIT_DAEMON_ERROR;
         }
         return 0;
 }
 
-/* userdata: whether stderr is a terminal to show progress on. */
-static int reconf_reply(struct json_object *p, const char *error, bool continues, const void *userdata) {
-        const bool *tty = userdata;
+static int reconf_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
+        struct progress *progress = userdata;
         struct json_object *ev;
         int r;
 
-        if (*tty)
-                fputs("\r\033[K", stderr);
         if (continues) {
-                if (!json_object_object_get_ex(p, "event", &ev))
-                        return READ_MORE;
-                if (arg_json)
-                        print_json(ev);
-                else if (*tty)
-                        fprintf(stderr, "[%lld/%lld] %s %s %s", jint(ev, "done", 0), jint(ev, "total", 0),
-                                strna(jstr(ev, "phase")), strna(jstr(ev, "action")),
-                                jstr(ev, "domain") ?: jstr(ev, "device") ?: "");
-                else
-                        print_event_line(ev);
-                fflush(stdout);
+                if (json_object_object_get_ex(p, "event", &ev) && ev)
+                        progress_event(progress, ev);
                 return READ_MORE;
         }
+        progress_clear(progress);
         if (error) {
                 r = report_error(error, p);
-                print_outcomes(stderr, p);
-                if (arg_json)
-                        print_json(p);
+                if (!arg_json)
+                        print_outcomes(stderr, p);
+                else
+                        print_json(stdout, p);
                 return r;
         }
         if (arg_json)
-                print_json(p);
+                print_json(stdout, p);
         else {
                 printf("%s.\n", strna(jstr(p, "message")));
                 print_outcomes(stdout, p);
@@ -816,31 +1017,40 @@ static int reconf_reply(struct json_object *p, const char *error, bool continues
 }
 
 static int cmd_reconf(int argc, char **argv) {
-        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
         _cleanup_json_ struct json_object *params = NULL;
-        bool tty = !arg_json && isatty(STDERR_FILENO);
+        struct progress progress;
         int r;
 
         r = pf_numvfs_params(argc, argv, 8, &params);
         if (r != 0)
                 return r;
-        if (arg_mode && svff_reconf_mode_from_string(arg_mode) < 0) {
-                fprintf(stderr, "svffctl reconf: --mode is 'pause' or 'detach', not '%s'.\n", arg_mode);
-                return EXIT_USAGE;
-        }
+        if (arg_mode && svff_reconf_mode_from_string(arg_mode) < 0)
+                return usage_error("reconf", "--mode is 'pause' or 'detach', not '%s'.", arg_mode);
         if (arg_mode)
                 json_object_object_add(params, "mode", json_object_new_string(arg_mode));
         if (arg_force)
                 json_object_object_add(params, "force", json_object_new_boolean(true));
-        if (arg_dry_run)
-                return reconf_dry_run(params);
+        if (arg_dry_run) {
+                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
+                return call_run(&(struct call) {
+                        .method = "io.svff.Reconf",
+                        .params = params,
+                        .timeout = timeout_for(false),
+                        .handle = dry_run_reply,
+                });
+        }
 
-        r = connect_daemon(&c);
-        if (r == 0 && svff_varlink_client_send(c, "io.svff.Reconf", params, true, false) < 0)
-                r = transport_error(-EIO);
-        if (r != 0)
-                return r;
-        return read_replies(c, reconf_reply, &tty);
+        progress_init(&progress, "reconf", jstr(params, "pf"));
+        return call_run(&(struct call) {
+                .method = "io.svff.Reconf",
+                .params = params,
+                .more = true,
+                .changes = true,
+                .timeout = timeout_for(true),
+                .handle = reconf_reply,
+                .userdata = &progress,
+                .progress = &progress,
+        });
 }
 
 /* ---- argv ---- */
@@ -851,17 +1061,23 @@ struct command {
         const char *help;
         int (*fn)(int argc, char **argv);
         bool has_driver;
+        bool has_force;         /* --force alone: release */
+        bool has_policy;        /* --policy: init */
         bool has_attach_options;
         bool has_reconf_options;
+        bool has_columns;
+        bool has_reconnect;
+        bool no_timeout;        /* --timeout cannot apply: refused */
 };
 
 static const struct command commands[] = {
-        { "list", "list [PF] [--json]",
-          "List the SR-IOV PFs and their VFs: driver, IOMMU group, whether svff manages\n"
-          "the VF and which domain it is assigned to.", cmd_list, false },
+        { "list", "list [PF] [-o COL,...] [--json]",
+          "List the SR-IOV PFs and their VFs in one table: driver, VF count, network\n"
+          "interface, whether svffd recorded the device, and the domain, guest address\n"
+          "and state of each assigned VF. -o picks the columns.", cmd_list, .has_columns = true },
         { "status", "status [--json]",
           "Show svffd's version, uptime, store path and generation, the operations in\n"
-          "progress and any drift between the store and the host.", cmd_status, false },
+          "progress and any drift between the store and the host.", cmd_status },
         { "init", "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
           "DRIVER (default: svffd's vf-driver, normally vfio-pci) and record the desired\n"
@@ -869,51 +1085,63 @@ static const struct command commands[] = {
           "supports, or another count or driver over assigned VFs is refused before\n"
           "anything changes. The operator then owns the PF's VF count: no policy changes\n"
           "it, on reload or otherwise. --policy applies the PF's policy instead and hands\n"
-          "the count back to it. Needs root or the admin group.", cmd_init, true },
+          "the count back to it. Shows progress on a terminal (one line\n"
+          "per phase otherwise); Ctrl-C leaves the init running in svffd (exit 130).\n"
+          "Needs root or the admin group.", cmd_init, .has_driver = true, .has_policy = true },
         { "release", "release VF [--force] [--json]",
-          "Give VF back to the driver it had before svff bound it, and forget it.\n"
-          "A VF assigned to a domain is refused (the domain could not start without it):\n"
-          "detach it first, or use --force, which detaches it from its domain (as\n"
-          "'svffctl detach' does) and then releases it. Needs root or the admin group.",
-          cmd_release, false },
-        { "monitor", "monitor [--json]",
+          "Give VF back to its original driver (the one it had before svff bound it),\n"
+          "and forget it. A VF assigned to a domain is refused (the domain could not\n"
+          "start without it): detach it first, or use --force, which detaches it from\n"
+          "its domain (as 'svffctl detach' does) and then releases it. Needs root or the\n"
+          "admin group.", cmd_release, .has_force = true },
+        { "monitor", "monitor [--no-reconnect] [--json]",
           "Print svffd's events as they happen, one per line (--json: one JSON object\n"
-          "per line), until interrupted.", cmd_monitor, false },
-        { "attach", "attach VF DOMAIN | attach --pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F]",
+          "per line), until interrupted. When svffd restarts, monitor connects again\n"
+          "and says so on stderr; --no-reconnect exits (status 3) instead.", cmd_monitor,
+          .has_reconnect = true, .no_timeout = true },
+        { "attach", "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F]",
           "Assign VF (or, with --pf, any free VF of PF on vfio-pci) to the libvirt domain\n"
           "DOMAIN (name or UUID) as a managed='no' vfio hostdev. The VF must be on\n"
           "vfio-pci, its IOMMU group viable and used by no other domain. By default the\n"
           "device goes live if the domain runs, and into its definition (config) if it\n"
           "is persistent; --live and --config choose explicitly. --guest-address puts it\n"
-          "at that guest PCI address; otherwise libvirt picks one, which is recorded.\n"
-          "Needs root or the admin group.", cmd_attach, false, true },
+          "at that guest PCI address (not 00:00.x, the guest's host bridge); otherwise\n"
+          "libvirt picks one, which is recorded. Needs root or the admin group.",
+          cmd_attach, .has_attach_options = true },
         { "detach", "detach VF",
-          "Remove VF from its domain, waiting for the guest to release it (svffd's\n"
+          "Remove VF from its domain, waiting for the guest to let go of it (svffd's\n"
           "detach-timeout-sec). If the guest does not, the VF stays 'detaching' and the\n"
-          "command fails; run it again later.", cmd_detach, false },
+          "command fails; run it again later.", cmd_detach },
         { "pause", "pause VF",
-          "Pause VF's assignment: natively when the domain's QEMU offers the device-pause\n"
-          "command (the guest keeps seeing the device), else by detaching it while\n"
-          "reserving its guest address and alias. Prints which mode was used.", cmd_pause, false },
+          "Pause VF's assignment: a native pause when the domain's QEMU offers the\n"
+          "device-pause command (the guest keeps seeing the device), else a detach pause\n"
+          "(detached, its guest address and alias reserved). Prints which it was.", cmd_pause },
         { "unpause", "unpause VF",
-          "Resume a paused VF: natively, or by re-attaching it at the reserved guest\n"
-          "address with the same alias.", cmd_unpause, false },
+          "End a pause: in place for a native pause, else by re-attaching the VF at the\n"
+          "reserved guest address with the same alias.", cmd_unpause },
         { "reconf", "reconf PF NUMVFS [--mode pause|detach] [--dry-run] [--force] [--json]",
-          "Change PF's VF count to NUMVFS while every domain keeps its VFs: pause (native\n"
-          "where the domain's QEMU offers it, else detach with the address reserved) or,\n"
-          "with --mode detach, detach every assigned VF, in parallel across domains; set\n"
-          "the count through 0; bind the VFs to vfio-pci; put every assignment back at\n"
-          "the same VF index, guest address and alias. Assignments whose VF index is not\n"
-          "below NUMVFS are refused unless --force, which releases them. --dry-run prints\n"
-          "the plan (every assignment, its fate, every step) and changes nothing. A\n"
-          "failure ends in the best consistent state and names each domain that does not\n"
-          "have its VF, and why. Needs root or the admin group (not for --dry-run).",
-          cmd_reconf, false, false, true },
+          "Change PF's VF count to NUMVFS while every domain keeps its VFs. --mode says\n"
+          "how reconf takes the VFs off their domains: pause (the default: each VF gets a\n"
+          "native or a detach pause) or detach (every assigned VF detached), in parallel\n"
+          "across domains; then the count is set through 0, the VFs bound to vfio-pci\n"
+          "and every assignment put back at the same VF index, guest address and alias.\n"
+          "Assignments whose VF index is not below NUMVFS are refused unless --force,\n"
+          "which drops them (detached for good and forgotten; their VFs are destroyed).\n"
+          "--dry-run prints the plan (every assignment, its fate, every step) and changes\n"
+          "nothing. A failure ends in the best consistent state and names each domain\n"
+          "that does not have its VF, and why. Progress and Ctrl-C as for init. Needs\n"
+          "root or the admin group (not for --dry-run).",
+          cmd_reconf, .has_reconf_options = true },
         { "config", "config check [FILE] [--json]",
           "Validate FILE, or svffd's config file and its drop-ins, with svffd's own\n"
           "parser; every problem is named as FILE:LINE: key 'KEY' .... Exit status 1\n"
-          "when invalid. Needs no daemon.", cmd_config, false },
+          "when invalid. Needs no daemon.", cmd_config, .no_timeout = true },
 };
+
+static const char exit_status_help[] =
+        "Exit status: 0 success, 1 svffd reported a failure, 2 usage error, 3 svffd\n"
+        "unreachable or --timeout passed, 4 permission denied, 130 interrupted (the\n"
+        "operation continues in svffd).\n";
 
 static void help(void) {
         printf("Usage: svffctl [OPTIONS] COMMAND [ARGS]\n"
@@ -927,40 +1155,77 @@ static void help(void) {
                "Options (before or after the command):\n"
                "  -h --help          Show help (for a command: svffctl COMMAND --help)\n"
                "     --socket=PATH   svffd's socket (default $SVFF_SOCKET or %s)\n"
-               "     --json          Print JSON on stdout\n"
-               "     --timeout=SEC   Give up on svffd after SEC seconds (default 30; 0: never;\n"
-               "                     init, release and reconf always wait)\n"
+               "     --json          Print JSON on stdout; errors as JSON on stderr\n"
+               "     --timeout=SEC   Give up on svffd after SEC seconds (0: never). Default:\n"
+               "                     30 for list, status and reconf --dry-run; the other\n"
+               "                     commands wait for svffd. Refused by monitor and config.\n"
+               "  -o --output=COL,...  list: the columns to show (see 'svffctl list --help')\n"
+               "     --no-reconnect  monitor: exit when svffd goes away\n"
                "     --version       Show the version\n"
-               "\n"
-               "Exit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
-               "3 svffd unreachable, 4 permission denied.\n",
-               SOCKET_DEFAULT);
+               "\n%s",
+               SOCKET_DEFAULT, exit_status_help);
 }
 
 static void command_help(const struct command *c) {
         printf("Usage: svffctl %s\n\n%s\n\n"
                "Options:\n"
-               "  --json          Print JSON on stdout\n"
-               "%s%s%s%s"
-               "  --socket=PATH   svffd's socket\n"
-               "\nExit status: 0 success, 1 svffd reported a failure, 2 usage error,\n"
-               "3 svffd unreachable, 4 permission denied.\n",
+               "  --json          Print JSON on stdout; errors as JSON on stderr\n"
+               "%s%s%s%s%s%s%s"
+               "  --socket=PATH   svffd's socket\n",
                c->usage, c->help,
-               c->has_driver ? "  --driver=NAME   Bind the VFs to NAME instead of svffd's default\n"
-                               "  --policy        Apply PF's policy, which owns its count again\n" : "",
+               c->no_timeout ? "" : "  --timeout=SEC   Give up on svffd after SEC seconds\n",
+               c->has_driver ? "  --driver=NAME   Bind the VFs to NAME instead of svffd's default\n" : "",
                c->has_attach_options ? "  --pf=PF         Take any free VF of PF\n"
                                        "  --live          Attach to the running domain\n"
                                        "  --config        Attach to the domain's persistent definition\n"
                                        "  --guest-address=BB:SS.F  Guest PCI address\n" : "",
-               c->has_reconf_options ? "  --mode=MODE     pause (default) or detach\n"
+               c->has_force ? "  --force         Detach the VF from its domain first\n" : "",
+               c->has_policy ? "  --policy        Apply the PF's policy; it owns the count again\n" : "",
+               c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
-                                       "  --force         Release assignments the new count removes\n" : "",
-               c->fn == cmd_release ? "  --force         Detach VF from its domain first\n" : "");
+                                       "  --force         Drop the assignments the new count removes\n" : "",
+               c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order\n" :
+               c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" : "");
+        if (c->has_columns) {
+                putchar('\n');
+                list_columns_help(stdout);
+        }
+        printf("\n%s", exit_status_help);
+}
+
+/* The command named in argv, for messages before options are parsed. */
+static const char *find_command_name(int argc, char **argv) {
+        for (int i = 1; i < argc; i++)
+                for (size_t k = 0; k < ELEMENTSOF(commands); k++)
+                        if (streq(argv[i], commands[k].name))
+                                return commands[k].name;
+        return NULL;
+}
+
+/* getopt took "-1" for an option: say what it is instead. */
+static int bad_option(int o, int argc, char **argv) {
+        const char *cmd = find_command_name(argc, argv), *arg = argv[optind - 1];
+
+        if (o == ':')
+                return usage_error(cmd, "option '%s' needs a value; see 'svffctl --help'.", arg);
+        if (optopt >= '0' && optopt <= '9') {
+                for (int i = 1; i < argc; i++)
+                        if (argv[i][0] == '-' && argv[i][1] >= '0' && argv[i][1] <= '9') {
+                                arg = argv[i];
+                                break;
+                        }
+                if (cmd && (streq(cmd, "init") || streq(cmd, "reconf")))
+                        return usage_error(cmd, "'%s' is not a VF count (0 to 65535).", arg);
+                return usage_error(cmd, "'%s' is not an option or an argument here; see 'svffctl --help'.", arg);
+        }
+        if (optopt)
+                return usage_error(cmd, "unknown option '-%c'; see 'svffctl --help'.", optopt);
+        return usage_error(cmd, "unknown option '%s'; see 'svffctl --help'.", arg);
 }
 
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
-               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY };
+               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -976,6 +1241,8 @@ int main(int argc, char **argv) {
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "force", no_argument, NULL, ARG_FORCE },
                 { "policy", no_argument, NULL, ARG_POLICY },
+                { "output", required_argument, NULL, 'o' },
+                { "no-reconnect", no_argument, NULL, ARG_NO_RECONNECT },
                 {}
         };
         const struct command *cmd = NULL;
@@ -983,9 +1250,16 @@ int main(int argc, char **argv) {
         char **args;
         int n_args = 0, o;
 
+        /* --json first: a usage error found while parsing is then JSON too. */
+        for (int i = 1; i < argc && !streq(argv[i], "--"); i++)
+                if (streq(argv[i], "--json"))
+                        arg_json = true;
+
         /* Options may come anywhere; positional arguments are kept in
-         * order (getopt permutes them to the end). */
-        while ((o = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+         * order (getopt permutes them to the end). Messages are ours:
+         * getopt would call "-1" an invalid option '1'. */
+        opterr = 0;
+        while ((o = getopt_long(argc, argv, ":ho:", options, NULL)) >= 0) {
                 switch (o) {
                 case 'h':
                         want_help = true;
@@ -1002,11 +1276,11 @@ int main(int argc, char **argv) {
 
                         errno = 0;
                         s = strtoull(optarg, &end, 10);
-                        if (errno || end == optarg || *end || s > 86400 * 365) {
-                                fprintf(stderr, "svffctl: --timeout takes seconds, not '%s'.\n", optarg);
-                                return EXIT_USAGE;
-                        }
+                        if (errno || end == optarg || *end || optarg[0] == '-' || s > 86400 * 365)
+                                return usage_error(find_command_name(argc, argv),
+                                                   "--timeout takes seconds (0: never), not '%s'.", optarg);
                         arg_timeout = s * USEC_PER_SEC;
+                        arg_timeout_set = true;
                         break;
                 }
                 case ARG_DRIVER:
@@ -1039,9 +1313,14 @@ int main(int argc, char **argv) {
                 case ARG_POLICY:
                         arg_policy = true;
                         break;
+                case 'o':
+                        arg_output = optarg;
+                        break;
+                case ARG_NO_RECONNECT:
+                        arg_no_reconnect = true;
+                        break;
                 default:
-                        fprintf(stderr, "See 'svffctl --help'.\n");
-                        return EXIT_USAGE;
+                        return bad_option(o, argc, argv);
                 }
         }
         args = argv + optind;
@@ -1052,33 +1331,36 @@ int main(int argc, char **argv) {
                         help();
                         return 0;
                 }
-                fprintf(stderr, "svffctl: no command given; see 'svffctl --help'.\n");
-                return EXIT_USAGE;
+                return usage_error(NULL, "no command given; see 'svffctl --help'.");
         }
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)
                 if (streq(args[0], commands[i].name))
                         cmd = &commands[i];
-        if (!cmd) {
-                fprintf(stderr, "svffctl: unknown command '%s'; see 'svffctl --help'.\n", args[0]);
-                return EXIT_USAGE;
-        }
+        if (!cmd)
+                return usage_error(NULL, "unknown command '%s'; see 'svffctl --help'.", args[0]);
         if (want_help) {
                 command_help(cmd);
                 return 0;
         }
-        if ((arg_driver || arg_policy) && !cmd->has_driver) {
-                fprintf(stderr, "svffctl %s: --driver and --policy only apply to init.\n", cmd->name);
+        if (arg_driver && !cmd->has_driver)
+                return usage_error(cmd->name, "--driver only applies to init.");
+        if ((arg_live || arg_config || arg_guest_address || arg_pf) && !cmd->has_attach_options)
+                return usage_error(cmd->name, "--pf, --live, --config and --guest-address only apply to attach.");
+        if ((arg_mode || arg_dry_run) && !cmd->has_reconf_options)
+                return usage_error(cmd->name, "--mode and --dry-run only apply to reconf.");
+        if (arg_force && !cmd->has_reconf_options && !cmd->has_force)
+                return usage_error(cmd->name, "--force only applies to reconf and release.");
+        if (arg_policy && !cmd->has_policy)
+                return usage_error(cmd->name, "--policy only applies to init.");
+        if (arg_output && !cmd->has_columns)
+                return usage_error(cmd->name, "-o only applies to list.");
+        if (arg_no_reconnect && !cmd->has_reconnect)
+                return usage_error(cmd->name, "--no-reconnect only applies to monitor.");
+        if (arg_timeout_set && cmd->no_timeout)
+                return usage_error(cmd->name, "--timeout does not apply: %s",
+                                   streq(cmd->name, "monitor") ? "monitor runs until interrupted."
+                                                               : "config check does not talk to svffd.");
+        if (arg_output && list_columns_parse(arg_output) < 0)
                 return EXIT_USAGE;
-        }
-        if ((arg_live || arg_config || arg_guest_address || arg_pf) && !cmd->has_attach_options) {
-                fprintf(stderr, "svffctl %s: --pf, --live, --config and --guest-address only apply to attach.\n",
-                        cmd->name);
-                return EXIT_USAGE;
-        }
-        if ((arg_mode || arg_dry_run || (arg_force && cmd->fn != cmd_release)) && !cmd->has_reconf_options) {
-                fprintf(stderr, "svffctl %s: --mode and --dry-run only apply to reconf, --force to reconf and release.\n",
-                        cmd->name);
-                return EXIT_USAGE;
-        }
         return cmd->fn(n_args, args);
 }

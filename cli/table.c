@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "table.h"
 
 struct table {
@@ -10,6 +11,8 @@ struct table {
         size_t n_rows, alloc;
         char **cells;           /* (n_rows + 1) * n_columns, headers first */
         size_t *width;
+        bool *shrinkable;
+        unsigned gap;
 };
 
 static int append(struct table *t, const char *const *cells) {
@@ -43,8 +46,10 @@ struct table *table_new(unsigned n_columns, const char *const *headers) {
         if (!t)
                 return NULL;
         t->n_columns = n_columns;
+        t->gap = 2;
         t->width = calloc(n_columns, sizeof(size_t));
-        if (!t->width || append(t, headers) < 0) {
+        t->shrinkable = calloc(n_columns, sizeof(bool));
+        if (!t->width || !t->shrinkable || append(t, headers) < 0) {
                 table_free(t);
                 return NULL;
         }
@@ -58,6 +63,7 @@ void table_free(struct table *t) {
                 free(t->cells[i]);
         free(t->cells);
         free(t->width);
+        free(t->shrinkable);
         free(t);
 }
 
@@ -65,17 +71,61 @@ int table_add_row(struct table *t, const char *const *cells) {
         return append(t, cells);
 }
 
-void table_print(const struct table *t, FILE *f, unsigned indent) {
+void table_set_gap(struct table *t, unsigned gap) {
+        t->gap = gap;
+}
+
+void table_set_shrinkable(struct table *t, unsigned c, bool shrinkable) {
+        if (c < t->n_columns)
+                t->shrinkable[c] = shrinkable;
+}
+
+void table_print_fit(const struct table *t, FILE *f, unsigned indent, unsigned max_width) {
+        _cleanup_free_ size_t *w = calloc(t->n_columns, sizeof(size_t));
+        size_t total = indent;
+
+        if (!w)
+                return;
+        for (unsigned c = 0; c < t->n_columns; c++) {
+                w[c] = t->width[c];
+                total += w[c] + (c > 0 ? t->gap : 0);
+        }
+        /* Cut the shrinkable columns from the right, each down to its
+         * header (and never below 4: "a..." still says something). */
+        for (unsigned c = t->n_columns; max_width > 0 && total > max_width && c-- > 0;) {
+                size_t min = strlen(t->cells[c]), cut;
+
+                if (!t->shrinkable[c])
+                        continue;
+                if (min < 4)
+                        min = 4;
+                if (w[c] <= min)
+                        continue;
+                cut = MIN(w[c] - min, total - max_width);
+                w[c] -= cut;
+                total -= cut;
+        }
+
         for (size_t r = 0; r < t->n_rows; r++) {
                 fprintf(f, "%*s", (int) indent, "");
                 for (unsigned c = 0; c < t->n_columns; c++) {
                         const char *s = t->cells[r * t->n_columns + c];
+                        size_t len = strlen(s);
+                        bool last = c + 1 == t->n_columns;
 
-                        if (c + 1 == t->n_columns)
+                        if (len > w[c])
+                                fprintf(f, "%.*s...", (int) (w[c] - 3), s);
+                        else if (last)
                                 fputs(s, f);
                         else
-                                fprintf(f, "%-*s  ", (int) t->width[c], s);
+                                fprintf(f, "%-*s", (int) w[c], s);
+                        if (!last)
+                                fprintf(f, "%*s", (int) t->gap, "");
                 }
                 fputc('\n', f);
         }
+}
+
+void table_print(const struct table *t, FILE *f, unsigned indent) {
+        table_print_fit(t, f, indent, 0);
 }

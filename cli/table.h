@@ -2,8 +2,10 @@
 #pragma once
 
 /* A text table for terminals: columns padded to their widest cell,
- * separated by two spaces, no trailing blanks. Cells are copied. */
+ * separated by gap spaces (two unless set), no trailing blanks. Cells are
+ * copied. */
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct table;
@@ -12,8 +14,14 @@ struct table *table_new(unsigned n_columns, const char *const *headers);
 void table_free(struct table *t);
 /* Adds a row of n_columns cells (NULL prints "-"). -ENOMEM. */
 int table_add_row(struct table *t, const char *const *cells);
+void table_set_gap(struct table *t, unsigned gap);
+/* Column c may be cut (its cells end in "...") to fit a width. */
+void table_set_shrinkable(struct table *t, unsigned c, bool shrinkable);
 /* indent: spaces before every line. */
 void table_print(const struct table *t, FILE *f, unsigned indent);
+/* The same within max_width columns (0: no limit), cutting shrinkable
+ * columns, the last ones first, down to their header's width. */
+void table_print_fit(const struct table *t, FILE *f, unsigned indent, unsigned max_width);
 
 static inline void table_freep(struct table **t) {
         table_free(*t);

@@ -11,6 +11,8 @@ set -eu
 : "${PCISIM_SCENARIOS:=$top_srcdir/tests/pcisim/scenarios}"
 SVFFD="$top_builddir/daemon/svffd"
 SVFFCTL="$top_builddir/cli/svffctl"
+# svffctl cuts its tables to $COLUMNS: a test sets it where it means to.
+unset COLUMNS
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; [ -f "${T:-/nonexistent}/svffd.log" ] && sed 's/^/  svffd| /' "$T/svffd.log" | tail -n 40 >&2; exit 1; }

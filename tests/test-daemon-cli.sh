@@ -96,8 +96,9 @@ done
 for c in list status init release monitor; do
         ctl $c --help | grep -q "^Usage: svffctl $c" || fail "$c --help"
 done
+# A malformed address is a usage error (svffctl(8), EXIT STATUS).
 rc=0; ctl init bogus 4 2> "$T/err" || rc=$?
-expect_eq "$rc" 1 "init with a bad address"
+expect_eq "$rc" 2 "init with a bad address"
 grep -q "bogus" "$T/err" || fail "bad address not named: $(cat "$T/err")"
 
 # unreachable daemon: exit 3

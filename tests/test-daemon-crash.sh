@@ -10,7 +10,8 @@ start_pcisim qdma
 start_svffd
 pcisim_ctl "latency probe 8000"
 
-"$SVFFCTL" --socket "$SOCK" monitor --json > "$T/mon.out" &
+# It follows this svffd only: without --no-reconnect it would wait for the next.
+"$SVFFCTL" --socket "$SOCK" monitor --no-reconnect --json > "$T/mon.out" &
 MON=$!
 BG_PIDS="$MON"
 wait_for grep -q subscribed "$T/mon.out" || fail "monitor"

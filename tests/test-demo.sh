@@ -39,7 +39,7 @@ for want in "== Simulated host" "== Discovered SR-IOV physical functions" \
             "VF 0000:01:00.4 attached to domain 'vm1'" "VF 0000:01:00.6 attached to domain 'vm3'" \
             "survives: same VF index, guest address and alias" \
             "PF 0000:01:00.0 has 4 VFs on vfio-pci; 3 assignment(s) kept." \
-            "0000:01:00.5  1      vfio-pci  3      yes      vm2 0000:03:00.0 attached" \
+            "0000:01:00.5 VF1  vfio-pci -     -     yes      vm2    03:00.0 attached" \
             "vm1: VF 01:00.4 at guest 03:00.0, alias ua-svff-0000-01-00-4"; do
         grep -qF -- "$want" "$out" || fail "demo output lacks '$want': $(cat "$out")"
 done

@@ -42,10 +42,10 @@ expect_eq "$(assignments_snapshot)" "$before" "assignments after reconf up"
 expect_eq "$(journal)" None "journal after reconf up"
 expect_eq "$(jget 'len([a for a in d["assignments"] if a["has_vf"]])' < "$T/result.json")" 3 "VMs with their VF"
 
-note "one line per event without a terminal"
+note "one line per phase without a terminal"
 ctl reconf $PF 8 > "$T/out.txt" 2>&1 || fail "reconf same count: $(cat "$T/out.txt")"
-grep -q "reconf-step .* pause domain=vm1" "$T/out.txt" || fail "event lines: $(cat "$T/out.txt")"
-grep -q "^  OK  VF 0 $VF0  domain 'vm1' at 0000:05:00.0: restored" "$T/out.txt" || fail "outcome: $(cat "$T/out.txt")"
+grep -q "^reconf $PF: phase quiesce: pause vm" "$T/out.txt" || fail "phase lines: $(cat "$T/out.txt")"
+grep -q "^  OK  VF 0 $VF0  domain 'vm1' at 05:00.0: restored" "$T/out.txt" || fail "outcome: $(cat "$T/out.txt")"
 
 note "down: refused without --force, store unchanged"
 g=$(gen)

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "list.h"
+#include "table.h"
+
+enum {
+        COL_DEVICE,
+        COL_TYPE,
+        COL_INDEX,
+        COL_DRIVER,
+        COL_VFS,
+        COL_IFACE,
+        COL_NUMA,
+        COL_IOMMU,
+        COL_ID,
+        COL_RECORDED,
+        COL_ORIGINAL,
+        COL_OWNER,
+        COL_POLICY,
+        COL_POOL,
+        COL_DOMAIN,
+        COL_GUEST,
+        COL_STATE,
+        COL_NAME,
+        _COL_MAX,
+};
+
+static const struct {
+        const char *name, *header, *help;
+        bool shrinkable;
+} columns[_COL_MAX] = {
+        [COL_DEVICE]   = { "device",   "DEVICE",   "PCI address of the PF or VF" },
+        [COL_TYPE]     = { "type",     "TYPE",     "PF, or VF with its index (VF3)" },
+        [COL_INDEX]    = { "index",    "INDEX",    "VF index on its PF" },
+        [COL_DRIVER]   = { "driver",   "DRIVER",   "driver bound now", true },
+        [COL_VFS]      = { "vfs",      "VFS",      "PF: VFs now/most the PF offers" },
+        [COL_IFACE]    = { "iface",    "IFACE",    "network interface name", true },
+        [COL_NUMA]     = { "numa",     "NUMA",     "NUMA node" },
+        [COL_IOMMU]    = { "iommu",    "IOMMU",    "IOMMU group" },
+        [COL_ID]       = { "id",       "ID",       "vendor:device ID" },
+        [COL_RECORDED] = { "recorded", "RECORDED", "svffd's store has it (VF: its original driver)" },
+        [COL_ORIGINAL] = { "original", "ORIGINAL", "VF: the driver release gives it back to", true },
+        [COL_OWNER]    = { "owner",    "OWNER",    "PF: who owns the VF count (policy or operator)" },
+        [COL_POLICY]   = { "policy",   "POLICY",   "PF: the svff.conf policy that matches", true },
+        [COL_POOL]     = { "pool",     "POOL",     "PF: attach --pf may pick its VFs" },
+        [COL_DOMAIN]   = { "domain",   "DOMAIN",   "VF: the libvirt domain it is assigned to", true },
+        [COL_GUEST]    = { "guest",    "GUEST",    "VF: guest PCI address (BB:SS.F)" },
+        [COL_STATE]    = { "state",    "STATE",    "VF: attached, paused or detaching; absent" },
+        [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", true },
+};
+
+/* The default fits 80 columns for the usual addresses and drivers; owner
+ * is added when svffd reports it. */
+static const unsigned default_columns[] = {
+        COL_DEVICE, COL_TYPE, COL_DRIVER, COL_VFS, COL_IFACE, COL_RECORDED, COL_DOMAIN, COL_GUEST, COL_STATE,
+};
+
+static unsigned selected[_COL_MAX];
+static size_t n_selected;   /* 0: the default */
+
+int list_columns_parse(const char *spec) {
+        _cleanup_free_ char *copy = NULL;
+        char *save = NULL;
+
+        n_selected = 0;
+        if (!spec || !*spec)
+                return 0;
+        copy = strdup(spec);
+        if (!copy)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                size_t c;
+
+                for (c = 0; c < _COL_MAX; c++)
+                        if (strcasecmp(w, columns[c].name) == 0)
+                                break;
+                if (c == _COL_MAX) {
+                        usage_error("list", "-o: no column '%s'; the columns are listed in 'svffctl list --help'.",
+                                    w);
+                        return -EINVAL;
+                }
+                if (n_selected == _COL_MAX) {
+                        usage_error("list", "-o: too many columns.");
+                        return -EINVAL;
+                }
+                selected[n_selected++] = (unsigned) c;
+        }
+        if (n_selected == 0) {
+                usage_error("list", "-o needs at least one column.");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+void list_columns_help(FILE *f) {
+        fprintf(f, "Columns for -o:\n");
+        for (size_t c = 0; c < _COL_MAX; c++)
+                fprintf(f, "  %-9s %s\n", columns[c].name, columns[c].help);
+        fprintf(f, "\nDefault:");
+        for (size_t i = 0; i < ELEMENTSOF(default_columns); i++)
+                fprintf(f, "%s%s", i ? "," : " ", columns[default_columns[i]].name);
+        fprintf(f, "\n(and owner after recorded when svffd reports it).\n");
+}
+
+static bool any_pf_has(struct json_object *reply, const char *key) {
+        struct json_object *pfs, *v;
+
+        if (!json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(pfs); i++)
+                if (json_object_object_get_ex(json_object_array_get_idx(pfs, i), key, &v))
+                        return true;
+        return false;
+}
+
+static const char *yes_no(struct json_object *o, const char *key) {
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !v)
+                return NULL;
+        return json_object_get_boolean(v) ? "yes" : "no";
+}
+
+/* One row's cells: what each column shows for a PF (vf NULL) or a VF. */
+struct row {
+        char type[24], index[24], vfs[48], numa[24], iommu[24], id[16], guest[24], name[256];
+        const char *cell[_COL_MAX];
+};
+
+static void fill_assignment(struct row *r, struct json_object *a) {
+        if (!a)
+                return;
+        r->cell[COL_DOMAIN] = jstr(a, "domain") ?: jstr(a, "uuid");
+        if (jstr(a, "guest_address"))
+                r->cell[COL_GUEST] = guest_address_display(jstr(a, "guest_address"), r->guest, sizeof(r->guest));
+        r->cell[COL_STATE] = jstr(a, "state");
+}
+
+static void fill_int(char *buf, size_t n, const char **cell, long long v) {
+        if (v < 0)
+                return;
+        snprintf(buf, n, "%lld", v);
+        *cell = buf;
+}
+
+static void fill_pf(struct row *r, struct json_object *pf) {
+        struct json_object *d;
+
+        r->cell[COL_DEVICE] = jstr(pf, "address");
+        r->cell[COL_TYPE] = "PF";
+        r->cell[COL_DRIVER] = jstr(pf, "driver");
+        snprintf(r->vfs, sizeof(r->vfs), "%lld/%lld", jint(pf, "numvfs", 0), jint(pf, "totalvfs", 0));
+        r->cell[COL_VFS] = r->vfs;
+        r->cell[COL_IFACE] = jstr(pf, "netdev");
+        fill_int(r->numa, sizeof(r->numa), &r->cell[COL_NUMA], jint(pf, "numa_node", -1));
+        fill_int(r->iommu, sizeof(r->iommu), &r->cell[COL_IOMMU], jint(pf, "iommu_group", -1));
+        snprintf(r->id, sizeof(r->id), "%s:%s", strna(jstr(pf, "vendor_id")), strna(jstr(pf, "device_id")));
+        r->cell[COL_ID] = r->id;
+        r->cell[COL_RECORDED] = json_object_object_get_ex(pf, "desired", &d) && d ? "yes" : "no";
+        r->cell[COL_OWNER] = jstr(pf, "owner");
+        r->cell[COL_POLICY] = jstr(pf, "policy");
+        r->cell[COL_POOL] = yes_no(pf, "pool");
+        if (jstr(pf, "vendor") || jstr(pf, "device")) {
+                snprintf(r->name, sizeof(r->name), "%s%s%s", jstr(pf, "vendor") ?: "",
+                         jstr(pf, "vendor") && jstr(pf, "device") ? " " : "", jstr(pf, "device") ?: "");
+                r->cell[COL_NAME] = r->name;
+        }
+}
+
+static void fill_vf(struct row *r, struct json_object *vf) {
+        struct json_object *a = NULL;
+
+        r->cell[COL_DEVICE] = jstr(vf, "address");
+        snprintf(r->type, sizeof(r->type), "VF%lld", jint(vf, "index", 0));
+        r->cell[COL_TYPE] = r->type;
+        fill_int(r->index, sizeof(r->index), &r->cell[COL_INDEX], jint(vf, "index", -1));
+        r->cell[COL_DRIVER] = jstr(vf, "driver");
+        r->cell[COL_IFACE] = jstr(vf, "netdev");
+        fill_int(r->iommu, sizeof(r->iommu), &r->cell[COL_IOMMU], jint(vf, "iommu_group", -1));
+        r->cell[COL_RECORDED] = yes_no(vf, "managed");
+        r->cell[COL_ORIGINAL] = jstr(vf, "original_driver");
+        (void) json_object_object_get_ex(vf, "assigned_to", &a);
+        fill_assignment(r, a);
+}
+
+static int add_row(struct table *t, const unsigned *cols, size_t n, const struct row *r) {
+        const char *cells[_COL_MAX];
+
+        for (size_t i = 0; i < n; i++)
+                cells[i] = r->cell[cols[i]];
+        return table_add_row(t, cells);
+}
+
+int list_print(struct json_object *reply) {
+        _cleanup_(table_freep) struct table *t = NULL;
+        struct json_object *pfs = NULL, *absent = NULL;
+        const char *headers[_COL_MAX];
+        unsigned cols[_COL_MAX];
+        size_t n = 0, n_pfs, n_absent;
+
+        if (!json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
+                pfs = NULL;
+        if (!json_object_object_get_ex(reply, "absent", &absent) || !json_object_is_type(absent, json_type_array))
+                absent = NULL;
+        n_pfs = pfs ? json_object_array_length(pfs) : 0;
+        n_absent = absent ? json_object_array_length(absent) : 0;
+        if (n_pfs + n_absent == 0) {
+                printf("No SR-IOV physical functions found.\n");
+                return 0;
+        }
+
+        if (n_selected > 0)
+                for (; n < n_selected; n++)
+                        cols[n] = selected[n];
+        else
+                for (size_t i = 0; i < ELEMENTSOF(default_columns); i++) {
+                        cols[n++] = default_columns[i];
+                        if (default_columns[i] == COL_RECORDED && any_pf_has(reply, "owner"))
+                                cols[n++] = COL_OWNER;
+                }
+        for (size_t i = 0; i < n; i++)
+                headers[i] = columns[cols[i]].header;
+        t = table_new((unsigned) n, headers);
+        if (!t)
+                return EXIT_FAILURE;
+        table_set_gap(t, 1);
+        for (size_t i = 0; i < n; i++)
+                table_set_shrinkable(t, (unsigned) i, columns[cols[i]].shrinkable);
+
+        for (size_t i = 0; i < n_pfs; i++) {
+                struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs;
+                struct row r = {};
+
+                fill_pf(&r, pf);
+                if (add_row(t, cols, n, &r) < 0)
+                        return EXIT_FAILURE;
+                if (!json_object_object_get_ex(pf, "vfs", &vfs) || !json_object_is_type(vfs, json_type_array))
+                        continue;
+                for (size_t k = 0; k < json_object_array_length(vfs); k++) {
+                        struct row v = {};
+
+                        fill_vf(&v, json_object_array_get_idx(vfs, k));
+                        if (add_row(t, cols, n, &v) < 0)
+                                return EXIT_FAILURE;
+                }
+        }
+        /* PFs svffd has records of that are not present: nothing is
+         * forgotten, and they line up with the rest. */
+        for (size_t i = 0; i < n_absent; i++) {
+                struct json_object *a = json_object_array_get_idx(absent, i), *d = NULL, *vfs = NULL;
+                struct row r = {};
+
+                r.cell[COL_DEVICE] = jstr(a, "address");
+                r.cell[COL_TYPE] = "PF";
+                if (json_object_object_get_ex(a, "desired", &d) && d) {
+                        snprintf(r.vfs, sizeof(r.vfs), "-/%lld", jint(d, "numvfs", 0));
+                        r.cell[COL_VFS] = r.vfs;
+                }
+                r.cell[COL_RECORDED] = "yes";
+                r.cell[COL_STATE] = "absent";
+                if (add_row(t, cols, n, &r) < 0)
+                        return EXIT_FAILURE;
+                if (!json_object_object_get_ex(a, "vfs", &vfs) || !json_object_is_type(vfs, json_type_array))
+                        continue;
+                for (size_t k = 0; k < json_object_array_length(vfs); k++) {
+                        struct json_object *vf = json_object_array_get_idx(vfs, k), *asg = NULL;
+                        struct row v = {};
+
+                        v.cell[COL_DEVICE] = jstr(vf, "address");
+                        v.cell[COL_TYPE] = "VF";
+                        v.cell[COL_RECORDED] = "yes";
+                        v.cell[COL_ORIGINAL] = jstr(vf, "original_driver");
+                        (void) json_object_object_get_ex(vf, "assigned_to", &asg);
+                        fill_assignment(&v, asg);
+                        v.cell[COL_STATE] = "absent";
+                        if (add_row(t, cols, n, &v) < 0)
+                                return EXIT_FAILURE;
+                }
+        }
+        table_print_fit(t, stdout, 0, output_width(stdout));
+        return 0;
+}

@@ -1,0 +1,119 @@
+#!/bin/sh
+# svffctl's bash completion, typed into a real terminal: tmux runs bash
+# with bash-completion and completion/svffctl, the test sends
+# 'svffctl <TAB><TAB>' and PCI address prefixes (colons and all), reads
+# the screen with capture-pane and checks what was offered: commands,
+# every option of a command, PF and VF addresses from svffd, and domains
+# after a VF address for attach but not for detach.
+. "$(dirname "$0")/daemon-lib.sh"
+
+BASH_COMPLETION=/usr/share/bash-completion/bash_completion
+command -v tmux >/dev/null || skip "tmux is not installed (scripts/setup-deps installs it)"
+command -v bash >/dev/null || skip "bash is not installed"
+[ -f "$BASH_COMPLETION" ] || skip "bash-completion is not installed (scripts/setup-deps installs it)"
+
+PF=0000:01:00.0
+start_pcisim qdma
+start_svffd
+ctl init $PF 4 >/dev/null || fail "init"
+
+# A stand-in for virsh: libvirt's domains are what the completion asks it
+# for, and no libvirtd of this test's own can run next to the system's.
+mkdir -p "$T/bin"
+cat > "$T/bin/virsh" <<'SH'
+#!/bin/sh
+[ "$*" = "list --all --name" ] && printf 'vm-alpha\nvm-beta\n\n'
+SH
+chmod +x "$T/bin/virsh"
+
+TMUX_SOCK="$T/tmux.sock"
+tm() { tmux -S "$TMUX_SOCK" "$@"; }
+cat > "$T/bashrc" <<SH
+PS1='\$ '
+bind 'set bell-style none'
+bind 'set completion-query-items 0'
+bind 'set page-completions off'
+. $BASH_COMPLETION
+. $top_srcdir/completion/svffctl
+export PATH="$top_builddir/cli:$T/bin:\$PATH" SVFF_SOCKET="$SOCK"
+SH
+tm new-session -d -x 200 -y 50 "env -i HOME=$T TERM=screen PATH=$PATH bash --noprofile --rcfile $T/bashrc -i" ||
+        skip "tmux cannot start a session here"
+tm_cleanup() { tm kill-server 2>/dev/null; cleanup; }
+trap tm_cleanup EXIT
+wait_for sh -c "tmux -S '$TMUX_SOCK' capture-pane -p | grep -q '^\\$'" || fail "bash did not start in tmux"
+
+screen() { tm capture-pane -p; }
+# type KEYS...: clears the line and the screen, then sends the keys.
+type_keys() {
+        tm send-keys C-u C-l
+        sleep 0.3
+        tm send-keys "$@"
+}
+# expect_screen WHAT REGEX: the screen shows REGEX within 10 s.
+expect_screen() {
+        wait_for sh -c "tmux -S '$TMUX_SOCK' capture-pane -p | grep -qE -- '$2'" ||
+                fail "$1: the screen lacks /$2/: $(screen)"
+}
+reject_screen() {
+        sleep 1
+        screen | grep -qE -- "$2" && fail "$1: the screen shows /$2/: $(screen)"
+        return 0
+}
+
+note "svffctl <TAB><TAB>: the commands"
+type_keys "svffctl " Tab Tab
+for c in list status init reconf release monitor attach detach pause unpause config; do
+        expect_screen "command $c" "(^| )$c( |$)"
+done
+
+note "a VF address prefix with colons completes to the VFs"
+type_keys "svffctl pause 0000:01:00." Tab Tab
+# bash lists them without the part before the last colon, which is on
+# the command line already (what __ltrim_colon_completions is for).
+for i in 0 1 2 3; do
+        vf=$(sys_vf $PF $i)
+        expect_screen "VF $i" "(^| )${vf#0000:01:}( |\$)"
+done
+reject_screen "the PF is not a VF" "(^| )00\.0( |\$)"
+type_keys "svffctl init 0000:01:0" Tab
+expect_screen "the PF address completes past both colons" '^\$ svffctl init 0000:01:00\.0$'
+
+note "domains after a VF address for attach, not for detach"
+type_keys "svffctl attach $(sys_vf $PF 1) vm-" Tab Tab
+expect_screen "domain vm-alpha" "vm-alpha"
+expect_screen "domain vm-beta" "vm-beta"
+type_keys "svffctl attach --pf $PF vm-a" Tab
+expect_screen "a domain after --pf PF" '^\$ svffctl attach --pf 0000:01:00\.0 vm-alpha$'
+type_keys "svffctl detach $(sys_vf $PF 1) " Tab Tab
+reject_screen "detach takes no domain" "vm-alpha"
+
+note "every option of every command (a third Tab: the first may only extend - to --)"
+for spec in "list:--output -o --timeout --json --socket --help" \
+            "status:--timeout --json" \
+            "init:--driver --timeout --json" \
+            "reconf:--mode --dry-run --force --timeout" \
+            "release:--timeout --json" \
+            "monitor:--no-reconnect --json" \
+            "attach:--pf --live --config --guest-address --timeout" \
+            "detach:--timeout" "pause:--timeout" "unpause:--timeout" \
+            "config:--json"; do
+        c=${spec%%:*}
+        type_keys "svffctl $c -" Tab Tab Tab
+        for o in ${spec#*:}; do
+                expect_screen "$c offers $o" "(^| )$o( |$)"
+        done
+done
+# And what a command's --help names, the completion offers.
+for c in list init reconf attach monitor; do
+        type_keys "svffctl $c -" Tab Tab Tab
+        expect_screen "$c offers --json" "(^| )--json( |\$)"
+        for o in $(ctl $c --help | sed -n '/^Options:/,/^$/p' | grep -o -- '--[a-z-]*' | sort -u); do
+                screen | grep -qE -- "(^| )$o( |$)" || fail "$c --help names $o, the completion does not offer it: $(screen)"
+        done
+done
+
+note "-o completes column names, after a comma too"
+type_keys "svffctl list -o device,gue" Tab
+expect_screen "-o column after a comma" '^\$ svffctl list -o device,guest'
+echo "PASS"

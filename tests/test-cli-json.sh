@@ -1,0 +1,80 @@
+#!/bin/sh
+# svffctl --json: errors are one JSON object on stderr with the error name
+# and parameters (svffd's errors and svffctl's own); init and reconf print
+# the same JSON lines (progress events, the result last); and monitor
+# follows svffd across a restart unless --no-reconnect.
+. "$(dirname "$0")/daemon-lib.sh"
+
+PF=0000:01:00.0
+start_pcisim qdma
+start_svffd
+
+# check_error NAME CMD...: CMD fails and its stderr is exactly one JSON
+# object naming NAME, with a message among its parameters.
+check_error() {
+        name=$1
+        shift
+        rc=0
+        "$@" > "$T/out" 2> "$T/err" || rc=$?
+        [ "$rc" -ne 0 ] || fail "'$*' succeeded"
+        python3 - "$T/err" "$name" <<'PY' || fail "'$*': stderr is not one JSON error: $(cat "$T/err")"
+import json, sys
+lines = [l for l in open(sys.argv[1]).read().splitlines() if l.strip()]
+assert len(lines) == 1, lines
+e = json.loads(lines[0])
+assert e["error"] == sys.argv[2], e
+assert isinstance(e["parameters"], dict) and e["parameters"]["message"], e
+PY
+}
+
+check_error io.svff.NoSuchDevice ctl --json init 0000:09:00.0 2
+expect_eq "$(jget 'd["parameters"]["device"]' < "$T/err")" 0000:09:00.0 "NoSuchDevice parameters"
+check_error io.svff.TooManyVfs ctl init $PF 300 --json
+check_error io.svff.NotManaged ctl --json release 0000:01:00.4
+check_error io.svff.ctl.UsageError ctl --json init bogus 2
+check_error io.svff.ctl.UsageError ctl --json init $PF -1
+check_error io.svff.ctl.UsageError ctl --json frobnicate
+check_error io.svff.ctl.Unreachable "$SVFFCTL" --json --socket "$T/nonexistent.sock" status
+expect_eq "$(jget 'd["parameters"]["socket"]' < "$T/err")" "$T/nonexistent.sock" "Unreachable parameters"
+
+# check_lines FILE: every line of FILE is a JSON object; the progress
+# events have "event", the last line is the result and has none.
+check_lines() {
+        python3 - "$1" <<'PY' || fail "JSON lines of $1: $(cat "$1")"
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+assert all(isinstance(d, dict) for d in docs), docs
+assert "event" not in docs[-1] or not isinstance(docs[-1]["event"], str), docs[-1]
+assert all(isinstance(d.get("event"), str) for d in docs[:-1]), docs
+assert len(docs) >= 2, "no progress lines"
+PY
+}
+
+ctl --json init $PF 4 > "$T/init.json" || fail "init --json"
+check_lines "$T/init.json"
+expect_eq "$(tail -n 1 "$T/init.json" | jget 'd["numvfs"]')" 4 "init result"
+expect_eq "$(grep -c '"event":"vf-bound"' "$T/init.json")" 4 "vf-bound lines of init --json"
+ctl --json reconf $PF 6 > "$T/reconf.json" || fail "reconf --json"
+check_lines "$T/reconf.json"
+expect_eq "$(tail -n 1 "$T/reconf.json" | jget 'd["numvfs"]')" 6 "reconf result"
+
+note "monitor reconnects across a restart of svffd"
+"$SVFFCTL" --socket "$SOCK" monitor --json > "$T/mon.out" 2> "$T/mon.err" &
+MON=$!
+BG_PIDS="$MON"
+wait_for grep -q subscribed "$T/mon.out" || fail "monitor did not subscribe"
+stop_svffd TERM || fail "svffd exit status"
+wait_for grep -q reconnecting "$T/mon.err" || fail "monitor did not say it reconnects: $(cat "$T/mon.err")"
+kill -0 $MON 2>/dev/null || fail "monitor exited when svffd stopped"
+start_svffd
+wait_for grep -q reconnected "$T/mon.err" || fail "monitor did not reconnect: $(cat "$T/mon.err")"
+ctl init $PF 2 >/dev/null 2>&1 || fail "init after the restart"
+wait_for grep -q init-done "$T/mon.out" || fail "monitor missed the init after the restart: $(cat "$T/mon.out")"
+expect_eq "$(grep -c '"event":"subscribed"' "$T/mon.out")" 2 "subscriptions"
+python3 - "$T/mon.err" <<'PY' || fail "monitor --json notices are not JSON: $(cat "$T/mon.err")"
+import json, sys
+for l in open(sys.argv[1]):
+    assert "notice" in json.loads(l)
+PY
+kill $MON; BG_PIDS=""
+echo "PASS"

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Progress of init (svffctl's side): without a terminal one line per
+# phase, not one per VF; on a real terminal (tmux, read with
+# capture-pane) a line that moves, with the phase, the counts and an ETA,
+# during an init slowed down by pcisim's latencies; and the lines of a
+# monitor running on the same terminal never glue onto it.
+. "$(dirname "$0")/daemon-lib.sh"
+
+PF=0000:01:00.0
+N=40
+start_pcisim qdma
+start_svffd
+# 50 ms per VF created and per bind (or probe): about 2 s a phase.
+pcisim_ctl "latency vf_enable 50000"
+pcisim_ctl "latency bind 50000"
+pcisim_ctl "latency probe 50000"
+
+note "no terminal: one line per phase"
+ctl init $PF $N > "$T/init.out" 2> "$T/init.err" || fail "init: $(cat "$T/init.err")"
+expect_eq "$(grep -c 'phase numvfs' "$T/init.err")" 1 "numvfs phase lines"
+expect_eq "$(grep -c 'phase bind' "$T/init.err")" 1 "bind phase lines"
+expect_eq "$(wc -l < "$T/init.err")" 2 "progress lines for $N VFs"
+grep -q "PF $PF: $N VFs on vfio-pci" "$T/init.out" || fail "init result: $(cat "$T/init.out")"
+ctl init $PF 0 >/dev/null 2>&1 || fail "init 0"
+
+command -v tmux >/dev/null || skip "tmux is not installed (scripts/setup-deps installs it): the terminal part cannot run"
+TMUX_SOCK="$T/tmux.sock"
+tm() { tmux -S "$TMUX_SOCK" "$@"; }
+tm new-session -d -x 200 -y 80 "env -i HOME=$T TERM=screen PATH=$PATH sh" || skip "tmux cannot start a session here"
+tm_cleanup() { tm kill-server 2>/dev/null; cleanup; }
+trap tm_cleanup EXIT
+
+note "a terminal: a moving progress line, monitor lines apart from it"
+tm send-keys "'$SVFFCTL' --socket '$SOCK' monitor & sleep 1; '$SVFFCTL' --socket '$SOCK' init $PF $N; echo INIT-RC=\$?" Enter
+i=0
+: > "$T/seen"
+while ! tm capture-pane -p | grep -q "INIT-RC=[0-9]"; do
+        tm capture-pane -p | grep "^init $PF " >> "$T/seen" || true
+        i=$((i + 1))
+        [ $i -lt 300 ] || fail "init on the terminal did not end: $(tm capture-pane -p)"
+        sleep 0.1
+done
+tm capture-pane -p -S - > "$T/screen"
+grep -q "INIT-RC=0" "$T/screen" || fail "init on the terminal failed: $(cat "$T/screen")"
+grep -q "numvfs" "$T/seen" || fail "no numvfs phase shown: $(sort -u "$T/seen")"
+grep -q "bind .*/$N VFs" "$T/seen" || fail "no bind counts shown: $(sort -u "$T/seen")"
+grep -q "ETA" "$T/seen" || fail "no ETA shown: $(sort -u "$T/seen")"
+# It moved: several different counts during the bind phase, and the
+# elapsed time ticking during the numvfs write, which sends no events.
+[ "$(grep -oE "bind [0-9]+/$N VFs" "$T/seen" | sort -u | wc -l)" -ge 3 ] ||
+        fail "the bind count did not move: $(sort -u "$T/seen")"
+[ "$(grep "numvfs" "$T/seen" | sort -u | wc -l)" -ge 2 ] ||
+        fail "the numvfs phase showed one frozen line: $(sort -u "$T/seen")"
+# Monitor and progress never share a line: every monitor line begins
+# with its timestamp, and no line holds both.
+python3 - "$T/screen" <<'PY' || fail "monitor and progress lines glued together: $(cat "$T/screen")"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+ev = [l for l in lines if re.search(r"\d{4}-\d\d-\d\dT[\d:.]+Z ", l)]
+assert len(ev) >= 40, len(ev)
+for l in ev:
+    assert re.match(r"\d{4}-\d\d-\d\dT[\d:.]+Z ", l), l
+    assert not re.search(r"init \S+ [|/\\-] ", l), l
+PY
+grep -q "PF $PF: $N VFs on vfio-pci" "$T/screen" || fail "result line: $(cat "$T/screen")"
+echo "PASS"

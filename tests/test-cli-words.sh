@@ -1,0 +1,42 @@
+#!/bin/sh
+# One vocabulary on svffctl's side: svffctl(8) has a glossary; "release"
+# is only the command (--force drops an assignment), "mode" only the
+# reconf mode (a pause is native or detach), in --help and in monitor's
+# event lines; guest addresses are written BB:SS.F as they are typed.
+. "$(dirname "$0")/daemon-lib.sh"
+
+MAN="$top_srcdir/man/svffctl.8"
+glossary=$(sed -n '/^\.SH GLOSSARY/,/^\.SH /p' "$MAN")
+[ -n "$glossary" ] || fail "svffctl(8) has no GLOSSARY"
+for term in "release" "drop" "recorded" "original driver" "guest address" "native pause, detach pause" "reconf mode" "owner"; do
+        echo "$glossary" | grep -q "^\.B $term\$" || fail "the glossary lacks '$term'"
+done
+
+# --help: release is the command's word only, mode reconf's only.
+"$SVFFCTL" --help > "$T/help"
+for c in list status init release monitor attach detach pause unpause reconf config; do
+        "$SVFFCTL" $c --help > "$T/help.$c" || fail "$c --help"
+done
+# (the command may be named; no other thing "releases" or "is released")
+grep -iE "releas(es|ed|ing)|release (it|them)" "$T/help" "$T"/help.* > "$T/bad" &&
+        fail "release with another meaning in --help: $(cat "$T/bad")"
+for c in pause unpause attach; do
+        grep -qi "mode" "$T/help.$c" && fail "$c --help speaks of a mode: $(grep -i mode "$T/help.$c")"
+done
+grep -q "native pause" "$T/help.pause" || fail "pause --help does not name the native pause"
+grep -q "BB:SS.F" "$T/help.attach" || fail "attach --help lacks the guest address form"
+
+# Monitor: a reconf's mode is reconf-mode=, never a bare mode=.
+PF=0000:01:00.0
+start_pcisim qdma
+start_svffd
+ctl init $PF 2 >/dev/null 2>&1 || fail "init"
+"$SVFFCTL" --socket "$SOCK" monitor > "$T/mon.out" &
+BG_PIDS=$!
+wait_for grep -q subscribed "$T/mon.out" || fail "monitor did not subscribe"
+ctl reconf $PF 3 >/dev/null 2>&1 || fail "reconf"
+wait_for grep -q reconf-done "$T/mon.out" || fail "no reconf-done: $(cat "$T/mon.out")"
+grep -q "reconf-started .*reconf-mode=pause" "$T/mon.out" || fail "reconf-started line: $(cat "$T/mon.out")"
+grep -q " mode=" "$T/mon.out" && fail "a bare mode= in monitor: $(grep ' mode=' "$T/mon.out")"
+kill $BG_PIDS; BG_PIDS=""
+echo "PASS"
