@@ -1092,8 +1092,7 @@ static const struct command commands[] = {
           "Give VF back to its original driver (the one it had before svff bound it),\n"
           "and forget it. A VF assigned to a domain is refused (the domain could not\n"
           "start without it): detach it first, or use --force, which detaches it from\n"
-          "its domain (as 'svffctl detach' does) and then releases it. Needs root or the\n"
-          "admin group.", cmd_release, .has_force = true },
+          "its domain (as 'svffctl detach' does) first. Needs root or the admin group.", cmd_release, .has_force = true },
         { "monitor", "monitor [--no-reconnect] [--json]",
           "Print svffd's events as they happen, one per line (--json: one JSON object\n"
           "per line), until interrupted. When svffd restarts, monitor connects again\n"

@@ -59,7 +59,9 @@ check_lines "$T/reconf.json"
 expect_eq "$(tail -n 1 "$T/reconf.json" | jget 'd["numvfs"]')" 6 "reconf result"
 
 note "monitor reconnects across a restart of svffd"
-"$SVFFCTL" --socket "$SOCK" monitor --json > "$T/mon.out" 2> "$T/mon.err" &
+# Straight to svffd's socket: the validating proxy (daemon-lib.sh) stops
+# and starts with svffd, and this monitor must meet svffd's own restart.
+"${SVFFCTL_REAL:-$SVFFCTL}" --socket "$SOCK" monitor --json > "$T/mon.out" 2> "$T/mon.err" &
 MON=$!
 BG_PIDS="$MON"
 wait_for grep -q subscribed "$T/mon.out" || fail "monitor did not subscribe"

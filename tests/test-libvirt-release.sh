@@ -30,7 +30,7 @@ varlink_call io.svff.Release "{\"vf\": \"$VF0\"}" > "$T/out" || rc=$?
 grep -q '"io.svff.AlreadyAssigned"' "$T/out" || fail "Release over varlink: $(cat "$T/out")"
 rc=0
 varlink_call io.svff.Release "{\"vf\": \"$VF0\", \"force\": 1}" > "$T/out" || rc=$?
-grep -q '"io.svff.InvalidParameter"' "$T/out" || fail "force that is not a bool: $(cat "$T/out")"
+grep -q '"org.varlink.service.InvalidParameter"' "$T/out" || fail "force that is not a bool: $(cat "$T/out")"
 
 # --force: detached through the Detach path, then released.
 ctl release --force "$VF0" > "$T/out" 2> "$T/err" || fail "release --force: $(cat "$T/out" "$T/err")"
