@@ -1324,6 +1324,24 @@ void assign_free_deferred(struct manager *m) {
 
 /* ---- recovery ---- */
 
+bool assign_vf_changing(struct manager *m, const char *vf, struct call *call) {
+        struct svff_assignment a;
+        bool busy = hv_vf_busy(m->hv, vf);
+        bool pending = svff_store_get_assignment(m->store, vf, &a) > 0 && a.intent != SVFF_INTENT_NONE;
+
+        if (!busy && !pending)
+                return false;
+        if (call && busy)
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                            "An attach, detach, pause or unpause of VF %s is in progress; try again when it is done.",
+                            vf);
+        else if (call)
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                            "VF %s has an unfinished %s that svffd resolves against libvirt; try again then.", vf,
+                            svff_assign_intent_to_string(a.intent));
+        return true;
+}
+
 void assign_recover(struct manager *m) {
         _cleanup_strv_free_ char **vfs = NULL;
         size_t n = 0;

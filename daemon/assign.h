@@ -47,6 +47,11 @@ void assign_domain_event(struct manager *m, const char *uuid, const char *name, 
 /* Frees the events held back (shutdown). */
 void assign_free_deferred(struct manager *m);
 
+/* Whether vf has an attach, detach, pause or unpause in flight, or an
+ * intent not yet resolved: then nothing else may touch the VF (e.g.
+ * unbind it), and call (optional) is answered with why. */
+bool assign_vf_changing(struct manager *m, const char *vf, struct call *call);
+
 /* Resolves every intent in the store against libvirt's view, on the
  * libvirt pool (main thread, once connected: each VF is busy until its
  * answer is in). An intent libvirt cannot answer for stays. */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "assign.h"
 #include "bind.h"
 #include "interface.h"
 #include "json-util.h"
@@ -684,6 +685,10 @@ void method_release(struct manager *m, struct call *call) {
                             "An %s of PF %s is in progress; release VF %s once it is done.", op->kind, pf, vf);
                 return;
         }
+        /* Unbinding it under a change in flight would hand libvirt a VF
+         * that is leaving vfio-pci. */
+        if (assign_vf_changing(m, vf, call))
+                return;
         rec = json_object_object_get(svff_store_vfs(m->store), vf);
         (void) svff_json_get_unsigned(rec, "index", &index);
         (void) svff_json_get_string(rec, "driver", &driver);

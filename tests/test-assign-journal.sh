@@ -11,7 +11,8 @@
 #   - a SIGKILL right after each intent and right after each libvirt
 #     call, then a restart: recovery reads the domain XML and records
 #     what is there, before the pool hands the VF out again;
-#   - libvirt unreachable at start-up: the intent stays, the VF taken;
+#   - libvirt unreachable at start-up: the intent stays, the VF taken
+#     (no detach, no release unbinding it);
 #   - a domain event while an operation runs on the PF waits for it.
 . "$(dirname "$0")/libvirt-embed-lib.sh"
 
@@ -188,6 +189,10 @@ expect_eq "$(jget "[v for v in d['pfs'][0]['vfs'] if v['address'] == '$VF3'][0][
         attach "VF3 in list while libvirt is away"
 rc=0; ctl detach "$VF3" > "$T/out" 2>&1 || rc=$?
 expect_eq "$rc" 1 "detach of an unresolved VF"
+rc=0; ctl release "$VF3" > "$T/out" 2>&1 || rc=$?
+expect_eq "$rc" 1 "release of an unresolved VF"
+grep -q "unfinished attach" "$T/out" || fail "release of an unresolved VF: $(cat "$T/out")"
+expect_eq "$(sys_driver "$VF3")" vfio-pci "VF3's driver after the refused release"
 check_vfs "libvirt away"
 stop_svffd
 mv "$T/svff.conf.good" "$T/svff.conf"
