@@ -1322,6 +1322,16 @@ void assign_free_deferred(struct manager *m) {
         m->assign_deferred = NULL;
 }
 
+bool assign_pf_changing(struct manager *m, const char *pf, struct call *call) {
+        json_object_object_foreach(svff_store_vfs(m->store), vf, rec) {
+                const char *p;
+
+                if (svff_json_get_string(rec, "pf", &p) >= 0 && streq(p, pf) && assign_vf_changing(m, vf, call))
+                        return true;
+        }
+        return false;
+}
+
 /* ---- recovery ---- */
 
 bool assign_vf_changing(struct manager *m, const char *vf, struct call *call) {

@@ -51,6 +51,9 @@ void assign_free_deferred(struct manager *m);
  * intent not yet resolved: then nothing else may touch the VF (e.g.
  * unbind it), and call (optional) is answered with why. */
 bool assign_vf_changing(struct manager *m, const char *vf, struct call *call);
+/* The same for any VF svff recorded under pf: a reconf plans from the
+ * assignments, which must be settled. */
+bool assign_pf_changing(struct manager *m, const char *pf, struct call *call);
 
 /* Resolves every intent in the store against libvirt's view, on the
  * libvirt pool (main thread, once connected: each VF is busy until its

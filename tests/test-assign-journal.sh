@@ -12,7 +12,7 @@
 #     call, then a restart: recovery reads the domain XML and records
 #     what is there, before the pool hands the VF out again;
 #   - libvirt unreachable at start-up: the intent stays, the VF taken
-#     (no detach, no release unbinding it);
+#     (no detach, no release unbinding it, no reconf planned from it);
 #   - a domain event while an operation runs on the PF waits for it.
 . "$(dirname "$0")/libvirt-embed-lib.sh"
 
@@ -193,6 +193,9 @@ rc=0; ctl release "$VF3" > "$T/out" 2>&1 || rc=$?
 expect_eq "$rc" 1 "release of an unresolved VF"
 grep -q "unfinished attach" "$T/out" || fail "release of an unresolved VF: $(cat "$T/out")"
 expect_eq "$(sys_driver "$VF3")" vfio-pci "VF3's driver after the refused release"
+rc=0; ctl reconf $PF 4 > "$T/out" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "reconf planned from an unresolved assignment"
+grep -q "unfinished attach" "$T/out" || fail "reconf with an unresolved VF: $(cat "$T/out")"
 check_vfs "libvirt away"
 stop_svffd
 mv "$T/svff.conf.good" "$T/svff.conf"
