@@ -550,55 +550,8 @@ static int job_resubmit(struct job *j, enum job_phase phase) {
         return worker_pool_submit(hv_pool(j->m->hv), job_run, j);
 }
 
-/* The record that matches what libvirt shows (p) after, or instead of,
- * the change a->intent names. Returns false when that is no record at
- * all (the VF is free). Where the device is still in the running
- * domain after a detach was asked for, the guest may yet let it go:
- * "detaching" says so, never "attached". */
 static bool resolve(struct svff_assignment *a, const struct probe *p) {
-        bool present = p->found_live || p->found_config;
-        enum svff_assign_intent in = a->intent;
-
-        a->intent = SVFF_INTENT_NONE;
-        switch (in) {
-        case SVFF_INTENT_NONE:
-                return true;
-        case SVFF_INTENT_ATTACH:
-        case SVFF_INTENT_UNPAUSE:
-                if (!present) {
-                        if (in == SVFF_INTENT_ATTACH)
-                                return false;
-                        a->state = SVFF_ASSIGN_PAUSED;  /* still detached, address reserved */
-                        return true;
-                }
-                a->state = SVFF_ASSIGN_ATTACHED;
-                a->pause_mode = SVFF_PAUSE_NONE;
-                a->live = p->found_live;
-                a->config = p->found_config;
-                if (*p->hd.alias)
-                        snprintf(a->alias, sizeof(a->alias), "%s", p->hd.alias);
-                if (*p->hd.guest_address)
-                        snprintf(a->guest_address, sizeof(a->guest_address), "%s", p->hd.guest_address);
-                return true;
-        case SVFF_INTENT_DETACH:
-        case SVFF_INTENT_PAUSE:
-                if (!present) {
-                        if (in == SVFF_INTENT_DETACH)
-                                return false;
-                        a->state = SVFF_ASSIGN_PAUSED;
-                        a->pause_mode = SVFF_PAUSE_DETACH;
-                        return true;
-                }
-                if (p->found_live) {
-                        a->state = SVFF_ASSIGN_DETACHING;
-                        if (in == SVFF_INTENT_PAUSE)
-                                a->pause_mode = SVFF_PAUSE_DETACH;
-                }
-                a->live = p->found_live;
-                a->config = p->found_config;
-                return true;
-        }
-        return true;
+        return svff_assignment_resolve(a, p->found_live, p->found_config, p->hd.alias, p->hd.guest_address);
 }
 
 /* Puts a (or no record) into the store's memory. */

@@ -877,6 +877,55 @@ void svff_store_remove_assignment(struct svff_store *s, const char *vf) {
                 json_object_object_del(svff_store_assignments(s), vf);
 }
 
+bool svff_assignment_resolve(struct svff_assignment *a, bool in_live, bool in_config, const char *alias,
+                             const char *guest_address) {
+        enum svff_assign_intent in = a->intent;
+        bool present = in_live || in_config;
+
+        a->intent = SVFF_INTENT_NONE;
+        switch (in) {
+        case SVFF_INTENT_NONE:
+                return true;
+        case SVFF_INTENT_ATTACH:
+        case SVFF_INTENT_UNPAUSE:
+                if (!present) {
+                        if (in == SVFF_INTENT_ATTACH)
+                                return false;
+                        a->state = SVFF_ASSIGN_PAUSED;  /* still detached, address reserved */
+                        return true;
+                }
+                a->state = SVFF_ASSIGN_ATTACHED;
+                a->pause_mode = SVFF_PAUSE_NONE;
+                a->live = in_live;
+                a->config = in_config;
+                if (alias && *alias)
+                        snprintf(a->alias, sizeof(a->alias), "%s", alias);
+                if (guest_address && *guest_address)
+                        snprintf(a->guest_address, sizeof(a->guest_address), "%s", guest_address);
+                return true;
+        case SVFF_INTENT_DETACH:
+        case SVFF_INTENT_PAUSE:
+                if (!present) {
+                        if (in == SVFF_INTENT_DETACH)
+                                return false;
+                        /* detached with the reservation: live and config
+                         * say where it goes back */
+                        a->state = SVFF_ASSIGN_PAUSED;
+                        a->pause_mode = SVFF_PAUSE_DETACH;
+                        return true;
+                }
+                if (in_live) {
+                        a->state = SVFF_ASSIGN_DETACHING;
+                        if (in == SVFF_INTENT_PAUSE)
+                                a->pause_mode = SVFF_PAUSE_DETACH;
+                }
+                a->live = in_live;
+                a->config = in_config;
+                return true;
+        }
+        return true;
+}
+
 int svff_store_domain_event(struct svff_store *s, const char *uuid, const char *name,
                             enum svff_domain_event ev, svff_assign_change_fn fn, void *userdata) {
         _cleanup_strv_free_ char **vfs = NULL;

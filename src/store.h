@@ -141,6 +141,18 @@ int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct
 int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_assignment *ret);
 void svff_store_remove_assignment(struct svff_store *s, const char *vf);
 
+/* Resolves a's intent against what libvirt shows of the VF in a's
+ * domain: in_live / in_config whether its running / persistent
+ * definition holds it (a domain that is gone holds nothing); alias and
+ * guest_address (either may be NULL or "") as found there. a becomes
+ * the settled record; returns false when that is no record at all (the
+ * VF is free). Where a detach or pause was asked for and the running
+ * domain still holds the device, the guest may yet let it go:
+ * "detaching", never "attached". A record without an intent is left
+ * as it is. */
+bool svff_assignment_resolve(struct svff_assignment *a, bool in_live, bool in_config, const char *alias,
+                             const char *guest_address);
+
 /* What a domain's lifecycle does to its assignments. */
 enum svff_domain_event {
         SVFF_DOMAIN_STARTED,    /* attached config assignments are live again */

@@ -510,6 +510,71 @@ START_TEST(test_intent) {
 }
 END_TEST
 
+/* Every intent against every view libvirt can give of the VF. */
+START_TEST(test_resolve) {
+        static const struct {
+                enum svff_assign_intent intent;
+                enum svff_assign_state state;   /* as journaled */
+                enum svff_pause_mode mode;
+                bool in_live, in_config;
+                bool keep;                      /* a record remains */
+                enum svff_assign_state want_state;
+                enum svff_pause_mode want_mode;
+        } cases[] = {
+                /* attach: where libvirt has it, or nothing */
+                { SVFF_INTENT_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, false, false, 0, 0 },
+                { SVFF_INTENT_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, false, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                /* detach: gone is done; still running with it may yet go */
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, false, false, 0, 0 },
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, true, true, SVFF_ASSIGN_DETACHING, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, false, false, false, 0, 0 },
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE, false, true, true, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE },
+                /* pause: gone is paused by detach, the reservation kept */
+                { SVFF_INTENT_PAUSE, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, false, true, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH },
+                { SVFF_INTENT_PAUSE, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_PAUSE, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, false, true, SVFF_ASSIGN_DETACHING, SVFF_PAUSE_DETACH },
+                /* unpause: there is attached, gone is still paused */
+                { SVFF_INTENT_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, false, false, true, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH },
+                { SVFF_INTENT_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, false, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE, true, false, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                /* settled: untouched */
+                { SVFF_INTENT_NONE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, true, true, true, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct svff_assignment a = {
+                        .uuid = "6a1b8e1c-0000-4000-8000-000000000001", .domain = "vm1",
+                        .alias = "ua-svff-0000-03-00-1", .guest_address = "0000:05:00.0",
+                        .live = true, .config = true,
+                        .state = cases[i].state, .pause_mode = cases[i].mode, .intent = cases[i].intent,
+                };
+                bool keep, present = cases[i].in_live || cases[i].in_config;
+
+                keep = svff_assignment_resolve(&a, cases[i].in_live, cases[i].in_config, present ? "ua-found" : NULL,
+                                               present ? "0000:06:00.0" : NULL);
+                ck_assert_msg(keep == cases[i].keep, "case %zu: keep %d", i, keep);
+                ck_assert_int_eq(a.intent, SVFF_INTENT_NONE);
+                if (!keep)
+                        continue;
+                ck_assert_msg(a.state == cases[i].want_state, "case %zu: state %s", i,
+                              svff_assign_state_to_string(a.state));
+                ck_assert_msg(a.pause_mode == cases[i].want_mode, "case %zu: mode %d", i, a.pause_mode);
+                if (cases[i].intent != SVFF_INTENT_NONE && present) {
+                        /* the record says which definitions hold it */
+                        ck_assert_msg(a.live == cases[i].in_live && a.config == cases[i].in_config, "case %zu", i);
+                }
+                if ((cases[i].intent == SVFF_INTENT_ATTACH || cases[i].intent == SVFF_INTENT_UNPAUSE) && present) {
+                        ck_assert_str_eq(a.alias, "ua-found");
+                        ck_assert_str_eq(a.guest_address, "0000:06:00.0");
+                } else
+                        ck_assert_str_eq(a.guest_address, "0000:05:00.0");
+        }
+}
+END_TEST
+
 static Suite *store_suite(void) {
         Suite *s = suite_create("store");
         TCase *tc = tcase_create("store");
@@ -529,6 +594,7 @@ static Suite *store_suite(void) {
         tcase_add_test(tc, test_parse_buffer);
         tcase_add_test(tc, test_migrate_v1);
         tcase_add_test(tc, test_intent);
+        tcase_add_test(tc, test_resolve);
         suite_add_tcase(s, tc);
         return s;
 }
