@@ -291,9 +291,12 @@ static int print_list(struct json_object *reply, const void *userdata) {
                                 snprintf(grp, sizeof(grp), "-");
                         if (json_object_object_get_ex(vf, "managed", &v))
                                 managed = json_object_get_boolean(v);
+                        /* An unresolved intent: the state is what it was before. */
                         if (json_object_object_get_ex(vf, "assigned_to", &a) && a)
-                                snprintf(asg, sizeof(asg), "%s %s %s", jstr(a, "domain") ?: "?",
-                                         jstr(a, "guest_address") ?: "-", jstr(a, "state") ?: "?");
+                                snprintf(asg, sizeof(asg), "%s %s %s%s%s%s", jstr(a, "domain") ?: "?",
+                                         jstr(a, "guest_address") ?: "-", jstr(a, "state") ?: "?",
+                                         jstr(a, "intent") ? " (" : "", jstr(a, "intent") ?: "",
+                                         jstr(a, "intent") ? " unresolved)" : "");
                         table_add_row(t, (const char *const[]) { jstr(vf, "address"), idx, jstr(vf, "driver"),
                                                                  grp, managed ? "yes" : "no", asg });
                 }
