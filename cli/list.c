@@ -127,7 +127,7 @@ static const char *yes_no(struct json_object *o, const char *key) {
 
 /* One row's cells: what each column shows for a PF (vf NULL) or a VF. */
 struct row {
-        char type[24], index[24], vfs[48], numa[24], iommu[24], id[16], guest[24], name[256];
+        char type[24], index[24], vfs[48], numa[24], iommu[24], id[16], guest[24], state[64], name[256];
         const char *cell[_COL_MAX];
 };
 
@@ -138,6 +138,11 @@ static void fill_assignment(struct row *r, struct json_object *a) {
         if (jstr(a, "guest_address"))
                 r->cell[COL_GUEST] = guest_address_display(jstr(a, "guest_address"), r->guest, sizeof(r->guest));
         r->cell[COL_STATE] = jstr(a, "state");
+        /* An unresolved intent: the state is what it was before. */
+        if (jstr(a, "intent") && jstr(a, "state")) {
+                snprintf(r->state, sizeof(r->state), "%s (%s unresolved)", jstr(a, "state"), jstr(a, "intent"));
+                r->cell[COL_STATE] = r->state;
+        }
 }
 
 static void fill_int(char *buf, size_t n, const char **cell, long long v) {

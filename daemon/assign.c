@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "assign.h"
 #include "bind.h"
+#include "fault.h"
 #include "hypervisor.h"
 #include "interface.h"
 #include "iommu.h"
@@ -17,11 +19,35 @@
 
 #define VFIO_DRIVER "vfio-pci"
 #define QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
+#define DEFER_USEC (200 * USEC_PER_MSEC)
 
-enum job_kind { JOB_ATTACH, JOB_DETACH, JOB_PAUSE, JOB_UNPAUSE };
+/* JOB_RECOVER resolves an intent left by an earlier svffd (no caller). */
+enum job_kind { JOB_ATTACH, JOB_DETACH, JOB_PAUSE, JOB_UNPAUSE, JOB_RECOVER };
 
 static const char *const job_names[] = {
         [JOB_ATTACH] = "attach", [JOB_DETACH] = "detach", [JOB_PAUSE] = "pause", [JOB_UNPAUSE] = "unpause",
+        [JOB_RECOVER] = "recovery",
+};
+
+static const enum svff_assign_intent job_intents[] = {
+        [JOB_ATTACH] = SVFF_INTENT_ATTACH, [JOB_DETACH] = SVFF_INTENT_DETACH,
+        [JOB_PAUSE] = SVFF_INTENT_PAUSE, [JOB_UNPAUSE] = SVFF_INTENT_UNPAUSE,
+        [JOB_RECOVER] = SVFF_INTENT_NONE,
+};
+
+/* Every change runs as: (attach only: PREPARE, the checks and the
+ * domain's UUID) -> the intent committed on the main thread -> ACT on
+ * libvirt -> the final record committed. A final commit that fails
+ * sends the job back as UNDO. After a failure the worker reads the
+ * domain's XML (the probe) so the record follows what libvirt did, not
+ * what was hoped. */
+enum job_phase { PHASE_PREPARE, PHASE_ACT, PHASE_UNDO };
+
+/* What libvirt shows of the VF in the domain, by host address. */
+struct probe {
+        int r;                  /* <0: libvirt's view could not be read */
+        bool found_live, found_config;
+        struct svff_hostdev hd;
 };
 
 struct job {
@@ -37,7 +63,11 @@ struct job {
         bool may_bind;
         struct json_object *assignments; /* attach: a copy, for the group check */
         struct svff_assignment rec;     /* the record before (and, attach, after) */
+        struct svff_assignment prev;    /* the stored record before the change */
+        struct svff_assignment intent;  /* the intent as committed */
         enum svff_assign_state prev_state;
+        enum job_phase phase;
+        virDomainPtr dom;               /* attach: looked up in PREPARE */
         char *pause_cmd, *unpause_cmd;
         usec_t detach_timeout;
 
@@ -49,6 +79,9 @@ struct job {
         enum svff_pause_mode mode;
         bool domain_gone;
         bool bound;
+        struct probe probe;
+        bool have_probe;
+        char *store_message;            /* why the final commit failed */
 
         /* A detach another operation asked for (assign_detach()): it
          * answers done, not a call, once, when the job ends. */
@@ -68,6 +101,8 @@ static void job_free(struct job *j) {
                 j->done(j->m, j->vf, j->answer_r, j->answer_error, j->answer_message, j->done_userdata);
         free(j->answer_message);
         call_unref(j->call);
+        if (j->dom)
+                virDomainFree(j->dom);
         if (j->conn)
                 virConnectClose(j->conn);
         svff_ctx_unref(j->ctx);
@@ -75,6 +110,7 @@ static void job_free(struct job *j) {
         json_object_put(j->assignments);
         free(j->pause_cmd);
         free(j->unpause_cmd);
+        free(j->store_message);
         svff_error_free(&j->err);
         free(j);
 }
@@ -98,6 +134,9 @@ static struct json_object *assignment_json(const struct svff_assignment *a) {
         json_object_object_add(o, "config", json_object_new_boolean(a->config));
         json_object_object_add(o, "state", json_object_new_string(svff_assign_state_to_string(a->state)));
         json_object_object_add(o, "pause_mode", mode ? json_object_new_string(mode) : NULL);
+        json_object_object_add(o, "intent", a->intent != SVFF_INTENT_NONE
+                                                    ? json_object_new_string(svff_assign_intent_to_string(a->intent))
+                                                    : NULL);
         return o;
 }
 
@@ -229,11 +268,11 @@ static int check_group(struct job *j) {
         return 0;
 }
 
-static void attach_run(struct job *j, virDomainPtr dom) {
-        struct svff_hostdev hd;
+/* The checks and the flags, before anything is journaled: a refusal here
+ * changes nothing anywhere. Fills j->rec with the assignment asked for. */
+static void attach_prepare(struct job *j) {
         char alias[SVFF_ALIAS_MAX];
         unsigned flags = j->flags;
-        int r;
 
         if (check_vfio(j) < 0 || check_group(j) < 0)
                 return;
@@ -249,12 +288,8 @@ static void attach_run(struct job *j, virDomainPtr dom) {
                      "Domain '%s' is transient: it has no persistent definition for --config", j->info.name);
                 return;
         }
+        j->flags = flags;
         (void) svff_hv_alias_for(j->vf, alias);
-        r = svff_hv_attach(dom, j->vf, alias, *j->guest_address ? j->guest_address : NULL, flags, &hd, &j->err);
-        if (r < 0) {
-                fail_hv(j, r);
-                return;
-        }
         j->rec = (struct svff_assignment) {
                 .live = flags & SVFF_HV_LIVE,
                 .config = flags & SVFF_HV_CONFIG,
@@ -262,7 +297,22 @@ static void attach_run(struct job *j, virDomainPtr dom) {
         };
         snprintf(j->rec.uuid, sizeof(j->rec.uuid), "%s", j->info.uuid);
         snprintf(j->rec.domain, sizeof(j->rec.domain), "%s", j->info.name);
-        snprintf(j->rec.alias, sizeof(j->rec.alias), "%s", *hd.alias ? hd.alias : alias);
+        snprintf(j->rec.alias, sizeof(j->rec.alias), "%s", alias);
+        snprintf(j->rec.guest_address, sizeof(j->rec.guest_address), "%s", j->guest_address);
+}
+
+static void attach_act(struct job *j, virDomainPtr dom) {
+        struct svff_hostdev hd;
+        int r;
+
+        r = svff_hv_attach(dom, j->vf, j->rec.alias, *j->guest_address ? j->guest_address : NULL, j->flags, &hd,
+                           &j->err);
+        if (r < 0) {
+                fail_hv(j, r);
+                return;
+        }
+        if (*hd.alias)
+                snprintf(j->rec.alias, sizeof(j->rec.alias), "%s", hd.alias);
         snprintf(j->rec.guest_address, sizeof(j->rec.guest_address), "%s", hd.guest_address);
 }
 
@@ -346,6 +396,74 @@ static void unpause_run(struct job *j, virDomainPtr dom) {
         snprintf(j->rec.guest_address, sizeof(j->rec.guest_address), "%s", hd.guest_address);
 }
 
+/* Reads what libvirt shows of j->vf in the domain of j->intent now, both
+ * definitions, by host address (the alias svff gives a VF is derived
+ * from that address, so the source decides). A domain that is gone
+ * holds no device. */
+static void probe_run(struct job *j) {
+        _cleanup_(dom_freep) virDomainPtr dom = NULL;
+        struct svff_domain_info info;
+        struct svff_hostdev hd;
+        int r;
+
+        j->have_probe = true;
+        j->probe = (struct probe) {};
+        r = svff_hv_lookup(j->conn, j->intent.uuid, &info, &dom, NULL);
+        if (r == -ENOENT)
+                return;
+        if (r >= 0 && info.active) {
+                r = svff_hv_get_hostdev(dom, j->vf, SVFF_HV_LIVE, &hd, NULL);
+                if (r > 0) {
+                        j->probe.found_live = true;
+                        j->probe.hd = hd;
+                }
+        }
+        if (r >= 0 && info.persistent) {
+                r = svff_hv_get_hostdev(dom, j->vf, SVFF_HV_CONFIG, &hd, NULL);
+                if (r > 0) {
+                        j->probe.found_config = true;
+                        if (!j->probe.found_live)
+                                j->probe.hd = hd;
+                }
+        }
+        if (r < 0)
+                j->probe.r = r;
+        else if ((j->probe.found_live || j->probe.found_config) && !streq(j->probe.hd.alias, j->intent.alias))
+                log_warning("VF %s is in domain '%s' under alias '%s', not svff's '%s'.", j->vf, info.name,
+                            j->probe.hd.alias, j->intent.alias);
+}
+
+/* Takes back a change whose final record could not be committed. A
+ * detach is not taken back: the guest has let the device go. */
+static void undo_run(struct job *j) {
+        _cleanup_(dom_freep) virDomainPtr dom = TAKE_PTR(j->dom);
+        enum svff_pause_mode mode = j->mode;
+        int r;
+
+        j->r = 0;
+        j->error = NULL;
+        svff_error_free(&j->err);
+        if (j->kind == JOB_DETACH)
+                return;
+        if (!dom) {
+                r = svff_hv_lookup(j->conn, j->intent.uuid, &j->info, &dom, &j->err);
+                if (r < 0) {
+                        fail_hv(j, r);
+                        return;
+                }
+        }
+        if (j->kind == JOB_ATTACH)
+                detach_run(j, dom);
+        else if (j->kind == JOB_PAUSE) {
+                j->rec.pause_mode = mode;
+                unpause_run(j, dom);
+        } else if (mode == SVFF_PAUSE_NATIVE)
+                pause_run(j, dom);
+        else
+                detach_run(j, dom);
+        j->mode = mode;
+}
+
 static void job_done(void *userdata);
 
 static void job_run(void *userdata) {
@@ -353,21 +471,36 @@ static void job_run(void *userdata) {
         _cleanup_(dom_freep) virDomainPtr dom = NULL;
         int r;
 
-        r = svff_hv_lookup(j->conn, j->domain_id, &j->info, &dom, &j->err);
-        if (r == -ENOENT && j->kind == JOB_DETACH) {
-                /* Gone with the domain: nothing left to detach. */
-                j->domain_gone = true;
-                svff_error_free(&j->err);
-        } else if (r < 0)
-                fail_hv(j, r);
-        else if (j->kind == JOB_ATTACH)
-                attach_run(j, dom);
-        else if (j->kind == JOB_DETACH)
-                detach_run(j, dom);
-        else if (j->kind == JOB_PAUSE)
-                pause_run(j, dom);
-        else
-                unpause_run(j, dom);
+        if (j->kind == JOB_RECOVER)
+                probe_run(j);
+        else if (j->phase == PHASE_UNDO) {
+                undo_run(j);
+                probe_run(j);
+        } else if (j->kind == JOB_ATTACH && j->phase == PHASE_ACT) {
+                attach_act(j, j->dom);
+                if (j->r < 0)
+                        probe_run(j);
+        } else {
+                r = svff_hv_lookup(j->conn, j->domain_id, &j->info, &dom, &j->err);
+                if (r == -ENOENT && j->kind == JOB_DETACH) {
+                        /* Gone with the domain: nothing left to detach. */
+                        j->domain_gone = true;
+                        svff_error_free(&j->err);
+                } else if (r < 0)
+                        fail_hv(j, r);
+                else if (j->kind == JOB_ATTACH) {
+                        attach_prepare(j);
+                        if (j->r >= 0)
+                                j->dom = TAKE_PTR(dom);
+                } else if (j->kind == JOB_DETACH)
+                        detach_run(j, dom);
+                else if (j->kind == JOB_PAUSE)
+                        pause_run(j, dom);
+                else
+                        unpause_run(j, dom);
+                if (j->kind != JOB_ATTACH && j->r < 0)
+                        probe_run(j);
+        }
         if (worker_pool_post(hv_pool(j->m->hv), job_done, j) < 0)
                 log_error("Lost the result of a %s of VF %s: out of memory.", job_names[j->kind], j->vf);
 }
@@ -401,7 +534,8 @@ static void job_errorf(struct job *j, int r, const char *error, const char *key,
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
         if (p) {
-                json_object_object_add(p, key, json_object_new_string(value));
+                if (key)
+                        json_object_object_add(p, key, json_object_new_string(value));
                 json_object_object_add(p, "message", json_object_new_string(buf));
         }
         job_error(j, r, error, p);
@@ -430,17 +564,21 @@ static void reply_job_error(struct job *j) {
         json_object_put(p);
 }
 
+static void reply_store_error(struct job *j, const char *message) {
+        struct json_object *p = json_object_new_object();
+
+        json_object_object_add(p, "path", json_object_new_string(svff_store_path(j->m->store)));
+        json_object_object_add(p, "message", json_object_new_string(message));
+        job_error(j, -EIO, SVFF_ERROR_STORE, p);
+        json_object_put(p);
+}
+
 static bool commit_or_reply(struct job *j) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-        struct json_object *p;
 
         if (manager_commit(j->m, &err) >= 0)
                 return true;
-        p = json_object_new_object();
-        json_object_object_add(p, "path", json_object_new_string(svff_store_path(j->m->store)));
-        json_object_object_add(p, "message", json_object_new_string(svff_error_message(&err)));
-        job_error(j, -EIO, SVFF_ERROR_STORE, p);
-        json_object_put(p);
+        reply_store_error(j, svff_error_message(&err));
         return false;
 }
 
@@ -451,52 +589,139 @@ static void reply_ok(struct job *j, const char *mode) {
         if (mode)
                 json_object_object_add(p, "mode", json_object_new_string(mode));
         json_object_object_add(p, "assignment", assignment_json(&j->rec));
-        call_reply(j->call, p);
+        if (j->call)
+                call_reply(j->call, p);
+        else
+                j->answer_r = 0;
         json_object_put(p);
 }
 
-static void job_done(void *userdata) {
-        struct job *j = userdata;
+static void job_finish(struct job *j) {
+        hv_vf_clear_busy(j->m->hv, j->vf);
+        job_free(j);
+}
+
+static int job_resubmit(struct job *j, enum job_phase phase) {
+        j->phase = phase;
+        return worker_pool_submit(hv_pool(j->m->hv), job_run, j);
+}
+
+static bool resolve(struct svff_assignment *a, const struct probe *p) {
+        return svff_assignment_resolve(a, p->found_live, p->found_config, p->hd.alias, p->hd.guest_address);
+}
+
+/* Puts a (or no record) into the store's memory. */
+static void store_put(struct manager *m, const char *vf, const struct svff_assignment *a, bool keep) {
+        if (!keep)
+                svff_store_remove_assignment(m->store, vf);
+        else if (svff_store_set_assignment(m->store, vf, a) < 0)
+                log_error("Out of memory recording VF %s.", vf);
+}
+
+/* Journals the change before libvirt is asked for it. On failure the
+ * store's memory is as before, the caller answered, and false. */
+static bool commit_intent(struct job *j) {
+        struct manager *m = j->m;
+        bool ok;
+        char name[64];
+
+        j->intent = j->kind == JOB_ATTACH ? j->rec : j->prev;
+        j->intent.intent = job_intents[j->kind];
+        if (svff_store_set_assignment(m->store, j->vf, &j->intent) < 0) {
+                job_errorf(j, -ENOMEM, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                ok = false;
+        } else
+                ok = commit_or_reply(j);
+        if (!ok) {
+                store_put(m, j->vf, &j->prev, j->kind != JOB_ATTACH);
+                return false;
+        }
+        snprintf(name, sizeof(name), "after-%s-intent", job_names[j->kind]);
+        fault_point(name, 0);
+        return true;
+}
+
+/* The final commit, where tests make the store write fail. */
+static int commit_final(struct job *j, struct svff_error *err) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "fail-%s-commit", job_names[j->kind]);
+        if (fault_inject(name, 0))
+                return svff_error_set(err, -EIO, "Failed to write store '%s': %s (injected)",
+                                      svff_store_path(j->m->store), strerror(EIO));
+        return manager_commit(j->m, err);
+}
+
+/* libvirt refused or failed. The probe tells where the device is; when
+ * it could not be read the intent stays, and with it the VF out of the
+ * pool, until recovery can. */
+static void act_failed(struct job *j) {
         struct manager *m = j->m;
         const char *kind = job_names[j->kind];
         const char *mode = j->mode != SVFF_PAUSE_NONE ? svff_pause_mode_to_string(j->mode) : NULL;
+        const char *msg = svff_error_is_set(&j->err) ? svff_error_message(&j->err) : strerror(-j->r);
+        struct svff_assignment a = j->intent;
+        bool present = j->probe.found_live || j->probe.found_config, keep;
         char ev[64];
 
-        hv_vf_clear_busy(m->hv, j->vf);
-        if (j->r == -ENOTCONN)
-                hv_conn_failed(m->hv, j->conn);
-        if (j->bound)
-                manager_sysfs_changed(m, NULL);
+        log_warning("%s of VF %s failed: %s", kind, j->vf, msg);
+        if (!j->have_probe || j->probe.r < 0) {
+                log_warning("Cannot read domain '%s' to see where VF %s is; the %s stays journaled and the VF "
+                            "stays out of the pool until svffd can.", a.domain, j->vf, kind);
+                store_put(m, j->vf, &a, true);
+        } else {
+                /* A refused detach or pause leaves the device where it
+                 * was; past the deadline the guest may still let go. */
+                if ((j->kind == JOB_DETACH || j->kind == JOB_PAUSE) && j->r != -ETIMEDOUT && present) {
+                        a = j->prev;
+                        keep = true;
+                } else
+                        keep = resolve(&a, &j->probe);
+                store_put(m, j->vf, &a, keep);
+                if (keep)
+                        j->rec = a;
+                if (!commit_or_reply(j))
+                        goto out;
+        }
+        snprintf(ev, sizeof(ev), "vf-%s-%s", kind, j->r == -ETIMEDOUT ? "pending" : "failed");
+        emit(m, ev, j->vf, j->kind == JOB_ATTACH ? NULL : &j->rec, mode, j->error, msg);
+        reply_job_error(j);
+out:
+        job_finish(j);
+}
 
+static void act_done(struct job *j) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct manager *m = j->m;
+        const char *mode = j->mode != SVFF_PAUSE_NONE ? svff_pause_mode_to_string(j->mode) : NULL;
+        char name[64];
+
+        snprintf(name, sizeof(name), "after-%s-libvirt", job_names[j->kind]);
+        fault_point(name, 0);
         if (j->r < 0) {
-                const char *msg = svff_error_is_set(&j->err) ? svff_error_message(&j->err) : strerror(-j->r);
+                act_failed(j);
+                return;
+        }
 
-                log_warning("%s of VF %s failed: %s", kind, j->vf, msg);
-                if (j->kind == JOB_DETACH || j->kind == JOB_PAUSE) {
-                        /* Past the deadline the guest still has it:
-                         * "detaching", never "detached". Other failures
-                         * leave the device where it was. */
-                        j->rec.state = j->r == -ETIMEDOUT ? SVFF_ASSIGN_DETACHING : j->prev_state;
-                        if (j->r == -ETIMEDOUT && j->kind == JOB_PAUSE)
-                                j->rec.pause_mode = SVFF_PAUSE_DETACH;
-                        (void) svff_store_set_assignment(m->store, j->vf, &j->rec);
-                        if (!commit_or_reply(j))
-                                goto out;
-                }
-                snprintf(ev, sizeof(ev), "vf-%s-%s", kind, j->r == -ETIMEDOUT ? "pending" : "failed");
-                emit(m, ev, j->vf, j->kind == JOB_ATTACH ? NULL : &j->rec, mode, j->error, msg);
-                reply_job_error(j);
-                goto out;
+        j->rec.intent = SVFF_INTENT_NONE;
+        if (j->kind == JOB_PAUSE || j->kind == JOB_UNPAUSE) {
+                j->rec.state = j->kind == JOB_PAUSE ? SVFF_ASSIGN_PAUSED : SVFF_ASSIGN_ATTACHED;
+                j->rec.pause_mode = j->kind == JOB_PAUSE ? j->mode : SVFF_PAUSE_NONE;
+        }
+        store_put(m, j->vf, &j->rec, j->kind != JOB_DETACH);
+        if (commit_final(j, &err) < 0) {
+                j->store_message = strdup(svff_error_message(&err));
+                if (j->kind != JOB_DETACH && job_resubmit(j, PHASE_UNDO) >= 0)
+                        return;
+                /* Not undone: the memory says what libvirt did, the disk
+                 * keeps the intent, and both resolve to the same. */
+                reply_store_error(j, svff_error_message(&err));
+                job_finish(j);
+                return;
         }
 
         switch (j->kind) {
         case JOB_ATTACH:
-                if (svff_store_set_assignment(m->store, j->vf, &j->rec) < 0 || !commit_or_reply(j)) {
-                        svff_store_remove_assignment(m->store, j->vf);
-                        log_error("VF %s is attached to domain '%s' but svffd could not record it.", j->vf,
-                                  j->rec.domain);
-                        goto out;
-                }
                 log_info("VF %s attached to domain '%s' at %s (%s%s%s).", j->vf, j->rec.domain,
                          *j->rec.guest_address ? j->rec.guest_address : "an address libvirt chooses at start",
                          j->rec.live ? "live" : "", j->rec.live && j->rec.config ? "+" : "",
@@ -504,40 +729,130 @@ static void job_done(void *userdata) {
                 emit(m, "vf-attached", j->vf, &j->rec, NULL, NULL, NULL);
                 reply_ok(j, NULL);
                 break;
-        case JOB_DETACH:
-                svff_store_remove_assignment(m->store, j->vf);
-                if (!commit_or_reply(j)) {
-                        (void) svff_store_set_assignment(m->store, j->vf, &j->rec);
-                        goto out;
-                }
+        case JOB_DETACH: {
+                struct json_object *p = json_object_new_object();
+
                 log_info("VF %s detached from domain '%s'%s.", j->vf, j->rec.domain,
                          j->domain_gone ? " (the domain no longer exists)" : "");
                 emit(m, "vf-detached", j->vf, &j->rec, NULL, NULL,
                      j->domain_gone ? "the domain no longer exists" : NULL);
-                if (j->call) {
-                        struct json_object *p = json_object_new_object();
-
-                        json_object_object_add(p, "vf", json_object_new_string(j->vf));
-                        json_object_object_add(p, "domain", json_object_new_string(j->rec.domain));
+                json_object_object_add(p, "vf", json_object_new_string(j->vf));
+                json_object_object_add(p, "domain", json_object_new_string(j->rec.domain));
+                if (j->call)
                         call_reply(j->call, p);
-                        json_object_put(p);
-                } else
+                else
                         j->answer_r = 0;
+                json_object_put(p);
                 break;
-        case JOB_PAUSE:
-        case JOB_UNPAUSE:
-                j->rec.state = j->kind == JOB_PAUSE ? SVFF_ASSIGN_PAUSED : SVFF_ASSIGN_ATTACHED;
-                j->rec.pause_mode = j->kind == JOB_PAUSE ? j->mode : SVFF_PAUSE_NONE;
-                if (svff_store_set_assignment(m->store, j->vf, &j->rec) < 0 || !commit_or_reply(j))
-                        goto out;
+        }
+        default:
                 log_info("VF %s in domain '%s' %s (%s).", j->vf, j->rec.domain,
                          j->kind == JOB_PAUSE ? "paused" : "unpaused", mode);
                 emit(m, j->kind == JOB_PAUSE ? "vf-paused" : "vf-unpaused", j->vf, &j->rec, mode, NULL, NULL);
                 reply_ok(j, mode);
                 break;
         }
-out:
-        job_free(j);
+        job_finish(j);
+}
+
+/* The final commit failed and the change was taken back (or not). */
+static void undo_done(struct job *j) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ char *msg = NULL;
+        struct svff_assignment a = j->intent;
+        const char *kind = job_names[j->kind];
+        bool keep;
+
+        if (j->probe.r < 0) {
+                /* Where the device is now is unknown: the intent says so. */
+                store_put(j->m, j->vf, &a, true);
+                keep = true;
+        } else {
+                keep = resolve(&a, &j->probe);
+                store_put(j->m, j->vf, &a, keep);
+        }
+        if (j->r >= 0)
+                log_warning("The %s of VF %s was taken back: svffd could not record it.", kind, j->vf);
+        else
+                log_error("The %s of VF %s could not be recorded nor taken back (%s); recorded as %s.", kind, j->vf,
+                          svff_error_is_set(&j->err) ? svff_error_message(&j->err) : strerror(-j->r),
+                          !keep ? "free" : a.intent != SVFF_INTENT_NONE ? "unresolved" : svff_assign_state_to_string(a.state));
+        /* Best effort: when the store works again, the disk says the same. */
+        (void) manager_commit(j->m, &err);
+        if (asprintf(&msg, "%s; the %s of VF %s %s", strna(j->store_message), kind, j->vf,
+                     j->r >= 0 ? "was undone" : "could not be undone and is resolved against libvirt") < 0)
+                msg = NULL;
+        emit(j->m, j->kind == JOB_ATTACH ? "vf-attach-failed" : j->kind == JOB_PAUSE ? "vf-pause-failed"
+                                                                                      : "vf-unpause-failed",
+             j->vf, keep ? &a : NULL, NULL, SVFF_ERROR_STORE, msg);
+        reply_store_error(j, msg ?: "Failed to write the store");
+        job_finish(j);
+}
+
+static void recover_done(struct job *j) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_assignment a = j->intent;
+        const char *intent = svff_assign_intent_to_string(j->intent.intent);
+        bool keep;
+
+        if (j->probe.r < 0) {
+                log_warning("Cannot read domain '%s' yet to resolve the unfinished %s of VF %s; the VF stays out "
+                            "of the pool.", a.domain, intent, j->vf);
+                job_finish(j);
+                return;
+        }
+        keep = resolve(&a, &j->probe);
+        store_put(j->m, j->vf, &a, keep);
+        if (manager_commit(j->m, &err) < 0)
+                log_warning("Resolved the unfinished %s of VF %s in memory only; the next start resolves it again.",
+                            intent, j->vf);
+        log_info("Unfinished %s of VF %s in domain '%s' resolved: %s.", intent, j->vf, a.domain,
+                 keep ? svff_assign_state_to_string(a.state) : "the VF is not in the domain, no assignment");
+        emit(j->m, "assignment-recovered", j->vf, &a, NULL, NULL,
+             keep ? svff_assign_state_to_string(a.state) : "not assigned");
+        job_finish(j);
+}
+
+static void attach_prepared(struct job *j) {
+        if (j->r < 0) {
+                const char *msg = svff_error_is_set(&j->err) ? svff_error_message(&j->err) : strerror(-j->r);
+
+                log_warning("attach of VF %s failed: %s", j->vf, msg);
+                emit(j->m, "vf-attach-failed", j->vf, NULL, NULL, j->error, msg);
+                reply_job_error(j);
+                job_finish(j);
+                return;
+        }
+        if (!commit_intent(j)) {
+                job_finish(j);
+                return;
+        }
+        if (job_resubmit(j, PHASE_ACT) < 0) {
+                store_put(j->m, j->vf, &j->prev, false);
+                job_errorf(j, -ESHUTDOWN, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                job_finish(j);
+        }
+}
+
+static void job_done(void *userdata) {
+        struct job *j = userdata;
+        struct manager *m = j->m;
+
+        if (j->r == -ENOTCONN)
+                hv_conn_failed(m->hv, j->conn);
+        if (j->bound) {
+                j->bound = false;
+                manager_sysfs_changed(m, NULL);
+        }
+
+        if (j->kind == JOB_RECOVER)
+                recover_done(j);
+        else if (j->phase == PHASE_PREPARE)
+                attach_prepared(j);
+        else if (j->phase == PHASE_ACT)
+                act_done(j);
+        else
+                undo_done(j);
 }
 
 /* Takes j; answers the call on every path. */
@@ -547,41 +862,32 @@ static void job_submit(struct manager *m, struct job *j) {
         r = hv_vf_set_busy(m->hv, j->vf);
         if (r < 0) {
                 job_errorf(j, -EBUSY, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", j->vf,
-                           "Another attach, detach, pause or unpause of VF %s is in progress; try again when it is done.",
-                           j->vf);
+                            "Another attach, detach, pause or unpause of VF %s is in progress; try again when it is done.",
+                            j->vf);
                 job_free(j);
                 return;
         }
         j->conn = hv_conn_ref(m->hv, &j->err);
         if (!j->conn) {
-                hv_vf_clear_busy(m->hv, j->vf);
                 j->error = SVFF_ERROR_HYPERVISOR_UNAVAILABLE;
                 j->r = -ENOTCONN;
                 reply_job_error(j);
-                job_free(j);
+                job_finish(j);
                 return;
         }
+        /* Attach journals once PREPARE knows the domain's UUID. */
         if (j->kind != JOB_ATTACH) {
                 j->prev_state = j->rec.state;
-                if (j->kind == JOB_DETACH) {
-                        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-
-                        /* A crash from here on leaves "detaching", never
-                         * a silently forgotten device. */
-                        j->rec.state = SVFF_ASSIGN_DETACHING;
-                        if (svff_store_set_assignment(m->store, j->vf, &j->rec) < 0 || !commit_or_reply(j)) {
-                                j->rec.state = j->prev_state;
-                                (void) svff_store_set_assignment(m->store, j->vf, &j->rec);
-                                hv_vf_clear_busy(m->hv, j->vf);
-                                job_free(j);
-                                return;
-                        }
+                if (!commit_intent(j)) {
+                        job_finish(j);
+                        return;
                 }
         }
-        if (worker_pool_submit(hv_pool(m->hv), job_run, j) < 0) {
-                hv_vf_clear_busy(m->hv, j->vf);
-                job_errorf(j, -ESHUTDOWN, SVFF_ERROR_SHUTTING_DOWN, "device", j->vf, "svffd is shutting down.");
-                job_free(j);
+        if (job_resubmit(j, j->kind == JOB_ATTACH ? PHASE_PREPARE : PHASE_ACT) < 0) {
+                if (j->kind != JOB_ATTACH)
+                        store_put(m, j->vf, &j->prev, true);
+                job_errorf(j, -ESHUTDOWN, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                job_finish(j);
         }
 }
 
@@ -590,7 +896,8 @@ static struct job *job_new(struct manager *m, struct call *call, enum job_kind k
 
         if (!j) {
                 if (call)
-                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        if (call)
+                                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return NULL;
         }
         j->kind = kind;
@@ -604,7 +911,8 @@ static struct job *job_new(struct manager *m, struct call *call, enum job_kind k
         if (!j->pause_cmd || !j->unpause_cmd) {
                 job_free(j);
                 if (call)
-                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        if (call)
+                                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return NULL;
         }
         return j;
@@ -612,20 +920,40 @@ static struct job *job_new(struct manager *m, struct call *call, enum job_kind k
 
 /* ---- Attach ---- */
 
+/* The operation in progress on vf's PF (an init, release or reconf
+ * owns its VFs' records until it ends), or NULL. */
+static struct operation *vf_operation(struct manager *m, const char *vf) {
+        const char *pf = NULL;
+
+        if (svff_store_get_vf(m->store, vf, &pf, NULL) <= 0 || !pf)
+                return NULL;
+        return manager_find_operation(m, pf);
+}
+
 static bool vf_taken(struct manager *m, const char *vf, struct call *call) {
         struct svff_assignment a;
+        struct operation *op = vf_operation(m, vf);
         int r = svff_store_get_assignment(m->store, vf, &a);
 
-        if (r == 0 && !hv_vf_busy(m->hv, vf))
+        if (r == 0 && !hv_vf_busy(m->hv, vf) && !op)
                 return false;
         if (call) {
-                if (r > 0)
+                if (r > 0 && a.intent != SVFF_INTENT_NONE)
+                        call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
+                                    "VF %s has an unfinished %s for domain '%s', which svffd resolves against libvirt; "
+                                    "it counts as taken until then.", vf, svff_assign_intent_to_string(a.intent),
+                                    a.domain);
+                else if (r > 0)
                         call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
                                     "VF %s is already assigned to domain '%s' (%s); detach it first.", vf, a.domain,
                                     svff_assign_state_to_string(a.state));
                 else if (r < 0)
                         call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
                                     "VF %s has an assignment record svffd cannot read; it counts as taken.", vf);
+                else if (op)
+                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                                    "An %s of the PF of VF %s is in progress; try again when it is done.", op->kind,
+                                    vf);
                 else
                         call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
                                     "An operation on VF %s is in progress; try again when it is done.", vf);
@@ -772,7 +1100,7 @@ static struct job *vf_job_new(struct manager *m, struct call *call, enum job_kin
         j = job_new(m, call, kind, vf);
         if (!j)
                 return NULL;
-        j->rec = *a;
+        j->rec = j->prev = *a;
         j->domain_id = strdup(a->uuid);
         if (!j->domain_id) {
                 job_free(j);
@@ -819,6 +1147,18 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind) 
                             svff_store_path(m->store));
                 return;
         }
+        if (a.intent != SVFF_INTENT_NONE) {
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                            "VF %s has an unfinished %s that svffd resolves against libvirt once it can read the "
+                            "domain; try again then.", vf, svff_assign_intent_to_string(a.intent));
+                return;
+        }
+        if (vf_operation(m, vf)) {
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                            "An %s of the PF of VF %s is in progress; try again when it is done.",
+                            vf_operation(m, vf)->kind, vf);
+                return;
+        }
         if (kind == JOB_PAUSE && a.state != SVFF_ASSIGN_ATTACHED) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "vf",
                             "VF %s is %s, not attached: there is nothing to pause.", vf,
@@ -846,6 +1186,11 @@ void assign_detach(struct manager *m, const char *vf, assign_detach_fn done, voi
                 done(m, vf, r == 0 ? -ENOENT : r, r == 0 ? SVFF_ERROR_NOT_ASSIGNED : SVFF_ERROR_STORE,
                      r == 0 ? "the VF is not assigned to any domain" : "its assignment record has the wrong shape",
                      userdata);
+                return;
+        }
+        if (a.intent != SVFF_INTENT_NONE) {
+                done(m, vf, -EBUSY, SVFF_ERROR_OPERATION_IN_PROGRESS,
+                     "it has an unfinished assignment change that svffd resolves against libvirt first", userdata);
                 return;
         }
         j = vf_job_new(m, NULL, JOB_DETACH, vf, &a);
@@ -898,10 +1243,86 @@ static void on_change(const char *vf, const struct svff_assignment *a, enum svff
         }
 }
 
-void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail) {
-        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+/* A lifecycle event held back while an operation owns some of the
+ * domain's assignments: applied then, it would be overwritten by the
+ * operation's own records (a reconf restores what it planned), or
+ * overwrite them. */
+struct deferred_event {
+        struct deferred_event *next;
+        char uuid[SVFF_UUID_STRLEN];
+        char name[SVFF_DOMAIN_NAME_MAX];
         enum svff_domain_event ev;
+};
+
+struct assign_deferred {
+        struct deferred_event *head, **tail;
+        sd_event_source *timer;
+};
+
+static bool domain_has_operation(struct manager *m, const char *uuid) {
+        json_object_object_foreach(svff_store_assignments(m->store), vf, rec) {
+                const char *u;
+
+                if (svff_json_get_string(rec, "uuid", &u) >= 0 && streq(u, uuid) && vf_operation(m, vf))
+                        return true;
+        }
+        return false;
+}
+
+static void apply_domain_event(struct manager *m, const char *uuid, const char *name, enum svff_domain_event ev) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         int r;
+
+        r = svff_store_domain_event(m->store, uuid, name, ev, on_change, m);
+        if (r < 0)
+                log_error("Recording what domain '%s' did failed: %s", name, strerror(-r));
+        else if (r > 0 && manager_commit(m, &err) < 0)
+                log_error("Recording what domain '%s' did failed: %s", name, svff_error_message(&err));
+}
+
+static int on_deferred(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void arm_deferred(struct manager *m) {
+        struct assign_deferred *d = m->assign_deferred;
+        int r;
+
+        if (d->timer) {
+                r = sd_event_source_set_time_relative(d->timer, DEFER_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+        } else
+                r = sd_event_add_time_relative(m->event, &d->timer, CLOCK_MONOTONIC, DEFER_USEC, 0, on_deferred, m);
+        if (r < 0)
+                log_error_errno(r, "Failed to schedule held-back domain events: %m");
+}
+
+/* In order of arrival: a later event of the same domain never overtakes
+ * an earlier one. */
+static int on_deferred(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+        struct assign_deferred *d = m->assign_deferred;
+
+        while (d->head) {
+                struct deferred_event *e = d->head;
+
+                if (domain_has_operation(m, e->uuid)) {
+                        arm_deferred(m);
+                        return 0;
+                }
+                log_debug("Applying the held-back event of domain '%s'.", e->name);
+                apply_domain_event(m, e->uuid, e->name, e->ev);
+                d->head = e->next;
+                if (!d->head)
+                        d->tail = &d->head;
+                free(e);
+        }
+        return 0;
+}
+
+void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail) {
+        struct assign_deferred *d;
+        struct deferred_event *e;
+        enum svff_domain_event ev;
 
         if (event == VIR_DOMAIN_EVENT_UNDEFINED)
                 ev = SVFF_DOMAIN_UNDEFINED;
@@ -911,9 +1332,125 @@ void assign_domain_event(struct manager *m, const char *uuid, const char *name, 
                 ev = SVFF_DOMAIN_STARTED;
         else
                 return;
-        r = svff_store_domain_event(m->store, uuid, name, ev, on_change, m);
-        if (r < 0)
-                log_error("Recording what domain '%s' did failed: %s", name, strerror(-r));
-        else if (r > 0 && manager_commit(m, &err) < 0)
-                log_error("Recording what domain '%s' did failed: %s", name, svff_error_message(&err));
+        d = m->assign_deferred;
+        if ((!d || !d->head) && !domain_has_operation(m, uuid)) {
+                apply_domain_event(m, uuid, name, ev);
+                return;
+        }
+        if (!d) {
+                d = calloc(1, sizeof(*d));
+                if (!d) {
+                        log_oom();
+                        return;
+                }
+                d->tail = &d->head;
+                m->assign_deferred = d;
+        }
+        e = calloc(1, sizeof(*e));
+        if (!e) {
+                log_oom();
+                return;
+        }
+        snprintf(e->uuid, sizeof(e->uuid), "%s", uuid);
+        snprintf(e->name, sizeof(e->name), "%s", name);
+        e->ev = ev;
+        *d->tail = e;
+        d->tail = &e->next;
+        log_info("Domain '%s' changed while an operation owns its assignments; recording it once that ends.", name);
+        arm_deferred(m);
+}
+
+void assign_free_deferred(struct manager *m) {
+        struct assign_deferred *d = m ? m->assign_deferred : NULL;
+
+        if (!d)
+                return;
+        while (d->head) {
+                struct deferred_event *e = d->head;
+
+                d->head = e->next;
+                free(e);
+        }
+        sd_event_source_disable_unref(d->timer);
+        free(d);
+        m->assign_deferred = NULL;
+}
+
+bool assign_pf_changing(struct manager *m, const char *pf, struct call *call) {
+        json_object_object_foreach(svff_store_vfs(m->store), vf, rec) {
+                const char *p;
+
+                if (svff_json_get_string(rec, "pf", &p) >= 0 && streq(p, pf) && assign_vf_changing(m, vf, call))
+                        return true;
+        }
+        return false;
+}
+
+/* ---- recovery ---- */
+
+bool assign_vf_changing(struct manager *m, const char *vf, struct call *call) {
+        struct svff_assignment a;
+        bool busy = hv_vf_busy(m->hv, vf);
+        bool pending = svff_store_get_assignment(m->store, vf, &a) > 0 && a.intent != SVFF_INTENT_NONE;
+
+        if (!busy && !pending)
+                return false;
+        if (call && busy)
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                            "An attach, detach, pause or unpause of VF %s is in progress; try again when it is done.",
+                            vf);
+        else if (call)
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                            "VF %s has an unfinished %s that svffd resolves against libvirt; try again then.", vf,
+                            svff_assign_intent_to_string(a.intent));
+        return true;
+}
+
+void assign_recover(struct manager *m) {
+        _cleanup_strv_free_ char **vfs = NULL;
+        size_t n = 0;
+
+        /* Collect first: starting a job marks the VF busy, nothing else. */
+        json_object_object_foreach(svff_store_assignments(m->store), key, rec) {
+                struct json_object *v;
+                char **nv;
+
+                if (!json_object_object_get_ex(rec, "intent", &v) || !v || hv_vf_busy(m->hv, key))
+                        continue;
+                nv = realloc(vfs, (n + 2) * sizeof(char *));
+                if (!nv) {
+                        log_oom();
+                        return;
+                }
+                vfs = nv;
+                vfs[n] = strdup(key);
+                if (!vfs[n]) {
+                        log_oom();
+                        return;
+                }
+                vfs[++n] = NULL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct job *j;
+
+                j = job_new(m, NULL, JOB_RECOVER, vfs[i]);
+                if (!j)
+                        return;
+                if (svff_store_get_assignment(m->store, vfs[i], &j->intent) <= 0 ||
+                    hv_vf_set_busy(m->hv, vfs[i]) < 0) {
+                        job_free(j);
+                        continue;
+                }
+                j->conn = hv_conn_ref(m->hv, &j->err);
+                if (!j->conn) {
+                        job_finish(j);
+                        return;
+                }
+                log_info("Resolving the unfinished %s of VF %s in domain '%s' against libvirt.",
+                         svff_assign_intent_to_string(j->intent.intent), vfs[i], j->intent.domain);
+                if (worker_pool_submit(hv_pool(m->hv), job_run, j) < 0) {
+                        job_finish(j);
+                        return;
+                }
+        }
 }

@@ -20,10 +20,18 @@
  *     keeps the guest address and alias, state "paused", pause_mode.
  *   Unpause(vf): the reverse, at the recorded guest address and alias.
  *
+ * Each of the four journals an intent on the VF's record (committed)
+ * before libvirt is asked, and commits the final record after; a final
+ * commit that fails takes the change back in libvirt (a detach cannot
+ * be: the disk keeps the intent). assign_recover() resolves the intents
+ * a crash left against the domain's XML; until then the VF is taken.
+ *
  * Lifecycle: undefined -> the config side of the domain's assignments is
  * gone, those not live are released back to the pool; stopped -> config
  * assignments are kept (live=false), live-only ones are closed; started
- * -> attached config assignments are live again. Each is an event. */
+ * -> attached config assignments are live again. Each is an event. An
+ * event for a domain with an assignment on a PF that has an operation
+ * in progress is held back, in order, until the operation ends. */
 
 #include "manager.h"
 #include "server.h"
@@ -45,3 +53,18 @@ void assign_detach(struct manager *m, const char *vf, assign_detach_fn done, voi
 /* A lifecycle event (virDomainEventType and its detail) for the domain
  * uuid/name, on the main thread. */
 void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail);
+/* Frees the events held back (shutdown). */
+void assign_free_deferred(struct manager *m);
+
+/* Whether vf has an attach, detach, pause or unpause in flight, or an
+ * intent not yet resolved: then nothing else may touch the VF (e.g.
+ * unbind it), and call (optional) is answered with why. */
+bool assign_vf_changing(struct manager *m, const char *vf, struct call *call);
+/* The same for any VF svff recorded under pf: a reconf plans from the
+ * assignments, which must be settled. */
+bool assign_pf_changing(struct manager *m, const char *pf, struct call *call);
+
+/* Resolves every intent in the store against libvirt's view, on the
+ * libvirt pool (main thread, once connected: each VF is busy until its
+ * answer is in). An intent libvirt cannot answer for stays. */
+void assign_recover(struct manager *m);

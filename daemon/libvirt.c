@@ -243,7 +243,9 @@ static void connect_done(void *userdata) {
                         json_object_object_add(ev, "message", json_object_new_string(h->uri));
                 }
                 manager_emit(h->manager, NULL, ev);
-                /* A reconf interrupted by a crash needs libvirt to finish. */
+                /* Assignment changes a crash left half done, then the
+                 * reconfs: both need libvirt to finish. */
+                assign_recover(h->manager);
                 reconf_recover(h->manager);
         }
         svff_error_free(&j->err);

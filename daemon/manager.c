@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
+#include "assign.h"
 #include "autoinit.h"
 #include "log.h"
 #include "libvirt.h"
@@ -105,6 +106,7 @@ struct manager *manager_free(struct manager *m) {
         strv_free(m->dirty_pfs);
         while (m->operations)
                 manager_remove_operation(m, m->operations);
+        assign_free_deferred(m);
 
         m->autoinit = autoinit_free(m->autoinit);
         server_free(m->server);

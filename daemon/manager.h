@@ -104,6 +104,8 @@ struct manager {
         uint64_t list_cache_generation;
 
         struct operation *operations;
+        /* Lifecycle events held back while an operation runs (assign.c). */
+        struct assign_deferred *assign_deferred;
         /* Interrupted reconfs completed or rolled back from the journal
          * since start-up (Status "recovered"). */
         struct json_object *recovered;

@@ -846,6 +846,11 @@ void method_release(struct manager *m, struct call *call) {
                             "An %s of PF %s is in progress; release VF %s once it is done.", op->kind, pf, vf);
                 return;
         }
+        /* Unbinding it under a change in flight would hand libvirt a VF
+         * that is leaving vfio-pci. */
+        if (assign_vf_changing(m, vf, call))
+                return;
+
         /* Giving an assigned VF back to its host driver takes it from
          * vfio-pci under the domain, which then cannot start. */
         assigned = svff_store_get_assignment(m->store, vf, &a);

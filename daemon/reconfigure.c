@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assign.h"
 #include "bind.h"
 #include "fault.h"
 #include "hypervisor.h"
@@ -1386,6 +1387,8 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                             pf, op->phase, op->done, op->total);
                 return;
         }
+        if (!dry_run && assign_pf_changing(m, pf, call))
+                return;
         r = collect_items(m, pf, &items, &n, &bad);
         if (r < 0) {
                 call_errorf(call, r == -ENOMEM ? SVFF_ERROR_INTERNAL : SVFF_ERROR_STORE, "path",

@@ -91,6 +91,26 @@ static int check_vf(const char *key, struct json_object *rec, char **ret_detail)
         return 0;
 }
 
+static int intent_check(struct json_object *rec) {
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(rec, "intent", &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_string))
+                return -EINVAL;
+        return svff_assign_intent_from_string(json_object_get_string(v)) < 0 ? -EINVAL : 0;
+}
+
+/* Only the shape the recovery of intents depends on: a record with an
+ * intent it cannot read would be resolved wrongly or not at all. */
+static int check_assignment(const char *key, struct json_object *rec, char **ret_detail) {
+        if (!json_object_is_type(rec, json_type_object))
+                return detail(ret_detail, "'assignments.%s' is not an object", key);
+        if (intent_check(rec) < 0)
+                return detail(ret_detail, "'assignments.%s.intent' is not null or a known change", key);
+        return 0;
+}
+
 /* Checks everything but the schema, which the caller has checked first
  * (a newer schema may legitimately look different). Returns -EBADMSG and
  * a malloc'd description of the first problem, or -ENOMEM. */
@@ -114,8 +134,8 @@ static int validate(struct json_object *doc, char **ret_detail) {
                                 r = check_pf(key, rec, ret_detail);
                         else if (i == 1)
                                 r = check_vf(key, rec, ret_detail);
-                        else if (!json_object_is_type(rec, json_type_object))
-                                r = detail(ret_detail, "'assignments.%s' is not an object", key);
+                        else
+                                r = check_assignment(key, rec, ret_detail);
                         if (r < 0)
                                 return r;
                 }
@@ -152,6 +172,32 @@ static int complete(struct json_object *doc) {
         if (!json_object_object_get_ex(doc, "journal", NULL) &&
             json_object_object_add(doc, "journal", NULL) < 0)
                 return -ENOMEM;
+        return 0;
+}
+
+/* Brings a valid document of an older schema to SVFF_STORE_SCHEMA in
+ * memory; the next commit writes it. 1 -> 2: every assignment gets an
+ * explicit null intent (absent already reads as none). */
+static int migrate(struct json_object *doc, uint64_t schema) {
+        struct json_object *v;
+
+        if (schema >= SVFF_STORE_SCHEMA)
+                return 0;
+        if (schema < 2 && json_object_object_get_ex(doc, "assignments", &v)) {
+                json_object_object_foreach(v, key, rec) {
+                        (void) key;
+                        if (!json_object_object_get_ex(rec, "intent", NULL) &&
+                            json_object_object_add(rec, "intent", NULL) < 0)
+                                return -ENOMEM;
+                }
+        }
+        v = json_object_new_int(SVFF_STORE_SCHEMA);
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(doc, "schema", v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
         return 0;
 }
 
@@ -212,6 +258,9 @@ static int store_parse(const char *path, const char *data, size_t len, struct js
         r = complete(doc);
         if (r < 0)
                 return svff_error_set(err, r, "Out of memory loading store '%s'", name);
+        r = migrate(doc, schema);
+        if (r < 0)
+                return svff_error_set(err, r, "Out of memory migrating store '%s'", name);
 
         (void) svff_json_get_u64(doc, "generation", &generation);
         *ret = TAKE_PTR(doc);
@@ -726,6 +775,27 @@ static const char *const pause_modes[] = {
         [SVFF_PAUSE_DETACH] = "detach",
 };
 
+static const char *const intents[] = {
+        [SVFF_INTENT_NONE] = NULL,
+        [SVFF_INTENT_ATTACH] = "attach",
+        [SVFF_INTENT_DETACH] = "detach",
+        [SVFF_INTENT_PAUSE] = "pause",
+        [SVFF_INTENT_UNPAUSE] = "unpause",
+};
+
+const char *svff_assign_intent_to_string(enum svff_assign_intent i) {
+        return (size_t) i < ELEMENTSOF(intents) ? intents[i] : NULL;
+}
+
+int svff_assign_intent_from_string(const char *str) {
+        if (!str)
+                return SVFF_INTENT_NONE;
+        for (size_t i = 1; i < ELEMENTSOF(intents); i++)
+                if (streq(str, intents[i]))
+                        return (int) i;
+        return -EINVAL;
+}
+
 const char *svff_assign_state_to_string(enum svff_assign_state st) {
         return (size_t) st < ELEMENTSOF(assign_states) ? assign_states[st] : NULL;
 }
@@ -751,16 +821,18 @@ int svff_pause_mode_from_string(const char *str) {
 }
 
 int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct svff_assignment *a) {
-        const char *mode;
+        const char *mode, *intent;
         struct json_object *rec;
         int r;
 
-        if (!s || !vf || !*vf || !a || !*a->uuid || !svff_assign_state_to_string(a->state))
+        if (!s || !vf || !*vf || !a || !*a->uuid || !svff_assign_state_to_string(a->state) ||
+            (a->intent != SVFF_INTENT_NONE && !svff_assign_intent_to_string(a->intent)))
                 return -EINVAL;
         rec = record(svff_store_assignments(s), vf);
         if (!rec)
                 return -ENOMEM;
         mode = svff_pause_mode_to_string(a->pause_mode);
+        intent = svff_assign_intent_to_string(a->intent);
         r = put(rec, "uuid", json_object_new_string(a->uuid), false);
         if (r >= 0)
                 r = put(rec, "domain", json_object_new_string(a->domain), false);
@@ -778,6 +850,8 @@ int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct
                 r = put(rec, "state", json_object_new_string(svff_assign_state_to_string(a->state)), false);
         if (r >= 0)
                 r = put(rec, "pause_mode", mode ? json_object_new_string(mode) : NULL, !mode);
+        if (r >= 0)
+                r = put(rec, "intent", intent ? json_object_new_string(intent) : NULL, !intent);
         return r;
 }
 
@@ -795,8 +869,9 @@ static int copy_field(struct json_object *rec, const char *key, bool nullable, c
 int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_assignment *ret) {
         struct svff_assignment a = {};
         struct json_object *rec;
-        const char *st, *mode = NULL;
-        int state, pm;
+        const char *st, *mode = NULL, *intent = NULL;
+        struct json_object *iv;
+        int state, pm, in;
 
         if (!s || !vf)
                 return -EINVAL;
@@ -811,12 +886,20 @@ int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_
             svff_json_get_string(rec, "state", &st) < 0 ||
             svff_json_get_string_or_null(rec, "pause_mode", &mode) < 0)
                 return -EINVAL;
+        /* absent (a record written before intents) is none */
+        if (json_object_object_get_ex(rec, "intent", &iv) && iv) {
+                if (!json_object_is_type(iv, json_type_string))
+                        return -EINVAL;
+                intent = json_object_get_string(iv);
+        }
         state = svff_assign_state_from_string(st);
         pm = svff_pause_mode_from_string(mode);
-        if (state < 0 || pm < 0)
+        in = svff_assign_intent_from_string(intent);
+        if (state < 0 || pm < 0 || in < 0)
                 return -EINVAL;
         a.state = (enum svff_assign_state) state;
         a.pause_mode = (enum svff_pause_mode) pm;
+        a.intent = (enum svff_assign_intent) in;
         if (ret)
                 *ret = a;
         return 1;
@@ -825,6 +908,55 @@ int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_
 void svff_store_remove_assignment(struct svff_store *s, const char *vf) {
         if (s && vf)
                 json_object_object_del(svff_store_assignments(s), vf);
+}
+
+bool svff_assignment_resolve(struct svff_assignment *a, bool in_live, bool in_config, const char *alias,
+                             const char *guest_address) {
+        enum svff_assign_intent in = a->intent;
+        bool present = in_live || in_config;
+
+        a->intent = SVFF_INTENT_NONE;
+        switch (in) {
+        case SVFF_INTENT_NONE:
+                return true;
+        case SVFF_INTENT_ATTACH:
+        case SVFF_INTENT_UNPAUSE:
+                if (!present) {
+                        if (in == SVFF_INTENT_ATTACH)
+                                return false;
+                        a->state = SVFF_ASSIGN_PAUSED;  /* still detached, address reserved */
+                        return true;
+                }
+                a->state = SVFF_ASSIGN_ATTACHED;
+                a->pause_mode = SVFF_PAUSE_NONE;
+                a->live = in_live;
+                a->config = in_config;
+                if (alias && *alias)
+                        snprintf(a->alias, sizeof(a->alias), "%s", alias);
+                if (guest_address && *guest_address)
+                        snprintf(a->guest_address, sizeof(a->guest_address), "%s", guest_address);
+                return true;
+        case SVFF_INTENT_DETACH:
+        case SVFF_INTENT_PAUSE:
+                if (!present) {
+                        if (in == SVFF_INTENT_DETACH)
+                                return false;
+                        /* detached with the reservation: live and config
+                         * say where it goes back */
+                        a->state = SVFF_ASSIGN_PAUSED;
+                        a->pause_mode = SVFF_PAUSE_DETACH;
+                        return true;
+                }
+                if (in_live) {
+                        a->state = SVFF_ASSIGN_DETACHING;
+                        if (in == SVFF_INTENT_PAUSE)
+                                a->pause_mode = SVFF_PAUSE_DETACH;
+                }
+                a->live = in_live;
+                a->config = in_config;
+                return true;
+        }
+        return true;
 }
 
 int svff_store_domain_event(struct svff_store *s, const char *uuid, const char *name,
@@ -856,7 +988,7 @@ int svff_store_domain_event(struct svff_store *s, const char *uuid, const char *
                 struct svff_assignment a;
                 enum svff_assign_outcome o;
 
-                if (svff_store_get_assignment(s, vfs[i], &a) <= 0)
+                if (svff_store_get_assignment(s, vfs[i], &a) <= 0 || a.intent != SVFF_INTENT_NONE)
                         continue;
                 if (name)
                         snprintf(a.domain, sizeof(a.domain), "%s", name);

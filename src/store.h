@@ -3,7 +3,7 @@
 
 /* The crash-safe state store: one JSON document, STATE_DIR/store.json,
  *
- *   { "schema": 1, "generation": N,
+ *   { "schema": 2, "generation": N,
  *     "pfs":      { "<PF>": { "numvfs": N, "vf_driver": "vfio-pci",
  *                             "owner": "operator" | "policy:<name>" } },
  *     "vfs":      { "<VF>": { "pf": "<PF>", "index": N,
@@ -14,7 +14,8 @@
  *                                "alias": "ua-svff-...", "live": bool,
  *                                "config": bool,
  *                                "state": "attached"|"paused"|"detaching",
- *                                "pause_mode": "native"|"detach"|null } },
+ *                                "pause_mode": "native"|"detach"|null,
+ *                                "intent": null|"attach"|"detach"|"pause"|"unpause" } },
  *     "journal":  null | { "op": "...", ... } }
  *
  * replaced atomically: write store.json.tmp, fsync, keep the current file
@@ -22,6 +23,15 @@
  * fsync the directory. A store that cannot be read exactly (truncated,
  * corrupt, wrong types, newer schema) is never overwritten: open fails
  * with a message naming the file and the way out.
+ *
+ * An assignment with an "intent" is a change committed before svffd
+ * asked libvirt for it: the record says what it was (for "attach", what
+ * was asked for), and only libvirt's view of the domain tells whether
+ * the change happened. Such a VF is neither free nor settled until the
+ * intent is resolved against that view.
+ *
+ * Schema 1 (before intents) is read as schema 2 with every intent null
+ * and written back as schema 2.
  *
  * Not thread-safe: the daemon keeps it on its main thread. */
 
@@ -31,7 +41,7 @@
 
 #include "error.h"
 
-#define SVFF_STORE_SCHEMA 1
+#define SVFF_STORE_SCHEMA 2
 #define SVFF_STORE_FILE "store.json"
 
 struct svff_store;
@@ -105,6 +115,16 @@ enum svff_pause_mode {
         SVFF_PAUSE_DETACH,      /* detach-with-reservation */
 };
 
+/* The change in flight on an assignment, journaled before libvirt is
+ * asked for it. */
+enum svff_assign_intent {
+        SVFF_INTENT_NONE,
+        SVFF_INTENT_ATTACH,
+        SVFF_INTENT_DETACH,
+        SVFF_INTENT_PAUSE,
+        SVFF_INTENT_UNPAUSE,
+};
+
 struct svff_assignment {
         char uuid[37];
         char domain[256];
@@ -113,12 +133,15 @@ struct svff_assignment {
         bool live, config;
         enum svff_assign_state state;
         enum svff_pause_mode pause_mode;
+        enum svff_assign_intent intent;
 };
 
 const char *svff_assign_state_to_string(enum svff_assign_state s);
 int svff_assign_state_from_string(const char *s);  /* -EINVAL when unknown */
 const char *svff_pause_mode_to_string(enum svff_pause_mode m);  /* NULL for NONE */
 int svff_pause_mode_from_string(const char *s);
+const char *svff_assign_intent_to_string(enum svff_assign_intent i);  /* NULL for NONE */
+int svff_assign_intent_from_string(const char *s);  /* NULL is NONE; -EINVAL when unknown */
 
 /* Writes the record for vf (fields this version does not know are kept). */
 int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct svff_assignment *a);
@@ -126,6 +149,18 @@ int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct
  * record has the wrong shape (treat the VF as taken). */
 int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_assignment *ret);
 void svff_store_remove_assignment(struct svff_store *s, const char *vf);
+
+/* Resolves a's intent against what libvirt shows of the VF in a's
+ * domain: in_live / in_config whether its running / persistent
+ * definition holds it (a domain that is gone holds nothing); alias and
+ * guest_address (either may be NULL or "") as found there. a becomes
+ * the settled record; returns false when that is no record at all (the
+ * VF is free). Where a detach or pause was asked for and the running
+ * domain still holds the device, the guest may yet let it go:
+ * "detaching", never "attached". A record without an intent is left
+ * as it is. */
+bool svff_assignment_resolve(struct svff_assignment *a, bool in_live, bool in_config, const char *alias,
+                             const char *guest_address);
 
 /* What a domain's lifecycle does to its assignments. */
 enum svff_domain_event {
@@ -145,8 +180,8 @@ typedef void (*svff_assign_change_fn)(const char *vf, const struct svff_assignme
                                       enum svff_assign_outcome outcome, void *userdata);
 
 /* Applies ev for the domain uuid (name: its current name) to every
- * assignment of that domain, calling fn (optional) once per changed
- * record. Returns how many changed (commit when >0), -ENOMEM. */
+ * assignment of that domain without an intent (the change in flight
+ * decides those), calling fn (optional) once per changed record. Returns how many changed (commit when >0), -ENOMEM. */
 int svff_store_domain_event(struct svff_store *s, const char *uuid, const char *name,
                             enum svff_domain_event ev, svff_assign_change_fn fn, void *userdata);
 

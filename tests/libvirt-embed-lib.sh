@@ -49,6 +49,7 @@ fi
 
 [ "$SVFF_LIBVIRT" = embed ] && skip_if_sanitized_fork
 command -v virsh >/dev/null || skip "virsh (libvirt-clients) is not installed"
+command -v jq >/dev/null || skip "jq is needed to read the store in the invariant check"
 QEMU=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 is not installed"
 mount -t tmpfs tmpfs /run || skip "cannot mount a private /run"
 
@@ -131,4 +132,83 @@ start_connected() {
         start_svffd "$@"
         N_STARTS=$((N_STARTS + 1))
         wait_for connected_n "$N_STARTS" || fail "svffd did not connect to '$URI'"
+}
+
+# check_vfs [STEP]: the invariant after every step, from the store (jq)
+# and from every domain's live and persistent XML: no VF is in two
+# domains, or recorded for one and present in another; a VF in a domain
+# has a record for it (settled, or an intent that recovery resolves); a
+# settled record is true of the XML: attached config/live ones are in
+# the persistent/live definition, paused-by-detach ones in neither. With
+# svffd stopped the XML comes from virsh; while it runs (it holds the
+# root) from the files libvirt keeps under the root, written on each
+# change before the change returns.
+check_vfs() {
+        _step=${1:-}
+        _x="$T/check-xml"
+        rm -rf "$_x"; mkdir -p "$_x/config" "$_x/live"
+        if [ -z "$SVFFD_PID" ]; then
+                for _d in $(virsh_ list --all --name); do
+                        virsh_ dumpxml --inactive "$_d" > "$_x/config/$_d.xml" || fail "$_step: virsh dumpxml --inactive $_d"
+                        if [ "$(virsh_ domstate "$_d")" = running ]; then
+                                virsh_ dumpxml "$_d" > "$_x/live/$_d.xml" || fail "$_step: virsh dumpxml $_d"
+                        fi
+                done
+        else
+                for _f in "$ROOT"/etc/qemu/*.xml; do [ -e "$_f" ] && cp "$_f" "$_x/config/"; done
+                for _f in "$ROOT"/run/qemu/*.xml; do [ -e "$_f" ] && cp "$_f" "$_x/live/"; done
+        fi
+        if [ -f "$STATE/store.json" ]; then
+                jq -r '.assignments // {} | to_entries[] | [.key, .value.uuid, .value.state, (.value.live|tostring),
+                       (.value.config|tostring), (.value.pause_mode // "-"), (.value.intent // "-")] | @tsv' \
+                        "$STATE/store.json" > "$_x/store.tsv" || fail "$_step: store.json unreadable"
+        else
+                : > "$_x/store.tsv"
+        fi
+        python3 - "$_x" "$_step" <<'PY' || fail "invariant broken after: $_step"
+import os, sys, xml.etree.ElementTree as ET
+x, step = sys.argv[1], sys.argv[2]
+present = {}  # vf -> {(uuid, name, where)}
+for where in ("config", "live"):
+    for f in sorted(os.listdir(os.path.join(x, where))):
+        root = ET.parse(os.path.join(x, where, f)).getroot()
+        dom = root if root.tag == "domain" else root.find("domain")  # live status XML wraps it
+        uuid, name = dom.findtext("uuid"), dom.findtext("name")
+        for hd in dom.findall("./devices/hostdev"):
+            a = hd.find("source/address")
+            if a is None:
+                continue
+            vf = "%04x:%02x:%02x.%x" % tuple(int(a.get(k), 16) for k in ("domain", "bus", "slot", "function"))
+            present.setdefault(vf, set()).add((uuid, name, where))
+records = {}
+for line in open(os.path.join(x, "store.tsv")):
+    vf, uuid, state, live, config, mode, intent = line.rstrip("\n").split("\t")
+    records[vf] = dict(uuid=uuid, state=state, live=live == "true", config=config == "true", mode=mode, intent=intent)
+bad = []
+for vf, where in present.items():
+    uuids = {u for u, _, _ in where}
+    if len(uuids) > 1:
+        bad.append("VF %s is in %d domains: %s" % (vf, len(uuids), sorted(where)))
+    rec = records.get(vf)
+    if rec is None:
+        bad.append("VF %s is in %s with no record in the store" % (vf, sorted(where)))
+    elif rec["uuid"] not in uuids:
+        bad.append("VF %s is recorded for %s but is in %s" % (vf, rec["uuid"], sorted(where)))
+for vf, rec in records.items():
+    if rec["intent"] != "-":
+        continue
+    here = {w for u, _, w in present.get(vf, ()) if u == rec["uuid"]}
+    if rec["state"] == "attached":
+        if rec["config"] and "config" not in here:
+            bad.append("VF %s is recorded attached (config) but not in the persistent definition" % vf)
+        if rec["live"] and "live" not in here:
+            bad.append("VF %s is recorded attached (live) but not in the running domain" % vf)
+        if not rec["config"] and not rec["live"]:
+            bad.append("VF %s is recorded attached nowhere" % vf)
+    elif rec["state"] == "paused" and rec["mode"] == "detach" and here:
+        bad.append("VF %s is recorded paused (detached) but is in %s" % (vf, sorted(here)))
+if bad:
+    print("after %s:\n  %s" % (step, "\n  ".join(bad)), file=sys.stderr)
+    sys.exit(1)
+PY
 }

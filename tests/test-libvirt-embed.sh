@@ -31,12 +31,14 @@ expect_eq "$(jget "$a['live']" < "$T/list.json")" False "live"
 expect_eq "$(jget "$a['config']" < "$T/list.json")" True "config"
 expect_eq "$(jget "$a['state']" < "$T/list.json")" attached "state"
 ctl list | grep -q "^$VF0  *VF0 .* vm1  *05:00.0  *attached$" || fail "human list: $(ctl list)"
+check_vfs "config attach"
 
 # Pool: --pf takes the first free VF on vfio-pci (VF1), address chosen by libvirt
 ctl attach --pf $PF vm2 --json > "$T/out" || fail "pool attach: $(cat "$T/out")"
 expect_eq "$(jget 'd["vf"]' < "$T/out")" "$VF1" "pool VF"
 POOLADDR=$(jget 'd["assignment"]["guest_address"]' < "$T/out")
 [ "$POOLADDR" != None ] || fail "no guest address read back for the pool VF"
+check_vfs "pool attach"
 
 # Refusals, each with the store unchanged
 printf '%s' "$VF3" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
@@ -54,28 +56,36 @@ expect_eq "$rc" 2 "bad guest address (a usage error, svffctl(8))"
 rc=0; ctl attach "$VF3" vm1 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "VF not on vfio-pci"
 grep -q "not vfio-pci" "$T/err" || fail "not on vfio: $(cat "$T/err")"
-# LIVE on a running domain: libvirt's own refusal (no VFIO on this host)
+expect_eq "$(gen)" "$g" "store generation after refusals"
+check_vfs "refusals"
+# LIVE on a running domain: libvirt's own refusal (no VFIO on this host).
+# It reached libvirt, so it was journaled: the intent, then its removal.
 rc=0; ctl attach "$VF2" vm3 --live 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "live attach without VFIO"
 grep -q "Attaching VF $VF2 to domain 'vm3' (live)" "$T/err" || fail "live error: $(cat "$T/err")"
 note "live attach refused: $(cat "$T/err")"
-expect_eq "$(gen)" "$g" "store generation after refusals"
+expect_eq "$(gen)" "$((g + 2))" "store generation after the live refusal"
+check_vfs "live refusal"
 expect_eq "$(ctl list --json | jget "d['pfs'][0]['vfs'][2]['assigned_to']")" None "VF2 after refused attaches"
 
 # Pause without a native command: detach-with-reservation, then back at the same address
 ctl pause "$VF0" > "$T/out" || fail "pause: $(cat "$T/out")"
 grep -q "detach pause" "$T/out" || fail "pause kind: $(cat "$T/out")"
 expect_eq "$(ctl list --json | jget "$a['state']")" paused "state after pause"
+check_vfs "pause"
 ctl unpause "$VF0" > "$T/out" || fail "unpause: $(cat "$T/out")"
 grep -q "at guest address 05:00.0" "$T/out" || fail "unpause address: $(cat "$T/out")"
 expect_eq "$(ctl list --json | jget "$a['state']")" attached "state after unpause"
+check_vfs "unpause"
 
 # Detach vm2's VF; vm1 keeps VF0. Then look at the XML with svffd stopped.
 ctl detach "$VF1" > "$T/out" || fail "detach: $(cat "$T/out")"
 expect_eq "$(ctl list --json | jget "d['pfs'][0]['vfs'][1]['assigned_to']")" None "VF1 after detach"
 rc=0; ctl detach "$VF1" 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "detach of an unassigned VF"
+check_vfs "detach"
 stop_svffd || fail "svffd exit status"
+check_vfs "svffd stopped"
 
 virsh_ dumpxml --inactive vm1 > "$T/vm1.xml"
 virsh_ dumpxml --inactive vm2 > "$T/vm2.xml"

@@ -360,6 +360,11 @@ START_TEST(test_refuse_types) {
         REFUSE("{\"schema\":1,\"generation\":0,\"vfs\":null}", -EBADMSG, "vfs");
         REFUSE("{\"schema\":1,\"generation\":0,\"assignments\":1}", -EBADMSG, "assignments");
         REFUSE("{\"schema\":1,\"generation\":0,\"assignments\":{\"a\":1}}", -EBADMSG, "assignments.a");
+        /* an intent this version cannot resolve is refused, not guessed at */
+        REFUSE("{\"schema\":2,\"generation\":0,\"assignments\":{\"a\":{\"intent\":\"reboot\"}}}", -EBADMSG,
+               "assignments.a.intent");
+        REFUSE("{\"schema\":2,\"generation\":0,\"assignments\":{\"a\":{\"intent\":1}}}", -EBADMSG,
+               "assignments.a.intent");
         REFUSE("{\"schema\":1,\"generation\":0,\"journal\":[]}", -EBADMSG, "journal");
         REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":{\"p\":{\"numvfs\":-1,\"vf_driver\":\"x\"}}}", -EBADMSG,
                "pfs.p.numvfs");
@@ -390,13 +395,13 @@ START_TEST(test_refuse_newer) {
         struct svff_store *s = NULL;
 
         REFUSE("{\"schema\":7,\"generation\":\"whatever a newer svffd writes\",\"pfs\":[]}", -EPROTONOSUPPORT,
-               "has schema 7, newer than this svffd supports (1)");
-        REFUSE("{\"schema\":2}", -EPROTONOSUPPORT, "run a newer svffd");
+               "has schema 7, newer than this svffd supports (2)");
+        REFUSE("{\"schema\":3}", -EPROTONOSUPPORT, "run a newer svffd");
 
         ck_assert_int_ge(asprintf(&path, "%s/store.json", statedir), 0);
         ck_assert_int_eq(svff_store_open(statedir, &s, &err), -EPROTONOSUPPORT);
         ck_assert_int_ge(asprintf(&expected,
-                                  "Store '%s' has schema 2, newer than this svffd supports (1). "
+                                  "Store '%s' has schema 3, newer than this svffd supports (2). "
                                   "Refusing to start so as not to overwrite it: run a newer svffd, or move the file aside.",
                                   path),
                          0);
@@ -456,6 +461,161 @@ START_TEST(test_parse_buffer) {
 }
 END_TEST
 
+/* A store as svffd wrote it before intents (schema 1). */
+static const char v1_store[] =
+        "{\"schema\":1,\"generation\":7,"
+        "\"pfs\":{\"0000:03:00.0\":{\"numvfs\":2,\"vf_driver\":\"vfio-pci\"}},"
+        "\"vfs\":{\"0000:03:00.1\":{\"pf\":\"0000:03:00.0\",\"index\":0,\"original_driver\":null,\"driver\":\"vfio-pci\"}},"
+        "\"assignments\":{\"0000:03:00.1\":{\"uuid\":\"6a1b8e1c-0000-4000-8000-000000000001\",\"domain\":\"vm1\","
+        "\"guest_address\":\"0000:05:00.0\",\"alias\":\"ua-svff-0000-03-00-1\",\"live\":false,\"config\":true,"
+        "\"state\":\"paused\",\"pause_mode\":\"detach\",\"note\":\"kept\"}},"
+        "\"journal\":null}\n";
+
+START_TEST(test_migrate_v1) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        _cleanup_(json_object_putp) struct json_object *disk = NULL;
+        _cleanup_free_ char *data = NULL;
+        struct json_object *rec, *v;
+        struct svff_assignment a;
+        size_t len;
+
+        ck_assert_int_eq(mkdir(statedir, 0700), 0);
+        write_file(statedir, "store.json", v1_store, sizeof(v1_store) - 1);
+        s = open_ok();
+        ck_assert_uint_eq(svff_store_generation(s), 7);
+        /* a schema 1 record reads as one with no change in flight */
+        ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", &a), 1);
+        ck_assert_int_eq(a.intent, SVFF_INTENT_NONE);
+        ck_assert_int_eq(a.state, SVFF_ASSIGN_PAUSED);
+        ck_assert_int_eq(a.pause_mode, SVFF_PAUSE_DETACH);
+        ck_assert_str_eq(a.guest_address, "0000:05:00.0");
+        ck_assert(!a.live && a.config);
+
+        /* opening alone writes nothing: the file is still schema 1 */
+        data = read_file(statedir, "store.json", &len);
+        ck_assert_uint_eq(len, sizeof(v1_store) - 1);
+        ck_assert(memcmp(data, v1_store, len) == 0);
+        free(TAKE_PTR(data));
+
+        /* the first commit writes schema 2, every record with its intent */
+        commit_ok(s);
+        data = read_file(statedir, "store.json", &len);
+        ck_assert_ptr_nonnull(data);
+        disk = json_tokener_parse(data);
+        ck_assert_ptr_nonnull(disk);
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(disk, "schema")), 2);
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(disk, "generation")), 8);
+        rec = json_object_object_get(json_object_object_get(disk, "assignments"), "0000:03:00.1");
+        ck_assert(json_object_object_get_ex(rec, "intent", &v));
+        ck_assert_ptr_null(v);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(rec, "note")), "kept");
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(rec, "state")), "paused");
+
+        /* and reads back the same */
+        svff_store_free(TAKE_PTR(s));
+        s = open_ok();
+        ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", &a), 1);
+        ck_assert_int_eq(a.intent, SVFF_INTENT_NONE);
+        ck_assert_int_eq(a.state, SVFF_ASSIGN_PAUSED);
+}
+END_TEST
+
+START_TEST(test_intent) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        struct svff_assignment a = {
+                .uuid = "6a1b8e1c-0000-4000-8000-000000000001", .domain = "vm1",
+                .alias = "ua-svff-0000-03-00-1", .config = true, .state = SVFF_ASSIGN_ATTACHED,
+                .intent = SVFF_INTENT_ATTACH,
+        }, b;
+
+        for (int i = SVFF_INTENT_NONE; i <= SVFF_INTENT_UNPAUSE; i++)
+                ck_assert_int_eq(svff_assign_intent_from_string(svff_assign_intent_to_string(i)), i);
+        ck_assert_int_eq(svff_assign_intent_from_string("reboot"), -EINVAL);
+
+        s = open_ok();
+        ck_assert_int_eq(svff_store_set_assignment(s, "0000:03:00.1", &a), 0);
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+        s = open_ok();
+        ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", &b), 1);
+        ck_assert_int_eq(b.intent, SVFF_INTENT_ATTACH);
+
+        /* a lifecycle event leaves a record with a change in flight alone */
+        ck_assert_int_eq(svff_store_domain_event(s, a.uuid, "vm1", SVFF_DOMAIN_UNDEFINED, NULL, NULL), 0);
+        ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", &b), 1);
+        b.intent = SVFF_INTENT_NONE;
+        ck_assert_int_eq(svff_store_set_assignment(s, "0000:03:00.1", &b), 0);
+        ck_assert_int_eq(svff_store_domain_event(s, a.uuid, "vm1", SVFF_DOMAIN_UNDEFINED, NULL, NULL), 1);
+        ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", NULL), 0);
+
+}
+END_TEST
+
+/* Every intent against every view libvirt can give of the VF. */
+START_TEST(test_resolve) {
+        static const struct {
+                enum svff_assign_intent intent;
+                enum svff_assign_state state;   /* as journaled */
+                enum svff_pause_mode mode;
+                bool in_live, in_config;
+                bool keep;                      /* a record remains */
+                enum svff_assign_state want_state;
+                enum svff_pause_mode want_mode;
+        } cases[] = {
+                /* attach: where libvirt has it, or nothing */
+                { SVFF_INTENT_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, false, false, 0, 0 },
+                { SVFF_INTENT_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, false, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                /* detach: gone is done; still running with it may yet go */
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, false, false, 0, 0 },
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, true, true, SVFF_ASSIGN_DETACHING, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, false, false, false, 0, 0 },
+                { SVFF_INTENT_DETACH, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE, false, true, true, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE },
+                /* pause: gone is paused by detach, the reservation kept */
+                { SVFF_INTENT_PAUSE, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, false, true, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH },
+                { SVFF_INTENT_PAUSE, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_PAUSE, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, false, true, SVFF_ASSIGN_DETACHING, SVFF_PAUSE_DETACH },
+                /* unpause: there is attached, gone is still paused */
+                { SVFF_INTENT_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, false, false, true, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH },
+                { SVFF_INTENT_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, false, true, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                { SVFF_INTENT_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE, true, false, true, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE },
+                /* settled: untouched */
+                { SVFF_INTENT_NONE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, true, true, true, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct svff_assignment a = {
+                        .uuid = "6a1b8e1c-0000-4000-8000-000000000001", .domain = "vm1",
+                        .alias = "ua-svff-0000-03-00-1", .guest_address = "0000:05:00.0",
+                        .live = true, .config = true,
+                        .state = cases[i].state, .pause_mode = cases[i].mode, .intent = cases[i].intent,
+                };
+                bool keep, present = cases[i].in_live || cases[i].in_config;
+
+                keep = svff_assignment_resolve(&a, cases[i].in_live, cases[i].in_config, present ? "ua-found" : NULL,
+                                               present ? "0000:06:00.0" : NULL);
+                ck_assert_msg(keep == cases[i].keep, "case %zu: keep %d", i, keep);
+                ck_assert_int_eq(a.intent, SVFF_INTENT_NONE);
+                if (!keep)
+                        continue;
+                ck_assert_msg(a.state == cases[i].want_state, "case %zu: state %s", i,
+                              svff_assign_state_to_string(a.state));
+                ck_assert_msg(a.pause_mode == cases[i].want_mode, "case %zu: mode %d", i, a.pause_mode);
+                if (cases[i].intent != SVFF_INTENT_NONE && present) {
+                        /* the record says which definitions hold it */
+                        ck_assert_msg(a.live == cases[i].in_live && a.config == cases[i].in_config, "case %zu", i);
+                }
+                if ((cases[i].intent == SVFF_INTENT_ATTACH || cases[i].intent == SVFF_INTENT_UNPAUSE) && present) {
+                        ck_assert_str_eq(a.alias, "ua-found");
+                        ck_assert_str_eq(a.guest_address, "0000:06:00.0");
+                } else
+                        ck_assert_str_eq(a.guest_address, "0000:05:00.0");
+        }
+}
+END_TEST
+
 static Suite *store_suite(void) {
         Suite *s = suite_create("store");
         TCase *tc = tcase_create("store");
@@ -474,6 +634,9 @@ static Suite *store_suite(void) {
         tcase_add_test(tc, test_refuse_message);
         tcase_add_test(tc, test_not_regular);
         tcase_add_test(tc, test_parse_buffer);
+        tcase_add_test(tc, test_migrate_v1);
+        tcase_add_test(tc, test_intent);
+        tcase_add_test(tc, test_resolve);
         suite_add_tcase(s, tc);
         return s;
 }
