@@ -139,15 +139,16 @@ start_connected() {
 # domains, or recorded for one and present in another; a VF in a domain
 # has a record for it (settled, or an intent that recovery resolves); a
 # settled record is true of the XML: attached config/live ones are in
-# the persistent/live definition, paused-by-detach ones in neither. With
-# svffd stopped the XML comes from virsh; while it runs (it holds the
-# root) from the files libvirt keeps under the root, written on each
-# change before the change returns.
+# the persistent/live definition, paused-by-detach ones in neither. The
+# XML comes from virsh, but from the files libvirt keeps under the root
+# (written on each change before the change returns) while an embedding
+# svffd runs and holds that root.
 check_vfs() {
         _step=${1:-}
         _x="$T/check-xml"
         rm -rf "$_x"; mkdir -p "$_x/config" "$_x/live"
-        if [ -z "$SVFFD_PID" ]; then
+        # A private libvirtd answers virsh whether or not svffd runs.
+        if [ -z "$SVFFD_PID" ] || [ "$SVFF_LIBVIRT" = daemon ]; then
                 for _d in $(virsh_ list --all --name); do
                         virsh_ dumpxml --inactive "$_d" > "$_x/config/$_d.xml" || fail "$_step: virsh dumpxml --inactive $_d"
                         if [ "$(virsh_ domstate "$_d")" = running ]; then

@@ -187,7 +187,7 @@ expect_eq "$(rec "$VF3" .intent)" attach "VF3's intent while libvirt is away"
 ctl list --json > "$T/list.json"
 expect_eq "$(jget "[v for v in d['pfs'][0]['vfs'] if v['address'] == '$VF3'][0]['assigned_to']['intent']" < "$T/list.json")" \
         attach "VF3 in list while libvirt is away"
-ctl list | grep -q "^  $VF3 .* vm2 .* attached (attach unresolved)" || fail "human list: $(ctl list)"
+ctl list | grep -q "^$VF3 .* vm2 .* attached (attach unresolved)" || fail "human list: $(ctl list)"
 rc=0; ctl detach "$VF3" > "$T/out" 2>&1 || rc=$?
 expect_eq "$rc" 1 "detach of an unresolved VF"
 rc=0; ctl release "$VF3" > "$T/out" 2>&1 || rc=$?
@@ -226,7 +226,9 @@ ctl release "$VF0" > "$T/release.out" 2>&1 &
 REL=$!
 BG_PIDS="$REL"
 wait_for sh -c "\"$SVFFCTL\" --socket \"$SOCK\" status --json | grep -q release" || fail "the release did not start"
-kill -KILL "$(cat "$ROOT/run/qemu/vm3.pid")"
+# QEMU's pid file: under the embedded root, or the private libvirtd's /run.
+if [ "$SVFF_LIBVIRT" = daemon ]; then pidfile=/run/libvirt/qemu/vm3.pid; else pidfile=$ROOT/run/qemu/vm3.pid; fi
+kill -KILL "$(cat "$pidfile")"
 wait_for grep -q "Domain 'vm3' changed while an operation owns its assignments" "$T/svffd.log" ||
         fail "the STOPPED event was not held back"
 expect_eq "$(rec "$VF1" .live)" true "VF1 while the release runs"

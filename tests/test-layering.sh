@@ -33,6 +33,7 @@ daemon/autoinit -> daemon/reconfigure
 daemon/libvirt -> daemon/assign
 daemon/libvirt -> daemon/manager
 daemon/libvirt -> daemon/reconfigure
+daemon/manager -> daemon/assign
 daemon/manager -> daemon/autoinit
 daemon/manager -> daemon/libvirt
 daemon/manager -> daemon/udev
@@ -47,6 +48,7 @@ daemon/operations -> daemon/methods
 daemon/operations -> daemon/reconcile
 daemon/operations -> daemon/reconfigure
 daemon/reconcile -> daemon/manager
+daemon/reconfigure -> daemon/assign
 daemon/reconfigure -> daemon/libvirt
 daemon/reconfigure -> daemon/manager
 daemon/reconfigure -> daemon/methods
