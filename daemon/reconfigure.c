@@ -269,6 +269,20 @@ static bool item_has_vf(const struct reconf *rc, size_t i) {
         }
 }
 
+/* Whether an assignment is off its domain although it should be back
+ * and nothing definite stopped it: its restore never ran (not
+ * submitted, svffd stopping) or was cut short by libvirt going away. */
+static bool item_unsettled(const struct reconf *rc, size_t i) {
+        const struct svff_reconf_item *it = &rc->plan->items[i];
+        const struct item *s = &rc->items[i];
+
+        if (it->index >= rc->n_now || (it->fate != SVFF_RECONF_SURVIVES && !rc->rollback))
+                return false;
+        if (s->state == IS_QUIESCED)
+                return true;
+        return s->state == IS_RESTORE_FAILED && (s->r == -ENOTCONN || s->r == -ESHUTDOWN);
+}
+
 static struct json_object *outcome_json(struct reconf *rc) {
         struct json_object *a = json_object_new_array();
 
@@ -337,6 +351,22 @@ static void reconf_finish(struct reconf *rc) {
         }
         if (rc->failed && !rc->error)
                 rc->error = SVFF_ERROR_RECONF_FAILED;
+
+        /* The journal goes only when every assignment it covers is
+         * settled: one that should be back and never was keeps it, so
+         * that the next start (or the next libvirt connection) puts it
+         * back instead of leaving it paused for good. */
+        if (!rc->keep_journal)
+                for (size_t i = 0; i < rc->plan->n_items; i++)
+                        if (item_unsettled(rc, i)) {
+                                rc->keep_journal = true;
+                                if (!rc->error)
+                                        rc->error = SVFF_ERROR_RECONF_FAILED;
+                                set_message(&rc->message, "%s; the journal is kept and %s at the next start of "
+                                            "svffd or libvirt connection",
+                                            rc->message ?: "not every assignment was put back", resume_what(rc));
+                                break;
+                        }
 
         if (!rc->keep_journal) {
                 fault_point("before-clear", 0);
@@ -690,6 +720,13 @@ static void quiesce_done(struct reconf *rc) {
                         set_message(&rc->message, m->shutting_down ? "svffd is shutting down"
                                                                    : "a pause or detach failed, nothing was changed");
                 rc->error = m->shutting_down ? SVFF_ERROR_SHUTTING_DOWN : SVFF_ERROR_RECONF_FAILED;
+                if (m->exiting) {
+                        /* The virt pool takes no more jobs: the journal
+                         * (phase quiesce) has the next start roll back. */
+                        reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true,
+                                     "svffd stopped during the quiesce; the rollback runs at its next start");
+                        return;
+                }
                 rollback_start(rc);
                 return;
         }
@@ -966,12 +1003,21 @@ static void numvfs_done(void *userdata) {
         if (r < 0)
                 log_error("Recording the VFs of PF %s failed: %s", rc->plan->pf,
                           svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r));
+        if (m->shutting_down) {
+                /* The numvfs phase completed and is journaled: a safe
+                 * point. The next start binds and restores, as after a
+                 * crash here. */
+                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true,
+                             "svffd is stopping; PF %s has %u VFs now, %s at its next start", rc->plan->pf,
+                             rc->n_now, resume_what(rc));
+                return;
+        }
         if (rc->n_now == 0) {
                 start_restore(rc);
                 return;
         }
         rc->op->phase = "bind";
-        if (worker_pool_submit(m->ops_pool, bind_run, rc) < 0)
+        if (m->exiting || worker_pool_submit(m->ops_pool, bind_run, rc) < 0)
                 reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true, "svffd is shutting down; %s at its next start",
                              resume_what(rc));
 }
@@ -990,6 +1036,13 @@ static void bind_done(void *userdata) {
         } else if (!rc->rollback && !rc->failed &&
                    (s = find_step(rc, SVFF_RECONF_PHASE_BIND, -1, SVFF_RECONF_DO_BIND, 0)))
                 log_step(rc, s, NULL, 0, NULL, SVFF_PAUSE_NONE);
+        if (rc->m->shutting_down) {
+                /* The bind phase completed; the journal (bind, or rollback)
+                 * has the next start bind again (idempotent) and restore. */
+                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true, "svffd is stopping; %s at its next start",
+                             resume_what(rc));
+                return;
+        }
         start_restore(rc);
 }
 
@@ -1004,6 +1057,12 @@ static void start_numvfs(struct reconf *rc) {
 
 static void start_restore(struct reconf *rc) {
         rc->op->phase = rc->rollback ? "rollback" : "restore";
+        if (rc->m->exiting) {
+                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true,
+                             "svffd stopped before the assignments were put back; %s at its next start",
+                             resume_what(rc));
+                return;
+        }
         if (!rc->rollback && !rc->failed)
                 for (size_t i = 0; i < rc->plan->n_items; i++) {
                         const struct svff_reconf_step *s;
@@ -1438,6 +1497,9 @@ void reconf_recover(struct manager *m) {
         _cleanup_strv_free_ char **todo = NULL;
         size_t n = 0;
 
+        /* A stopping svffd leaves the journals to its next start. */
+        if (m->shutting_down)
+                return;
         if (!j || !json_object_object_get_ex(j, "pfs", &pfs) || !json_object_is_type(pfs, json_type_object))
                 return;
         json_object_object_foreach(pfs, pf, e) {
