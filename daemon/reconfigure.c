@@ -280,7 +280,7 @@ static bool item_unsettled(const struct reconf *rc, size_t i) {
                 return false;
         if (s->state == IS_QUIESCED)
                 return true;
-        return s->state == IS_RESTORE_FAILED && (s->r == -ENOTCONN || s->r == -ESHUTDOWN);
+        return s->state == IS_RESTORE_FAILED && (s->r == -ECANCELED || s->r == -ENOTCONN || s->r == -ESHUTDOWN);
 }
 
 static struct json_object *outcome_json(struct reconf *rc) {
@@ -624,17 +624,34 @@ static void dom_job_run(void *userdata) {
         free(j);
 }
 
+/* An item whose job could not be submitted: it was never touched, and
+ * says so. A quiesce that did not happen makes the reconf roll back
+ * (quiesce_done never destroys a VF still attached); a restore that did
+ * not happen keeps the journal (item_unsettled). */
+static void item_not_submitted(struct reconf *rc, enum job_kind kind, size_t i, int r) {
+        struct item *s = &rc->items[i];
+
+        s->state = kind == JOB_QUIESCE ? IS_QUIESCE_FAILED : IS_RESTORE_FAILED;
+        s->r = -ECANCELED;
+        set_message(&s->message, "its %s was never started: %s", kind == JOB_QUIESCE ? "pause or detach" : "restore",
+                    r == -ESHUTDOWN ? "svffd is shutting down" : strerror(-r));
+        if (kind == JOB_QUIESCE && !rc->message)
+                set_message(&rc->message, "%s", s->message);
+}
+
 /* Submits one job per domain for the items selected by want. Returns
- * how many items were submitted. */
+ * how many items were submitted: each of them completes through
+ * item_done(). Every wanted item not submitted is marked so by
+ * item_not_submitted() before this returns. */
 static unsigned submit_domain_jobs(struct reconf *rc, enum job_kind kind, bool (*want)(struct reconf *, size_t)) {
         size_t n = rc->plan->n_items;
         _cleanup_free_ bool *done = calloc(n ? n : 1, sizeof(bool));
-        unsigned submitted = 0;
+        unsigned submitted = 0, n_jobs = 0;
+        int r = 0;
 
-        if (!done)
-                return 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; done && i < n && r >= 0; i++) {
                 struct dom_job *j;
+                size_t n_items = 0;
 
                 if (done[i] || !want(rc, i))
                         continue;
@@ -643,28 +660,51 @@ static unsigned submit_domain_jobs(struct reconf *rc, enum job_kind kind, bool (
                         j->idx = calloc(n, sizeof(size_t));
                 if (!j || !j->idx) {
                         free(j);
-                        return submitted;
+                        r = -ENOMEM;
+                        break;
                 }
                 j->rc = rc;
                 j->kind = kind;
                 for (size_t k = i; k < n; k++)
-                        if (!done[k] && want(rc, k) && streq(rc->plan->items[k].a.uuid, rc->plan->items[i].a.uuid)) {
+                        if (!done[k] && want(rc, k) && streq(rc->plan->items[k].a.uuid, rc->plan->items[i].a.uuid))
                                 j->idx[j->n++] = k;
-                                done[k] = true;
-                        }
+                /* Counted before the submit: from then on the job is the
+                 * worker's, which frees it when done. */
+                n_items = j->n;
                 if (virConnectRef(rc->conn) < 0) {
                         free(j->idx);
                         free(j);
-                        return submitted;
+                        r = -ENOTCONN;
+                        break;
                 }
                 j->conn = rc->conn;
-                if (worker_pool_submit(hv_pool(rc->m->hv), dom_job_run, j) < 0) {
+                if (rc->m->exiting)
+                        r = -ESHUTDOWN;
+                else if (fault_inject(kind == JOB_QUIESCE ? "fail-submit-quiesce" : "fail-submit-restore",
+                                      ++n_jobs))
+                        r = -ENOMEM;
+                else
+                        r = worker_pool_submit(hv_pool(rc->m->hv), dom_job_run, j);
+                if (r < 0) {
                         virConnectClose(j->conn);
                         free(j->idx);
                         free(j);
-                        return submitted;
+                        break;
                 }
-                submitted += (unsigned) j->n;
+                /* Only the items the submitted job owns, and only now. */
+                for (size_t k = i; k < n; k++)
+                        if (!done[k] && want(rc, k) && streq(rc->plan->items[k].a.uuid, rc->plan->items[i].a.uuid))
+                                done[k] = true;
+                submitted += (unsigned) n_items;
+        }
+        if (!done)
+                r = -ENOMEM;
+        if (r < 0) {
+                log_error("Submitting the %s jobs of the reconf of PF %s failed after %u item(s): %s",
+                          kind == JOB_QUIESCE ? "quiesce" : "restore", rc->plan->pf, submitted, strerror(-r));
+                for (size_t i = 0; i < n; i++)
+                        if ((!done || !done[i]) && want(rc, i))
+                                item_not_submitted(rc, kind, i, r);
         }
         return submitted;
 }
