@@ -882,10 +882,11 @@ static void numvfs_run(void *userdata) {
         _cleanup_(svff_error_free) struct svff_error lerr = SVFF_ERROR_NULL;
         const char *pf = rc->plan->pf;
 
-        if (rc->recovery) {
-                /* Wherever the crash left the count: to the target (back to
-                 * where it was when rolling back), through 0 only when it
-                 * differs (svff_pf_set_numvfs does that). */
+        if (rc->recovery || rc->rollback) {
+                /* Wherever the crash (or the failed write) left the count:
+                 * to the target (back to where it was when rolling back),
+                 * through 0 only when it differs (svff_pf_set_numvfs does
+                 * that). */
                 rc->r = svff_pf_set_numvfs(rc->ctx, pf, rc->rollback ? rc->rollback_to : rc->plan->to,
                                            rc->numvfs_timeout, &rc->err);
                 rc->wrote_zero = true;
@@ -990,7 +991,41 @@ static void numvfs_done(void *userdata) {
         }
 
         rc->n_now = rc->after ? (unsigned) rc->after->n_vfs : 0;
-        if (rc->r < 0) {
+        if (rc->r < 0 && !rc->rollback && !rc->recovery && rc->wrote_zero && rc->n_now == 0) {
+                /* The VFs are gone and the new count was refused: nothing
+                 * may stay half done. Back to the count the reconf started
+                 * from, journaled as a rollback before the write, then
+                 * every assignment put back. (A driver that created only
+                 * part of the VFs accepted the write: what exists is
+                 * bound and restored, below.) */
+                if (rc->plan->from > 0 && (s = find_step(rc, SVFF_RECONF_PHASE_NUMVFS, -1, SVFF_RECONF_DO_NUMVFS, 0)))
+                        log_step(rc, s, NULL, 0, NULL, SVFF_PAUSE_NONE);
+                set_message(&rc->message, "%s; PF %s went back to %u VFs", svff_error_message(&rc->err),
+                            rc->plan->pf, rc->plan->from);
+                log_warning("Reconf of PF %s: %s after the VFs were removed; rolling back to %u VFs.", rc->plan->pf,
+                            svff_error_message(&rc->err), rc->plan->from);
+                rc->error = SVFF_ERROR_RECONF_FAILED;
+                rollback_set(rc);
+                svff_error_free(&rc->err);
+                svff_pf_free(rc->after);
+                rc->after = NULL;
+                if (journal_rollback(rc, &err) < 0)
+                        log_error("Journaling the rollback of the reconf of PF %s failed, continuing: %s",
+                                  rc->plan->pf, svff_error_message(&err));
+                start_numvfs(rc);
+                return;
+        }
+        if (rc->r < 0 && rc->rollback) {
+                /* Going back failed too: the journal stays, so the next
+                 * start (or the same Reconf) tries again. */
+                rc->keep_journal = true;
+                set_message(&rc->message, "%s; going back to %u VFs failed too (%s), PF %s has %u VFs: the journal "
+                            "is kept, run 'svffctl reconf %s %u' or restart svffd to retry the rollback",
+                            rc->message ?: "the reconf failed", rc->rollback_to, svff_error_message(&rc->err),
+                            rc->plan->pf, rc->n_now, rc->plan->pf, rc->plan->to);
+                rc->error = SVFF_ERROR_RECONF_FAILED;
+                rc->failed = true;
+        } else if (rc->r < 0) {
                 if (!rc->wrote_zero && rc->after && rc->n_now == rc->plan->from) {
                         rollback_set(rc);
                         set_message(&rc->message, "%s; nothing was changed", svff_error_message(&rc->err));
