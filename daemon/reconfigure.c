@@ -39,6 +39,8 @@ struct item {
         enum item_state state;
         enum svff_pause_mode mode;      /* how it was quiesced */
         char vf[SVFF_PCI_ADDR_STRLEN];  /* its VF now (same index) */
+        char rec_vf[SVFF_PCI_ADDR_STRLEN]; /* where its record is in the store now */
+        bool unrecorded;                /* no record found: nothing to write or drop */
         char guest_address[SVFF_PCI_ADDR_STRLEN];
         int r;
         char *message;
@@ -746,6 +748,20 @@ static void rollback_start(struct reconf *rc) {
         start_restore(rc);
 }
 
+/* Sets the state of item i's record as it is now in the store (not
+ * the plan's copy: lifecycle events may have changed it; one that is
+ * gone stays gone). */
+static void record_state(struct reconf *rc, size_t i, enum svff_assign_state state, enum svff_pause_mode mode) {
+        struct svff_assignment a;
+
+        if (rc->items[i].unrecorded || svff_store_get_assignment(rc->m->store, rc->items[i].rec_vf, &a) <= 0 ||
+            !streq(a.uuid, rc->plan->items[i].a.uuid))
+                return;
+        a.state = state;
+        a.pause_mode = mode;
+        (void) svff_store_set_assignment(rc->m->store, rc->items[i].rec_vf, &a);
+}
+
 static void quiesce_done(struct reconf *rc) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct manager *m = rc->m;
@@ -774,13 +790,9 @@ static void quiesce_done(struct reconf *rc) {
         /* Every device is off its domain: the records say paused, with
          * the guest address and alias reserved, before any VF goes. */
         for (size_t i = 0; i < rc->plan->n_items; i++) {
-                struct svff_assignment a = rc->plan->items[i].a;
-
                 if (rc->items[i].state != IS_QUIESCED)
                         continue;
-                a.state = SVFF_ASSIGN_PAUSED;
-                a.pause_mode = rc->items[i].mode;
-                (void) svff_store_set_assignment(m->store, rc->plan->items[i].vf, &a);
+                record_state(rc, i, SVFF_ASSIGN_PAUSED, rc->items[i].mode);
         }
         if (journal_phase(rc, "numvfs", &err) < 0) {
                 /* The journal in memory says "numvfs" now: the rollback
@@ -812,23 +824,16 @@ static void item_done(void *userdata) {
                                 set_message(&rc->message, "%s", s->message ?: strerror(-res->r));
                         /* The guest may still let go later: say so in the record. */
                         if (res->r == -ETIMEDOUT) {
-                                struct svff_assignment a = rc->plan->items[res->i].a;
-
-                                a.state = SVFF_ASSIGN_DETACHING;
-                                (void) svff_store_set_assignment(rc->m->store, rc->plan->items[res->i].vf, &a);
+                                record_state(rc, res->i, SVFF_ASSIGN_DETACHING, SVFF_PAUSE_NONE);
                         }
                 } else {
                         s->state = IS_QUIESCED;
                         rc->n_quiesced++;
                         if (s->mode == SVFF_PAUSE_NATIVE) {
                                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-                                struct svff_assignment a = rc->plan->items[res->i].a;
-
                                 /* The device is still in the domain: only the
                                  * record can tell a restart to unpause it. */
-                                a.state = SVFF_ASSIGN_PAUSED;
-                                a.pause_mode = SVFF_PAUSE_NATIVE;
-                                (void) svff_store_set_assignment(rc->m->store, rc->plan->items[res->i].vf, &a);
+                                record_state(rc, res->i, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE);
                                 (void) manager_commit(rc->m, &err);
                         }
                 }
@@ -966,6 +971,35 @@ static int record_vfs(struct reconf *rc) {
         return 0;
 }
 
+/* Same index, new address (offset or stride changed): each record
+ * follows its VF. All are taken out first, as one item's new address
+ * may be another's old one. */
+static void move_records(struct reconf *rc) {
+        struct manager *m = rc->m;
+        size_t n = rc->plan->n_items;
+        _cleanup_free_ struct svff_assignment *recs = calloc(n ? n : 1, sizeof(*recs));
+        _cleanup_free_ bool *have = calloc(n ? n : 1, sizeof(bool));
+
+        if (!recs || !have) {
+                log_oom();
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct item *st = &rc->items[i];
+
+                if (st->unrecorded || streq(st->vf, st->rec_vf))
+                        continue;
+                if (svff_store_get_assignment(m->store, st->rec_vf, &recs[i]) > 0 &&
+                    streq(recs[i].uuid, rc->plan->items[i].a.uuid)) {
+                        svff_store_remove_assignment(m->store, st->rec_vf);
+                        have[i] = true;
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                if (have[i] && svff_store_set_assignment(m->store, rc->items[i].vf, &recs[i]) >= 0)
+                        snprintf(rc->items[i].rec_vf, sizeof(rc->items[i].rec_vf), "%s", rc->items[i].vf);
+}
+
 static void numvfs_done(void *userdata) {
         struct reconf *rc = userdata;
         struct manager *m = rc->m;
@@ -1060,17 +1094,8 @@ static void numvfs_done(void *userdata) {
                                             rc->plan->pf, rc->message ?: "the PF has fewer VFs");
                         }
                 }
-                if (!streq(st->vf, it->vf)) {
-                        /* Same index, new address (offset or stride changed):
-                         * the record follows the VF. */
-                        struct svff_assignment a;
-
-                        if (svff_store_get_assignment(m->store, it->vf, &a) > 0) {
-                                svff_store_remove_assignment(m->store, it->vf);
-                                (void) svff_store_set_assignment(m->store, st->vf, &a);
-                        }
-                }
         }
+        move_records(rc);
 
         r = record_vfs(rc);
         if (r >= 0)
@@ -1160,7 +1185,24 @@ static void restore_done(struct reconf *rc) {
         for (size_t i = 0; i < rc->plan->n_items; i++) {
                 const struct svff_reconf_item *it = &rc->plan->items[i];
                 struct item *st = &rc->items[i];
-                struct svff_assignment a = it->a;
+                struct svff_assignment a;
+
+                /* From the record as it is now, not the plan's copy:
+                 * libvirt's lifecycle events may have changed it during
+                 * the reconf, and one that is gone stays gone. */
+                if (st->unrecorded || svff_store_get_assignment(m->store, st->rec_vf, &a) <= 0 ||
+                    !streq(a.uuid, it->a.uuid)) {
+                        if (st->state != IS_RELEASED && st->state != IS_UNTOUCHED &&
+                            st->state != IS_QUIESCE_FAILED)
+                                log_warning("The assignment of VF %s to domain '%s' is no longer recorded (the "
+                                            "domain went away during the reconf?): not recording it again.",
+                                            st->vf, it->a.domain);
+                        continue;
+                }
+                if (!streq(st->rec_vf, st->vf)) {
+                        svff_store_remove_assignment(m->store, st->rec_vf);
+                        snprintf(st->rec_vf, sizeof(st->rec_vf), "%s", st->vf);
+                }
 
                 switch (st->state) {
                 case IS_RESTORED:
@@ -1225,10 +1267,37 @@ static struct reconf *reconf_new(struct manager *m, struct svff_reconf_plan *pla
                 reconf_free(rc);
                 return NULL;
         }
-        for (size_t i = 0; i < plan->n_items; i++)
+        for (size_t i = 0; i < plan->n_items; i++) {
                 snprintf(rc->items[i].vf, sizeof(rc->items[i].vf), "%s", plan->items[i].vf);
+                snprintf(rc->items[i].rec_vf, sizeof(rc->items[i].rec_vf), "%s", plan->items[i].vf);
+        }
         rc->n_now = plan->from;
         return rc;
+}
+
+/* Recovery: item i's record, under the plan's VF address or, when the
+ * interrupted run's numvfs phase moved it there, under the address of
+ * the VF with the same index now; rec_vf says where. */
+static int find_record(struct reconf *rc, size_t i, struct svff_assignment *ret) {
+        const struct svff_reconf_item *it = &rc->plan->items[i];
+        struct item *st = &rc->items[i];
+
+        if (svff_store_get_assignment(rc->m->store, it->vf, ret) > 0 && streq(ret->uuid, it->a.uuid))
+                return 1;
+        json_object_object_foreach(svff_store_vfs(rc->m->store), key, vrec) {
+                const char *vpf = NULL;
+                unsigned idx;
+
+                if (svff_json_get_string(vrec, "pf", &vpf) < 0 || !streq(vpf, rc->plan->pf) ||
+                    svff_json_get_unsigned(vrec, "index", &idx) < 0 || idx != it->index)
+                        continue;
+                if (svff_store_get_assignment(rc->m->store, key, ret) > 0 && streq(ret->uuid, it->a.uuid)) {
+                        snprintf(st->rec_vf, sizeof(st->rec_vf), "%s", key);
+                        snprintf(st->vf, sizeof(st->vf), "%s", key);
+                        return 1;
+                }
+        }
+        return 0;
 }
 
 static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
@@ -1352,9 +1421,10 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
 
                         if (it->a.state != SVFF_ASSIGN_ATTACHED)
                                 continue;
-                        if (svff_store_get_assignment(m->store, it->vf, &a) <= 0) {
+                        if (find_record(rc, i, &a) <= 0) {
                                 set_message(&rc->items[i].message, "the assignment is no longer recorded");
                                 rc->items[i].state = IS_RELEASED;
+                                rc->items[i].unrecorded = true;
                                 continue;
                         }
                         rc->items[i].state = IS_QUIESCED;
