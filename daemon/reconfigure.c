@@ -17,6 +17,7 @@
 #include "operations.h"
 #include "qmp.h"
 #include "reconcile.h"
+#include "reconf-journal.h"
 #include "reconf.h"
 #include "reconfigure.h"
 #include "sriov.h"
@@ -172,18 +173,10 @@ static const struct svff_reconf_step *find_step(struct reconf *rc, enum svff_rec
 /* ---- journal ---- */
 
 static int journal_write(struct reconf *rc, const char *phase) {
-        struct json_object *e = json_object_new_object(), *plan = svff_reconf_plan_to_json(rc->plan);
+        struct json_object *e = reconf_journal_encode(rc->plan, phase, rc->op->started_usec);
 
-        if (!e || !plan) {
-                json_object_put(e);
-                json_object_put(plan);
+        if (!e)
                 return -ENOMEM;
-        }
-        json_object_object_add(e, "op", json_object_new_string("reconf"));
-        json_object_object_add(e, "phase", json_object_new_string(phase));
-        json_object_object_add(e, "numvfs", json_object_new_int64(rc->plan->to));
-        json_object_object_add(e, "started_usec", json_object_new_int64((int64_t) rc->op->started_usec));
-        json_object_object_add(e, "plan", plan);
         return journal_set(rc->m, rc->plan->pf, e);
 }
 
@@ -206,24 +199,15 @@ static int journal_phase(struct reconf *rc, const char *phase, struct svff_error
  * finishes it instead of resuming towards the target count; a recovery
  * keeps the record it found. */
 static int journal_rollback(struct reconf *rc, struct svff_error *err) {
-        struct json_object *e = journal_get(rc->m, rc->plan->pf), *rb;
+        struct json_object *e = journal_get(rc->m, rc->plan->pf);
         int r;
 
         if (!e && journal_write(rc, "rollback") >= 0)
                 e = journal_get(rc->m, rc->plan->pf);
         if (!e)
                 return svff_error_set(err, -ENOMEM, "Out of memory");
-        if (!json_object_object_get_ex(e, "rollback", NULL)) {
-                rb = json_object_new_object();
-                if (!rb)
-                        return svff_error_set(err, -ENOMEM, "Out of memory");
-                json_object_object_add(rb, "numvfs", json_object_new_int64(rc->rollback_to));
-                json_object_object_add(rb, "reason", rc->message ? json_object_new_string(rc->message) : NULL);
-                if (json_object_object_add(e, "rollback", rb) < 0) {
-                        json_object_put(rb);
-                        return svff_error_set(err, -ENOMEM, "Out of memory");
-                }
-        }
+        if (reconf_journal_set_rollback(e, rc->rollback_to, rc->message) < 0)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
         r = journal_phase(rc, "rollback", err);
         if (r >= 0)
                 fault_point("after-rollback-journal", 0);
@@ -1307,15 +1291,17 @@ static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
         return false;
 }
 
-/* Takes plan; borrows journal, the entry to recover from (NULL: a new
- * reconf, journaled here). With a call, every failure is answered. */
+/* Takes plan; borrows journal, the decoded entry to recover from (NULL:
+ * a new reconf, journaled here). With a call, every failure is
+ * answered. */
 static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan,
-                        struct json_object *journal) {
+                        const struct reconf_journal *journal) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         bool recovery = journal != NULL;
-        const char *journal_phase_name = "quiesce", *rollback_reason = NULL;
+        const char *journal_phase_name = journal ? journal->phase : "quiesce";
+        const char *rollback_reason = journal ? journal->rollback_reason : NULL;
         struct reconf *rc;
-        struct json_object *ev, *rb = NULL;
+        struct json_object *ev;
         int r;
 
         rc = reconf_new(m, plan);
@@ -1326,19 +1312,12 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 return -ENOMEM;
         }
         rc->recovery = recovery;
-        if (recovery) {
-                (void) svff_json_get_string(journal, "phase", &journal_phase_name);
-                (void) svff_json_get_object(journal, "rollback", &rb);
-                if (streq(journal_phase_name, "rollback") || rb) {
-                        /* The interrupted run was going back: so does this
-                         * one, to the count it recorded (without one, from
-                         * an older svffd: the count the reconf started
-                         * from, the only one a rollback goes back to). */
-                        rollback_set(rc);
-                        (void) svff_json_get_unsigned(rb, "numvfs", &rc->rollback_to);
-                        (void) svff_json_get_string(rb, "reason", &rollback_reason);
-                        rc->n_now = rc->rollback_to;
-                }
+        if (recovery && journal->rollback) {
+                /* The interrupted run was going back: so does this one,
+                 * to the count it recorded (reconf-journal.h). */
+                rollback_set(rc);
+                rc->rollback_to = journal->rollback_to;
+                rc->n_now = rc->rollback_to;
         }
         if (plan_needs_libvirt(plan)) {
                 rc->conn = hv_conn_ref(m->hv, &err);
@@ -1618,13 +1597,12 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
 
 /* Resumes the journaled reconf of pf (entry e); call may be NULL. */
 static int resume_journal(struct manager *m, struct call *call, const char *pf, struct json_object *e) {
-        struct json_object *jp = NULL;
-        struct svff_reconf_plan *plan = NULL;
+        struct reconf_journal j = {};
         int r;
 
-        if (!json_object_object_get_ex(e, "plan", &jp) || svff_reconf_plan_from_json(jp, &plan) < 0 ||
-            !streq(plan->pf, pf)) {
-                svff_reconf_plan_free(plan);
+        r = reconf_journal_decode(e, &j);
+        if (r < 0 || !streq(j.plan->pf, pf)) {
+                reconf_journal_done(&j);
                 log_error("The journal of PF %s holds a reconf plan svffd cannot read; leaving it for the operator.",
                           pf);
                 if (call)
@@ -1633,7 +1611,8 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
                                     svff_store_path(m->store));
                 return -EBADMSG;
         }
-        r = reconf_start(m, call, plan, e);
+        r = reconf_start(m, call, TAKE_PTR(j.plan), &j);
+        reconf_journal_done(&j);
         return r;
 }
 
