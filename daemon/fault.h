@@ -8,6 +8,8 @@
  * second occurrence of "after-detach") makes svffd kill itself with
  * SIGKILL when it reaches that point, or abort() with
  * SVFF_FAULT_ACTION=abort: no cleanup, no flush, as a crash would.
+ * SVFF_FAULT_ACTION=term sends svffd a SIGTERM there instead and goes
+ * on: a stop request arriving at exactly that step.
  * fault_inject() is the other kind: the named step fails instead
  * ("fail-reattach-1"), for failures no real peer here can produce. */
 
@@ -17,7 +19,14 @@
 /* n: the occurrence (1-based), 0 for points that happen once. */
 void fault_point(const char *name, unsigned n);
 bool fault_inject(const char *name, unsigned n);
+/* What SVFF_FAULT_ACTION=term calls on the main thread: the stop svffd
+ * does on SIGTERM. */
+void fault_set_stop(void (*fn)(void *userdata), void *userdata);
 #else
+static inline void fault_set_stop(void (*fn)(void *userdata), void *userdata) {
+        (void) fn;
+        (void) userdata;
+}
 static inline void fault_point(const char *name, unsigned n) {
         (void) name;
         (void) n;

@@ -139,13 +139,15 @@ struct closed {
 };
 
 static void schedule_reconnect(struct hv *h);
+static void on_close(virConnectPtr conn, int reason, void *opaque);
 
 static void close_old_run(void *userdata) {
         virConnectPtr conn = userdata;
 
         /* A dead connection closes at once; a live one (a call failed for
-         * another reason) is dropped the same way. */
-        (void) virConnectUnregisterCloseCallback(conn, NULL);
+         * another reason) is dropped the same way. libvirt unregisters a
+         * close callback only when named: NULL matches none. */
+        (void) virConnectUnregisterCloseCallback(conn, on_close);
         virConnectClose(conn);
 }
 
@@ -420,8 +422,7 @@ void hv_free(struct hv *h) {
         }
         /* ...then let running jobs finish: they may need the event loop
          * (the embedded QEMU driver talks to QEMU through it). */
-        worker_pool_free(h->pool);
-        h->pool = NULL;
+        worker_pool_stop(h->pool);
         if (h->conn)
                 virConnectClose(TAKE_PTR(h->conn));
 
@@ -430,6 +431,11 @@ void hv_free(struct hv *h) {
                 h->wake_timer = virEventAddTimeout(0, wake_cb, NULL, NULL);
                 pthread_join(h->event_thread, NULL);
         }
+        /* Only now: a callback already running on the event thread may
+         * have posted to the pool until the thread ended. What it posted
+         * sees h->stopping and does nothing. */
+        worker_pool_free(h->pool);
+        h->pool = NULL;
         for (size_t i = 0; i < h->n_busy; i++)
                 free(h->busy[i]);
         free(h->busy);

@@ -62,6 +62,18 @@ int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) 
         m->waiters_tail = &m->waiters;
         m->started_usec = now(CLOCK_MONOTONIC);
         m->sysfs_seq = 1;
+        m->stop_timeout_usec = MANAGER_STOP_TIMEOUT_USEC;
+#ifdef SVFF_FAULT_POINTS
+        {
+                const char *t = getenv("SVFF_STOP_TIMEOUT_SEC");
+                char *end;
+                unsigned long v;
+
+                errno = 0;
+                if (t && (v = strtoul(t, &end, 10)) > 0 && errno == 0 && *end == 0 && v < 3600)
+                        m->stop_timeout_usec = v * USEC_PER_SEC;
+        }
+#endif
 
         r = svff_config_init(&m->config);
         if (r < 0) {
@@ -84,15 +96,15 @@ struct manager *manager_free(struct manager *m) {
         if (!m)
                 return NULL;
 
-        /* Workers first: their last posted results still reach the store
-         * and the callers. */
-        hv_free(m->hv);
-        m->hv = NULL;
-        worker_pool_free(m->ops_pool);
-        worker_pool_free(m->discovery_pool);
-        m->ops_pool = m->discovery_pool = NULL;
-        m->udev = udev_watch_free(m->udev);
+        /* Operations were drained (manager_begin_shutdown) or the stop
+         * deadline passed: what still completes while the pools stop
+         * finds m->exiting, journals and starts nothing new. */
+        m->exiting = true;
+        m->stop_timer = sd_event_source_disable_unref(m->stop_timer);
 
+        /* Reverse order of creation (svffd.c's run()). Snapshot waiters
+         * first: a discovery pass completing below would otherwise run
+         * them against subsystems already gone. */
         while (m->waiters) {
                 struct snapshot_waiter *w = m->waiters;
 
@@ -100,16 +112,28 @@ struct manager *manager_free(struct manager *m) {
                 call_unref(w->call);
                 free(w);
         }
+        m->waiters_tail = &m->waiters;
+        m->udev = udev_watch_free(m->udev);
+        m->autoinit = autoinit_free(m->autoinit);
+        /* Calls outlive the server: a late reply goes nowhere. */
+        m->server = server_free(m->server);
         for (size_t i = 0; i < m->n_subscribers; i++)
                 call_unref(m->subscribers[i]);
+        m->n_subscribers = 0;
+        worker_pool_free(m->discovery_pool);
+        m->discovery_pool = NULL;
+        worker_pool_free(m->ops_pool);
+        m->ops_pool = NULL;
+        hv_free(m->hv);
+        m->hv = NULL;
+
         free(m->subscribers);
         strv_free(m->dirty_pfs);
+        /* Left only when the stop deadline passed: their journals stay. */
         while (m->operations)
                 manager_remove_operation(m, m->operations);
         assign_free_deferred(m);
 
-        m->autoinit = autoinit_free(m->autoinit);
-        server_free(m->server);
         svff_store_free(m->store);
         closep(&m->state_lock_fd);
         svff_ctx_unref(m->ctx);
@@ -700,6 +724,8 @@ int manager_add_operation(struct manager *m, const char *pf, const char *kind,
         return 0;
 }
 
+static void check_drained(struct manager *m);
+
 void manager_remove_operation(struct manager *m, struct operation *op) {
         for (struct operation **p = &m->operations; *p; p = &(*p)->next)
                 if (*p == op) {
@@ -710,6 +736,7 @@ void manager_remove_operation(struct manager *m, struct operation *op) {
         free(op);
         manager_notify_status(m);
         manager_notify_ready(m);
+        check_drained(m);
 }
 
 void manager_notify_ready(struct manager *m) {
@@ -823,11 +850,41 @@ void manager_emit(struct manager *m, struct operation *op, struct json_object *e
         json_object_put(wrap);
 }
 
+/* Ends the event loop: the subsystems are freed (manager_free) only
+ * after it returns. */
+static void stop_now(struct manager *m) {
+        if (m->exiting)
+                return;
+        m->exiting = true;
+        m->stop_timer = sd_event_source_disable_unref(m->stop_timer);
+        (void) sd_event_exit(m->event, 0);
+}
+
+static void check_drained(struct manager *m) {
+        if (m->shutting_down && !m->operations)
+                stop_now(m);
+}
+
+static int on_stop_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+
+        for (struct operation *op = m->operations; op; op = op->next)
+                log_warning("The %s of PF %s did not reach a safe point in time (phase %s, %u/%u); its journal "
+                            "stays and the next start of svffd finishes it.", op->kind, op->pf, op->phase, op->done,
+                            op->total);
+        stop_now(m);
+        return 0;
+}
+
 void manager_begin_shutdown(struct manager *m) {
         struct json_object *p;
+        int r;
 
-        if (m->shutting_down)
+        if (m->shutting_down) {
+                log_notice("Stop asked for again: not waiting for the running operations, their journals stay.");
+                stop_now(m);
                 return;
+        }
         m->shutting_down = true;
         if (m->server)
                 server_stop_listening(m->server);
@@ -844,7 +901,21 @@ void manager_begin_shutdown(struct manager *m) {
                 call_unref(c);
         }
         json_object_put(p);
-        (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down.");
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down, finishing the running operations.");
+
+        if (!m->operations) {
+                stop_now(m);
+                return;
+        }
+        for (struct operation *op = m->operations; op; op = op->next)
+                log_info("Waiting for the %s of PF %s to reach a safe point (phase %s).", op->kind, op->pf,
+                         op->phase);
+        r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC,
+                                       m->stop_timeout_usec, 0, on_stop_deadline, m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to arm the stop deadline, stopping now: %m");
+                stop_now(m);
+        }
 }
 
 void manager_notify_status(struct manager *m) {

@@ -26,6 +26,12 @@
 
 struct hv;
 
+/* How long a stop waits for the running operations to reach a safe
+ * point: under systemd's default TimeoutStopSec (90 s), so svffd ends
+ * itself, its journals written, before the SIGKILL. A test build reads
+ * SVFF_STOP_TIMEOUT_SEC instead. */
+#define MANAGER_STOP_TIMEOUT_USEC (80 * USEC_PER_SEC)
+
 /* What the command line set: it wins over the config file, on reload
  * too. NULL / -1 when not given. */
 struct cmdline {
@@ -118,7 +124,16 @@ struct manager {
         struct call **subscribers;
         size_t n_subscribers, alloc_subscribers;
 
+        /* A stop was asked for (SIGTERM): no new calls or operations;
+         * the running ones go on to their next journaled safe point, then
+         * the event loop ends. */
         bool shutting_down;
+        /* The event loop ended (drained, or the stop deadline passed):
+         * what completes now records what it did, keeps its journal for
+         * the next start and starts nothing, as the pools are going. */
+        bool exiting;
+        sd_event_source *stop_timer;
+        uint64_t stop_timeout_usec;
 };
 
 int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret);
@@ -172,7 +187,11 @@ void manager_remove_operation(struct manager *m, struct operation *op);
 void manager_emit(struct manager *m, struct operation *op, struct json_object *event);
 int manager_subscribe(struct manager *m, struct call *call);
 
-/* Shutdown: stop accepting, end the Monitor streams. */
+/* Shutdown is an operation: stops accepting connections and calls,
+ * ends the Monitor streams, and ends the event loop once no operation is
+ * left (each stops at its next journaled safe point), or when the stop
+ * deadline passes (then the journals left say what the next start
+ * resumes). A second call ends the loop at once. */
 void manager_begin_shutdown(struct manager *m);
 
 /* Sends READY=1 once serving and no start-up operation is left. */

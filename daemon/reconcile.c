@@ -151,6 +151,22 @@ struct json_object *reconcile_drift(struct manager *m) {
                 }
         }
 
+        /* A domain that lacks its VF because the VF is gone (a reconf
+         * that could not put it back): the VF record went with the VF,
+         * only the assignment says so. */
+        json_object_object_foreach(svff_store_assignments(m->store), avf, arec) {
+                const char *dom = "?", *apf = NULL;
+
+                if (find_vf(s, avf))
+                        continue;
+                (void) svff_json_get_string(arec, "domain", &dom);
+                if (svff_store_get_vf(m->store, avf, &apf, NULL) > 0 && apf && manager_find_operation(m, apf))
+                        continue;  /* in flux */
+                add(a, "assignment-without-vf", avf, NULL, NULL,
+                    "Domain '%s' is assigned VF %s, which does not exist; 'svffctl reconf' its PF back to a count "
+                    "that has it, then 'svffctl unpause %s'", dom, avf, avf);
+        }
+
         jp = journal_pfs(m);
         if (jp) {
                 json_object_object_foreach(jp, jpf, entry) {

@@ -18,6 +18,7 @@
 #include "operations.h"
 #include "qmp.h"
 #include "reconcile.h"
+#include "reconf-journal.h"
 #include "reconf.h"
 #include "reconfigure.h"
 #include "sriov.h"
@@ -40,6 +41,8 @@ struct item {
         enum item_state state;
         enum svff_pause_mode mode;      /* how it was quiesced */
         char vf[SVFF_PCI_ADDR_STRLEN];  /* its VF now (same index) */
+        char rec_vf[SVFF_PCI_ADDR_STRLEN]; /* where its record is in the store now */
+        bool unrecorded;                /* no record found: nothing to write or drop */
         char guest_address[SVFF_PCI_ADDR_STRLEN];
         int r;
         char *message;
@@ -171,18 +174,10 @@ static const struct svff_reconf_step *find_step(struct reconf *rc, enum svff_rec
 /* ---- journal ---- */
 
 static int journal_write(struct reconf *rc, const char *phase) {
-        struct json_object *e = json_object_new_object(), *plan = svff_reconf_plan_to_json(rc->plan);
+        struct json_object *e = reconf_journal_encode(rc->plan, phase, rc->op->started_usec);
 
-        if (!e || !plan) {
-                json_object_put(e);
-                json_object_put(plan);
+        if (!e)
                 return -ENOMEM;
-        }
-        json_object_object_add(e, "op", json_object_new_string("reconf"));
-        json_object_object_add(e, "phase", json_object_new_string(phase));
-        json_object_object_add(e, "numvfs", json_object_new_int64(rc->plan->to));
-        json_object_object_add(e, "started_usec", json_object_new_int64((int64_t) rc->op->started_usec));
-        json_object_object_add(e, "plan", plan);
         return journal_set(rc->m, rc->plan->pf, e);
 }
 
@@ -205,24 +200,15 @@ static int journal_phase(struct reconf *rc, const char *phase, struct svff_error
  * finishes it instead of resuming towards the target count; a recovery
  * keeps the record it found. */
 static int journal_rollback(struct reconf *rc, struct svff_error *err) {
-        struct json_object *e = journal_get(rc->m, rc->plan->pf), *rb;
+        struct json_object *e = journal_get(rc->m, rc->plan->pf);
         int r;
 
         if (!e && journal_write(rc, "rollback") >= 0)
                 e = journal_get(rc->m, rc->plan->pf);
         if (!e)
                 return svff_error_set(err, -ENOMEM, "Out of memory");
-        if (!json_object_object_get_ex(e, "rollback", NULL)) {
-                rb = json_object_new_object();
-                if (!rb)
-                        return svff_error_set(err, -ENOMEM, "Out of memory");
-                json_object_object_add(rb, "numvfs", json_object_new_int64(rc->rollback_to));
-                json_object_object_add(rb, "reason", rc->message ? json_object_new_string(rc->message) : NULL);
-                if (json_object_object_add(e, "rollback", rb) < 0) {
-                        json_object_put(rb);
-                        return svff_error_set(err, -ENOMEM, "Out of memory");
-                }
-        }
+        if (reconf_journal_set_rollback(e, rc->rollback_to, rc->message) < 0)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
         r = journal_phase(rc, "rollback", err);
         if (r >= 0)
                 fault_point("after-rollback-journal", 0);
@@ -268,6 +254,20 @@ static bool item_has_vf(const struct reconf *rc, size_t i) {
         default:
                 return false;
         }
+}
+
+/* Whether an assignment is off its domain although it should be back
+ * and nothing definite stopped it: its restore never ran (not
+ * submitted, svffd stopping) or was cut short by libvirt going away. */
+static bool item_unsettled(const struct reconf *rc, size_t i) {
+        const struct svff_reconf_item *it = &rc->plan->items[i];
+        const struct item *s = &rc->items[i];
+
+        if (it->index >= rc->n_now || (it->fate != SVFF_RECONF_SURVIVES && !rc->rollback))
+                return false;
+        if (s->state == IS_QUIESCED)
+                return true;
+        return s->state == IS_RESTORE_FAILED && (s->r == -ECANCELED || s->r == -ENOTCONN || s->r == -ESHUTDOWN);
 }
 
 static struct json_object *outcome_json(struct reconf *rc) {
@@ -339,6 +339,22 @@ static void reconf_finish(struct reconf *rc) {
         }
         if (rc->failed && !rc->error)
                 rc->error = SVFF_ERROR_RECONF_FAILED;
+
+        /* The journal goes only when every assignment it covers is
+         * settled: one that should be back and never was keeps it, so
+         * that the next start (or the next libvirt connection) puts it
+         * back instead of leaving it paused for good. */
+        if (!rc->keep_journal)
+                for (size_t i = 0; i < rc->plan->n_items; i++)
+                        if (item_unsettled(rc, i)) {
+                                rc->keep_journal = true;
+                                if (!rc->error)
+                                        rc->error = SVFF_ERROR_RECONF_FAILED;
+                                set_message(&rc->message, "%s; the journal is kept and %s at the next start of "
+                                            "svffd or libvirt connection",
+                                            rc->message ?: "not every assignment was put back", resume_what(rc));
+                                break;
+                        }
 
         if (!rc->keep_journal) {
                 fault_point("before-clear", 0);
@@ -606,17 +622,34 @@ static void dom_job_run(void *userdata) {
         free(j);
 }
 
+/* An item whose job could not be submitted: it was never touched, and
+ * says so. A quiesce that did not happen makes the reconf roll back
+ * (quiesce_done never destroys a VF still attached); a restore that did
+ * not happen keeps the journal (item_unsettled). */
+static void item_not_submitted(struct reconf *rc, enum job_kind kind, size_t i, int r) {
+        struct item *s = &rc->items[i];
+
+        s->state = kind == JOB_QUIESCE ? IS_QUIESCE_FAILED : IS_RESTORE_FAILED;
+        s->r = -ECANCELED;
+        set_message(&s->message, "its %s was never started: %s", kind == JOB_QUIESCE ? "pause or detach" : "restore",
+                    r == -ESHUTDOWN ? "svffd is shutting down" : strerror(-r));
+        if (kind == JOB_QUIESCE && !rc->message)
+                set_message(&rc->message, "%s", s->message);
+}
+
 /* Submits one job per domain for the items selected by want. Returns
- * how many items were submitted. */
+ * how many items were submitted: each of them completes through
+ * item_done(). Every wanted item not submitted is marked so by
+ * item_not_submitted() before this returns. */
 static unsigned submit_domain_jobs(struct reconf *rc, enum job_kind kind, bool (*want)(struct reconf *, size_t)) {
         size_t n = rc->plan->n_items;
         _cleanup_free_ bool *done = calloc(n ? n : 1, sizeof(bool));
-        unsigned submitted = 0;
+        unsigned submitted = 0, n_jobs = 0;
+        int r = 0;
 
-        if (!done)
-                return 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; done && i < n && r >= 0; i++) {
                 struct dom_job *j;
+                size_t n_items = 0;
 
                 if (done[i] || !want(rc, i))
                         continue;
@@ -625,28 +658,51 @@ static unsigned submit_domain_jobs(struct reconf *rc, enum job_kind kind, bool (
                         j->idx = calloc(n, sizeof(size_t));
                 if (!j || !j->idx) {
                         free(j);
-                        return submitted;
+                        r = -ENOMEM;
+                        break;
                 }
                 j->rc = rc;
                 j->kind = kind;
                 for (size_t k = i; k < n; k++)
-                        if (!done[k] && want(rc, k) && streq(rc->plan->items[k].a.uuid, rc->plan->items[i].a.uuid)) {
+                        if (!done[k] && want(rc, k) && streq(rc->plan->items[k].a.uuid, rc->plan->items[i].a.uuid))
                                 j->idx[j->n++] = k;
-                                done[k] = true;
-                        }
+                /* Counted before the submit: from then on the job is the
+                 * worker's, which frees it when done. */
+                n_items = j->n;
                 if (virConnectRef(rc->conn) < 0) {
                         free(j->idx);
                         free(j);
-                        return submitted;
+                        r = -ENOTCONN;
+                        break;
                 }
                 j->conn = rc->conn;
-                if (worker_pool_submit(hv_pool(rc->m->hv), dom_job_run, j) < 0) {
+                if (rc->m->exiting)
+                        r = -ESHUTDOWN;
+                else if (fault_inject(kind == JOB_QUIESCE ? "fail-submit-quiesce" : "fail-submit-restore",
+                                      ++n_jobs))
+                        r = -ENOMEM;
+                else
+                        r = worker_pool_submit(hv_pool(rc->m->hv), dom_job_run, j);
+                if (r < 0) {
                         virConnectClose(j->conn);
                         free(j->idx);
                         free(j);
-                        return submitted;
+                        break;
                 }
-                submitted += (unsigned) j->n;
+                /* Only the items the submitted job owns, and only now. */
+                for (size_t k = i; k < n; k++)
+                        if (!done[k] && want(rc, k) && streq(rc->plan->items[k].a.uuid, rc->plan->items[i].a.uuid))
+                                done[k] = true;
+                submitted += (unsigned) n_items;
+        }
+        if (!done)
+                r = -ENOMEM;
+        if (r < 0) {
+                log_error("Submitting the %s jobs of the reconf of PF %s failed after %u item(s): %s",
+                          kind == JOB_QUIESCE ? "quiesce" : "restore", rc->plan->pf, submitted, strerror(-r));
+                for (size_t i = 0; i < n; i++)
+                        if ((!done || !done[i]) && want(rc, i))
+                                item_not_submitted(rc, kind, i, r);
         }
         return submitted;
 }
@@ -688,6 +744,20 @@ static void rollback_start(struct reconf *rc) {
         start_restore(rc);
 }
 
+/* Sets the state of item i's record as it is now in the store (not
+ * the plan's copy: lifecycle events may have changed it; one that is
+ * gone stays gone). */
+static void record_state(struct reconf *rc, size_t i, enum svff_assign_state state, enum svff_pause_mode mode) {
+        struct svff_assignment a;
+
+        if (rc->items[i].unrecorded || svff_store_get_assignment(rc->m->store, rc->items[i].rec_vf, &a) <= 0 ||
+            !streq(a.uuid, rc->plan->items[i].a.uuid))
+                return;
+        a.state = state;
+        a.pause_mode = mode;
+        (void) svff_store_set_assignment(rc->m->store, rc->items[i].rec_vf, &a);
+}
+
 static void quiesce_done(struct reconf *rc) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct manager *m = rc->m;
@@ -702,6 +772,13 @@ static void quiesce_done(struct reconf *rc) {
                         set_message(&rc->message, m->shutting_down ? "svffd is shutting down"
                                                                    : "a pause or detach failed, nothing was changed");
                 rc->error = m->shutting_down ? SVFF_ERROR_SHUTTING_DOWN : SVFF_ERROR_RECONF_FAILED;
+                if (m->exiting) {
+                        /* The virt pool takes no more jobs: the journal
+                         * (phase quiesce) has the next start roll back. */
+                        reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true,
+                                     "svffd stopped during the quiesce; the rollback runs at its next start");
+                        return;
+                }
                 rollback_start(rc);
                 return;
         }
@@ -709,13 +786,9 @@ static void quiesce_done(struct reconf *rc) {
         /* Every device is off its domain: the records say paused, with
          * the guest address and alias reserved, before any VF goes. */
         for (size_t i = 0; i < rc->plan->n_items; i++) {
-                struct svff_assignment a = rc->plan->items[i].a;
-
                 if (rc->items[i].state != IS_QUIESCED)
                         continue;
-                a.state = SVFF_ASSIGN_PAUSED;
-                a.pause_mode = rc->items[i].mode;
-                (void) svff_store_set_assignment(m->store, rc->plan->items[i].vf, &a);
+                record_state(rc, i, SVFF_ASSIGN_PAUSED, rc->items[i].mode);
         }
         if (journal_phase(rc, "numvfs", &err) < 0) {
                 /* The journal in memory says "numvfs" now: the rollback
@@ -747,23 +820,16 @@ static void item_done(void *userdata) {
                                 set_message(&rc->message, "%s", s->message ?: strerror(-res->r));
                         /* The guest may still let go later: say so in the record. */
                         if (res->r == -ETIMEDOUT) {
-                                struct svff_assignment a = rc->plan->items[res->i].a;
-
-                                a.state = SVFF_ASSIGN_DETACHING;
-                                (void) svff_store_set_assignment(rc->m->store, rc->plan->items[res->i].vf, &a);
+                                record_state(rc, res->i, SVFF_ASSIGN_DETACHING, SVFF_PAUSE_NONE);
                         }
                 } else {
                         s->state = IS_QUIESCED;
                         rc->n_quiesced++;
                         if (s->mode == SVFF_PAUSE_NATIVE) {
                                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-                                struct svff_assignment a = rc->plan->items[res->i].a;
-
                                 /* The device is still in the domain: only the
                                  * record can tell a restart to unpause it. */
-                                a.state = SVFF_ASSIGN_PAUSED;
-                                a.pause_mode = SVFF_PAUSE_NATIVE;
-                                (void) svff_store_set_assignment(rc->m->store, rc->plan->items[res->i].vf, &a);
+                                record_state(rc, res->i, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE);
                                 (void) manager_commit(rc->m, &err);
                         }
                 }
@@ -817,10 +883,11 @@ static void numvfs_run(void *userdata) {
         _cleanup_(svff_error_free) struct svff_error lerr = SVFF_ERROR_NULL;
         const char *pf = rc->plan->pf;
 
-        if (rc->recovery) {
-                /* Wherever the crash left the count: to the target (back to
-                 * where it was when rolling back), through 0 only when it
-                 * differs (svff_pf_set_numvfs does that). */
+        if (rc->recovery || rc->rollback) {
+                /* Wherever the crash (or the failed write) left the count:
+                 * to the target (back to where it was when rolling back),
+                 * through 0 only when it differs (svff_pf_set_numvfs does
+                 * that). */
                 rc->r = svff_pf_set_numvfs(rc->ctx, pf, rc->rollback ? rc->rollback_to : rc->plan->to,
                                            rc->numvfs_timeout, &rc->err);
                 rc->wrote_zero = true;
@@ -900,6 +967,35 @@ static int record_vfs(struct reconf *rc) {
         return 0;
 }
 
+/* Same index, new address (offset or stride changed): each record
+ * follows its VF. All are taken out first, as one item's new address
+ * may be another's old one. */
+static void move_records(struct reconf *rc) {
+        struct manager *m = rc->m;
+        size_t n = rc->plan->n_items;
+        _cleanup_free_ struct svff_assignment *recs = calloc(n ? n : 1, sizeof(*recs));
+        _cleanup_free_ bool *have = calloc(n ? n : 1, sizeof(bool));
+
+        if (!recs || !have) {
+                log_oom();
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct item *st = &rc->items[i];
+
+                if (st->unrecorded || streq(st->vf, st->rec_vf))
+                        continue;
+                if (svff_store_get_assignment(m->store, st->rec_vf, &recs[i]) > 0 &&
+                    streq(recs[i].uuid, rc->plan->items[i].a.uuid)) {
+                        svff_store_remove_assignment(m->store, st->rec_vf);
+                        have[i] = true;
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                if (have[i] && svff_store_set_assignment(m->store, rc->items[i].vf, &recs[i]) >= 0)
+                        snprintf(rc->items[i].rec_vf, sizeof(rc->items[i].rec_vf), "%s", rc->items[i].vf);
+}
+
 static void numvfs_done(void *userdata) {
         struct reconf *rc = userdata;
         struct manager *m = rc->m;
@@ -925,7 +1021,41 @@ static void numvfs_done(void *userdata) {
         }
 
         rc->n_now = rc->after ? (unsigned) rc->after->n_vfs : 0;
-        if (rc->r < 0) {
+        if (rc->r < 0 && !rc->rollback && !rc->recovery && rc->wrote_zero && rc->n_now == 0) {
+                /* The VFs are gone and the new count was refused: nothing
+                 * may stay half done. Back to the count the reconf started
+                 * from, journaled as a rollback before the write, then
+                 * every assignment put back. (A driver that created only
+                 * part of the VFs accepted the write: what exists is
+                 * bound and restored, below.) */
+                if (rc->plan->from > 0 && (s = find_step(rc, SVFF_RECONF_PHASE_NUMVFS, -1, SVFF_RECONF_DO_NUMVFS, 0)))
+                        log_step(rc, s, NULL, 0, NULL, SVFF_PAUSE_NONE);
+                set_message(&rc->message, "%s; PF %s went back to %u VFs", svff_error_message(&rc->err),
+                            rc->plan->pf, rc->plan->from);
+                log_warning("Reconf of PF %s: %s after the VFs were removed; rolling back to %u VFs.", rc->plan->pf,
+                            svff_error_message(&rc->err), rc->plan->from);
+                rc->error = SVFF_ERROR_RECONF_FAILED;
+                rollback_set(rc);
+                svff_error_free(&rc->err);
+                svff_pf_free(rc->after);
+                rc->after = NULL;
+                if (journal_rollback(rc, &err) < 0)
+                        log_error("Journaling the rollback of the reconf of PF %s failed, continuing: %s",
+                                  rc->plan->pf, svff_error_message(&err));
+                start_numvfs(rc);
+                return;
+        }
+        if (rc->r < 0 && rc->rollback) {
+                /* Going back failed too: the journal stays, so the next
+                 * start (or the same Reconf) tries again. */
+                rc->keep_journal = true;
+                set_message(&rc->message, "%s; going back to %u VFs failed too (%s), PF %s has %u VFs: the journal "
+                            "is kept, run 'svffctl reconf %s %u' or restart svffd to retry the rollback",
+                            rc->message ?: "the reconf failed", rc->rollback_to, svff_error_message(&rc->err),
+                            rc->plan->pf, rc->n_now, rc->plan->pf, rc->plan->to);
+                rc->error = SVFF_ERROR_RECONF_FAILED;
+                rc->failed = true;
+        } else if (rc->r < 0) {
                 if (!rc->wrote_zero && rc->after && rc->n_now == rc->plan->from) {
                         rollback_set(rc);
                         set_message(&rc->message, "%s; nothing was changed", svff_error_message(&rc->err));
@@ -960,17 +1090,8 @@ static void numvfs_done(void *userdata) {
                                             rc->plan->pf, rc->message ?: "the PF has fewer VFs");
                         }
                 }
-                if (!streq(st->vf, it->vf)) {
-                        /* Same index, new address (offset or stride changed):
-                         * the record follows the VF. */
-                        struct svff_assignment a;
-
-                        if (svff_store_get_assignment(m->store, it->vf, &a) > 0) {
-                                svff_store_remove_assignment(m->store, it->vf);
-                                (void) svff_store_set_assignment(m->store, st->vf, &a);
-                        }
-                }
         }
+        move_records(rc);
 
         r = record_vfs(rc);
         if (r >= 0)
@@ -978,12 +1099,21 @@ static void numvfs_done(void *userdata) {
         if (r < 0)
                 log_error("Recording the VFs of PF %s failed: %s", rc->plan->pf,
                           svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r));
+        if (m->shutting_down) {
+                /* The numvfs phase completed and is journaled: a safe
+                 * point. The next start binds and restores, as after a
+                 * crash here. */
+                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true,
+                             "svffd is stopping; PF %s has %u VFs now, %s at its next start", rc->plan->pf,
+                             rc->n_now, resume_what(rc));
+                return;
+        }
         if (rc->n_now == 0) {
                 start_restore(rc);
                 return;
         }
         rc->op->phase = "bind";
-        if (worker_pool_submit(m->ops_pool, bind_run, rc) < 0)
+        if (m->exiting || worker_pool_submit(m->ops_pool, bind_run, rc) < 0)
                 reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true, "svffd is shutting down; %s at its next start",
                              resume_what(rc));
 }
@@ -1002,6 +1132,13 @@ static void bind_done(void *userdata) {
         } else if (!rc->rollback && !rc->failed &&
                    (s = find_step(rc, SVFF_RECONF_PHASE_BIND, -1, SVFF_RECONF_DO_BIND, 0)))
                 log_step(rc, s, NULL, 0, NULL, SVFF_PAUSE_NONE);
+        if (rc->m->shutting_down) {
+                /* The bind phase completed; the journal (bind, or rollback)
+                 * has the next start bind again (idempotent) and restore. */
+                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true, "svffd is stopping; %s at its next start",
+                             resume_what(rc));
+                return;
+        }
         start_restore(rc);
 }
 
@@ -1016,6 +1153,12 @@ static void start_numvfs(struct reconf *rc) {
 
 static void start_restore(struct reconf *rc) {
         rc->op->phase = rc->rollback ? "rollback" : "restore";
+        if (rc->m->exiting) {
+                reconf_abort(rc, SVFF_ERROR_SHUTTING_DOWN, true,
+                             "svffd stopped before the assignments were put back; %s at its next start",
+                             resume_what(rc));
+                return;
+        }
         if (!rc->rollback && !rc->failed)
                 for (size_t i = 0; i < rc->plan->n_items; i++) {
                         const struct svff_reconf_step *s;
@@ -1038,7 +1181,24 @@ static void restore_done(struct reconf *rc) {
         for (size_t i = 0; i < rc->plan->n_items; i++) {
                 const struct svff_reconf_item *it = &rc->plan->items[i];
                 struct item *st = &rc->items[i];
-                struct svff_assignment a = it->a;
+                struct svff_assignment a;
+
+                /* From the record as it is now, not the plan's copy:
+                 * libvirt's lifecycle events may have changed it during
+                 * the reconf, and one that is gone stays gone. */
+                if (st->unrecorded || svff_store_get_assignment(m->store, st->rec_vf, &a) <= 0 ||
+                    !streq(a.uuid, it->a.uuid)) {
+                        if (st->state != IS_RELEASED && st->state != IS_UNTOUCHED &&
+                            st->state != IS_QUIESCE_FAILED)
+                                log_warning("The assignment of VF %s to domain '%s' is no longer recorded (the "
+                                            "domain went away during the reconf?): not recording it again.",
+                                            st->vf, it->a.domain);
+                        continue;
+                }
+                if (!streq(st->rec_vf, st->vf)) {
+                        svff_store_remove_assignment(m->store, st->rec_vf);
+                        snprintf(st->rec_vf, sizeof(st->rec_vf), "%s", st->vf);
+                }
 
                 switch (st->state) {
                 case IS_RESTORED:
@@ -1103,10 +1263,37 @@ static struct reconf *reconf_new(struct manager *m, struct svff_reconf_plan *pla
                 reconf_free(rc);
                 return NULL;
         }
-        for (size_t i = 0; i < plan->n_items; i++)
+        for (size_t i = 0; i < plan->n_items; i++) {
                 snprintf(rc->items[i].vf, sizeof(rc->items[i].vf), "%s", plan->items[i].vf);
+                snprintf(rc->items[i].rec_vf, sizeof(rc->items[i].rec_vf), "%s", plan->items[i].vf);
+        }
         rc->n_now = plan->from;
         return rc;
+}
+
+/* Recovery: item i's record, under the plan's VF address or, when the
+ * interrupted run's numvfs phase moved it there, under the address of
+ * the VF with the same index now; rec_vf says where. */
+static int find_record(struct reconf *rc, size_t i, struct svff_assignment *ret) {
+        const struct svff_reconf_item *it = &rc->plan->items[i];
+        struct item *st = &rc->items[i];
+
+        if (svff_store_get_assignment(rc->m->store, it->vf, ret) > 0 && streq(ret->uuid, it->a.uuid))
+                return 1;
+        json_object_object_foreach(svff_store_vfs(rc->m->store), key, vrec) {
+                const char *vpf = NULL;
+                unsigned idx;
+
+                if (svff_json_get_string(vrec, "pf", &vpf) < 0 || !streq(vpf, rc->plan->pf) ||
+                    svff_json_get_unsigned(vrec, "index", &idx) < 0 || idx != it->index)
+                        continue;
+                if (svff_store_get_assignment(rc->m->store, key, ret) > 0 && streq(ret->uuid, it->a.uuid)) {
+                        snprintf(st->rec_vf, sizeof(st->rec_vf), "%s", key);
+                        snprintf(st->vf, sizeof(st->vf), "%s", key);
+                        return 1;
+                }
+        }
+        return 0;
 }
 
 static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
@@ -1116,15 +1303,17 @@ static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
         return false;
 }
 
-/* Takes plan; borrows journal, the entry to recover from (NULL: a new
- * reconf, journaled here). With a call, every failure is answered. */
+/* Takes plan; borrows journal, the decoded entry to recover from (NULL:
+ * a new reconf, journaled here). With a call, every failure is
+ * answered. */
 static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan,
-                        struct json_object *journal) {
+                        const struct reconf_journal *journal) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         bool recovery = journal != NULL;
-        const char *journal_phase_name = "quiesce", *rollback_reason = NULL;
+        const char *journal_phase_name = journal ? journal->phase : "quiesce";
+        const char *rollback_reason = journal ? journal->rollback_reason : NULL;
         struct reconf *rc;
-        struct json_object *ev, *rb = NULL;
+        struct json_object *ev;
         int r;
 
         rc = reconf_new(m, plan);
@@ -1135,19 +1324,12 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 return -ENOMEM;
         }
         rc->recovery = recovery;
-        if (recovery) {
-                (void) svff_json_get_string(journal, "phase", &journal_phase_name);
-                (void) svff_json_get_object(journal, "rollback", &rb);
-                if (streq(journal_phase_name, "rollback") || rb) {
-                        /* The interrupted run was going back: so does this
-                         * one, to the count it recorded (without one, from
-                         * an older svffd: the count the reconf started
-                         * from, the only one a rollback goes back to). */
-                        rollback_set(rc);
-                        (void) svff_json_get_unsigned(rb, "numvfs", &rc->rollback_to);
-                        (void) svff_json_get_string(rb, "reason", &rollback_reason);
-                        rc->n_now = rc->rollback_to;
-                }
+        if (recovery && journal->rollback) {
+                /* The interrupted run was going back: so does this one,
+                 * to the count it recorded (reconf-journal.h). */
+                rollback_set(rc);
+                rc->rollback_to = journal->rollback_to;
+                rc->n_now = rc->rollback_to;
         }
         if (plan_needs_libvirt(plan)) {
                 rc->conn = hv_conn_ref(m->hv, &err);
@@ -1230,9 +1412,10 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
 
                         if (it->a.state != SVFF_ASSIGN_ATTACHED)
                                 continue;
-                        if (svff_store_get_assignment(m->store, it->vf, &a) <= 0) {
+                        if (find_record(rc, i, &a) <= 0) {
                                 set_message(&rc->items[i].message, "the assignment is no longer recorded");
                                 rc->items[i].state = IS_RELEASED;
+                                rc->items[i].unrecorded = true;
                                 continue;
                         }
                         rc->items[i].state = IS_QUIESCED;
@@ -1428,13 +1611,12 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
 
 /* Resumes the journaled reconf of pf (entry e); call may be NULL. */
 static int resume_journal(struct manager *m, struct call *call, const char *pf, struct json_object *e) {
-        struct json_object *jp = NULL;
-        struct svff_reconf_plan *plan = NULL;
+        struct reconf_journal j = {};
         int r;
 
-        if (!json_object_object_get_ex(e, "plan", &jp) || svff_reconf_plan_from_json(jp, &plan) < 0 ||
-            !streq(plan->pf, pf)) {
-                svff_reconf_plan_free(plan);
+        r = reconf_journal_decode(e, &j);
+        if (r < 0 || !streq(j.plan->pf, pf)) {
+                reconf_journal_done(&j);
                 log_error("The journal of PF %s holds a reconf plan svffd cannot read; leaving it for the operator.",
                           pf);
                 if (call)
@@ -1443,7 +1625,8 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
                                     svff_store_path(m->store));
                 return -EBADMSG;
         }
-        r = reconf_start(m, call, plan, e);
+        r = reconf_start(m, call, TAKE_PTR(j.plan), &j);
+        reconf_journal_done(&j);
         return r;
 }
 
@@ -1452,6 +1635,9 @@ void reconf_recover(struct manager *m) {
         _cleanup_strv_free_ char **todo = NULL;
         size_t n = 0;
 
+        /* A stopping svffd leaves the journals to its next start. */
+        if (m->shutting_down)
+                return;
         if (!j || !json_object_object_get_ex(j, "pfs", &pfs) || !json_object_is_type(pfs, json_type_object))
                 return;
         json_object_object_foreach(pfs, pf, e) {

@@ -24,13 +24,29 @@
  * journaled first: phase "rollback" with the count it goes back to):
  *   - a quiesce step fails: nothing was destroyed; the others are put
  *     back (rolled back);
- *   - numvfs fails before VFs were destroyed: all are put back; after:
- *     what the kernel made is bound and assignments whose VF exists are
- *     restored, the rest stay paused with their reservation;
+ *   - numvfs fails before VFs were destroyed: all are put back;
+ *   - the write of N is refused after the 0 write (the PF has no VF):
+ *     rolled back to the count the reconf started from, every
+ *     assignment put back; if going back fails too, the journal stays;
+ *   - the driver creates only part of the VFs: what exists is bound and
+ *     assignments whose VF exists are restored, the rest stay paused
+ *     with their reservation;
+ *   - a domain job cannot be submitted: a quiesce not started rolls the
+ *     reconf back, a restore not started keeps the journal;
  *   - numvfs blocked past its deadline (a VF still held): the journal is
  *     kept and the assignments stay paused; the reconf resumes at the
  *     next start or with the same Reconf again;
  *   - a restore step fails: that assignment stays paused, reserved.
+ *
+ * The journal is cleared only once every assignment it covers is
+ * settled (restored, or failed for a reason reported to the caller).
+ *
+ * A stop (SIGTERM) is an operation: the reconf goes on to its next
+ * journaled safe point, then svffd exits. A quiesce in flight completes
+ * and rolls back; a numvfs or bind phase completes and the reconf stops
+ * there with its journal; a restore in flight completes. The state left
+ * is the one a SIGKILL at the same step leaves after recovery. Past the
+ * stop deadline, what completes journals and starts nothing.
  *
  * Crash recovery (reconf_recover, once libvirt is connected): a journal
  * in phase quiesce rolls back (re-attach, nothing was destroyed); in

@@ -14,6 +14,7 @@
 
 #include "autoinit.h"
 #include "config-file.h"
+#include "fault.h"
 #include "libvirt.h"
 #include "log.h"
 #include "manager.h"
@@ -125,7 +126,14 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
 
         log_info("Received %s, shutting down.", si->ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
         manager_begin_shutdown(m);
-        return sd_event_exit(sd_event_source_get_event(s), 0);
+        return 0;
+}
+
+static void stop_at_fault_point(void *userdata) {
+        struct manager *m = userdata;
+
+        log_info("Received SIGTERM (fault point), shutting down.");
+        manager_begin_shutdown(m);
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -273,19 +281,22 @@ static int run(int argc, char *argv[]) {
                 r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up signal handling: %m");
+        fault_set_stop(stop_at_fault_point, m);
 
-        /* Workers start after the signals are blocked, so they inherit
-         * the mask and the main thread gets every signal. */
+        /* Threads start after the signals are blocked, so they inherit
+         * the mask and the main thread gets every signal. libvirt first:
+         * manager_free() goes in reverse, so the ops pool's last results
+         * still find it. It connects in the background: svffd serves
+         * without it and assignment calls say libvirt is unreachable
+         * until it is back. */
+        r = hv_new(m, m->config.libvirt_uri, m->config.libvirt_workers, &m->hv);
+        if (r < 0)
+                return r;
         r = worker_pool_new(event, "ops", m->config.workers, &m->ops_pool);
         if (r >= 0)
                 r = worker_pool_new(event, "disc", 1, &m->discovery_pool);
         if (r < 0)
                 return log_error_errno(r, "Failed to start worker threads: %m");
-        /* libvirt connects in the background: svffd serves without it and
-         * assignment calls say libvirt is unreachable until it is back. */
-        r = hv_new(m, m->config.libvirt_uri, m->config.libvirt_workers, &m->hv);
-        if (r < 0)
-                return r;
 
         /* Start-up reconcile: compare the store with the host before
          * serving, and report (never repair) what differs. */

@@ -157,7 +157,7 @@ fail:
         return r;
 }
 
-void worker_pool_free(struct worker_pool *p) {
+void worker_pool_stop(struct worker_pool *p) {
         struct item *i;
 
         if (!p)
@@ -170,15 +170,27 @@ void worker_pool_free(struct worker_pool *p) {
 
         for (unsigned k = 0; k < p->n_threads; k++)
                 pthread_join(p->threads[k], NULL);
+        p->n_threads = 0;
 
         /* Jobs never started are dropped with their userdata: by
          * contract a job owns it, and nothing started it. */
+        pthread_mutex_lock(&p->lock);
         i = queue_take_all(&p->jobs);
+        pthread_mutex_unlock(&p->lock);
         while (i) {
                 struct item *next = i->next;
                 free(i);
                 i = next;
         }
+        run_posted(p);
+}
+
+void worker_pool_free(struct worker_pool *p) {
+        if (!p)
+                return;
+
+        worker_pool_stop(p);
+        /* Posted after the stop (by a thread the pool does not own). */
         run_posted(p);
 
         sd_event_source_disable_unref(p->source);

@@ -28,7 +28,13 @@ int worker_pool_new(sd_event *event, const char *name, unsigned n_threads,
 /* Stops taking new jobs, lets running ones finish (they may poll
  * worker_pool_cancelled() to stop early), joins the threads, then runs
  * the main-thread functions still posted, so nothing posted is lost.
- * Accepts NULL. */
+ * The pool still accepts posts (other threads, e.g. libvirt's event
+ * thread, may hold it) until worker_pool_free(). Idempotent; accepts
+ * NULL. */
+void worker_pool_stop(struct worker_pool *p);
+
+/* worker_pool_stop(), then runs what was posted since and frees the
+ * pool. Nothing may post to it any more. Accepts NULL. */
 void worker_pool_free(struct worker_pool *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct worker_pool *, worker_pool_free);
 

@@ -95,6 +95,57 @@ check_vfio $PF
 expect_eq "$(assignments_snapshot)" "$before" "assignments after completing"
 expect_eq "$(journal)" None "journal after completing"
 
+note "numvfs N fails (ENOMEM) after the 0 write: back to 4 VFs, every assignment restored"
+# The 0 write is held by VF 3 (pcisim checks its faults when a write
+# starts), the fault armed while it waits, then VF 3 let go: the write
+# of 4 -> 6 that follows is the one that fails.
+stop_svffd || fail "svffd exit status"
+svff_conf ', "numvfs-timeout-sec": 20'
+start_connected
+pcisim_ctl hold "$VF3"
+ctl reconf $PF 6 --json > "$T/out.json" 2> "$T/err" &
+reconf_pid=$!
+journal_numvfs() { [ "$(store_py 'print(d["journal"]["pfs"]["'$PF'"]["phase"])' 2>/dev/null)" = numvfs ]; }
+wait_for journal_numvfs || fail "the reconf did not reach its numvfs phase: $(journal)"
+sleep 0.5
+pcisim_ctl fail $PF sriov_numvfs ENOMEM 1
+pcisim_ctl release "$VF3"
+rc=0; wait $reconf_pid || rc=$?
+expect_eq "$rc" 1 "numvfs ENOMEM after 0: exit status"
+tail -n 1 "$T/out.json" > "$T/result.json"
+grep -q "went back to 4 VFs" "$T/err" || fail "numvfs ENOMEM message: $(cat "$T/err")"
+grep -q "3 assignment(s) have their VF, 0 do not" "$T/err" || fail "numvfs ENOMEM count: $(cat "$T/err")"
+expect_eq "$(outcome "$VF0")" "True rolled-back" "VF0 after numvfs ENOMEM"
+expect_eq "$(sys_numvfs $PF)" 4 "numvfs after ENOMEM"
+check_vfio $PF
+expect_eq "$(assignments_snapshot)" "$before" "assignments after numvfs ENOMEM"
+expect_eq "$(journal)" None "journal after numvfs ENOMEM"
+ctl status > "$T/status" || fail "status"
+grep -q "Drift: *none" "$T/status" || fail "drift after the rollback: $(cat "$T/status")"
+
+note "numvfs N fails and so does going back: the journal stays, status names the domains without their VF"
+pcisim_ctl hold "$VF3"
+ctl reconf $PF 6 --json > "$T/out.json" 2> "$T/err" &
+reconf_pid=$!
+wait_for journal_numvfs || fail "the reconf did not reach its numvfs phase: $(journal)"
+sleep 0.5
+pcisim_ctl fail $PF sriov_numvfs EIO 2
+pcisim_ctl release "$VF3"
+rc=0; wait $reconf_pid || rc=$?
+expect_eq "$rc" 1 "numvfs EIO twice after 0: exit status"
+grep -q "going back to 4 VFs failed too" "$T/err" || fail "double failure message: $(cat "$T/err")"
+expect_eq "$(sys_numvfs $PF)" 0 "numvfs after both writes failed"
+[ "$(journal)" != None ] || fail "no journal after the rollback failed"
+ctl status > "$T/status" || fail "status"
+grep -q "Drift: *none" "$T/status" && fail "status says no drift while the domains lack their VFs: $(cat "$T/status")"
+grep -q "assignment-without-vf .*'vm1'.*$VF0" "$T/status" || fail "status does not name vm1's VF: $(cat "$T/status")"
+# The same reconf finishes the rollback.
+ctl reconf $PF 6 > "$T/out" 2>&1 || fail "finishing the rollback: $(cat "$T/out")"
+expect_eq "$(sys_numvfs $PF)" 4 "numvfs after finishing the rollback"
+check_vfio $PF
+expect_eq "$(assignments_snapshot)" "$before" "assignments after finishing the rollback"
+expect_eq "$(journal)" None "journal after finishing the rollback"
+
 note "a libvirt attach fails (test-build fault injection): that domain's VF stays paused"
 if varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound; then
         note "skipped: svffd was built without --enable-fault-points"

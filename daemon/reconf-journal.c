@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "reconf-journal.h"
+
+struct json_object *reconf_journal_encode(const struct svff_reconf_plan *plan, const char *phase,
+                                          uint64_t started_usec) {
+        struct json_object *e = json_object_new_object(), *p = svff_reconf_plan_to_json(plan);
+
+        if (!e || !p) {
+                json_object_put(e);
+                json_object_put(p);
+                return NULL;
+        }
+        json_object_object_add(e, "op", json_object_new_string("reconf"));
+        json_object_object_add(e, "phase", json_object_new_string(phase));
+        json_object_object_add(e, "numvfs", json_object_new_int64(plan->to));
+        json_object_object_add(e, "started_usec", json_object_new_int64((int64_t) started_usec));
+        json_object_object_add(e, "plan", p);
+        return e;
+}
+
+int reconf_journal_set_rollback(struct json_object *e, unsigned numvfs, const char *reason) {
+        struct json_object *rb;
+
+        if (json_object_object_get_ex(e, "rollback", NULL))
+                return 0;
+        rb = json_object_new_object();
+        if (!rb)
+                return -ENOMEM;
+        json_object_object_add(rb, "numvfs", json_object_new_int64(numvfs));
+        json_object_object_add(rb, "reason", reason ? json_object_new_string(reason) : NULL);
+        if (json_object_object_add(e, "rollback", rb) < 0) {
+                json_object_put(rb);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static bool phase_known(const char *p) {
+        return streq(p, "quiesce") || streq(p, "numvfs") || streq(p, "bind") || streq(p, "rollback");
+}
+
+int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret) {
+        struct reconf_journal j = {};
+        struct json_object *jp = NULL, *rb = NULL;
+        const char *op = NULL;
+        int64_t started = 0;
+
+        if (!e || svff_json_get_string(e, "op", &op) < 0 || !streq(op, "reconf"))
+                return -ENOENT;
+        if (svff_json_get_string(e, "phase", &j.phase) < 0 || !phase_known(j.phase) ||
+            svff_json_get_unsigned(e, "numvfs", &j.numvfs) < 0 || !json_object_object_get_ex(e, "plan", &jp) ||
+            svff_reconf_plan_from_json(jp, &j.plan) < 0)
+                return -EBADMSG;
+        if (j.plan->to != j.numvfs) {
+                svff_reconf_plan_free(j.plan);
+                return -EBADMSG;
+        }
+        if (json_object_object_get_ex(e, "started_usec", &jp) && json_object_is_type(jp, json_type_int))
+                started = json_object_get_int64(jp);
+        j.started_usec = started > 0 ? (uint64_t) started : 0;
+        (void) svff_json_get_object(e, "rollback", &rb);
+        if (streq(j.phase, "rollback") || rb) {
+                j.rollback = true;
+                j.rollback_to = j.plan->from;
+                if (rb && svff_json_get_unsigned(rb, "numvfs", &j.rollback_to) < 0) {
+                        svff_reconf_plan_free(j.plan);
+                        return -EBADMSG;
+                }
+                if (rb)
+                        (void) svff_json_get_string(rb, "reason", &j.rollback_reason);
+        }
+        *ret = j;
+        return 0;
+}
+
+void reconf_journal_done(struct reconf_journal *j) {
+        if (!j)
+                return;
+        svff_reconf_plan_free(j->plan);
+        j->plan = NULL;
+}

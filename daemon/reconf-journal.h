@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The journal entry of a reconf, encoded and decoded: a pure module (no
+ * store, no I/O), so a unit test reaches every form it may meet.
+ *
+ *   { "op": "reconf", "phase": "quiesce" | "numvfs" | "bind" | "rollback",
+ *     "numvfs": TARGET, "started_usec": N, "plan": PLAN (src/reconf.h),
+ *     "rollback": { "numvfs": COUNT, "reason": "..." | null }? }
+ *
+ * "rollback" is written before the first step of a rollback; an entry in
+ * phase "rollback" without it (an older svffd) goes back to the plan's
+ * "from" count, the only one a rollback goes back to. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "reconf.h"
+
+struct reconf_journal {
+        const char *phase;              /* borrowed from the entry */
+        unsigned numvfs;                /* the target count */
+        uint64_t started_usec;
+        bool rollback;                  /* the run was going back */
+        unsigned rollback_to;
+        const char *rollback_reason;    /* borrowed, may be NULL */
+        struct svff_reconf_plan *plan;  /* owned */
+};
+
+/* A new entry in phase for plan, or NULL (out of memory). */
+struct json_object *reconf_journal_encode(const struct svff_reconf_plan *plan, const char *phase,
+                                          uint64_t started_usec);
+
+/* Adds the rollback record (count and reason) to e unless it has one
+ * already: a recovery keeps the record it found. -ENOMEM. */
+int reconf_journal_set_rollback(struct json_object *e, unsigned numvfs, const char *reason);
+
+/* Reads e (borrowed; ret borrows its strings). -ENOENT: not a reconf
+ * entry; -EBADMSG: a reconf entry svffd cannot read (the plan, or the
+ * phase). ret is untouched on failure. */
+int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret);
+void reconf_journal_done(struct reconf_journal *j);
