@@ -900,7 +900,13 @@ static void numvfs_run(void *userdata) {
                                 fault_point("after-numvfs-0", 0);
                         }
                 }
-                if (rc->r >= 0 && rc->plan->to > 0)
+                /* fail-numvfs-N: the kernel refusing the new count after
+                 * it took the 0, for the real-kernel tier, where no
+                 * driver can be made to. */
+                if (rc->r >= 0 && rc->plan->to > 0 && fault_inject("fail-numvfs-N", 0))
+                        rc->r = svff_error_set(&rc->err, -ENOMEM, "Failed to set sriov_numvfs of PF %s to %u: %s "
+                                               "(injected)", pf, rc->plan->to, strerror(ENOMEM));
+                else if (rc->r >= 0 && rc->plan->to > 0)
                         rc->r = svff_pf_set_numvfs(rc->ctx, pf, rc->plan->to, rc->numvfs_timeout, &rc->err);
         }
         if (rc->r >= 0)

@@ -9,7 +9,7 @@ LAYERS='
 svffd:          daemon/svffd
 method table:   daemon/methods
 executors:      daemon/operations daemon/assign daemon/reconfigure daemon/autoinit
-services:       daemon/manager daemon/reconcile
+services:       daemon/manager daemon/reconcile daemon/reconf-journal
 leaf adapters:  daemon/libvirt daemon/udev daemon/server daemon/worker daemon/log daemon/fault daemon/interface
 libsvff-hv:     src/hypervisor src/hv-removals src/qmp
 libsvff:        src/*
