@@ -62,7 +62,7 @@ struct reconf {
         unsigned n_quiesced, n_restored;
         atomic_uint n_attaching;        /* attach calls started (workers) */
         char *pause_cmd, *unpause_cmd;
-        usec_t detach_timeout, numvfs_timeout;
+        usec_t detach_timeout, numvfs_timeout, numvfs_per_vf;
         const char *error;              /* io.svff error of a failure, or NULL */
         char *message;                  /* what went wrong, for the reply */
         bool keep_journal;
@@ -809,20 +809,22 @@ static void numvfs_run(void *userdata) {
                 /* Wherever the crash left the count: to the target (back to
                  * where it was when rolling back), through 0 only when it
                  * differs (svff_pf_set_numvfs does that). */
-                rc->r = svff_pf_set_numvfs(rc->ctx, pf, rc->rollback ? rc->rollback_to : rc->plan->to,
-                                           rc->numvfs_timeout, &rc->err);
+                rc->r = svff_pf_set_numvfs_scaled(rc->ctx, pf, rc->rollback ? rc->rollback_to : rc->plan->to,
+                                                  rc->numvfs_timeout, rc->numvfs_per_vf, &rc->err);
                 rc->wrote_zero = true;
         } else {
                 rc->r = 0;
                 if (rc->plan->from > 0) {
-                        rc->r = svff_pf_set_numvfs(rc->ctx, pf, 0, rc->numvfs_timeout, &rc->err);
+                        rc->r = svff_pf_set_numvfs_scaled(rc->ctx, pf, 0, rc->numvfs_timeout, rc->numvfs_per_vf,
+                                                          &rc->err);
                         if (rc->r >= 0) {
                                 rc->wrote_zero = true;
                                 fault_point("after-numvfs-0", 0);
                         }
                 }
                 if (rc->r >= 0 && rc->plan->to > 0)
-                        rc->r = svff_pf_set_numvfs(rc->ctx, pf, rc->plan->to, rc->numvfs_timeout, &rc->err);
+                        rc->r = svff_pf_set_numvfs_scaled(rc->ctx, pf, rc->plan->to, rc->numvfs_timeout,
+                                                   rc->numvfs_per_vf, &rc->err);
         }
         if (rc->r >= 0)
                 fault_point("after-numvfs-N", 0);
@@ -1086,6 +1088,7 @@ static struct reconf *reconf_new(struct manager *m, struct svff_reconf_plan *pla
         rc->unpause_cmd = strdup(m->config.device_unpause_command);
         rc->detach_timeout = m->config.detach_timeout_usec;
         rc->numvfs_timeout = m->config.numvfs_timeout_usec;
+        rc->numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec;
         if (!rc->log || !rc->items || !rc->pause_cmd || !rc->unpause_cmd) {
                 rc->plan = NULL;
                 reconf_free(rc);

@@ -64,6 +64,9 @@ int svff_config_init(struct svff_config *cfg) {
                 .admin_group = NULL,
                 .vf_driver = strdup("vfio-pci"),
                 .numvfs_timeout_usec = 30 * 1000000ULL,
+                .numvfs_timeout_per_vf_usec = 200 * 1000ULL,
+                .bind_timeout_usec = 10 * 1000000ULL,
+                .bind_timeout_per_vf_usec = 1000 * 1000ULL,
                 .detach_timeout_usec = 10 * 1000000ULL,
                 .qmp_timeout_usec = 5 * 1000000ULL,
                 .device_pause_command = strdup("x-svff-device-pause"),
@@ -606,6 +609,12 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
                         c->log_level = l;
         } else if (streq(key, "numvfs-timeout-sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 3600, &c->numvfs_timeout_usec);
+        else if (streq(key, "numvfs-timeout-per-vf-msec"))
+                k = get_usec(p, val, 1000ULL, 0, 60000, &c->numvfs_timeout_per_vf_usec);
+        else if (streq(key, "bind-timeout-sec"))
+                k = get_usec(p, val, 1000000ULL, 1, 3600, &c->bind_timeout_usec);
+        else if (streq(key, "bind-timeout-per-vf-msec"))
+                k = get_usec(p, val, 1000ULL, 0, 60000, &c->bind_timeout_per_vf_usec);
         else if (streq(key, "detach-timeout-sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 3600, &c->detach_timeout_usec);
         else if (streq(key, "qmp-timeout-sec"))
@@ -878,6 +887,14 @@ fail:
 }
 
 /* ---- policies ---- */
+
+uint64_t svff_config_numvfs_timeout(const struct svff_config *cfg, unsigned n) {
+        return cfg->numvfs_timeout_usec + cfg->numvfs_timeout_per_vf_usec * n;
+}
+
+uint64_t svff_config_bind_timeout(const struct svff_config *cfg, unsigned n) {
+        return cfg->bind_timeout_usec + cfg->bind_timeout_per_vf_usec * n;
+}
 
 const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
                                                   const char *address, unsigned vendor_id,

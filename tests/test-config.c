@@ -66,6 +66,9 @@ START_TEST(test_valid) {
         ck_assert_str_eq(c.admin_group, "svff");
         ck_assert_int_eq(c.log_level, LOG_DEBUG);
         ck_assert_uint_eq(c.numvfs_timeout_usec, 5000000);
+        /* Deadlines scale with the VF count: base + per VF x n. */
+        ck_assert_uint_eq(svff_config_numvfs_timeout(&c, 252), 5000000 + 252 * 200000ULL);
+        ck_assert_uint_eq(svff_config_bind_timeout(&c, 4), 10000000 + 4 * 1000000ULL);
         ck_assert_uint_eq(c.workers, 3);
         ck_assert_uint_eq(c.limits.max_connections, 10);
         ck_assert_uint_eq(c.limits.idle_timeout_usec, 2000000);
