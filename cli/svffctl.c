@@ -341,6 +341,21 @@ static int print_status(struct json_object *reply, const void *userdata) {
                        jint(store, "generation", 0));
         printf("Sysfs:        %s\n", strna(jstr(reply, "sysfs_root")));
         printf("Connections:  %lld\n", jint(reply, "connections", 0));
+        {
+                struct json_object *lv;
+
+                if (json_object_object_get_ex(reply, "libvirt", &lv) && lv)
+                {
+                        struct json_object *c;
+                        bool conn = json_object_object_get_ex(lv, "connected", &c) && json_object_get_boolean(c);
+
+                        printf("libvirt:      %s (%s)\n", strna(jstr(lv, "uri")), conn ? "connected" : "not connected");
+                }
+                if (jint(reply, "snapshot_age_usec", -1) >= 0)
+                        printf("Snapshot:     taken %lld ms ago (list-max-age %lld ms)\n",
+                               jint(reply, "snapshot_age_usec", 0) / 1000,
+                               jint(reply, "snapshot_max_age_usec", 0) / 1000);
+        }
         if (jint(reply, "stuck_writes", 0) > 0)
                 printf("Stuck writes: %lld (a VF is held by a user; see the journal)\n",
                        jint(reply, "stuck_writes", 0));

@@ -452,6 +452,15 @@ static void status_answer(struct manager *m, struct call *call) {
         json_object_object_add(p, "stuck_writes", json_object_new_int64(svff_ctx_get_stuck_writes(m->ctx)));
         json_object_object_add(p, "snapshot_age_usec",
                                json_object_new_int64(s ? (int64_t) (t - s->taken_usec) : -1));
+        json_object_object_add(p, "snapshot_max_age_usec",
+                               json_object_new_int64((int64_t) m->config.list_max_age_usec));
+        {
+                struct json_object *lv = json_object_new_object();
+
+                json_object_object_add(lv, "uri", json_object_new_string(m->config.libvirt_uri));
+                json_object_object_add(lv, "connected", json_object_new_boolean(manager_libvirt_connected(m)));
+                json_object_object_add(p, "libvirt", lv);
+        }
         json_object_object_add(p, "discovery_error", str_or_null(s && s->error < 0 ? s->error_message : NULL));
         json_object_object_add(p, "recovered", m->recovered ? json_object_get(m->recovered) : json_object_new_array());
         call_reply(call, p);
