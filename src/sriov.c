@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "cause.h"
 #include "device.h"
 #include "pciaddr.h"
 #include "sriov.h"
@@ -37,6 +38,13 @@ static int step_failed(struct svff_ctx *ctx, struct svff_error *err, int r, cons
                         return svff_error_set(err, -ENODEV,
                                               "PF '%s' disappeared while %s (hot-removed?); list devices and retry",
                                               pf, step);
+        }
+        {
+                _cleanup_free_ char *cause = NULL;
+
+                (void) svff_cause_describe(ctx, SVFF_CAUSE_NUMVFS, pf, r, &cause);
+                if (cause)
+                        return svff_error_set_errno(err, r, "Failed %s on PF '%s' (%s)", step, pf, cause);
         }
         return svff_error_set_errno(err, r, "Failed %s on PF '%s'", step, pf);
 }
@@ -136,11 +144,16 @@ int svff_pf_set_numvfs_scaled(struct svff_ctx *ctx, const char *pf_address, unsi
         }
         if (r < 0)
                 return step_failed(ctx, err, r, pf, "reading sriov_totalvfs");
-        if (numvfs > total)
+        if (numvfs > total) {
+                _cleanup_free_ char *limits = NULL;
+
+                (void) svff_pf_vf_limits_describe(ctx, pf, &limits);
                 return svff_error_set(err, -ERANGE,
-                                      "PF '%s' supports at most %llu VFs (sriov_totalvfs); asked for %u: "
+                                      "PF '%s' supports at most %llu VFs (%s); asked for %u: "
                                       "ask for %llu or fewer",
-                                      pf, (unsigned long long) total, numvfs, (unsigned long long) total);
+                                      pf, (unsigned long long) total, limits ?: "sriov_totalvfs", numvfs,
+                                      (unsigned long long) total);
+        }
 
         r = svff_sysfs_read_u64(rootfd, path_numvfs, &current);
         if (r < 0)
