@@ -55,10 +55,17 @@
 #include "pciaddr.h"
 
 /* Fixed, not relative to the install prefix: svffctl, the units and the
- * operator's scripts all meet at these paths. */
+ * operator's scripts all meet at these paths (the units' RuntimeDirectory=
+ * and StateDirectory= put them there). */
 #define SVFFD_SOCKET_DEFAULT "/run/svff/svffd.sock"
 #define SVFFD_STATE_DIR_DEFAULT "/var/lib/svff"
-#define SVFFD_CONFIG_DEFAULT "/etc/svff/svff.conf"
+/* The config follows configure's --sysconfdir, where 'make install' puts
+ * the example and the drop-in directory: --sysconfdir=/etc gives
+ * /etc/svff/svff.conf. */
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#define SVFFD_CONFIG_DEFAULT SYSCONFDIR "/svff/svff.conf"
 
 struct svff_config_limits {
         size_t max_message;
