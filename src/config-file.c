@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "config-file.h"
+#include "json-util.h"
 #include "varlink.h"
 
 #define CONFIG_FILE_MAX (1024 * 1024)
@@ -176,6 +177,11 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
 
 /* A file being applied: its text (to find a key's line), the path of
  * keys being looked at, and every problem found so far. */
+struct key_pos {
+        char *path;             /* "policies.fpga.numvfs" */
+        size_t offset;
+};
+
 struct parser {
         const char *path;
         const char *data;
@@ -183,6 +189,8 @@ struct parser {
         size_t depth;
         char *errors;           /* one problem per line */
         int first_r;
+        struct key_pos *positions;  /* every key of the file, in order */
+        size_t n_positions;
 };
 
 /* Line of byte offset off in data (1-based). */
@@ -195,37 +203,22 @@ static unsigned line_of(const char *data, size_t off) {
         return line;
 }
 
-/* Where "key": is, searching from offset from. json-c has parsed the
- * text already and keeps no positions; this only finds the line to show.
- * A quote inside a string is escaped, so it cannot look like one. */
-static const char *find_key(const char *from, const char *key) {
-        size_t n = strlen(key);
-
-        for (const char *s = strchr(from, '"'); s; s = strchr(s + 1, '"')) {
-                const char *e;
-
-                if (!strneq(s + 1, key, n) || s[1 + n] != '"')
-                        continue;
-                e = s + 2 + n;
-                e += strspn(e, " \t\r\n");
-                if (*e == ':')
-                        return s;
-        }
-        return NULL;
-}
-
-/* The line of the innermost key of p->keys that can be found. */
+/* The line of the innermost key of p->keys: the positions come from
+ * svff_json_scan_keys() over the same text, so a top-level key is not
+ * confused with a nested one of the same name, nor with text in a
+ * string. */
 static unsigned key_line(struct parser *p) {
-        const char *at = p->data;
+        char name[1024];
+        size_t len = 0;
 
-        for (size_t i = 0; i < p->depth; i++) {
-                const char *k = find_key(at, p->keys[i]);
-
-                if (!k)
-                        break;
-                at = k;
-        }
-        return at == p->data ? 1 : line_of(p->data, (size_t) (at - p->data));
+        for (size_t i = 0; i < p->depth && len < sizeof(name); i++)
+                len += (size_t) snprintf(name + len, sizeof(name) - len, "%s%s", i ? "." : "", p->keys[i]);
+        if (p->depth == 0)
+                return 1;
+        for (size_t i = 0; i < p->n_positions; i++)
+                if (streq(p->positions[i].path, name))
+                        return line_of(p->data, p->positions[i].offset);
+        return 1;
 }
 
 static void key_name(struct parser *p, char *buf, size_t size) {
@@ -685,34 +678,136 @@ static int read_file(const char *path, char **ret, size_t *ret_len, struct svff_
         return 0;
 }
 
-/* Parses data into *ret; NULL for a file with nothing but whitespace. */
-static int parse_json(struct parser *p, const char *data, size_t len, struct json_object **ret) {
-        struct json_tokener *tok;
-        struct json_object *root;
-        size_t off;
-        enum json_tokener_error e;
+/* Blanks out // and slash-star comments (outside strings), keeping every
+ * newline, so the strict parser sees plain JSON and offsets still give
+ * the file's lines. Returns false for a comment left open. */
+static bool blank_comments(char *t, size_t len) {
+        bool in_string = false;
 
-        if (strspn(data, " \t\r\n") == len) {
+        for (size_t i = 0; i < len; i++) {
+                if (in_string) {
+                        if (t[i] == '\\' && i + 1 < len)
+                                i++;
+                        else if (t[i] == '"')
+                                in_string = false;
+                        continue;
+                }
+                if (t[i] == '"')
+                        in_string = true;
+                else if (t[i] == '/' && i + 1 < len && t[i + 1] == '/') {
+                        for (; i < len && t[i] != '\n'; i++)
+                                t[i] = ' ';
+                } else if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
+                        size_t j;
+
+                        for (j = i + 2; j + 1 < len && !(t[j] == '*' && t[j + 1] == '/'); j++)
+                                ;
+                        if (j + 1 >= len)
+                                return false;
+                        for (; i <= j + 1; i++)
+                                if (t[i] != '\n')
+                                        t[i] = ' ';
+                        i--;
+                }
+        }
+        return true;
+}
+
+static int record_key(const char *const *path, size_t depth, const char *key, size_t offset, void *userdata) {
+        struct parser *p = userdata;
+        struct key_pos *n;
+        char *name = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        f = open_memstream(&name, &len);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < depth; i++)
+                fprintf(f, "%s.", path[i]);
+        fputs(key, f);
+        if (fclose(f) != 0) {
+                free(name);
+                return -ENOMEM;
+        }
+        n = realloc(p->positions, (p->n_positions + 1) * sizeof(*n));
+        if (!n) {
+                free(name);
+                return -ENOMEM;
+        }
+        p->positions = n;
+        p->positions[p->n_positions++] = (struct key_pos) { .path = name, .offset = offset };
+        return 0;
+}
+
+static void parser_done(struct parser *p) {
+        for (size_t i = 0; i < p->n_positions; i++)
+                free(p->positions[i].path);
+        free(p->positions);
+        p->positions = NULL;
+        p->n_positions = 0;
+}
+
+/* Parses data into *ret; NULL for a file with nothing but whitespace and
+ * comments. The strict parser every other JSON of svff goes through
+ * (svff_json_parse()), after the comments svff.conf allows: trailing
+ * commas and the like are errors, and so is a key given twice in one
+ * object, which json-c would settle silently by keeping the last. */
+static int parse_json(struct parser *p, const char *data, size_t len, struct json_object **ret) {
+        _cleanup_free_ char *text = NULL;
+        struct json_object *root = NULL;
+        const char *reason = NULL;
+        size_t off = 0;
+        int r;
+
+        text = strndup(data, len);
+        if (!text)
+                return -ENOMEM;
+        if (!blank_comments(text, len))
+                return add_error(p, -EINVAL, line_of(data, len), "a comment is not closed");
+        if (strspn(text, " \t\r\n") == len) {
                 *ret = NULL;
                 return 0;
         }
-        tok = json_tokener_new_ex(16);
-        if (!tok)
-                return -ENOMEM;
-        root = json_tokener_parse_ex(tok, data, (int) len);
-        off = json_tokener_get_parse_end(tok);
-        e = json_tokener_get_error(tok);
-        json_tokener_free(tok);
-        /* Whitespace after the document is fine. */
-        if (root && (off >= len || strspn(data + off, " \t\r\n") == len - off)) {
-                *ret = root;
-                return 0;
+        r = svff_json_parse_at(text, len, 16, &root, &reason, &off);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                struct json_object *prefix = NULL;
+
+                /* Say it as an operator reads it: the file ends early, or
+                 * a complete object is followed by more. */
+                if (off >= len || strspn(text + off, " \t\r\n") == len - off)
+                        reason = "unexpected end of file";
+                else if (off > 0 && svff_json_parse(text, off, 16, &prefix, NULL) >= 0) {
+                        json_object_put(prefix);
+                        reason = "trailing text after the JSON object";
+                }
+                return add_error(p, -EINVAL, line_of(data, off), reason ?: "not JSON");
         }
-        json_object_put(root);
-        return add_error(p, -EINVAL, line_of(data, off),
-                         e == json_tokener_success ? "trailing text after the JSON object"
-                         : e == json_tokener_continue ? "unexpected end of file"
-                                                      : json_tokener_error_desc(e));
+        r = svff_json_scan_keys(text, len, record_key, p, &off);
+        if (r == -ENOTUNIQ) {
+                const char *name = "?";
+
+                for (size_t i = 0; i < p->n_positions; i++)
+                        if (p->positions[i].offset == off)
+                                name = p->positions[i].path;
+                json_object_put(root);
+                {
+                        char msg[1200];
+
+                        snprintf(msg, sizeof(msg), "key '%s' is given twice (the first would be ignored)", name);
+                        return add_error(p, -EINVAL, line_of(data, off), msg);
+                }
+        }
+        if (r < 0) {
+                json_object_put(root);
+                return r == -E2BIG ? add_error(p, -EINVAL, 1, "nested too deeply") : r;
+        }
+        if (!root)
+                return add_error(p, -EINVAL, 1, "the top level must be a JSON object");
+        *ret = root;
+        return 0;
 }
 
 /* Applies one file over c (partly, when it fails: callers work on a
@@ -734,6 +829,7 @@ static int apply_file(struct svff_config *c, const char *path, char **errors,
         if (r >= 0 && root)
                 r = apply(&p, c, root);
         json_object_put(root);
+        parser_done(&p);
         *errors = p.errors;
         return r;
 }
