@@ -37,6 +37,7 @@
 
 static const char *arg_socket = NULL;
 static bool arg_json = false;
+static bool arg_effective = false;
 static usec_t arg_timeout = 30 * USEC_PER_SEC;
 static const char *arg_driver = NULL;
 static bool arg_live = false;
@@ -577,8 +578,9 @@ static int cmd_init(int argc, char **argv) {
 
 /* ---- config ---- */
 
-/* Checks the file svffd would read (and its drop-ins), or FILE alone,
- * with svffd's own parser: no daemon involved. */
+/* Checks the file svffd would read, or FILE, with its drop-ins (FILE.d/)
+ * exactly as 'svffd --config FILE' reads them, with svffd's own parser:
+ * no daemon involved. --effective prints the settings that result. */
 static int cmd_config(int argc, char **argv) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct svff_config c;
@@ -595,7 +597,20 @@ static int cmd_config(int argc, char **argv) {
                 fprintf(stderr, "svffctl: out of memory.\n");
                 return EXIT_DAEMON_ERROR;
         }
-        r = argc == 3 ? svff_config_load_file(&c, path, &err) : svff_config_load(&c, path, true, &err);
+        /* A FILE named must exist, as for svffd --config. */
+        r = svff_config_load(&c, path, argc != 3, &err);
+        if (r >= 0 && arg_effective) {
+                _cleanup_json_ struct json_object *e = svff_config_to_json(&c);
+
+                if (!e) {
+                        svff_config_done(&c);
+                        fprintf(stderr, "svffctl: out of memory.\n");
+                        return EXIT_DAEMON_ERROR;
+                }
+                print_json(e);
+                svff_config_done(&c);
+                return 0;
+        }
         if (arg_json) {
                 _cleanup_json_ struct json_object *o = json_object_new_object();
                 struct json_object *errors = json_object_new_array(), *pols = json_object_new_array();
@@ -616,7 +631,7 @@ static int cmd_config(int argc, char **argv) {
         } else if (r < 0)
                 fprintf(stderr, "%s\n", svff_error_message(&err));
         else {
-                printf("%s%s: valid, %zu polic%s", path, argc == 3 ? "" : " (and drop-ins)",
+                printf("%s (and drop-ins): valid, %zu polic%s", path,
                        c.n_policies, c.n_policies == 1 ? "y" : "ies");
                 for (size_t i = 0; i < c.n_policies; i++)
                         printf("%s%s", i ? ", " : ": ", c.policies[i].name);
@@ -904,10 +919,11 @@ static const struct command commands[] = {
           "failure ends in the best consistent state and names each domain that does not\n"
           "have its VF, and why. Needs root or the admin group (not for --dry-run).",
           cmd_reconf, false, false, true },
-        { "config", "config check [FILE] [--json]",
-          "Validate FILE, or svffd's config file and its drop-ins, with svffd's own\n"
-          "parser; every problem is named as FILE:LINE: key 'KEY' .... Exit status 1\n"
-          "when invalid. Needs no daemon.", cmd_config, false },
+        { "config", "config check [FILE] [--effective] [--json]",
+          "Validate FILE (default: svffd's config file) and its drop-ins FILE.d/*.conf,\n"
+          "as 'svffd --config FILE' reads them, with svffd's own parser; every problem\n"
+          "is named as FILE:LINE: key 'KEY' .... --effective prints the settings that\n"
+          "result, as JSON. Exit status 1 when invalid. Needs no daemon.", cmd_config, false },
 };
 
 static void help(void) {
@@ -955,7 +971,7 @@ static void command_help(const struct command *c) {
 
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
-               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY };
+               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_EFFECTIVE };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -971,6 +987,7 @@ int main(int argc, char **argv) {
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "force", no_argument, NULL, ARG_FORCE },
                 { "policy", no_argument, NULL, ARG_POLICY },
+                { "effective", no_argument, NULL, ARG_EFFECTIVE },
                 {}
         };
         const struct command *cmd = NULL;
@@ -990,6 +1007,9 @@ int main(int argc, char **argv) {
                         break;
                 case ARG_JSON:
                         arg_json = true;
+                        break;
+                case ARG_EFFECTIVE:
+                        arg_effective = true;
                         break;
                 case ARG_TIMEOUT: {
                         char *end;

@@ -984,6 +984,90 @@ fail:
 
 /* ---- policies ---- */
 
+static struct json_object *str_or_null(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+struct json_object *svff_config_to_json(const struct svff_config *cfg) {
+        struct json_object *o = json_object_new_object(), *limits, *pols;
+
+        if (!o)
+                return NULL;
+#define ADD(k, v) json_object_object_add(o, k, v)
+#define MSEC(u) json_object_new_int64((int64_t) ((u) / 1000ULL))
+#define SEC(u) json_object_new_int64((int64_t) ((u) / 1000000ULL))
+        ADD("socket", str_or_null(cfg->socket));
+        ADD("state-dir", str_or_null(cfg->state_dir));
+        ADD("sysfs-root", str_or_null(cfg->sysfs_root));
+        ADD("libvirt-uri", str_or_null(cfg->libvirt_uri));
+        ADD("log-level", str_or_null(svff_log_level_to_string(cfg->log_level)));
+        ADD("admin-group", str_or_null(cfg->admin_group));
+        ADD("vf-driver", str_or_null(cfg->vf_driver));
+        ADD("numvfs-timeout-sec", SEC(cfg->numvfs_timeout_usec));
+        ADD("numvfs-timeout-per-vf-msec", MSEC(cfg->numvfs_timeout_per_vf_usec));
+        ADD("bind-timeout-sec", SEC(cfg->bind_timeout_usec));
+        ADD("bind-timeout-per-vf-msec", MSEC(cfg->bind_timeout_per_vf_usec));
+        ADD("detach-timeout-sec", SEC(cfg->detach_timeout_usec));
+        ADD("qmp-timeout-sec", SEC(cfg->qmp_timeout_usec));
+        ADD("device-pause-command", str_or_null(cfg->device_pause_command));
+        ADD("device-unpause-command", str_or_null(cfg->device_unpause_command));
+        ADD("settle-msec", MSEC(cfg->settle_usec));
+        ADD("list-max-age-msec", MSEC(cfg->list_max_age_usec));
+        ADD("workers", json_object_new_int64(cfg->workers));
+        ADD("libvirt-workers", json_object_new_int64(cfg->libvirt_workers));
+        limits = json_object_new_object();
+        if (limits) {
+                json_object_object_add(limits, "max-connections", json_object_new_int64(cfg->limits.max_connections));
+                json_object_object_add(limits, "max-connections-per-uid",
+                                       json_object_new_int64(cfg->limits.max_connections_per_uid));
+                json_object_object_add(limits, "max-message-bytes",
+                                       json_object_new_int64((int64_t) cfg->limits.max_message));
+                json_object_object_add(limits, "idle-timeout-sec", SEC(cfg->limits.idle_timeout_usec));
+                json_object_object_add(limits, "monitor-backlog-bytes",
+                                       json_object_new_int64((int64_t) cfg->limits.monitor_backlog));
+        }
+        ADD("limits", limits);
+        pols = json_object_new_object();
+        for (size_t i = 0; pols && i < cfg->n_policies; i++) {
+                const struct svff_policy *pol = &cfg->policies[i];
+                struct json_object *po = json_object_new_object(), *m = json_object_new_object();
+                char id[16];
+
+                if (!po || !m) {
+                        json_object_put(po);
+                        json_object_put(m);
+                        break;
+                }
+                switch (pol->match) {
+                case SVFF_POLICY_MATCH_ADDRESS:
+                        json_object_object_add(m, "address", json_object_new_string(pol->address));
+                        break;
+                case SVFF_POLICY_MATCH_INTERFACE:
+                        json_object_object_add(m, "interface", str_or_null(pol->interface));
+                        break;
+                case SVFF_POLICY_MATCH_ID:
+                        snprintf(id, sizeof(id), "%04x:%04x", pol->vendor_id, pol->device_id);
+                        json_object_object_add(m, "id", json_object_new_string(id));
+                        break;
+                }
+                json_object_object_add(po, "match", m);
+                if (pol->numvfs >= 0)
+                        json_object_object_add(po, "numvfs", json_object_new_int64(pol->numvfs));
+                if (pol->vf_driver)
+                        json_object_object_add(po, "vf-driver", json_object_new_string(pol->vf_driver));
+                if (pol->autoprobe >= 0)
+                        json_object_object_add(po, "autoprobe", json_object_new_boolean(pol->autoprobe));
+                json_object_object_add(po, "pool", json_object_new_boolean(pol->pool));
+                json_object_object_add(po, "origin", str_or_null(pol->origin));
+                json_object_object_add(pols, pol->name, po);
+        }
+        ADD("policies", pols);
+#undef ADD
+#undef MSEC
+#undef SEC
+        return o;
+}
+
 uint64_t svff_config_numvfs_timeout(const struct svff_config *cfg, unsigned n) {
         return cfg->numvfs_timeout_usec + cfg->numvfs_timeout_per_vf_usec * n;
 }

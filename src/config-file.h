@@ -141,6 +141,12 @@ int svff_config_load_file(struct svff_config *cfg, const char *path, struct svff
 int svff_config_load(struct svff_config *cfg, const char *path, bool missing_ok,
                      struct svff_error *err);
 
+/* cfg as an svff.conf would write it (every key, defaults included,
+ * kebab-case as in the file; each policy with where it was defined):
+ * what svffd runs with after the file and its drop-ins. A new
+ * reference, or NULL on out of memory. */
+struct json_object *svff_config_to_json(const struct svff_config *cfg);
+
 /* The policy for a PF (borrowed from cfg) or NULL. netdev may be NULL. */
 const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
                                                   const char *address, unsigned vendor_id,
