@@ -659,6 +659,15 @@ void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter
                 return;
         }
 
+        start_discovery(m);
+        if (!m->discovery_running && m->snapshot) {
+                /* No pass could start (out of memory, shutting down):
+                 * the last snapshot, with its age in Status, beats no
+                 * answer. */
+                fn(m, call);
+                return;
+        }
+
         w = calloc(1, sizeof(*w));
         if (!w) {
                 if (call)
@@ -673,7 +682,6 @@ void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter
         w->not_before = not_before;
         *m->waiters_tail = w;
         m->waiters_tail = &w->next;
-        start_discovery(m);
 }
 
 bool manager_libvirt_connected(struct manager *m) {
