@@ -133,6 +133,49 @@ int svff_pf_vf_limits_describe(struct svff_ctx *ctx, const char *pf, char **ret)
         return 0;
 }
 
+/* "VF 0000:01:00.4 on 'vfio-pci', ..." for the VFs of pf that sysfs shows
+ * bound to a driver (the first few), or NULL. */
+static int vf_holders(struct svff_ctx *ctx, const char *pf, char **ret) {
+        int rootfd = svff_ctx_get_rootfd(ctx);
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, shown = 0, held = 0;
+        FILE *f;
+
+        *ret = NULL;
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        for (unsigned i = 0; i < UINT16_MAX; i++) {
+                _cleanup_free_ char *link = NULL, *vf = NULL, *drv = NULL;
+
+                if (asprintf(&link, "bus/pci/devices/%s/virtfn%u", pf, i) < 0) {
+                        link = NULL;
+                        break;
+                }
+                if (svff_sysfs_readlink_base(rootfd, link, &vf) < 0)
+                        break;
+                free(link);
+                if (asprintf(&link, "bus/pci/devices/%s/driver", vf) < 0) {
+                        link = NULL;
+                        break;
+                }
+                if (svff_sysfs_readlink_base(rootfd, link, &drv) < 0 || !drv)
+                        continue;
+                held++;
+                if (shown < 4) {
+                        fprintf(f, "%sVF %s on '%s'", shown ? ", " : "held: ", vf, drv);
+                        shown++;
+                }
+        }
+        if (held > shown)
+                fprintf(f, " and %zu more", held - shown);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        if (held > 0)
+                *ret = TAKE_PTR(buf);
+        return 0;
+}
+
 int svff_cause_describe(struct svff_ctx *ctx, enum svff_cause_step step, const char *address, int r,
                         char **ret) {
         _cleanup_free_ char *extra = NULL, *holder = NULL, *path = NULL;
@@ -142,7 +185,11 @@ int svff_cause_describe(struct svff_ctx *ctx, enum svff_cause_step step, const c
         *ret = NULL;
         if (step == SVFF_CAUSE_NUMVFS && (r == -ENOSPC || r == -ENOMEM || r == -EINVAL || r == -ERANGE))
                 (void) svff_pf_vf_limits_describe(ctx, address, &extra);
-        if (r == -EBUSY && step != SVFF_CAUSE_NUMVFS) {
+        if (r == -EBUSY && step == SVFF_CAUSE_NUMVFS) {
+                k = vf_holders(ctx, address, &extra);
+                if (k < 0)
+                        return k;
+        } else if (r == -EBUSY) {
                 if (asprintf(&path, "bus/pci/devices/%s/driver", address) < 0) {
                         path = NULL;
                         return -ENOMEM;

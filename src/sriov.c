@@ -76,10 +76,14 @@ static int write_numvfs(struct svff_ctx *ctx, const char *path, const char *pf, 
                                              : "the PF driver is slow or stuck; check dmesg, and if it is only "
                                                "slow raise numvfs-timeout-per-vf-msec (or numvfs-timeout-sec) "
                                                "in svff.conf");
-        if (r == -EBUSY)
+        if (r == -EBUSY) {
+                _cleanup_free_ char *cause = NULL;
+
+                (void) svff_cause_describe(ctx, SVFF_CAUSE_NUMVFS, pf, r, &cause);
                 return svff_error_set(err, -EBUSY,
                                       "%s on PF '%s' was refused: VFs are enabled (changed concurrently by "
-                                      "someone else?); retry", step, pf);
+                                      "someone else?)%s%s; retry", step, pf, cause ? ": " : "", cause ?: "");
+        }
         if (r == -ENOENT && svff_dev_exists(ctx, pf) > 0)
                 return svff_error_set(err, -ENOENT,
                                       "%s on PF '%s' was refused: its driver is gone, cannot enable "

@@ -131,6 +131,12 @@ START_TEST(test_causes) {
         assert_error(svff_dev_bind(ctx, "0000:01:00.4", "vfio-pci", NULL, &err), &err, -EIO,
                      "the device failed to respond");
         svff_error_free(&err);
+        /* EBUSY on the count names the VF that sysfs shows held. */
+        ck_assert_int_eq(svff_dev_bind(ctx, "0000:01:00.4", "vfio-pci", NULL, &err), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "fail " QDMA_PF " sriov_numvfs EBUSY 1"), 0);
+        assert_error(svff_pf_set_numvfs(ctx, QDMA_PF, 3, 10 * USEC_PER_SEC, &err), &err, -EBUSY,
+                     "held: VF 0000:01:00.4 on 'vfio-pci'");
+        svff_error_free(&err);
 
         ck_assert_str_eq(svff_dev_kind(ctx, QDMA_PF), "PF");
         ck_assert_str_eq(svff_dev_kind(ctx, "0000:01:00.4"), "VF");
