@@ -682,18 +682,18 @@ static int read_file(const char *path, char **ret, size_t *ret_len, struct svff_
  * newline, so the strict parser sees plain JSON and offsets still give
  * the file's lines. Returns false for a comment left open. */
 static bool blank_comments(char *t, size_t len) {
-        bool in_string = false;
+        char quote = 0;         /* in a string: its quote (json-c takes ' too) */
 
         for (size_t i = 0; i < len; i++) {
-                if (in_string) {
+                if (quote) {
                         if (t[i] == '\\' && i + 1 < len)
                                 i++;
-                        else if (t[i] == '"')
-                                in_string = false;
+                        else if (t[i] == quote)
+                                quote = 0;
                         continue;
                 }
-                if (t[i] == '"')
-                        in_string = true;
+                if (t[i] == '"' || t[i] == '\'')
+                        quote = t[i];
                 else if (t[i] == '/' && i + 1 < len && t[i + 1] == '/') {
                         for (; i < len && t[i] != '\n'; i++)
                                 t[i] = ' ';

@@ -222,10 +222,11 @@ int svff_json_scan_keys(const char *data, size_t len, svff_json_key_fn fn, void 
                                         r = -ENOTUNIQ;
                                 }
                         }
-                } else if (c == '"') {
+                } else if (c == '"' || c == '\'') {
+                        /* json-c's strict mode lets single quotes through */
                         size_t start = i, j = i + 1, k;
 
-                        while (j < len && data[j] != '"')
+                        while (j < len && data[j] != c)
                                 j += data[j] == '\\' ? 2 : 1;
                         if (j >= len)
                                 break;
