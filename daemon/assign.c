@@ -182,8 +182,8 @@ static int check_vfio(struct job *j) {
 
                 if (!streq(kind, "VF"))
                         return fail(j, SVFF_ERROR_NOT_ON_VFIO, -EBUSY,
-                                    "%s %s is a %s, not a VF: svff assigns only the VFs of SR-IOV PFs; "
-                                    "'svffctl list' shows them", kind, j->vf, kind);
+                                    "%s is a %s, not a VF: svff assigns only the VFs of SR-IOV PFs; "
+                                    "'svffctl list' shows them", j->vf, kind);
                 return fail(j, SVFF_ERROR_NOT_ON_VFIO, -EBUSY,
                             "VF %s is on %s, not %s, and svff did not bind it there: bind it with "
                             "'svffctl init PF N' (driver %s) first",
