@@ -1368,8 +1368,9 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                 return;
         }
         if (numvfs > found->totalvfs) {
-                call_errorf(call, SVFF_ERROR_TOO_MANY_VFS, "device", pf, "PF %s supports at most %u VFs, not %u.", pf,
-                            found->totalvfs, numvfs);
+                call_errorf(call, SVFF_ERROR_TOO_MANY_VFS, "device", pf,
+                            "PF %s supports at most %u VFs (sriov_totalvfs: its driver's limit, which may be "
+                            "below the device's), not %u.", pf, found->totalvfs, numvfs);
                 return;
         }
         if (!dry_run && (op = manager_find_operation(m, pf))) {
@@ -1402,6 +1403,19 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                 json_object_object_add(p, "pf", json_object_new_string(pf));
                 json_object_object_add(p, "dry_run", json_object_new_boolean(true));
                 json_object_object_add(p, "executable", json_object_new_boolean(svff_reconf_plan_ok(plan)));
+                {
+                        /* What the numvfs writes and the binding may take,
+                         * and the keys that set it (svff.conf(5)). */
+                        struct json_object *d = json_object_new_object();
+                        uint64_t w = (found->numvfs > 0 ? svff_config_numvfs_timeout(&m->config, found->numvfs) : 0) +
+                                     (numvfs > 0 ? svff_config_numvfs_timeout(&m->config, numvfs) : 0);
+
+                        json_object_object_add(d, "numvfs_msec", json_object_new_int64((int64_t) (w / 1000)));
+                        json_object_object_add(d, "bind_msec", json_object_new_int64((int64_t) (
+                                svff_config_bind_timeout(&m->config, numvfs) / 1000)));
+                        json_object_object_add(p, "deadlines", d);
+                        json_object_object_add(p, "totalvfs", json_object_new_int64(found->totalvfs));
+                }
                 json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
                 call_reply(call, p);
                 json_object_put(p);

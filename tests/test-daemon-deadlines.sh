@@ -4,7 +4,7 @@
 #     numvfs-timeout-per-vf-msec per VF: 16 VFs at 120 ms each pass a 1 s
 #     base with a 150 ms per-VF budget;
 #   - past that budget the init fails naming both keys and the one to
-#     raise;
+#     raise; reconf --dry-run shows the deadlines it would run under;
 #   - a policy whose init fails at start-up is in status: as drift
 #     ("policy-failed", never "Drift: none") and as the policy not
 #     applied.
@@ -30,6 +30,12 @@ start_svffd
 note "16 VFs at 120 ms each: over the base, within base + per-VF budget"
 ctl init $PF 16 > "$T/out" 2>&1 || fail "init 16 with a scaled deadline: $(cat "$T/out")"
 expect_eq "$(sys_numvfs $PF)" 16 "numvfs after the scaled init"
+
+# 16 -> 0: 1 s + 16 x 150 ms; 0 -> 20: 1 s + 20 x 150 ms; binding 5 s + 20 x 500 ms.
+note "the reconf plan shows the deadlines it would run under"
+ctl reconf --dry-run $PF 20 --json > "$T/plan.json" 2> "$T/err" || true
+jget 'd["deadlines"]["numvfs_msec"], d["deadlines"]["bind_msec"], d["totalvfs"]' < "$T/plan.json" |
+        grep -qx "7400 15000 252" || fail "the plan's deadlines: $(cat "$T/plan.json" "$T/err")"
 
 note "20 VFs at 300 ms each: past 1 s + 20 x 150 ms, and the message says so"
 pcisim_ctl latency vf_enable 300000
