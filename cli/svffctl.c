@@ -40,6 +40,7 @@ bool arg_json = false;
 static const char *arg_socket = NULL;
 static usec_t arg_timeout = TIMEOUT_DEFAULT;
 static bool arg_timeout_set = false;
+static bool arg_effective = false;
 static const char *arg_driver = NULL;
 static bool arg_live = false;
 static bool arg_config = false;
@@ -466,14 +467,21 @@ static int print_status(struct json_object *reply, const void *userdata) {
                        jint(store, "generation", 0));
         printf("Sysfs:        %s\n", strna(jstr(reply, "sysfs_root")));
         printf("Connections:  %lld\n", jint(reply, "connections", 0));
-        if (jint(reply, "snapshot_age_usec", -1) >= 0) {
-                char age[64];
+        {
+                struct json_object *lv;
 
-                format_duration(jint(reply, "snapshot_age_usec", 0), age, sizeof(age));
-                printf("Snapshot:     %s old\n", age);
+                if (json_object_object_get_ex(reply, "libvirt", &lv) && lv)
+                {
+                        struct json_object *c;
+                        bool conn = json_object_object_get_ex(lv, "connected", &c) && json_object_get_boolean(c);
+
+                        printf("libvirt:      %s (%s)\n", strna(jstr(lv, "uri")), conn ? "connected" : "not connected");
+                }
+                if (jint(reply, "snapshot_age_usec", -1) >= 0)
+                        printf("Snapshot:     taken %lld ms ago (list-max-age %lld ms)\n",
+                               jint(reply, "snapshot_age_usec", 0) / 1000,
+                               jint(reply, "snapshot_max_age_usec", 0) / 1000);
         }
-        if (json_object_object_get_ex(reply, "libvirt_connected", &v) && v)
-                printf("Libvirt:      %s\n", json_object_get_boolean(v) ? "connected" : "not connected");
         if (jint(reply, "stuck_writes", 0) > 0)
                 printf("Stuck writes: %lld (a VF is held by a user; see the journal)\n",
                        jint(reply, "stuck_writes", 0));
@@ -770,8 +778,9 @@ static int cmd_init(int argc, char **argv) {
 
 /* ---- config ---- */
 
-/* Checks the file svffd would read (and its drop-ins), or FILE alone,
- * with svffd's own parser: no daemon involved. */
+/* Checks the file svffd would read, or FILE, with its drop-ins (FILE.d/)
+ * exactly as 'svffd --config FILE' reads them, with svffd's own parser:
+ * no daemon involved. --effective prints the settings that result. */
 static int cmd_config(int argc, char **argv) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct svff_config c;
@@ -786,7 +795,20 @@ static int cmd_config(int argc, char **argv) {
                 fprintf(stderr, "svffctl: out of memory.\n");
                 return EXIT_DAEMON_ERROR;
         }
-        r = argc == 3 ? svff_config_load_file(&c, path, &err) : svff_config_load(&c, path, true, &err);
+        /* A FILE named must exist, as for svffd --config. */
+        r = svff_config_load(&c, path, argc != 3, &err);
+        if (r >= 0 && arg_effective) {
+                _cleanup_json_ struct json_object *e = svff_config_to_json(&c);
+
+                if (!e) {
+                        svff_config_done(&c);
+                        fprintf(stderr, "svffctl: out of memory.\n");
+                        return EXIT_DAEMON_ERROR;
+                }
+                print_json(stdout, e);
+                svff_config_done(&c);
+                return 0;
+        }
         if (arg_json) {
                 _cleanup_json_ struct json_object *o = json_object_new_object();
                 struct json_object *errors = json_object_new_array(), *pols = json_object_new_array();
@@ -807,7 +829,7 @@ static int cmd_config(int argc, char **argv) {
         } else if (r < 0)
                 fprintf(stderr, "%s\n", svff_error_message(&err));
         else {
-                printf("%s%s: valid, %zu polic%s", path, argc == 3 ? "" : " (and drop-ins)",
+                printf("%s (and drop-ins): valid, %zu polic%s", path,
                        c.n_policies, c.n_policies == 1 ? "y" : "ies");
                 for (size_t i = 0; i < c.n_policies; i++)
                         printf("%s%s", i ? ", " : ": ", c.policies[i].name);
@@ -1131,10 +1153,11 @@ static const struct command commands[] = {
           "that does not have its VF, and why. Progress and Ctrl-C as for init. Needs\n"
           "root or the admin group (not for --dry-run).",
           cmd_reconf, .has_reconf_options = true },
-        { "config", "config check [FILE] [--json]",
-          "Validate FILE, or svffd's config file and its drop-ins, with svffd's own\n"
-          "parser; every problem is named as FILE:LINE: key 'KEY' .... Exit status 1\n"
-          "when invalid. Needs no daemon.", cmd_config, .no_timeout = true },
+        { "config", "config check [FILE] [--effective] [--json]",
+          "Validate FILE (default: svffd's config file) and its drop-ins FILE.d/*.conf,\n"
+          "as 'svffd --config FILE' reads them, with svffd's own parser; every problem\n"
+          "is named as FILE:LINE: key 'KEY' .... --effective prints the settings that\n"
+          "result, as JSON. Exit status 1 when invalid. Needs no daemon.", cmd_config, .no_timeout = true },
 };
 
 static const char exit_status_help[] =
@@ -1224,7 +1247,7 @@ static int bad_option(int o, int argc, char **argv) {
 
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
-               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT };
+               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_EFFECTIVE };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -1242,6 +1265,7 @@ int main(int argc, char **argv) {
                 { "policy", no_argument, NULL, ARG_POLICY },
                 { "output", required_argument, NULL, 'o' },
                 { "no-reconnect", no_argument, NULL, ARG_NO_RECONNECT },
+                { "effective", no_argument, NULL, ARG_EFFECTIVE },
                 {}
         };
         const struct command *cmd = NULL;
@@ -1268,6 +1292,9 @@ int main(int argc, char **argv) {
                         break;
                 case ARG_JSON:
                         arg_json = true;
+                        break;
+                case ARG_EFFECTIVE:
+                        arg_effective = true;
                         break;
                 case ARG_TIMEOUT: {
                         char *end;
@@ -1349,6 +1376,8 @@ int main(int argc, char **argv) {
                 return usage_error(cmd->name, "--mode and --dry-run only apply to reconf.");
         if (arg_force && !cmd->has_reconf_options && !cmd->has_force)
                 return usage_error(cmd->name, "--force only applies to reconf and release.");
+        if (arg_effective && !streq(cmd->name, "config"))
+                return usage_error(cmd->name, "--effective only applies to config check.");
         if (arg_policy && !cmd->has_policy)
                 return usage_error(cmd->name, "--policy only applies to init.");
         if (arg_output && !cmd->has_columns)

@@ -7,6 +7,7 @@
 
 #include "assign.h"
 #include "bind.h"
+#include "cause.h"
 #include "fault.h"
 #include "hypervisor.h"
 #include "interface.h"
@@ -215,11 +216,18 @@ static int check_vfio(struct job *j) {
                             "VF %s does not exist on this host; 'svffctl list' shows the VFs there are", j->vf);
         if (drv && streq(drv, VFIO_DRIVER))
                 return 0;
-        if (!j->may_bind)
+        if (!j->may_bind) {
+                const char *kind = svff_dev_kind(j->ctx, j->vf);
+
+                if (!streq(kind, "VF"))
+                        return fail(j, SVFF_ERROR_NOT_ON_VFIO, -EBUSY,
+                                    "%s is a %s, not a VF: svff assigns only the VFs of SR-IOV PFs; "
+                                    "'svffctl list' shows them", j->vf, kind);
                 return fail(j, SVFF_ERROR_NOT_ON_VFIO, -EBUSY,
-                            "VF %s is on %s, not %s, and svff's policy for it is not %s: bind it with "
+                            "VF %s is on %s, not %s, and svff did not bind it there: bind it with "
                             "'svffctl init PF N' (driver %s) first",
-                            j->vf, drv ?: "no driver", VFIO_DRIVER, VFIO_DRIVER, VFIO_DRIVER);
+                            j->vf, drv ?: "no driver", VFIO_DRIVER, VFIO_DRIVER);
+        }
         /* svff recorded vfio-pci as this VF's driver: restore that. */
         r = svff_dev_bind(j->ctx, j->vf, VFIO_DRIVER, NULL, &j->err);
         if (r < 0)

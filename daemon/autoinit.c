@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "autoinit.h"
 #include "interface.h"
 #include "json-util.h"
@@ -12,6 +14,7 @@
 #include "methods.h"
 #include "operations.h"
 #include "reconfigure.h"
+#include "sysfs.h"
 
 /* A PF waiting for settle-msec of quiet, or for a fresh snapshot. */
 struct pending {
@@ -27,6 +30,7 @@ struct refusal {
         struct refusal *next;
         char address[SVFF_PCI_ADDR_STRLEN];
         char *message;
+        bool failed;                    /* its Init ran and failed: drift too */
 };
 
 struct autoinit {
@@ -34,6 +38,7 @@ struct autoinit {
         struct pending *pending;
         struct refusal *refusals;
         bool waiting;                   /* a snapshot is on its way */
+        uint64_t startup_budget;        /* what the start-up Inits may take */
 };
 
 static struct pending *pending_free(struct pending *p) {
@@ -82,7 +87,7 @@ static struct pending **find_pending(struct autoinit *a, const char *address) {
 }
 
 /* Records (message non-NULL) or forgets why pf's policy was refused. */
-static void set_refusal(struct manager *m, const char *pf, const char *message) {
+static void set_refusal_full(struct manager *m, const char *pf, const char *message, bool failed) {
         struct autoinit *a = m->autoinit;
         struct refusal **fp, *f;
 
@@ -111,11 +116,23 @@ static void set_refusal(struct manager *m, const char *pf, const char *message) 
         }
         free(f->message);
         f->message = strdup(message);
+        f->failed = failed;
+}
+
+static void set_refusal(struct manager *m, const char *pf, const char *message) {
+        set_refusal_full(m, pf, message, false);
 }
 
 const char *autoinit_pf_refused(struct manager *m, const char *pf) {
         for (struct refusal *f = m->autoinit ? m->autoinit->refusals : NULL; f; f = f->next)
                 if (streq(f->address, pf))
+                        return f->message;
+        return NULL;
+}
+
+const char *autoinit_pf_failed(struct manager *m, const char *pf) {
+        for (struct refusal *f = m->autoinit ? m->autoinit->refusals : NULL; f; f = f->next)
+                if (streq(f->address, pf) && f->failed)
                         return f->message;
         return NULL;
 }
@@ -158,6 +175,24 @@ static void emit(struct manager *m, const char *name, const char *pf, const char
         json_object_object_add(e, "pf", json_object_new_string(pf));
         json_object_object_add(e, "message", json_object_new_string(msg));
         manager_emit(m, NULL, e);
+}
+
+/* An Init svffd started on its own ended. A failure stays in Status (as
+ * the policy not applied, and as drift) until the next pass over the PF
+ * or an Init that succeeds: "Drift: none" after a failed policy would
+ * tell libvirt's operator that the VFs are there. */
+static void init_done(struct manager *m, const char *pf, const char *message) {
+        if (!message) {
+                set_refusal(m, pf, NULL);
+                return;
+        }
+        {
+                char msg[1200];
+
+                snprintf(msg, sizeof(msg), "its init failed: %s", message);
+                set_refusal_full(m, pf, msg, true);
+                emit(m, "policy-failed", pf, "%s", msg);
+        }
 }
 
 static const struct svff_pf *snapshot_pf(struct manager *m, const char *address) {
@@ -283,11 +318,17 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
                                           reason);
                 return r;
         }
-        if (startup) {
+        {
                 struct operation *op = manager_find_operation(m, pf->address);
 
-                if (op)
-                        op->startup = true;
+                if (op) {
+                        operation_init_set_done(op, init_done);
+                        if (startup && m->autoinit) {
+                                op->startup = true;
+                                m->autoinit->startup_budget +=
+                                        operation_init_budget(m, pf->numvfs, numvfs);
+                        }
+                }
         }
         return 1;
 }
@@ -461,9 +502,20 @@ unsigned autoinit_startup(struct manager *m) {
 
         if (!m->snapshot || m->snapshot->error < 0)
                 return 0;
+        if (m->autoinit)
+                m->autoinit->startup_budget = 0;
         for (size_t i = 0; i < m->snapshot->n_pfs; i++)
                 if (apply(m, m->snapshot->pfs[i], false, true) > 0)
                         n++;
+        /* READY=1 waits for these Inits (so libvirt, ordered after svffd,
+         * starts no domain before its VFs exist), and each is bounded by
+         * deadlines that grow with its VF count: tell systemd how long
+         * start-up may take now, so TimeoutStartSec= does not kill a
+         * 252-VF start-up that is merely slow. The Inits share the ops
+         * pool, so in the worst case they run one after another. */
+        if (n > 0 && m->autoinit)
+                (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu\nSTATUS=Applying the policies of %u PF(s).",
+                                  (unsigned long long) (m->autoinit->startup_budget + 10 * USEC_PER_SEC), n);
         return n;
 }
 

@@ -57,6 +57,10 @@ const char *autoinit_pf_owner(struct manager *m, const char *pf, const struct sv
  * or NULL. Borrowed until the next pass over pf. */
 const char *autoinit_pf_refused(struct manager *m, const char *pf);
 
+/* Why the Init svffd started on its own for pf last failed (also listed
+ * by autoinit_pf_refused()), or NULL. */
+const char *autoinit_pf_failed(struct manager *m, const char *pf);
+
 /* Start-up pass over the current snapshot. Returns how many Init
  * operations it started. */
 unsigned autoinit_startup(struct manager *m);

@@ -518,7 +518,7 @@ static void serve_waiters(struct manager *m) {
         while (*p) {
                 struct snapshot_waiter *w = *p;
 
-                if (w->seq > m->snapshot->seq) {
+                if (w->seq > m->snapshot->seq || m->snapshot->taken_usec < w->not_before) {
                         m->waiters_tail = &w->next;
                         p = &w->next;
                         continue;
@@ -667,14 +667,29 @@ void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf) {
                 m->snapshot->seq = m->sysfs_seq;
 }
 
+/* Whether s may answer a call that arrived at t: it holds svffd's own
+ * changes and was taken no more than list-max-age before the call. An
+ * old snapshot is never served while a refresh runs (the answer must
+ * show what the host looks like now, e.g. the drift the operator just
+ * caused), and an error is not served again once a refresh is due. */
+static uint64_t snapshot_not_before(struct manager *m, uint64_t t) {
+        return t > m->config.list_max_age_usec ? t - m->config.list_max_age_usec : 0;
+}
+
 void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn) {
         struct snapshot_waiter *w;
+        uint64_t not_before = snapshot_not_before(m, now(CLOCK_MONOTONIC));
 
-        if (m->snapshot && m->snapshot->seq >= m->sysfs_seq) {
-                /* Fresh enough for svffd's own changes; refresh in the
-                 * background when older than list-max-age. */
-                if (now(CLOCK_MONOTONIC) - m->snapshot->taken_usec >= m->config.list_max_age_usec)
-                        start_discovery(m);
+        if (m->snapshot && m->snapshot->seq >= m->sysfs_seq && m->snapshot->taken_usec >= not_before) {
+                fn(m, call);
+                return;
+        }
+
+        start_discovery(m);
+        if (!m->discovery_running && m->snapshot) {
+                /* No pass could start (out of memory, shutting down):
+                 * the last snapshot, with its age in Status, beats no
+                 * answer. */
                 fn(m, call);
                 return;
         }
@@ -688,9 +703,15 @@ void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter
         w->call = call_ref(call);
         w->fn = fn;
         w->seq = m->sysfs_seq;
+        /* The refresh that is running serves the call if it started
+         * recently enough; else discovery_done starts the next one. */
+        w->not_before = not_before;
         *m->waiters_tail = w;
         m->waiters_tail = &w->next;
-        start_discovery(m);
+}
+
+bool manager_libvirt_connected(struct manager *m) {
+        return hv_connected(m->hv);
 }
 
 /* ---- operations ---- */

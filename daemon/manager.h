@@ -74,6 +74,7 @@ struct snapshot_waiter {
         struct call *call;
         snapshot_waiter_fn fn;
         uint64_t seq;           /* needs a snapshot at least this new */
+        uint64_t not_before;    /* ...and taken at or after this (CLOCK_MONOTONIC) */
 };
 
 struct manager {
@@ -172,9 +173,14 @@ void manager_sysfs_changed(struct manager *m, const char *pf);
  * the next pass reads it. */
 void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf);
 /* Runs fn(m, call) once a snapshot fresh enough exists (now, or after a
- * pass on the discovery pool). Takes a reference on call, which may be
+ * pass on the discovery pool): one with svffd's own changes, taken no
+ * more than list-max-age before the call arrived. An older one is not
+ * served while the refresh runs. Takes a reference on call, which may be
  * NULL for svffd's own work. */
 void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn);
+
+/* Whether svffd holds a connection to libvirt now (Status). */
+bool manager_libvirt_connected(struct manager *m);
 
 /* Operations: one per PF at a time. */
 struct operation *manager_find_operation(struct manager *m, const char *pf);

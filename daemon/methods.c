@@ -384,6 +384,39 @@ static struct json_object *json_owners(struct manager *m) {
         return a;
 }
 
+/* The drift reconcile sees, and each PF whose policy's Init failed: the
+ * store records nothing for a count that was never set, yet the host
+ * is not what the policy asks for. */
+static struct json_object *status_drift(struct manager *m) {
+        struct json_object *a = reconcile_drift(m);
+        struct snapshot *s = m->snapshot;
+
+        for (size_t i = 0; a && s && i < s->n_pfs; i++) {
+                const struct svff_pf *pf = s->pfs[i];
+                const char *failed = autoinit_pf_failed(m, pf->address);
+                struct json_object *d;
+
+                if (!failed || manager_find_operation(m, pf->address))
+                        continue;
+                d = json_object_new_object();
+                if (!d)
+                        break;
+                json_object_object_add(d, "kind", json_object_new_string("policy-failed"));
+                json_object_object_add(d, "device", json_object_new_string(pf->address));
+                json_object_object_add(d, "expected", NULL);
+                json_object_object_add(d, "actual", NULL);
+                {
+                        char msg[1400];
+
+                        snprintf(msg, sizeof(msg), "PF %s does not have what its policy asks for, %s", pf->address,
+                                 failed);
+                        json_object_object_add(d, "message", json_object_new_string(msg));
+                }
+                json_object_array_add(a, d);
+        }
+        return a;
+}
+
 static void status_answer(struct manager *m, struct call *call) {
         struct json_object *p = json_object_new_object(), *store, *ops;
         struct snapshot *s = m->snapshot;
@@ -412,13 +445,22 @@ static void status_answer(struct manager *m, struct call *call) {
         json_object_object_add(p, "sysfs_root", json_object_new_string(m->config.sysfs_root));
         json_object_object_add(p, "store", store);
         json_object_object_add(p, "operations", ops);
-        json_object_object_add(p, "drift", reconcile_drift(m));
+        json_object_object_add(p, "drift", status_drift(m));
         json_object_object_add(p, "owners", json_owners(m));
         json_object_object_add(p, "config_error", str_or_null(m->config_error));
         json_object_object_add(p, "connections", json_object_new_int64(server_n_connections(m->server)));
         json_object_object_add(p, "stuck_writes", json_object_new_int64(svff_ctx_get_stuck_writes(m->ctx)));
         json_object_object_add(p, "snapshot_age_usec",
                                json_object_new_int64(s ? (int64_t) (t - s->taken_usec) : -1));
+        json_object_object_add(p, "snapshot_max_age_usec",
+                               json_object_new_int64((int64_t) m->config.list_max_age_usec));
+        {
+                struct json_object *lv = json_object_new_object();
+
+                json_object_object_add(lv, "uri", json_object_new_string(m->config.libvirt_uri));
+                json_object_object_add(lv, "connected", json_object_new_boolean(manager_libvirt_connected(m)));
+                json_object_object_add(p, "libvirt", lv);
+        }
         json_object_object_add(p, "discovery_error", str_or_null(s && s->error < 0 ? s->error_message : NULL));
         json_object_object_add(p, "recovered", m->recovered ? json_object_get(m->recovered) : json_object_new_array());
         call_reply(call, p);

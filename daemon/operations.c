@@ -85,10 +85,12 @@ struct init_op {
         char pf[SVFF_PCI_ADDR_STRLEN];
         unsigned numvfs;
         char *driver;
-        usec_t timeout;
+        usec_t numvfs_base, numvfs_per_vf;  /* numvfs-timeout-sec, numvfs-timeout-per-vf-msec */
+        usec_t bind_base, bind_per_vf;      /* bind-timeout-sec, bind-timeout-per-vf-msec */
         int autoprobe;                  /* -1: leave sriov_drivers_autoprobe off */
         char *reason;                   /* why, when no caller asked ("policy 'x'") */
         char *owner;                    /* recorded with the count; NULL keeps the PF's */
+        operation_init_done_fn done;
 
         /* worker -> main */
         int r;
@@ -172,6 +174,10 @@ no_shortcut:
                 }
                 manager_emit(m, NULL, ev);
         }
+
+        if (io->done)
+                io->done(m, io->pf, error ? json_object_get_string(json_object_object_get(parameters, "message")) ?: error
+                                          : NULL);
 
         /* Without a caller (a policy), the log and the events are all
          * there is. */
@@ -270,6 +276,11 @@ static void init_bind_progress(void *userdata) {
 
 static void init_bind_run(void *userdata) {
         struct init_op *io = userdata;
+        /* The budget grows with the VF count, like the numvfs write's:
+         * a VF whose driver probe hangs must not stall the PF for ever,
+         * and 252 VFs need more time than 4. */
+        usec_t budget = io->bind_base + io->bind_per_vf * io->after->n_vfs;
+        usec_t deadline = svff_now_usec() + budget;
 
         for (size_t i = 0; i < io->after->n_vfs; i++) {
                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
@@ -286,7 +297,20 @@ static void init_bind_run(void *userdata) {
                 }
                 b->io = io;
                 b->i = (unsigned) i;
-                b->r = svff_dev_bind(io->ctx, io->after->vfs[i].address, io->driver, NULL, &err);
+                if (svff_now_usec() >= deadline)
+                        b->r = svff_error_set(&err, -ETIMEDOUT,
+                                              "binding the %zu VFs of PF %s to %s did not finish within "
+                                              "%llu ms (bind-timeout-sec %llu s + bind-timeout-per-vf-msec "
+                                              "%llu ms x %zu VFs); %zu were bound: if the driver is only "
+                                              "slow, raise bind-timeout-per-vf-msec in svff.conf, else "
+                                              "check dmesg",
+                                              io->after->n_vfs, io->pf, io->driver,
+                                              (unsigned long long) (budget / USEC_PER_MSEC),
+                                              (unsigned long long) (io->bind_base / USEC_PER_SEC),
+                                              (unsigned long long) (io->bind_per_vf / USEC_PER_MSEC),
+                                              io->after->n_vfs, i);
+                else
+                        b->r = svff_dev_bind(io->ctx, io->after->vfs[i].address, io->driver, NULL, &err);
                 if (b->r < 0)
                         b->message = strdup(svff_error_message(&err));
                 (void) worker_pool_post(io->pool, init_bind_progress, b);
@@ -451,7 +475,8 @@ static void init_numvfs_run(void *userdata) {
 
         io->r = init_check_driver(io);
         if (io->r >= 0)
-                io->r = svff_pf_set_numvfs(io->ctx, io->pf, io->numvfs, io->timeout, &io->err);
+                io->r = svff_pf_set_numvfs_scaled(io->ctx, io->pf, io->numvfs, io->numvfs_base,
+                                                  io->numvfs_per_vf, &io->err);
         if (io->r >= 0)
                 io->r = svff_pf_load(io->ctx, io->pf, &io->after, &io->err);
         if (io->r >= 0 && io->after->n_vfs != io->numvfs) {
@@ -605,7 +630,10 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         io->autoprobe = autoprobe;
         io->reason = reason ? strdup(reason) : NULL;
         io->owner = owner ? strdup(owner) : NULL;
-        io->timeout = m->config.numvfs_timeout_usec;
+        io->numvfs_base = m->config.numvfs_timeout_usec;
+        io->numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec;
+        io->bind_base = m->config.bind_timeout_usec;
+        io->bind_per_vf = m->config.bind_timeout_per_vf_usec;
         if (!io->driver || (reason && !io->reason) || (owner && !io->owner) ||
             manager_add_operation(m, pf, "init", call, &op) < 0) {
                 init_op_free(io);
@@ -666,6 +694,23 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
                 init_finish(io, SVFF_ERROR_SHUTTING_DOWN, p, true);
         }
         return 0;
+}
+
+void operation_init_set_done(struct operation *op, operation_init_done_fn fn) {
+        struct init_op *io = op->data;
+
+        if (io && streq(op->kind, "init"))
+                io->done = fn;
+}
+
+uint64_t operation_init_budget(struct manager *m, unsigned from, unsigned to) {
+        uint64_t total = 0;
+
+        if (from != to && from > 0)
+                total += svff_config_numvfs_timeout(&m->config, from);
+        if (from != to && to > 0)
+                total += svff_config_numvfs_timeout(&m->config, to);
+        return total + svff_config_bind_timeout(&m->config, to);
 }
 
 /* ---- Release ---- */

@@ -66,7 +66,7 @@ struct reconf {
         unsigned n_quiesced, n_restored;
         atomic_uint n_attaching;        /* attach calls started (workers) */
         char *pause_cmd, *unpause_cmd;
-        usec_t detach_timeout, numvfs_timeout;
+        usec_t detach_timeout, numvfs_timeout, numvfs_per_vf;
         const char *error;              /* io.svff error of a failure, or NULL */
         char *message;                  /* what went wrong, for the reply */
         bool keep_journal;
@@ -888,13 +888,14 @@ static void numvfs_run(void *userdata) {
                  * to the target (back to where it was when rolling back),
                  * through 0 only when it differs (svff_pf_set_numvfs does
                  * that). */
-                rc->r = svff_pf_set_numvfs(rc->ctx, pf, rc->rollback ? rc->rollback_to : rc->plan->to,
-                                           rc->numvfs_timeout, &rc->err);
+                rc->r = svff_pf_set_numvfs_scaled(rc->ctx, pf, rc->rollback ? rc->rollback_to : rc->plan->to,
+                                                  rc->numvfs_timeout, rc->numvfs_per_vf, &rc->err);
                 rc->wrote_zero = true;
         } else {
                 rc->r = 0;
                 if (rc->plan->from > 0) {
-                        rc->r = svff_pf_set_numvfs(rc->ctx, pf, 0, rc->numvfs_timeout, &rc->err);
+                        rc->r = svff_pf_set_numvfs_scaled(rc->ctx, pf, 0, rc->numvfs_timeout, rc->numvfs_per_vf,
+                                                          &rc->err);
                         if (rc->r >= 0) {
                                 rc->wrote_zero = true;
                                 fault_point("after-numvfs-0", 0);
@@ -907,7 +908,8 @@ static void numvfs_run(void *userdata) {
                         rc->r = svff_error_set(&rc->err, -ENOMEM, "Failed to set sriov_numvfs of PF %s to %u: %s "
                                                "(injected)", pf, rc->plan->to, strerror(ENOMEM));
                 else if (rc->r >= 0 && rc->plan->to > 0)
-                        rc->r = svff_pf_set_numvfs(rc->ctx, pf, rc->plan->to, rc->numvfs_timeout, &rc->err);
+                        rc->r = svff_pf_set_numvfs_scaled(rc->ctx, pf, rc->plan->to, rc->numvfs_timeout,
+                                                          rc->numvfs_per_vf, &rc->err);
         }
         if (rc->r >= 0)
                 fault_point("after-numvfs-N", 0);
@@ -1264,6 +1266,7 @@ static struct reconf *reconf_new(struct manager *m, struct svff_reconf_plan *pla
         rc->unpause_cmd = strdup(m->config.device_unpause_command);
         rc->detach_timeout = m->config.detach_timeout_usec;
         rc->numvfs_timeout = m->config.numvfs_timeout_usec;
+        rc->numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec;
         if (!rc->log || !rc->items || !rc->pause_cmd || !rc->unpause_cmd) {
                 rc->plan = NULL;
                 reconf_free(rc);
@@ -1566,8 +1569,9 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                 return;
         }
         if (numvfs > found->totalvfs) {
-                call_errorf(call, SVFF_ERROR_TOO_MANY_VFS, "device", pf, "PF %s supports at most %u VFs, not %u.", pf,
-                            found->totalvfs, numvfs);
+                call_errorf(call, SVFF_ERROR_TOO_MANY_VFS, "device", pf,
+                            "PF %s supports at most %u VFs (sriov_totalvfs: its driver's limit, which may be "
+                            "below the device's), not %u.", pf, found->totalvfs, numvfs);
                 return;
         }
         if (!dry_run && (op = manager_find_operation(m, pf))) {
@@ -1602,6 +1606,19 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                 json_object_object_add(p, "pf", json_object_new_string(pf));
                 json_object_object_add(p, "dry_run", json_object_new_boolean(true));
                 json_object_object_add(p, "executable", json_object_new_boolean(svff_reconf_plan_ok(plan)));
+                {
+                        /* What the numvfs writes and the binding may take,
+                         * and the keys that set it (svff.conf(5)). */
+                        struct json_object *d = json_object_new_object();
+                        uint64_t w = (found->numvfs > 0 ? svff_config_numvfs_timeout(&m->config, found->numvfs) : 0) +
+                                     (numvfs > 0 ? svff_config_numvfs_timeout(&m->config, numvfs) : 0);
+
+                        json_object_object_add(d, "numvfs_msec", json_object_new_int64((int64_t) (w / 1000)));
+                        json_object_object_add(d, "bind_msec", json_object_new_int64((int64_t) (
+                                svff_config_bind_timeout(&m->config, numvfs) / 1000)));
+                        json_object_object_add(p, "deadlines", d);
+                        json_object_object_add(p, "totalvfs", json_object_new_int64(found->totalvfs));
+                }
                 json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
                 call_reply(call, p);
                 json_object_put(p);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "bind.h"
+#include "cause.h"
 #include "device.h"
 #include "sysfs.h"
 
@@ -17,6 +18,7 @@
  * opened once, so each step is one lookup instead of a walk down the
  * whole path (on FUSE every component is a round trip). */
 struct dev {
+        struct svff_ctx *ctx;   /* borrowed */
         int pcifd;
         int dfd;
         char addr[SVFF_PCI_ADDR_STRLEN];
@@ -41,7 +43,7 @@ static int dev_open(struct svff_ctx *ctx, const char *address, struct dev *d, st
         _cleanup_free_ char *path = NULL;
         int r;
 
-        *d = (struct dev) { .pcifd = -EBADF, .dfd = -EBADF };
+        *d = (struct dev) { .ctx = ctx, .pcifd = -EBADF, .dfd = -EBADF };
         r = svff_dev_canonicalize(address, d->addr, err);
         if (r < 0)
                 return r;
@@ -103,6 +105,14 @@ static int step_failed(struct dev *d, struct svff_error *err, int r, const char 
                 return svff_error_set(err, -ENODEV,
                                       "PCI device '%s' disappeared while %s (hot-removed, or its PF's VFs "
                                       "were disabled); list devices and retry", d->addr, step);
+        {
+                _cleanup_free_ char *cause = NULL;
+
+                (void) svff_cause_describe(d->ctx, SVFF_CAUSE_BIND, d->addr, r, &cause);
+                if (cause)
+                        return svff_error_set_errno(err, r, "Failed %s for PCI device '%s' (%s)", step, d->addr,
+                                                    cause);
+        }
         return svff_error_set_errno(err, r, "Failed %s for PCI device '%s'", step, d->addr);
 }
 
@@ -204,13 +214,16 @@ static int bind_dev(struct svff_ctx *ctx, struct dev *d, const char *driver, cha
 
                 if (dev_gone(d))
                         return step_failed(d, err, -ENODEV, "binding it");
+                const char *cause = probe_r < 0 ? svff_cause(SVFF_CAUSE_PROBE, probe_r) : NULL;
+
                 k = rollback(d, prev);
                 return svff_error_set(err, -EBUSY,
-                                      "PCI device '%s' is %s%s after probing '%s'%s%s (check dmesg: the driver "
-                                      "may have refused it); %s%s",
+                                      "PCI device '%s' is %s%s after probing '%s'%s%s%s%s%s (check dmesg: the "
+                                      "driver may have refused it); %s%s",
                                       d->addr, now ? "bound to " : "unbound", now ?: "", driver,
                                       probe_r < 0 ? ", which failed: " : "",
                                       probe_r < 0 ? strerror(-probe_r) : "",
+                                      cause ? " (" : "", cause ?: "", cause ? ")" : "",
                                       k >= 0 ? "it was put back on " : "putting it back on ",
                                       k >= 0 ? (prev ?: "no driver") : (prev ? "its driver failed too" : ""));
         }

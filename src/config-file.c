@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "config-file.h"
+#include "json-util.h"
 #include "varlink.h"
 
 #define CONFIG_FILE_MAX (1024 * 1024)
@@ -64,6 +65,9 @@ int svff_config_init(struct svff_config *cfg) {
                 .admin_group = NULL,
                 .vf_driver = strdup("vfio-pci"),
                 .numvfs_timeout_usec = 30 * 1000000ULL,
+                .numvfs_timeout_per_vf_usec = 200 * 1000ULL,
+                .bind_timeout_usec = 10 * 1000000ULL,
+                .bind_timeout_per_vf_usec = 1000 * 1000ULL,
                 .detach_timeout_usec = 10 * 1000000ULL,
                 .qmp_timeout_usec = 5 * 1000000ULL,
                 .device_pause_command = strdup("x-svff-device-pause"),
@@ -173,6 +177,11 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
 
 /* A file being applied: its text (to find a key's line), the path of
  * keys being looked at, and every problem found so far. */
+struct key_pos {
+        char *path;             /* "policies.fpga.numvfs" */
+        size_t offset;
+};
+
 struct parser {
         const char *path;
         const char *data;
@@ -180,6 +189,8 @@ struct parser {
         size_t depth;
         char *errors;           /* one problem per line */
         int first_r;
+        struct key_pos *positions;  /* every key of the file, in order */
+        size_t n_positions;
 };
 
 /* Line of byte offset off in data (1-based). */
@@ -192,37 +203,22 @@ static unsigned line_of(const char *data, size_t off) {
         return line;
 }
 
-/* Where "key": is, searching from offset from. json-c has parsed the
- * text already and keeps no positions; this only finds the line to show.
- * A quote inside a string is escaped, so it cannot look like one. */
-static const char *find_key(const char *from, const char *key) {
-        size_t n = strlen(key);
-
-        for (const char *s = strchr(from, '"'); s; s = strchr(s + 1, '"')) {
-                const char *e;
-
-                if (!strneq(s + 1, key, n) || s[1 + n] != '"')
-                        continue;
-                e = s + 2 + n;
-                e += strspn(e, " \t\r\n");
-                if (*e == ':')
-                        return s;
-        }
-        return NULL;
-}
-
-/* The line of the innermost key of p->keys that can be found. */
+/* The line of the innermost key of p->keys: the positions come from
+ * svff_json_scan_keys() over the same text, so a top-level key is not
+ * confused with a nested one of the same name, nor with text in a
+ * string. */
 static unsigned key_line(struct parser *p) {
-        const char *at = p->data;
+        char name[1024];
+        size_t len = 0;
 
-        for (size_t i = 0; i < p->depth; i++) {
-                const char *k = find_key(at, p->keys[i]);
-
-                if (!k)
-                        break;
-                at = k;
-        }
-        return at == p->data ? 1 : line_of(p->data, (size_t) (at - p->data));
+        for (size_t i = 0; i < p->depth && len < sizeof(name); i++)
+                len += (size_t) snprintf(name + len, sizeof(name) - len, "%s%s", i ? "." : "", p->keys[i]);
+        if (p->depth == 0)
+                return 1;
+        for (size_t i = 0; i < p->n_positions; i++)
+                if (streq(p->positions[i].path, name))
+                        return line_of(p->data, p->positions[i].offset);
+        return 1;
 }
 
 static void key_name(struct parser *p, char *buf, size_t size) {
@@ -606,6 +602,12 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
                         c->log_level = l;
         } else if (streq(key, "numvfs-timeout-sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 3600, &c->numvfs_timeout_usec);
+        else if (streq(key, "numvfs-timeout-per-vf-msec"))
+                k = get_usec(p, val, 1000ULL, 0, 60000, &c->numvfs_timeout_per_vf_usec);
+        else if (streq(key, "bind-timeout-sec"))
+                k = get_usec(p, val, 1000000ULL, 1, 3600, &c->bind_timeout_usec);
+        else if (streq(key, "bind-timeout-per-vf-msec"))
+                k = get_usec(p, val, 1000ULL, 0, 60000, &c->bind_timeout_per_vf_usec);
         else if (streq(key, "detach-timeout-sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 3600, &c->detach_timeout_usec);
         else if (streq(key, "qmp-timeout-sec"))
@@ -676,34 +678,136 @@ static int read_file(const char *path, char **ret, size_t *ret_len, struct svff_
         return 0;
 }
 
-/* Parses data into *ret; NULL for a file with nothing but whitespace. */
-static int parse_json(struct parser *p, const char *data, size_t len, struct json_object **ret) {
-        struct json_tokener *tok;
-        struct json_object *root;
-        size_t off;
-        enum json_tokener_error e;
+/* Blanks out // and slash-star comments (outside strings), keeping every
+ * newline, so the strict parser sees plain JSON and offsets still give
+ * the file's lines. Returns false for a comment left open. */
+static bool blank_comments(char *t, size_t len) {
+        char quote = 0;         /* in a string: its quote (json-c takes ' too) */
 
-        if (strspn(data, " \t\r\n") == len) {
+        for (size_t i = 0; i < len; i++) {
+                if (quote) {
+                        if (t[i] == '\\' && i + 1 < len)
+                                i++;
+                        else if (t[i] == quote)
+                                quote = 0;
+                        continue;
+                }
+                if (t[i] == '"' || t[i] == '\'')
+                        quote = t[i];
+                else if (t[i] == '/' && i + 1 < len && t[i + 1] == '/') {
+                        for (; i < len && t[i] != '\n'; i++)
+                                t[i] = ' ';
+                } else if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
+                        size_t j;
+
+                        for (j = i + 2; j + 1 < len && !(t[j] == '*' && t[j + 1] == '/'); j++)
+                                ;
+                        if (j + 1 >= len)
+                                return false;
+                        for (; i <= j + 1; i++)
+                                if (t[i] != '\n')
+                                        t[i] = ' ';
+                        i--;
+                }
+        }
+        return true;
+}
+
+static int record_key(const char *const *path, size_t depth, const char *key, size_t offset, void *userdata) {
+        struct parser *p = userdata;
+        struct key_pos *n;
+        char *name = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        f = open_memstream(&name, &len);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < depth; i++)
+                fprintf(f, "%s.", path[i]);
+        fputs(key, f);
+        if (fclose(f) != 0) {
+                free(name);
+                return -ENOMEM;
+        }
+        n = realloc(p->positions, (p->n_positions + 1) * sizeof(*n));
+        if (!n) {
+                free(name);
+                return -ENOMEM;
+        }
+        p->positions = n;
+        p->positions[p->n_positions++] = (struct key_pos) { .path = name, .offset = offset };
+        return 0;
+}
+
+static void parser_done(struct parser *p) {
+        for (size_t i = 0; i < p->n_positions; i++)
+                free(p->positions[i].path);
+        free(p->positions);
+        p->positions = NULL;
+        p->n_positions = 0;
+}
+
+/* Parses data into *ret; NULL for a file with nothing but whitespace and
+ * comments. The strict parser every other JSON of svff goes through
+ * (svff_json_parse()), after the comments svff.conf allows: trailing
+ * commas and the like are errors, and so is a key given twice in one
+ * object, which json-c would settle silently by keeping the last. */
+static int parse_json(struct parser *p, const char *data, size_t len, struct json_object **ret) {
+        _cleanup_free_ char *text = NULL;
+        struct json_object *root = NULL;
+        const char *reason = NULL;
+        size_t off = 0;
+        int r;
+
+        text = strndup(data, len);
+        if (!text)
+                return -ENOMEM;
+        if (!blank_comments(text, len))
+                return add_error(p, -EINVAL, line_of(data, len), "a comment is not closed");
+        if (strspn(text, " \t\r\n") == len) {
                 *ret = NULL;
                 return 0;
         }
-        tok = json_tokener_new_ex(16);
-        if (!tok)
-                return -ENOMEM;
-        root = json_tokener_parse_ex(tok, data, (int) len);
-        off = json_tokener_get_parse_end(tok);
-        e = json_tokener_get_error(tok);
-        json_tokener_free(tok);
-        /* Whitespace after the document is fine. */
-        if (root && (off >= len || strspn(data + off, " \t\r\n") == len - off)) {
-                *ret = root;
-                return 0;
+        r = svff_json_parse_at(text, len, 16, &root, &reason, &off);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                struct json_object *prefix = NULL;
+
+                /* Say it as an operator reads it: the file ends early, or
+                 * a complete object is followed by more. */
+                if (off >= len || strspn(text + off, " \t\r\n") == len - off)
+                        reason = "unexpected end of file";
+                else if (off > 0 && svff_json_parse(text, off, 16, &prefix, NULL) >= 0) {
+                        json_object_put(prefix);
+                        reason = "trailing text after the JSON object";
+                }
+                return add_error(p, -EINVAL, line_of(data, off), reason ?: "not JSON");
         }
-        json_object_put(root);
-        return add_error(p, -EINVAL, line_of(data, off),
-                         e == json_tokener_success ? "trailing text after the JSON object"
-                         : e == json_tokener_continue ? "unexpected end of file"
-                                                      : json_tokener_error_desc(e));
+        r = svff_json_scan_keys(text, len, record_key, p, &off);
+        if (r == -ENOTUNIQ) {
+                const char *name = "?";
+
+                for (size_t i = 0; i < p->n_positions; i++)
+                        if (p->positions[i].offset == off)
+                                name = p->positions[i].path;
+                json_object_put(root);
+                {
+                        char msg[1200];
+
+                        snprintf(msg, sizeof(msg), "key '%s' is given twice (the first would be ignored)", name);
+                        return add_error(p, -EINVAL, line_of(data, off), msg);
+                }
+        }
+        if (r < 0) {
+                json_object_put(root);
+                return r == -E2BIG ? add_error(p, -EINVAL, 1, "nested too deeply") : r;
+        }
+        if (!root)
+                return add_error(p, -EINVAL, 1, "the top level must be a JSON object");
+        *ret = root;
+        return 0;
 }
 
 /* Applies one file over c (partly, when it fails: callers work on a
@@ -725,6 +829,7 @@ static int apply_file(struct svff_config *c, const char *path, char **errors,
         if (r >= 0 && root)
                 r = apply(&p, c, root);
         json_object_put(root);
+        parser_done(&p);
         *errors = p.errors;
         return r;
 }
@@ -878,6 +983,98 @@ fail:
 }
 
 /* ---- policies ---- */
+
+static struct json_object *str_or_null(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+struct json_object *svff_config_to_json(const struct svff_config *cfg) {
+        struct json_object *o = json_object_new_object(), *limits, *pols;
+
+        if (!o)
+                return NULL;
+#define ADD(k, v) json_object_object_add(o, k, v)
+#define MSEC(u) json_object_new_int64((int64_t) ((u) / 1000ULL))
+#define SEC(u) json_object_new_int64((int64_t) ((u) / 1000000ULL))
+        ADD("socket", str_or_null(cfg->socket));
+        ADD("state-dir", str_or_null(cfg->state_dir));
+        ADD("sysfs-root", str_or_null(cfg->sysfs_root));
+        ADD("libvirt-uri", str_or_null(cfg->libvirt_uri));
+        ADD("log-level", str_or_null(svff_log_level_to_string(cfg->log_level)));
+        ADD("admin-group", str_or_null(cfg->admin_group));
+        ADD("vf-driver", str_or_null(cfg->vf_driver));
+        ADD("numvfs-timeout-sec", SEC(cfg->numvfs_timeout_usec));
+        ADD("numvfs-timeout-per-vf-msec", MSEC(cfg->numvfs_timeout_per_vf_usec));
+        ADD("bind-timeout-sec", SEC(cfg->bind_timeout_usec));
+        ADD("bind-timeout-per-vf-msec", MSEC(cfg->bind_timeout_per_vf_usec));
+        ADD("detach-timeout-sec", SEC(cfg->detach_timeout_usec));
+        ADD("qmp-timeout-sec", SEC(cfg->qmp_timeout_usec));
+        ADD("device-pause-command", str_or_null(cfg->device_pause_command));
+        ADD("device-unpause-command", str_or_null(cfg->device_unpause_command));
+        ADD("settle-msec", MSEC(cfg->settle_usec));
+        ADD("list-max-age-msec", MSEC(cfg->list_max_age_usec));
+        ADD("workers", json_object_new_int64(cfg->workers));
+        ADD("libvirt-workers", json_object_new_int64(cfg->libvirt_workers));
+        limits = json_object_new_object();
+        if (limits) {
+                json_object_object_add(limits, "max-connections", json_object_new_int64(cfg->limits.max_connections));
+                json_object_object_add(limits, "max-connections-per-uid",
+                                       json_object_new_int64(cfg->limits.max_connections_per_uid));
+                json_object_object_add(limits, "max-message-bytes",
+                                       json_object_new_int64((int64_t) cfg->limits.max_message));
+                json_object_object_add(limits, "idle-timeout-sec", SEC(cfg->limits.idle_timeout_usec));
+                json_object_object_add(limits, "monitor-backlog-bytes",
+                                       json_object_new_int64((int64_t) cfg->limits.monitor_backlog));
+        }
+        ADD("limits", limits);
+        pols = json_object_new_object();
+        for (size_t i = 0; pols && i < cfg->n_policies; i++) {
+                const struct svff_policy *pol = &cfg->policies[i];
+                struct json_object *po = json_object_new_object(), *m = json_object_new_object();
+                char id[16];
+
+                if (!po || !m) {
+                        json_object_put(po);
+                        json_object_put(m);
+                        break;
+                }
+                switch (pol->match) {
+                case SVFF_POLICY_MATCH_ADDRESS:
+                        json_object_object_add(m, "address", json_object_new_string(pol->address));
+                        break;
+                case SVFF_POLICY_MATCH_INTERFACE:
+                        json_object_object_add(m, "interface", str_or_null(pol->interface));
+                        break;
+                case SVFF_POLICY_MATCH_ID:
+                        snprintf(id, sizeof(id), "%04x:%04x", pol->vendor_id, pol->device_id);
+                        json_object_object_add(m, "id", json_object_new_string(id));
+                        break;
+                }
+                json_object_object_add(po, "match", m);
+                if (pol->numvfs >= 0)
+                        json_object_object_add(po, "numvfs", json_object_new_int64(pol->numvfs));
+                if (pol->vf_driver)
+                        json_object_object_add(po, "vf-driver", json_object_new_string(pol->vf_driver));
+                if (pol->autoprobe >= 0)
+                        json_object_object_add(po, "autoprobe", json_object_new_boolean(pol->autoprobe));
+                json_object_object_add(po, "pool", json_object_new_boolean(pol->pool));
+                json_object_object_add(po, "origin", str_or_null(pol->origin));
+                json_object_object_add(pols, pol->name, po);
+        }
+        ADD("policies", pols);
+#undef ADD
+#undef MSEC
+#undef SEC
+        return o;
+}
+
+uint64_t svff_config_numvfs_timeout(const struct svff_config *cfg, unsigned n) {
+        return cfg->numvfs_timeout_usec + cfg->numvfs_timeout_per_vf_usec * n;
+}
+
+uint64_t svff_config_bind_timeout(const struct svff_config *cfg, unsigned n) {
+        return cfg->bind_timeout_usec + cfg->bind_timeout_per_vf_usec * n;
+}
 
 const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
                                                   const char *address, unsigned vendor_id,

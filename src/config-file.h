@@ -15,7 +15,10 @@
  *     "log-level": "info",
  *     "admin-group": "svff",
  *     "vf-driver": "vfio-pci",
- *     "numvfs-timeout-sec": 30,
+ *     "numvfs-timeout-sec": 30,                  base of a numvfs write's deadline,
+ *     "numvfs-timeout-per-vf-msec": 200,         plus this per VF created or removed
+ *     "bind-timeout-sec": 10,                    base of the deadline to bind a PF's VFs,
+ *     "bind-timeout-per-vf-msec": 1000,          plus this per VF
  *     "detach-timeout-sec": 10,
  *     "qmp-timeout-sec": 5,
  *     "device-pause-command": "x-svff-device-pause",
@@ -52,10 +55,17 @@
 #include "pciaddr.h"
 
 /* Fixed, not relative to the install prefix: svffctl, the units and the
- * operator's scripts all meet at these paths. */
+ * operator's scripts all meet at these paths (the units' RuntimeDirectory=
+ * and StateDirectory= put them there). */
 #define SVFFD_SOCKET_DEFAULT "/run/svff/svffd.sock"
 #define SVFFD_STATE_DIR_DEFAULT "/var/lib/svff"
-#define SVFFD_CONFIG_DEFAULT "/etc/svff/svff.conf"
+/* The config follows configure's --sysconfdir, where 'make install' puts
+ * the example and the drop-in directory: --sysconfdir=/etc gives
+ * /etc/svff/svff.conf. */
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#define SVFFD_CONFIG_DEFAULT SYSCONFDIR "/svff/svff.conf"
 
 struct svff_config_limits {
         size_t max_message;
@@ -92,7 +102,11 @@ struct svff_config {
         int log_level;
         char *admin_group;      /* NULL: root only */
         char *vf_driver;
+        /* Deadlines scale with the work: base + per VF x VFs. */
         uint64_t numvfs_timeout_usec;
+        uint64_t numvfs_timeout_per_vf_usec;
+        uint64_t bind_timeout_usec;
+        uint64_t bind_timeout_per_vf_usec;
         uint64_t detach_timeout_usec;
         uint64_t qmp_timeout_usec;
         /* QMP commands of QEMU's device pause (the SVFF QEMU patch; stock
@@ -127,10 +141,21 @@ int svff_config_load_file(struct svff_config *cfg, const char *path, struct svff
 int svff_config_load(struct svff_config *cfg, const char *path, bool missing_ok,
                      struct svff_error *err);
 
+/* cfg as an svff.conf would write it (every key, defaults included,
+ * kebab-case as in the file; each policy with where it was defined):
+ * what svffd runs with after the file and its drop-ins. A new
+ * reference, or NULL on out of memory. */
+struct json_object *svff_config_to_json(const struct svff_config *cfg);
+
 /* The policy for a PF (borrowed from cfg) or NULL. netdev may be NULL. */
 const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
                                                   const char *address, unsigned vendor_id,
                                                   unsigned device_id, const char *netdev);
+
+/* The deadline of a numvfs write that creates or removes n VFs, and of
+ * binding n VFs: the base plus the per-VF budget times n. */
+uint64_t svff_config_numvfs_timeout(const struct svff_config *cfg, unsigned n);
+uint64_t svff_config_bind_timeout(const struct svff_config *cfg, unsigned n);
 
 /* "err", "warning", "notice", "info", "debug" <-> LOG_*; -EINVAL. */
 int svff_log_level_from_string(const char *s);

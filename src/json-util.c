@@ -56,6 +56,12 @@ bool svff_json_has_clamped_int(struct json_object *v) {
 
 int svff_json_parse(const char *data, size_t len, int depth_max, struct json_object **ret,
                     const char **ret_error) {
+        return svff_json_parse_at(data, len, depth_max, ret, ret_error, NULL);
+}
+
+int svff_json_parse_at(const char *data, size_t len, int depth_max, struct json_object **ret,
+                       const char **ret_error, size_t *ret_offset) {
+        size_t at = 0;
         _cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
         struct json_object *v;
         const char *reason;
@@ -67,6 +73,7 @@ int svff_json_parse(const char *data, size_t len, int depth_max, struct json_obj
         }
 
         if (memchr(data, 0, len)) {
+                at = (size_t) ((const char *) memchr(data, 0, len) - data);
                 reason = "Message contains a NUL byte";
                 goto bad;
         }
@@ -82,16 +89,21 @@ int svff_json_parse(const char *data, size_t len, int depth_max, struct json_obj
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 
         v = json_tokener_parse_ex(tok, data, (int) len);
-        if (!v && json_tokener_get_error(tok) == json_tokener_continue)
+        at = json_tokener_get_parse_end(tok);
+        if (!v && json_tokener_get_error(tok) == json_tokener_continue) {
                 /* a top-level scalar ("123") only ends at a delimiter:
-                 * feed the terminator; incomplete containers stay errors */
+                 * feed the terminator; incomplete containers stay errors
+                 * (at the end of the text) */
                 v = json_tokener_parse_ex(tok, "", 1);
+                at = len;
+        }
         else if (v && json_tokener_get_parse_end(tok) < len) {
                 /* json-c's strict mode already refuses trailing bytes;
                  * this keeps us honest should that ever change */
                 for (size_t i = json_tokener_get_parse_end(tok); i < len; i++)
                         if (!is_json_space(data[i])) {
                                 json_object_put(v);
+                                at = i;
                                 reason = "Trailing data after the JSON value";
                                 goto bad;
                         }
@@ -106,7 +118,8 @@ int svff_json_parse(const char *data, size_t len, int depth_max, struct json_obj
                         return 0;
                 }
                 reason = e == json_tokener_error_depth ? "JSON nested too deeply"
-                                                       : json_tokener_error_desc(e);
+                                                       : e == json_tokener_continue ? "unexpected end of file"
+                                                                                    : json_tokener_error_desc(e);
                 goto bad;
         }
 
@@ -125,7 +138,135 @@ int svff_json_parse(const char *data, size_t len, int depth_max, struct json_obj
 bad:
         if (ret_error)
                 *ret_error = reason;
+        if (ret_offset)
+                *ret_offset = at;
         return -EBADMSG;
+}
+
+/* ---- key positions and duplicates ---- */
+
+struct scan_key {
+        const char *text;       /* into the document, not NUL-terminated */
+        size_t len;
+        size_t offset;
+};
+
+struct scan_level {
+        bool object;
+        char *key;              /* the member being read (NUL-terminated), "[]" in an array */
+        struct scan_key *keys;
+        size_t n_keys, cap;
+};
+
+static int cmp_scan_key(const void *a, const void *b) {
+        const struct scan_key *x = a, *y = b;
+        int c;
+
+        c = MIN(x->len, y->len) > 0 ? memcmp(x->text, y->text, MIN(x->len, y->len)) : 0;
+        if (c != 0)
+                return c;
+        if (x->len != y->len)
+                return x->len < y->len ? -1 : 1;
+        return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* The second occurrence of a key given twice in l, or SIZE_MAX. */
+static size_t level_duplicate(struct scan_level *l) {
+        size_t dup = SIZE_MAX;
+
+        if (l->n_keys < 2)
+                return dup;
+        qsort(l->keys, l->n_keys, sizeof(*l->keys), cmp_scan_key);
+        for (size_t i = 1; i < l->n_keys; i++)
+                if (l->keys[i].len == l->keys[i - 1].len &&
+                    (l->keys[i].len == 0 || memcmp(l->keys[i].text, l->keys[i - 1].text, l->keys[i].len) == 0))
+                        dup = MIN(dup, l->keys[i].offset);
+        return dup;
+}
+
+int svff_json_scan_keys(const char *data, size_t len, svff_json_key_fn fn, void *userdata,
+                        size_t *ret_dup_offset) {
+        struct scan_level levels[64] = {};
+        const char *path[ELEMENTSOF(levels)];
+        size_t depth = 0;
+        int r = 0;
+
+        for (size_t i = 0; i < len && r >= 0; i++) {
+                char c = data[i];
+
+                if (c == '{' || c == '[') {
+                        if (depth >= ELEMENTSOF(levels)) {
+                                r = -E2BIG;
+                                break;
+                        }
+                        levels[depth].object = c == '{';
+                        levels[depth].n_keys = 0;
+                        free(levels[depth].key);
+                        levels[depth].key = c == '[' ? strdup("[]") : NULL;
+                        if (c == '[' && !levels[depth].key) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        path[depth] = levels[depth].key;
+                        depth++;
+                } else if (c == '}' || c == ']') {
+                        if (depth == 0)
+                                break;
+                        depth--;
+                        if (levels[depth].object) {
+                                size_t dup = level_duplicate(&levels[depth]);
+
+                                if (dup != SIZE_MAX) {
+                                        if (ret_dup_offset)
+                                                *ret_dup_offset = dup;
+                                        r = -ENOTUNIQ;
+                                }
+                        }
+                } else if (c == '"' || c == '\'') {
+                        /* json-c's strict mode lets single quotes through */
+                        size_t start = i, j = i + 1, k;
+
+                        while (j < len && data[j] != c)
+                                j += data[j] == '\\' ? 2 : 1;
+                        if (j >= len)
+                                break;
+                        i = j;
+                        for (k = j + 1; k < len && is_json_space(data[k]); k++)
+                                ;
+                        if (depth > 0 && levels[depth - 1].object && k < len && data[k] == ':') {
+                                struct scan_level *l = &levels[depth - 1];
+
+                                if (l->n_keys == l->cap) {
+                                        size_t cap = l->cap ? l->cap * 2 : 16;
+                                        struct scan_key *n = realloc(l->keys, cap * sizeof(*n));
+
+                                        if (!n) {
+                                                r = -ENOMEM;
+                                                break;
+                                        }
+                                        l->keys = n;
+                                        l->cap = cap;
+                                }
+                                l->keys[l->n_keys++] = (struct scan_key) {
+                                        .text = data + start + 1, .len = j - start - 1, .offset = start,
+                                };
+                                free(l->key);
+                                l->key = strndup(data + start + 1, j - start - 1);
+                                if (!l->key) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                path[depth - 1] = l->key;
+                                if (fn)
+                                        r = fn(path, depth - 1, l->key, start, userdata);
+                        }
+                }
+        }
+        for (size_t i = 0; i < ELEMENTSOF(levels); i++) {
+                free(levels[i].key);
+                free(levels[i].keys);
+        }
+        return r;
 }
 
 /* json-c parses an integer literal beyond the 64-bit range as the end of

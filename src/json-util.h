@@ -35,6 +35,25 @@ static inline void json_object_putp(struct json_object **o) {
 int svff_json_parse(const char *data, size_t len, int depth_max, struct json_object **ret,
                     const char **ret_error);
 
+/* The same, and on -EBADMSG *ret_offset (if non-NULL) gets the byte
+ * offset where parsing stopped, for a line number. */
+int svff_json_parse_at(const char *data, size_t len, int depth_max, struct json_object **ret,
+                       const char **ret_error, size_t *ret_offset);
+
+/* Walks a text svff_json_parse() accepted and calls fn(path, depth, key,
+ * offset, userdata) for every member of every object, in document order:
+ * path[0..depth) are the keys of the enclosing members ("[]" for an
+ * array element), key the member's own (raw, between its quotes), offset
+ * where its opening quote is. json-c keeps no positions and takes the
+ * last of duplicate keys silently; this gives both. A key given twice in
+ * one object is -ENOTUNIQ with *ret_dup_offset at its second
+ * occurrence; fn's negative return stops the walk and is returned. At
+ * most 64 levels (-E2BIG); O(n log n) in the keys of one object. */
+typedef int (*svff_json_key_fn)(const char *const *path, size_t depth, const char *key, size_t offset,
+                                void *userdata);
+int svff_json_scan_keys(const char *data, size_t len, svff_json_key_fn fn, void *userdata,
+                        size_t *ret_dup_offset);
+
 /* Whether v holds, at any depth, an integer json-c may have clamped
  * (INT64_MIN or UINT64_MAX, see above): for documents written back as
  * read, where a clamped value would silently change a stored fact. */

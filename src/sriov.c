@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "cause.h"
 #include "device.h"
 #include "pciaddr.h"
 #include "sriov.h"
@@ -38,31 +39,51 @@ static int step_failed(struct svff_ctx *ctx, struct svff_error *err, int r, cons
                                               "PF '%s' disappeared while %s (hot-removed?); list devices and retry",
                                               pf, step);
         }
+        {
+                _cleanup_free_ char *cause = NULL;
+
+                (void) svff_cause_describe(ctx, SVFF_CAUSE_NUMVFS, pf, r, &cause);
+                if (cause)
+                        return svff_error_set_errno(err, r, "Failed %s on PF '%s' (%s)", step, pf, cause);
+        }
         return svff_error_set_errno(err, r, "Failed %s on PF '%s'", step, pf);
 }
 
 static int write_numvfs(struct svff_ctx *ctx, const char *path, const char *pf, unsigned n,
-                        unsigned current, usec_t timeout_usec, struct svff_error *err) {
+                        unsigned current, usec_t base_usec, usec_t per_vf_usec, struct svff_error *err) {
         _cleanup_free_ char *value = NULL, *step = NULL;
+        /* Disabling removes current VFs, enabling creates n. */
+        unsigned work = n == 0 ? current : n;
+        usec_t timeout_usec = base_usec + per_vf_usec * work;
         int r;
 
         if (asprintf(&value, "%u", n) < 0 || asprintf(&step, "setting sriov_numvfs %u -> %u", current, n) < 0)
                 return -ENOMEM;
 
-        svff_log_debug(ctx, "%s: %s", pf, step);
+        svff_log_debug(ctx, "%s: %s (deadline %llu ms)", pf, step,
+                       (unsigned long long) (timeout_usec / USEC_PER_MSEC));
         r = svff_sysfs_write_deadline(ctx, path, value, timeout_usec);
         if (r == -ETIMEDOUT)
                 return svff_error_set(err, -ETIMEDOUT,
-                                      "%s on PF '%s' did not finish within %llu ms: %s. The write goes on in "
-                                      "the background",
+                                      "%s on PF '%s' did not finish within %llu ms (numvfs-timeout-sec %llu s "
+                                      "+ numvfs-timeout-per-vf-msec %llu ms x %u VFs): %s. The write goes on "
+                                      "in the background",
                                       step, pf, (unsigned long long) (timeout_usec / USEC_PER_MSEC),
+                                      (unsigned long long) (base_usec / USEC_PER_SEC),
+                                      (unsigned long long) (per_vf_usec / USEC_PER_MSEC), work,
                                       n == 0 ? "a VF is probably still open by a VFIO user (QEMU); detach it "
                                                "from its VM and retry"
-                                             : "the PF driver is slow or stuck; check dmesg");
-        if (r == -EBUSY)
+                                             : "the PF driver is slow or stuck; check dmesg, and if it is only "
+                                               "slow raise numvfs-timeout-per-vf-msec (or numvfs-timeout-sec) "
+                                               "in svff.conf");
+        if (r == -EBUSY) {
+                _cleanup_free_ char *cause = NULL;
+
+                (void) svff_cause_describe(ctx, SVFF_CAUSE_NUMVFS, pf, r, &cause);
                 return svff_error_set(err, -EBUSY,
                                       "%s on PF '%s' was refused: VFs are enabled (changed concurrently by "
-                                      "someone else?); retry", step, pf);
+                                      "someone else?)%s%s; retry", step, pf, cause ? ": " : "", cause ?: "");
+        }
         if (r == -ENOENT && svff_dev_exists(ctx, pf) > 0)
                 return svff_error_set(err, -ENOENT,
                                       "%s on PF '%s' was refused: its driver is gone, cannot enable "
@@ -77,6 +98,11 @@ static int write_numvfs(struct svff_ctx *ctx, const char *path, const char *pf, 
 
 int svff_pf_set_numvfs(struct svff_ctx *ctx, const char *pf_address, unsigned numvfs,
                        usec_t timeout_usec, struct svff_error *err) {
+        return svff_pf_set_numvfs_scaled(ctx, pf_address, numvfs, timeout_usec, 0, err);
+}
+
+int svff_pf_set_numvfs_scaled(struct svff_ctx *ctx, const char *pf_address, unsigned numvfs,
+                              usec_t base_usec, usec_t per_vf_usec, struct svff_error *err) {
         _cleanup_free_ char *path_numvfs = NULL, *path_total = NULL, *path_auto = NULL,
                             *path_driver = NULL;
         char pf[SVFF_PCI_ADDR_STRLEN];
@@ -122,11 +148,16 @@ int svff_pf_set_numvfs(struct svff_ctx *ctx, const char *pf_address, unsigned nu
         }
         if (r < 0)
                 return step_failed(ctx, err, r, pf, "reading sriov_totalvfs");
-        if (numvfs > total)
+        if (numvfs > total) {
+                _cleanup_free_ char *limits = NULL;
+
+                (void) svff_pf_vf_limits_describe(ctx, pf, &limits);
                 return svff_error_set(err, -ERANGE,
-                                      "PF '%s' supports at most %llu VFs (sriov_totalvfs); asked for %u: "
+                                      "PF '%s' supports at most %llu VFs (%s); asked for %u: "
                                       "ask for %llu or fewer",
-                                      pf, (unsigned long long) total, numvfs, (unsigned long long) total);
+                                      pf, (unsigned long long) total, limits ?: "sriov_totalvfs", numvfs,
+                                      (unsigned long long) total);
+        }
 
         r = svff_sysfs_read_u64(rootfd, path_numvfs, &current);
         if (r < 0)
@@ -170,12 +201,12 @@ int svff_pf_set_numvfs(struct svff_ctx *ctx, const char *pf_address, unsigned nu
 
         /* The kernel refuses N -> M (EBUSY): go through 0. */
         if (current != 0) {
-                r = write_numvfs(ctx, path_numvfs, pf, 0, (unsigned) current, timeout_usec, err);
+                r = write_numvfs(ctx, path_numvfs, pf, 0, (unsigned) current, base_usec, per_vf_usec, err);
                 if (r < 0)
                         return r;
         }
         if (numvfs != 0) {
-                r = write_numvfs(ctx, path_numvfs, pf, numvfs, 0, timeout_usec, err);
+                r = write_numvfs(ctx, path_numvfs, pf, numvfs, 0, base_usec, per_vf_usec, err);
                 if (r < 0)
                         return r;
         }

@@ -32,6 +32,15 @@
 int svff_pf_set_numvfs(struct svff_ctx *ctx, const char *pf_address, unsigned numvfs,
                        usec_t timeout_usec, struct svff_error *err);
 
+/* The same, with a deadline that scales with the work: each write may
+ * take base_usec plus per_vf_usec for every VF it creates or removes
+ * (creating 252 VFs takes far longer than creating 4). A timeout's
+ * message names both budgets by their svff.conf keys
+ * (numvfs-timeout-sec, numvfs-timeout-per-vf-msec), so the operator
+ * knows what to raise. */
+int svff_pf_set_numvfs_scaled(struct svff_ctx *ctx, const char *pf_address, unsigned numvfs,
+                              usec_t base_usec, usec_t per_vf_usec, struct svff_error *err);
+
 /* Writes sriov_drivers_autoprobe: whether VFs created from now on probe
  * their default driver. svff_pf_set_numvfs() turns it off; a PF policy
  * may want it back on afterwards. */

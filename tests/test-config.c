@@ -66,6 +66,9 @@ START_TEST(test_valid) {
         ck_assert_str_eq(c.admin_group, "svff");
         ck_assert_int_eq(c.log_level, LOG_DEBUG);
         ck_assert_uint_eq(c.numvfs_timeout_usec, 5000000);
+        /* Deadlines scale with the VF count: base + per VF x n. */
+        ck_assert_uint_eq(svff_config_numvfs_timeout(&c, 252), 5000000 + 252 * 200000ULL);
+        ck_assert_uint_eq(svff_config_bind_timeout(&c, 4), 10000000 + 4 * 1000000ULL);
         ck_assert_uint_eq(c.workers, 3);
         ck_assert_uint_eq(c.limits.max_connections, 10);
         ck_assert_uint_eq(c.limits.idle_timeout_usec, 2000000);
@@ -117,6 +120,19 @@ static const struct {
           "key 'policies.a.pool' must be true or false" },
         { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" }, \"numfs\": 2 } } }",
           "key 'policies.a.numfs' is unknown" },
+        /* The strict parser the rest of svff uses: no trailing comma, no
+         * key twice (json-c would keep the last one silently). */
+        { "{\n  \"workers\": 2,\n}", ":3: " },
+        { "{\n  \"workers\": 2,\n  \"workers\": 3\n}", ":3: key 'workers' is given twice" },
+        { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" },\n  \"numvfs\": 1, \"numvfs\": 2 } } }",
+          ":2: key 'policies.a.numvfs' is given twice" },
+        /* A top-level key is found at its own line, not at a nested key
+         * of the same name above it. */
+        { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" },\n  \"vf-driver\": \"vfio-pci\" } },\n\n"
+          "  \"vf-driver\": \"no/slash\" }",
+          ":4: key 'vf-driver'" },
+        { "{ \"workers\": 2 /* open", "comment is not closed" },
+        { "{ \"workers\": 2 } x", "trailing text" },
 };
 
 START_TEST(test_bad) {
@@ -134,6 +150,22 @@ START_TEST(test_bad) {
         ck_assert_uint_eq(c.workers, 2);
         ck_assert_str_eq(c.socket, SVFFD_SOCKET_DEFAULT);
         svff_error_free(&err);
+        svff_config_done(&c);
+}
+END_TEST
+
+/* Comments are blanked before the strict parse, but not inside strings:
+ * "qemu:///system" keeps its slashes. */
+START_TEST(test_comments) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+
+        write_file("// leading\n{ /* inline */ \"libvirt-uri\": \"qemu:///system\", // trailing\n"
+                   "  \"workers\": 3 }\n// end\n");
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_msg(svff_config_load_file(&c, path, &err) == 0, "%s", svff_error_message(&err));
+        ck_assert_str_eq(c.libvirt_uri, "qemu:///system");
+        ck_assert_uint_eq(c.workers, 3);
         svff_config_done(&c);
 }
 END_TEST
@@ -320,6 +352,7 @@ int main(void) {
         tcase_add_loop_test(tc, test_bad, 0, (int) (sizeof(bad) / sizeof(bad[0])));
         tcase_add_test(tc, test_missing);
         tcase_add_test(tc, test_log_levels);
+        tcase_add_test(tc, test_comments);
         tcase_add_test(tc, test_all_errors);
         tcase_add_test(tc, test_empty);
         tcase_add_test(tc, test_dropins);

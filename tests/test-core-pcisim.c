@@ -18,6 +18,7 @@
 #include "pcisim-util.h"
 #include "sriov.h"
 #include "sysfs.h"
+#include "cause.h"
 
 #define QDMA_PF "0000:01:00.0"
 #define NIC_PF "0000:03:00.0"
@@ -102,6 +103,48 @@ static void assert_error(int r, const struct svff_error *err, int code, const ch
         ck_assert_msg(strstr(svff_error_message(err), needle), "message '%s' lacks '%s'",
                       svff_error_message(err), needle);
 }
+
+/* The kernel's errno reaches the operator with its cause (cause.h): the
+ * numvfs write's ENOSPC names interrupt vectors, ENOMEM the max_vfs
+ * module parameter, a bind's EIO the device; too many VFs shows the
+ * limits sysfs and the SR-IOV capability expose. */
+START_TEST(test_causes) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        unsigned total = 0, cap = 0;
+
+        ck_assert_int_eq(pcisim_ctl(sim, "fail " QDMA_PF " sriov_numvfs ENOSPC 1"), 0);
+        assert_error(svff_pf_set_numvfs(ctx, QDMA_PF, 4, 10 * USEC_PER_SEC, &err), &err, -ENOSPC, "MSI-X");
+        svff_error_free(&err);
+        ck_assert_int_eq(pcisim_ctl(sim, "fail " QDMA_PF " sriov_numvfs ENOMEM 1"), 0);
+        assert_error(svff_pf_set_numvfs(ctx, QDMA_PF, 4, 10 * USEC_PER_SEC, &err), &err, -ENOMEM, "max_vfs");
+        svff_error_free(&err);
+        assert_error(svff_pf_set_numvfs(ctx, QDMA_PF, 253, 10 * USEC_PER_SEC, &err), &err, -ERANGE,
+                     "SR-IOV capability's TotalVFs");
+        svff_error_free(&err);
+
+        ck_assert_int_eq(svff_pf_vf_limits(ctx, QDMA_PF, &total, &cap), 0);
+        ck_assert_uint_eq(total, 252);
+        ck_assert_uint_eq(cap, 252);
+
+        ck_assert_int_eq(svff_pf_set_numvfs(ctx, QDMA_PF, 2, 10 * USEC_PER_SEC, &err), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "fail 0000:01:00.4 driver_override EIO 1"), 0);
+        assert_error(svff_dev_bind(ctx, "0000:01:00.4", "vfio-pci", NULL, &err), &err, -EIO,
+                     "the device failed to respond");
+        svff_error_free(&err);
+        /* EBUSY on the count names the VF that sysfs shows held. */
+        ck_assert_int_eq(svff_dev_bind(ctx, "0000:01:00.4", "vfio-pci", NULL, &err), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "fail " QDMA_PF " sriov_numvfs EBUSY 1"), 0);
+        assert_error(svff_pf_set_numvfs(ctx, QDMA_PF, 3, 10 * USEC_PER_SEC, &err), &err, -EBUSY,
+                     "held: VF 0000:01:00.4 on 'vfio-pci'");
+        svff_error_free(&err);
+
+        ck_assert_str_eq(svff_dev_kind(ctx, QDMA_PF), "PF");
+        ck_assert_str_eq(svff_dev_kind(ctx, "0000:01:00.4"), "VF");
+        ck_assert_str_eq(svff_dev_kind(ctx, HOST_BRIDGE), "host bridge");
+        ck_assert_ptr_null(svff_cause(SVFF_CAUSE_NUMVFS, -EPERM));
+        ck_assert_ptr_nonnull(svff_cause(SVFF_CAUSE_ATTACH, -ENODEV));
+}
+END_TEST
 
 START_TEST(test_discovery) {
         _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
@@ -441,6 +484,7 @@ int main(void) {
         tcase_add_checked_fixture(tc, setup_qdma, stop);
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, test_discovery);
+        tcase_add_test(tc, test_causes);
         tcase_add_test(tc, test_discovery_vf_vanishes);
         tcase_add_test(tc, test_discovery_read_errors);
         tcase_add_test(tc, test_init_252_bind_restore);

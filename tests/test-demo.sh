@@ -1,8 +1,11 @@
 #!/bin/sh
 # The README's first command, run as a test on this build tree: every
 # step prints, the VFs end up on vfio-pci, one goes back, and the demo
-# cleans up after itself (no mount, no directory left).
+# cleans up after itself (no mount, no directory left). The scenario is
+# SVFF_DEMO_SCENARIO (default qdma); tests/test-demo-SCENARIO.sh run the
+# others the README lists, each with the counts its PF allows.
 set -eu
+scenario=${SVFF_DEMO_SCENARIO:-qdma}
 : "${top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_srcdir:=$top_builddir}"
 
@@ -12,6 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -x "$top_builddir/tests/pcisim/pcisim" ] || skip "pcisim not built"
 [ -e /dev/fuse ] || skip "no /dev/fuse: pcisim cannot mount"
 command -v jq >/dev/null || skip "jq is needed"
+command -v python3 >/dev/null || skip "python3 is needed to read the scenario"
 command -v virsh >/dev/null || skip "virsh (libvirt-clients) is not installed"
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed"
 # The demo runs libvirt's embedded QEMU driver inside svffd, which forks;
@@ -28,22 +32,34 @@ trap 'rm -rf "$tmp" "$out"' EXIT
 mounts_before=$(grep -c "$tmp" /proc/self/mounts || true)
 
 rc=0
-TMPDIR="$tmp" SVFF_BUILDDIR="$top_builddir" sh "$top_srcdir/scripts/demo" > "$out" 2>&1 || rc=$?
+TMPDIR="$tmp" SVFF_BUILDDIR="$top_builddir" sh "$top_srcdir/scripts/demo" "$scenario" > "$out" 2>&1 || rc=$?
 if grep -q "cannot mount\|fusermount" "$out" && [ "$rc" -ne 0 ]; then
         skip "FUSE cannot be mounted here: $(tail -n 3 "$out")"
 fi
 [ "$rc" -eq 0 ] || fail "demo exited $rc: $(tail -n 30 "$out")"
 
-for want in "== Simulated host" "== Discovered SR-IOV physical functions" \
-            "== Create 8 VFs on 0000:01:00.0" "== Daemon status" "is back on" "== Done" \
-            "VF 0000:01:00.4 attached to domain 'vm1'" "VF 0000:01:00.6 attached to domain 'vm3'" \
-            "survives: same VF index, guest address and alias" \
-            "PF 0000:01:00.0 has 4 VFs on vfio-pci; 3 assignment(s) kept." \
-            "0000:01:00.5 VF1  vfio-pci -     -     yes      vm2    03:00.0 attached" \
-            "vm1: VF 01:00.4 at guest 03:00.0, alias ua-svff-0000-01-00-4"; do
+# The PF the demo works on and the counts it picks: the first PF's
+# limit, 8 -> 4 with 8 or more, else one below the limit -> the limit.
+pf=$(python3 -c "import json,sys; print([d['address'] for d in json.load(open(sys.argv[1]))['devices'] if d.get('totalvfs')][0])" \
+        "$top_srcdir/tests/pcisim/scenarios/$scenario.json")
+total=$(python3 -c "import json,sys; print([d['totalvfs'] for d in json.load(open(sys.argv[1]))['devices'] if d.get('totalvfs')][0])" \
+        "$top_srcdir/tests/pcisim/scenarios/$scenario.json")
+if [ "$total" -ge 8 ]; then first=8 second=4; else first=$((total - 1)) second=$total; fi
+
+for want in "== Simulated host: pcisim with scenario '$scenario'" "== Discovered SR-IOV physical functions" \
+            "== Create $first VFs on $pf" "== Change the VF count $first -> $second" "== Daemon status" \
+            "is back on" "== Done" "survives: same VF index, guest address and alias" \
+            "PF $pf has $second VFs on vfio-pci; 3 assignment(s) kept."; do
         grep -qF -- "$want" "$out" || fail "demo output lacks '$want': $(cat "$out")"
 done
-[ "$(grep -c 'vfio-pci' "$out")" -ge 8 ] || fail "the VFs are not shown on vfio-pci: $(cat "$out")"
+if [ "$scenario" = qdma ]; then
+        for want in "VF 0000:01:00.4 attached to domain 'vm1'" "VF 0000:01:00.6 attached to domain 'vm3'" \
+                    "0000:01:00.5  1      vfio-pci  3      yes      vm2 0000:03:00.0 attached" \
+                    "vm1: VF 01:00.4 at guest 03:00.0, alias ua-svff-0000-01-00-4"; do
+                grep -qF -- "$want" "$out" || fail "demo output lacks '$want': $(cat "$out")"
+        done
+fi
+[ "$(grep -c 'vfio-pci' "$out")" -ge "$first" ] || fail "the VFs are not shown on vfio-pci: $(cat "$out")"
 grep -q "Error\|FAIL" "$out" && fail "demo printed an error: $(cat "$out")"
 
 [ -z "$(ls -A "$tmp")" ] || fail "demo left something behind: $(ls -A "$tmp")"

@@ -220,6 +220,39 @@ START_TEST(test_format) {
 }
 END_TEST
 
+static int collect_key(const char *const *path, size_t depth, const char *key, size_t offset, void *userdata) {
+        char *buf = userdata;
+        size_t n = strlen(buf);
+
+        for (size_t i = 0; i < depth; i++)
+                n += (size_t) snprintf(buf + n, 512 - n, "%s.", path[i]);
+        snprintf(buf + n, 512 - n, "%s@%zu ", key, offset);
+        return 0;
+}
+
+/* Every key with its path and offset, in document order; a key given
+ * twice in one object is found (json-c keeps the last silently), the
+ * same key in two objects is not; quotes and braces inside strings are
+ * text. */
+START_TEST(test_scan_keys) {
+        static const char doc[] = "{ \"a\": { \"b\": 1, \"c\": \"{\\\"x\\\": 1}\" }, \"d\": [ { \"a\": 2 } ], 'e': '}' }";
+        char buf[512] = "";
+        size_t dup = 0;
+
+        ck_assert_int_eq(svff_json_scan_keys(doc, strlen(doc), collect_key, buf, &dup), 0);
+        ck_assert_str_eq(buf, "a@2 a.b@9 a.c@17 d@38 d.[].a@47 e@59 ");
+
+        {
+                static const char twice[] = "{\"a\": 1, \"b\": {\"a\": 1}, \"a\": 2}";
+
+                ck_assert_int_eq(svff_json_scan_keys(twice, strlen(twice), NULL, NULL, &dup), -ENOTUNIQ);
+        }
+        ck_assert_uint_eq(dup, 24);
+        ck_assert_int_eq(svff_json_scan_keys("{\"\": 1, \"\": 2}", strlen("{\"\": 1, \"\": 2}"), NULL, NULL, &dup), -ENOTUNIQ);
+        ck_assert_int_eq(svff_json_scan_keys("{}", 2, NULL, NULL, &dup), 0);
+}
+END_TEST
+
 static Suite *json_util_suite(void) {
         Suite *s = suite_create("json-util");
         TCase *tc = tcase_create("core");
@@ -229,6 +262,7 @@ static Suite *json_util_suite(void) {
         tcase_add_test(tc, test_wide_integers);
         tcase_add_test(tc, test_getters);
         tcase_add_test(tc, test_format);
+        tcase_add_test(tc, test_scan_keys);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -56,6 +56,13 @@ expect_eq "$rc" 2 "bad guest address (a usage error, svffctl(8))"
 rc=0; ctl attach "$VF3" vm1 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "VF not on vfio-pci"
 grep -q "not vfio-pci" "$T/err" || fail "not on vfio: $(cat "$T/err")"
+# A PF or a bridge is named as what it is, with no policy cited.
+rc=0; ctl attach "$PF" vm1 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "attach a PF"
+grep -q "$PF is a PF, not a VF" "$T/err" && ! grep -q "policy" "$T/err" || fail "attach a PF: $(cat "$T/err")"
+rc=0; ctl attach 0000:00:00.0 vm1 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "attach the host bridge"
+grep -q "0000:00:00.0 is a host bridge, not a VF" "$T/err" || fail "attach a bridge: $(cat "$T/err")"
 expect_eq "$(gen)" "$g" "store generation after refusals"
 check_vfs "refusals"
 # LIVE on a running domain: libvirt's own refusal (no VFIO on this host).

@@ -1,0 +1,52 @@
+#!/bin/sh
+# 'svffctl config check FILE' reads FILE.d/ exactly as 'svffd --config
+# FILE' does: a bad drop-in makes both refuse, naming it; --effective
+# prints the settings the file and its drop-ins add up to.
+set -eu
+: "${top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
+SVFFD="$top_builddir/daemon/svffd"
+SVFFCTL="$top_builddir/cli/svffctl"
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ -x "$SVFFD" ] && [ -x "$SVFFCTL" ] || skip "svffd/svffctl not built"
+command -v python3 >/dev/null || skip "python3 is needed to check JSON output"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/svff-config-check.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+printf '{ "workers": 2,\n  "policies": { "fpga": { "match": { "id": "10ee:903f" }, "numvfs": 4 } } }\n' > "$T/svff.conf"
+mkdir "$T/svff.conf.d"
+printf '{ "workers": 5 }\n' > "$T/svff.conf.d/10-workers.conf"
+
+"$SVFFCTL" config check "$T/svff.conf" > "$T/out" 2>&1 || fail "valid file and drop-in refused: $(cat "$T/out")"
+grep -q "valid, 1 policy: fpga" "$T/out" || fail "config check output: $(cat "$T/out")"
+
+"$SVFFCTL" config check "$T/svff.conf" --effective > "$T/eff.json" || fail "--effective"
+python3 - "$T/eff.json" <<'PY' || fail "--effective: $(cat "$T/eff.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["workers"] == 5, d["workers"]                   # the drop-in wins
+assert d["vf-driver"] == "vfio-pci"                      # defaults are shown
+assert d["numvfs-timeout-sec"] == 30 and d["numvfs-timeout-per-vf-msec"] == 200
+assert d["policies"]["fpga"]["numvfs"] == 4
+assert d["policies"]["fpga"]["match"] == {"id": "10ee:903f"}
+assert d["limits"]["max-connections"] == 1024
+PY
+
+# A drop-in svffd refuses: config check refuses it too, naming it.
+printf '{\n  "workerz": 1\n}\n' > "$T/svff.conf.d/20-typo.conf"
+rc=0
+"$SVFFCTL" config check "$T/svff.conf" > "$T/out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "config check passed a bad drop-in (exit $rc): $(cat "$T/out")"
+grep -qF "$T/svff.conf.d/20-typo.conf:2: key 'workerz' is unknown" "$T/out" ||
+        fail "config check does not name the drop-in: $(cat "$T/out")"
+rc=0
+"$SVFFD" --config "$T/svff.conf" --state-dir "$T/state" --sysfs-root "$T" --socket "$T/x.sock" \
+        > "$T/svffd.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "svffd started over the bad drop-in (exit $rc)"
+grep -qF "20-typo.conf:2: key 'workerz'" "$T/svffd.out" || fail "svffd's refusal: $(cat "$T/svffd.out")"
+
+# A FILE named must exist, as for svffd --config.
+"$SVFFCTL" config check "$T/missing.conf" > "$T/out" 2>&1 && fail "a missing FILE passed: $(cat "$T/out")"
+echo PASS

@@ -1,0 +1,75 @@
+#!/bin/sh
+# Deadlines that scale with the work, and a start-up that says what it did:
+#   - a numvfs write may take numvfs-timeout-sec plus
+#     numvfs-timeout-per-vf-msec per VF: 16 VFs at 120 ms each pass a 1 s
+#     base with a 150 ms per-VF budget;
+#   - past that budget the init fails naming both keys and the one to
+#     raise; reconf --dry-run shows the deadlines it would run under;
+#   - a policy whose init fails at start-up is in status: as drift
+#     ("policy-failed", never "Drift: none") and as the policy not
+#     applied.
+# pcisim's per-VF enable latency stands in for a slow PF driver.
+. "$(dirname "$0")/daemon-lib.sh"
+
+PF=0000:01:00.0
+cat > "$T/svff.conf" <<'CONF'
+{
+  "settle-msec": 50,
+  "numvfs-timeout-sec": 1,
+  "numvfs-timeout-per-vf-msec": 150,
+  "bind-timeout-sec": 5,
+  "bind-timeout-per-vf-msec": 500
+}
+CONF
+"$SVFFCTL" config check "$T/svff.conf" > "$T/out" 2>&1 || fail "the deadline keys are refused: $(cat "$T/out")"
+
+start_pcisim qdma
+pcisim_ctl latency vf_enable 120000
+start_svffd
+
+note "16 VFs at 120 ms each: over the base, within base + per-VF budget"
+ctl init $PF 16 > "$T/out" 2>&1 || fail "init 16 with a scaled deadline: $(cat "$T/out")"
+expect_eq "$(sys_numvfs $PF)" 16 "numvfs after the scaled init"
+
+# 16 -> 0: 1 s + 16 x 150 ms; 0 -> 20: 1 s + 20 x 150 ms; binding 5 s + 20 x 500 ms.
+note "the reconf plan shows the deadlines it would run under"
+ctl reconf --dry-run $PF 20 --json > "$T/plan.json" 2> "$T/err" || true
+jget 'd["deadlines"]["numvfs_msec"], d["deadlines"]["bind_msec"], d["totalvfs"]' < "$T/plan.json" |
+        grep -qx "7400 15000 252" || fail "the plan's deadlines: $(cat "$T/plan.json" "$T/err")"
+
+note "20 VFs at 300 ms each: past 1 s + 20 x 150 ms, and the message says so"
+pcisim_ctl latency vf_enable 300000
+rc=0
+ctl init $PF 20 > "$T/out" 2> "$T/err" || rc=$?
+[ "$rc" != 0 ] || fail "init 20 at 300 ms per VF passed a 4 s budget"
+grep -q "numvfs-timeout-sec 1 s + numvfs-timeout-per-vf-msec 150 ms x 20 VFs" "$T/err" ||
+        fail "the timeout does not name the budget: $(cat "$T/err")"
+grep -q "raise numvfs-timeout-per-vf-msec" "$T/err" || fail "the timeout does not say what to raise: $(cat "$T/err")"
+# The write goes on in pcisim; let it end before the next step.
+wait_for_s 20 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 20 ]" || fail "the write never ended"
+stop_svffd || true
+# A fresh store: the PF's count now belongs to the operator above.
+rm -rf "$STATE"
+
+note "a policy whose init fails at start-up: drift, refusal and event"
+cat > "$T/svff.conf" <<'CONF'
+{
+  "settle-msec": 50,
+  "numvfs-timeout-sec": 1,
+  "numvfs-timeout-per-vf-msec": 10,
+  "policies": { "fpga": { "match": { "id": "10ee:903f" }, "numvfs": 8 } }
+}
+CONF
+start_svffd
+wait_for_s 30 sh -c "\"$SVFFCTL\" --socket '$SOCK' status --json | grep -q '\"operations\":\\[\\]'" ||
+        fail "the start-up init did not end"
+ctl status --json > "$T/status.json"
+jget '[x["kind"] for x in d["drift"] if x["device"] == "'$PF'"]' < "$T/status.json" | grep -q "policy-failed" ||
+        fail "a failed policy init is not drift: $(cat "$T/status.json")"
+jget '[o["refused"] for o in d["owners"] if o["pf"] == "'$PF'"][0]' < "$T/status.json" | grep -q "init failed" ||
+        fail "a failed policy init is not the policy not applied: $(cat "$T/status.json")"
+ctl status > "$T/status.txt"
+grep -q "Drift: *none" "$T/status.txt" && fail "status says no drift after a failed policy: $(cat "$T/status.txt")"
+grep -q "policy-failed" "$T/status.txt" || fail "status text lacks the failed policy: $(cat "$T/status.txt")"
+grep -q "Init of PF $PF by policy 'fpga'.* failed" "$T/svffd.log" || fail "the log does not say the policy failed"
+exit 0
