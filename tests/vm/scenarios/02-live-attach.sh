@@ -88,7 +88,7 @@ pause_unpause() {
         before=$(vm_qpci_wait "$2" "$1")
         out=$(svffctl pause "$1") || vm_fail "svffctl pause $1 failed"
         echo "$out"
-        assert_true "pause $1: mode detach (stock QEMU)" eval 'case "$out" in *"mode detach"*) ;; *) false ;; esac'
+        assert_true "pause $1: a detach pause (stock QEMU)" eval 'case "$out" in *"detach pause"*) ;; *) false ;; esac'
         check_gone "$1" "$2" pause
         x=$(vm_svff_addr "$1")
         assert_eq "pause: VF $1 state and reserved address" "$before paused $2" "$x"
