@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Device classes: what a VF of some kind of PF needs beyond its PCI
+ * function (an NVMe VF's secondary controller and namespace, a NIC VF's
+ * MAC and VLAN, a QDMA VF's queue budget), and what a VF disable wipes.
+ *
+ * A class is a table of operations matched to a PF by its PCI class code
+ * and driver. Every class lives in its own file (class-nvme.c, ...), is
+ * listed in the registry (class.c), and nothing outside those files knows
+ * what a class does. The daemon calls these in its executors:
+ *
+ *   init:     plan (refuse before numvfs) -> numvfs -> provision + verify
+ *             each VF -> vfio-pci
+ *   attach:   provision what the assignment adds -> verify -> attach
+ *   reconf:   inspect each surviving VF (journaled before numvfs 0) ->
+ *             numvfs -> provision + verify each VF -> vfio-pci -> restore
+ *   release:  release -> (the VF leaves svff or its domain)
+ *   list, status, plan: describe, inspect (drift: live != recorded)
+ *
+ * Settings and state are JSON objects owned by the class: the store keeps
+ * them verbatim (schema 3: "class" in VF and assignment records), so a
+ * new class needs no change to the store, the journal or the daemon.
+ *
+ *   settings  what the policy (defaults for every VF of the PF) and the
+ *             assignment ask for, merged by svff_class_settings_merge():
+ *             the assignment's keys win. E.g. {"namespace": 1, "vq": 2}.
+ *   state     what provision did and verify read back, enough to undo it
+ *             and to detect drift. E.g. {"secondary": "online",
+ *             "vq": 2, "vi": 1, "namespaces": [1]}.
+ *
+ * Every operation is idempotent: recovery from the journal repeats the
+ * step that was interrupted. Operations run on a worker thread, one PF at
+ * a time; a class keeps no global state.
+ *
+ * Errors: -errno, and err names the VF or PF, the figure and what to do
+ * (the device's own status by name where it has one). -EOPNOTSUPP: the PF
+ * cannot do what was asked (no virtualization management, no such
+ * attribute); -ENOSPC: not enough resources for the plan; -EINVAL: bad
+ * settings, refused before anything is touched. */
+
+#include <stdbool.h>
+#include <json-c/json.h>
+
+#include "context.h"
+#include "device.h"
+#include "error.h"
+
+struct svff_class_pf;   /* one PF opened by its class (admin queue, socket) */
+
+struct svff_class {
+        const char *name;                       /* "nvme", "nic", "qdma" */
+
+        /* Whether this class handles pf: class code, driver, sysfs. Must
+         * not touch the device. */
+        bool (*match)(struct svff_ctx *ctx, const struct svff_pf *pf);
+
+        /* Opens pf for the operations below (NULL: nothing to open). */
+        int (*open)(struct svff_ctx *ctx, const struct svff_pf *pf,
+                    struct svff_class_pf **ret, struct svff_error *err);
+        void (*close)(struct svff_class_pf *c);
+
+        /* The PF's capabilities and each existing VF's live state:
+         * {"pf": {...}, "vfs": {"<index>": state, ...}}. */
+        int (*inspect)(struct svff_class_pf *c, const struct svff_pf *pf,
+                       struct json_object **ret, struct svff_error *err);
+
+        /* The resources numvfs VFs with these per-VF settings need, and
+         * whether the PF has them: *ret is {"steps": [{"vf": index,
+         * "action": "...", "detail": "..."}...], "needs": "...", ...}.
+         * -ENOSPC (or -EINVAL, -EOPNOTSUPP) with err saying e.g. "8 VFs
+         * need 16 VQ and 8 VI flexible resources; the primary controller
+         * has 8 VQ free" when it does not. settings is an array of
+         * numvfs objects (or NULL entries), by VF index. */
+        int (*plan)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
+                    struct json_object *settings, struct json_object **ret,
+                    struct svff_error *err);
+
+        /* Brings VF index to settings before it goes to vfio-pci; *ret is
+         * its new state. */
+        int (*provision)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                         struct json_object *settings, struct json_object **ret,
+                         struct svff_error *err);
+
+        /* Reads back what provision set: 0 when the live state matches
+         * state, -EUCLEAN with err naming the difference. */
+        int (*verify)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                      struct json_object *state, struct svff_error *err);
+
+        /* Undoes provision (state as recorded): the VF leaves its domain
+         * or svff. */
+        int (*release)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                       struct json_object *state, struct svff_error *err);
+
+        /* One short line for list, status and the plan ("online 2VQ/1VI
+         * ns 1"), malloc'ed; the JSON carries state itself. */
+        char *(*describe)(struct json_object *state);
+};
+
+/* The class that handles pf, or NULL (a bare PCI function). */
+const struct svff_class *svff_class_find(struct svff_ctx *ctx, const struct svff_pf *pf);
+const struct svff_class *svff_class_by_name(const char *name);
+/* NULL-terminated, in match order. */
+const struct svff_class *const *svff_class_all(void);
+
+/* policy (may be NULL) overlaid with assignment (may be NULL): a new
+ * object; keys of the assignment win. */
+struct json_object *svff_class_settings_merge(struct json_object *policy,
+                                              struct json_object *assignment);
