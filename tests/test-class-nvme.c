@@ -285,6 +285,19 @@ START_TEST(test_provision_refusals) {
         assert_log("");
         assert_secondary(1, false, 0, 0);
 
+        /* the pool: 8 VQ and 4 VI, all VI held by VF 1 (1) and
+         * another secondary (3) */
+        st.caps.virfa += 3;
+        st.sec[3].nvi = 3;
+        provision(0, NULL, -ENOSPC, &err);
+        assert_err(&err, "VF 0 of PF " PF " needs 2 VQ and 1 VI flexible resources; the primary controller nvme0 "
+                         "has 6 VQ and 0 VI free for it");
+        svff_error_free(&err);
+        assert_log("");
+        /* ... what a secondary holds itself counts as free for it */
+        json_object_put(provision_ok(1, "{\"namespace\": 2}"));
+        assert_log("ns-attach 2 c2");
+
         /* a VF the controller has no secondary for */
         provision(6, NULL, -ENODEV, &err);
         assert_err(&err, "no secondary controller for VF 6 (VFN 7)");
