@@ -580,6 +580,12 @@ static int check_namespace(struct svff_class_pf *c, const struct secondaries *l,
 
         if (!cl)
                 return -ENOMEM;
+        if (!(c->oacs & SVFF_NVME_OACS_NS_MGMT))
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "VF %u of PF %s: the controller %s has no Namespace Management (OACS 0x%04x, "
+                                      "bit 3 clear), so svff cannot attach namespace %" PRIu32 " to a VF: leave "
+                                      "'namespace' out for this PF",
+                                      index, c->address, c->ctrl, c->oacs, nsid);
         if (!ids_has(nss, nsid)) {
                 known = ids_format(nss);
                 return svff_error_set(err, -EINVAL,

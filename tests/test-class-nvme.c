@@ -306,6 +306,23 @@ START_TEST(test_provision_refusals) {
 }
 END_TEST
 
+START_TEST(test_no_ns_mgmt) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        /* no Namespace Attachment: secondaries still work, a namespace is
+         * refused up front */
+        st.oacs &= ~SVFF_NVME_OACS_NS_MGMT;
+        open_ok();
+        numvfs(1);
+        provision(0, "{\"namespace\": 1}", -EOPNOTSUPP, &err);
+        assert_err(&err, "has no Namespace Management (OACS 0x0102, bit 3 clear)");
+        svff_error_free(&err);
+        assert_log("");
+        json_object_put(provision_ok(0, NULL));
+        assert_secondary(1, true, 2, 1);
+}
+END_TEST
+
 START_TEST(test_online_refused) {
         struct svff_error err = SVFF_ERROR_NULL;
 
@@ -836,6 +853,7 @@ static Suite *class_nvme_suite(void) {
         tcase_add_test(tc, test_provision_order);
         tcase_add_test(tc, test_provision_reassign);
         tcase_add_test(tc, test_provision_refusals);
+        tcase_add_test(tc, test_no_ns_mgmt);
         tcase_add_test(tc, test_online_refused);
         tcase_add_test(tc, test_statuses);
         tcase_add_test(tc, test_partial_failure);
