@@ -116,6 +116,40 @@ static void assert_secondary(uint16_t scid, bool online, uint16_t nvq, uint16_t 
                       e->nvi, online ? "online" : "offline", nvq, nvi);
 }
 
+/* The stand-in replays what was seen by hand on QEMU 7.2's controller
+ * in the VM tier, so that the class is tested against that behaviour. */
+START_TEST(test_standin_is_qemu) {
+        const struct svff_nvme_ops *o = &nvme_standin_ops;
+
+        numvfs(2);
+        assert_secondary(1, false, 0, 0);
+        assert_secondary(2, false, 0, 0);
+        /* virt-mgmt -c 1 -r 0 -n 2 -a 8: 2 VQ */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VQ, 1, 2), 0);
+        /* -r 1 -n 2 -a 8: above the per-VF VI maximum of 1 */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VI, 1, 2),
+                         SVFF_NVME_SC_INVALID_NUM_RESOURCES);
+        /* -a 9 with NVI 0 */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ONLINE, 0, 1, 0), SVFF_NVME_SC_INVALID_SEC_CTRL_STATE);
+        /* -r 1 -n 1 -a 8, -a 9: Online, NVQ 2, NVI 1 */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VI, 1, 1), 0);
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ONLINE, 0, 1, 0), 0);
+        assert_secondary(1, true, 2, 1);
+        /* resources only while offline */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VQ, 1, 2),
+                         SVFF_NVME_SC_INVALID_SEC_CTRL_STATE);
+        /* attach-ns -n 1 -c 1 */
+        ck_assert_int_eq(o->ns_attach(&st, 1, 1, true), 0);
+        ck_assert_int_eq(o->ns_attach(&st, 1, 1, true), SVFF_NVME_SC_NS_ALREADY_ATTACHED);
+        /* numvfs 0 -> 2: every secondary offline with 0/0 again */
+        numvfs(0);
+        numvfs(2);
+        assert_secondary(1, false, 0, 0);
+        ck_assert_uint_eq(st.caps.vqrfa, 0);
+        ck_assert_uint_eq(st.caps.virfa, 0);
+}
+END_TEST
+
 /* ---- open ---------------------------------------------------------------- */
 
 START_TEST(test_open_qemu) {
@@ -848,6 +882,7 @@ static Suite *class_nvme_suite(void) {
         TCase *tc = tcase_create("standin");
 
         tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_standin_is_qemu);
         tcase_add_test(tc, test_open_qemu);
         tcase_add_test(tc, test_open_refusals);
         tcase_add_test(tc, test_provision_order);
