@@ -461,4 +461,5 @@ const struct svff_class svff_class_qdma = {
         .verify = qdma_verify,
         .release = qdma_release,
         .describe = qdma_describe,
+        .check = qdma_check,
 };

@@ -111,6 +111,8 @@ START_TEST(test_match) {
         struct svff_pf other = { .vendor_id = 0x10ee, .device_id = 0x913f };
 
         ck_assert(cls->match(ctx, pf));
+        ck_assert_ptr_eq(svff_class_find(ctx, pf), cls);
+        ck_assert_ptr_eq(svff_class_by_name("qdma"), cls);
         ck_assert(cls->match(ctx, &other));
         other.device_id = 0xb348;
         ck_assert(cls->match(ctx, &other));
@@ -199,6 +201,10 @@ START_TEST(test_budget_refusal) {
         assert_error(cls->plan(cpf, pf, 1, keep(per_vf(1, "{\"qmax\": 3000}")), &plan2, &err), &err,
                      -EINVAL, "exceeds the device's budget of 2048");
         svff_error_free(&err);
+        assert_error(svff_class_check(cls, keep(settings("{\"budget\": 0}")), &err), &err, -EINVAL,
+                     "'budget' must be at least 1");
+        svff_error_free(&err);
+        ck_assert_int_eq(svff_class_check(cls, keep(settings("{\"budget\": 4096, \"qmax\": 3000}")), &err), 0);
 }
 END_TEST
 
