@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* svff.conf's "manage" rules, parsed and matched. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allowlist.h"
+#include "class.h"
+
+static int parse_id(const char *s, unsigned *ret_vendor, unsigned *ret_device) {
+        const char *hex = "0123456789abcdefABCDEF";
+
+        if (strlen(s) != 9 || s[4] != ':' || strspn(s, hex) != 4 || strspn(s + 5, hex) != 4)
+                return -EINVAL;
+        *ret_vendor = (unsigned) strtoul(s, NULL, 16);
+        *ret_device = (unsigned) strtoul(s + 5, NULL, 16);
+        return 0;
+}
+
+int svff_allow_rule_parse(const char *text, struct svff_allow_rule *ret, struct svff_error *err) {
+        struct svff_allow_rule r = {};
+
+        if (!text || !*text)
+                return svff_error_set(err, -EINVAL, "An empty manage rule: use 'all', VENDOR:DEVICE, "
+                                      "a PCI address or class:NAME");
+        if (strcmp(text, "all") == 0)
+                r.kind = SVFF_ALLOW_ALL;
+        else if (strncmp(text, "class:", 6) == 0) {
+                const char *name = text + 6;
+
+                if (strcmp(name, "none") != 0 && !svff_class_by_name(name)) {
+                        _cleanup_free_ char *known = NULL;
+
+                        for (const struct svff_class *const *c = svff_class_all(); *c; c++) {
+                                char *j = NULL;
+
+                                if (asprintf(&j, "%s%sclass:%s", known ?: "", known ? ", " : "", (*c)->name) < 0)
+                                        return -ENOMEM;
+                                free(known);
+                                known = j;
+                        }
+                        return svff_error_set(err, -EINVAL, "No device class '%.32s' in manage rule '%.64s': "
+                                              "the classes are %s%sclass:none", name, text,
+                                              known ?: "", known ? ", " : "");
+                }
+                r.kind = SVFF_ALLOW_CLASS;
+                snprintf(r.class_name, sizeof(r.class_name), "%s", name);
+        } else if (parse_id(text, &r.vendor_id, &r.device_id) == 0)
+                r.kind = SVFF_ALLOW_ID;
+        else if (svff_pci_addr_canonicalize(text, r.address) == 0)
+                r.kind = SVFF_ALLOW_ADDRESS;
+        else
+                return svff_error_set(err, -EINVAL, "Manage rule '%.64s' is none of 'all', VENDOR:DEVICE "
+                                      "(10ee:903f), a PCI address (0000:3b:00.0) or class:NAME (class:qdma)",
+                                      text);
+        *ret = r;
+        return 0;
+}
+
+bool svff_allow_rule_match(const struct svff_allow_rule *rule, const struct svff_allow_pf *pf) {
+        switch (rule->kind) {
+        case SVFF_ALLOW_ALL:
+                return true;
+        case SVFF_ALLOW_ID:
+                return rule->vendor_id == pf->vendor_id && rule->device_id == pf->device_id;
+        case SVFF_ALLOW_ADDRESS:
+                return pf->address && strcmp(rule->address, pf->address) == 0;
+        case SVFF_ALLOW_CLASS:
+                if (!pf->class_name)
+                        return strcmp(rule->class_name, "none") == 0;
+                return strcmp(rule->class_name, pf->class_name) == 0;
+        }
+        return false;
+}
+
+int svff_allowlist_match(char *const *rules, const struct svff_allow_pf *pf) {
+        if (!rules)
+                return 0;
+        for (size_t i = 0; rules[i]; i++) {
+                struct svff_allow_rule r;
+
+                if (svff_allow_rule_parse(rules[i], &r, NULL) < 0)
+                        return -EINVAL;
+                if (svff_allow_rule_match(&r, pf))
+                        return (int) i;
+        }
+        return -ENOENT;
+}
+
+char *svff_allowlist_format(char *const *rules) {
+        char *s = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        if (!rules)
+                return strdup("all");
+        if (!rules[0])
+                return strdup("nothing");
+        f = open_memstream(&s, &size);
+        if (!f)
+                return NULL;
+        for (size_t i = 0; rules[i]; i++)
+                fprintf(f, "%s%s", i ? ", " : "", rules[i]);
+        if (fclose(f) != 0) {
+                free(s);
+                return NULL;
+        }
+        return s;
+}
