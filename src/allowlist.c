@@ -89,6 +89,32 @@ int svff_allowlist_match(char *const *rules, const struct svff_allow_pf *pf) {
         return -ENOENT;
 }
 
+int svff_allowlist_check_pf(char *const *rules, const char *origin, struct svff_ctx *ctx,
+                            const struct svff_pf *pf, char **ret_reason) {
+        _cleanup_free_ char *list = NULL;
+        const struct svff_class *cls;
+        struct svff_allow_pf a;
+
+        *ret_reason = NULL;
+        if (!rules)
+                return 0;
+        cls = svff_class_find(ctx, pf);
+        a = (struct svff_allow_pf) {
+                .address = pf->address,
+                .vendor_id = pf->vendor_id,
+                .device_id = pf->device_id,
+                .class_name = cls ? cls->name : NULL,
+        };
+        if (svff_allowlist_match(rules, &a) >= 0)
+                return 0;
+        list = svff_allowlist_format(rules);
+        if (!list || asprintf(ret_reason, "not in manage [%s] (%s)", list, origin ?: "svff.conf") < 0) {
+                *ret_reason = NULL;
+                return -ENOMEM;
+        }
+        return 1;
+}
+
 char *svff_allowlist_format(char *const *rules) {
         char *s = NULL;
         size_t size = 0;

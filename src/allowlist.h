@@ -15,6 +15,8 @@
 
 #include <stdbool.h>
 
+#include "context.h"
+#include "device.h"
 #include "error.h"
 #include "pciaddr.h"
 
@@ -51,6 +53,13 @@ bool svff_allow_rule_match(const struct svff_allow_rule *rule, const struct svff
  * that matches pf, -ENOENT when none does, -EINVAL when a rule does not
  * parse (a list the config loader let through never has one). */
 int svff_allowlist_match(char *const *rules, const struct svff_allow_pf *pf);
+
+/* For a PF as discovery loaded it (its class found with
+ * svff_class_find(), which touches nothing): 0 with *ret_reason NULL
+ * when the rules (NULL: all) admit pf; else 1 with *ret_reason saying
+ * why not, "not in manage [RULES] (ORIGIN)", malloc'ed. -ENOMEM. */
+int svff_allowlist_check_pf(char *const *rules, const char *origin, struct svff_ctx *ctx,
+                            const struct svff_pf *pf, char **ret_reason);
 
 /* The rules for a message, "all" for NULL: "10ee:903f, class:qdma";
  * "nothing" for an empty list. malloc'ed, NULL on -ENOMEM. */

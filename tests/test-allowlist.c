@@ -91,6 +91,23 @@ START_TEST(test_format) {
 }
 END_TEST
 
+/* A PF as discovery loads it: its class found by the registry. */
+START_TEST(test_check_pf) {
+        struct svff_pf q = { .address = "0000:01:00.0", .vendor_id = 0x10ee, .device_id = 0x903f, .class = 0x120000 };
+        struct svff_pf n = { .address = "0000:00:04.0", .vendor_id = 0x1b36, .device_id = 0x0010, .class = 0x010802 };
+        char *rules[] = { (char *) "class:nvme", NULL };
+        char *why = (char *) "unset";
+
+        ck_assert_int_eq(svff_allowlist_check_pf(NULL, NULL, NULL, &q, &why), 0);
+        ck_assert_ptr_null(why);
+        ck_assert_int_eq(svff_allowlist_check_pf(rules, "svff.conf:3", NULL, &n, &why), 0);
+        ck_assert_ptr_null(why);
+        ck_assert_int_eq(svff_allowlist_check_pf(rules, "svff.conf:3", NULL, &q, &why), 1);
+        ck_assert_str_eq(why, "not in manage [class:nvme] (svff.conf:3)");
+        free(why);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("allowlist");
         TCase *tc = tcase_create("rules");
@@ -100,6 +117,7 @@ int main(void) {
         tcase_add_test(tc, test_parse);
         tcase_add_test(tc, test_match);
         tcase_add_test(tc, test_format);
+        tcase_add_test(tc, test_check_pf);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
