@@ -60,6 +60,8 @@ int svff_flash_image_check(const char *image_dir, const char *image, struct svff
  *              an absolute path to an executable regular file, or writable
  *              by group or others)
  * and the errors of svff_flash_image_check(). Blocks: call it from a
- * worker thread. */
+ * worker thread. The hook is waited for by its pid, so SIGCHLD must not
+ * be ignored and nothing else in the process may reap every child
+ * (waitpid(-1)). */
 int svff_flash_hook_run(struct svff_ctx *ctx, const struct svff_flash_hook *hook, const char *pf,
                         const char *image, struct svff_error *err);
