@@ -19,6 +19,47 @@ static int parse_id(const char *s, unsigned *ret_vendor, unsigned *ret_device) {
         return 0;
 }
 
+int svff_allowlist_from_json(struct json_object *v, char ***ret, struct svff_error *err) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n;
+
+        if (json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "all") == 0) {
+                *ret = NULL;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_array))
+                return svff_error_set(err, -EINVAL, "must be \"all\" or a list of rules such as "
+                                      "[\"10ee:903f\", \"0000:3b:00.0\", \"class:qdma\"]");
+        n = json_object_array_length(v);
+        if (n > 1024)
+                return svff_error_set(err, -E2BIG, "holds more than 1024 rules");
+        l = calloc(n + 1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *e = json_object_array_get_idx(v, i);
+                struct svff_error rerr = SVFF_ERROR_NULL;
+                struct svff_allow_rule rule;
+                int r;
+
+                if (!json_object_is_type(e, json_type_string) ||
+                    strlen(json_object_get_string(e)) != (size_t) json_object_get_string_len(e))
+                        return svff_error_set(err, -EINVAL, "item %zu must be a string", i);
+                r = svff_allow_rule_parse(json_object_get_string(e), &rule, &rerr);
+                if (r < 0) {
+                        if (r != -ENOMEM)
+                                r = svff_error_set(err, r, "item %zu: %s", i, svff_error_message(&rerr));
+                        svff_error_free(&rerr);
+                        return r;
+                }
+                l[i] = strdup(json_object_get_string(e));
+                if (!l[i])
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 int svff_allow_rule_parse(const char *text, struct svff_allow_rule *ret, struct svff_error *err) {
         struct svff_allow_rule r = {};
 

@@ -14,6 +14,7 @@
  * sysfs; the caller says what the PF is. */
 
 #include <stdbool.h>
+#include <json-c/json.h>
 
 #include "context.h"
 #include "device.h"
@@ -48,6 +49,12 @@ struct svff_allow_pf {
  * the registry. */
 int svff_allow_rule_parse(const char *text, struct svff_allow_rule *ret, struct svff_error *err);
 bool svff_allow_rule_match(const struct svff_allow_rule *rule, const struct svff_allow_pf *pf);
+
+/* svff.conf's value: "all" (*ret NULL) or an array of rule strings
+ * (*ret NULL-terminated, malloc'ed, free with strv_free; [] gives an
+ * empty list: nothing managed). -EINVAL with err naming the bad item,
+ * -E2BIG past 1024 rules, -ENOMEM. */
+int svff_allowlist_from_json(struct json_object *v, char ***ret, struct svff_error *err);
 
 /* rules: NULL-terminated, NULL for "all". The index of the first rule
  * that matches pf, -ENOENT when none does, -EINVAL when a rule does not

@@ -606,47 +606,19 @@ static int get_usec(struct parser *p, struct json_object *v, uint64_t unit_usec,
         return r;
 }
 
-/* "all", or a list of rules each of which allowlist.h reads. */
+/* "all", or a list of rules (allowlist.h reads them). */
 static int apply_manage(struct parser *p, struct svff_config *c, struct json_object *v) {
-        char origin[PATH_MAX + 16], **l;
-        size_t n;
+        struct svff_error err = SVFF_ERROR_NULL;
+        char origin[PATH_MAX + 16], **l = NULL;
+        int k;
 
-        if (json_object_is_type(v, json_type_string) && streq(json_object_get_string(v), "all")) {
-                l = NULL;
-                goto done;
+        k = svff_allowlist_from_json(v, &l, &err);
+        if (k < 0) {
+                if (k != -ENOMEM)
+                        k = key_error(p, k, "%s", svff_error_message(&err));
+                svff_error_free(&err);
+                return k;
         }
-        if (!json_object_is_type(v, json_type_array))
-                return key_error(p, -EINVAL, "must be \"all\" or a list of rules such as "
-                                 "[\"10ee:903f\", \"0000:3b:00.0\", \"class:qdma\"]");
-        n = json_object_array_length(v);
-        if (n > 1024)
-                return key_error(p, -E2BIG, "holds more than 1024 rules");
-        l = calloc(n + 1, sizeof(*l));
-        if (!l)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                struct json_object *e = json_object_array_get_idx(v, i);
-                struct svff_error err = SVFF_ERROR_NULL;
-                struct svff_allow_rule rule;
-                int k;
-
-                if (!svff_json_is_clean_string(e)) {
-                        strv_free(l);
-                        return key_error(p, -EINVAL, "item %zu must be a string", i);
-                }
-                k = svff_allow_rule_parse(json_object_get_string(e), &rule, &err);
-                if (k < 0) {
-                        k = k == -ENOMEM ? k : key_error(p, k, "item %zu: %s", i, svff_error_message(&err));
-                        svff_error_free(&err);
-                        strv_free(l);
-                        return k;
-                }
-                if (!(l[i] = strdup(json_object_get_string(e)))) {
-                        strv_free(l);
-                        return -ENOMEM;
-                }
-        }
-done:
         snprintf(origin, sizeof(origin), "%s:%u", p->path, key_line(p));
         free(c->manage_origin);
         if (!(c->manage_origin = strdup(origin))) {

@@ -91,6 +91,44 @@ START_TEST(test_format) {
 }
 END_TEST
 
+START_TEST(test_from_json) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *v;
+        char **l = (char **) &err;
+
+        v = json_object_new_string("all");
+        ck_assert_int_eq(svff_allowlist_from_json(v, &l, &err), 0);
+        ck_assert_ptr_null(l);
+        json_object_put(v);
+
+        v = json_tokener_parse("[\"10ee:903f\", \"class:nvme\"]");
+        ck_assert_int_eq(svff_allowlist_from_json(v, &l, &err), 0);
+        ck_assert_str_eq(l[0], "10ee:903f");
+        ck_assert_str_eq(l[1], "class:nvme");
+        ck_assert_ptr_null(l[2]);
+        strv_free(l);
+        json_object_put(v);
+
+        v = json_tokener_parse("[]");
+        ck_assert_int_eq(svff_allowlist_from_json(v, &l, &err), 0);
+        ck_assert_ptr_nonnull(l);
+        ck_assert_ptr_null(l[0]);
+        strv_free(l);
+        json_object_put(v);
+
+        v = json_tokener_parse("[\"all\", 3]");
+        ck_assert_int_eq(svff_allowlist_from_json(v, &l, &err), -EINVAL);
+        ck_assert_str_eq(svff_error_message(&err), "item 1 must be a string");
+        svff_error_free(&err);
+        json_object_put(v);
+
+        v = json_object_new_string("none");
+        ck_assert_int_eq(svff_allowlist_from_json(v, &l, &err), -EINVAL);
+        svff_error_free(&err);
+        json_object_put(v);
+}
+END_TEST
+
 /* A PF as discovery loads it: its class found by the registry. */
 START_TEST(test_check_pf) {
         struct svff_pf q = { .address = "0000:01:00.0", .vendor_id = 0x10ee, .device_id = 0x903f, .class = 0x120000 };
@@ -118,6 +156,7 @@ int main(void) {
         tcase_add_test(tc, test_match);
         tcase_add_test(tc, test_format);
         tcase_add_test(tc, test_check_pf);
+        tcase_add_test(tc, test_from_json);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
