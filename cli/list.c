@@ -26,6 +26,7 @@ enum {
         COL_GUEST,
         COL_STATE,
         COL_NAME,
+        COL_MANAGED,
         _COL_MAX,
 };
 
@@ -51,6 +52,7 @@ static const struct {
         [COL_GUEST]    = { "guest",    "GUEST",    "VF: guest PCI address (BB:SS.F)" },
         [COL_STATE]    = { "state",    "STATE",    "VF: attached, paused or detaching; absent" },
         [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", true },
+        [COL_MANAGED]  = { "managed",  "MANAGED",  "PF: yes, or why svffd leaves it read-only", true },
 };
 
 /* The default fits 80 columns for the usual addresses and drivers; owner
@@ -103,7 +105,8 @@ void list_columns_help(FILE *f) {
         fprintf(f, "\nDefault:");
         for (size_t i = 0; i < ELEMENTSOF(default_columns); i++)
                 fprintf(f, "%s%s", i ? "," : " ", columns[default_columns[i]].name);
-        fprintf(f, "\n(and owner after recorded when svffd reports it).\n");
+        fprintf(f, "\n(and owner after recorded when svffd reports it, managed last when a PF is\n"
+                   "outside svff.conf's manage list).\n");
 }
 
 static bool any_pf_has(struct json_object *reply, const char *key) {
@@ -113,6 +116,18 @@ static bool any_pf_has(struct json_object *reply, const char *key) {
                 return false;
         for (size_t i = 0; i < json_object_array_length(pfs); i++)
                 if (json_object_object_get_ex(json_object_array_get_idx(pfs, i), key, &v))
+                        return true;
+        return false;
+}
+
+/* Whether some PF has key with a value other than null. */
+static bool any_pf_set(struct json_object *reply, const char *key) {
+        struct json_object *pfs, *v;
+
+        if (!json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(pfs); i++)
+                if (json_object_object_get_ex(json_object_array_get_idx(pfs, i), key, &v) && v)
                         return true;
         return false;
 }
@@ -169,6 +184,7 @@ static void fill_pf(struct row *r, struct json_object *pf) {
         r->cell[COL_OWNER] = jstr(pf, "owner");
         r->cell[COL_POLICY] = jstr(pf, "policy");
         r->cell[COL_POOL] = yes_no(pf, "pool");
+        r->cell[COL_MANAGED] = jstr(pf, "unmanaged") ?: "yes";
         if (jstr(pf, "vendor") || jstr(pf, "device")) {
                 snprintf(r->name, sizeof(r->name), "%s%s%s", jstr(pf, "vendor") ?: "",
                          jstr(pf, "vendor") && jstr(pf, "device") ? " " : "", jstr(pf, "device") ?: "");
@@ -227,6 +243,8 @@ int list_print(struct json_object *reply) {
                         if (default_columns[i] == COL_RECORDED && any_pf_has(reply, "owner"))
                                 cols[n++] = COL_OWNER;
                 }
+        if (n_selected == 0 && any_pf_set(reply, "unmanaged"))
+                cols[n++] = COL_MANAGED;
         for (size_t i = 0; i < n; i++)
                 headers[i] = columns[cols[i]].header;
         t = table_new((unsigned) n, headers);

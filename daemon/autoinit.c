@@ -7,6 +7,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "allowlist.h"
 #include "autoinit.h"
 #include "interface.h"
 #include "json-util.h"
@@ -252,6 +253,16 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
         if (reconf_journaled(m, pf->address) >= 0) {
                 log_info("PF %s has an interrupted reconf; completing it decides the VF count.", pf->address);
                 return 0;
+        }
+        {
+                _cleanup_free_ char *why = NULL;
+
+                /* out of memory: unmanaged too, never the other way */
+                if (svff_allowlist_check_pf(m->config.manage, m->config.manage_origin, m->ctx, pf, &why) != 0) {
+                        log_debug("PF %s is %s: no policy or recorded state is applied to it.", pf->address,
+                                  why ?: "not managed");
+                        return 0;
+                }
         }
         pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id,
                                       pf->netdev);

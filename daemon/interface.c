@@ -98,6 +98,10 @@ const char svff_interface_description[] =
 "  policy: ?string,\n"
 "  # whether its VFs are in the pool attach picks from\n"
 "  pool: bool,\n"
+"  # null when svffd manages the PF; else why not (outside svff.conf's\n"
+"  # manage list, which it names): it is listed read-only, and every\n"
+"  # change to it or its VFs is refused with NotAllowed\n"
+"  unmanaged: ?string,\n"
 "  # its VFs, by index\n"
 "  vfs: []VF\n"
 ")\n"
@@ -501,7 +505,10 @@ const char svff_interface_description[] =
 "                    steps: []ReconfStep)\n"
 "# Reconf would lose assignments (VF index not below the new count):\n"
 "# the plan shows which; detach them first, or pass force.\n"
-"error AssignmentsWouldBeLost (device: string, message: string, plan: ReconfPlan)\n";
+"error AssignmentsWouldBeLost (device: string, message: string, plan: ReconfPlan)\n"
+"# The PF (device: it, or the VF of it the call named) is outside\n"
+"# svff.conf's manage list: svffd changes nothing on it. rules: the list.\n"
+"error NotAllowed (device: string, rules: string, message: string)\n";
 
 const char varlink_service_interface_description[] =
 "# The Varlink Service Interface is provided by every varlink service. It\n"

@@ -37,6 +37,7 @@
 #define SVFF_ERROR_HYPERVISOR "io.svff.HypervisorError"
 #define SVFF_ERROR_RECONF_FAILED "io.svff.ReconfFailed"
 #define SVFF_ERROR_ASSIGNMENTS_WOULD_BE_LOST "io.svff.AssignmentsWouldBeLost"
+#define SVFF_ERROR_NOT_ALLOWED "io.svff.NotAllowed"
 
 #define VARLINK_ERROR_EXPECTED_MORE "org.varlink.service.ExpectedMore"
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "allowlist.h"
 #include "context.h"
 #include "assign.h"
 #include "autoinit.h"
@@ -217,6 +218,12 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
         json_object_object_add(o, "policy", pol ? json_object_new_string(pol->name) : NULL);
         /* Whether attach may pick this PF's VFs from the pool. */
         json_object_object_add(o, "pool", json_object_new_boolean(!pol || pol->pool));
+        {
+                _cleanup_free_ char *why = NULL;
+                int u = svff_allowlist_check_pf(m->config.manage, m->config.manage_origin, m->ctx, pf, &why);
+
+                json_object_object_add(o, "unmanaged", u != 0 ? json_object_new_string(why ?: "not managed") : NULL);
+        }
 
         vfs = json_object_new_array_ext((int) pf->n_vfs);
         for (size_t i = 0; i < pf->n_vfs; i++)
@@ -497,6 +504,97 @@ static void method_monitor(struct manager *m, struct call *call) {
         json_object_put(p);
 }
 
+/* ---- svff.conf's manage list ---- */
+
+/* Every method that changes the host or the store. Reconf's dry run is
+ * refused too: a plan for a PF svffd will not touch would mislead. */
+static const char *const mutating_methods[] = {
+        "Init", "Release", "Attach", "Detach", "Pause", "Unpause", "Reconf", NULL,
+};
+
+/* The PF of a VF: svffd's record, else the picture of the host. */
+static bool pf_of_vf(struct manager *m, const char *vf, char pf[static SVFF_PCI_ADDR_STRLEN]) {
+        const char *recorded = NULL;
+
+        if (svff_store_get_vf(m->store, vf, &recorded, NULL) > 0 && recorded) {
+                snprintf(pf, SVFF_PCI_ADDR_STRLEN, "%s", recorded);
+                return true;
+        }
+        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                if (svff_pf_find_vf(m->snapshot->pfs[i], vf)) {
+                        snprintf(pf, SVFF_PCI_ADDR_STRLEN, "%s", m->snapshot->pfs[i]->address);
+                        return true;
+                }
+        return false;
+}
+
+/* params[key] as a canonical address; false when absent or not one (the
+ * method itself then answers InvalidParameter). */
+static bool param_address(struct json_object *params, const char *key, char buf[static SVFF_PCI_ADDR_STRLEN]) {
+        const char *s = NULL;
+
+        return params && svff_json_get_string(params, key, &s) == 0 && s &&
+               svff_pci_addr_canonicalize(s, buf) >= 0;
+}
+
+/* Before a method runs: true when it may go on. A call that would change
+ * a PF outside the list, or a VF of one, is answered NotAllowed here,
+ * once for every such method. */
+static bool manage_check_call(struct manager *m, struct call *call) {
+        const struct svff_varlink_call *req = call_request(call);
+        _cleanup_(svff_pf_freep) struct svff_pf *loaded = NULL;
+        _cleanup_(json_object_putp) struct json_object *e = NULL;
+        _cleanup_free_ char *reason = NULL, *rules = NULL, *msg = NULL;
+        char pf[SVFF_PCI_ADDR_STRLEN], dev[SVFF_PCI_ADDR_STRLEN];
+        const struct svff_pf *p = NULL;
+        bool mutating = false;
+        int r;
+
+        for (size_t i = 0; mutating_methods[i]; i++)
+                mutating = mutating || streq(mutating_methods[i], req->member);
+        if (!m->config.manage || !mutating)
+                return true;
+        if (param_address(req->parameters, "vf", dev)) {
+                if (!pf_of_vf(m, dev, pf))
+                        return true;    /* no such VF: the method says so */
+        } else if (param_address(req->parameters, "pf", pf))
+                snprintf(dev, sizeof(dev), "%s", pf);
+        else
+                return true;
+
+        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                if (streq(m->snapshot->pfs[i]->address, pf))
+                        p = m->snapshot->pfs[i];
+        if (!p) {
+                /* Newer than the picture (hot-added within list-max-age):
+                 * a few small reads, rarer than the call itself. */
+                if (svff_pf_load(m->ctx, pf, &loaded, NULL) < 0)
+                        return true;    /* gone, or no PF: the method says so */
+                p = loaded;
+        }
+        r = svff_allowlist_check_pf(m->config.manage, m->config.manage_origin, m->ctx, p, &reason);
+        if (r == 0)
+                return true;
+
+        rules = svff_allowlist_format(m->config.manage);
+        e = json_object_new_object();
+        if (r < 0 || !rules || !e ||
+            asprintf(&msg, "PF %s (%04x:%04x) is not one svffd manages: svff.conf's 'manage' (%s) allows only "
+                     "%s. svffd lists it read-only and changes nothing on it; add it to 'manage' (its address, "
+                     "its ID or its class) and reload svffd to manage it.",
+                     pf, p->vendor_id, p->device_id, m->config.manage_origin ?: "svff.conf", rules) < 0) {
+                msg = NULL;
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return false;
+        }
+        log_info("Refused %s on %s: PF %s is %s.", req->member, dev, pf, reason);
+        json_object_object_add(e, "device", json_object_new_string(dev));
+        json_object_object_add(e, "rules", json_object_new_string(rules));
+        json_object_object_add(e, "message", json_object_new_string(msg));
+        call_error(call, SVFF_ERROR_NOT_ALLOWED, e);
+        return false;
+}
+
 /* ---- dispatch ---- */
 
 struct method {
@@ -561,6 +659,10 @@ void methods_dispatch(struct call *call, void *userdata) {
                                 call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
                                 return;
                         }
+                        /* A PF outside svff.conf's manage list: refused
+                         * here, once for every method that changes it. */
+                        if (table == svff_methods && !manage_check_call(m, call))
+                                return;
                         table[i].fn(m, call);
                         return;
                 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
+#include "allowlist.h"
 #include "config-file.h"
 #include "json-util.h"
 #include "varlink.h"
@@ -76,6 +77,7 @@ int svff_config_init(struct svff_config *cfg) {
                 .list_max_age_usec = 1000 * 1000ULL,
                 .workers = 2,
                 .libvirt_workers = 16,
+                .flash_timeout_usec = 600 * 1000000ULL,
                 .limits = {
                         .max_message = SVFF_VARLINK_MESSAGE_MAX,
                         .max_connections = 1024,
@@ -112,6 +114,10 @@ void svff_config_done(struct svff_config *cfg) {
         for (size_t i = 0; i < cfg->n_policies; i++)
                 policy_done(&cfg->policies[i]);
         free(cfg->policies);
+        strv_free(cfg->manage);
+        free(cfg->manage_origin);
+        free(cfg->flash_hook);
+        free(cfg->flash_image_dir);
         *cfg = (struct svff_config) {};
 }
 
@@ -122,6 +128,28 @@ static int dup_or_null(const char *s, char **ret) {
         }
         *ret = strdup(s);
         return *ret ? 0 : -ENOMEM;
+}
+
+/* NULL stays NULL ("all"); an empty list stays empty. */
+static int strv_copy(char *const *from, char ***ret) {
+        size_t n = 0;
+        char **l;
+
+        *ret = NULL;
+        if (!from)
+                return 0;
+        while (from[n])
+                n++;
+        l = calloc(n + 1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!(l[i] = strdup(from[i]))) {
+                        strv_free(l);
+                        return -ENOMEM;
+                }
+        *ret = l;
+        return 0;
 }
 
 static int policy_copy(const struct svff_policy *from, struct svff_policy *to) {
@@ -146,7 +174,14 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
                 c.device_pause_command = c.device_unpause_command = NULL;
         c.policies = NULL;
         c.n_policies = 0;
-        if (dup_or_null(from->socket, &c.socket) < 0 ||
+        c.manage = NULL;
+        c.manage_origin = c.flash_hook = c.flash_image_dir = NULL;
+        if (strv_copy(from->manage, &c.manage) < 0 ||
+            dup_or_null(from->manage_origin, &c.manage_origin) < 0 ||
+            dup_or_null(from->flash_hook, &c.flash_hook) < 0 ||
+            dup_or_null(from->flash_image_dir, &c.flash_image_dir) < 0)
+                r = -ENOMEM;
+        if (r < 0 || dup_or_null(from->socket, &c.socket) < 0 ||
             dup_or_null(from->state_dir, &c.state_dir) < 0 ||
             dup_or_null(from->sysfs_root, &c.sysfs_root) < 0 ||
             dup_or_null(from->libvirt_uri, &c.libvirt_uri) < 0 ||
@@ -571,6 +606,37 @@ static int get_usec(struct parser *p, struct json_object *v, uint64_t unit_usec,
         return r;
 }
 
+/* "all", or a list of rules (allowlist.h reads them). */
+static int apply_manage(struct parser *p, struct svff_config *c, struct json_object *v) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        char origin[PATH_MAX + 16], **l = NULL;
+        int k;
+
+        k = svff_allowlist_from_json(v, &l, &err);
+        if (k < 0) {
+                if (k != -ENOMEM)
+                        k = key_error(p, k, "%s", svff_error_message(&err));
+                svff_error_free(&err);
+                return k;
+        }
+        snprintf(origin, sizeof(origin), "%s:%u", p->path, key_line(p));
+        free(c->manage_origin);
+        if (!(c->manage_origin = strdup(origin))) {
+                strv_free(l);
+                return -ENOMEM;
+        }
+        strv_free(c->manage);
+        c->manage = l;
+        return 0;
+}
+
+/* An absolute path, or null for none. */
+static int get_abs_path(struct parser *p, struct json_object *v, char **slot) {
+        if (v && !(json_object_is_type(v, json_type_string) && json_object_get_string(v)[0] == '/'))
+                return key_error(p, -EINVAL, "must be an absolute path or null");
+        return get_string(p, v, slot, true, PATH_MAX);
+}
+
 static int apply_setting(struct parser *p, const char *key, struct json_object *val, void *userdata) {
         struct svff_config *c = userdata;
         uint64_t v;
@@ -628,6 +694,14 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
                 k = apply_limits(p, c, val);
         else if (streq(key, "policies"))
                 k = apply_policies(p, c, val);
+        else if (streq(key, "manage"))
+                k = apply_manage(p, c, val);
+        else if (streq(key, "flash-hook"))
+                k = get_abs_path(p, val, &c->flash_hook);
+        else if (streq(key, "flash-image-dir"))
+                k = get_abs_path(p, val, &c->flash_image_dir);
+        else if (streq(key, "flash-timeout-sec"))
+                k = get_usec(p, val, 1000000ULL, 1, 86400, &c->flash_timeout_usec);
         else
                 k = key_error(p, -EINVAL, "is unknown");
         return k;
@@ -1062,6 +1136,17 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
                 json_object_object_add(pols, pol->name, po);
         }
         ADD("policies", pols);
+        if (cfg->manage) {
+                struct json_object *a = json_object_new_array();
+
+                for (size_t i = 0; a && cfg->manage[i]; i++)
+                        json_object_array_add(a, json_object_new_string(cfg->manage[i]));
+                ADD("manage", a);
+        } else
+                ADD("manage", json_object_new_string("all"));
+        ADD("flash-hook", str_or_null(cfg->flash_hook));
+        ADD("flash-image-dir", str_or_null(cfg->flash_image_dir));
+        ADD("flash-timeout-sec", SEC(cfg->flash_timeout_usec));
 #undef ADD
 #undef MSEC
 #undef SEC

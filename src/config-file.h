@@ -30,6 +30,12 @@
  *     "limits": { "max-connections": 1024, "max-connections-per-uid": 128,
  *                 "max-message-bytes": 262144, "idle-timeout-sec": 60,
  *                 "monitor-backlog-bytes": 262144 },
+ *     "manage": "all",                           or a list of rules (allowlist.h):
+ *                                                ["10ee:903f", "0000:3b:00.0", "class:qdma"];
+ *                                                other PFs are listed read-only
+ *     "flash-hook": "/usr/libexec/svff/flash",   run to reprogram a PF (flash-hook.h);
+ *     "flash-image-dir": "/var/lib/svff/images", null: none. Images must be under here
+ *     "flash-timeout-sec": 600,
  *     "policies": {
  *       "NAME": { "match": { "address": "0000:3b:00.0" }      one of these
  *                 "match": { "id": "10ee:903f" }
@@ -120,6 +126,15 @@ struct svff_config {
         struct svff_config_limits limits;
         struct svff_policy *policies;
         size_t n_policies;
+        /* The PFs svffd manages: NULL for all, else the rules
+         * (allowlist.h), NULL-terminated; manage_origin is "FILE:LINE". */
+        char **manage;
+        char *manage_origin;
+        /* Reprogramming: the hook, the directory images must be under,
+         * and the hook's deadline. NULL: none configured. */
+        char *flash_hook;
+        char *flash_image_dir;
+        uint64_t flash_timeout_usec;
 };
 
 /* Fills cfg with the built-in defaults. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config-file.h"
+#include "json-util.h"
 
 static char dir[] = "/tmp/svff-config-test.XXXXXX";
 static char path[256];
@@ -132,6 +133,14 @@ static const struct {
           "  \"vf-driver\": \"no/slash\" }",
           ":4: key 'vf-driver'" },
         { "{ \"workers\": 2 /* open", "comment is not closed" },
+        /* manage and the flash hook */
+        { "{ \"manage\": \"some\" }", "key 'manage' must be \"all\" or a list of rules" },
+        { "{\n \"manage\": [\"10ee:903f\", \"class:gpu\"] }", ":2: key 'manage' item 1: No device class 'gpu'" },
+        { "{ \"manage\": [\"10ee:903\"] }", "key 'manage' item 0: Manage rule '10ee:903' is none of" },
+        { "{ \"manage\": [7] }", "key 'manage' item 0 must be a string" },
+        { "{ \"flash-hook\": \"flash.sh\" }", "key 'flash-hook' must be an absolute path or null" },
+        { "{ \"flash-image-dir\": 3 }", "key 'flash-image-dir' must be an absolute path or null" },
+        { "{ \"flash-timeout-sec\": 0 }", "key 'flash-timeout-sec' must be between 1 and 86400" },
         { "{ \"workers\": 2 } x", "trailing text" },
 };
 
@@ -323,6 +332,56 @@ START_TEST(test_dropins) {
 }
 END_TEST
 
+/* manage: "all" by default and in the file; a list is kept as given,
+ * with where it was set; the flash hook's paths and deadline. */
+START_TEST(test_manage) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_(json_object_putp) struct json_object *j = NULL;
+        struct svff_config c, d;
+
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_ptr_null(c.manage);
+        ck_assert_ptr_null(c.flash_hook);
+        ck_assert_uint_eq(c.flash_timeout_usec, 600000000ULL);
+        j = svff_config_to_json(&c);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(j, "manage")), "all");
+        json_object_put(j);
+
+        write_file("{\n  \"manage\": [\"10ee:903f\", \"03:00.0\", \"class:qdma\"],\n"
+                   "  \"flash-hook\": \"/usr/libexec/flash\", \"flash-image-dir\": \"/srv/images\",\n"
+                   "  \"flash-timeout-sec\": 30 }");
+        ck_assert_int_eq(svff_config_load_file(&c, path, &err), 0);
+        ck_assert_ptr_nonnull(c.manage);
+        ck_assert_str_eq(c.manage[0], "10ee:903f");
+        ck_assert_str_eq(c.manage[1], "03:00.0");
+        ck_assert_str_eq(c.manage[2], "class:qdma");
+        ck_assert_ptr_null(c.manage[3]);
+        ck_assert_msg(strstr(c.manage_origin, "svff.conf:2"), "%s", c.manage_origin);
+        ck_assert_str_eq(c.flash_hook, "/usr/libexec/flash");
+        ck_assert_str_eq(c.flash_image_dir, "/srv/images");
+        ck_assert_uint_eq(c.flash_timeout_usec, 30000000ULL);
+        j = svff_config_to_json(&c);
+        ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(j, "manage"), JSON_C_TO_STRING_PLAIN),
+                         "[\"10ee:903f\",\"03:00.0\",\"class:qdma\"]");
+
+        ck_assert_int_eq(svff_config_copy(&c, &d), 0);
+        svff_config_done(&c);
+        ck_assert_str_eq(d.manage[2], "class:qdma");
+        ck_assert_str_eq(d.flash_image_dir, "/srv/images");
+
+        /* a later file puts "all" back; [] manages nothing */
+        write_file("{ \"manage\": \"all\", \"flash-hook\": null }");
+        ck_assert_int_eq(svff_config_load_file(&d, path, &err), 0);
+        ck_assert_ptr_null(d.manage);
+        ck_assert_ptr_null(d.flash_hook);
+        write_file("{ \"manage\": [] }");
+        ck_assert_int_eq(svff_config_load_file(&d, path, &err), 0);
+        ck_assert_ptr_nonnull(d.manage);
+        ck_assert_ptr_null(d.manage[0]);
+        svff_config_done(&d);
+}
+END_TEST
+
 /* A copy owns its policies. */
 START_TEST(test_copy) {
         struct svff_error err = SVFF_ERROR_NULL;
@@ -357,6 +416,7 @@ int main(void) {
         tcase_add_test(tc, test_empty);
         tcase_add_test(tc, test_dropins);
         tcase_add_test(tc, test_copy);
+        tcase_add_test(tc, test_manage);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

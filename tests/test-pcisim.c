@@ -716,10 +716,16 @@ START_TEST(test_device_classes) {
         start("qdma");
         ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "252"), 0);
         assert_read(DEV "0000:01:00.0/qdma/qmax", "512\n");
-        assert_read(DEV "0000:01:1f.7/qdma/qmax", "8\n");
+        /* each qdma-vf asks for 8 at probe: (2048 - 512) / 8 = 192 VFs get
+         * them, the budget is spent for the other 60 */
+        assert_read(DEV "0000:01:00.4/qdma/qmax", "8\n");
+        assert_read(DEV "0000:01:18.3/qdma/qmax", "8\n");
+        assert_read(DEV "0000:01:18.4/qdma/qmax", "0\n");
+        assert_read(DEV "0000:01:1f.7/qdma/qmax", "0\n");
         assert_link(DEV "0000:01:1f.7/driver", "../../../bus/pci/drivers/qdma-vf");
-        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "1024"), 0);
-        assert_read(DEV "0000:01:00.0/qdma/qmax", "1024\n");
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "513"), -ENOSPC);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "256"), 0);
+        assert_read(DEV "0000:01:00.0/qdma/qmax", "256\n");
         ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "lots"), -EINVAL);
         ck_assert_int_eq(wr("bus/pci/drivers/qdma-vf/unbind", "0000:01:1f.7"), 0);
         ck_assert(!exists(DEV "0000:01:1f.7/qdma"));
@@ -766,6 +772,81 @@ static bool have_lspci(void) {
         return system("lspci --version >/dev/null 2>&1") == 0;
 }
 
+/* The device's queue budget is shared by the PF and its VFs; a VF's
+ * queues are what its driver asked for (the guest's, over the mailbox,
+ * for a VF on vfio-pci: ctl "qmax"), and a VF disable wipes them. */
+START_TEST(test_qdma_budget) {
+        start("qdma");
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_drivers_autoprobe", "0"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "4"), 0);
+        ck_assert(!exists(DEV "0000:01:00.4/qdma"));
+        ck_assert_int_eq(pcisim_ctl(sim, "qmax 0000:01:00.4 8"), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "qmax 0000:01:00.5 1529"), -ENOSPC);
+        ck_assert_int_eq(pcisim_ctl(sim, "qmax 0000:01:00.5 1528"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "513"), -ENOSPC);
+        ck_assert_int_eq(pcisim_ctl(sim, "qmax 0000:01:00.5 0"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "2040"), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "qmax 0000:00:00.0 8"), -EOPNOTSUPP);
+        ck_assert_int_eq(pcisim_ctl(sim, "qmax 0000:01:00.4 x"), -EINVAL);
+
+        /* a VF driver that finds no room probes with 0 queues */
+        ck_assert_int_eq(wr(DEV "0000:01:00.6/driver_override", "qdma-vf"), 0);
+        ck_assert_int_eq(wr("bus/pci/drivers/qdma-vf/bind", "0000:01:00.6"), 0);
+        assert_read(DEV "0000:01:00.6/qdma/qmax", "0\n");
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "512"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.6/qdma/qmax", "16"), 0);
+        assert_read(DEV "0000:01:00.6/qdma/qmax", "16\n");
+        /* unbinding says bye: the PF takes the VF's queues back */
+        ck_assert_int_eq(wr("bus/pci/drivers/qdma-vf/unbind", "0000:01:00.6"), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.6 0"), -EINVAL);
+
+        /* numvfs 0 -> 4: every VF's queues are gone */
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.4 7"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "0"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "4"), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.4 0"), -EINVAL);
+        ck_assert_int_eq(pcisim_ctl(sim, "qmax 0000:01:00.4 1536"), 0);
+        stop();
+}
+END_TEST
+
+/* qmax cannot change while a queue of that function is started: EBUSY,
+ * and "queues" names them as dma-ctl does. */
+START_TEST(test_qdma_active_queues) {
+        start("qdma");
+        assert_read(DEV "0000:01:00.0/qdma/queues", "");
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.0 3"), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.0 3"), -EEXIST);
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.0 17 ST"), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.0 512"), -EINVAL);
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.0 1 XX"), -EINVAL);
+        assert_read(DEV "0000:01:00.0/qdma/queues", "qdma01000-MM-3\nqdma01000-ST-17\n");
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "64"), -EBUSY);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "512"), -EBUSY);
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-stop 0000:01:00.0 3"), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-stop 0000:01:00.0 3"), -ENOENT);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "64"), -EBUSY);
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-stop 0000:01:00.0 17"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "64"), 0);
+
+        /* a VF's queues hold only the VF's qmax */
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "1"), 0);
+        assert_read(DEV "0000:01:00.4/qdma/qmax", "8\n");
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.4 0"), 0);
+        assert_read(DEV "0000:01:00.4/qdma/queues", "qdmavf01004-MM-0\n");
+        ck_assert_int_eq(wr(DEV "0000:01:00.4/qdma/qmax", "4"), -EBUSY);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/qdma/qmax", "32"), 0);
+
+        /* a rescanned PF is a fresh device: its queues stopped, qmax as scanned */
+        ck_assert_int_eq(pcisim_ctl(sim, "queue-start 0000:01:00.0 1"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/remove", "1"), 0);
+        ck_assert_int_eq(wr("bus/pci/rescan", "1"), 0);
+        assert_read(DEV "0000:01:00.0/qdma/queues", "");
+        assert_read(DEV "0000:01:00.0/qdma/qmax", "512\n");
+        stop();
+}
+END_TEST
+
 static Suite *pcisim_suite(void) {
         Suite *s = suite_create("pcisim");
         TCase *tc = tcase_create("sysfs");
@@ -793,6 +874,8 @@ static Suite *pcisim_suite(void) {
         tcase_add_test(tc, test_stats);
         tcase_add_test(tc, test_latency);
         tcase_add_test(tc, test_device_classes);
+        tcase_add_test(tc, test_qdma_budget);
+        tcase_add_test(tc, test_qdma_active_queues);
         if (have_lspci())
                 tcase_add_test(tc, test_lspci);
         else

@@ -36,6 +36,13 @@
  *                          rescan brings it back)
  *   unplug <BDF>           surprise removal: rescan does not bring it back
  *   reset-stats
+ *   qmax <BDF> <n>         a QDMA function's driver sets its qmax, with the
+ *                          rules of the sysfs store (EBUSY while a queue is
+ *                          started, ENOSPC past the device's budget): for a
+ *                          VF on vfio-pci, the guest's qdma-vf asking over
+ *                          the mailbox
+ *   queue-start <BDF> <qid> [MM|ST]   a queue of that function is started
+ *   queue-stop <BDF> <qid>            (EINVAL: qid >= qmax)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -201,6 +208,25 @@ int sim_control(struct sim *sim, const char *cmd) {
                         return -EINVAL;
                 dev->partial = (int) v;
                 return 0;
+        }
+        if (streq(w[0], "qmax") && n == 3) {
+                if (!dev)
+                        return -ENODEV;
+                if (sim_kstrtoull(w[2], 10, &v) < 0)
+                        return -EINVAL;
+                return sim_qdma_set_qmax(sim, dev, v);
+        }
+        if ((streq(w[0], "queue-start") && (n == 3 || n == 4)) ||
+            (streq(w[0], "queue-stop") && n == 3)) {
+                bool st = n == 4 && streq(w[3], "ST");
+
+                if (n == 4 && !st && !streq(w[3], "MM"))
+                        return -EINVAL;
+                if (!dev)
+                        return -ENODEV;
+                if (sim_kstrtoull(w[2], 10, &v) < 0 || v > UINT32_MAX)
+                        return -EINVAL;
+                return sim_qdma_queue(sim, dev, (unsigned) v, st, streq(w[0], "queue-start"));
         }
         if (n != 2)
                 return -EINVAL;

@@ -227,7 +227,16 @@ static const struct attr device_attrs[] = {
         { "sriov_drivers_autoprobe", 0644, is_pf, show_autoprobe, store_autoprobe },
 };
 
-static const struct attr qdma_attrs[] = { { "qmax", 0644, NULL, show_qmax, store_qmax } };
+static int show_qdma_queues(struct sim *sim, const struct node *n, char **ret, size_t *len) {
+        return sim_qdma_format_queues(n->dev, ret, len);
+}
+
+/* "queues" stands in for the driver's queue list (dma-ctl ... q list, over
+ * netlink), so that a caller can name the queues that keep qmax busy. */
+static const struct attr qdma_attrs[] = {
+        { "qmax", 0644, NULL, show_qmax, store_qmax },
+        { "queues", 0444, NULL, show_qdma_queues },
+};
 static const struct attr netif_attrs[] = {
         { "address", 0444, NULL, show_mac },
         { "operstate", 0444, NULL, show_operstate },

@@ -67,6 +67,7 @@ static void sim_dev_free_fields(struct sim_dev *dev) {
         free(dev->driver_override);
         free(dev->ifname);
         free(dev->mac);
+        free(dev->qactive);
 }
 
 void sim_free(struct sim *sim) {
@@ -74,8 +75,10 @@ void sim_free(struct sim *sim) {
                 return;
         for (size_t i = 0; i < sim->n_devs; i++) {
                 struct sim_dev *dev = sim->devs[i];
-                for (unsigned j = 0; dev->vfs && j < dev->totalvfs; j++)
+                for (unsigned j = 0; dev->vfs && j < dev->totalvfs; j++) {
                         free(dev->vfs[j].driver_override);
+                        free(dev->vfs[j].qactive);
+                }
                 free(dev->vfs);
                 sim_dev_free_fields(dev);
                 free(dev);
@@ -89,6 +92,7 @@ void sim_free(struct sim *sim) {
         for (size_t i = 0; i < sim->n_faults; i++) {
                 free(sim->faults[i].target);
                 free(sim->faults[i].attr);
+                free(sim->faults[i].vanish);
         }
         free(sim->faults);
         free(sim->devs);
@@ -300,6 +304,118 @@ static bool is_vfio(const struct sim_driver *drv) {
         return drv && streq(drv->name, "vfio-pci");
 }
 
+/* ---- QDMA (Xilinx dma_ip_drivers: driver/src/qdma_mod.c, the resource
+ * manager in libqdma/qdma_access/qdma_resource_mgmt.c) ---- */
+
+static struct sim_dev *qdma_device(struct sim_dev *dev) {
+        return dev->pf ?: dev;
+}
+
+/* Queues given out on the whole device: the PF's and every VF's. */
+static unsigned long long qdma_used(const struct sim_dev *pf) {
+        unsigned long long n = pf->qmax;
+
+        /* every slot: VFs being enabled are present before numvfs says so */
+        for (unsigned i = 0; pf->vfs && i < pf->totalvfs; i++)
+                if (pf->vfs[i].present)
+                        n += pf->vfs[i].qmax;
+        return n;
+}
+
+static void qdma_queues_clear(struct sim_dev *dev) {
+        free(dev->qactive);
+        dev->qactive = NULL;
+        dev->n_qactive = 0;
+}
+
+/* A function's qmax: EBUSY while any of its queues is started (the
+ * driver refuses to move the queue base under a live context), ENOSPC
+ * when the device's budget has no room (pcisim's errno: the driver's
+ * resource manager fails the request, the errno is its choice). */
+int sim_qdma_set_qmax(struct sim *sim, struct sim_dev *dev, unsigned long long v) {
+        struct sim_dev *pf = qdma_device(dev);
+
+        if (v > UINT_MAX)
+                return -EINVAL;
+        if (dev->kind != SIM_KIND_QDMA)
+                return -EOPNOTSUPP;
+        if (dev->n_qactive > 0)
+                return -EBUSY;
+        if (qdma_used(pf) - dev->qmax + v > pf->qbudget)
+                return -ENOSPC;
+        dev->qmax = (unsigned) v;
+        return 0;
+}
+
+int sim_qdma_queue(struct sim *sim, struct sim_dev *dev, unsigned qid, bool st, bool start) {
+        unsigned key = qid | (st ? SIM_QUEUE_ST : 0);
+        size_t i;
+
+        if (dev->kind != SIM_KIND_QDMA || !dev->present)
+                return -ENODEV;
+        if (qid >= dev->qmax || qid >= SIM_QUEUE_ST)
+                return -EINVAL;
+        for (i = 0; i < dev->n_qactive; i++)
+                if ((dev->qactive[i] & ~SIM_QUEUE_ST) == qid)
+                        break;
+        if (!start) {
+                if (i == dev->n_qactive)
+                        return -ENOENT;
+                memmove(dev->qactive + i, dev->qactive + i + 1, (dev->n_qactive - i - 1) * sizeof(unsigned));
+                dev->n_qactive--;
+                return 0;
+        }
+        if (i < dev->n_qactive)
+                return -EEXIST;
+        unsigned *a = reallocarray(dev->qactive, dev->n_qactive + 1, sizeof(unsigned));
+        if (!a)
+                return -ENOMEM;
+        dev->qactive = a;
+        dev->qactive[dev->n_qactive++] = key;
+        return 0;
+}
+
+/* dma-ctl's names: qdma<bbddf> for a PF, qdmavf<bbddf> for a VF, then the
+ * mode and the queue's index in the function. */
+int sim_qdma_format_queues(const struct sim_dev *dev, char **ret, size_t *ret_len) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < dev->n_qactive; i++)
+                fprintf(f, "%s%02x%02x%x-%s-%u\n", dev->pf ? "qdmavf" : "qdma", dev->bus,
+                        dev->devfn >> 3, dev->devfn & 7u,
+                        dev->qactive[i] & SIM_QUEUE_ST ? "ST" : "MM", dev->qactive[i] & ~SIM_QUEUE_ST);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        *ret_len = size;
+        return 0;
+}
+
+/* A QDMA VF's driver asks the PF for its queues when it probes (the host's
+ * qdma-vf here; with passthrough the guest's, through ctl "qmax"): granted
+ * if the budget has room, else the VF stays at 0, as the driver logs and
+ * goes on. */
+static void qdma_vf_probe(struct sim *sim, struct sim_dev *vf) {
+        if (vf->kind == SIM_KIND_QDMA && vf->pf && !is_vfio(vf->driver))
+                (void) sim_qdma_set_qmax(sim, vf, vf->pf->vf_qmax);
+}
+
+/* The driver's remove(): its queues stop; a VF's say "bye" over the
+ * mailbox and the PF takes its queues back. */
+static void qdma_release(struct sim_dev *dev) {
+        if (dev->kind != SIM_KIND_QDMA)
+                return;
+        qdma_queues_clear(dev);
+        if (dev->pf)
+                dev->qmax = 0;
+}
+
 /* __driver_probe_device() + really_probe(). */
 static int driver_probe(struct sim *sim, struct sim_driver *drv, struct sim_dev *dev) {
         if (!dev->present)
@@ -311,6 +427,7 @@ static int driver_probe(struct sim *sim, struct sim_driver *drv, struct sim_dev 
         dev->driver = drv;
         if (!is_vfio(drv))
                 dev->enable_cnt++;      /* real drivers pci_enable_device() in probe */
+        qdma_vf_probe(sim, dev);
         return 0;
 }
 
@@ -417,6 +534,7 @@ static void device_release_driver(struct sim *sim, struct sim_dev *dev) {
                 sriov_disable(sim, dev);
         if (!is_vfio(dev->driver) && dev->enable_cnt > 0)
                 dev->enable_cnt--;
+        qdma_release(dev);
         dev->driver = NULL;
         pthread_cond_broadcast(&sim->cond);
         sim_sleep(sim, SIM_LAT_UNBIND);
@@ -457,6 +575,8 @@ static int dev_plug(struct sim *sim, struct sim_dev *dev) {
         dev->cfg_vf_enable = false;
         dev->drivers_autoprobe = true;
         dev->partial = -1;
+        dev->qmax = dev->qmax_initial;
+        qdma_queues_clear(dev);
         return dev_add(sim, dev);
 }
 
@@ -507,6 +627,7 @@ static int vf_add(struct sim *sim, struct sim_dev *pf, unsigned i) {
         uint32_t rid = ((uint32_t) pf->bus << 8 | pf->devfn) + pf->offset + i * pf->stride;
 
         free(vf->driver_override);
+        free(vf->qactive);
         *vf = (struct sim_dev) {
                 .domain = pf->domain,
                 .bus = (uint8_t) (rid >> 8),
@@ -520,7 +641,7 @@ static int vf_add(struct sim *sim, struct sim_dev *pf, unsigned i) {
                 .numa_node = pf->numa_node,
                 .pcie = true,
                 .kind = pf->kind,
-                .qmax = pf->vf_qmax,
+                .qmax = 0,              /* every function starts with no queues */
                 .pf = pf,
                 .vf_index = i,
                 .partial = -1,
@@ -688,8 +809,7 @@ int sim_store_qmax(struct sim *sim, struct sim_dev *dev, const char *buf) {
 
         if (sim_kstrtoull(buf, 0, &v) < 0 || v > UINT_MAX)
                 return -EINVAL;
-        dev->qmax = (unsigned) v;
-        return 0;
+        return sim_qdma_set_qmax(sim, dev, v);
 }
 
 /* bind_store() (5.13+): ENODEV no device or no match, EBUSY already bound,

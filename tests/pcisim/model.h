@@ -25,6 +25,7 @@
 #define SIM_PAGE_SIZE 4096
 #define SIM_CONFIG_SIZE 4096
 #define SIM_ANY_ID 0xffffffffu
+#define SIM_QUEUE_ST 0x80000000u
 
 struct sim_id {
         uint32_t vendor, device, subvendor, subdevice;
@@ -57,7 +58,12 @@ struct sim_dev {
         bool pcie;
         enum sim_kind kind;
         char *ifname, *mac;
-        unsigned qmax;
+        /* QDMA: the function's queue count, and its started queues (qid,
+         * SIM_QUEUE_ST for a streaming queue). qmax counts against the
+         * PF's qbudget, shared by the PF and its VFs. */
+        unsigned qmax, qmax_initial;
+        unsigned *qactive;
+        size_t n_qactive;
 
         bool present;                   /* visible in the tree */
         bool unplugged;                 /* gone for good: rescan won't find it */
@@ -76,7 +82,8 @@ struct sim_dev {
         int partial;                    /* next enable creates this many VFs, -1: off */
         bool cfg_vf_enable;             /* SR-IOV Control VF Enable + VF MSE */
         uint16_t cfg_numvfs;            /* SR-IOV NumVFs register */
-        unsigned vf_qmax;
+        unsigned vf_qmax;               /* what a VF driver asks for at probe */
+        unsigned qbudget;               /* the device's queues, PF and VFs */
         struct sim_dev *vfs;            /* totalvfs slots, reused */
 
         /* VF */
@@ -173,6 +180,12 @@ int sim_store_drivers_probe(struct sim *sim, const char *buf);
 int sim_store_rescan(struct sim *sim, const char *buf);
 int sim_store_bus_autoprobe(struct sim *sim, const char *buf);
 int sim_store_qmax(struct sim *sim, struct sim_dev *dev, const char *buf);
+/* QDMA: sets qmax as a driver would (a VF's over the mailbox, asked by
+ * the guest's qdma-vf), and starts or stops one queue (ctl). */
+int sim_qdma_set_qmax(struct sim *sim, struct sim_dev *dev, unsigned long long v);
+int sim_qdma_queue(struct sim *sim, struct sim_dev *dev, unsigned qid, bool st, bool start);
+/* The started queues by the driver's names, one a line; malloc'ed. */
+int sim_qdma_format_queues(const struct sim_dev *dev, char **ret, size_t *ret_len);
 
 /* Hot-unplug (ctl "remove"/"unplug"), hold/release. */
 int sim_dev_remove(struct sim *sim, struct sim_dev *dev, bool unplug);

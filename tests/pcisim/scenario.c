@@ -22,7 +22,9 @@
  *       "iommu": "per-vf" | "shared",          shared: PF and VFs in one group
  *       "kind": "nic" | "nvme" | "qdma",       class-specific extras:
  *       "ifname": "enp3s0f0", "mac": "..",     nic: net/<ifname>/ on the PF
- *       "qmax": 512, "vf_qmax": 8              qdma: qdma/qmax
+ *       "qmax": 512, "vf_qmax": 8,             qdma: qdma/qmax of the PF, and what a
+ *                                              VF's driver asks for at probe
+ *       "qdma_budget": 2048                    qdma: queues of the PF and its VFs
  *     }
  *   ]
  * }
@@ -186,7 +188,8 @@ static int add_device(struct sim *sim, json_object *o) {
             get_num(o, "stride", 0xffff, 1, &v[8]) < 0 ||
             get_num(o, "vf_device", 0xffff, v[1], &v[9]) < 0 ||
             get_num(o, "qmax", 0xffffffff, 512, &v[10]) < 0 ||
-            get_num(o, "vf_qmax", 0xffffffff, 8, &v[11]) < 0)
+            get_num(o, "vf_qmax", 0xffffffff, 8, &v[11]) < 0 ||
+            get_num(o, "qdma_budget", 0xffffffff, 2048, &v[12]) < 0)
                 goto einval;
         dev->vendor = (uint16_t) v[0];
         dev->device = (uint16_t) v[1];
@@ -199,8 +202,9 @@ static int add_device(struct sim *sim, json_object *o) {
         dev->offset = (uint16_t) v[7];
         dev->stride = (uint16_t) v[8];
         dev->vf_device = (uint16_t) v[9];
-        dev->qmax = (unsigned) v[10];
+        dev->qmax = dev->qmax_initial = (unsigned) v[10];
         dev->vf_qmax = (unsigned) v[11];
+        dev->qbudget = (unsigned) v[12];
 
         {
                 json_object *numa;

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The QDMA class (Xilinx/AMD FPGAs with the out-of-tree qdma-pf and
+ * qdma-vf drivers): the device's queue budget, shared by the PF and its
+ * VFs, and the PF's queue count.
+ *
+ * Every function starts with 0 queues. The PF's count is
+ * PF/qdma/qmax, written here. A VF's is asked of the PF over the mailbox
+ * by the VF's driver, i.e. by the guest with passthrough: the host only
+ * keeps room for it in the budget. A VF disable (numvfs 0, so every
+ * reconf) wipes the VF's queue contexts, and a guest whose device was
+ * paused across the reconf still believes it has them: its qdma-vf must
+ * ask again. The state says so for each VF.
+ *
+ * Settings (policy defaults, merged with the assignment's):
+ *   "qmax"     the PF's queue count (absent: left as it is)
+ *   "vf-qmax"  queues kept for each VF's driver to ask for (default 0)
+ *   "budget"   the device's queues (default 2048, the QDMA IP's maximum)
+ *
+ * State of a VF: {"pf-qmax": N or absent, "vf-qmax": N,
+ *                 "contexts": "reset"}. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "class.h"
+#include "json-util.h"
+#include "sysfs.h"
+
+#define QDMA_BUDGET_DEFAULT 2048u
+#define QDMA_VENDOR 0x10ee
+
+struct svff_class_pf {
+        struct svff_ctx *ctx;
+        char address[SVFF_PCI_ADDR_STRLEN];
+};
+
+struct qdma_settings {
+        int qmax;                       /* -1: leave the PF's alone */
+        unsigned vf_qmax;
+        unsigned budget;
+};
+
+/* The PF device ids of dma_ip_drivers' pci_ids.h: 9<pf><gen><width>
+ * (QDMA soft IP) and b<pf><gen><width> (hard IP), PF 0-3, the low byte
+ * naming the PCIe generation and lane width. */
+static bool qdma_pf_id(uint16_t vendor, uint16_t device) {
+        static const uint8_t widths[] = {
+                0x11, 0x12, 0x14, 0x18, 0x1f, 0x21, 0x22, 0x24, 0x28, 0x2f,
+                0x31, 0x32, 0x34, 0x38, 0x3f, 0x41, 0x42, 0x44, 0x48, 0x58,
+        };
+
+        if (vendor != QDMA_VENDOR)
+                return false;
+        if ((device >> 12) != 0x9 && (device >> 12) != 0xb)
+                return false;
+        if (((device >> 8) & 0xf) > 3)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(widths); i++)
+                if ((device & 0xff) == widths[i])
+                        return true;
+        return false;
+}
+
+/* A known QDMA PF id, or any PF bound to qdma-pf: the driver's id table
+ * (and any new_id a policy's bitstream needed) is the authority. */
+static bool qdma_match(struct svff_ctx *ctx, const struct svff_pf *pf) {
+        (void) ctx;
+        return qdma_pf_id(pf->vendor_id, pf->device_id) ||
+               (pf->driver && strcmp(pf->driver, "qdma-pf") == 0);
+}
+
+static int qdma_check(struct json_object *settings, struct svff_error *err) {
+        unsigned qmax = 0, budget = QDMA_BUDGET_DEFAULT, v;
+        bool has_qmax = false;
+
+        if (!settings)
+                return 0;
+        if (!json_object_is_type(settings, json_type_object))
+                return svff_error_set(err, -EINVAL, "The qdma class settings must be a JSON object");
+        json_object_object_foreach(settings, key, val) {
+                if (strcmp(key, "qmax") != 0 && strcmp(key, "vf-qmax") != 0 &&
+                    strcmp(key, "budget") != 0)
+                        return svff_error_set(err, -EINVAL,
+                                              "Unknown qdma setting '%s': use 'qmax', 'vf-qmax' or 'budget'",
+                                              key);
+                if (svff_json_to_unsigned(val, &v) < 0)
+                        return svff_error_set(err, -EINVAL,
+                                              "qdma setting '%s' takes a number of queues, not '%s'",
+                                              key, json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN));
+                if (strcmp(key, "qmax") == 0) {
+                        qmax = v;
+                        has_qmax = true;
+                } else if (strcmp(key, "budget") == 0) {
+                        if (v == 0)
+                                return svff_error_set(err, -EINVAL, "qdma setting 'budget' must be at least 1");
+                        budget = v;
+                }
+        }
+        if (has_qmax && qmax > budget)
+                return svff_error_set(err, -EINVAL,
+                                      "qdma setting 'qmax' %u exceeds the device's budget of %u queues",
+                                      qmax, budget);
+        return 0;
+}
+
+static int qdma_settings_parse(struct json_object *settings, struct qdma_settings *ret,
+                               struct svff_error *err) {
+        struct qdma_settings s = { .qmax = -1, .budget = QDMA_BUDGET_DEFAULT };
+        unsigned v;
+        int r;
+
+        r = qdma_check(settings, err);
+        if (r < 0)
+                return r;
+        if (settings) {
+                if (svff_json_get_unsigned(settings, "qmax", &v) == 0)
+                        s.qmax = (int) v;
+                (void) svff_json_get_unsigned(settings, "vf-qmax", &s.vf_qmax);
+                (void) svff_json_get_unsigned(settings, "budget", &s.budget);
+        }
+        *ret = s;
+        return 0;
+}
+
+static int qdma_open(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_class_pf **ret,
+                     struct svff_error *err) {
+        struct svff_class_pf *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return svff_error_set(err, -ENOMEM, "Out of memory opening %s", pf->address);
+        c->ctx = svff_ctx_ref(ctx);
+        memcpy(c->address, pf->address, sizeof(c->address));
+        *ret = c;
+        return 0;
+}
+
+static void qdma_close(struct svff_class_pf *c) {
+        if (!c)
+                return;
+        svff_ctx_unref(c->ctx);
+        free(c);
+}
+
+/* A function's qmax: -ENOENT when its qdma/ directory is absent (not
+ * bound to the qdma driver, e.g. a VF on vfio-pci). */
+static int qdma_read_qmax(struct svff_class_pf *c, const char *address, unsigned *ret) {
+        _cleanup_free_ char *path = NULL;
+        uint64_t v;
+        int r;
+
+        if (asprintf(&path, "bus/pci/devices/%s/qdma/qmax", address) < 0)
+                return -ENOMEM;
+        r = svff_sysfs_read_u64(svff_ctx_get_rootfd(c->ctx), path, &v);
+        if (r < 0)
+                return r;
+        if (v > UINT32_MAX)
+                return -ERANGE;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* The started queues of a function by the driver's names, as a JSON
+ * array (empty when the driver lists none here). */
+static int qdma_read_queues(struct svff_class_pf *c, const char *address, struct json_object **ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        struct json_object *a;
+        char *save = NULL;
+        int r;
+
+        a = json_object_new_array();
+        if (!a)
+                return -ENOMEM;
+        if (asprintf(&path, "bus/pci/devices/%s/qdma/queues", address) < 0) {
+                json_object_put(a);
+                return -ENOMEM;
+        }
+        r = svff_sysfs_read(svff_ctx_get_rootfd(c->ctx), path, &text);
+        if (r >= 0)
+                for (char *t = strtok_r(text, "\n", &save); t; t = strtok_r(NULL, "\n", &save))
+                        json_object_array_add(a, json_object_new_string(t));
+        *ret = a;
+        return 0;
+}
+
+static struct json_object *json_unsigned(unsigned v) {
+        return json_object_new_int64((int64_t) v);
+}
+
+static int qdma_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struct json_object **ret,
+                        struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *o = NULL, *pfo = NULL, *vfs = NULL;
+        struct json_object *queues = NULL;
+        unsigned v;
+        int r;
+
+        o = json_object_new_object();
+        pfo = json_object_new_object();
+        vfs = json_object_new_object();
+        if (!o || !pfo || !vfs)
+                return svff_error_set(err, -ENOMEM, "Out of memory inspecting %s", pf->address);
+        r = qdma_read_qmax(c, pf->address, &v);
+        if (r < 0 && r != -ENOENT)
+                return svff_error_set_errno(err, r, "Cannot read the queue count (qdma/qmax) of %s",
+                                            pf->address);
+        if (r >= 0)
+                json_object_object_add(pfo, "qmax", json_unsigned(v));
+        if (qdma_read_queues(c, pf->address, &queues) >= 0)
+                json_object_object_add(pfo, "queues", queues);
+
+        for (size_t i = 0; i < pf->n_vfs; i++) {
+                struct json_object *vo = json_object_new_object();
+                char key[16];
+
+                if (!vo)
+                        return svff_error_set(err, -ENOMEM, "Out of memory inspecting %s", pf->address);
+                /* readable only while the host's qdma-vf drives it */
+                if (qdma_read_qmax(c, pf->vfs[i].address, &v) >= 0)
+                        json_object_object_add(vo, "qmax", json_unsigned(v));
+                snprintf(key, sizeof(key), "%u", pf->vfs[i].index);
+                json_object_object_add(vfs, key, vo);
+        }
+        json_object_object_add(o, "pf", TAKE_PTR(pfo));
+        json_object_object_add(o, "vfs", TAKE_PTR(vfs));
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
+                     struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *o = NULL, *steps = NULL;
+        struct qdma_settings pfs = { .qmax = -1, .budget = QDMA_BUDGET_DEFAULT };
+        unsigned long long vf_total = 0, pf_qmax;
+        _cleanup_free_ char *needs = NULL;
+        unsigned live = 0;
+        int r;
+
+        if (settings && !json_object_is_type(settings, json_type_array))
+                return svff_error_set(err, -EINVAL, "The qdma plan of %s takes one settings object per VF",
+                                      pf->address);
+        steps = json_object_new_array();
+        if (!steps)
+                return svff_error_set(err, -ENOMEM, "Out of memory planning %s", pf->address);
+
+        /* The PF's qmax and the budget are the policy's, the same in every
+         * VF's merged settings: the first VF that names them wins. */
+        for (unsigned i = 0; i < numvfs; i++) {
+                struct json_object *s = settings ? json_object_array_get_idx(settings, i) : NULL;
+                struct qdma_settings vs;
+
+                r = qdma_settings_parse(s, &vs, err);
+                if (r < 0)
+                        return r;
+                if (i == 0 || (s && json_object_object_get_ex(s, "budget", NULL)))
+                        pfs.budget = vs.budget;
+                if (pfs.qmax < 0)
+                        pfs.qmax = vs.qmax;
+                vf_total += vs.vf_qmax;
+                if (vs.vf_qmax > 0) {
+                        struct json_object *step = json_object_new_object();
+                        char *detail = NULL;
+
+                        if (!step || asprintf(&detail, "%u queues kept for the guest's qdma-vf to request", vs.vf_qmax) < 0) {
+                                json_object_put(step);
+                                return svff_error_set(err, -ENOMEM, "Out of memory planning %s", pf->address);
+                        }
+                        json_object_object_add(step, "vf", json_unsigned(i));
+                        json_object_object_add(step, "action", json_object_new_string("reserve-queues"));
+                        json_object_object_add(step, "detail", json_object_new_string(detail));
+                        free(detail);
+                        json_object_array_add(steps, step);
+                }
+        }
+
+        if (pfs.qmax >= 0)
+                pf_qmax = (unsigned) pfs.qmax;
+        else if (qdma_read_qmax(c, pf->address, &live) >= 0)
+                pf_qmax = live;
+        else
+                pf_qmax = 0;
+
+        if (pf_qmax + vf_total > pfs.budget)
+                return svff_error_set(err, -ENOSPC,
+                                      "%u VFs need %llu queues and the PF %llu: %llu in all, beyond the "
+                                      "device's budget of %u queues on %s; lower 'vf-qmax' or 'qmax', "
+                                      "or ask for fewer VFs",
+                                      numvfs, vf_total, pf_qmax, pf_qmax + vf_total, pfs.budget, pf->address);
+
+        o = json_object_new_object();
+        if (!o || asprintf(&needs, "%llu of %u queues: PF %llu, VFs %llu", pf_qmax + vf_total,
+                           pfs.budget, pf_qmax, vf_total) < 0)
+                return svff_error_set(err, -ENOMEM, "Out of memory planning %s", pf->address);
+        json_object_object_add(o, "steps", TAKE_PTR(steps));
+        json_object_object_add(o, "needs", json_object_new_string(needs));
+        if (pfs.qmax >= 0)
+                json_object_object_add(o, "pf-qmax", json_unsigned((unsigned) pfs.qmax));
+        json_object_object_add(o, "budget", json_unsigned(pfs.budget));
+        json_object_object_add(o, "vf-queues", json_object_new_int64((int64_t) vf_total));
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* Sets the PF's qmax once: a second VF's provision finds it done. Busy
+ * queues are named and the write is never retried: whoever runs them
+ * decides when they stop. */
+static int qdma_set_pf_qmax(struct svff_class_pf *c, const struct svff_pf *pf, unsigned qmax,
+                            struct svff_error *err) {
+        _cleanup_free_ char *path = NULL, *value = NULL;
+        unsigned live;
+        int r;
+
+        r = qdma_read_qmax(c, pf->address, &live);
+        if (r == -ENOENT)
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "%s has no qdma/qmax: bind it to the qdma-pf driver first",
+                                      pf->address);
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Cannot read the queue count (qdma/qmax) of %s",
+                                            pf->address);
+        if (live == qmax)
+                return 0;
+        if (asprintf(&path, "bus/pci/devices/%s/qdma/qmax", pf->address) < 0 ||
+            asprintf(&value, "%u", qmax) < 0)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        r = svff_sysfs_write(svff_ctx_get_rootfd(c->ctx), path, value);
+        if (r == -EBUSY) {
+                _cleanup_(json_object_putp) struct json_object *q = NULL;
+                _cleanup_free_ char *names = NULL;
+                size_t n = 0;
+
+                if (qdma_read_queues(c, pf->address, &q) >= 0)
+                        n = json_object_array_length(q);
+                for (size_t i = 0; i < n; i++) {
+                        char *joined = NULL;
+                        if (asprintf(&joined, "%s%s'%s'", names ?: "", names ? ", " : "",
+                                     json_object_get_string(json_object_array_get_idx(q, i))) < 0)
+                                return svff_error_set(err, -ENOMEM, "Out of memory");
+                        free(names);
+                        names = joined;
+                }
+                if (names)
+                        return svff_error_set(err, -EBUSY,
+                                              "Cannot change the queue count of %s from %u to %u: %zu "
+                                              "queue%s active on it (%s); stop %s and run again",
+                                              pf->address, live, qmax, n, n == 1 ? " is" : "s are",
+                                              names, n == 1 ? "it" : "them");
+                return svff_error_set(err, -EBUSY,
+                                      "Cannot change the queue count of %s from %u to %u: queues are "
+                                      "active on it (list them with 'dma-ctl ... q list'); stop them and "
+                                      "run again",
+                                      pf->address, live, qmax);
+        }
+        if (r == -ENOSPC || r == -EINVAL)
+                return svff_error_set_errno(err, r,
+                                            "The device refused %u queues for %s (qdma/qmax, now %u): "
+                                            "its budget has no room",
+                                            qmax, pf->address, live);
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Cannot set the queue count (qdma/qmax) of %s to %u",
+                                            pf->address, qmax);
+        return 0;
+}
+
+static int qdma_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                          struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *st = NULL;
+        struct qdma_settings s;
+        int r;
+
+        r = qdma_settings_parse(settings, &s, err);
+        if (r < 0)
+                return r;
+        if (s.qmax >= 0) {
+                r = qdma_set_pf_qmax(c, pf, (unsigned) s.qmax, err);
+                if (r < 0)
+                        return r;
+        }
+        (void) index;
+
+        st = json_object_new_object();
+        if (!st)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        if (s.qmax >= 0)
+                json_object_object_add(st, "pf-qmax", json_unsigned((unsigned) s.qmax));
+        json_object_object_add(st, "vf-qmax", json_unsigned(s.vf_qmax));
+        /* a VF that was just enabled has no queue contexts: its driver,
+         * the guest's, must ask for them */
+        json_object_object_add(st, "contexts", json_object_new_string("reset"));
+        *ret = TAKE_PTR(st);
+        return 0;
+}
+
+static int qdma_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                       struct json_object *state, struct svff_error *err) {
+        unsigned want, live, vf_want, vf_live;
+        int r;
+
+        if (state && svff_json_get_unsigned(state, "pf-qmax", &want) == 0) {
+                r = qdma_read_qmax(c, pf->address, &live);
+                if (r < 0)
+                        return svff_error_set_errno(err, r, "Cannot read the queue count (qdma/qmax) of %s",
+                                                    pf->address);
+                if (live != want)
+                        return svff_error_set(err, -EUCLEAN,
+                                              "The queue count of %s is %u, not %u as provisioned",
+                                              pf->address, live, want);
+        }
+        /* a VF's own count is readable only while the host drives it;
+         * its driver may ask for less than was kept, never more */
+        if (index < pf->n_vfs && state && svff_json_get_unsigned(state, "vf-qmax", &vf_want) == 0 &&
+            qdma_read_qmax(c, pf->vfs[index].address, &vf_live) >= 0 && vf_live > vf_want)
+                return svff_error_set(err, -EUCLEAN,
+                                      "VF %u of %s (%s) holds %u queues, more than the %u kept for it",
+                                      index, pf->address, pf->vfs[index].address, vf_live, vf_want);
+        return 0;
+}
+
+/* The VF's queues go back to the PF when its driver says bye over the
+ * mailbox (or the VF is disabled); there is nothing for the host to
+ * undo, and the PF's count is the PF's, not the VF's. */
+static int qdma_release(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                        struct json_object *state, struct svff_error *err) {
+        (void) c;
+        (void) pf;
+        (void) index;
+        (void) state;
+        (void) err;
+        return 0;
+}
+
+static char *qdma_describe(struct json_object *state) {
+        unsigned vf_qmax = 0, pf_qmax;
+        const char *contexts = NULL;
+        char *s = NULL, *pf = NULL;
+
+        if (!state)
+                return strdup("no queues kept");
+        (void) svff_json_get_unsigned(state, "vf-qmax", &vf_qmax);
+        (void) svff_json_get_string(state, "contexts", &contexts);
+        if (svff_json_get_unsigned(state, "pf-qmax", &pf_qmax) == 0 && asprintf(&pf, ", PF qmax %u", pf_qmax) < 0)
+                return NULL;
+        if (contexts && strcmp(contexts, "reset") == 0) {
+                if (asprintf(&s, "%u queues kept%s; queue contexts reset: the guest's qdma-vf must "
+                             "request them again (even after a pause)", vf_qmax, pf ?: "") < 0)
+                        s = NULL;
+        } else if (asprintf(&s, "%u queues kept%s", vf_qmax, pf ?: "") < 0)
+                s = NULL;
+        free(pf);
+        return s;
+}
+
+const struct svff_class svff_class_qdma = {
+        .name = "qdma",
+        .match = qdma_match,
+        .open = qdma_open,
+        .close = qdma_close,
+        .inspect = qdma_inspect,
+        .plan = qdma_plan,
+        .provision = qdma_provision,
+        .verify = qdma_verify,
+        .release = qdma_release,
+        .describe = qdma_describe,
+        .check = qdma_check,
+};

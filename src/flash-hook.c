@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The flash hook runner: checks an image path without reading the
+ * image, runs the configured hook under a deadline and reports how it
+ * ended. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flash-hook.h"
+#include "sysfs.h"
+
+/* A directory an image may come from: writable by its owner alone, and
+ * that owner root or svffd, so no one else can swap what the hook reads
+ * after the check. */
+static int dir_trusted(int fd, const char *what, const char *image, struct svff_error *err) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return svff_error_set_errno(err, -errno, "Cannot look at '%s' on the way to image '%s'", what, image);
+        if (!S_ISDIR(st.st_mode))
+                return svff_error_set(err, -EINVAL, "'%s' on the way to image '%s' is not a directory", what, image);
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_uid != 0 && st.st_uid != geteuid()))
+                return svff_error_set(err, -EPERM,
+                                      "Image '%s' is refused: directory '%s' can be written by others than "
+                                      "root and svffd (mode %04o, owner %u), who could change the image after "
+                                      "the check",
+                                      image, what, (unsigned) (st.st_mode & 07777), (unsigned) st.st_uid);
+        return 0;
+}
+
+/* Whether every component of the path after the root is a plain name. */
+static bool path_plain(const char *p) {
+        const char *c = p;
+
+        while (*c) {
+                const char *end;
+                size_t n;
+
+                while (*c == '/')
+                        c++;
+                if (!*c)
+                        break;
+                end = strchrnul(c, '/');
+                n = (size_t) (end - c);
+                if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                c = end;
+        }
+        return true;
+}
+
+int svff_flash_image_check(const char *image_dir, const char *image, struct svff_error *err) {
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *rel = NULL;
+        size_t dl;
+        char *c, *slash;
+        struct stat st;
+        int r;
+
+        if (!image_dir || image_dir[0] != '/')
+                return svff_error_set(err, -EINVAL,
+                                      "No image directory is configured ('flash-image-dir' in svff.conf): "
+                                      "every image is refused");
+        if (!image || image[0] != '/')
+                return svff_error_set(err, -EINVAL, "Image '%s' must be an absolute path", image ?: "");
+        if (!path_plain(image))
+                return svff_error_set(err, -EINVAL, "Image '%s' must be named without '.' or '..' components",
+                                      image);
+        dl = strlen(image_dir);
+        while (dl > 1 && image_dir[dl - 1] == '/')
+                dl--;
+        if (strncmp(image, image_dir, dl) != 0 || (image[dl] != '/' && dl > 1) || !image[dl + (dl > 1)])
+                return svff_error_set(err, -EPERM, "Image '%s' is not under the image directory '%.*s' "
+                                      "('flash-image-dir' in svff.conf)", image, (int) dl, image_dir);
+
+        /* The configured directory itself may be reached through links
+         * (the administrator chose it); nothing below it may. */
+        dfd = open(image_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return svff_error_set_errno(err, -errno, "Cannot open the image directory '%s'", image_dir);
+        r = dir_trusted(dfd, image_dir, image, err);
+        if (r < 0)
+                return r;
+
+        rel = strdup(image + dl);
+        if (!rel)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        c = rel;
+        while (*c == '/')
+                c++;
+        while ((slash = strchr(c, '/'))) {
+                int nfd;
+
+                *slash = '\0';
+                if (*c) {
+                        nfd = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (nfd < 0) {
+                                r = -errno;
+                                if (r == -ENOTDIR && fstatat(dfd, c, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                                    S_ISLNK(st.st_mode))
+                                        r = -ELOOP;
+                                if (r == -ELOOP)
+                                        return svff_error_set(err, -ELOOP,
+                                                              "Image '%s' is refused: '%s' on the way is a "
+                                                              "symbolic link", image, c);
+                                return svff_error_set_errno(err, r, "Image '%s': cannot reach directory '%s'",
+                                                            image, c);
+                        }
+                        close(dfd);
+                        dfd = nfd;
+                        r = dir_trusted(dfd, c, image, err);
+                        if (r < 0)
+                                return r;
+                }
+                c = slash + 1;
+                while (*c == '/')
+                        c++;
+        }
+        if (!*c)
+                return svff_error_set(err, -EINVAL, "Image '%s' names a directory, not a file", image);
+        if (fstatat(dfd, c, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return svff_error_set_errno(err, -errno, "Image '%s'", image);
+        if (S_ISLNK(st.st_mode))
+                return svff_error_set(err, -ELOOP, "Image '%s' is refused: it is a symbolic link; name the "
+                                      "file itself", image);
+        if (!S_ISREG(st.st_mode))
+                return svff_error_set(err, -EINVAL, "Image '%s' is not a regular file", image);
+        return 0;
+}
+
+static int hook_check(const char *path, struct svff_error *err) {
+        struct stat st;
+
+        if (!path || path[0] != '/')
+                return svff_error_set(err, -ENOEXEC, "No flash hook is configured ('flash-hook' in svff.conf, "
+                                      "an absolute path)");
+        if (stat(path, &st) < 0)
+                return svff_error_set_errno(err, -errno, "Cannot run the flash hook '%s'", path);
+        if (!S_ISREG(st.st_mode))
+                return svff_error_set(err, -ENOEXEC, "The flash hook '%s' is not a regular file", path);
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return svff_error_set(err, -EPERM, "The flash hook '%s' can be written by group or others "
+                                      "(mode %04o): refusing to run it as svffd", path,
+                                      (unsigned) (st.st_mode & 07777));
+        if (access(path, X_OK) < 0)
+                return svff_error_set_errno(err, -errno, "The flash hook '%s' is not executable", path);
+        return 0;
+}
+
+struct output {
+        char line[SVFF_FLASH_LINE_MAX + 1];
+        size_t len;
+        bool cut;                       /* dropping the rest of a long line */
+        char last[SVFF_FLASH_LINE_MAX + 1];
+        struct svff_ctx *ctx;
+        const struct svff_flash_hook *hook;
+        const char *pf;
+};
+
+static void output_line(struct output *o) {
+        o->line[o->len] = '\0';
+        if (o->hook->output)
+                o->hook->output(o->hook->userdata, o->line);
+        else
+                svff_log_debug(o->ctx, "Flash hook on %s: %s", o->pf, o->line);
+        if (o->len > 0)
+                memcpy(o->last, o->line, o->len + 1);
+        o->len = 0;
+}
+
+static void output_feed(struct output *o, const char *buf, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                if (buf[i] == '\n') {
+                        if (!o->cut)
+                                output_line(o);
+                        o->cut = false;
+                        o->len = 0;
+                } else if (o->cut)
+                        continue;
+                else if (o->len == SVFF_FLASH_LINE_MAX) {
+                        output_line(o);
+                        o->cut = true;
+                } else
+                        o->line[o->len++] = buf[i];
+        }
+}
+
+/* Reads what is there without blocking; false at end of file. */
+static bool output_drain(struct output *o, int fd) {
+        char buf[4096];
+
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+
+                if (n > 0) {
+                        output_feed(o, buf, (size_t) n);
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                return n < 0 && errno == EAGAIN;
+        }
+}
+
+int svff_flash_hook_run(struct svff_ctx *ctx, const struct svff_flash_hook *hook, const char *pf,
+                        const char *image, struct svff_error *err) {
+        _cleanup_close_ int rfd = -EBADF, wfd = -EBADF;
+        _cleanup_free_ char *deadline_s = NULL, *env_pf = NULL, *env_image = NULL, *env_deadline = NULL;
+        _cleanup_free_ struct output *o = NULL;
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        usec_t deadline;
+        bool eof = false, exited = false, killed = false;
+        int pipefd[2], status = 0, r;
+        pid_t pid;
+
+        r = hook_check(hook->path, err);
+        if (r < 0)
+                return r;
+        r = svff_flash_image_check(hook->image_dir, image, err);
+        if (r < 0)
+                return r;
+
+        deadline = svff_now_usec() + hook->timeout_usec;
+        if (asprintf(&deadline_s, "%lld", (long long) time(NULL) + (long long) (hook->timeout_usec / USEC_PER_SEC)) < 0 ||
+            asprintf(&env_pf, "SVFF_PF=%s", pf) < 0 || asprintf(&env_image, "SVFF_IMAGE=%s", image) < 0 ||
+            asprintf(&env_deadline, "SVFF_DEADLINE=%s", deadline_s) < 0)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        o = calloc(1, sizeof(*o));
+        if (!o)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        o->ctx = ctx;
+        o->hook = hook;
+        o->pf = pf;
+
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return svff_error_set_errno(err, -errno, "Cannot run the flash hook '%s'", hook->path);
+        rfd = pipefd[0];
+        wfd = pipefd[1];
+        if (fcntl(rfd, F_SETFL, O_NONBLOCK) < 0)
+                return svff_error_set_errno(err, -errno, "Cannot run the flash hook '%s'", hook->path);
+
+        {
+                char *const argv[] = { (char *) hook->path, (char *) pf, (char *) image, deadline_s, NULL };
+                char *const envp[] = { (char *) "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                       env_pf, env_image, env_deadline, NULL };
+
+                posix_spawn_file_actions_init(&fa);
+                posix_spawnattr_init(&attr);
+                /* its own group, so the deadline kills whatever it started;
+                 * default signal dispositions and mask, whatever svffd's */
+                posix_spawnattr_setpgroup(&attr, 0);
+                {
+                        sigset_t none, all;
+
+                        sigemptyset(&none);
+                        sigfillset(&all);
+                        posix_spawnattr_setsigmask(&attr, &none);
+                        posix_spawnattr_setsigdefault(&attr, &all);
+                }
+                posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                POSIX_SPAWN_SETSIGDEF);
+                posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+                posix_spawn_file_actions_adddup2(&fa, wfd, 1);
+                posix_spawn_file_actions_adddup2(&fa, wfd, 2);
+                posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+                r = -posix_spawn(&pid, hook->path, &fa, &attr, argv, envp);
+                posix_spawn_file_actions_destroy(&fa);
+                posix_spawnattr_destroy(&attr);
+        }
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Cannot run the flash hook '%s'", hook->path);
+        /* the hook's end only: EOF once the hook and its children let go */
+        close(TAKE_FD(wfd));
+        svff_log_debug(ctx, "Flash hook '%s' on %s with '%s' started as pid %d, deadline in %llu ms.",
+                       hook->path, pf, image, (int) pid, (unsigned long long) (hook->timeout_usec / 1000));
+
+        /* Until the hook exits or the deadline passes; its children may
+         * hold the pipe past its exit, so exiting is what counts. */
+        while (!exited) {
+                usec_t now = svff_now_usec();
+                struct pollfd p = { .fd = rfd, .events = POLLIN };
+                pid_t w;
+                int ms;
+
+                if (now >= deadline) {
+                        killed = true;
+                        (void) kill(-pid, SIGKILL);
+                        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                                ;
+                        break;
+                }
+                ms = (int) MIN((deadline - now + 999) / 1000, 100);
+                if (!eof && poll(&p, 1, ms) > 0)
+                        eof = !output_drain(o, rfd);
+                else if (eof)
+                        (void) poll(NULL, 0, ms);
+                w = waitpid(pid, &status, WNOHANG);
+                if (w == pid)
+                        exited = true;
+                else if (w < 0 && errno != EINTR)
+                        return svff_error_set_errno(err, -errno, "Lost the flash hook '%s' (pid %d)", hook->path,
+                                                    (int) pid);
+        }
+        /* What it wrote before it ended, then nothing of it may stay. */
+        if (!eof)
+                (void) output_drain(o, rfd);
+        (void) kill(-pid, SIGKILL);
+        if (o->len > 0)
+                output_line(o);
+
+        if (killed)
+                return svff_error_set(err, -ETIMEDOUT,
+                                      "The flash hook '%s' on PF %s did not finish within %llu ms and was killed "
+                                      "with its children: the flash is not known to have succeeded%s%s%s",
+                                      hook->path, pf, (unsigned long long) (hook->timeout_usec / USEC_PER_MSEC),
+                                      o->last[0] ? "; its last line: '" : "", o->last, o->last[0] ? "'" : "");
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                svff_log_debug(ctx, "Flash hook '%s' on %s succeeded.", hook->path, pf);
+                return 0;
+        }
+        if (WIFEXITED(status))
+                return svff_error_set(err, -EIO, "The flash hook '%s' on PF %s failed with exit status %d%s%s%s",
+                                      hook->path, pf, WEXITSTATUS(status), o->last[0] ? "; its last line: '" : "",
+                                      o->last, o->last[0] ? "'" : "");
+        return svff_error_set(err, -EIO, "The flash hook '%s' on PF %s was killed by signal %s%s%s%s", hook->path,
+                              pf, WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "?",
+                              o->last[0] ? "; its last line: '" : "", o->last, o->last[0] ? "'" : "");
+}

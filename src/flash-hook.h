@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The flash hook: the executable svff.conf names ("flash-hook", never
+ * given over the socket) that writes a new image to a PF that svffd has
+ * taken off the bus, for the reprogram flow.
+ *
+ * svffd never reads an image. It only checks the path the caller gave:
+ * absolute, under the configured image directory, no "." or ".."
+ * component, every directory on the way reached without following a
+ * symbolic link (O_PATH|O_NOFOLLOW) and writable by no one but its owner
+ * (root or svffd), and the image itself a regular file (fstatat with
+ * AT_SYMLINK_NOFOLLOW). The hook reads it.
+ *
+ * The hook runs as hook PF IMAGE DEADLINE (DEADLINE: seconds since the
+ * epoch, CLOCK_REALTIME), with the same in SVFF_PF, SVFF_IMAGE and
+ * SVFF_DEADLINE, a minimal PATH, stdin on /dev/null and stdout and stderr
+ * on one pipe, each line of which goes to the output callback. It runs in
+ * a process group of its own, killed with SIGKILL (children included) at
+ * the deadline, and killed too once the hook itself has exited, so no
+ * child of it outlives the flash. Only exit status 0 is success: svff
+ * never guesses that a flash succeeded. */
+
+#include <stdint.h>
+
+#include "context.h"
+#include "error.h"
+
+/* One line of the hook's output, without its newline (at most
+ * SVFF_FLASH_LINE_MAX bytes; a longer line is cut). */
+typedef void (*svff_flash_output_fn)(void *userdata, const char *line);
+
+#define SVFF_FLASH_LINE_MAX 1024
+
+struct svff_flash_hook {
+        const char *path;               /* absolute path of the executable */
+        const char *image_dir;          /* images must be under it */
+        uint64_t timeout_usec;          /* from the start of the run */
+        svff_flash_output_fn output;    /* NULL: the context's debug log */
+        void *userdata;
+};
+
+/* Checks image against image_dir as above, touching neither beyond
+ * O_PATH opens of the directories and an lstat of the image.
+ *   -EINVAL    not absolute, a "." or ".." component, no image_dir, or
+ *              not a regular file
+ *   -EPERM     outside image_dir, or a directory on the way writable by
+ *              others
+ *   -ELOOP     a symbolic link on the way or the image itself
+ *   -ENOENT    missing
+ * err names the image and the rule. */
+int svff_flash_image_check(const char *image_dir, const char *image, struct svff_error *err);
+
+/* Checks the image, then runs the hook on pf and waits for it.
+ *   0          exit status 0
+ *   -EIO       another exit status, or killed by a signal: err says which,
+ *              with the hook's last line of output
+ *   -ETIMEDOUT the deadline passed: the hook and its children are killed
+ *   -ENOEXEC / -ENOENT / -EACCES / -EPERM   the hook cannot be run (not
+ *              an absolute path to an executable regular file, or writable
+ *              by group or others)
+ * and the errors of svff_flash_image_check(). Blocks: call it from a
+ * worker thread. The hook is waited for by its pid, so SIGCHLD must not
+ * be ignored and nothing else in the process may reap every child
+ * (waitpid(-1)). */
+int svff_flash_hook_run(struct svff_ctx *ctx, const struct svff_flash_hook *hook, const char *pf,
+                        const char *image, struct svff_error *err);

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The flash hook runner with small hook scripts: success (its arguments,
+ * environment and output), failure, a hook past its deadline (killed
+ * with its children), and images refused by path: outside the
+ * directory, through a symbolic link, with "..", not a regular file, in
+ * a directory others can write. */
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flash-hook.h"
+#include "sysfs.h"
+
+#define PF "0000:01:00.0"
+
+static char dir[] = "/tmp/svff-flash-test.XXXXXX";
+static char images[256], image[300], hookp[300];
+static char *lines;             /* the hook's output, one a line */
+static struct svff_ctx *ctx;
+
+static void collect(void *userdata, const char *line) {
+        char *j = NULL;
+
+        (void) userdata;
+        ck_assert_int_ge(asprintf(&j, "%s%s\n", lines ?: "", line), 0);
+        free(lines);
+        lines = j;
+}
+
+static int read_text(const char *path, char **ret) {
+        char buf[4096];
+        ssize_t n;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n < 0)
+                return -EIO;
+        buf[n] = '\0';
+        *ret = strdup(buf);
+        return 0;
+}
+
+static void write_file(const char *path, const char *text, mode_t mode) {
+        FILE *f = fopen(path, "we");
+
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static void hook_script(const char *body) {
+        char *text = NULL;
+
+        ck_assert_int_ge(asprintf(&text, "#!/bin/sh\n%s\n", body), 0);
+        write_file(hookp, text, 0755);
+        free(text);
+}
+
+static void setup(void) {
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(images, sizeof(images), "%s/images", dir);
+        snprintf(image, sizeof(image), "%s/fpga.bit", images);
+        snprintf(hookp, sizeof(hookp), "%s/flash", dir);
+        ck_assert_int_eq(mkdir(images, 0755), 0);
+        write_file(image, "bitstream\n", 0644);
+        ck_assert_int_eq(svff_ctx_new("/", &ctx), 0);
+}
+
+static void teardown(void) {
+        char *cmd = NULL;
+
+        ck_assert_int_ge(asprintf(&cmd, "rm -rf '%s'", dir), 0);
+        ck_assert_int_eq(system(cmd), 0);
+        free(cmd);
+        strcpy(dir, "/tmp/svff-flash-test.XXXXXX");
+        lines = mfree(lines);
+        ctx = svff_ctx_unref(ctx);
+}
+
+static int run(const char *img, uint64_t timeout_usec, struct svff_error *err) {
+        struct svff_flash_hook h = {
+                .path = hookp,
+                .image_dir = images,
+                .timeout_usec = timeout_usec,
+                .output = collect,
+        };
+
+        return svff_flash_hook_run(ctx, &h, PF, img, err);
+}
+
+static void assert_error(int r, const struct svff_error *err, int code, const char *needle) {
+        ck_assert_msg(r == code, "returned %d (%s), expected %d; message: %s", r, strerror(-r), code,
+                      svff_error_message(err));
+        ck_assert_msg(strstr(svff_error_message(err), needle), "message '%s' lacks '%s'",
+                      svff_error_message(err), needle);
+}
+
+START_TEST(test_success) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        long long deadline = 0;
+        char *want = NULL, *d;
+        time_t t0 = time(NULL);
+
+        hook_script("echo \"args $1 $2\"\necho \"env $SVFF_PF $SVFF_IMAGE\"\necho \"deadline $3 $SVFF_DEADLINE\"\n"
+                    "echo to-stderr >&2\nread x && echo \"stdin '$x'\"\nprintf 'no newline'");
+        ck_assert_msg(run(image, 20 * USEC_PER_SEC, &err) == 0, "%s", svff_error_message(&err));
+        ck_assert_int_ge(asprintf(&want, "args %s %s\nenv %s %s\n", PF, image, PF, image), 0);
+        ck_assert_msg(strncmp(lines, want, strlen(want)) == 0, "output:\n%s", lines);
+        free(want);
+        d = strstr(lines, "deadline ");
+        ck_assert_ptr_nonnull(d);
+        ck_assert_int_eq(sscanf(d, "deadline %lld", &deadline), 1);
+        /* seconds since the epoch, 20 s on; the same in the environment */
+        ck_assert_int_ge(deadline, (long long) t0 + 19);
+        ck_assert_int_le(deadline, (long long) time(NULL) + 21);
+        ck_assert_int_ge(asprintf(&want, "deadline %lld %lld\n", deadline, deadline), 0);
+        ck_assert_msg(strstr(lines, want), "output:\n%s", lines);
+        free(want);
+        ck_assert_msg(strstr(lines, "to-stderr\n"), "stderr not logged:\n%s", lines);
+        ck_assert_msg(!strstr(lines, "stdin"), "stdin was not /dev/null:\n%s", lines);
+        ck_assert_msg(strstr(lines, "no newline\n"), "last partial line lost:\n%s", lines);
+}
+END_TEST
+
+START_TEST(test_failure) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        hook_script("echo writing\necho 'JTAG chain not found' >&2\nexit 3");
+        assert_error(run(image, 20 * USEC_PER_SEC, &err), &err, -EIO,
+                     "failed with exit status 3; its last line: 'JTAG chain not found'");
+        svff_error_free(&err);
+
+        hook_script("kill -TERM $$");
+        assert_error(run(image, 20 * USEC_PER_SEC, &err), &err, -EIO, "was killed by signal");
+        svff_error_free(&err);
+}
+END_TEST
+
+/* Past its deadline the hook is killed, and what it started with it. */
+START_TEST(test_timeout) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        char pidfile[320], *cmd = NULL, *s = NULL;
+        uint64_t t0;
+        long child = 0;
+        int r;
+
+        snprintf(pidfile, sizeof(pidfile), "%s/child.pid", dir);
+        ck_assert_int_ge(asprintf(&cmd, "sleep 600 &\necho $! > '%s'\necho flashing\nsleep 600", pidfile), 0);
+        hook_script(cmd);
+        free(cmd);
+        t0 = svff_now_usec();
+        r = run(image, 500 * USEC_PER_MSEC, &err);
+        assert_error(r, &err, -ETIMEDOUT, "did not finish within 500 ms and was killed with its children");
+        ck_assert_msg(strstr(svff_error_message(&err), "its last line: 'flashing'"), "%s", svff_error_message(&err));
+        ck_assert_uint_ge(svff_now_usec() - t0, 500 * USEC_PER_MSEC);
+        ck_assert_uint_lt(svff_now_usec() - t0, 5 * USEC_PER_SEC);
+        svff_error_free(&err);
+
+        ck_assert_int_eq(read_text(pidfile, &s), 0);
+        child = strtol(s, NULL, 10);
+        free(s);
+        ck_assert_int_gt(child, 1);
+        /* reaped by init or a zombie at most: never still sleeping */
+        for (int i = 0; i < 100 && kill((pid_t) child, 0) == 0; i++) {
+                char *st = NULL, stat_path[64];
+
+                snprintf(stat_path, sizeof(stat_path), "/proc/%ld/stat", child);
+                if (read_text(stat_path, &st) == 0 && strstr(st, ") Z ")) {
+                        free(st);
+                        break;
+                }
+                free(st);
+                usleep(20000);
+        }
+        {
+                char *st = NULL, stat_path[64];
+
+                snprintf(stat_path, sizeof(stat_path), "/proc/%ld/stat", child);
+                ck_assert_msg(read_text(stat_path, &st) < 0 || strstr(st, ") Z "),
+                              "the hook's child %ld outlived it: %s", child, st);
+                free(st);
+        }
+
+        /* A hook that exits at once leaves no child behind either. */
+        ck_assert_int_ge(asprintf(&cmd, "sleep 600 &\necho $! > '%s'\nexit 0", pidfile), 0);
+        hook_script(cmd);
+        free(cmd);
+        ck_assert_int_eq(run(image, 20 * USEC_PER_SEC, &err), 0);
+        ck_assert_uint_lt(svff_now_usec() - t0, 10 * USEC_PER_SEC);
+}
+END_TEST
+
+START_TEST(test_image_paths) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        char p[400], q[400];
+
+        hook_script("echo ran");
+
+        /* outside the directory, and a sibling whose name starts the same */
+        snprintf(p, sizeof(p), "%s/fpga.bit", dir);
+        write_file(p, "x", 0644);
+        assert_error(run(p, USEC_PER_SEC, &err), &err, -EPERM, "is not under the image directory");
+        svff_error_free(&err);
+        snprintf(p, sizeof(p), "%s-other/fpga.bit", images);
+        assert_error(run(p, USEC_PER_SEC, &err), &err, -EPERM, "is not under the image directory");
+        svff_error_free(&err);
+        snprintf(p, sizeof(p), "%s/../fpga.bit", images);
+        assert_error(run(p, USEC_PER_SEC, &err), &err, -EINVAL, "without '.' or '..'");
+        svff_error_free(&err);
+        assert_error(run("images/fpga.bit", USEC_PER_SEC, &err), &err, -EINVAL, "must be an absolute path");
+        svff_error_free(&err);
+
+        /* a symbolic link: the image itself, or a directory on the way */
+        snprintf(p, sizeof(p), "%s/link.bit", images);
+        ck_assert_int_eq(symlink(image, p), 0);
+        assert_error(run(p, USEC_PER_SEC, &err), &err, -ELOOP, "is a symbolic link");
+        svff_error_free(&err);
+        snprintf(p, sizeof(p), "%s/real", images);
+        ck_assert_int_eq(mkdir(p, 0755), 0);
+        snprintf(q, sizeof(q), "%s/real/a.bit", images);
+        write_file(q, "x", 0644);
+        ck_assert_int_eq(run(q, 5 * USEC_PER_SEC, &err), 0);    /* a subdirectory is fine */
+        snprintf(q, sizeof(q), "%s/sub", images);
+        ck_assert_int_eq(symlink("real", q), 0);
+        snprintf(q, sizeof(q), "%s/sub/a.bit", images);
+        assert_error(run(q, USEC_PER_SEC, &err), &err, -ELOOP, "'sub' on the way is a symbolic link");
+        svff_error_free(&err);
+
+        /* not a regular file, missing */
+        assert_error(run(p, USEC_PER_SEC, &err), &err, -EINVAL, "is not a regular file");
+        svff_error_free(&err);
+        snprintf(q, sizeof(q), "%s/missing.bit", images);
+        assert_error(run(q, USEC_PER_SEC, &err), &err, -ENOENT, "missing.bit");
+        svff_error_free(&err);
+
+        /* a directory others can write: the image could change after the check */
+        ck_assert_int_eq(chmod(p, 0777), 0);
+        snprintf(q, sizeof(q), "%s/real/a.bit", images);
+        assert_error(run(q, USEC_PER_SEC, &err), &err, -EPERM, "can be written by others");
+        svff_error_free(&err);
+
+        /* nothing ran for any refused image */
+        ck_assert_msg(lines && strcmp(lines, "ran\n") == 0, "output: %s", lines ?: "(none)");
+}
+END_TEST
+
+START_TEST(test_hook_checks) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_flash_hook h = { .path = "flash", .image_dir = images, .timeout_usec = USEC_PER_SEC };
+
+        assert_error(svff_flash_hook_run(ctx, &h, PF, image, &err), &err, -ENOEXEC, "No flash hook is configured");
+        svff_error_free(&err);
+        hook_script("exit 0");
+        h.path = hookp;
+        ck_assert_int_eq(chmod(hookp, 0644), 0);
+        {
+                int r = svff_flash_hook_run(ctx, &h, PF, image, &err);
+                /* even root needs an x bit */
+                ck_assert_msg(r == -EACCES, "returned %d: %s", r, svff_error_message(&err));
+        }
+        svff_error_free(&err);
+        ck_assert_int_eq(chmod(hookp, 0777), 0);
+        assert_error(svff_flash_hook_run(ctx, &h, PF, image, &err), &err, -EPERM, "can be written by group or others");
+        svff_error_free(&err);
+        ck_assert_int_eq(chmod(hookp, 0755), 0);
+        h.image_dir = NULL;
+        assert_error(svff_flash_hook_run(ctx, &h, PF, image, &err), &err, -EINVAL, "No image directory");
+        svff_error_free(&err);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("flash-hook");
+        TCase *tc = tcase_create("hook");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_success);
+        tcase_add_test(tc, test_failure);
+        tcase_add_test(tc, test_timeout);
+        tcase_add_test(tc, test_image_paths);
+        tcase_add_test(tc, test_hook_checks);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
