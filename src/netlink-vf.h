@@ -14,8 +14,9 @@
  * with IFLA_EXT_MASK = RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS, into a
  * buffer sized to the reply (MSG_PEEK | MSG_TRUNC). That reply carries the
  * whole VF list in one attribute, whose 16-bit length overflows at about
- * 220-250 VFs; above SVFF_NL_VF_LIST_MAX VFs callers verify a set by its
- * acknowledgement instead (svff_nl_vf_list_readable()).
+ * 220-250 VFs with statistics, and at a few hundred without them (drivers
+ * add attributes of their own); above SVFF_NL_VF_LIST_MAX VFs callers
+ * verify a set by its acknowledgement instead (svff_nl_vf_list_readable()).
  *
  * The socket sits behind struct svff_nl_ops so tests can put a stand-in
  * for the PF driver there; the messages themselves are always built and
