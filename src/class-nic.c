@@ -662,12 +662,12 @@ static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsi
                 r = svff_nl_vf_set(c->nl, c->ifname, &v, &e);
                 if (r < 0) {
                         bad_bits = find_refused(c, &v, refused, &n_refused);
-                        if (n_refused == 0) {
-                                /* It took each alone: a transient failure. */
-                                r = svff_error_set(err, r, "%s", svff_error_message(&e));
-                                svff_error_free(&e);
-                                return r;
-                        }
+                        /* n_refused 0: the driver took each alone, so the
+                         * first failure was transient and all is set. */
+                        if (n_refused == 0)
+                                svff_log_debug(c->ctx, "VF %u of '%s': set again attribute by "
+                                               "attribute after: %s", index, c->ifname,
+                                               svff_error_message(&e));
                         svff_error_free(&e);
 
                         struct refusal *fatal = NULL;
@@ -690,9 +690,11 @@ static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsi
                                         svff_error_free(&refused[i].err);
                                 return r;
                         }
-                        unsupported = json_object_new_array();
-                        if (!unsupported)
-                                return -ENOMEM;
+                        if (n_refused > 0) {
+                                unsupported = json_object_new_array();
+                                if (!unsupported)
+                                        return -ENOMEM;
+                        }
                         for (size_t i = 0; i < n_refused; i++) {
                                 svff_log_debug(c->ctx, "VF %u of '%s': %s not implemented, ignoring "
                                                "(nic-strict false): %s", index, c->ifname,

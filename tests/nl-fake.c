@@ -308,6 +308,10 @@ static int fake_send(void *userdata, const void *buf, size_t len) {
         f->last_had_ack_flag = nlh->nlmsg_flags & NLM_F_ACK;
         f->last_ext_mask = r.ext_mask;
 
+        if (strlen(f->log) + 1 < sizeof(f->log))
+                strcat(f->log, nlh->nlmsg_type == RTM_SETLINK ? "S" :
+                               nlh->nlmsg_type != RTM_GETLINK ? "?" :
+                               nlh->nlmsg_flags & NLM_F_DUMP ? "D" : "G");
         switch (nlh->nlmsg_type) {
         case RTM_SETLINK: {
                 const char *msg = NULL;
@@ -319,7 +323,7 @@ static int fake_send(void *userdata, const void *buf, size_t len) {
                         reply_error(f, nlh, -ENODEV, NULL);
                         return 0;
                 }
-                if (f->fail_after_sets > 0 && (int) f->sets >= f->fail_after_sets) {
+                if (f->fail_set > 0 && (int) f->sets == f->fail_set) {
                         reply_error(f, nlh, -EIO, "injected failure");
                         return 0;
                 }

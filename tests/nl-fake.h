@@ -25,10 +25,11 @@ struct nl_fake {
         const char *refuse_msg[7];       /* extended-ack text, or NULL */
         bool refuse_zero_mac;
         bool refuse_min_rate;            /* like igb: -EINVAL, "min_tx_rate" */
-        int fail_after_sets;             /* > 0: the n-th set fails -EIO */
+        int fail_set;                    /* > 0: the n-th set (counting all) fails -EIO */
 
         /* What was received. */
         unsigned sets, gets, dumps, other;
+        char log[4096];                  /* one letter a message: S set, G get, D dump */
         unsigned set_attrs;              /* 1 << IFLA_VF_* of the last set */
         struct svff_nl_vf last_set;      /* decoded, mask = what it carried */
         char last_ifname[16];
