@@ -593,3 +593,174 @@ int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, class
         s->assignments = classes_assignment_settings(m, pf);
         return step_submit(s);
 }
+
+/* ---- main thread: drift for status ---- */
+
+struct drift_job {
+        struct manager *m;
+        struct call *call;
+        classes_drift_fn fn;
+        struct classes *classes;
+        struct svff_ctx *ctx;
+        struct worker_pool *pool;
+        struct json_object *recorded;   /* {"<pf>": {"<index>": state}} */
+        struct json_object *vfs;        /* {"<pf>": {"<index>": "<vf>"}} */
+        struct json_object *results;    /* {"<pf>": inspect, or {"error": msg}} */
+};
+
+static void drift_job_free(struct drift_job *j) {
+        call_unref(j->call);
+        svff_ctx_unref(j->ctx);
+        json_object_put(j->recorded);
+        json_object_put(j->vfs);
+        json_object_put(j->results);
+        free(j);
+}
+
+static void drift_add(struct json_object *a, const char *device, const char *expected, const char *actual,
+                      const char *message) {
+        struct json_object *d = json_object_new_object();
+
+        if (!d)
+                return;
+        json_object_object_add(d, "kind", json_object_new_string("class-drift"));
+        json_object_object_add(d, "device", json_object_new_string(device));
+        json_object_object_add(d, "expected", expected ? json_object_new_string(expected) : NULL);
+        json_object_object_add(d, "actual", actual ? json_object_new_string(actual) : NULL);
+        json_object_object_add(d, "message", json_object_new_string(message));
+        json_object_array_add(a, d);
+}
+
+static void drift_done(void *userdata) {
+        struct drift_job *j = userdata;
+        struct json_object *a = json_object_new_array();
+
+        json_object_object_foreach(j->results, pf, res) {
+                struct json_object *drift, *vfs = NULL, *live = NULL, *names = NULL, *err;
+                const char *class_name = NULL;
+
+                if (json_object_object_get_ex(res, "error", &err)) {
+                        char msg[1024];
+
+                        snprintf(msg, sizeof(msg), "The device-class state of PF %s cannot be read, so svffd "
+                                 "cannot tell whether its VFs are still as it set them up: %s", pf,
+                                 json_object_get_string(err));
+                        drift_add(a, pf, NULL, NULL, msg);
+                        continue;
+                }
+                if (!json_object_object_get_ex(res, "drift", &drift))
+                        continue;
+                (void) svff_json_get_string(res, "class", &class_name);
+                (void) json_object_object_get_ex(res, "vfs", &live);
+                (void) json_object_object_get_ex(j->vfs, pf, &names);
+                (void) json_object_object_get_ex(j->recorded, pf, &vfs);
+                json_object_object_foreach(drift, key, msg) {
+                        struct json_object *want = NULL, *got = NULL, *vfname = NULL;
+                        _cleanup_free_ char *e = NULL, *g = NULL;
+                        char line[1400];
+                        const char *vf;
+
+                        (void) json_object_object_get_ex(vfs, key, &want);
+                        (void) json_object_object_get_ex(live, key, &got);
+                        (void) json_object_object_get_ex(names, key, &vfname);
+                        vf = vfname ? json_object_get_string(vfname) : pf;
+                        e = classes_describe(class_name, want);
+                        g = classes_describe(class_name, got);
+                        snprintf(line, sizeof(line), "VF %s (%s class) is not what svffd set up: %s; run "
+                                 "'svffctl init %s N' again to provision it, or release it", vf,
+                                 strna(class_name), json_object_get_string(msg), pf);
+                        drift_add(a, vf, e, g, line);
+                }
+        }
+        j->fn(j->m, j->call, a);
+        drift_job_free(j);
+}
+
+static void drift_run(void *userdata) {
+        struct drift_job *j = userdata;
+
+        json_object_object_foreach(j->recorded, pf, recorded) {
+                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+                struct json_object *res = NULL;
+                int r;
+
+                r = classes_inspect_sync(j->classes, j->ctx, pf, recorded, true, &res, &err);
+                if (r == -EBUSY || r == -ENODEV || r == 0)
+                        continue;  /* a step is running, the PF is gone (drift of its own), no class */
+                if (r < 0) {
+                        res = json_object_new_object();
+                        if (res)
+                                json_object_object_add(res, "error",
+                                                       json_object_new_string(svff_error_message(&err)));
+                }
+                if (res)
+                        json_object_object_add(j->results, pf, res);
+        }
+        if (worker_pool_post(j->pool, drift_done, j) < 0)
+                drift_job_free(j);
+}
+
+static struct json_object *object_child(struct json_object *o, const char *key) {
+        struct json_object *c;
+
+        if (json_object_object_get_ex(o, key, &c))
+                return c;
+        c = json_object_new_object();
+        if (c && json_object_object_add(o, key, c) < 0) {
+                json_object_put(c);
+                return NULL;
+        }
+        return c;
+}
+
+void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn fn) {
+        struct drift_job *j = calloc(1, sizeof(*j));
+        bool any = false;
+
+        if (!j) {
+                fn(m, call, NULL);
+                return;
+        }
+        j->recorded = json_object_new_object();
+        j->vfs = json_object_new_object();
+        j->results = json_object_new_object();
+        if (!j->recorded || !j->vfs || !j->results) {
+                drift_job_free(j);
+                fn(m, call, NULL);
+                return;
+        }
+        json_object_object_foreach(svff_store_vfs(m->store), vf, rec) {
+                struct json_object *state = classes_vf_state(m, vf), *copy = NULL, *by_pf, *names;
+                const char *pf;
+                unsigned index;
+                char key[16];
+
+                if (!state || svff_json_get_string(rec, "pf", &pf) < 0 ||
+                    svff_json_get_unsigned(rec, "index", &index) < 0 || manager_find_operation(m, pf))
+                        continue;
+                by_pf = object_child(j->recorded, pf);
+                names = object_child(j->vfs, pf);
+                if (!by_pf || !names || json_object_deep_copy(state, &copy, NULL) < 0)
+                        continue;
+                snprintf(key, sizeof(key), "%u", index);
+                json_object_object_add(by_pf, key, copy);
+                json_object_object_add(names, key, json_object_new_string(vf));
+                any = true;
+        }
+        if (!any) {
+                drift_job_free(j);
+                fn(m, call, NULL);
+                return;
+        }
+        j->m = m;
+        j->call = call_ref(call);
+        j->fn = fn;
+        j->classes = m->classes;
+        j->ctx = svff_ctx_ref(m->ctx);
+        /* The discovery pool: short reads, never queued behind an init. */
+        j->pool = m->discovery_pool;
+        if (worker_pool_submit(j->pool, drift_run, j) < 0) {
+                drift_job_free(j);
+                fn(m, call, NULL);
+        }
+}

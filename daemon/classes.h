@@ -114,3 +114,14 @@ int classes_release_start(struct manager *m, const char *vf, classes_done_fn don
 typedef void (*classes_plan_fn)(struct manager *m, int r, const char *message, struct json_object *plan,
                                 void *userdata);
 int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata);
+
+/* ---- main thread: drift, for status ---- */
+
+/* Inspects every PF with VFs whose class state svffd recorded (none
+ * with an operation in progress, none whose class step is running) on
+ * the discovery pool and compares with the records through the class's
+ * verify; then fn(m, call, drift): a new array of Drift objects of kind
+ * "class-drift" (taken by fn), NULL when there was nothing to inspect.
+ * Holds a reference on call meanwhile. */
+typedef void (*classes_drift_fn)(struct manager *m, struct call *call, struct json_object *drift);
+void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn fn);
