@@ -9,50 +9,25 @@
 #include "device.h"
 #include "json-util.h"
 #include "log.h"
-#include "operations.h"
 
 /* One lock per PF that ever ran a class step: a handful of entries,
- * kept until svffd exits, so a worker never frees one another waits on. */
+ * kept until svffd exits, so a worker never frees one another waits on.
+ * The one table of the process: the steps of one PF run on the ops pool,
+ * the discovery pool and the libvirt pool alike, and must all see it. */
 struct pf_lock {
         struct pf_lock *next;
         char pf[SVFF_PCI_ADDR_STRLEN];
         pthread_mutex_t mutex;
 };
 
-struct classes {
-        pthread_mutex_t mutex;  /* guards locks */
-        struct pf_lock *locks;
-};
+static pthread_mutex_t locks_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct pf_lock *locks;
 
-int classes_new(struct classes **ret) {
-        struct classes *t = calloc(1, sizeof(*t));
-
-        if (!t)
-                return -ENOMEM;
-        pthread_mutex_init(&t->mutex, NULL);
-        *ret = t;
-        return 0;
-}
-
-void classes_free(struct classes *t) {
-        if (!t)
-                return;
-        while (t->locks) {
-                struct pf_lock *l = t->locks;
-
-                t->locks = l->next;
-                pthread_mutex_destroy(&l->mutex);
-                free(l);
-        }
-        pthread_mutex_destroy(&t->mutex);
-        free(t);
-}
-
-static struct pf_lock *pf_lock_get(struct classes *t, const char *pf) {
+static struct pf_lock *pf_lock_get(const char *pf) {
         struct pf_lock *l;
 
-        pthread_mutex_lock(&t->mutex);
-        for (l = t->locks; l; l = l->next)
+        pthread_mutex_lock(&locks_mutex);
+        for (l = locks; l; l = l->next)
                 if (streq(l->pf, pf))
                         break;
         if (!l) {
@@ -60,11 +35,11 @@ static struct pf_lock *pf_lock_get(struct classes *t, const char *pf) {
                 if (l) {
                         snprintf(l->pf, sizeof(l->pf), "%s", pf);
                         pthread_mutex_init(&l->mutex, NULL);
-                        l->next = t->locks;
-                        t->locks = l;
+                        l->next = locks;
+                        locks = l;
                 }
         }
-        pthread_mutex_unlock(&t->mutex);
+        pthread_mutex_unlock(&locks_mutex);
         return l;
 }
 
@@ -86,7 +61,7 @@ static void opened_done(struct opened *o) {
 }
 
 /* 0: pf has no class (o holds nothing); 1: opened. */
-static int opened_open(struct classes *t, struct svff_ctx *ctx, const char *pf, bool try, struct opened *o,
+static int opened_open(struct svff_ctx *ctx, const char *pf, bool try, struct opened *o,
                        struct svff_error *err) {
         const struct svff_class *class;
         int r;
@@ -100,7 +75,7 @@ static int opened_open(struct classes *t, struct svff_ctx *ctx, const char *pf, 
                 opened_done(o);
                 return 0;
         }
-        o->lock = pf_lock_get(t, o->pf->address);
+        o->lock = pf_lock_get(o->pf->address);
         if (!o->lock) {
                 opened_done(o);
                 return svff_error_set(err, -ENOMEM, "Out of memory");
@@ -152,14 +127,14 @@ struct json_object *classes_settings_array(const struct svff_class *class, struc
         return a;
 }
 
-int classes_plan_sync(struct classes *t, struct svff_ctx *ctx, const char *pf, unsigned numvfs,
+int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
                       struct json_object *policy, struct json_object *assignments, struct json_object **ret,
                       const char **ret_class_name, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL, *plan = NULL;
         struct opened o;
         int r;
 
-        r = opened_open(t, ctx, pf, false, &o, err);
+        r = opened_open(ctx, pf, false, &o, err);
         if (r <= 0)
                 return r;
         settings = classes_settings_array(o.class, policy, assignments, numvfs);
@@ -181,14 +156,14 @@ int classes_plan_sync(struct classes *t, struct svff_ctx *ctx, const char *pf, u
         return r;
 }
 
-int classes_provision_sync(struct classes *t, struct svff_ctx *ctx, const char *pf, unsigned index,
+int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                            struct json_object *policy, struct json_object *assignment, struct json_object **ret,
                            struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL, *state = NULL, *rec = NULL;
         struct opened o;
         int r;
 
-        r = opened_open(t, ctx, pf, false, &o, err);
+        r = opened_open(ctx, pf, false, &o, err);
         if (r <= 0)
                 return r;
         settings = settings_for(o.class, policy, assignment);
@@ -214,12 +189,12 @@ int classes_provision_sync(struct classes *t, struct svff_ctx *ctx, const char *
         return r;
 }
 
-int classes_release_sync(struct classes *t, struct svff_ctx *ctx, const char *pf, unsigned index,
+int classes_release_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                          struct json_object *state, struct svff_error *err) {
         struct opened o;
         int r;
 
-        r = opened_open(t, ctx, pf, false, &o, err);
+        r = opened_open(ctx, pf, false, &o, err);
         if (r <= 0)
                 return r;
         r = o.class->release ? o.class->release(o.c, o.pf, index, state, err) : 0;
@@ -239,13 +214,13 @@ static int index_from_key(const char *key, unsigned *ret) {
         return 0;
 }
 
-int classes_inspect_sync(struct classes *t, struct svff_ctx *ctx, const char *pf, struct json_object *recorded,
+int classes_inspect_sync(struct svff_ctx *ctx, const char *pf, struct json_object *recorded,
                          bool try, struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *live = NULL, *drift = NULL;
         struct opened o;
         int r;
 
-        r = opened_open(t, ctx, pf, try, &o, err);
+        r = opened_open(ctx, pf, try, &o, err);
         if (r <= 0)
                 return r;
         r = o.class->inspect ? o.class->inspect(o.c, o.pf, &live, err) : 0;
@@ -413,7 +388,6 @@ enum step_kind { STEP_PROVISION, STEP_RELEASE, STEP_PLAN };
 struct step {
         enum step_kind kind;
         struct manager *m;
-        struct classes *classes;
         struct svff_ctx *ctx;
         struct worker_pool *pool;
         char pf[SVFF_PCI_ADDR_STRLEN];
@@ -502,14 +476,14 @@ static void step_run(void *userdata) {
                                 snprintf(s->vf, sizeof(s->vf), "%s", p->vfs[s->index].address);
                 }
                 if (s->r >= 0)
-                        s->r = classes_provision_sync(s->classes, s->ctx, s->pf, s->index, s->policy,
+                        s->r = classes_provision_sync(s->ctx, s->pf, s->index, s->policy,
                                                       s->assignments, &s->result, &s->err);
                 break;
         case STEP_RELEASE:
-                s->r = classes_release_sync(s->classes, s->ctx, s->pf, s->index, s->state, &s->err);
+                s->r = classes_release_sync(s->ctx, s->pf, s->index, s->state, &s->err);
                 break;
         case STEP_PLAN:
-                s->r = classes_plan_sync(s->classes, s->ctx, s->pf, s->index, s->policy, s->assignments,
+                s->r = classes_plan_sync(s->ctx, s->pf, s->index, s->policy, s->assignments,
                                          &s->result, NULL, &s->err);
                 break;
         }
@@ -524,7 +498,6 @@ static struct step *step_new(struct manager *m, enum step_kind kind, const char 
                 return NULL;
         s->kind = kind;
         s->m = m;
-        s->classes = m->classes;
         s->ctx = svff_ctx_ref(m->ctx);
         s->pool = m->ops_pool;
         snprintf(s->pf, sizeof(s->pf), "%s", pf);
@@ -600,7 +573,6 @@ struct drift_job {
         struct manager *m;
         struct call *call;
         classes_drift_fn fn;
-        struct classes *classes;
         struct svff_ctx *ctx;
         struct worker_pool *pool;
         struct json_object *recorded;   /* {"<pf>": {"<index>": state}} */
@@ -684,7 +656,7 @@ static void drift_run(void *userdata) {
                 struct json_object *res = NULL;
                 int r;
 
-                r = classes_inspect_sync(j->classes, j->ctx, pf, recorded, true, &res, &err);
+                r = classes_inspect_sync(j->ctx, pf, recorded, true, &res, &err);
                 if (r == -EBUSY || r == -ENODEV || r == 0)
                         continue;  /* a step is running, the PF is gone (drift of its own), no class */
                 if (r < 0) {
@@ -755,7 +727,6 @@ void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn f
         j->m = m;
         j->call = call_ref(call);
         j->fn = fn;
-        j->classes = m->classes;
         j->ctx = svff_ctx_ref(m->ctx);
         /* The discovery pool: short reads, never queued behind an init. */
         j->pool = m->discovery_pool;

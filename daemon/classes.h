@@ -16,20 +16,14 @@
  * Threads: the *_sync functions block on the device (admin commands) and
  * run on a worker thread only; they open the PF's class, run one step
  * and close it again, holding the PF's class lock, so the steps of one
- * PF never overlap (the discovery pass and an init, say). The rest runs
- * on the main thread. */
+ * PF never overlap (the discovery pass and an init, say): one table of
+ * locks for the process. The rest runs on the main thread. */
 
 #include <stdbool.h>
 #include <json-c/json.h>
 
 #include "class.h"
 #include "manager.h"
-
-struct classes;
-
-int classes_new(struct classes **ret);
-/* After every pool that could still run a class step has stopped. */
-void classes_free(struct classes *t);
 
 /* ---- worker side: one step of pf's class (blocking) ----
  *
@@ -45,22 +39,22 @@ struct json_object *classes_settings_array(const struct svff_class *class, struc
 
 /* The class's plan for numvfs VFs (refuses what the PF cannot
  * provide); *ret_class_name (optional) is the class's name. */
-int classes_plan_sync(struct classes *t, struct svff_ctx *ctx, const char *pf, unsigned numvfs,
+int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
                       struct json_object *policy, struct json_object *assignments, struct json_object **ret,
                       const char **ret_class_name, struct svff_error *err);
 /* Provision, then verify, VF index: *ret is {"name": ..., "settings":
  * ..., "state": ...}, what classes_record_vf() records. */
-int classes_provision_sync(struct classes *t, struct svff_ctx *ctx, const char *pf, unsigned index,
+int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                            struct json_object *policy, struct json_object *assignment, struct json_object **ret,
                            struct svff_error *err);
 /* Undoes what state (as recorded) says provision did. */
-int classes_release_sync(struct classes *t, struct svff_ctx *ctx, const char *pf, unsigned index,
+int classes_release_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                          struct json_object *state, struct svff_error *err);
 /* {"class": name, "pf": {...}, "vfs": {...}} plus, for every VF index
  * in recorded ({"<index>": state}, may be NULL), "drift": {"<index>":
  * message} where verify found the live state differs. Never waits for
  * the PF's lock when try is set: -EBUSY. */
-int classes_inspect_sync(struct classes *t, struct svff_ctx *ctx, const char *pf, struct json_object *recorded,
+int classes_inspect_sync(struct svff_ctx *ctx, const char *pf, struct json_object *recorded,
                          bool try, struct json_object **ret, struct svff_error *err);
 
 /* ---- main thread: settings and records ---- */

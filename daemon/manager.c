@@ -15,7 +15,6 @@
 
 #include "assign.h"
 #include "autoinit.h"
-#include "classes.h"
 #include "log.h"
 #include "libvirt.h"
 #include "manager.h"
@@ -77,8 +76,6 @@ int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) 
 #endif
 
         r = svff_config_init(&m->config);
-        if (r >= 0)
-                r = classes_new(&m->classes);
         if (r < 0) {
                 manager_free(m);
                 return r;
@@ -129,9 +126,6 @@ struct manager *manager_free(struct manager *m) {
         m->ops_pool = NULL;
         hv_free(m->hv);
         m->hv = NULL;
-        /* Every pool that runs class steps has stopped. */
-        classes_free(m->classes);
-        m->classes = NULL;
 
         free(m->subscribers);
         strv_free(m->dirty_pfs);

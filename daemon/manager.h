@@ -25,7 +25,6 @@
 #include "worker.h"
 
 struct hv;
-struct classes;
 
 /* How long a stop waits for the running operations to reach a safe
  * point: under systemd's default TimeoutStopSec (90 s), so svffd ends
@@ -92,7 +91,6 @@ struct manager {
         struct worker_pool *ops_pool;
         struct worker_pool *discovery_pool;
         struct hv *hv;          /* libvirt: connection, events, its pool */
-        struct classes *classes; /* device classes: a lock per PF (classes.h) */
         struct server *server;
 
         uint64_t started_usec;  /* CLOCK_MONOTONIC */

@@ -92,7 +92,6 @@ struct init_op {
         char *reason;                   /* why, when no caller asked ("policy 'x'") */
         char *owner;                    /* recorded with the count; NULL keeps the PF's */
         operation_init_done_fn done;
-        struct classes *classes;
         struct json_object *class_policy;       /* the policy's class members (copy) */
         struct json_object *class_assignments;  /* {"<index>": an assignment's settings} */
 
@@ -539,7 +538,7 @@ static int init_class_plan(struct init_op *io) {
         struct json_object *needs;
         int r;
 
-        r = classes_plan_sync(io->classes, io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
+        r = classes_plan_sync(io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
                               &plan, &io->class_name, &io->err);
         if (r < 0) {
                 _cleanup_free_ char *msg = strdup(svff_error_message(&io->err));
@@ -578,7 +577,7 @@ static void init_class_provision(struct init_op *io) {
                 snprintf(key, sizeof(key), "%u", vf->index);
                 if (io->class_assignments)
                         (void) json_object_object_get_ex(io->class_assignments, key, &asg);
-                r = classes_provision_sync(io->classes, io->ctx, io->pf, vf->index, io->class_policy, asg, &rec,
+                r = classes_provision_sync(io->ctx, io->pf, vf->index, io->class_policy, asg, &rec,
                                            &io->class_err);
                 if (r < 0) {
                         io->class_r = r;
@@ -770,7 +769,6 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         io->numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec;
         io->bind_base = m->config.bind_timeout_usec;
         io->bind_per_vf = m->config.bind_timeout_per_vf_usec;
-        io->classes = m->classes;
         io->class_policy = classes_policy_settings(m, pf);
         io->class_assignments = classes_assignment_settings(m, pf);
         if (!io->driver || (reason && !io->reason) || (owner && !io->owner) ||
@@ -864,7 +862,6 @@ struct release_op {
         unsigned index;
         char *driver;   /* recorded target driver */
         char *domain;   /* force: the domain it was detached from first */
-        struct classes *classes;
         struct json_object *class_state;  /* as recorded: what the class's release undoes */
         int r;
         struct svff_error err;
@@ -947,7 +944,7 @@ static void release_run(void *userdata) {
          * as svff left it: the next owner gets no namespace of this one. */
         ro->r = 0;
         if (ro->class_state)
-                ro->r = classes_release_sync(ro->classes, ro->ctx, ro->pf, ro->index, ro->class_state, &ro->err);
+                ro->r = classes_release_sync(ro->ctx, ro->pf, ro->index, ro->class_state, &ro->err);
         if (ro->r >= 0)
                 ro->r = svff_dev_restore(ro->ctx, ro->vf, ro->orig, &ro->err);
         (void) worker_pool_post(ro->pool, release_done, ro);
@@ -1079,7 +1076,6 @@ void method_release(struct manager *m, struct call *call) {
         ro->orig = orig ? strdup(orig) : NULL;
         ro->driver = strdup(driver ?: m->config.vf_driver);
         ro->domain = assigned > 0 ? strdup(a.domain) : NULL;
-        ro->classes = m->classes;
         if (classes_vf_state(m, vf))
                 (void) json_object_deep_copy(classes_vf_state(m, vf), &ro->class_state, NULL);
         if ((orig && !ro->orig) || !ro->driver || (assigned > 0 && !ro->domain) ||
