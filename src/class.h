@@ -10,8 +10,8 @@
  * listed in the registry (class.c), and nothing outside those files knows
  * what a class does. The daemon calls these in its executors:
  *
- *   init:     plan (refuse before numvfs) -> numvfs -> provision + verify
- *             each VF -> vfio-pci
+ *   init:     plan (refuse before numvfs) -> prepare -> numvfs ->
+ *             provision + verify each VF -> vfio-pci
  *   attach:   provision what the assignment adds -> verify -> attach
  *   reconf:   inspect each surviving VF (journaled before numvfs 0) ->
  *             numvfs -> provision + verify each VF -> vfio-pci -> restore
@@ -106,6 +106,14 @@ struct svff_class {
          * settings object accepted). plan and provision check again
          * against the device. */
         int (*check)(struct json_object *settings, struct svff_error *err);
+
+        /* The PF-wide changes a plan lists with "vf": null (the NVMe
+         * primary controller giving up flexible resources, say), after
+         * plan and before numvfs; settings as for plan. May be NULL
+         * (nothing PF-wide). Idempotent like the others; a step the plan
+         * marks "disruptive" disturbs the host's own use of the PF. */
+        int (*prepare)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
+                       struct json_object *settings, struct svff_error *err);
 };
 
 /* The class that handles pf, or NULL (a bare PCI function). */
