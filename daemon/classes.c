@@ -156,6 +156,24 @@ int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
         return r;
 }
 
+int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
+                         struct json_object *assignments, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *settings = NULL;
+        struct opened o;
+        int r;
+
+        r = opened_open(ctx, pf, false, &o, err);
+        if (r <= 0 || !o.class->prepare) {
+                if (r > 0)
+                        opened_done(&o);
+                return r;
+        }
+        settings = classes_settings_array(o.class, policy, assignments, numvfs);
+        r = settings ? o.class->prepare(o.c, o.pf, numvfs, settings, err) : svff_error_set(err, -ENOMEM, "Out of memory");
+        opened_done(&o);
+        return r < 0 ? r : 1;
+}
+
 int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                            struct json_object *policy, struct json_object *assignment, struct json_object **ret,
                            struct svff_error *err) {

@@ -42,6 +42,10 @@ struct json_object *classes_settings_array(const struct svff_class *class, struc
 int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
                       struct json_object *policy, struct json_object *assignments, struct json_object **ret,
                       const char **ret_class_name, struct svff_error *err);
+/* The PF-wide changes the plan lists (vf null), after the plan and
+ * before numvfs. */
+int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
+                         struct json_object *assignments, struct svff_error *err);
 /* Provision, then verify, VF index: *ret is {"name": ..., "settings":
  * ..., "state": ...}, what classes_record_vf() records. */
 int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,

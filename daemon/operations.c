@@ -549,7 +549,10 @@ static int init_class_plan(struct init_op *io) {
         if (r > 0 && json_object_object_get_ex(plan, "needs", &needs))
                 svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__, "PF %s, %s class: %u VFs need %s.",
                              io->pf, io->class_name, io->numvfs, json_object_get_string(needs));
-        return 0;
+        if (r > 0)
+                r = classes_prepare_sync(io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
+                                         &io->err);
+        return r < 0 ? r : 0;
 }
 
 /* Provision + verify every VF, in index order, before any is bound:
