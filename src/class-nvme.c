@@ -896,8 +896,12 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                         return r;
                 sc.nvq = q;
                 r = virt(c, index, &sc, SVFF_NVME_VIRT_ONLINE, SVFF_NVME_RES_VQ, 0, err);
-                if (r < 0)
+                if (r < 0) {
+                        /* give the pool back: an offline secondary keeps
+                         * what it was assigned (offline drops it to 0) */
+                        (void) c->ops->virt_mgmt(c->handle, SVFF_NVME_VIRT_OFFLINE, SVFF_NVME_RES_VQ, sc.scid, 0);
                         return r;
+                }
 
                 r = read_secondaries(c, l, err);
                 if (r < 0)
