@@ -26,6 +26,7 @@ enum {
         COL_GUEST,
         COL_STATE,
         COL_NAME,
+        COL_CLASS,
         _COL_MAX,
 };
 
@@ -51,10 +52,11 @@ static const struct {
         [COL_GUEST]    = { "guest",    "GUEST",    "VF: guest PCI address (BB:SS.F)" },
         [COL_STATE]    = { "state",    "STATE",    "VF: attached, paused or detaching; absent" },
         [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", true },
+        [COL_CLASS]    = { "class",    "CLASS",    "VF: what its device class set up (nvme: online 2VQ/1VI ns 1)", true },
 };
 
 /* The default fits 80 columns for the usual addresses and drivers; owner
- * is added when svffd reports it. */
+ * is added when svffd reports it, class when a VF has a class record. */
 static const unsigned default_columns[] = {
         COL_DEVICE, COL_TYPE, COL_DRIVER, COL_VFS, COL_IFACE, COL_RECORDED, COL_DOMAIN, COL_GUEST, COL_STATE,
 };
@@ -103,7 +105,7 @@ void list_columns_help(FILE *f) {
         fprintf(f, "\nDefault:");
         for (size_t i = 0; i < ELEMENTSOF(default_columns); i++)
                 fprintf(f, "%s%s", i ? "," : " ", columns[default_columns[i]].name);
-        fprintf(f, "\n(and owner after recorded when svffd reports it).\n");
+        fprintf(f, "\n(and owner after recorded when svffd reports it, class at the end when a VF has one).\n");
 }
 
 static bool any_pf_has(struct json_object *reply, const char *key) {
@@ -114,6 +116,22 @@ static bool any_pf_has(struct json_object *reply, const char *key) {
         for (size_t i = 0; i < json_object_array_length(pfs); i++)
                 if (json_object_object_get_ex(json_object_array_get_idx(pfs, i), key, &v))
                         return true;
+        return false;
+}
+
+static bool any_vf_has_class(struct json_object *reply) {
+        struct json_object *pfs, *vfs, *v;
+
+        if (!json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(pfs); i++) {
+                if (!json_object_object_get_ex(json_object_array_get_idx(pfs, i), "vfs", &vfs) ||
+                    !json_object_is_type(vfs, json_type_array))
+                        continue;
+                for (size_t k = 0; k < json_object_array_length(vfs); k++)
+                        if (json_object_object_get_ex(json_object_array_get_idx(vfs, k), "class", &v) && v)
+                                return true;
+        }
         return false;
 }
 
@@ -128,6 +146,7 @@ static const char *yes_no(struct json_object *o, const char *key) {
 /* One row's cells: what each column shows for a PF (vf NULL) or a VF. */
 struct row {
         char type[24], index[24], vfs[48], numa[24], iommu[24], id[16], guest[24], state[64], name[256];
+        char klass[256];
         const char *cell[_COL_MAX];
 };
 
@@ -177,7 +196,7 @@ static void fill_pf(struct row *r, struct json_object *pf) {
 }
 
 static void fill_vf(struct row *r, struct json_object *vf) {
-        struct json_object *a = NULL;
+        struct json_object *a = NULL, *c = NULL;
 
         r->cell[COL_DEVICE] = jstr(vf, "address");
         snprintf(r->type, sizeof(r->type), "VF%lld", jint(vf, "index", 0));
@@ -190,6 +209,11 @@ static void fill_vf(struct row *r, struct json_object *vf) {
         r->cell[COL_ORIGINAL] = jstr(vf, "original_driver");
         (void) json_object_object_get_ex(vf, "assigned_to", &a);
         fill_assignment(r, a);
+        if (json_object_object_get_ex(vf, "class", &c) && c) {
+                snprintf(r->klass, sizeof(r->klass), "%s: %s", strna(jstr(c, "name")),
+                         jstr(c, "description") ?: "recorded");
+                r->cell[COL_CLASS] = r->klass;
+        }
 }
 
 static int add_row(struct table *t, const unsigned *cols, size_t n, const struct row *r) {
@@ -227,6 +251,8 @@ int list_print(struct json_object *reply) {
                         if (default_columns[i] == COL_RECORDED && any_pf_has(reply, "owner"))
                                 cols[n++] = COL_OWNER;
                 }
+        if (n_selected == 0 && any_vf_has_class(reply))
+                cols[n++] = COL_CLASS;
         for (size_t i = 0; i < n; i++)
                 headers[i] = columns[cols[i]].header;
         t = table_new((unsigned) n, headers);

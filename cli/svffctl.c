@@ -45,6 +45,9 @@ static const char *arg_driver = NULL;
 static bool arg_live = false;
 static bool arg_config = false;
 static const char *arg_guest_address = NULL;
+/* attach: the device-class settings the assignment adds (Attach's
+ * "class"); NIC options map onto the same object. */
+static struct json_object *arg_class = NULL;
 static const char *arg_pf = NULL;
 static const char *arg_mode = NULL;
 static bool arg_dry_run = false;
@@ -893,6 +896,8 @@ static int cmd_attach(int argc, char **argv) {
                 json_object_object_add(params, "config", json_object_new_boolean(true));
         if (arg_guest_address)
                 json_object_object_add(params, "guest_address", json_object_new_string(arg_guest_address));
+        if (arg_class)
+                json_object_object_add(params, "class", json_object_get(arg_class));
         return call_and_print("io.svff.Attach", params, true, print_assignment, "attached to");
 }
 
@@ -1120,14 +1125,16 @@ static const struct command commands[] = {
           "per line), until interrupted. When svffd restarts, monitor connects again\n"
           "and says so on stderr; --no-reconnect exits (status 3) instead.", cmd_monitor,
           .has_reconnect = true, .no_timeout = true },
-        { "attach", "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F]",
+        { "attach", "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F] [--namespace NSID]",
           "Assign VF (or, with --pf, any free VF of PF on vfio-pci) to the libvirt domain\n"
           "DOMAIN (name or UUID) as a managed='no' vfio hostdev. The VF must be on\n"
           "vfio-pci, its IOMMU group viable and used by no other domain. By default the\n"
           "device goes live if the domain runs, and into its definition (config) if it\n"
           "is persistent; --live and --config choose explicitly. --guest-address puts it\n"
           "at that guest PCI address (not 00:00.x, the guest's host bridge); otherwise\n"
-          "libvirt picks one, which is recorded. Needs root or the admin group.",
+          "libvirt picks one, which is recorded. --namespace attaches NVMe namespace\n"
+          "NSID to the VF's secondary controller first (its device class provisions it).\n"
+          "Needs root or the admin group.",
           cmd_attach, .has_attach_options = true },
         { "detach", "detach VF",
           "Remove VF from its domain, waiting for the guest to let go of it (svffd's\n"
@@ -1200,7 +1207,8 @@ static void command_help(const struct command *c) {
                c->has_attach_options ? "  --pf=PF         Take any free VF of PF\n"
                                        "  --live          Attach to the running domain\n"
                                        "  --config        Attach to the domain's persistent definition\n"
-                                       "  --guest-address=BB:SS.F  Guest PCI address\n" : "",
+                                       "  --guest-address=BB:SS.F  Guest PCI address\n"
+                                       "  --namespace=NSID  NVMe: the namespace the VF reaches\n" : "",
                c->has_force ? "  --force         Detach the VF from its domain first\n" : "",
                c->has_policy ? "  --policy        Apply the PF's policy; it owns the count again\n" : "",
                c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
@@ -1247,7 +1255,8 @@ static int bad_option(int o, int argc, char **argv) {
 
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
-               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_EFFECTIVE };
+               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_EFFECTIVE,
+               ARG_NAMESPACE };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -1258,6 +1267,7 @@ int main(int argc, char **argv) {
                 { "live", no_argument, NULL, ARG_LIVE },
                 { "config", no_argument, NULL, ARG_CONFIG },
                 { "guest-address", required_argument, NULL, ARG_GUEST_ADDRESS },
+                { "namespace", required_argument, NULL, ARG_NAMESPACE },
                 { "pf", required_argument, NULL, ARG_PF },
                 { "mode", required_argument, NULL, ARG_MODE },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
@@ -1324,6 +1334,20 @@ int main(int argc, char **argv) {
                 case ARG_GUEST_ADDRESS:
                         arg_guest_address = optarg;
                         break;
+                case ARG_NAMESPACE: {
+                        char *end;
+                        unsigned long ns;
+
+                        errno = 0;
+                        ns = strtoul(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end || ns == 0 || ns > 0xfffffffeUL)
+                                return usage_error("attach", "--namespace '%s' is not a namespace ID (1 to %lu).",
+                                                   optarg, 0xfffffffeUL);
+                        if (!arg_class && !(arg_class = json_object_new_object()))
+                                return EXIT_FAILURE;
+                        json_object_object_add(arg_class, "namespace", json_object_new_int64((int64_t) ns));
+                        break;
+                }
                 case ARG_PF:
                         arg_pf = optarg;
                         break;
@@ -1370,8 +1394,9 @@ int main(int argc, char **argv) {
         }
         if (arg_driver && !cmd->has_driver)
                 return usage_error(cmd->name, "--driver only applies to init.");
-        if ((arg_live || arg_config || arg_guest_address || arg_pf) && !cmd->has_attach_options)
-                return usage_error(cmd->name, "--pf, --live, --config and --guest-address only apply to attach.");
+        if ((arg_live || arg_config || arg_guest_address || arg_pf || arg_class) && !cmd->has_attach_options)
+                return usage_error(cmd->name, "--pf, --live, --config, --guest-address and --namespace only apply "
+                                   "to attach.");
         if ((arg_mode || arg_dry_run) && !cmd->has_reconf_options)
                 return usage_error(cmd->name, "--mode and --dry-run only apply to reconf.");
         if (arg_force && !cmd->has_reconf_options && !cmd->has_force)

@@ -10,8 +10,8 @@
  * listed in the registry (class.c), and nothing outside those files knows
  * what a class does. The daemon calls these in its executors:
  *
- *   init:     plan (refuse before numvfs) -> numvfs -> provision + verify
- *             each VF -> vfio-pci
+ *   init:     plan (refuse before numvfs) -> prepare -> numvfs ->
+ *             provision + verify each VF -> vfio-pci
  *   attach:   provision what the assignment adds -> verify -> attach
  *   reconf:   inspect each surviving VF (journaled before numvfs 0) ->
  *             numvfs -> provision + verify each VF -> vfio-pci -> restore
@@ -55,7 +55,9 @@ struct svff_class {
          * not touch the device. */
         bool (*match)(struct svff_ctx *ctx, const struct svff_pf *pf);
 
-        /* Opens pf for the operations below (NULL: nothing to open). */
+        /* Opens pf for the operations below. open and close may be NULL
+         * when the class needs no handle: the operations then get c ==
+         * NULL. */
         int (*open)(struct svff_ctx *ctx, const struct svff_pf *pf,
                     struct svff_class_pf **ret, struct svff_error *err);
         void (*close)(struct svff_class_pf *c);
@@ -95,6 +97,23 @@ struct svff_class {
         /* One short line for list, status and the plan ("online 2VQ/1VI
          * ns 1"), malloc'ed; the JSON carries state itself. */
         char *(*describe)(struct json_object *state);
+
+        /* Checks settings (one VF's, merged, or NULL) for shape and range
+         * without the device: unknown keys, wrong types, impossible
+         * values. -EINVAL with err naming the key and what it takes. For
+         * the policy loader and for attach's options, so that bad input
+         * is refused before anything is touched. May be NULL (every
+         * settings object accepted). plan and provision check again
+         * against the device. */
+        int (*check)(struct json_object *settings, struct svff_error *err);
+
+        /* The PF-wide changes a plan lists with "vf": null (the NVMe
+         * primary controller giving up flexible resources, say), after
+         * plan and before numvfs; settings as for plan. May be NULL
+         * (nothing PF-wide). Idempotent like the others; a step the plan
+         * marks "disruptive" disturbs the host's own use of the PF. */
+        int (*prepare)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
+                       struct json_object *settings, struct svff_error *err);
 };
 
 /* The class that handles pf, or NULL (a bare PCI function). */
@@ -103,7 +122,15 @@ const struct svff_class *svff_class_by_name(const char *name);
 /* NULL-terminated, in match order. */
 const struct svff_class *const *svff_class_all(void);
 
+/* cls->check, or 0 when the class has none. Settings that are not an
+ * object (nor NULL) are -EINVAL for every class. */
+int svff_class_check(const struct svff_class *cls, struct json_object *settings,
+                     struct svff_error *err);
+
 /* policy (may be NULL) overlaid with assignment (may be NULL): a new
- * object; keys of the assignment win. */
+ * object (never NULL but on -ENOMEM, where errno is set); keys of the
+ * assignment win, and an assignment key whose value is null removes the
+ * policy's. Values are deep copies: nested objects are replaced, not
+ * merged. Neither argument is changed. */
 struct json_object *svff_class_settings_merge(struct json_object *policy,
                                               struct json_object *assignment);

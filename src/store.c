@@ -69,6 +69,15 @@ static int check_pf(const char *key, struct json_object *rec, char **ret_detail)
         return 0;
 }
 
+/* "class" belongs to the device class: only its kind is the store's. */
+static int class_check(struct json_object *rec) {
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(rec, "class", &v) || !v)
+                return 0;
+        return json_object_is_type(v, json_type_object) ? 0 : -EINVAL;
+}
+
 static int check_vf(const char *key, struct json_object *rec, char **ret_detail) {
         const char *s;
         unsigned u;
@@ -88,6 +97,8 @@ static int check_vf(const char *key, struct json_object *rec, char **ret_detail)
         r = svff_json_get_string(rec, "driver", &s);
         if (r < 0)
                 return detail(ret_detail, "'vfs.%s.driver' is %s", key, type_word(r));
+        if (class_check(rec) < 0)
+                return detail(ret_detail, "'vfs.%s.class' is neither null nor an object", key);
         return 0;
 }
 
@@ -108,6 +119,8 @@ static int check_assignment(const char *key, struct json_object *rec, char **ret
                 return detail(ret_detail, "'assignments.%s' is not an object", key);
         if (intent_check(rec) < 0)
                 return detail(ret_detail, "'assignments.%s.intent' is not null or a known change", key);
+        if (class_check(rec) < 0)
+                return detail(ret_detail, "'assignments.%s.class' is neither null nor an object", key);
         return 0;
 }
 
@@ -177,7 +190,8 @@ static int complete(struct json_object *doc) {
 
 /* Brings a valid document of an older schema to SVFF_STORE_SCHEMA in
  * memory; the next commit writes it. 1 -> 2: every assignment gets an
- * explicit null intent (absent already reads as none). */
+ * explicit null intent (absent already reads as none). 2 -> 3: nothing
+ * but the number (an absent class is no class). */
 static int migrate(struct json_object *doc, uint64_t schema) {
         struct json_object *v;
 
@@ -740,6 +754,45 @@ int svff_store_get_vf(struct svff_store *s, const char *vf, const char **ret_pf,
         if (ret_original_driver)
                 *ret_original_driver = orig;
         return 1;
+}
+
+static struct json_object *get_class(struct json_object *sec, const char *key) {
+        struct json_object *rec, *v;
+
+        if (!key || !json_object_object_get_ex(sec, key, &rec) || !json_object_is_type(rec, json_type_object) ||
+            !json_object_object_get_ex(rec, "class", &v) || !json_object_is_type(v, json_type_object))
+                return NULL;
+        return v;
+}
+
+static int set_class(struct json_object *sec, const char *key, struct json_object *cls) {
+        struct json_object *rec;
+
+        if (!sec || !key || (cls && !json_object_is_type(cls, json_type_object))) {
+                json_object_put(cls);
+                return -EINVAL;
+        }
+        if (!json_object_object_get_ex(sec, key, &rec) || !json_object_is_type(rec, json_type_object)) {
+                json_object_put(cls);
+                return -ENOENT;
+        }
+        return put(rec, "class", cls, true);
+}
+
+struct json_object *svff_store_get_vf_class(struct svff_store *s, const char *vf) {
+        return get_class(svff_store_vfs(s), vf);
+}
+
+int svff_store_set_vf_class(struct svff_store *s, const char *vf, struct json_object *cls) {
+        return set_class(svff_store_vfs(s), vf, cls);
+}
+
+struct json_object *svff_store_get_assignment_class(struct svff_store *s, const char *vf) {
+        return get_class(svff_store_assignments(s), vf);
+}
+
+int svff_store_set_assignment_class(struct svff_store *s, const char *vf, struct json_object *cls) {
+        return set_class(svff_store_assignments(s), vf, cls);
 }
 
 void svff_store_remove_vf(struct svff_store *s, const char *vf) {

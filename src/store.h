@@ -3,19 +3,21 @@
 
 /* The crash-safe state store: one JSON document, STATE_DIR/store.json,
  *
- *   { "schema": 2, "generation": N,
+ *   { "schema": 3, "generation": N,
  *     "pfs":      { "<PF>": { "numvfs": N, "vf_driver": "vfio-pci",
  *                             "owner": "operator" | "policy:<name>" } },
  *     "vfs":      { "<VF>": { "pf": "<PF>", "index": N,
  *                             "original_driver": "qdma-vf" | null,
- *                             "driver": "vfio-pci" } },
+ *                             "driver": "vfio-pci",
+ *                             "class": null | { ... } } },
  *     "assignments": { "<VF>": { "uuid": "<domain UUID>", "domain": "<name>",
  *                                "guest_address": "0000:02:00.0" | null,
  *                                "alias": "ua-svff-...", "live": bool,
  *                                "config": bool,
  *                                "state": "attached"|"paused"|"detaching",
  *                                "pause_mode": "native"|"detach"|null,
- *                                "intent": null|"attach"|"detach"|"pause"|"unpause" } },
+ *                                "intent": null|"attach"|"detach"|"pause"|"unpause",
+ *                                "class": null | { ... } } },
  *     "journal":  null | { "op": "...", ... } }
  *
  * replaced atomically: write store.json.tmp, fsync, keep the current file
@@ -30,8 +32,15 @@
  * the change happened. Such a VF is neither free nor settled until the
  * intent is resolved against that view.
  *
- * Schema 1 (before intents) is read as schema 2 with every intent null
- * and written back as schema 2.
+ * "class" (schema 3, optional) is what the VF's device class (class.h)
+ * keeps: for a VF, e.g. {"name": "nvme", "settings": {...}, "state":
+ * {...}}; for an assignment, the class settings it asked for. The store
+ * keeps it verbatim and checks only that it is an object or null, so a
+ * new class or a new field of one needs no change here.
+ *
+ * Older schemas are read as the current one and written back as it:
+ * schema 1 (before intents) with every intent null, schema 2 (before
+ * classes) as it is, every VF and assignment without a class.
  *
  * Not thread-safe: the daemon keeps it on its main thread. */
 
@@ -41,7 +50,7 @@
 
 #include "error.h"
 
-#define SVFF_STORE_SCHEMA 2
+#define SVFF_STORE_SCHEMA 3
 #define SVFF_STORE_FILE "store.json"
 
 struct svff_store;
@@ -101,6 +110,13 @@ void svff_store_remove_pf(struct svff_store *s, const char *pf);
 const char *svff_store_get_pf_owner(struct svff_store *s, const char *pf);
 int svff_store_set_pf_owner(struct svff_store *s, const char *pf, const char *owner);
 
+/* The "class" object of vf's record, borrowed (valid until the record
+ * changes), or NULL when it has none. set takes ownership of cls (NULL,
+ * or an object: -EINVAL otherwise, cls then freed) and keeps every other
+ * field; -ENOENT when vf has no record. */
+struct json_object *svff_store_get_vf_class(struct svff_store *s, const char *vf);
+int svff_store_set_vf_class(struct svff_store *s, const char *vf, struct json_object *cls);
+
 /* Assignments of VFs to domains, keyed by VF. The domain is identified
  * by UUID (names can be reused); the name is kept for display. */
 enum svff_assign_state {
@@ -149,6 +165,10 @@ int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct
  * record has the wrong shape (treat the VF as taken). */
 int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_assignment *ret);
 void svff_store_remove_assignment(struct svff_store *s, const char *vf);
+/* Like svff_store_get/set_vf_class(), for vf's assignment record. The
+ * record keeps its class through svff_store_set_assignment(). */
+struct json_object *svff_store_get_assignment_class(struct svff_store *s, const char *vf);
+int svff_store_set_assignment_class(struct svff_store *s, const char *vf, struct json_object *cls);
 
 /* Resolves a's intent against what libvirt shows of the VF in a's
  * domain: in_live / in_config whether its running / persistent

@@ -363,6 +363,11 @@ START_TEST(test_refuse_types) {
         /* an intent this version cannot resolve is refused, not guessed at */
         REFUSE("{\"schema\":2,\"generation\":0,\"assignments\":{\"a\":{\"intent\":\"reboot\"}}}", -EBADMSG,
                "assignments.a.intent");
+        REFUSE("{\"schema\":3,\"generation\":0,\"assignments\":{\"a\":{\"class\":[]}}}", -EBADMSG,
+               "'assignments.a.class' is neither null nor an object");
+        REFUSE("{\"schema\":3,\"generation\":0,\"vfs\":{\"v\":{\"pf\":\"p\",\"index\":0,\"original_driver\":null,"
+               "\"driver\":\"vfio-pci\",\"class\":\"nvme\"}}}",
+               -EBADMSG, "'vfs.v.class' is neither null nor an object");
         REFUSE("{\"schema\":2,\"generation\":0,\"assignments\":{\"a\":{\"intent\":1}}}", -EBADMSG,
                "assignments.a.intent");
         REFUSE("{\"schema\":1,\"generation\":0,\"journal\":[]}", -EBADMSG, "journal");
@@ -395,13 +400,13 @@ START_TEST(test_refuse_newer) {
         struct svff_store *s = NULL;
 
         REFUSE("{\"schema\":7,\"generation\":\"whatever a newer svffd writes\",\"pfs\":[]}", -EPROTONOSUPPORT,
-               "has schema 7, newer than this svffd supports (2)");
-        REFUSE("{\"schema\":3}", -EPROTONOSUPPORT, "run a newer svffd");
+               "has schema 7, newer than this svffd supports (3)");
+        REFUSE("{\"schema\":4}", -EPROTONOSUPPORT, "run a newer svffd");
 
         ck_assert_int_ge(asprintf(&path, "%s/store.json", statedir), 0);
         ck_assert_int_eq(svff_store_open(statedir, &s, &err), -EPROTONOSUPPORT);
         ck_assert_int_ge(asprintf(&expected,
-                                  "Store '%s' has schema 3, newer than this svffd supports (2). "
+                                  "Store '%s' has schema 4, newer than this svffd supports (3). "
                                   "Refusing to start so as not to overwrite it: run a newer svffd, or move the file aside.",
                                   path),
                          0);
@@ -497,13 +502,14 @@ START_TEST(test_migrate_v1) {
         ck_assert(memcmp(data, v1_store, len) == 0);
         free(TAKE_PTR(data));
 
-        /* the first commit writes schema 2, every record with its intent */
+        /* the first commit writes the current schema, every record with
+         * its intent */
         commit_ok(s);
         data = read_file(statedir, "store.json", &len);
         ck_assert_ptr_nonnull(data);
         disk = json_tokener_parse(data);
         ck_assert_ptr_nonnull(disk);
-        ck_assert_int_eq(json_object_get_int(json_object_object_get(disk, "schema")), 2);
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(disk, "schema")), SVFF_STORE_SCHEMA);
         ck_assert_int_eq(json_object_get_int(json_object_object_get(disk, "generation")), 8);
         rec = json_object_object_get(json_object_object_get(disk, "assignments"), "0000:03:00.1");
         ck_assert(json_object_object_get_ex(rec, "intent", &v));
@@ -517,6 +523,120 @@ START_TEST(test_migrate_v1) {
         ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", &a), 1);
         ck_assert_int_eq(a.intent, SVFF_INTENT_NONE);
         ck_assert_int_eq(a.state, SVFF_ASSIGN_PAUSED);
+}
+END_TEST
+
+/* A schema 2 store (before classes): the records of test_migrate_v1's
+ * store with their intents, as svffd wrote them before classes. */
+static const char v2_store[] =
+        "{\"schema\":2,\"generation\":9,"
+        "\"pfs\":{\"0000:03:00.0\":{\"numvfs\":2,\"vf_driver\":\"vfio-pci\",\"owner\":\"operator\"}},"
+        "\"vfs\":{\"0000:03:00.1\":{\"pf\":\"0000:03:00.0\",\"index\":0,\"original_driver\":null,\"driver\":\"vfio-pci\"}},"
+        "\"assignments\":{\"0000:03:00.1\":{\"uuid\":\"6a1b8e1c-0000-4000-8000-000000000001\",\"domain\":\"vm1\","
+        "\"guest_address\":\"0000:05:00.0\",\"alias\":\"ua-svff-0000-03-00-1\",\"live\":true,\"config\":true,"
+        "\"state\":\"attached\",\"pause_mode\":null,\"intent\":null}},"
+        "\"journal\":null}\n";
+
+START_TEST(test_migrate_v2) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        _cleanup_(json_object_putp) struct json_object *disk = NULL;
+        _cleanup_free_ char *data = NULL;
+        struct svff_assignment a;
+        const char *pf;
+        size_t len;
+
+        ck_assert_int_eq(mkdir(statedir, 0700), 0);
+        write_file(statedir, "store.json", v2_store, sizeof(v2_store) - 1);
+        s = open_ok();
+        ck_assert_uint_eq(svff_store_generation(s), 9);
+        /* every record reads as before, without a class */
+        ck_assert_int_eq(svff_store_get_vf(s, "0000:03:00.1", &pf, NULL), 1);
+        ck_assert_str_eq(pf, "0000:03:00.0");
+        ck_assert_ptr_null(svff_store_get_vf_class(s, "0000:03:00.1"));
+        ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", &a), 1);
+        ck_assert_int_eq(a.state, SVFF_ASSIGN_ATTACHED);
+        ck_assert(a.live && a.config);
+        ck_assert_ptr_null(svff_store_get_assignment_class(s, "0000:03:00.1"));
+
+        /* opening writes nothing; the first commit writes schema 3 with
+         * the records as they were */
+        data = read_file(statedir, "store.json", &len);
+        ck_assert_uint_eq(len, sizeof(v2_store) - 1);
+        ck_assert(memcmp(data, v2_store, len) == 0);
+        free(TAKE_PTR(data));
+        commit_ok(s);
+        data = read_file(statedir, "store.json", &len);
+        disk = json_tokener_parse(data);
+        ck_assert_ptr_nonnull(disk);
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(disk, "schema")), 3);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(
+                                 json_object_object_get(json_object_object_get(disk, "pfs"), "0000:03:00.0"), "owner")),
+                         "operator");
+        svff_store_free(TAKE_PTR(s));
+        s = open_ok();
+        ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", &a), 1);
+        ck_assert_str_eq(a.guest_address, "0000:05:00.0");
+}
+END_TEST
+
+START_TEST(test_class) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        static const char vf_class[] =
+                "{\"name\":\"nvme\",\"settings\":{\"namespace\":1,\"vq\":2},"
+                "\"state\":{\"scid\":1,\"secondary\":\"online\",\"vq\":2,\"vi\":1,\"namespaces\":[1],"
+                "\"future\":{\"deep\":[true,null,\"x\"]}}}";
+        struct svff_assignment a = {
+                .uuid = "6a1b8e1c-0000-4000-8000-000000000001",
+                .domain = "vm1",
+                .alias = "ua-svff-0000-03-00-1",
+                .live = true,
+                .state = SVFF_ASSIGN_ATTACHED,
+        };
+        struct json_object *c;
+
+        s = open_ok();
+        /* no record, no class */
+        ck_assert_ptr_null(svff_store_get_vf_class(s, "0000:03:00.1"));
+        ck_assert_int_eq(svff_store_set_vf_class(s, "0000:03:00.1", json_tokener_parse("{}")), -ENOENT);
+        ck_assert_int_eq(svff_store_set_assignment_class(s, "0000:03:00.1", NULL), -ENOENT);
+
+        ck_assert_int_eq(svff_store_set_vf(s, "0000:03:00.1", "0000:03:00.0", 0, NULL, "vfio-pci"), 0);
+        ck_assert_int_eq(svff_store_set_assignment(s, "0000:03:00.1", &a), 0);
+        /* only objects */
+        ck_assert_int_eq(svff_store_set_vf_class(s, "0000:03:00.1", json_object_new_array()), -EINVAL);
+        ck_assert_int_eq(svff_store_set_vf_class(s, "0000:03:00.1", json_tokener_parse(vf_class)), 0);
+        ck_assert_int_eq(svff_store_set_assignment_class(s, "0000:03:00.1", json_tokener_parse("{\"namespace\":3}")),
+                         0);
+
+        /* the typed setters keep it */
+        ck_assert_int_eq(svff_store_set_vf(s, "0000:03:00.1", "0000:03:00.0", 0, NULL, "vfio-pci"), 0);
+        a.state = SVFF_ASSIGN_PAUSED;
+        a.pause_mode = SVFF_PAUSE_DETACH;
+        ck_assert_int_eq(svff_store_set_assignment(s, "0000:03:00.1", &a), 0);
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+
+        /* and a reopened store holds it verbatim */
+        s = open_ok();
+        c = svff_store_get_vf_class(s, "0000:03:00.1");
+        ck_assert_ptr_nonnull(c);
+        {
+                _cleanup_(json_object_putp) struct json_object *want = json_tokener_parse(vf_class);
+
+                ck_assert(json_object_equal(c, want));
+        }
+        c = svff_store_get_assignment_class(s, "0000:03:00.1");
+        ck_assert_ptr_nonnull(c);
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(c, "namespace")), 3);
+
+        /* NULL clears it: null in the record, no class to the getter */
+        ck_assert_int_eq(svff_store_set_vf_class(s, "0000:03:00.1", NULL), 0);
+        ck_assert_ptr_null(svff_store_get_vf_class(s, "0000:03:00.1"));
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+        s = open_ok();
+        ck_assert_ptr_null(svff_store_get_vf_class(s, "0000:03:00.1"));
+        ck_assert_ptr_nonnull(svff_store_get_assignment_class(s, "0000:03:00.1"));
 }
 END_TEST
 
@@ -635,6 +755,8 @@ static Suite *store_suite(void) {
         tcase_add_test(tc, test_not_regular);
         tcase_add_test(tc, test_parse_buffer);
         tcase_add_test(tc, test_migrate_v1);
+        tcase_add_test(tc, test_migrate_v2);
+        tcase_add_test(tc, test_class);
         tcase_add_test(tc, test_intent);
         tcase_add_test(tc, test_resolve);
         suite_add_tcase(s, tc);

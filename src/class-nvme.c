@@ -1,0 +1,1130 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The NVMe class: each VF's secondary controller (its flexible queue and
+ * interrupt resources, its online state) and the namespace attached to
+ * it, through the admin queue of the PF's primary controller.
+ *
+ * A VF whose secondary is offline, or has no queues, is a dead
+ * controller to whoever gets it; VF disable takes every secondary
+ * offline with nothing assigned. So every VF is provisioned, in the
+ * order the controller accepts (Virtualization Management, NVMe base
+ * specification; QEMU hw/nvme/ctrl.c follows it): offline if online,
+ * assign VI and VQ (only while offline), online (needs 1 VI and 2 VQ at
+ * least), read back, attach its namespace.
+ *
+ * Settings (policy and assignment, merged):
+ *   "vq", "vi"          flexible queue / interrupt resources per VF;
+ *                       default the per-VF maximum (VQFRSM/VIFRSM)
+ *   "namespace"         NSID, or a list by VF index (null: none); never
+ *                       created, only attached
+ *   "primary-flexible"  let prepare shrink the primary's flexible share
+ *                       (a controller reset of the PF) when the pool is
+ *                       short
+ *   "scrub-on-release"  "none" (default) or "format": Format NVM of a
+ *                       namespace private to the VF when it is released
+ * State (what provision did and verify reads back):
+ *   {"scid": 1, "secondary": "online", "vq": 2, "vi": 1,
+ *    "namespaces": [1], "scrub-on-release": "format", "private": [1]} */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "class.h"
+#include "class-nvme.h"
+#include "json-util.h"
+#include "sysfs.h"
+
+struct svff_class_pf {
+        struct svff_ctx *ctx;
+        char address[SVFF_PCI_ADDR_STRLEN];
+        char *ctrl;                             /* "nvme0" */
+        const struct svff_nvme_ops *ops;
+        void *handle;
+        uint16_t cntlid;
+        uint16_t oacs;
+        bool oacs_virt;                         /* bit 7; QEMU 7.2 leaves it clear */
+        struct svff_nvme_primary_caps caps;
+};
+
+/* One VF's settings, checked and resolved. */
+struct nvme_settings {
+        int vq, vi;                             /* -1: the per-VF maximum */
+        uint32_t nsid;                          /* 0: none */
+        bool primary_flexible;
+        bool scrub;
+};
+
+/* ---- settings ---------------------------------------------------------- */
+
+static int get_count(struct json_object *settings, const char *key, int min, int *ret,
+                     struct svff_error *err) {
+        struct json_object *v;
+        int64_t n;
+
+        *ret = -1;
+        if (!settings || !json_object_object_get_ex(settings, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_int))
+                return svff_error_set(err, -EINVAL, "NVMe setting '%s' must be a number of resources, not %s",
+                                      key, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        n = json_object_get_int64(v);
+        if (n < min || n > UINT16_MAX)
+                return svff_error_set(err, -EINVAL,
+                                      "NVMe setting '%s' is %" PRId64 "; a secondary controller needs %d at least "
+                                      "(%s) and takes at most %u",
+                                      key, n, min, min == 2 ? "the admin queue and one I/O queue" : "one interrupt vector",
+                                      (unsigned) UINT16_MAX);
+        *ret = (int) n;
+        return 0;
+}
+
+static int nsid_from_json(struct json_object *v, uint32_t *ret, struct svff_error *err) {
+        int64_t n;
+
+        if (!v) {
+                *ret = 0;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_int))
+                return svff_error_set(err, -EINVAL, "NVMe setting 'namespace' takes an NSID, a list of them or null, not %s",
+                                      json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        n = json_object_get_int64(v);
+        if (n < 1 || n > 0xfffffffe)
+                return svff_error_set(err, -EINVAL,
+                                      "NVMe setting 'namespace' is %" PRId64 "; an NSID is 1 to 4294967294", n);
+        *ret = (uint32_t) n;
+        return 0;
+}
+
+/* settings for VF index (index UINT32_MAX: only check the shape). */
+static int settings_parse(struct json_object *settings, unsigned index, struct nvme_settings *ret,
+                          struct svff_error *err) {
+        struct nvme_settings s = { .vq = -1, .vi = -1 };
+        struct json_object *v;
+        int r;
+
+        if (settings && !json_object_is_type(settings, json_type_object))
+                return svff_error_set(err, -EINVAL, "NVMe settings must be a JSON object, not %s",
+                                      json_object_to_json_string_ext(settings, JSON_C_TO_STRING_PLAIN));
+        if (settings) {
+                json_object_object_foreach(settings, key, val) {
+                        (void) val;
+                        if (!strcmp(key, "vq") || !strcmp(key, "vi") || !strcmp(key, "namespace") ||
+                            !strcmp(key, "primary-flexible") || !strcmp(key, "scrub-on-release"))
+                                continue;
+                        return svff_error_set(err, -EINVAL,
+                                              "Unknown NVMe setting '%s': the NVMe class takes 'vq', 'vi', "
+                                              "'namespace', 'primary-flexible' and 'scrub-on-release'",
+                                              key);
+                }
+        }
+
+        r = get_count(settings, "vq", 2, &s.vq, err);
+        if (r < 0)
+                return r;
+        r = get_count(settings, "vi", 1, &s.vi, err);
+        if (r < 0)
+                return r;
+
+        if (settings && json_object_object_get_ex(settings, "namespace", &v) && v) {
+                if (json_object_is_type(v, json_type_array)) {
+                        size_t n = json_object_array_length(v);
+
+                        for (size_t i = 0; i < n; i++) {
+                                uint32_t nsid;
+
+                                r = nsid_from_json(json_object_array_get_idx(v, i), &nsid, err);
+                                if (r < 0)
+                                        return r;
+                                if (i == index)
+                                        s.nsid = nsid;
+                                /* a namespace goes to one VF: the second
+                                 * would be refused at its attach */
+                                for (size_t j = 0; nsid && j < i; j++) {
+                                        struct json_object *o = json_object_array_get_idx(v, j);
+
+                                        if (o && json_object_get_int64(o) == nsid)
+                                                return svff_error_set(err, -EINVAL,
+                                                                      "NVMe setting 'namespace' gives namespace %" PRIu32
+                                                                      " to VF %zu and VF %zu; svff attaches a namespace "
+                                                                      "to one VF's controller only",
+                                                                      nsid, j, i);
+                                }
+                        }
+                } else {
+                        r = nsid_from_json(v, &s.nsid, err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        if (settings && json_object_object_get_ex(settings, "primary-flexible", &v) && v) {
+                if (!json_object_is_type(v, json_type_boolean))
+                        return svff_error_set(err, -EINVAL, "NVMe setting 'primary-flexible' must be true or false, not %s",
+                                              json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+                s.primary_flexible = json_object_get_boolean(v);
+        }
+
+        if (settings && json_object_object_get_ex(settings, "scrub-on-release", &v) && v) {
+                const char *m = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+
+                if (m && !strcmp(m, "format"))
+                        s.scrub = true;
+                else if (!m || strcmp(m, "none"))
+                        return svff_error_set(err, -EINVAL,
+                                              "NVMe setting 'scrub-on-release' is %s; it takes \"none\" or \"format\"",
+                                              json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        }
+
+        *ret = s;
+        return 0;
+}
+
+static int nvme_check(struct json_object *settings, struct svff_error *err) {
+        struct nvme_settings s;
+
+        return settings_parse(settings, UINT32_MAX, &s, err);
+}
+
+/* ---- the admin queue --------------------------------------------------- */
+
+/* err gets what failed, on which device, and the status by name. */
+static int cmd_error(struct svff_class_pf *c, int r, struct svff_error *err, const char *what) {
+        const char *name;
+
+        if (r < 0)
+                return svff_error_set_errno(err, r, "%s on %s (PF %s) failed", what, c->ctrl, c->address);
+        name = svff_nvme_status_name(r);
+        return svff_error_set(err, -EIO, "%s on %s (PF %s) failed: %s (NVMe status 0x%03x)", what, c->ctrl,
+                              c->address, name ? name : "unexpected status", (unsigned) r);
+}
+
+/* The errno a failed command maps to for the caller. */
+static int status_errno(int r) {
+        switch (r) {
+        case SVFF_NVME_SC_INVALID_NUM_RESOURCES:
+        case SVFF_NVME_SC_INVALID_RESOURCE_ID:
+                return -ENOSPC;
+        case SVFF_NVME_SC_INVALID_CTRL_ID:
+        case SVFF_NVME_SC_CTRL_LIST_INVALID:
+                return -ENODEV;
+        case SVFF_NVME_SC_NS_ALREADY_ATTACHED:
+        case SVFF_NVME_SC_FORMAT_IN_PROGRESS:
+        case SVFF_NVME_SC_NS_ATTACHMENT_LIMIT:
+                return -EBUSY;
+        case SVFF_NVME_SC_INVALID_NS:
+                return -ENOENT;
+        case SVFF_NVME_SC_INVALID_OPCODE:
+                return -EOPNOTSUPP;
+        case SVFF_NVME_SC_NS_WRITE_PROTECTED:
+                return -EROFS;
+        default:
+                return r < 0 ? r : -EIO;
+        }
+}
+
+static const char *status_str(int r, char buf[static 64]) {
+        const char *name = r > 0 ? svff_nvme_status_name(r) : NULL;
+
+        if (r < 0)
+                snprintf(buf, 64, "%s", strerror(-r));
+        else if (name)
+                snprintf(buf, 64, "%s (NVMe status 0x%03x)", name, (unsigned) r);
+        else
+                snprintf(buf, 64, "NVMe status 0x%03x", (unsigned) r);
+        return buf;
+}
+
+struct secondaries {
+        struct svff_nvme_secondary e[SVFF_NVME_MAX_SECONDARIES];
+        size_t n;
+};
+
+static int read_secondaries(struct svff_class_pf *c, struct secondaries *ret, struct svff_error *err) {
+        int r = c->ops->secondary_list(c->handle, ret->e, ELEMENTSOF(ret->e), &ret->n);
+
+        if (r != 0) {
+                cmd_error(c, r, err, "Reading the secondary controller list (Identify CNS 15h)");
+                return status_errno(r);
+        }
+        return 0;
+}
+
+static const struct svff_nvme_secondary *secondary_of(const struct secondaries *l, unsigned index) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->e[i].vfn == index + 1)
+                        return &l->e[i];
+        return NULL;
+}
+
+static const struct svff_nvme_secondary *secondary_by_scid(const struct secondaries *l, uint16_t scid) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->e[i].scid == scid)
+                        return &l->e[i];
+        return NULL;
+}
+
+struct ids {
+        uint32_t v[SVFF_NVME_MAX_IDS];
+        size_t n;
+};
+
+struct ctrls {
+        uint16_t v[SVFF_NVME_MAX_IDS];
+        size_t n;
+};
+
+static int read_namespaces(struct svff_class_pf *c, struct ids *ret, struct svff_error *err) {
+        int r = c->ops->ns_list(c->handle, ret->v, ELEMENTSOF(ret->v), &ret->n);
+
+        if (r != 0) {
+                cmd_error(c, r, err, "Reading the namespace list (Identify CNS 10h)");
+                return status_errno(r);
+        }
+        return 0;
+}
+
+static int read_ns_ctrls(struct svff_class_pf *c, uint32_t nsid, struct ctrls *ret, struct svff_error *err) {
+        char what[96];
+        int r = c->ops->ns_ctrls(c->handle, nsid, ret->v, ELEMENTSOF(ret->v), &ret->n);
+
+        if (r != 0) {
+                snprintf(what, sizeof(what), "Reading the controllers of namespace %" PRIu32 " (Identify CNS 12h)", nsid);
+                cmd_error(c, r, err, what);
+                return status_errno(r);
+        }
+        return 0;
+}
+
+static bool ctrls_has(const struct ctrls *l, uint16_t id) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->v[i] == id)
+                        return true;
+        return false;
+}
+
+static bool ids_has(const struct ids *l, uint32_t id) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->v[i] == id)
+                        return true;
+        return false;
+}
+
+static char *ids_format(const struct ids *l) {
+        char *s = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&s, &len);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < l->n; i++)
+                fprintf(f, "%s%" PRIu32, i ? ", " : "", l->v[i]);
+        if (l->n == 0)
+                fputs("none", f);
+        fclose(f);
+        return s;
+}
+
+/* ---- open --------------------------------------------------------------- */
+
+static void nvme_close(struct svff_class_pf *c) {
+        if (!c)
+                return;
+        if (c->handle && c->ops->close)
+                c->ops->close(c->handle);
+        free(c->ctrl);
+        svff_ctx_unref(c->ctx);
+        free(c);
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_class_pf *, nvme_close);
+
+/* The PF's controller: its nvme/ directory holds one entry, "nvmeN". */
+static int find_ctrl(struct svff_ctx *ctx, const struct svff_pf *pf, char **ret, struct svff_error *err) {
+        _cleanup_(strv_freep) char **l = NULL;
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (asprintf(&path, "bus/pci/devices/%s/nvme", pf->address) < 0)
+                return -ENOMEM;
+        r = svff_sysfs_list_dir(svff_ctx_get_rootfd(ctx), path, &l);
+        if (r == -ENOENT || (r >= 0 && !l[0]))
+                return svff_error_set(err, -ENODEV,
+                                      "PF %s is on the nvme driver but has no controller under its nvme/ directory "
+                                      "(it may be resetting or have failed to start): check 'dmesg' and try again",
+                                      pf->address);
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Cannot read the nvme/ directory of PF %s", pf->address);
+        for (char **i = l; *i; i++)
+                if (!strncmp(*i, "nvme", 4)) {
+                        *ret = strdup(*i);
+                        return *ret ? 0 : -ENOMEM;
+                }
+        return svff_error_set(err, -ENODEV, "PF %s has no nvmeN controller under its nvme/ directory", pf->address);
+}
+
+int svff_class_nvme_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, const struct svff_nvme_ops *ops,
+                              void *userdata, struct svff_class_pf **ret, struct svff_error *err) {
+        _cleanup_(nvme_closep) struct svff_class_pf *c = NULL;
+        char buf[64];
+        int r;
+
+        if (!pf->driver || strcmp(pf->driver, "nvme"))
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "NVMe PF %s is %s%s%s; svff sets up its VFs' secondary controllers through "
+                                      "the admin queue of the host's nvme driver: bind it to nvme "
+                                      "(e.g. 'driverctl set-override %s nvme') with no VFs enabled",
+                                      pf->address, pf->driver ? "on driver '" : "not bound to a driver",
+                                      pf->driver ? pf->driver : "", pf->driver ? "'" : "", pf->address);
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->ctx = ctx ? svff_ctx_ref(ctx) : NULL;
+        c->ops = ops;
+        snprintf(c->address, sizeof(c->address), "%s", pf->address);
+
+        r = find_ctrl(ctx, pf, &c->ctrl, err);
+        if (r < 0)
+                return r;
+
+        r = ops->open(userdata, c->ctrl, &c->handle);
+        if (r < 0) {
+                c->handle = NULL;
+                return svff_error_set_errno(err, r, "Cannot open /dev/%s, the admin queue of PF %s", c->ctrl,
+                                            pf->address);
+        }
+
+        r = ops->identify_ctrl(c->handle, &c->cntlid, &c->oacs);
+        if (r != 0) {
+                cmd_error(c, r, err, "Identify Controller");
+                return status_errno(r);
+        }
+        c->oacs_virt = c->oacs & SVFF_NVME_OACS_VIRT_MGMT;
+
+        /* Read in every case: it carries the per-VF maxima and the pool.
+         * Where OACS bit 7 is clear, its success is the support. */
+        r = ops->primary_caps(c->handle, &c->caps);
+        if (r != 0) {
+                if (!c->oacs_virt)
+                        return svff_error_set(err, -EOPNOTSUPP,
+                                              "The controller %s of PF %s has no Virtualization Management "
+                                              "(OACS 0x%04x, bit 7 clear; Identify Primary Controller "
+                                              "Capabilities: %s): its VFs cannot be given queues, so svff "
+                                              "cannot hand them out as NVMe controllers",
+                                              c->ctrl, pf->address, c->oacs, status_str(r, buf));
+                cmd_error(c, r, err, "Identify Primary Controller Capabilities (CNS 14h)");
+                return status_errno(r);
+        }
+        if (c->caps.vqfrsm < 2 || c->caps.vifrsm < 1)
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "The controller %s of PF %s lets a secondary controller take at most %u VQ "
+                                      "and %u VI flexible resources; one needs 2 VQ and 1 VI to come online, so "
+                                      "its VFs cannot be NVMe controllers (check the device's SR-IOV "
+                                      "configuration)",
+                                      c->ctrl, pf->address, c->caps.vqfrsm, c->caps.vifrsm);
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+static int nvme_open(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_class_pf **ret,
+                     struct svff_error *err) {
+        return svff_class_nvme_open_with(ctx, pf, &svff_nvme_ops_libnvme, NULL, ret, err);
+}
+
+/* PCI class 01h (mass storage), subclass 08h (non-volatile memory). The
+ * driver is not part of the match: an NVMe PF on another driver is
+ * refused by open, by name, instead of being handed out as a bare PCI
+ * function whose VFs would be dead controllers. */
+static bool nvme_match(struct svff_ctx *ctx, const struct svff_pf *pf) {
+        return (pf->class >> 8) == 0x0108;
+}
+
+/* ---- state -------------------------------------------------------------- */
+
+static struct json_object *u32_array(const uint32_t *v, size_t n) {
+        struct json_object *a = json_object_new_array();
+
+        for (size_t i = 0; a && i < n; i++)
+                json_object_array_add(a, json_object_new_int64(v[i]));
+        return a;
+}
+
+/* The live state of one secondary: list entry plus the namespaces
+ * attached to it. */
+static int live_state(struct svff_class_pf *c, const struct svff_nvme_secondary *sc, const struct ids *nss,
+                      struct json_object **ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+        uint32_t attached[SVFF_NVME_MAX_IDS];
+        size_t n = 0;
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        for (size_t i = 0; i < nss->n; i++) {
+                struct ctrls cl;
+
+                r = read_ns_ctrls(c, nss->v[i], &cl, err);
+                if (r < 0)
+                        return r;
+                if (ctrls_has(&cl, sc->scid))
+                        attached[n++] = nss->v[i];
+        }
+        json_object_object_add(o, "scid", json_object_new_int(sc->scid));
+        json_object_object_add(o, "secondary", json_object_new_string(sc->online ? "online" : "offline"));
+        json_object_object_add(o, "vq", json_object_new_int(sc->nvq));
+        json_object_object_add(o, "vi", json_object_new_int(sc->nvi));
+        json_object_object_add(o, "namespaces", u32_array(attached, n));
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static struct json_object *res_json(uint32_t total, uint32_t assigned, uint16_t primary, uint16_t private_,
+                                    uint16_t per_vf) {
+        struct json_object *o = json_object_new_object();
+        int64_t free_ = (int64_t) total - primary - assigned;
+
+        json_object_object_add(o, "total", json_object_new_int64(total));
+        json_object_object_add(o, "primary", json_object_new_int(primary));
+        json_object_object_add(o, "assigned", json_object_new_int64(assigned));
+        json_object_object_add(o, "free", json_object_new_int64(free_ > 0 ? free_ : 0));
+        json_object_object_add(o, "per-vf-max", json_object_new_int(per_vf));
+        json_object_object_add(o, "primary-private", json_object_new_int(private_));
+        return o;
+}
+
+static int nvme_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struct json_object **ret,
+                        struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *o = json_object_new_object(), *p = NULL, *vfs = NULL;
+        struct svff_nvme_primary_caps caps;
+        _cleanup_free_ struct secondaries *l = malloc(sizeof(*l));
+        _cleanup_free_ struct ids *nss = malloc(sizeof(*nss));
+        int r;
+
+        if (!o || !l || !nss)
+                return -ENOMEM;
+        /* the pool moves with every assignment: read it again */
+        r = c->ops->primary_caps(c->handle, &caps);
+        if (r != 0) {
+                cmd_error(c, r, err, "Identify Primary Controller Capabilities (CNS 14h)");
+                return status_errno(r);
+        }
+        c->caps = caps;
+        r = read_secondaries(c, l, err);
+        if (r < 0)
+                return r;
+        r = read_namespaces(c, nss, err);
+        if (r < 0)
+                return r;
+
+        p = json_object_new_object();
+        vfs = json_object_new_object();
+        if (!p || !vfs)
+                return -ENOMEM;
+        json_object_object_add(p, "controller", json_object_new_string(c->ctrl));
+        json_object_object_add(p, "cntlid", json_object_new_int(c->cntlid));
+        json_object_object_add(p, "oacs", json_object_new_int(c->oacs));
+        json_object_object_add(p, "virtualization", json_object_new_string(c->oacs_virt ? "oacs" : "cns-14h"));
+        json_object_object_add(p, "vq", res_json(caps.vqfrt, caps.vqrfa, caps.vqrfap, caps.vqprt, caps.vqfrsm));
+        json_object_object_add(p, "vi", res_json(caps.vifrt, caps.virfa, caps.virfap, caps.viprt, caps.vifrsm));
+        json_object_object_add(p, "secondaries", json_object_new_int64(l->n));
+        json_object_object_add(p, "namespaces", u32_array(nss->v, nss->n));
+
+        for (size_t i = 0; i < l->n; i++) {
+                struct json_object *st = NULL;
+                char key[16];
+
+                if (l->e[i].vfn == 0 || l->e[i].vfn > pf->numvfs)
+                        continue;
+                r = live_state(c, &l->e[i], nss, &st, err);
+                if (r < 0)
+                        return r;
+                snprintf(key, sizeof(key), "%u", l->e[i].vfn - 1u);
+                json_object_object_add(vfs, key, st);
+        }
+        json_object_object_add(o, "pf", TAKE_PTR(p));
+        json_object_object_add(o, "vfs", TAKE_PTR(vfs));
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* ---- plan --------------------------------------------------------------- */
+
+static int state_int(struct json_object *state, const char *key);
+
+static unsigned want(int setting, uint16_t per_vf_max) {
+        return setting < 0 ? per_vf_max : (unsigned) setting;
+}
+
+static struct json_object *step(int vf, const char *action, const char *detail) {
+        struct json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "vf", vf < 0 ? NULL : json_object_new_int(vf));
+        json_object_object_add(o, "action", json_object_new_string(action));
+        json_object_object_add(o, "detail", json_object_new_string(detail));
+        return o;
+}
+
+/* Whether nsid can go to VF index: it exists, and no other VF's
+ * secondary has it. */
+static int check_namespace(struct svff_class_pf *c, const struct secondaries *l, const struct ids *nss,
+                           unsigned index, uint32_t nsid, bool *ret_private, struct svff_error *err) {
+        _cleanup_free_ struct ctrls *cl = malloc(sizeof(*cl));
+        _cleanup_free_ char *known = NULL;
+        const struct svff_nvme_secondary *mine = secondary_of(l, index);
+        bool private_ = true;
+        int r;
+
+        if (!cl)
+                return -ENOMEM;
+        if (!ids_has(nss, nsid)) {
+                known = ids_format(nss);
+                return svff_error_set(err, -EINVAL,
+                                      "VF %u of PF %s: namespace %" PRIu32 " does not exist on %s (its namespaces: "
+                                      "%s); svff attaches namespaces but creates none: name an existing one",
+                                      index, c->address, nsid, c->ctrl, strna(known));
+        }
+        r = read_ns_ctrls(c, nsid, cl, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < cl->n; i++) {
+                const struct svff_nvme_secondary *other = secondary_by_scid(l, cl->v[i]);
+
+                if (mine && cl->v[i] == mine->scid)
+                        continue;
+                private_ = false;
+                if (other && other->vfn > 0)
+                        return svff_error_set(err, -EBUSY,
+                                              "VF %u of PF %s: namespace %" PRIu32 " is already attached to controller "
+                                              "%u, the secondary of VF %u; detach it there (or release that VF) first, "
+                                              "or name another namespace",
+                                              index, c->address, nsid, cl->v[i], other->vfn - 1u);
+        }
+        if (ret_private)
+                *ret_private = private_;
+        return 0;
+}
+
+static struct json_object *settings_at(struct json_object *settings, unsigned i) {
+        if (!settings || !json_object_is_type(settings, json_type_array))
+                return NULL;
+        return json_object_array_get_idx(settings, i);
+}
+
+static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
+                     struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *o = json_object_new_object(), *steps = json_object_new_array(),
+                                                       *warnings = json_object_new_array();
+        _cleanup_free_ struct secondaries *l = malloc(sizeof(*l));
+        _cleanup_free_ struct ids *nss = malloc(sizeof(*nss));
+        _cleanup_free_ char *needs = NULL;
+        uint64_t vq = 0, vi = 0, held_vq = 0, held_vi = 0, free_vq, free_vi;
+        bool primary_flexible = false;
+        char detail[256];
+        int r;
+
+        if (!o || !steps || !warnings || !l || !nss)
+                return -ENOMEM;
+        if (settings && !json_object_is_type(settings, json_type_array))
+                return svff_error_set(err, -EINVAL, "The NVMe plan for PF %s takes one settings object per VF",
+                                      pf->address);
+
+        r = c->ops->primary_caps(c->handle, &c->caps);
+        if (r != 0) {
+                cmd_error(c, r, err, "Identify Primary Controller Capabilities (CNS 14h)");
+                return status_errno(r);
+        }
+        r = read_secondaries(c, l, err);
+        if (r < 0)
+                return r;
+        r = read_namespaces(c, nss, err);
+        if (r < 0)
+                return r;
+
+        if (numvfs > l->n)
+                return svff_error_set(err, -ERANGE,
+                                      "%u VFs asked of PF %s, whose controller %s has %zu secondary controllers: "
+                                      "ask for %zu VFs at most",
+                                      numvfs, pf->address, c->ctrl, l->n, l->n);
+
+        for (unsigned i = 0; i < numvfs; i++) {
+                struct nvme_settings s;
+                unsigned q, v;
+                bool private_ = false;
+
+                r = settings_parse(settings_at(settings, i), i, &s, err);
+                if (r < 0)
+                        return r;
+                q = want(s.vq, c->caps.vqfrsm);
+                v = want(s.vi, c->caps.vifrsm);
+                if (q > c->caps.vqfrsm || v > c->caps.vifrsm)
+                        return svff_error_set(err, -EINVAL,
+                                              "VF %u of PF %s asks for %u VQ and %u VI flexible resources; the "
+                                              "controller %s gives one secondary at most %u VQ and %u VI: lower "
+                                              "'vq'/'vi' or leave them out (the per-VF maximum is the default)",
+                                              i, pf->address, q, v, c->ctrl, c->caps.vqfrsm, c->caps.vifrsm);
+                vq += q;
+                vi += v;
+                primary_flexible |= s.primary_flexible;
+
+                snprintf(detail, sizeof(detail), "secondary controller of VFN %u: %u VI, %u VQ", i + 1, v, q);
+                json_object_array_add(steps, step(i, "assign", detail));
+                json_object_array_add(steps, step(i, "online", "bring the secondary online, read it back"));
+                if (s.nsid) {
+                        r = check_namespace(c, l, nss, i, s.nsid, &private_, err);
+                        if (r < 0)
+                                return r;
+                        snprintf(detail, sizeof(detail), "attach namespace %" PRIu32, s.nsid);
+                        json_object_array_add(steps, step(i, "attach-namespace", detail));
+                        if (s.scrub && private_) {
+                                snprintf(detail, sizeof(detail),
+                                         "VF %u: namespace %" PRIu32 " is formatted when the VF is released "
+                                         "(scrub-on-release): its data is erased",
+                                         i, s.nsid);
+                                json_object_array_add(warnings, json_object_new_string(detail));
+                        }
+                }
+        }
+
+        /* Secondaries beyond numvfs keep what they hold (VF disable
+         * takes it back from the ones that go). */
+        for (size_t i = 0; i < l->n; i++)
+                if (l->e[i].vfn > numvfs) {
+                        held_vq += l->e[i].nvq;
+                        held_vi += l->e[i].nvi;
+                }
+        free_vq = c->caps.vqfrt > c->caps.vqrfap + held_vq ? c->caps.vqfrt - c->caps.vqrfap - held_vq : 0;
+        free_vi = c->caps.vifrt > c->caps.virfap + held_vi ? c->caps.vifrt - c->caps.virfap - held_vi : 0;
+
+        if (asprintf(&needs, "%u VFs need %" PRIu64 " VQ and %" PRIu64 " VI flexible resources", numvfs, vq, vi) < 0)
+                return -ENOMEM;
+
+        if (vq > free_vq || vi > free_vi) {
+                uint64_t pool_vq = c->caps.vqfrt > held_vq ? c->caps.vqfrt - held_vq : 0;
+                uint64_t pool_vi = c->caps.vifrt > held_vi ? c->caps.vifrt - held_vi : 0;
+
+                if (!primary_flexible || vq > pool_vq || vi > pool_vi) {
+                        char have[128];
+
+                        if (vq > free_vq && vi > free_vi)
+                                snprintf(have, sizeof(have), "%" PRIu64 " VQ and %" PRIu64 " VI", free_vq, free_vi);
+                        else if (vq > free_vq)
+                                snprintf(have, sizeof(have), "%" PRIu64 " VQ", free_vq);
+                        else
+                                snprintf(have, sizeof(have), "%" PRIu64 " VI", free_vi);
+                        return svff_error_set(err, -ENOSPC,
+                                              "%s; the primary controller %s of PF %s has %s free: ask for fewer "
+                                              "VFs or fewer resources per VF ('vq' 2 and 'vi' 1 at least)%s",
+                                              needs, c->ctrl, pf->address, have,
+                                              (c->caps.vqrfap || c->caps.virfap) && !primary_flexible
+                                                      ? ", or let svff shrink the primary's flexible share "
+                                                        "('primary-flexible': true; resets the PF's controller)"
+                                                      : "");
+                }
+                /* prepare gives the primary what the VFs leave */
+                snprintf(detail, sizeof(detail),
+                         "shrink the primary controller's flexible share to %" PRIu64 " VQ and %" PRIu64
+                         " VI, then reset %s (disrupts the host's own use of PF %s)",
+                         pool_vq - vq, pool_vi - vi, c->ctrl, pf->address);
+                struct json_object *ps = step(-1, "primary-flexible", detail);
+                json_object_object_add(ps, "disruptive", json_object_new_boolean(true));
+                json_object_object_add(ps, "vq", json_object_new_int64(MIN(pool_vq - vq, (uint64_t) c->caps.vqrfap)));
+                json_object_object_add(ps, "vi", json_object_new_int64(MIN(pool_vi - vi, (uint64_t) c->caps.virfap)));
+                json_object_array_add(steps, ps);
+                json_object_array_add(warnings, json_object_new_string(detail));
+                free_vq = pool_vq;
+                free_vi = pool_vi;
+        }
+
+        json_object_object_add(o, "steps", TAKE_PTR(steps));
+        json_object_object_add(o, "needs", json_object_new_string(needs));
+        snprintf(detail, sizeof(detail), "%" PRIu64 " VQ and %" PRIu64 " VI free", free_vq, free_vi);
+        json_object_object_add(o, "has", json_object_new_string(detail));
+        json_object_object_add(o, "warnings", TAKE_PTR(warnings));
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int nvme_prepare(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
+                        struct json_object *settings, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *plan = NULL;
+        struct json_object *steps;
+        int r;
+
+        r = nvme_plan(c, pf, numvfs, settings, &plan, err);
+        if (r < 0)
+                return r;
+        steps = json_object_object_get(plan, "steps");
+        for (size_t i = 0; i < json_object_array_length(steps); i++) {
+                struct json_object *s = json_object_array_get_idx(steps, i);
+                static const struct {
+                        enum svff_nvme_res res;
+                        const char *key;
+                } res[] = { { SVFF_NVME_RES_VQ, "vq" }, { SVFF_NVME_RES_VI, "vi" } };
+
+                if (strcmp(json_object_get_string(json_object_object_get(s, "action")), "primary-flexible"))
+                        continue;
+                for (size_t k = 0; k < ELEMENTSOF(res); k++) {
+                        int nr = state_int(s, res[k].key);
+                        uint16_t cur = res[k].res == SVFF_NVME_RES_VQ ? c->caps.vqrfap : c->caps.virfap;
+                        char what[96];
+
+                        if (nr < 0 || nr >= cur)
+                                continue;
+                        r = c->ops->virt_mgmt(c->handle, SVFF_NVME_VIRT_PRIMARY_FLEX, res[k].res, c->cntlid,
+                                              (uint16_t) nr);
+                        if (r != 0) {
+                                snprintf(what, sizeof(what), "Primary Controller Flexible Allocation of %d %s",
+                                         nr, res[k].res == SVFF_NVME_RES_VQ ? "VQ" : "VI");
+                                cmd_error(c, r, err, what);
+                                return status_errno(r);
+                        }
+                }
+                /* the allocation takes effect at the primary's reset */
+                r = c->ops->reset(c->handle);
+                if (r != 0) {
+                        cmd_error(c, r, err, "Controller reset of the primary");
+                        return status_errno(r);
+                }
+                break;
+        }
+        return 0;
+}
+
+/* ---- provision, verify, release ----------------------------------------- */
+
+static int virt(struct svff_class_pf *c, unsigned index, const struct svff_nvme_secondary *sc,
+                enum svff_nvme_virt_act act, enum svff_nvme_res res, uint16_t nr, struct svff_error *err) {
+        char buf[64];
+        int r = c->ops->virt_mgmt(c->handle, act, res, sc->scid, nr);
+
+        if (r == 0)
+                return 0;
+        switch (act) {
+        case SVFF_NVME_VIRT_ASSIGN:
+                svff_error_set(err, status_errno(r),
+                               "Assigning %u %s flexible resources to VF %u's secondary controller %u on %s (PF %s) "
+                               "failed: %s%s",
+                               nr, res == SVFF_NVME_RES_VQ ? "VQ" : "VI", index, sc->scid, c->ctrl, c->address,
+                               status_str(r, buf),
+                               r == SVFF_NVME_SC_INVALID_NUM_RESOURCES ? "; ask for no more than the per-VF maximum"
+                               : r == SVFF_NVME_SC_INVALID_RESOURCE_ID ? "; the primary controller has too few free: "
+                                                                         "release other VFs or ask for fewer"
+                               : r == SVFF_NVME_SC_INVALID_SEC_CTRL_STATE ? "; it must be offline"
+                                                                          : "");
+                break;
+        case SVFF_NVME_VIRT_ONLINE:
+                svff_error_set(err, status_errno(r),
+                               "VF %u's secondary controller %u on %s (PF %s) refused to come online with %u VQ and "
+                               "%u VI: %s; check its resources with 'nvme list-secondary /dev/%s'",
+                               index, sc->scid, c->ctrl, c->address, sc->nvq, sc->nvi, status_str(r, buf), c->ctrl);
+                break;
+        default:
+                svff_error_set(err, status_errno(r),
+                               "Taking VF %u's secondary controller %u on %s (PF %s) offline failed: %s", index,
+                               sc->scid, c->ctrl, c->address, status_str(r, buf));
+                break;
+        }
+        return status_errno(r);
+}
+
+static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                          struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *state = NULL;
+        _cleanup_free_ struct secondaries *l = malloc(sizeof(*l));
+        _cleanup_free_ struct ids *nss = malloc(sizeof(*nss));
+        struct svff_nvme_secondary sc;
+        const struct svff_nvme_secondary *e;
+        struct nvme_settings s;
+        unsigned q, v;
+        bool private_ = false;
+        char buf[64];
+        int r;
+
+        if (!l || !nss)
+                return -ENOMEM;
+        /* everything that can be refused is, before the first command
+         * that changes anything */
+        r = settings_parse(settings, index, &s, err);
+        if (r < 0)
+                return r;
+        q = want(s.vq, c->caps.vqfrsm);
+        v = want(s.vi, c->caps.vifrsm);
+        if (q > c->caps.vqfrsm || v > c->caps.vifrsm)
+                return svff_error_set(err, -EINVAL,
+                                      "VF %u of PF %s asks for %u VQ and %u VI flexible resources; the controller %s "
+                                      "gives one secondary at most %u VQ and %u VI",
+                                      index, pf->address, q, v, c->ctrl, c->caps.vqfrsm, c->caps.vifrsm);
+        r = read_secondaries(c, l, err);
+        if (r < 0)
+                return r;
+        e = secondary_of(l, index);
+        if (!e)
+                return svff_error_set(err, -ENODEV,
+                                      "PF %s's controller %s lists no secondary controller for VF %u (VFN %u): "
+                                      "is the VF enabled?",
+                                      pf->address, c->ctrl, index, index + 1);
+        sc = *e;
+        if (s.nsid) {
+                r = read_namespaces(c, nss, err);
+                if (r < 0)
+                        return r;
+                r = check_namespace(c, l, nss, index, s.nsid, &private_, err);
+                if (r < 0)
+                        return r;
+        }
+
+        /* Already what was asked: leave it be (an online changes nothing
+         * but resets the controller under whoever uses it). */
+        if (!(sc.online && sc.nvq == q && sc.nvi == v)) {
+                if (sc.online) {
+                        r = virt(c, index, &sc, SVFF_NVME_VIRT_OFFLINE, SVFF_NVME_RES_VQ, 0, err);
+                        if (r < 0)
+                                return r;
+                        sc.online = false;
+                        sc.nvq = sc.nvi = 0;
+                }
+                r = virt(c, index, &sc, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VI, v, err);
+                if (r < 0)
+                        return r;
+                sc.nvi = v;
+                r = virt(c, index, &sc, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VQ, q, err);
+                if (r < 0)
+                        return r;
+                sc.nvq = q;
+                r = virt(c, index, &sc, SVFF_NVME_VIRT_ONLINE, SVFF_NVME_RES_VQ, 0, err);
+                if (r < 0) {
+                        /* give the pool back: an offline secondary keeps
+                         * what it was assigned (offline drops it to 0) */
+                        (void) c->ops->virt_mgmt(c->handle, SVFF_NVME_VIRT_OFFLINE, SVFF_NVME_RES_VQ, sc.scid, 0);
+                        return r;
+                }
+
+                r = read_secondaries(c, l, err);
+                if (r < 0)
+                        return r;
+                e = secondary_of(l, index);
+                if (!e || !e->online || e->nvq != q || e->nvi != v)
+                        return svff_error_set(err, -EIO,
+                                              "VF %u's secondary controller %u on %s (PF %s) reads %s with %u VQ and "
+                                              "%u VI after going online with %u VQ and %u VI",
+                                              index, sc.scid, c->ctrl, pf->address,
+                                              e && e->online ? "online" : e ? "offline" : "absent", e ? e->nvq : 0,
+                                              e ? e->nvi : 0, q, v);
+        }
+
+        if (s.nsid) {
+                r = c->ops->ns_attach(c->handle, s.nsid, sc.scid, true);
+                /* attached by an earlier, interrupted run */
+                if (r != 0 && r != SVFF_NVME_SC_NS_ALREADY_ATTACHED)
+                        return svff_error_set(err, status_errno(r),
+                                              "Attaching namespace %" PRIu32 " to VF %u's secondary controller %u on "
+                                              "%s (PF %s) failed: %s",
+                                              s.nsid, index, sc.scid, c->ctrl, pf->address, status_str(r, buf));
+        }
+
+        state = json_object_new_object();
+        if (!state)
+                return -ENOMEM;
+        json_object_object_add(state, "scid", json_object_new_int(sc.scid));
+        json_object_object_add(state, "secondary", json_object_new_string("online"));
+        json_object_object_add(state, "vq", json_object_new_int(q));
+        json_object_object_add(state, "vi", json_object_new_int(v));
+        json_object_object_add(state, "namespaces", u32_array(&s.nsid, s.nsid ? 1 : 0));
+        if (s.scrub) {
+                json_object_object_add(state, "scrub-on-release", json_object_new_string("format"));
+                json_object_object_add(state, "private", u32_array(&s.nsid, s.nsid && private_ ? 1 : 0));
+        }
+        *ret = TAKE_PTR(state);
+        return 0;
+}
+
+static int state_u32s(struct json_object *state, const char *key, struct ids *ret) {
+        struct json_object *a;
+
+        ret->n = 0;
+        if (!json_object_object_get_ex(state, key, &a) || !a)
+                return 0;
+        if (!json_object_is_type(a, json_type_array))
+                return -EINVAL;
+        for (size_t i = 0; i < json_object_array_length(a) && ret->n < ELEMENTSOF(ret->v); i++) {
+                struct json_object *e = json_object_array_get_idx(a, i);
+                int64_t n = e ? json_object_get_int64(e) : 0;
+
+                if (!e || !json_object_is_type(e, json_type_int) || n < 1 || n > 0xfffffffe)
+                        return -EINVAL;
+                ret->v[ret->n++] = (uint32_t) n;
+        }
+        return 0;
+}
+
+static int state_int(struct json_object *state, const char *key) {
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(state, key, &v) || !json_object_is_type(v, json_type_int))
+                return -1;
+        return json_object_get_int(v);
+}
+
+static int nvme_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index, struct json_object *state,
+                       struct svff_error *err) {
+        _cleanup_free_ struct secondaries *l = malloc(sizeof(*l));
+        _cleanup_free_ struct ids *want_ns = malloc(sizeof(*want_ns));
+        const struct svff_nvme_secondary *e;
+        const char *secondary;
+        int vq, vi, r;
+
+        if (!l || !want_ns)
+                return -ENOMEM;
+        if (!state || state_u32s(state, "namespaces", want_ns) < 0)
+                return svff_error_set(err, -EINVAL, "VF %u of PF %s: the recorded NVMe state %s is not one svff wrote",
+                                      index, pf->address,
+                                      state ? json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN) : "null");
+        r = read_secondaries(c, l, err);
+        if (r < 0)
+                return r;
+        e = secondary_of(l, index);
+        if (!e)
+                return svff_error_set(err, -EUCLEAN, "VF %u of PF %s: %s lists no secondary controller for it",
+                                      index, pf->address, c->ctrl);
+        secondary = json_object_get_string(json_object_object_get(state, "secondary"));
+        vq = state_int(state, "vq");
+        vi = state_int(state, "vi");
+        if ((secondary && !strcmp(secondary, "online")) != e->online || (vq >= 0 && vq != e->nvq) ||
+            (vi >= 0 && vi != e->nvi))
+                return svff_error_set(err, -EUCLEAN,
+                                      "VF %u of PF %s: secondary controller %u is %s with %u VQ and %u VI, recorded "
+                                      "%s with %d VQ and %d VI (changed behind svff's back?); provision the VF again",
+                                      index, pf->address, e->scid, e->online ? "online" : "offline", e->nvq, e->nvi,
+                                      strna(secondary), vq, vi);
+        for (size_t i = 0; i < want_ns->n; i++) {
+                struct ctrls cl;
+
+                r = read_ns_ctrls(c, want_ns->v[i], &cl, err);
+                if (r < 0)
+                        return r;
+                if (!ctrls_has(&cl, e->scid))
+                        return svff_error_set(err, -EUCLEAN,
+                                              "VF %u of PF %s: namespace %" PRIu32 " is no longer attached to its "
+                                              "secondary controller %u (detached behind svff's back?); provision the "
+                                              "VF again",
+                                              index, pf->address, want_ns->v[i], e->scid);
+        }
+        return 0;
+}
+
+static int nvme_release(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index, struct json_object *state,
+                        struct svff_error *err) {
+        _cleanup_free_ struct secondaries *l = malloc(sizeof(*l));
+        _cleanup_free_ struct ids *ns = malloc(sizeof(*ns)), *priv = malloc(sizeof(*priv));
+        const struct svff_nvme_secondary *e;
+        const char *scrub = NULL;
+        char buf[64];
+        int scid, r;
+
+        if (!l || !ns || !priv)
+                return -ENOMEM;
+        if (state && json_object_is_type(state, json_type_object))
+                scrub = json_object_get_string(json_object_object_get(state, "scrub-on-release"));
+        if (!state || state_u32s(state, "namespaces", ns) < 0 || state_u32s(state, "private", priv) < 0)
+                return svff_error_set(err, -EINVAL, "VF %u of PF %s: the recorded NVMe state %s is not one svff wrote",
+                                      index, pf->address,
+                                      state ? json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN) : "null");
+        r = read_secondaries(c, l, err);
+        if (r < 0)
+                return r;
+        e = secondary_of(l, index);
+        scid = e ? e->scid : state_int(state, "scid");
+
+        /* only what svff attached */
+        for (size_t i = 0; scid >= 0 && i < ns->n; i++) {
+                r = c->ops->ns_attach(c->handle, ns->v[i], (uint16_t) scid, false);
+                if (r != 0 && r != SVFF_NVME_SC_NS_NOT_ATTACHED && r != SVFF_NVME_SC_CTRL_LIST_INVALID)
+                        return svff_error_set(err, status_errno(r),
+                                              "Detaching namespace %" PRIu32 " from VF %u's secondary controller %d on "
+                                              "%s (PF %s) failed: %s",
+                                              ns->v[i], index, scid, c->ctrl, pf->address, status_str(r, buf));
+        }
+
+        if (scrub && !strcmp(scrub, "format"))
+                for (size_t i = 0; i < priv->n; i++) {
+                        struct ctrls cl;
+
+                        r = read_ns_ctrls(c, priv->v[i], &cl, err);
+                        if (r < 0)
+                                return r;
+                        if (cl.n > 0 && !(cl.n == 1 && cl.v[0] == c->cntlid))
+                                return svff_error_set(err, -EBUSY,
+                                                      "VF %u of PF %s: namespace %" PRIu32 " was not formatted "
+                                                      "(scrub-on-release): controller %u has it now; detach it there "
+                                                      "and release again",
+                                                      index, pf->address, priv->v[i], cl.v[0]);
+                        /* Format NVM goes to a namespace attached to the
+                         * controller that runs it: the primary, briefly */
+                        r = c->ops->ns_attach(c->handle, priv->v[i], c->cntlid, true);
+                        if (r == 0 || r == SVFF_NVME_SC_NS_ALREADY_ATTACHED)
+                                r = c->ops->format(c->handle, priv->v[i]);
+                        if (r != 0)
+                                return svff_error_set(err, status_errno(r),
+                                                      "Formatting namespace %" PRIu32 " of VF %u on %s (PF %s, "
+                                                      "scrub-on-release) failed: %s; release the VF again",
+                                                      priv->v[i], index, c->ctrl, pf->address, status_str(r, buf));
+                        r = c->ops->ns_attach(c->handle, priv->v[i], c->cntlid, false);
+                        if (r != 0 && r != SVFF_NVME_SC_NS_NOT_ATTACHED)
+                                return svff_error_set(err, status_errno(r),
+                                                      "Detaching namespace %" PRIu32 " from the primary controller of "
+                                                      "%s (PF %s) after its format failed: %s",
+                                                      priv->v[i], c->ctrl, pf->address, status_str(r, buf));
+                }
+
+        /* a VF that is gone has nothing left to take offline */
+        if (e && (e->online || e->nvq || e->nvi)) {
+                r = virt(c, index, e, SVFF_NVME_VIRT_OFFLINE, SVFF_NVME_RES_VQ, 0, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static char *nvme_describe(struct json_object *state) {
+        struct ids ns;
+        const char *secondary;
+        char *s = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        if (!state || !json_object_is_type(state, json_type_object))
+                return strdup("-");
+        secondary = json_object_get_string(json_object_object_get(state, "secondary"));
+        f = open_memstream(&s, &len);
+        if (!f)
+                return NULL;
+        fputs(secondary ? secondary : "unknown", f);
+        if (state_int(state, "vq") >= 0 || state_int(state, "vi") >= 0)
+                fprintf(f, " %dVQ/%dVI", state_int(state, "vq"), state_int(state, "vi"));
+        if (state_u32s(state, "namespaces", &ns) == 0 && ns.n > 0) {
+                fputs(" ns ", f);
+                for (size_t i = 0; i < ns.n; i++)
+                        fprintf(f, "%s%" PRIu32, i ? "," : "", ns.v[i]);
+        }
+        fclose(f);
+        return s;
+}
+
+const struct svff_class svff_class_nvme = {
+        .name = "nvme",
+        .match = nvme_match,
+        .open = nvme_open,
+        .close = nvme_close,
+        .inspect = nvme_inspect,
+        .plan = nvme_plan,
+        .provision = nvme_provision,
+        .verify = nvme_verify,
+        .release = nvme_release,
+        .describe = nvme_describe,
+        .check = nvme_check,
+        .prepare = nvme_prepare,
+};

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The registry of device classes, and the settings merge every class
+ * shares. A class is one file (class-<name>.c) and one line below. */
+
+#include <errno.h>
+#include <string.h>
+
+#include "class.h"
+
+/* One line per class, in match order: the first class whose match()
+ * says yes handles the PF, so a narrower class goes before a broader
+ * one. */
+extern const struct svff_class svff_class_nvme;
+
+static const struct svff_class *const classes[] = {
+        &svff_class_nvme,
+        NULL,
+};
+
+const struct svff_class *const *svff_class_all(void) {
+        return classes;
+}
+
+const struct svff_class *svff_class_by_name(const char *name) {
+        if (!name)
+                return NULL;
+        for (const struct svff_class *const *c = classes; *c; c++)
+                if (strcmp((*c)->name, name) == 0)
+                        return *c;
+        return NULL;
+}
+
+const struct svff_class *svff_class_find(struct svff_ctx *ctx, const struct svff_pf *pf) {
+        if (!pf)
+                return NULL;
+        for (const struct svff_class *const *c = classes; *c; c++)
+                if ((*c)->match && (*c)->match(ctx, pf))
+                        return *c;
+        return NULL;
+}
+
+int svff_class_check(const struct svff_class *cls, struct json_object *settings,
+                     struct svff_error *err) {
+        if (settings && !json_object_is_type(settings, json_type_object))
+                return svff_error_set(err, -EINVAL,
+                                      "The %s class settings must be a JSON object, not '%s'",
+                                      cls ? cls->name : "device",
+                                      json_object_to_json_string_ext(settings, JSON_C_TO_STRING_PLAIN));
+        if (!cls || !cls->check)
+                return 0;
+        return cls->check(settings, err);
+}
+
+/* Adds a deep copy of every member of from to to, replacing what is
+ * there; a null member removes the key instead. */
+static int overlay(struct json_object *to, struct json_object *from) {
+        if (!from || !json_object_is_type(from, json_type_object))
+                return 0;
+        json_object_object_foreach(from, key, val) {
+                struct json_object *copy = NULL;
+
+                if (!val) {
+                        json_object_object_del(to, key);
+                        continue;
+                }
+                if (json_object_deep_copy(val, &copy, NULL) < 0)
+                        return -ENOMEM;
+                if (json_object_object_add(to, key, copy) < 0) {
+                        json_object_put(copy);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+struct json_object *svff_class_settings_merge(struct json_object *policy,
+                                              struct json_object *assignment) {
+        struct json_object *m = json_object_new_object();
+
+        if (!m) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        if (overlay(m, policy) < 0 || overlay(m, assignment) < 0) {
+                json_object_put(m);
+                errno = ENOMEM;
+                return NULL;
+        }
+        return m;
+}

@@ -1,0 +1,848 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The NVMe class against a stand-in for the PF's admin queue
+ * (nvme-standin.c: QEMU's controller rules; no NVMe controller can run
+ * in a unit test). The PF's sysfs side is a fixture tree. */
+
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "class.h"
+#include "class-nvme.h"
+#include "fixture-util.h"
+#include "json-util.h"
+#include "nvme-standin.h"
+
+#define PF "0000:00:04.0"
+
+static char *root;
+static struct svff_ctx *ctx;
+static struct svff_pf pf;
+static struct nvme_standin st;
+static struct svff_class_pf *c;
+static const struct svff_class *nvme;
+
+static void setup(void) {
+        root = fixture_new();
+        fixture_device(root, PF, 0x1b36, 0x0010, 0x010802, 4);
+        fixture_mkdir(root, "devices/pci0000:00/" PF "/nvme/nvme0");
+        ck_assert_int_eq(svff_ctx_new(root, &ctx), 0);
+        pf = (struct svff_pf) { .address = PF, .class = 0x010802, .driver = (char *) "nvme", .totalvfs = 4 };
+        nvme_standin_init_qemu(&st);
+        nvme = svff_class_by_name("nvme");
+        ck_assert_ptr_nonnull(nvme);
+        c = NULL;
+}
+
+static void teardown(void) {
+        if (c)
+                nvme->close(c);
+        nvme_standin_done(&st);
+        ctx = svff_ctx_unref(ctx);
+        fixture_free(root);
+        root = NULL;
+}
+
+static struct json_object *json(const char *s) {
+        struct json_object *v = NULL;
+
+        ck_assert_msg(svff_json_parse(s, strlen(s), 16, &v, NULL) == 0, "bad JSON in test: %s", s);
+        return v;
+}
+
+static void assert_json_eq(struct json_object *v, const char *want) {
+        _cleanup_(json_object_putp) struct json_object *w = json(want);
+
+        ck_assert_msg(json_object_equal(v, w), "got %s, want %s",
+                      json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), want);
+}
+
+static void assert_log(const char *want) {
+        _cleanup_free_ char *got = nvme_standin_take_log(&st, false);
+
+        ck_assert_str_eq(got, want);
+}
+
+static void clear_log(void) {
+        free(nvme_standin_take_log(&st, true));
+}
+
+#define assert_err(e, needle)                                                                                   \
+        do {                                                                                                    \
+                ck_assert_msg(strstr(svff_error_message(e), (needle)), "message '%s' lacks '%s'",              \
+                              svff_error_message(e), (needle));                                                 \
+        } while (0)
+
+static void open_ok(void) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        ck_assert_msg(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err) == 0, "open: %s",
+                      svff_error_message(&err));
+        clear_log();
+}
+
+static void numvfs(unsigned n) {
+        nvme_standin_set_numvfs(&st, n);
+        pf.numvfs = n;
+}
+
+/* provision VF index with settings (JSON text), expecting r */
+static struct json_object *provision(unsigned index, const char *settings, int want_r, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *s = settings ? json(settings) : NULL;
+        struct json_object *state = NULL;
+        int r = nvme->provision(c, &pf, index, s, &state, err);
+
+        ck_assert_msg(r == want_r, "provision VF %u: %d (%s), want %d", index, r, svff_error_message(err), want_r);
+        if (r < 0)
+                ck_assert_ptr_null(state);
+        return state;
+}
+
+static struct json_object *provision_ok(unsigned index, const char *settings) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *state = provision(index, settings, 0, &err);
+
+        ck_assert_ptr_nonnull(state);
+        return state;
+}
+
+static void assert_secondary(uint16_t scid, bool online, uint16_t nvq, uint16_t nvi) {
+        const struct svff_nvme_secondary *e = nvme_standin_sec(&st, scid);
+
+        ck_assert_ptr_nonnull(e);
+        ck_assert_msg(e->online == online && e->nvq == nvq && e->nvi == nvi,
+                      "secondary %u is %s %u VQ/%u VI, want %s %u/%u", scid, e->online ? "online" : "offline", e->nvq,
+                      e->nvi, online ? "online" : "offline", nvq, nvi);
+}
+
+/* ---- open ---------------------------------------------------------------- */
+
+START_TEST(test_open_qemu) {
+        /* QEMU 7.2: OACS 0x10a (bit 7 clear), CNS 14h answers: supported */
+        ck_assert_uint_eq(st.oacs & SVFF_NVME_OACS_VIRT_MGMT, 0);
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, NULL), 0);
+        ck_assert_uint_eq(st.opens, 1);
+        /* opening reads, never changes */
+        assert_log("");
+}
+END_TEST
+
+START_TEST(test_open_refusals) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        /* not on nvme: svff needs the host driver's admin queue */
+        pf.driver = (char *) "vfio-pci";
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -EOPNOTSUPP);
+        assert_err(&err, PF);
+        assert_err(&err, "'vfio-pci'");
+        assert_err(&err, "bind it to nvme");
+        svff_error_free(&err);
+        pf.driver = NULL;
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -EOPNOTSUPP);
+        assert_err(&err, "not bound to a driver");
+        svff_error_free(&err);
+        ck_assert_uint_eq(st.opens, 0);
+        pf.driver = (char *) "nvme";
+
+        /* no Virtualization Management: OACS bit 7 clear and CNS 14h
+         * refused */
+        st.cns14 = false;
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -EOPNOTSUPP);
+        assert_err(&err, "no Virtualization Management");
+        assert_err(&err, "OACS 0x010a");
+        assert_err(&err, "Invalid Field in Command");
+        assert_err(&err, PF);
+        svff_error_free(&err);
+        ck_assert_ptr_null(c);
+
+        /* bit 7 set: CNS 14h failing is an error of its own */
+        st.oacs |= SVFF_NVME_OACS_VIRT_MGMT;
+        st.cns14 = true;
+        nvme_standin_fail(&st, "identify-primary", SVFF_NVME_SC_INTERNAL, 1);
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -EIO);
+        assert_err(&err, "Internal Error (NVMe status 0x006)");
+        svff_error_free(&err);
+
+        /* no flexible resources per VF: no secondary can come online */
+        st.caps.vifrsm = 0;
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -EOPNOTSUPP);
+        assert_err(&err, "at most 2 VQ and 0 VI");
+        svff_error_free(&err);
+        st.caps.vifrsm = 1;
+
+        /* the char device cannot be opened */
+        st.open_refused = true;
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -EACCES);
+        assert_err(&err, "/dev/nvme0");
+        svff_error_free(&err);
+        st.open_refused = false;
+
+        /* no controller under nvme/ (resetting, failed probe) */
+        fixture_free(root);
+        root = fixture_new();
+        fixture_device(root, PF, 0x1b36, 0x0010, 0x010802, 4);
+        ctx = svff_ctx_unref(ctx);
+        ck_assert_int_eq(svff_ctx_new(root, &ctx), 0);
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -ENODEV);
+        assert_err(&err, "nvme/");
+        svff_error_free(&err);
+        ck_assert_ptr_null(c);
+
+        /* nothing was changed by any of them */
+        assert_log("");
+}
+END_TEST
+
+/* ---- provision ------------------------------------------------------------- */
+
+START_TEST(test_provision_order) {
+        _cleanup_(json_object_putp) struct json_object *s0 = NULL, *s1 = NULL, *again = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ char *d = NULL;
+
+        open_ok();
+        numvfs(2);
+        /* defaults: the per-VF maxima (2 VQ, 1 VI); VI before VQ, then
+         * online, then the namespace */
+        s0 = provision_ok(0, "{\"namespace\": [1, 2]}");
+        assert_log("virt-mgmt assign c1 vi 1; virt-mgmt assign c1 vq 2; virt-mgmt online c1; ns-attach 1 c1");
+        assert_json_eq(s0, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1]}");
+        s1 = provision_ok(1, "{\"namespace\": [1, 2]}");
+        assert_log("virt-mgmt assign c2 vi 1; virt-mgmt assign c2 vq 2; virt-mgmt online c2; ns-attach 2 c2");
+        assert_secondary(1, true, 2, 1);
+        assert_secondary(2, true, 2, 1);
+        ck_assert(nvme_standin_attached(&st, 1, 1));
+        ck_assert(nvme_standin_attached(&st, 2, 2));
+        ck_assert(!nvme_standin_attached(&st, 1, 2));
+
+        d = nvme->describe(s0);
+        ck_assert_str_eq(d, "online 2VQ/1VI ns 1");
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, s0, &err), 0);
+        ck_assert_int_eq(nvme->verify(c, &pf, 1, s1, &err), 0);
+        assert_log("");
+
+        /* again, as recovery repeats it: no offline/online (that would
+         * reset the controller under its user), the namespace is there */
+        again = provision_ok(0, "{\"namespace\": [1, 2]}");
+        assert_log("ns-attach 1 c1");
+        ck_assert(json_object_equal(again, s0));
+        ck_assert(!svff_error_is_set(&err));
+}
+END_TEST
+
+START_TEST(test_provision_reassign) {
+        _cleanup_(json_object_putp) struct json_object *s = NULL;
+
+        st.caps.vqfrsm = 4;
+        st.caps.vifrsm = 2;
+        open_ok();
+        numvfs(1);
+        json_object_put(provision_ok(0, "{\"vq\": 2, \"vi\": 1}"));
+        clear_log();
+        /* online with other resources: offline first, or the controller
+         * refuses the assignment */
+        s = provision_ok(0, "{\"vq\": 3, \"vi\": 2}");
+        assert_log("virt-mgmt offline c1; virt-mgmt assign c1 vi 2; virt-mgmt assign c1 vq 3; virt-mgmt online c1");
+        assert_secondary(1, true, 3, 2);
+        assert_json_eq(s, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 3, \"vi\": 2, \"namespaces\": []}");
+}
+END_TEST
+
+START_TEST(test_provision_refusals) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        open_ok();
+        numvfs(2);
+
+        /* each refused before any command that changes something */
+        provision(0, "{\"vq\": 3}", -EINVAL, &err);
+        assert_err(&err, "at most 2 VQ and 1 VI");
+        svff_error_free(&err);
+        provision(0, "{\"vq\": 1}", -EINVAL, &err);
+        assert_err(&err, "'vq'");
+        svff_error_free(&err);
+        provision(0, "{\"namespace\": 9}", -EINVAL, &err);
+        assert_err(&err, "namespace 9 does not exist on nvme0 (its namespaces: 1, 2, 3, 4)");
+        assert_err(&err, "creates none");
+        svff_error_free(&err);
+        provision(0, "{\"queues\": 2}", -EINVAL, &err);
+        assert_err(&err, "Unknown NVMe setting 'queues'");
+        svff_error_free(&err);
+        /* VF 3 is not enabled: refused by the controller, and what was
+         * assigned for it is given back (test_online_refused) */
+        provision(3, NULL, -EIO, &err);
+        svff_error_free(&err);
+        clear_log();
+        assert_secondary(4, false, 0, 0);
+
+        json_object_put(provision_ok(1, "{\"namespace\": 2}"));
+        clear_log();
+        /* namespace 2 belongs to VF 1's controller now */
+        provision(0, "{\"namespace\": 2}", -EBUSY, &err);
+        assert_err(&err, "namespace 2 is already attached to controller 2, the secondary of VF 1");
+        svff_error_free(&err);
+        assert_log("");
+        assert_secondary(1, false, 0, 0);
+
+        /* a VF the controller has no secondary for */
+        provision(6, NULL, -ENODEV, &err);
+        assert_err(&err, "no secondary controller for VF 6 (VFN 7)");
+        svff_error_free(&err);
+        assert_log("");
+}
+END_TEST
+
+START_TEST(test_online_refused) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        open_ok();
+        numvfs(1);
+        /* VF 1 is not enabled: the controller refuses to bring its
+         * secondary online, and the status is named */
+        provision(1, NULL, -EIO, &err);
+        assert_err(&err, "VF 1's secondary controller 2 on nvme0 (PF " PF ") refused to come online with 2 VQ and 1 VI");
+        assert_err(&err, "Invalid Secondary Controller State (NVMe status 0x120)");
+        assert_err(&err, "nvme list-secondary /dev/nvme0");
+        svff_error_free(&err);
+        /* and the resources go back to the pool */
+        assert_log("virt-mgmt assign c2 vi 1; virt-mgmt assign c2 vq 2; virt-mgmt online c2; virt-mgmt offline c2");
+        assert_secondary(2, false, 0, 0);
+        ck_assert_uint_eq(st.caps.vqrfa, 0);
+
+        /* once the VF exists, provisioning again brings it up */
+        numvfs(2);
+        json_object_put(provision_ok(1, NULL));
+        assert_log("virt-mgmt assign c2 vi 1; virt-mgmt assign c2 vq 2; virt-mgmt online c2");
+        assert_secondary(2, true, 2, 1);
+}
+END_TEST
+
+/* Every status the class handles, where it meets it: the errno, and the
+ * status by name in the message. */
+START_TEST(test_statuses) {
+        static const struct {
+                const char *cmd;        /* the command made to fail */
+                int status;
+                const char *settings;
+                int want;
+                const char *name;
+        } cases[] = {
+                { "virt-mgmt assign c1 vq", SVFF_NVME_SC_INVALID_NUM_RESOURCES, NULL, -ENOSPC,
+                  "Invalid Number of Controller Resources (NVMe status 0x121); ask for no more than the per-VF maximum" },
+                { "virt-mgmt assign c1 vi", SVFF_NVME_SC_INVALID_RESOURCE_ID, NULL, -ENOSPC,
+                  "Invalid Resource Identifier (NVMe status 0x122); the primary controller has too few free" },
+                { "virt-mgmt assign c1 vi", SVFF_NVME_SC_INVALID_SEC_CTRL_STATE, NULL, -EIO,
+                  "Invalid Secondary Controller State (NVMe status 0x120); it must be offline" },
+                { "virt-mgmt online c1", SVFF_NVME_SC_INVALID_CTRL_ID, NULL, -ENODEV,
+                  "Invalid Controller Identifier (NVMe status 0x11f)" },
+                { "virt-mgmt online c1", SVFF_NVME_SC_INVALID_SEC_CTRL_STATE, NULL, -EIO,
+                  "refused to come online with 2 VQ and 1 VI: Invalid Secondary Controller State" },
+                { "ns-attach 1 c1", SVFF_NVME_SC_CTRL_LIST_INVALID, "{\"namespace\": 1}", -ENODEV,
+                  "Controller List Invalid (NVMe status 0x11c)" },
+                { "ns-attach 1 c1", SVFF_NVME_SC_NS_ATTACHMENT_LIMIT, "{\"namespace\": 1}", -EBUSY,
+                  "Namespace Attachment Limit Exceeded (NVMe status 0x127)" },
+                { "ns-attach 1 c1", SVFF_NVME_SC_NS_IS_PRIVATE, "{\"namespace\": 1}", -EIO,
+                  "Namespace Is Private (NVMe status 0x119)" },
+                { "ns-attach 1 c1", SVFF_NVME_SC_INVALID_FIELD, "{\"namespace\": 1}", -EIO,
+                  "Invalid Field in Command (NVMe status 0x002)" },
+                { "ns-ctrls 1", SVFF_NVME_SC_INVALID_NS, "{\"namespace\": 1}", -ENOENT,
+                  "Invalid Namespace or Format (NVMe status 0x00b)" },
+                { "identify-secondary", SVFF_NVME_SC_INTERNAL, NULL, -EIO,
+                  "Reading the secondary controller list (Identify CNS 15h) on nvme0 (PF " PF ") failed: "
+                  "Internal Error (NVMe status 0x006)" },
+                { "ns-list", SVFF_NVME_SC_INVALID_OPCODE, "{\"namespace\": 1}", -EOPNOTSUPP,
+                  "Invalid Command Opcode (NVMe status 0x001)" },
+                { "virt-mgmt online c1", 0x1ff, NULL, -EIO, "NVMe status 0x1ff" },
+                { "virt-mgmt online c1", -EIO, NULL, -EIO, "Input/output error" },
+        };
+
+        open_ok();
+        numvfs(1);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct svff_error err = SVFF_ERROR_NULL;
+
+                nvme_standin_fail(&st, cases[i].cmd, cases[i].status, 1);
+                provision(0, cases[i].settings, cases[i].want, &err);
+                ck_assert_msg(strstr(svff_error_message(&err), cases[i].name), "case %zu: '%s' lacks '%s'", i,
+                              svff_error_message(&err), cases[i].name);
+                svff_error_free(&err);
+                /* and the next run gets there */
+                json_object_put(provision_ok(0, cases[i].settings));
+                assert_secondary(1, true, 2, 1);
+                nvme_standin_set_numvfs(&st, 0);
+                numvfs(1);
+                for (size_t n = 0; n < st.n_ns; n++)
+                        st.ns[n].n_ctrls = 0;
+                clear_log();
+        }
+
+        /* the ones release meets */
+        struct {
+                const char *cmd;
+                int status;
+                int want;
+                const char *name;
+        } rel[] = {
+                { "format 1", SVFF_NVME_SC_FORMAT_IN_PROGRESS, -EBUSY, "Format In Progress (NVMe status 0x084)" },
+                { "format 1", SVFF_NVME_SC_NS_WRITE_PROTECTED, -EROFS, "Namespace is Write Protected (NVMe status 0x020)" },
+                { "format 1", SVFF_NVME_SC_INVALID_FORMAT, -EIO, "Invalid Format (NVMe status 0x10a)" },
+                { "ns-detach 1 c1", SVFF_NVME_SC_INTERNAL, -EIO, "Detaching namespace 1 from VF 0's secondary" },
+                { "virt-mgmt offline c1", SVFF_NVME_SC_INVALID_CTRL_ID, -ENODEV, "Invalid Controller Identifier" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
+                _cleanup_(json_object_putp) struct json_object *state =
+                        provision_ok(0, "{\"namespace\": 1, \"scrub-on-release\": \"format\"}");
+                struct svff_error err = SVFF_ERROR_NULL;
+
+                nvme_standin_fail(&st, rel[i].cmd, rel[i].status, 1);
+                ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), rel[i].want);
+                ck_assert_msg(strstr(svff_error_message(&err), rel[i].name), "release case %zu: '%s' lacks '%s'", i,
+                              svff_error_message(&err), rel[i].name);
+                svff_error_free(&err);
+                ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), 0);
+                assert_secondary(1, false, 0, 0);
+                ck_assert(!nvme_standin_attached(&st, 1, 1));
+                ck_assert(!nvme_standin_attached(&st, 1, 0));
+                clear_log();
+        }
+
+        /* every status in the table has its own name; others have none */
+        static const int named[] = {
+                SVFF_NVME_SC_INVALID_OPCODE,      SVFF_NVME_SC_INVALID_FIELD,        SVFF_NVME_SC_INTERNAL,
+                SVFF_NVME_SC_INVALID_NS,          SVFF_NVME_SC_NS_WRITE_PROTECTED,   SVFF_NVME_SC_FORMAT_IN_PROGRESS,
+                SVFF_NVME_SC_INVALID_FORMAT,      SVFF_NVME_SC_NS_ALREADY_ATTACHED,  SVFF_NVME_SC_NS_IS_PRIVATE,
+                SVFF_NVME_SC_NS_NOT_ATTACHED,     SVFF_NVME_SC_CTRL_LIST_INVALID,    SVFF_NVME_SC_INVALID_CTRL_ID,
+                SVFF_NVME_SC_INVALID_SEC_CTRL_STATE, SVFF_NVME_SC_INVALID_NUM_RESOURCES,
+                SVFF_NVME_SC_INVALID_RESOURCE_ID, SVFF_NVME_SC_NS_ATTACHMENT_LIMIT,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(named); i++) {
+                ck_assert_ptr_nonnull(svff_nvme_status_name(named[i]));
+                for (size_t j = 0; j < i; j++)
+                        ck_assert_str_ne(svff_nvme_status_name(named[i]), svff_nvme_status_name(named[j]));
+        }
+        ck_assert_str_eq(svff_nvme_status_name(0x121), "Invalid Number of Controller Resources");
+        ck_assert_ptr_null(svff_nvme_status_name(0));
+        ck_assert_ptr_null(svff_nvme_status_name(0x1ff));
+}
+END_TEST
+
+/* An interruption at every class step, as a crash or stop between two
+ * steps leaves it (the steps before it done, the rest not), then the
+ * step repeated as recovery from the journal repeats it: the same end
+ * state as an uninterrupted run. */
+START_TEST(test_partial_failure) {
+        static const char *const steps[] = {
+                "virt-mgmt offline c1",
+                "virt-mgmt assign c1 vi",
+                "virt-mgmt assign c1 vq",
+                "virt-mgmt online c1",
+                "ns-attach 3 c1",
+        };
+        _cleanup_(json_object_putp) struct json_object *clean = NULL;
+
+        st.caps.vqfrsm = 4;
+        open_ok();
+        numvfs(1);
+        /* start online with other resources, so that offline is a step */
+        clean = provision_ok(0, "{\"vq\": 4}");
+        json_object_put(clean);
+        clean = provision_ok(0, "{\"vq\": 2, \"namespace\": 3}");
+        clear_log();
+
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                _cleanup_(json_object_putp) struct json_object *state = NULL;
+                struct svff_error err = SVFF_ERROR_NULL;
+                _cleanup_free_ char *log = NULL;
+
+                json_object_put(provision_ok(0, "{\"vq\": 4}"));
+                st.ns[2].n_ctrls = 0;
+                clear_log();
+                nvme_standin_fail(&st, steps[i], -EINTR, 1);
+                provision(0, "{\"vq\": 2, \"namespace\": 3}", -EINTR, &err);
+                svff_error_free(&err);
+                log = nvme_standin_take_log(&st, false);
+                /* the steps before i ran, step i was tried, none after */
+                for (size_t j = 0; j < ELEMENTSOF(steps); j++)
+                        ck_assert_msg(!!strstr(log, steps[j]) == (j <= i), "step %zu: log '%s'", i, log);
+
+                state = provision_ok(0, "{\"vq\": 2, \"namespace\": 3}");
+                ck_assert_msg(json_object_equal(state, clean), "after step %zu: %s", i,
+                              json_object_to_json_string(state));
+                assert_secondary(1, true, 2, 1);
+                ck_assert(nvme_standin_attached(&st, 3, 1));
+                ck_assert_int_eq(nvme->verify(c, &pf, 0, state, &err), 0);
+        }
+
+        /* release, interrupted at each of its steps and repeated */
+        static const char *const rel[] = {
+                "ns-detach 3 c1", "ns-attach 3 c0", "format 3", "ns-detach 3 c0", "virt-mgmt offline c1",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
+                _cleanup_(json_object_putp) struct json_object *state =
+                        provision_ok(0, "{\"namespace\": 3, \"scrub-on-release\": \"format\"}");
+                struct svff_error err = SVFF_ERROR_NULL;
+
+                st.ns[2].formats = 0;
+                clear_log();
+                nvme_standin_fail(&st, rel[i], -EINTR, 1);
+                ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), -EINTR);
+                svff_error_free(&err);
+                ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), 0);
+                assert_secondary(1, false, 0, 0);
+                ck_assert(!nvme_standin_attached(&st, 3, 1));
+                ck_assert(!nvme_standin_attached(&st, 3, 0));
+                /* formatted once, or twice where the format itself was
+                 * done and only the step after it interrupted */
+                ck_assert_uint_ge(st.ns[2].formats, 1);
+                ck_assert_uint_le(st.ns[2].formats, i >= 3 ? 2 : 1);
+        }
+}
+END_TEST
+
+/* ---- release --------------------------------------------------------------- */
+
+START_TEST(test_release) {
+        _cleanup_(json_object_putp) struct json_object *state = NULL, *scrub = NULL, *shared = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        open_ok();
+        numvfs(2);
+        state = provision_ok(0, "{\"namespace\": 1}");
+        clear_log();
+        ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), 0);
+        /* only what svff attached, then offline */
+        assert_log("ns-detach 1 c1; virt-mgmt offline c1");
+        assert_secondary(1, false, 0, 0);
+        ck_assert(!nvme_standin_attached(&st, 1, 1));
+        ck_assert_uint_eq(nvme_standin_ns(&st, 1)->formats, 0);
+        /* again: nothing left to do, nothing refused */
+        ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), 0);
+        assert_log("ns-detach 1 c1");
+
+        /* scrub-on-release: recorded, and the private namespace is
+         * formatted through the primary */
+        scrub = provision_ok(0, "{\"namespace\": 1, \"scrub-on-release\": \"format\"}");
+        assert_json_eq(scrub, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1],"
+                              " \"scrub-on-release\": \"format\", \"private\": [1]}");
+        clear_log();
+        ck_assert_int_eq(nvme->release(c, &pf, 0, scrub, &err), 0);
+        assert_log("ns-detach 1 c1; ns-attach 1 c0; format 1; ns-detach 1 c0; virt-mgmt offline c1");
+        ck_assert_uint_eq(nvme_standin_ns(&st, 1)->formats, 1);
+
+        /* a namespace the host (the primary) also has is not private:
+         * never formatted */
+        nvme_standin_ns(&st, 2)->ctrls[nvme_standin_ns(&st, 2)->n_ctrls++] = 0;
+        shared = provision_ok(1, "{\"namespace\": 2, \"scrub-on-release\": \"format\"}");
+        assert_json_eq(json_object_object_get(shared, "private"), "[]");
+        clear_log();
+        ck_assert_int_eq(nvme->release(c, &pf, 1, shared, &err), 0);
+        assert_log("ns-detach 2 c2; virt-mgmt offline c2");
+        ck_assert_uint_eq(nvme_standin_ns(&st, 2)->formats, 0);
+        ck_assert(nvme_standin_attached(&st, 2, 0));
+
+        /* attached elsewhere between provision and release: not
+         * formatted, and said so */
+        json_object_put(TAKE_PTR(scrub));
+        scrub = provision_ok(0, "{\"namespace\": 3, \"scrub-on-release\": \"format\"}");
+        nvme_standin_ns(&st, 3)->ctrls[nvme_standin_ns(&st, 3)->n_ctrls++] = 2;
+        ck_assert_int_eq(nvme->release(c, &pf, 0, scrub, &err), -EBUSY);
+        assert_err(&err, "namespace 3 was not formatted (scrub-on-release): controller 2 has it now");
+        svff_error_free(&err);
+        ck_assert_uint_eq(nvme_standin_ns(&st, 3)->formats, 0);
+
+        /* a VF that is gone (numvfs lowered): nothing to take offline */
+        json_object_put(TAKE_PTR(state));
+        state = provision_ok(1, "{\"namespace\": 4}");
+        numvfs(1);
+        clear_log();
+        ck_assert_int_eq(nvme->release(c, &pf, 1, state, &err), 0);
+        assert_log("ns-detach 4 c2");
+
+        /* a state svff did not write */
+        json_object_put(TAKE_PTR(state));
+        state = json("{\"namespaces\": \"1\"}");
+        ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), -EINVAL);
+        assert_err(&err, "not one svff wrote");
+        svff_error_free(&err);
+        ck_assert_int_eq(nvme->release(c, &pf, 0, NULL, &err), -EINVAL);
+        svff_error_free(&err);
+}
+END_TEST
+
+START_TEST(test_verify_drift) {
+        _cleanup_(json_object_putp) struct json_object *state = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        open_ok();
+        numvfs(1);
+        state = provision_ok(0, "{\"namespace\": 1}");
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, state, &err), 0);
+
+        /* a namespace detached behind svff's back */
+        nvme_standin_ns(&st, 1)->n_ctrls = 0;
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, state, &err), -EUCLEAN);
+        assert_err(&err, "namespace 1 is no longer attached to its secondary controller 1");
+        svff_error_free(&err);
+
+        /* a secondary taken offline (nvme virt-mgmt -a 7 by hand) */
+        json_object_put(provision_ok(0, "{\"namespace\": 1}"));
+        ck_assert_int_eq(nvme_standin_ops.virt_mgmt(&st, SVFF_NVME_VIRT_OFFLINE, 0, 1, 0), 0);
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, state, &err), -EUCLEAN);
+        assert_err(&err, "secondary controller 1 is offline with 0 VQ and 0 VI, recorded online with 2 VQ and 1 VI");
+        svff_error_free(&err);
+
+        /* and what verify reads never changes anything */
+        clear_log();
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, state, &err), -EUCLEAN);
+        svff_error_free(&err);
+        assert_log("");
+}
+END_TEST
+
+START_TEST(test_inspect) {
+        _cleanup_(json_object_putp) struct json_object *o = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        open_ok();
+        numvfs(2);
+        json_object_put(provision_ok(0, "{\"namespace\": 2}"));
+        clear_log();
+        ck_assert_int_eq(nvme->inspect(c, &pf, &o, &err), 0);
+        assert_log("");
+        assert_json_eq(json_object_object_get(o, "pf"),
+                       "{\"controller\": \"nvme0\", \"cntlid\": 0, \"oacs\": 266, \"virtualization\": \"cns-14h\","
+                       " \"vq\": {\"total\": 8, \"primary\": 0, \"assigned\": 2, \"free\": 6, \"per-vf-max\": 2,"
+                       " \"primary-private\": 5},"
+                       " \"vi\": {\"total\": 4, \"primary\": 0, \"assigned\": 1, \"free\": 3, \"per-vf-max\": 1,"
+                       " \"primary-private\": 4},"
+                       " \"secondaries\": 4, \"namespaces\": [1, 2, 3, 4]}");
+        /* the VFs that exist, by index */
+        assert_json_eq(json_object_object_get(o, "vfs"),
+                       "{\"0\": {\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [2]},"
+                       " \"1\": {\"scid\": 2, \"secondary\": \"offline\", \"vq\": 0, \"vi\": 0, \"namespaces\": []}}");
+}
+END_TEST
+
+/* ---- plan ------------------------------------------------------------------ */
+
+static int plan(unsigned n, const char *settings, struct json_object **ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *s = settings ? json(settings) : NULL;
+        int r = nvme->plan(c, &pf, n, s, ret, err);
+
+        /* a plan never changes anything */
+        assert_log("");
+        return r;
+}
+
+START_TEST(test_plan) {
+        _cleanup_(json_object_putp) struct json_object *p = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *steps;
+
+        open_ok();
+        ck_assert_int_eq(plan(4, "[{\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4]},"
+                                 " {\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4], \"scrub-on-release\": \"format\"}]",
+                             &p, &err),
+                         0);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(p, "needs")),
+                         "4 VFs need 8 VQ and 4 VI flexible resources");
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(p, "has")), "8 VQ and 4 VI free");
+        steps = json_object_object_get(p, "steps");
+        ck_assert_uint_eq(json_object_array_length(steps), 12);
+        assert_json_eq(json_object_array_get_idx(steps, 0),
+                       "{\"vf\": 0, \"action\": \"assign\", \"detail\": \"secondary controller of VFN 1: 1 VI, 2 VQ\"}");
+        assert_json_eq(json_object_array_get_idx(steps, 11),
+                       "{\"vf\": 3, \"action\": \"attach-namespace\", \"detail\": \"attach namespace 4\"}");
+        /* the plan warns before a release formats anything */
+        ck_assert_uint_eq(json_object_array_length(json_object_object_get(p, "warnings")), 1);
+        ck_assert(strstr(json_object_get_string(json_object_array_get_idx(json_object_object_get(p, "warnings"), 0)),
+                         "namespace 4 is formatted when the VF is released"));
+        json_object_put(TAKE_PTR(p));
+
+        /* NULL settings: the defaults for every VF */
+        ck_assert_int_eq(plan(2, NULL, &p, &err), 0);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(p, "needs")),
+                         "2 VFs need 4 VQ and 2 VI flexible resources");
+        json_object_put(TAKE_PTR(p));
+        ck_assert(!svff_error_is_set(&err));
+}
+END_TEST
+
+START_TEST(test_plan_refusals) {
+        _cleanup_(json_object_putp) struct json_object *p = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        /* 8 VFs at 2 VQ/1 VI each from a pool of 8 VQ and 8 VI */
+        st.n_sec = 8;
+        for (size_t i = 0; i < st.n_sec; i++)
+                st.sec[i] = (struct svff_nvme_secondary) { .scid = i + 1, .vfn = i + 1 };
+        st.caps.vifrt = 8;
+        open_ok();
+        ck_assert_int_eq(plan(8, NULL, &p, &err), -ENOSPC);
+        assert_err(&err, "8 VFs need 16 VQ and 8 VI flexible resources; the primary controller nvme0 of PF " PF
+                         " has 8 VQ free: ask for fewer VFs");
+        ck_assert_ptr_null(p);
+        svff_error_free(&err);
+        ck_assert_int_eq(plan(4, NULL, &p, &err), 0);
+        json_object_put(TAKE_PTR(p));
+
+        /* more VFs than secondaries */
+        ck_assert_int_eq(plan(9, NULL, &p, &err), -ERANGE);
+        assert_err(&err, "8 secondary controllers");
+        svff_error_free(&err);
+
+        /* above the per-VF maximum */
+        ck_assert_int_eq(plan(2, "[{\"vi\": 2}, null]", &p, &err), -EINVAL);
+        assert_err(&err, "VF 0 of PF " PF " asks for 2 VQ and 2 VI flexible resources; the controller nvme0 gives "
+                         "one secondary at most 2 VQ and 1 VI");
+        svff_error_free(&err);
+
+        /* below what online needs */
+        ck_assert_int_eq(plan(1, "[{\"vi\": 0}]", &p, &err), -EINVAL);
+        assert_err(&err, "needs 1 at least");
+        svff_error_free(&err);
+
+        /* unknown namespace; one given to two VFs; one another VF has */
+        ck_assert_int_eq(plan(2, "[{\"namespace\": [1, 7]}, {\"namespace\": [1, 7]}]", &p, &err), -EINVAL);
+        assert_err(&err, "VF 1 of PF " PF ": namespace 7 does not exist");
+        svff_error_free(&err);
+        ck_assert_int_eq(plan(2, "[{\"namespace\": [1, 1]}, {\"namespace\": [1, 1]}]", &p, &err), -EINVAL);
+        assert_err(&err, "gives namespace 1 to VF 0 and VF 1");
+        svff_error_free(&err);
+        numvfs(2);
+        json_object_put(provision_ok(1, "{\"namespace\": 3}"));
+        clear_log();
+        ck_assert_int_eq(plan(2, "[{\"namespace\": 3}, null]", &p, &err), -EBUSY);
+        assert_err(&err, "namespace 3 is already attached to controller 2, the secondary of VF 1");
+        svff_error_free(&err);
+        /* ... but VF 1 keeping its own is no conflict */
+        ck_assert_int_eq(plan(2, "[null, {\"namespace\": 3}]", &p, &err), 0);
+        json_object_put(TAKE_PTR(p));
+
+        /* settings that are not per-VF */
+        ck_assert_int_eq(plan(1, "{\"vq\": 2}", &p, &err), -EINVAL);
+        svff_error_free(&err);
+}
+END_TEST
+
+START_TEST(test_primary_flexible) {
+        _cleanup_(json_object_putp) struct json_object *p = NULL, *s = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *steps, *last;
+
+        /* the primary holds half the VQ pool */
+        st.caps.vqrfap = st.next_vqrfap = 4;
+        open_ok();
+        ck_assert_int_eq(plan(4, NULL, &p, &err), -ENOSPC);
+        assert_err(&err, "4 VFs need 8 VQ and 4 VI flexible resources; the primary controller nvme0 of PF " PF
+                         " has 4 VQ free");
+        assert_err(&err, "'primary-flexible': true; resets the PF's controller");
+        svff_error_free(&err);
+
+        /* allowed: the plan says what it costs the host */
+        ck_assert_int_eq(plan(4, "[{\"primary-flexible\": true}, null, null, null]", &p, &err), 0);
+        steps = json_object_object_get(p, "steps");
+        last = json_object_array_get_idx(steps, json_object_array_length(steps) - 1);
+        ck_assert(json_object_get_type(json_object_object_get(last, "vf")) == json_type_null);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(last, "action")), "primary-flexible");
+        ck_assert(json_object_get_boolean(json_object_object_get(last, "disruptive")));
+        ck_assert(strstr(json_object_get_string(json_object_object_get(last, "detail")),
+                         "shrink the primary controller's flexible share to 0 VQ and 0 VI, then reset nvme0"));
+
+        /* prepare does it, before numvfs */
+        s = json("[{\"primary-flexible\": true}, null, null, null]");
+        ck_assert_int_eq(nvme->prepare(c, &pf, 4, s, &err), 0);
+        assert_log("virt-mgmt primary vq 0; reset");
+        ck_assert_uint_eq(st.caps.vqrfap, 0);
+        /* and again: nothing left to do */
+        ck_assert_int_eq(nvme->prepare(c, &pf, 4, s, &err), 0);
+        assert_log("");
+        json_object_put(TAKE_PTR(p));
+        ck_assert_int_eq(plan(4, NULL, &p, &err), 0);
+        numvfs(4);
+        for (unsigned i = 0; i < 4; i++)
+                json_object_put(provision_ok(i, NULL));
+        assert_secondary(4, true, 2, 1);
+}
+END_TEST
+
+START_TEST(test_check_and_describe) {
+        static const struct {
+                const char *settings;
+                const char *needle;     /* NULL: accepted */
+        } cases[] = {
+                { "{}", NULL },
+                { "{\"vq\": 2, \"vi\": 1, \"namespace\": 1, \"primary-flexible\": false, \"scrub-on-release\": \"none\"}", NULL },
+                { "{\"namespace\": [1, null, 3]}", NULL },
+                { "{\"vq\": null}", NULL },
+                { "{\"vq\": \"2\"}", "'vq' must be a number" },
+                { "{\"vq\": 70000}", "takes at most 65535" },
+                { "{\"namespace\": 0}", "an NSID is 1 to 4294967294" },
+                { "{\"namespace\": [1, \"2\"]}", "takes an NSID, a list of them or null" },
+                { "{\"namespace\": [2, 2]}", "gives namespace 2 to VF 0 and VF 1" },
+                { "{\"primary-flexible\": \"yes\"}", "'primary-flexible' must be true or false" },
+                { "{\"scrub-on-release\": \"shred\"}", "takes \"none\" or \"format\"" },
+                { "{\"mac\": \"02:00:00:00:00:01\"}", "Unknown NVMe setting 'mac'" },
+        };
+        _cleanup_(json_object_putp) struct json_object *off = json("{\"scid\": 2, \"secondary\": \"offline\", \"vq\": 0, \"vi\": 0, \"namespaces\": []}");
+        _cleanup_(json_object_putp) struct json_object *two = json("{\"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1, 5]}");
+        _cleanup_free_ char *d1 = NULL, *d2 = NULL, *d3 = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(json_object_putp) struct json_object *s = json(cases[i].settings);
+                struct svff_error err = SVFF_ERROR_NULL;
+                int r = svff_class_check(nvme, s, &err);
+
+                if (!cases[i].needle) {
+                        ck_assert_msg(r == 0, "%s: %s", cases[i].settings, svff_error_message(&err));
+                        continue;
+                }
+                ck_assert_int_eq(r, -EINVAL);
+                ck_assert_msg(strstr(svff_error_message(&err), cases[i].needle), "%s: '%s' lacks '%s'",
+                              cases[i].settings, svff_error_message(&err), cases[i].needle);
+                svff_error_free(&err);
+        }
+
+        d1 = nvme->describe(off);
+        ck_assert_str_eq(d1, "offline 0VQ/0VI");
+        d2 = nvme->describe(two);
+        ck_assert_str_eq(d2, "online 2VQ/1VI ns 1,5");
+        d3 = nvme->describe(NULL);
+        ck_assert_str_eq(d3, "-");
+}
+END_TEST
+
+static Suite *class_nvme_suite(void) {
+        Suite *s = suite_create("class-nvme");
+        TCase *tc = tcase_create("standin");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_open_qemu);
+        tcase_add_test(tc, test_open_refusals);
+        tcase_add_test(tc, test_provision_order);
+        tcase_add_test(tc, test_provision_reassign);
+        tcase_add_test(tc, test_provision_refusals);
+        tcase_add_test(tc, test_online_refused);
+        tcase_add_test(tc, test_statuses);
+        tcase_add_test(tc, test_partial_failure);
+        tcase_add_test(tc, test_release);
+        tcase_add_test(tc, test_verify_drift);
+        tcase_add_test(tc, test_inspect);
+        tcase_add_test(tc, test_plan);
+        tcase_add_test(tc, test_plan_refusals);
+        tcase_add_test(tc, test_primary_flexible);
+        tcase_add_test(tc, test_check_and_describe);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(class_nvme_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? 0 : 1;
+}
