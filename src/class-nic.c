@@ -147,8 +147,11 @@ struct want {
         struct json_object *saved;      /* borrowed; NULL: unknown */
 };
 
+/* c is NULL for check(), which knows no device. */
 static int bad(struct svff_error *err, const struct svff_class_pf *c, unsigned index, const char *fmt,
                const char *key, const char *hint) {
+        if (!c)
+                return svff_error_set(err, -EINVAL, "NIC settings: %s '%s': %s", fmt, key, hint);
         return svff_error_set(err, -EINVAL, "VF %u of '%s' (PF %s): %s '%s': %s", index, c->ifname,
                               c->address, fmt, key, hint);
 }
@@ -225,8 +228,7 @@ static int want_parse(const struct svff_class_pf *c, unsigned index, struct json
         if (!s)
                 return 0;
         if (!json_object_is_type(s, json_type_object))
-                return svff_error_set(err, -EINVAL, "VF %u of '%s': the NIC settings are not an object",
-                                      index, c->ifname);
+                return bad(err, c, index, "not an object:", "settings", "expected {\"vlan\": 100, ...}");
 
         json_object_object_foreach(s, key, val) {
                 bool ok = false;
@@ -1013,6 +1015,12 @@ static char *nic_describe(struct json_object *state) {
         return TAKE_PTR(s);
 }
 
+static int nic_check(struct json_object *settings, struct svff_error *err) {
+        struct want w;
+
+        return want_parse(NULL, 0, settings, &w, err);
+}
+
 const struct svff_class svff_class_nic = {
         .name = "nic",
         .match = is_nic,
@@ -1024,4 +1032,5 @@ const struct svff_class svff_class_nic = {
         .verify = nic_verify,
         .release = nic_release,
         .describe = nic_describe,
+        .check = nic_check,
 };

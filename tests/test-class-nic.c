@@ -432,6 +432,24 @@ START_TEST(test_plan) {
 }
 END_TEST
 
+/* check(): the same refusals without a device, for the policy loader
+ * and attach's options. */
+START_TEST(test_check) {
+        _cleanup_(json_object_putp) struct json_object *good = NULL, *bad = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        good = J("{\"mac-prefix\": \"02:53:00:00\", \"vlan\": 100, \"take-over\": true, \"nic-strict\": false}");
+        ck_assert_int_eq(svff_class_nic.check(good, &err), 0);
+        ck_assert_int_eq(svff_class_nic.check(NULL, &err), 0);
+        bad = J("{\"vlan\": 5000}");
+        ck_assert_int_eq(svff_class_nic.check(bad, &err), -EINVAL);
+        ck_assert_str_eq(svff_error_message(&err), "NIC settings: bad 'vlan': a VLAN is 0 to 4095");
+        svff_error_free(&err);
+        ck_assert_ptr_eq(svff_class_find(ctx, &pf), &svff_class_nic);
+        ck_assert_ptr_eq(svff_class_by_name("nic"), &svff_class_nic);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("class-nic");
         TCase *tc = tcase_create("core");
@@ -452,6 +470,7 @@ int main(void) {
         tcase_add_test(tc, test_transient_failure);
         tcase_add_test(tc, test_252_vfs_no_dump);
         tcase_add_test(tc, test_plan);
+        tcase_add_test(tc, test_check);
         suite_add_tcase(s, tc);
 
         sr = srunner_create(s);
