@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -1134,6 +1135,9 @@ static const struct command commands[] = {
           "at that guest PCI address (not 00:00.x, the guest's host bridge); otherwise\n"
           "libvirt picks one, which is recorded. --namespace attaches NVMe namespace\n"
           "NSID to the VF's secondary controller first (its device class provisions it).\n"
+          "--mac, --vlan V[:QOS[:PROTO]], --trust on|off, --spoofchk on|off, --link-state\n"
+          "auto|enable|disable, --max-tx-rate and --min-tx-rate (Mbps) set a NIC VF's\n"
+          "admin settings in its PF before the domain gets it, and again after every reconf.\n"
           "Needs root or the admin group.",
           cmd_attach, .has_attach_options = true },
         { "detach", "detach VF",
@@ -1208,7 +1212,10 @@ static void command_help(const struct command *c) {
                                        "  --live          Attach to the running domain\n"
                                        "  --config        Attach to the domain's persistent definition\n"
                                        "  --guest-address=BB:SS.F  Guest PCI address\n"
-                                       "  --namespace=NSID  NVMe: the namespace the VF reaches\n" : "",
+                                       "  --namespace=NSID  NVMe: the namespace the VF reaches\n"
+                                       "  --mac=MAC, --vlan=V[:QOS[:PROTO]], --trust=on|off, --spoofchk=on|off,\n"
+                                       "  --link-state=auto|enable|disable, --max-tx-rate=R, --min-tx-rate=R\n"
+                                       "                  NIC: the VF's admin settings in its PF\n" : "",
                c->has_force ? "  --force         Detach the VF from its domain first\n" : "",
                c->has_policy ? "  --policy        Apply the PF's policy; it owns the count again\n" : "",
                c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
@@ -1253,10 +1260,60 @@ static int bad_option(int o, int argc, char **argv) {
         return usage_error(cmd, "unknown option '%s'; see 'svffctl --help'.", arg);
 }
 
+/* attach's NIC options, mapped onto Attach's "class" object under the
+ * NIC class's own keys; the class checks the values (range, unicast MAC)
+ * before anything is touched. */
+static int nic_option(const char *opt, const char *arg) {
+        struct json_object *v = NULL;
+
+        if (!arg_class && !(arg_class = json_object_new_object()))
+                return -ENOMEM;
+        if (streq(opt, "vlan")) {
+                unsigned long vlan, qos = 0;
+                char *end, *proto = NULL;
+
+                errno = 0;
+                vlan = strtoul(arg, &end, 10);
+                if (errno || end == arg || vlan > 4095 || (*end && *end != ':'))
+                        return usage_error("attach", "--vlan '%s': expected VLAN[:QOS[:PROTO]], VLAN 0 to 4095.", arg);
+                if (*end == ':') {
+                        const char *q = end + 1;
+                        qos = strtoul(q, &end, 10);
+                        if (errno || end == q || qos > 7 || (*end && *end != ':'))
+                                return usage_error("attach", "--vlan '%s': the QoS is 0 to 7.", arg);
+                        if (*end == ':')
+                                proto = end + 1;
+                        json_object_object_add(arg_class, "qos", json_object_new_int((int) qos));
+                }
+                if (proto) {
+                        if (strcasecmp(proto, "802.1Q") && strcasecmp(proto, "802.1ad"))
+                                return usage_error("attach", "--vlan '%s': the protocol is 802.1Q or 802.1ad.", arg);
+                        json_object_object_add(arg_class, "vlan-proto", json_object_new_string(proto));
+                }
+                v = json_object_new_int((int) vlan);
+        } else if (streq(opt, "trust") || streq(opt, "spoofchk")) {
+                if (!streq(arg, "on") && !streq(arg, "off"))
+                        return usage_error("attach", "--%s '%s': expected on or off.", opt, arg);
+                v = json_object_new_boolean(streq(arg, "on"));
+        } else if (streq(opt, "max-tx-rate") || streq(opt, "min-tx-rate")) {
+                unsigned long rate;
+                char *end;
+
+                errno = 0;
+                rate = strtoul(arg, &end, 10);
+                if (errno || end == arg || *end || rate > UINT32_MAX || arg[0] == '-')
+                        return usage_error("attach", "--%s '%s': expected Mbps (0: no limit).", opt, arg);
+                v = json_object_new_int64((int64_t) rate);
+        } else
+                v = json_object_new_string(arg);      /* mac, link-state */
+        json_object_object_add(arg_class, opt, v);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
                ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_EFFECTIVE,
-               ARG_NAMESPACE };
+               ARG_NAMESPACE, ARG_NIC };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -1268,6 +1325,14 @@ int main(int argc, char **argv) {
                 { "config", no_argument, NULL, ARG_CONFIG },
                 { "guest-address", required_argument, NULL, ARG_GUEST_ADDRESS },
                 { "namespace", required_argument, NULL, ARG_NAMESPACE },
+                /* NIC: the option's name is the class's key. */
+                { "mac", required_argument, NULL, ARG_NIC },
+                { "vlan", required_argument, NULL, ARG_NIC },
+                { "trust", required_argument, NULL, ARG_NIC },
+                { "spoofchk", required_argument, NULL, ARG_NIC },
+                { "link-state", required_argument, NULL, ARG_NIC },
+                { "max-tx-rate", required_argument, NULL, ARG_NIC },
+                { "min-tx-rate", required_argument, NULL, ARG_NIC },
                 { "pf", required_argument, NULL, ARG_PF },
                 { "mode", required_argument, NULL, ARG_MODE },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
@@ -1292,7 +1357,8 @@ int main(int argc, char **argv) {
          * order (getopt permutes them to the end). Messages are ours:
          * getopt would call "-1" an invalid option '1'. */
         opterr = 0;
-        while ((o = getopt_long(argc, argv, ":ho:", options, NULL)) >= 0) {
+        int opt_index = 0;
+        while ((o = getopt_long(argc, argv, ":ho:", options, &opt_index)) >= 0) {
                 switch (o) {
                 case 'h':
                         want_help = true;
@@ -1346,6 +1412,12 @@ int main(int argc, char **argv) {
                         if (!arg_class && !(arg_class = json_object_new_object()))
                                 return EXIT_FAILURE;
                         json_object_object_add(arg_class, "namespace", json_object_new_int64((int64_t) ns));
+                        break;
+                }
+                case ARG_NIC: {
+                        int r = nic_option(options[opt_index].name, optarg);
+                        if (r != 0)
+                                return r < 0 ? EXIT_FAILURE : r;
                         break;
                 }
                 case ARG_PF:
