@@ -7,6 +7,10 @@
 
 #include "classes.h"
 #include "device.h"
+#ifdef SVFF_FAULT_POINTS
+#include "class-nvme.h"
+#include "nvme-standin.h"
+#endif
 #include "json-util.h"
 #include "log.h"
 
@@ -42,6 +46,59 @@ static struct pf_lock *pf_lock_get(const char *pf) {
         pthread_mutex_unlock(&locks_mutex);
         return l;
 }
+
+#ifdef SVFF_FAULT_POINTS
+/* Test builds only: SVFF_TEST_NVME_STANDIN=1 opens every NVMe PF through
+ * a stand-in for its admin queue (tests/nvme-standin.c, a model of QEMU's
+ * emulated controller), for the host tier, where pcisim has the PF's
+ * sysfs but no controller can run. One model per PF, kept for the
+ * process (a restart starts from QEMU's state again); it learns the VF
+ * count from sysfs at each open, as the real one from the PF's SR-IOV
+ * capability. Guarded by the PF's lock like the real one. */
+struct standin {
+        struct standin *next;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        struct nvme_standin model;
+};
+
+static struct standin *standins;        /* under locks_mutex */
+
+static struct nvme_standin *standin_for(const char *pf) {
+        struct standin *i;
+
+        pthread_mutex_lock(&locks_mutex);
+        for (i = standins; i; i = i->next)
+                if (streq(i->pf, pf))
+                        break;
+        if (!i && (i = calloc(1, sizeof(*i)))) {
+                snprintf(i->pf, sizeof(i->pf), "%s", pf);
+                nvme_standin_init_qemu(&i->model);
+                i->next = standins;
+                standins = i;
+        }
+        pthread_mutex_unlock(&locks_mutex);
+        return i ? &i->model : NULL;
+}
+
+static int standin_open(struct svff_ctx *ctx, const struct svff_class *class, const struct svff_pf *pf,
+                        struct svff_class_pf **ret, struct svff_error *err) {
+        const char *e = getenv("SVFF_TEST_NVME_STANDIN");
+        struct nvme_standin *model;
+
+        if (!e || !streq(e, "1") || !streq(class->name, "nvme"))
+                return class->open(ctx, pf, ret, err);
+        model = standin_for(pf->address);
+        if (!model)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        nvme_standin_set_numvfs(model, pf->numvfs);
+        return svff_class_nvme_open_with(ctx, pf, &nvme_standin_ops, model, ret, err);
+}
+#else
+static int standin_open(struct svff_ctx *ctx, const struct svff_class *class, const struct svff_pf *pf,
+                        struct svff_class_pf **ret, struct svff_error *err) {
+        return class->open(ctx, pf, ret, err);
+}
+#endif
 
 /* pf opened by its class, its lock held. */
 struct opened {
@@ -90,7 +147,7 @@ static int opened_open(struct svff_ctx *ctx, const char *pf, bool try, struct op
                 pthread_mutex_lock(&o->lock->mutex);
         o->class = class;
         if (class->open) {
-                r = class->open(ctx, o->pf, &o->c, err);
+                r = standin_open(ctx, class, o->pf, &o->c, err);
                 if (r < 0) {
                         o->class = NULL;
                         opened_done(o);
@@ -307,8 +364,9 @@ struct json_object *classes_assignment_settings(struct manager *m, const char *p
                     svff_json_get_string(vrec, "pf", &vpf) < 0 || !streq(vpf, pf) ||
                     svff_json_get_unsigned(vrec, "index", &index) < 0)
                         continue;
-                if (!json_object_object_get_ex(arec, "class", &cls) ||
-                    !json_object_object_get_ex(cls, "settings", &settings) ||
+                cls = svff_store_get_assignment_class(m->store, vf);
+                (void) arec;
+                if (!cls || !json_object_object_get_ex(cls, "settings", &settings) ||
                     !json_object_is_type(settings, json_type_object))
                         continue;
                 if (!o && !(o = json_object_new_object()))
@@ -321,17 +379,8 @@ struct json_object *classes_assignment_settings(struct manager *m, const char *p
         return o;
 }
 
-static struct json_object *record_class(struct json_object *section, const char *key) {
-        struct json_object *rec, *cls;
-
-        if (!json_object_object_get_ex(section, key, &rec) || !json_object_object_get_ex(rec, "class", &cls) ||
-            !json_object_is_type(cls, json_type_object))
-                return NULL;
-        return cls;
-}
-
 struct json_object *classes_vf_record(struct manager *m, const char *vf) {
-        return record_class(svff_store_vfs(m->store), vf);
+        return svff_store_get_vf_class(m->store, vf);
 }
 
 struct json_object *classes_vf_state(struct manager *m, const char *vf) {
@@ -343,52 +392,31 @@ struct json_object *classes_vf_state(struct manager *m, const char *vf) {
 }
 
 int classes_record_vf(struct manager *m, const char *vf, struct json_object *rec) {
-        struct json_object *vrec, *arec, *acls, *state;
+        struct json_object *acls, *state;
 
-        if (!json_object_object_get_ex(svff_store_vfs(m->store), vf, &vrec)) {
-                json_object_put(rec);
-                return -ENOENT;
-        }
-        if (!rec) {
-                json_object_object_del(vrec, "class");
-                return 0;
-        }
-        if (json_object_object_get_ex(svff_store_assignments(m->store), vf, &arec) &&
-            json_object_object_get_ex(rec, "state", &state)) {
-                acls = record_class(svff_store_assignments(m->store), vf);
-                if (acls)
-                        json_object_object_add(acls, "state", json_object_get(state));
-        }
-        if (json_object_object_add(vrec, "class", rec) < 0) {
-                json_object_put(rec);
-                return -ENOMEM;
-        }
-        return 0;
+        /* An assignment that asked for class settings follows the VF's
+         * new state. */
+        acls = svff_store_get_assignment_class(m->store, vf);
+        if (rec && acls && json_object_object_get_ex(rec, "state", &state))
+                json_object_object_add(acls, "state", json_object_get(state));
+        return svff_store_set_vf_class(m->store, vf, rec);
 }
 
 int classes_record_assignment(struct manager *m, const char *vf, struct json_object *settings,
                               struct json_object *state) {
-        struct json_object *arec, *cls;
+        struct json_object *cls = NULL;
 
-        if (!json_object_object_get_ex(svff_store_assignments(m->store), vf, &arec)) {
-                json_object_put(settings);
-                json_object_put(state);
-                return -ENOENT;
+        if (settings || state) {
+                cls = json_object_new_object();
+                if (!cls) {
+                        json_object_put(settings);
+                        json_object_put(state);
+                        return -ENOMEM;
+                }
+                json_object_object_add(cls, "settings", settings);
+                json_object_object_add(cls, "state", state);
         }
-        if (!settings && !state) {
-                json_object_object_del(arec, "class");
-                return 0;
-        }
-        cls = json_object_new_object();
-        if (!cls) {
-                json_object_put(settings);
-                json_object_put(state);
-                return -ENOMEM;
-        }
-        json_object_object_add(cls, "settings", settings);
-        json_object_object_add(cls, "state", state);
-        json_object_object_add(arec, "class", cls);
-        return 0;
+        return svff_store_set_assignment_class(m->store, vf, cls);
 }
 
 char *classes_describe(const char *class_name, struct json_object *state) {
@@ -543,7 +571,7 @@ int classes_provision_start(struct manager *m, const char *pf, unsigned index, c
         s->policy = classes_policy_settings(m, pf);
         vf = vf_at_index(m, pf, index);
         if (vf) {
-                struct json_object *cls = record_class(svff_store_assignments(m->store), vf), *settings;
+                struct json_object *cls = svff_store_get_assignment_class(m->store, vf), *settings;
 
                 if (cls && json_object_object_get_ex(cls, "settings", &settings) && settings)
                         (void) json_object_deep_copy(settings, &s->assignments, NULL);
@@ -656,9 +684,12 @@ static void drift_done(void *userdata) {
                         vf = vfname ? json_object_get_string(vfname) : pf;
                         e = classes_describe(class_name, want);
                         g = classes_describe(class_name, got);
-                        snprintf(line, sizeof(line), "VF %s (%s class) is not what svffd set up: %s; run "
-                                 "'svffctl init %s N' again to provision it, or release it", vf,
-                                 strna(class_name), json_object_get_string(msg), pf);
+                        unsigned n = 0;
+
+                        (void) svff_store_get_pf(j->m->store, pf, &n, NULL);
+                        snprintf(line, sizeof(line), "VF %s (%s class) is not what svffd set up: %s; "
+                                 "'svffctl init %s %u' provisions it again", vf, strna(class_name),
+                                 json_object_get_string(msg), pf, n);
                         drift_add(a, vf, e, g, line);
                 }
         }

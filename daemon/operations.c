@@ -522,9 +522,10 @@ static void init_class_progress(void *userdata) {
         struct json_object *ev = event_new("vf-provisioned", cp->vf, io->pf);
 
         if (ev) {
-                json_object_object_add(ev, "class", json_object_new_string(io->class_name));
-                if (cp->describe)
-                        json_object_object_add(ev, "message", json_object_new_string(cp->describe));
+                char msg[512];
+
+                snprintf(msg, sizeof(msg), "%s: %s", io->class_name, cp->describe ?: "provisioned");
+                json_object_object_add(ev, "message", json_object_new_string(msg));
         }
         manager_emit(io->op->manager, io->op, ev);
         free(cp->describe);
@@ -547,8 +548,8 @@ static int init_class_plan(struct init_op *io) {
                 return svff_error_set(&io->err, r, "%s; nothing was changed", strna(msg));
         }
         if (r > 0 && json_object_object_get_ex(plan, "needs", &needs))
-                svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__, "PF %s, %s class: %u VFs need %s.",
-                             io->pf, io->class_name, io->numvfs, json_object_get_string(needs));
+                svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__, "PF %s, %s class: %s.",
+                             io->pf, io->class_name, json_object_get_string(needs));
         if (r > 0)
                 r = classes_prepare_sync(io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
                                          &io->err);

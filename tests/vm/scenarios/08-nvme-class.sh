@@ -6,8 +6,10 @@
 # a VF bound to the host nvme driver comes up as its secondary controller
 # and reaches that namespace through native multipath (nvme0cKn1); status
 # reports a secondary taken offline and a namespace detached behind
-# svffd's back; a second init puts them back; release takes the secondary
-# offline and detaches the namespace.
+# svffd's back; a second init puts them back; 'attach --namespace' gives
+# VF 3 (which the policy gives none) its namespace before the domain gets
+# it, and 'release --force' detaches it from the domain and undoes that;
+# release takes the secondary offline and detaches the namespace.
 #
 # vm-run: --namespaces
 #
@@ -50,9 +52,18 @@ ctrls_of() {
 }
 vf_addr() { basename "$(readlink "$P/virtfn$1")"; }
 
+command -v virsh >/dev/null || vm_fail "no virsh (package libvirt-clients)"
+vm_libvirtd_start
+vm_domain_define d1
+vm_cleanup 'virsh -q destroy d1 >/dev/null 2>&1'
+vm_domains_start d1
+
+# VF 3 gets no namespace from the policy: its assignment names one.
 config=$(jq -n --arg pf "$pf" '{ policies: { nvme: { match: { address: $pf },
-        nvme: { vq: 2, vi: 1, namespace: [1, 2, 3, 4] } } } }')
+        nvme: { vq: 2, vi: 1, namespace: [1, 2, 3, null] } } } }')
 vm_svffd_start "$config"
+# nsid_of VF: the namespace VF's secondary has after init ("" for VF 3).
+nsid_of() { [ "$1" -lt 3 ] && echo $(($1 + 1)) || true; }
 
 vm_log "before init: the secondaries as QEMU starts them"
 assert_eq "sriov_numvfs before init" 0 "$(cat "$P/sriov_numvfs")"
@@ -70,10 +81,13 @@ check_provisioned() {
                 assert_eq "$1: VF $i VQ" 2 "$(secondary "$i" num-virtual-queues)"
                 assert_eq "$1: VF $i VI" 1 "$(secondary "$i" num-virtual-interrupts)"
                 scid=$(secondary "$i" secondary-controller-identifier)
-                assert_eq "$1: namespace $((i + 1)) attached to VF $i's secondary only" "$scid" \
-                        "$(ctrls_of $((i + 1)))"
+                if [ "$i" -lt 3 ]; then
+                        assert_eq "$1: namespace $((i + 1)) attached to VF $i's secondary only" "$scid" \
+                                "$(ctrls_of $((i + 1)))"
+                fi
                 assert_eq "$1: VF $i on vfio-pci" vfio-pci "$(basename "$(readlink "$P/virtfn$i/driver")")"
         done
+        assert_eq "$1: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
 }
 check_provisioned "after init"
 cp "$R/secondary.json" "$R/secondary-after-init.json"
@@ -85,7 +99,7 @@ for i in 0 1 2 3; do
         assert_eq "list --json: VF $i class" nvme "$(jq -r "$q.name" "$R/list.json")"
         assert_eq "list --json: VF $i secondary" online "$(jq -r "$q.state.secondary" "$R/list.json")"
         assert_eq "list --json: VF $i VQ/VI" "2/1" "$(jq -r "$q.state.vq|tostring" "$R/list.json")/$(jq -r "$q.state.vi|tostring" "$R/list.json")"
-        assert_eq "list --json: VF $i namespaces" "[$((i + 1))]" "$(jq -c "$q.state.namespaces" "$R/list.json")"
+        assert_eq "list --json: VF $i namespaces" "[$(nsid_of $i)]" "$(jq -c "$q.state.namespaces" "$R/list.json")"
 done
 svffctl list >"$R/list.txt" || vm_fail "svffctl list failed"
 assert_true "list shows a CLASS column" grep -q CLASS "$R/list.txt"
@@ -173,8 +187,27 @@ else
                "(SVFF_VM_RECONF_CLASS=1 once it does)"
 fi
 
+# ---- attach --namespace: what the assignment adds, before libvirt ----
+vf3=$(vf_addr 3)
+scid3=$(secondary 3 secondary-controller-identifier)
+vm_log "svffctl attach $vf3 d1 --namespace 4"
+svffctl attach "$vf3" d1 --namespace 4 >"$R/attach.out" 2>&1 || { cat "$R/attach.out"; vm_fail "attach --namespace 4 failed"; }
+assert_eq "after attach: namespace 4 attached to VF 3's secondary" "$scid3" "$(ctrls_of 4)"
+assert_eq "after attach: VF 3 secondary online" 1 "$(secondary 3 secondary-controller-state)"
+svffctl list --json >"$R/list-attached.json" || vm_fail "svffctl list --json failed"
+q=".pfs[] | select(.address == \"$pf\") | .vfs[] | select(.index == 3)"
+assert_eq "list --json: the assignment records its namespace" 4 \
+        "$(jq -r "$q.assigned_to.class.settings.namespace" "$R/list-attached.json")"
+assert_eq "list --json: VF 3's class state has namespace 4" "[4]" "$(jq -c "$q.class.state.namespaces" "$R/list-attached.json")"
+assert_true "VF 3 is in d1's live XML" sh -c "virsh -q dumpxml d1 | grep -q ua-svff"
+vm_log "svffctl release --force $vf3"
+svffctl release --force "$vf3" >"$R/release-force.out" 2>&1 ||
+        { cat "$R/release-force.out"; vm_fail "release --force of VF 3 failed"; }
+assert_eq "after release --force: VF 3 secondary offline (0)" 0 "$(secondary 3 secondary-controller-state)"
+assert_eq "after release --force: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
+
 # ---- release: secondary offline, namespace detached ----
-for i in 0 1 2 3; do
+for i in 0 1 2; do
         scid=$(secondary "$i" secondary-controller-identifier)
         v=$(vf_addr "$i")
         svffctl release "$v" >"$R/release$i.out" 2>&1 || { cat "$R/release$i.out"; vm_fail "release of VF $i failed"; }
