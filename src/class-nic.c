@@ -599,10 +599,29 @@ static int refusal_error(struct svff_class_pf *c, const struct svff_pf *pf, cons
                                       "\"nic-strict\": false in the PF's policy to apply the others "
                                       "without it", v->index, c->ifname, c->address, strna(pf->driver),
                                       name, svff_nl_vf_field_name(f->bit));
+        /* The kernel's own words (extended ack), when it gave any beyond
+         * the errno: the inner message is "VF n of 'if': TEXT". */
+        const char *after = strstr(why, "': ");
+        char errtext[128], text_buf[512], *text = text_buf;
+        size_t l, e;
+
         errno = -f->r;
-        return svff_error_set(err, f->r, "VF %u of '%s' (PF %s): the driver %s refused %s %s (%s, %m): "
-                              "%s%s", v->index, c->ifname, c->address, strna(pf->driver), name,
-                              field_value(v, f->bit, buf), strerrorname_np(-f->r) ?: "?", why,
+        snprintf(errtext, sizeof(errtext), "%m");
+        snprintf(text_buf, sizeof(text_buf), "%s", after ? after + 3 : why);
+        l = strlen(text);
+        e = strlen(errtext);
+        if (l >= e && streq(text + l - e, errtext)) {
+                text[l - e] = 0;
+                l -= e;
+                if (l >= 2 && streq(text + l - 2, ": "))
+                        text[l - 2] = 0;
+        }
+        if (!*text)
+                text = NULL;
+        return svff_error_set(err, f->r, "VF %u of '%s' (PF %s): the driver %s refused %s %s (%s, %s)"
+                              "%s%s%s", v->index, c->ifname, c->address, strna(pf->driver), name,
+                              field_value(v, f->bit, buf), strerrorname_np(-f->r) ?: "?", errtext,
+                              text ? ": " : "", text ?: "",
                               f->bit == SVFF_NL_VF_RATE && v->min_tx_rate ?
                               "; some NICs (igb) take no min-tx-rate: leave it 0" : "");
 }

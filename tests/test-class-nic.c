@@ -346,6 +346,14 @@ START_TEST(test_rate_refused) {
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "min_tx_rate is not supported by this device"));
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "leave it 0"));
         svff_error_free(&err);
+
+        /* Without the kernel's text, the errno once. */
+        f->refuse_min_rate = false;
+        f->refuse[__builtin_ctz(SVFF_NL_VF_TRUST)] = -EPERM;
+        ck_assert_int_eq(provision_fails(1, "{\"trust\": true}", &err), -EPERM);
+        ck_assert_str_eq(svff_error_message(&err), "VF 1 of 'eth0' (PF 0000:05:00.0): the driver igb "
+                         "refused trust on (EPERM, Operation not permitted)");
+        svff_error_free(&err);
 }
 END_TEST
 
