@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <libmnl/libmnl.h>
 #include <linux/if_link.h>
@@ -88,6 +89,15 @@ int svff_nl_open(struct svff_nl **ret) {
          * the errno alone is still right. */
         (void) mnl_socket_setsockopt(s, NETLINK_EXT_ACK, &one, sizeof(one));
         (void) mnl_socket_setsockopt(s, NETLINK_CAP_ACK, &one, sizeof(one));
+        /* A driver that never answers holds a worker, not svffd: the
+         * call fails with EAGAIN and a late reply is skipped by its
+         * sequence number. */
+        struct timeval tv = { .tv_sec = SVFF_NL_REPLY_TIMEOUT_SEC };
+        if (setsockopt(mnl_socket_get_fd(s), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+                int r = -errno;
+                mnl_socket_close(s);
+                return r;
+        }
         return svff_nl_new(&sock_ops, s, ret);
 }
 

@@ -89,7 +89,11 @@ struct svff_nl_stats {
 
 struct svff_nl;
 
-/* An rtnetlink socket (NETLINK_ROUTE, close-on-exec, extended acks). */
+/* How long a request waits for the kernel's reply (-EAGAIN after). */
+#define SVFF_NL_REPLY_TIMEOUT_SEC 10
+
+/* An rtnetlink socket (NETLINK_ROUTE, close-on-exec, extended acks,
+ * replies awaited at most SVFF_NL_REPLY_TIMEOUT_SEC). */
 int svff_nl_open(struct svff_nl **ret);
 /* The same over ops (owned from here on, userdata freed with the handle
  * even on failure). */

@@ -5,6 +5,7 @@
  * and the kernel's text. */
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/if_link.h>
@@ -228,6 +229,34 @@ START_TEST(test_overflowing_list_refused) {
 }
 END_TEST
 
+/* The real rtnetlink, on the loopback link: the kernel parses the same
+ * bytes. lo has no VFs, and no driver hook to set one, so the kernel
+ * answers EOPNOTSUPP (a malformed message would be EINVAL), and a link
+ * that does not exist ENODEV. */
+START_TEST(test_real_kernel_loopback) {
+        _cleanup_(svff_nl_freep) struct svff_nl *real = NULL;
+        _cleanup_free_ struct svff_nl_vf *vfs = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_nl_vf vf = { .index = 0, .mask = SVFF_NL_VF_ALL, .mac = { 0x02, 0, 0, 0, 0, 1 },
+                                 .vlan = 5 };
+        size_t n = 99;
+        int r;
+
+        r = svff_nl_open(&real);
+        if (r < 0) {
+                fprintf(stderr, "skipping the real-kernel case: no rtnetlink socket: %s\n", strerror(-r));
+                return;
+        }
+        ck_assert_int_eq(svff_nl_vf_get_all(real, "lo", &vfs, &n, &err), 0);
+        ck_assert_uint_eq(n, 0);
+        r = svff_nl_vf_set(real, "lo", &vf, &err);
+        ck_assert_msg(r == -EOPNOTSUPP || r == -EPERM, "set on lo: %d %s", r, svff_error_message(&err));
+        svff_error_free(&err);
+        ck_assert_int_eq(svff_nl_vf_get_all(real, "svff-no-such0", &vfs, &n, &err), -ENODEV);
+        svff_error_free(&err);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("netlink-vf");
         TCase *tc = tcase_create("core");
@@ -242,6 +271,7 @@ int main(void) {
         tcase_add_test(tc, test_refusal_errno_and_text);
         tcase_add_test(tc, test_large_reply_sized_by_peek);
         tcase_add_test(tc, test_overflowing_list_refused);
+        tcase_add_test(tc, test_real_kernel_loopback);
         suite_add_tcase(s, tc);
 
         sr = srunner_create(s);
