@@ -34,7 +34,16 @@
  *
  * An all-zero MAC is never written: where a VF had none before svff,
  * release leaves the MAC svff gave it (drivers refuse the zero MAC or
- * take it as "none"; a VF disable clears it). */
+ * take it as "none"; a VF disable clears it).
+ *
+ * libvirt: svff hands a VF to a domain as a plain <hostdev>, for which
+ * libvirt sets neither MAC nor VLAN, so this class sets all of them, in
+ * detach mode and in pause mode alike (a pause re-attaches nothing, and
+ * after a reconf nothing but this class puts them back). Only a device
+ * defined as <interface type='hostdev'> with <mac> or <vlan> has libvirt
+ * set those itself at its attach, and restore them at its detach: there
+ * the assignment's settings must be the XML's, or libvirt's attach
+ * overwrites svff's. */
 
 #include <errno.h>
 #include <stdio.h>
