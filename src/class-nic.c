@@ -46,12 +46,14 @@
  * overwrites svff's. */
 
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "class-nic.h"
 #include "json-util.h"
 #include "nic-owner.h"
+#include "sysfs.h"
 
 struct svff_class_pf {
         struct svff_ctx *ctx;
@@ -76,8 +78,25 @@ static const char *const known_keys[] = {
 
 static const char *const link_states[] = { "auto", "enable", "disable" };
 
+/* A NIC PF whose interface rtnetlink can reach: a link of that name in
+ * this network namespace, with the ifindex sysfs gives it where sysfs
+ * gives one. A simulated tree's interface (or another namespace's) is
+ * none, and its PF stays a bare PCI function. */
 static bool is_nic(struct svff_ctx *ctx, const struct svff_pf *pf) {
-        return (pf->class >> 16) == 0x02 && pf->netdev;
+        _cleanup_free_ char *path = NULL;
+        unsigned idx;
+        int sysidx;
+
+        if ((pf->class >> 16) != 0x02 || !pf->netdev)
+                return false;
+        idx = if_nametoindex(pf->netdev);
+        if (idx == 0)
+                return false;
+        if (asprintf(&path, "bus/pci/devices/%s/net/%s/ifindex", pf->address, pf->netdev) < 0)
+                return false;
+        if (svff_sysfs_read_int(svff_ctx_get_rootfd(ctx), path, &sysidx) >= 0 && sysidx != (int) idx)
+                return false;
+        return true;
 }
 
 static void nic_close(struct svff_class_pf *c) {

@@ -92,14 +92,27 @@ static int provision_fails(unsigned index, const char *settings, struct svff_err
         return r;
 }
 
+/* A NIC PF is class 02 with an interface rtnetlink can reach: the
+ * loopback link stands in for one here (every network namespace has
+ * it); a simulated tree's interface name is no link at all. */
 START_TEST(test_match) {
         struct svff_pf p = pf;
 
+        p.netdev = (char *) "lo";
         ck_assert(svff_class_nic.match(ctx, &p));
+        ck_assert_ptr_eq(svff_class_find(ctx, &p), &svff_class_nic);
+        ck_assert_ptr_eq(svff_class_by_name("nic"), &svff_class_nic);
         p.class = 0x010802;     /* NVMe */
         ck_assert(!svff_class_nic.match(ctx, &p));
         p.class = 0x020000;
         p.netdev = NULL;        /* no driver bound, or not a netdev */
+        ck_assert(!svff_class_nic.match(ctx, &p));
+        p.netdev = (char *) "svff-sim0";
+        ck_assert(!svff_class_nic.match(ctx, &p));
+        ck_assert_ptr_null(svff_class_find(ctx, &p));
+        /* The same name, but sysfs's ifindex is another link's. */
+        p.netdev = (char *) "lo";
+        fixture_file(root, "bus/pci/devices/0000:05:00.0/net/lo/ifindex", "9999\n");
         ck_assert(!svff_class_nic.match(ctx, &p));
         ck_assert_str_eq(svff_class_nic.name, "nic");
 }
@@ -453,8 +466,6 @@ START_TEST(test_check) {
         ck_assert_int_eq(svff_class_nic.check(bad, &err), -EINVAL);
         ck_assert_str_eq(svff_error_message(&err), "NIC settings: bad 'vlan': a VLAN is 0 to 4095");
         svff_error_free(&err);
-        ck_assert_ptr_eq(svff_class_find(ctx, &pf), &svff_class_nic);
-        ck_assert_ptr_eq(svff_class_by_name("nic"), &svff_class_nic);
 }
 END_TEST
 
