@@ -8,7 +8,7 @@
 # reports a secondary taken offline and a namespace detached behind
 # svffd's back; a second init puts them back; 'attach --namespace' gives
 # VF 3 (which the policy gives none) its namespace before the domain gets
-# it, and 'release --force' detaches it from the domain and undoes that;
+# it, and 'detach --release' takes it from the domain and undoes that;
 # release takes the secondary offline and detaches the namespace.
 #
 # vm-run: --namespaces
@@ -200,11 +200,11 @@ assert_eq "list --json: the assignment records its namespace" 4 \
         "$(jq -r "$q.assigned_to.class.settings.namespace" "$R/list-attached.json")"
 assert_eq "list --json: VF 3's class state has namespace 4" "[4]" "$(jq -c "$q.class.state.namespaces" "$R/list-attached.json")"
 assert_true "VF 3 is in d1's live XML" sh -c "virsh -q dumpxml d1 | grep -q ua-svff"
-vm_log "svffctl release --force $vf3"
-svffctl release --force "$vf3" >"$R/release-force.out" 2>&1 ||
-        { cat "$R/release-force.out"; vm_fail "release --force of VF 3 failed"; }
-assert_eq "after release --force: VF 3 secondary offline (0)" 0 "$(secondary 3 secondary-controller-state)"
-assert_eq "after release --force: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
+vm_log "svffctl detach $vf3 --release"
+svffctl detach "$vf3" --release >"$R/release-force.out" 2>&1 ||
+        { cat "$R/release-force.out"; vm_fail "detach --release of VF 3 failed"; }
+assert_eq "after detach --release: VF 3 secondary offline (0)" 0 "$(secondary 3 secondary-controller-state)"
+assert_eq "after detach --release: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
 
 # ---- release: secondary offline, namespace detached ----
 for i in 0 1 2; do
