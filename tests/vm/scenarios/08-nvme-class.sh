@@ -6,7 +6,8 @@
 # a VF bound to the host nvme driver comes up as its secondary controller
 # and reaches that namespace through native multipath (nvme0cKn1); status
 # reports a secondary taken offline and a namespace detached behind
-# svffd's back; a second init puts them back; 'attach --namespace' gives
+# svffd's back; a second init puts them back, and so does an init after
+# svffd was SIGKILLed between two VFs' class steps; 'attach --namespace' gives
 # VF 3 (which the policy gives none) its namespace before the domain gets
 # it, and 'detach --release' takes it from the domain and undoes that;
 # release takes the secondary offline and detaches the namespace.
@@ -158,6 +159,30 @@ check_provisioned "after the second init"
 svffctl status --json >"$R/status.json" || vm_fail "svffctl status --json failed"
 assert_eq "status: no class drift after the second init" 0 \
         "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status.json")"
+
+# ---- SIGKILL between two VFs' class steps: the next init completes ----
+if "$(vm_svff_bin svffd)" --version | grep -q '^+FAULT-POINTS$'; then
+        vm_log "init again with svffd killed after VF 1's class steps"
+        vm_svffd_stop
+        SVFF_FAULT=after-provision-2
+        export SVFF_FAULT
+        vm_svffd_start "$config"
+        unset SVFF_FAULT
+        svffctl init "$pf" 4 >"$R/init-killed.out" 2>&1 && vm_fail "init survived SIGKILL at after-provision-2"
+        rc=0
+        wait "$svffd_pid" || rc=$?
+        svffd_pid=
+        assert_eq "svffd killed at after-provision-2 (SIGKILL)" 137 "$rc"
+        vm_svffd_start "$config"
+        svffctl status --json >"$R/status-killed.json" || vm_fail "svffctl status --json failed"
+        assert_eq "status: the init is interrupted" 1 \
+                "$(jq --arg pf "$pf" '[.drift[] | select(.kind == "interrupted" and .device == $pf)] | length' \
+                "$R/status-killed.json")"
+        svffctl init "$pf" 4 >"$R/init3.out" 2>&1 || { cat "$R/init3.out"; vm_fail "init after the kill failed"; }
+        check_provisioned "after a kill between class steps and a new init"
+else
+        vm_log "NOTE: svffd has no fault points: the kill between class steps is not checked"
+fi
 
 # ---- reconf 4 -> 0 -> 4 keeps each VF's namespace ----
 if [ "$reconf_class" = 1 ]; then
