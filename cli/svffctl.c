@@ -53,6 +53,7 @@ static const char *arg_pf = NULL;
 static const char *arg_mode = NULL;
 static bool arg_dry_run = false;
 static bool arg_force = false;
+static bool arg_release = false;
 static bool arg_policy = false;
 static const char *arg_output = NULL;
 static bool arg_no_reconnect = false;
@@ -954,7 +955,15 @@ static int cmd_release(int argc, char **argv) {
         return call_and_print("io.svff.Release", params, true, print_released, NULL);
 }
 
+static int cmd_release(int argc, char **argv);
+
 static int cmd_detach(int argc, char **argv) {
+        /* --release: off the domain, then given back as release does
+         * (the device class undoes its set-up): Release with force. */
+        if (arg_release) {
+                arg_force = true;
+                return cmd_release(argc, argv);
+        }
         return vf_call(argc, argv, "io.svff.Detach", print_detached, NULL);
 }
 
@@ -1090,6 +1099,7 @@ struct command {
         int (*fn)(int argc, char **argv);
         bool has_driver;
         bool has_force;         /* --force alone: release */
+        bool has_release;       /* --release: detach */
         bool has_policy;        /* --policy: init */
         bool has_attach_options;
         bool has_reconf_options;
@@ -1140,10 +1150,11 @@ static const struct command commands[] = {
           "admin settings in its PF before the domain gets it, and again after every reconf.\n"
           "Needs root or the admin group.",
           cmd_attach, .has_attach_options = true },
-        { "detach", "detach VF",
+        { "detach", "detach VF [--release]",
           "Remove VF from its domain, waiting for the guest to let go of it (svffd's\n"
           "detach-timeout-sec). If the guest does not, the VF stays 'detaching' and the\n"
-          "command fails; run it again later.", cmd_detach },
+          "command fails; run it again later. --release then runs 'svffctl release' on\n"
+          "the VF (its device class undoes what it set up).", cmd_detach, .has_release = true },
         { "pause", "pause VF",
           "Pause VF's assignment: a native pause when the domain's QEMU offers the\n"
           "device-pause command (the guest keeps seeing the device), else a detach pause\n"
@@ -1203,7 +1214,7 @@ static void command_help(const struct command *c) {
         printf("Usage: svffctl %s\n\n%s\n\n"
                "Options:\n"
                "  --json          Print JSON on stdout; errors as JSON on stderr\n"
-               "%s%s%s%s%s%s%s"
+               "%s%s%s%s%s%s%s%s"
                "  --socket=PATH   svffd's socket\n",
                c->usage, c->help,
                c->no_timeout ? "" : "  --timeout=SEC   Give up on svffd after SEC seconds\n",
@@ -1217,6 +1228,7 @@ static void command_help(const struct command *c) {
                                        "  --link-state=auto|enable|disable, --max-tx-rate=R, --min-tx-rate=R\n"
                                        "                  NIC: the VF's admin settings in its PF\n" : "",
                c->has_force ? "  --force         Detach the VF from its domain first\n" : "",
+               c->has_release ? "  --release       Then 'svffctl release' the VF\n" : "",
                c->has_policy ? "  --policy        Apply the PF's policy; it owns the count again\n" : "",
                c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
@@ -1313,7 +1325,7 @@ static int nic_option(const char *opt, const char *arg) {
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
                ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_EFFECTIVE,
-               ARG_NAMESPACE, ARG_NIC };
+               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -1325,6 +1337,7 @@ int main(int argc, char **argv) {
                 { "config", no_argument, NULL, ARG_CONFIG },
                 { "guest-address", required_argument, NULL, ARG_GUEST_ADDRESS },
                 { "namespace", required_argument, NULL, ARG_NAMESPACE },
+                { "release", no_argument, NULL, ARG_RELEASE },
                 /* NIC: the option's name is the class's key. */
                 { "mac", required_argument, NULL, ARG_NIC },
                 { "vlan", required_argument, NULL, ARG_NIC },
@@ -1432,6 +1445,9 @@ int main(int argc, char **argv) {
                 case ARG_FORCE:
                         arg_force = true;
                         break;
+                case ARG_RELEASE:
+                        arg_release = true;
+                        break;
                 case ARG_POLICY:
                         arg_policy = true;
                         break;
@@ -1471,6 +1487,8 @@ int main(int argc, char **argv) {
                                    "to attach.");
         if ((arg_mode || arg_dry_run) && !cmd->has_reconf_options)
                 return usage_error(cmd->name, "--mode and --dry-run only apply to reconf.");
+        if (arg_release && !cmd->has_release)
+                return usage_error(cmd->name, "--release only applies to detach.");
         if (arg_force && !cmd->has_reconf_options && !cmd->has_force)
                 return usage_error(cmd->name, "--force only applies to reconf and release.");
         if (arg_effective && !streq(cmd->name, "config"))

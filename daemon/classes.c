@@ -264,6 +264,29 @@ int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
         return r;
 }
 
+int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                                    struct json_object *record, struct json_object *policy, struct json_object **ret,
+                                    struct svff_error *err) {
+        struct json_object *settings = NULL, *wrapped = NULL;
+        const char *name = NULL;
+        int r;
+
+        /* The settings as recorded (policy and assignment, merged when
+         * the VF was provisioned) stand for the policy: the VF gets back
+         * what it had, whatever the config says now. */
+        if (record && json_object_object_get_ex(record, "settings", &settings) && settings &&
+            svff_json_get_string(record, "name", &name) >= 0) {
+                wrapped = json_object_new_object();
+                if (!wrapped)
+                        return svff_error_set(err, -ENOMEM, "Out of memory");
+                json_object_object_add(wrapped, name, json_object_get(settings));
+                policy = wrapped;
+        }
+        r = classes_provision_sync(ctx, pf, index, policy, NULL, ret, err);
+        json_object_put(wrapped);
+        return r;
+}
+
 int classes_release_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                          struct json_object *state, struct svff_error *err) {
         struct opened o;

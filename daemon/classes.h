@@ -51,6 +51,14 @@ int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, 
 int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                            struct json_object *policy, struct json_object *assignment, struct json_object **ret,
                            struct svff_error *err);
+/* Provisions VF index again as record (the VF's class record,
+ * classes_vf_record(), as journaled; NULL for a VF that has none yet)
+ * says it was, or else with policy's settings: a reconf's provision step
+ * on its worker, after the numvfs write and before vfio-pci. *ret is the
+ * new record. */
+int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                                    struct json_object *record, struct json_object *policy, struct json_object **ret,
+                                    struct svff_error *err);
 /* Undoes what state (as recorded) says provision did. */
 int classes_release_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                          struct json_object *state, struct svff_error *err);

@@ -10,6 +10,9 @@
 #   - init provisions every VF before binding it, and list (--json and
 #     the table) shows each VF's class state; status shows no drift;
 #   - release undoes it and drops the record;
+#   - a crash between two VFs' class steps is an interrupted init that the
+#     next init completes; a VF whose provisioning fails stops the init
+#     before anything is bound;
 #   - without the stand-in an NVMe PF is refused by name, nothing changed.
 . "$(dirname "$0")/daemon-lib.sh"
 
@@ -78,6 +81,48 @@ grep -q "secondary" "$T/svffd.log" || true
 ctl status --json >"$T/status.json" || fail "status --json after release"
 expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" <"$T/status.json")" 0 \
         "class drift after release"
+stop_svffd || fail "svffd did not stop cleanly"
+
+# ---- a crash between two VFs' class steps, then init again ----
+export SVFF_FAULT=after-provision-2
+start_svffd
+unset SVFF_FAULT
+ctl init "$PF" 2 >"$T/init.out" 2>&1 && fail "init survived the crash at after-provision-2"
+wait "$SVFFD_PID" 2>/dev/null || true
+SVFFD_PID=""
+varlink_check stop || fail "svffd's replies break its interface"
+grep -q "fault point 'after-provision' (2)" "$T/svffd.log" || fail "svffd did not die at after-provision-2"
+expect_eq "$(sys_numvfs "$PF")" 2 "sriov_numvfs after the crash"
+start_svffd
+ctl status --json >"$T/status.json" || fail "status --json after the crash"
+expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'interrupted' and x['device'] == '$PF'])" \
+        <"$T/status.json")" 1 "the interrupted init in status"
+ctl init "$PF" 2 >"$T/init.out" 2>&1 || fail "init after the crash: $(cat "$T/init.out")"
+ctl list --json >"$T/list.json" || fail "list --json"
+expect_eq "$(jget "[v['class']['state']['secondary'] for p in d['pfs'] if p['address'] == '$PF' for v in p['vfs']]" \
+        <"$T/list.json")" "['online', 'online']" "class state of both VFs after the crash and a new init"
+stop_svffd || fail "svffd did not stop cleanly"
+
+# ---- a VF that cannot be provisioned: nothing is bound, the rest is told ----
+export SVFF_FAULT=fail-provision-2
+start_svffd
+unset SVFF_FAULT
+rc=0
+ctl init "$PF" 4 >"$T/init.out" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "init succeeded with VF 1's provisioning failing"
+grep -q "$(sys_vf "$PF" 1)" "$T/init.out" || fail "the failure does not name VF 1: $(cat "$T/init.out")"
+grep -q "none was bound" "$T/init.out" || fail "the failure does not say nothing was bound: $(cat "$T/init.out")"
+for i in 0 1 2 3; do
+        [ "$(sys_driver "$(sys_vf "$PF" $i)")" != vfio-pci ] || fail "VF $i was bound to vfio-pci after the failure"
+done
+python3 -c "import json,sys; s=json.load(open(sys.argv[1])); v=s['vfs']
+assert v[sys.argv[2]].get('class'), 'VF 0 provisioned, not recorded'
+assert not v[sys.argv[3]].get('class'), 'VF 1 recorded as provisioned'" \
+        "$STATE/store.json" "$(sys_vf "$PF" 0)" "$(sys_vf "$PF" 1)" || fail "the records after the failure"
+stop_svffd || fail "svffd did not stop cleanly"
+start_svffd
+ctl init "$PF" 4 >"$T/init.out" 2>&1 || fail "init after the failure: $(cat "$T/init.out")"
+expect_eq "$(sys_driver "$(sys_vf "$PF" 3)")" vfio-pci "VF 3 after the second init"
 stop_svffd || fail "svffd did not stop cleanly"
 
 # ---- without the stand-in: no admin queue, refused by name ----

@@ -6,9 +6,10 @@
 # a VF bound to the host nvme driver comes up as its secondary controller
 # and reaches that namespace through native multipath (nvme0cKn1); status
 # reports a secondary taken offline and a namespace detached behind
-# svffd's back; a second init puts them back; 'attach --namespace' gives
+# svffd's back; a second init puts them back, and so does an init after
+# svffd was SIGKILLed between two VFs' class steps; 'attach --namespace' gives
 # VF 3 (which the policy gives none) its namespace before the domain gets
-# it, and 'release --force' detaches it from the domain and undoes that;
+# it, and 'detach --release' takes it from the domain and undoes that;
 # release takes the secondary offline and detaches the namespace.
 #
 # vm-run: --namespaces
@@ -159,6 +160,30 @@ svffctl status --json >"$R/status.json" || vm_fail "svffctl status --json failed
 assert_eq "status: no class drift after the second init" 0 \
         "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status.json")"
 
+# ---- SIGKILL between two VFs' class steps: the next init completes ----
+if "$(vm_svff_bin svffd)" --version | grep -q '^+FAULT-POINTS$'; then
+        vm_log "init again with svffd killed after VF 1's class steps"
+        vm_svffd_stop
+        SVFF_FAULT=after-provision-2
+        export SVFF_FAULT
+        vm_svffd_start "$config"
+        unset SVFF_FAULT
+        svffctl init "$pf" 4 >"$R/init-killed.out" 2>&1 && vm_fail "init survived SIGKILL at after-provision-2"
+        rc=0
+        wait "$svffd_pid" || rc=$?
+        svffd_pid=
+        assert_eq "svffd killed at after-provision-2 (SIGKILL)" 137 "$rc"
+        vm_svffd_start "$config"
+        svffctl status --json >"$R/status-killed.json" || vm_fail "svffctl status --json failed"
+        assert_eq "status: the init is interrupted" 1 \
+                "$(jq --arg pf "$pf" '[.drift[] | select(.kind == "interrupted" and .device == $pf)] | length' \
+                "$R/status-killed.json")"
+        svffctl init "$pf" 4 >"$R/init3.out" 2>&1 || { cat "$R/init3.out"; vm_fail "init after the kill failed"; }
+        check_provisioned "after a kill between class steps and a new init"
+else
+        vm_log "NOTE: svffd has no fault points: the kill between class steps is not checked"
+fi
+
 # ---- reconf 4 -> 0 -> 4 keeps each VF's namespace ----
 if [ "$reconf_class" = 1 ]; then
         vm_log "reconf $pf 0, then 4"
@@ -200,11 +225,11 @@ assert_eq "list --json: the assignment records its namespace" 4 \
         "$(jq -r "$q.assigned_to.class.settings.namespace" "$R/list-attached.json")"
 assert_eq "list --json: VF 3's class state has namespace 4" "[4]" "$(jq -c "$q.class.state.namespaces" "$R/list-attached.json")"
 assert_true "VF 3 is in d1's live XML" sh -c "virsh -q dumpxml d1 | grep -q ua-svff"
-vm_log "svffctl release --force $vf3"
-svffctl release --force "$vf3" >"$R/release-force.out" 2>&1 ||
-        { cat "$R/release-force.out"; vm_fail "release --force of VF 3 failed"; }
-assert_eq "after release --force: VF 3 secondary offline (0)" 0 "$(secondary 3 secondary-controller-state)"
-assert_eq "after release --force: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
+vm_log "svffctl detach $vf3 --release"
+svffctl detach "$vf3" --release >"$R/release-force.out" 2>&1 ||
+        { cat "$R/release-force.out"; vm_fail "detach --release of VF 3 failed"; }
+assert_eq "after detach --release: VF 3 secondary offline (0)" 0 "$(secondary 3 secondary-controller-state)"
+assert_eq "after detach --release: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
 
 # ---- release: secondary offline, namespace detached ----
 for i in 0 1 2; do
