@@ -450,6 +450,17 @@ START_TEST(test_plan) {
         take = J("[{\"take-over\": true}]");
         ck_assert_int_eq(svff_class_nic.plan(c, &pf, 1, take, &taken, &err), 0);
         ck_assert_ptr_nonnull(strstr(S(taken, "owner"), "taking over from systemd-networkd"));
+
+        /* inspect (status) names the owner too, and reads each VF. */
+        _cleanup_(json_object_putp) struct json_object *in = NULL;
+        struct json_object *p = NULL, *o = NULL, *v = NULL;
+        ck_assert_int_eq(svff_class_nic.inspect(c, &pf, &in, &err), 0);
+        ck_assert(json_object_object_get_ex(in, "pf", &p));
+        ck_assert(json_object_object_get_ex(p, "owner", &o));
+        ck_assert_str_eq(S(o, "manager"), "systemd-networkd");
+        ck_assert_str_eq(S(o, "file"), "/etc/systemd/network/10-pf.link");
+        ck_assert(json_object_object_get_ex(json_object_object_get(in, "vfs"), "3", &v));
+        ck_assert_str_eq(S(v, "mac"), "00:00:00:00:00:00");
 }
 END_TEST
 
