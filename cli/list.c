@@ -27,6 +27,7 @@ enum {
         COL_STATE,
         COL_NAME,
         COL_MANAGED,
+        COL_CLASS,
         _COL_MAX,
 };
 
@@ -53,10 +54,11 @@ static const struct {
         [COL_STATE]    = { "state",    "STATE",    "VF: attached, paused or detaching; absent" },
         [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", true },
         [COL_MANAGED]  = { "managed",  "MANAGED",  "PF: yes, or why svffd leaves it read-only", true },
+        [COL_CLASS]    = { "class",    "CLASS",    "VF: what its device class set up (nvme: online 2VQ/1VI ns 1)", true },
 };
 
 /* The default fits 80 columns for the usual addresses and drivers; owner
- * is added when svffd reports it. */
+ * is added when svffd reports it, class when a VF has a class record. */
 static const unsigned default_columns[] = {
         COL_DEVICE, COL_TYPE, COL_DRIVER, COL_VFS, COL_IFACE, COL_RECORDED, COL_DOMAIN, COL_GUEST, COL_STATE,
 };
@@ -105,8 +107,8 @@ void list_columns_help(FILE *f) {
         fprintf(f, "\nDefault:");
         for (size_t i = 0; i < ELEMENTSOF(default_columns); i++)
                 fprintf(f, "%s%s", i ? "," : " ", columns[default_columns[i]].name);
-        fprintf(f, "\n(and owner after recorded when svffd reports it, managed last when a PF is\n"
-                   "outside svff.conf's manage list).\n");
+        fprintf(f, "\n(and owner after recorded when svffd reports it, class at the end when a VF\n"
+                   "has one, managed last when a PF is outside svff.conf's manage list).\n");
 }
 
 static bool any_pf_has(struct json_object *reply, const char *key) {
@@ -132,6 +134,22 @@ static bool any_pf_set(struct json_object *reply, const char *key) {
         return false;
 }
 
+static bool any_vf_has_class(struct json_object *reply) {
+        struct json_object *pfs, *vfs, *v;
+
+        if (!json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(pfs); i++) {
+                if (!json_object_object_get_ex(json_object_array_get_idx(pfs, i), "vfs", &vfs) ||
+                    !json_object_is_type(vfs, json_type_array))
+                        continue;
+                for (size_t k = 0; k < json_object_array_length(vfs); k++)
+                        if (json_object_object_get_ex(json_object_array_get_idx(vfs, k), "class", &v) && v)
+                                return true;
+        }
+        return false;
+}
+
 static const char *yes_no(struct json_object *o, const char *key) {
         struct json_object *v;
 
@@ -143,6 +161,7 @@ static const char *yes_no(struct json_object *o, const char *key) {
 /* One row's cells: what each column shows for a PF (vf NULL) or a VF. */
 struct row {
         char type[24], index[24], vfs[48], numa[24], iommu[24], id[16], guest[24], state[64], name[256];
+        char klass[256];
         const char *cell[_COL_MAX];
 };
 
@@ -193,7 +212,7 @@ static void fill_pf(struct row *r, struct json_object *pf) {
 }
 
 static void fill_vf(struct row *r, struct json_object *vf) {
-        struct json_object *a = NULL;
+        struct json_object *a = NULL, *c = NULL;
 
         r->cell[COL_DEVICE] = jstr(vf, "address");
         snprintf(r->type, sizeof(r->type), "VF%lld", jint(vf, "index", 0));
@@ -206,6 +225,11 @@ static void fill_vf(struct row *r, struct json_object *vf) {
         r->cell[COL_ORIGINAL] = jstr(vf, "original_driver");
         (void) json_object_object_get_ex(vf, "assigned_to", &a);
         fill_assignment(r, a);
+        if (json_object_object_get_ex(vf, "class", &c) && c) {
+                snprintf(r->klass, sizeof(r->klass), "%s: %s", strna(jstr(c, "name")),
+                         jstr(c, "description") ?: "recorded");
+                r->cell[COL_CLASS] = r->klass;
+        }
 }
 
 static int add_row(struct table *t, const unsigned *cols, size_t n, const struct row *r) {
@@ -243,6 +267,8 @@ int list_print(struct json_object *reply) {
                         if (default_columns[i] == COL_RECORDED && any_pf_has(reply, "owner"))
                                 cols[n++] = COL_OWNER;
                 }
+        if (n_selected == 0 && any_vf_has_class(reply))
+                cols[n++] = COL_CLASS;
         if (n_selected == 0 && any_pf_set(reply, "unmanaged"))
                 cols[n++] = COL_MANAGED;
         for (size_t i = 0; i < n; i++)

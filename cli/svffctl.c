@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,10 +46,14 @@ static const char *arg_driver = NULL;
 static bool arg_live = false;
 static bool arg_config = false;
 static const char *arg_guest_address = NULL;
+/* attach: the device-class settings the assignment adds (Attach's
+ * "class"); NIC options map onto the same object. */
+static struct json_object *arg_class = NULL;
 static const char *arg_pf = NULL;
 static const char *arg_mode = NULL;
 static bool arg_dry_run = false;
 static bool arg_force = false;
+static bool arg_release = false;
 static bool arg_policy = false;
 static const char *arg_output = NULL;
 static bool arg_no_reconnect = false;
@@ -893,6 +898,8 @@ static int cmd_attach(int argc, char **argv) {
                 json_object_object_add(params, "config", json_object_new_boolean(true));
         if (arg_guest_address)
                 json_object_object_add(params, "guest_address", json_object_new_string(arg_guest_address));
+        if (arg_class)
+                json_object_object_add(params, "class", json_object_get(arg_class));
         return call_and_print("io.svff.Attach", params, true, print_assignment, "attached to");
 }
 
@@ -948,7 +955,15 @@ static int cmd_release(int argc, char **argv) {
         return call_and_print("io.svff.Release", params, true, print_released, NULL);
 }
 
+static int cmd_release(int argc, char **argv);
+
 static int cmd_detach(int argc, char **argv) {
+        /* --release: off the domain, then given back as release does
+         * (the device class undoes its set-up): Release with force. */
+        if (arg_release) {
+                arg_force = true;
+                return cmd_release(argc, argv);
+        }
         return vf_call(argc, argv, "io.svff.Detach", print_detached, NULL);
 }
 
@@ -1084,6 +1099,7 @@ struct command {
         int (*fn)(int argc, char **argv);
         bool has_driver;
         bool has_force;         /* --force alone: release */
+        bool has_release;       /* --release: detach */
         bool has_policy;        /* --policy: init */
         bool has_attach_options;
         bool has_reconf_options;
@@ -1120,19 +1136,25 @@ static const struct command commands[] = {
           "per line), until interrupted. When svffd restarts, monitor connects again\n"
           "and says so on stderr; --no-reconnect exits (status 3) instead.", cmd_monitor,
           .has_reconnect = true, .no_timeout = true },
-        { "attach", "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F]",
+        { "attach", "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F] [--namespace NSID]",
           "Assign VF (or, with --pf, any free VF of PF on vfio-pci) to the libvirt domain\n"
           "DOMAIN (name or UUID) as a managed='no' vfio hostdev. The VF must be on\n"
           "vfio-pci, its IOMMU group viable and used by no other domain. By default the\n"
           "device goes live if the domain runs, and into its definition (config) if it\n"
           "is persistent; --live and --config choose explicitly. --guest-address puts it\n"
           "at that guest PCI address (not 00:00.x, the guest's host bridge); otherwise\n"
-          "libvirt picks one, which is recorded. Needs root or the admin group.",
+          "libvirt picks one, which is recorded. --namespace attaches NVMe namespace\n"
+          "NSID to the VF's secondary controller first (its device class provisions it).\n"
+          "--mac, --vlan V[:QOS[:PROTO]], --trust on|off, --spoofchk on|off, --link-state\n"
+          "auto|enable|disable, --max-tx-rate and --min-tx-rate (Mbps) set a NIC VF's\n"
+          "admin settings in its PF before the domain gets it, and again after every reconf.\n"
+          "Needs root or the admin group.",
           cmd_attach, .has_attach_options = true },
-        { "detach", "detach VF",
+        { "detach", "detach VF [--release]",
           "Remove VF from its domain, waiting for the guest to let go of it (svffd's\n"
           "detach-timeout-sec). If the guest does not, the VF stays 'detaching' and the\n"
-          "command fails; run it again later.", cmd_detach },
+          "command fails; run it again later. --release then runs 'svffctl release' on\n"
+          "the VF (its device class undoes what it set up).", cmd_detach, .has_release = true },
         { "pause", "pause VF",
           "Pause VF's assignment: a native pause when the domain's QEMU offers the\n"
           "device-pause command (the guest keeps seeing the device), else a detach pause\n"
@@ -1192,7 +1214,7 @@ static void command_help(const struct command *c) {
         printf("Usage: svffctl %s\n\n%s\n\n"
                "Options:\n"
                "  --json          Print JSON on stdout; errors as JSON on stderr\n"
-               "%s%s%s%s%s%s%s"
+               "%s%s%s%s%s%s%s%s"
                "  --socket=PATH   svffd's socket\n",
                c->usage, c->help,
                c->no_timeout ? "" : "  --timeout=SEC   Give up on svffd after SEC seconds\n",
@@ -1200,8 +1222,13 @@ static void command_help(const struct command *c) {
                c->has_attach_options ? "  --pf=PF         Take any free VF of PF\n"
                                        "  --live          Attach to the running domain\n"
                                        "  --config        Attach to the domain's persistent definition\n"
-                                       "  --guest-address=BB:SS.F  Guest PCI address\n" : "",
+                                       "  --guest-address=BB:SS.F  Guest PCI address\n"
+                                       "  --namespace=NSID  NVMe: the namespace the VF reaches\n"
+                                       "  --mac=MAC, --vlan=V[:QOS[:PROTO]], --trust=on|off, --spoofchk=on|off,\n"
+                                       "  --link-state=auto|enable|disable, --max-tx-rate=R, --min-tx-rate=R\n"
+                                       "                  NIC: the VF's admin settings in its PF\n" : "",
                c->has_force ? "  --force         Detach the VF from its domain first\n" : "",
+               c->has_release ? "  --release       Then 'svffctl release' the VF\n" : "",
                c->has_policy ? "  --policy        Apply the PF's policy; it owns the count again\n" : "",
                c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
@@ -1245,9 +1272,60 @@ static int bad_option(int o, int argc, char **argv) {
         return usage_error(cmd, "unknown option '%s'; see 'svffctl --help'.", arg);
 }
 
+/* attach's NIC options, mapped onto Attach's "class" object under the
+ * NIC class's own keys; the class checks the values (range, unicast MAC)
+ * before anything is touched. */
+static int nic_option(const char *opt, const char *arg) {
+        struct json_object *v = NULL;
+
+        if (!arg_class && !(arg_class = json_object_new_object()))
+                return -ENOMEM;
+        if (streq(opt, "vlan")) {
+                unsigned long vlan, qos = 0;
+                char *end, *proto = NULL;
+
+                errno = 0;
+                vlan = strtoul(arg, &end, 10);
+                if (errno || end == arg || vlan > 4095 || (*end && *end != ':'))
+                        return usage_error("attach", "--vlan '%s': expected VLAN[:QOS[:PROTO]], VLAN 0 to 4095.", arg);
+                if (*end == ':') {
+                        const char *q = end + 1;
+                        qos = strtoul(q, &end, 10);
+                        if (errno || end == q || qos > 7 || (*end && *end != ':'))
+                                return usage_error("attach", "--vlan '%s': the QoS is 0 to 7.", arg);
+                        if (*end == ':')
+                                proto = end + 1;
+                        json_object_object_add(arg_class, "qos", json_object_new_int((int) qos));
+                }
+                if (proto) {
+                        if (strcasecmp(proto, "802.1Q") && strcasecmp(proto, "802.1ad"))
+                                return usage_error("attach", "--vlan '%s': the protocol is 802.1Q or 802.1ad.", arg);
+                        json_object_object_add(arg_class, "vlan-proto", json_object_new_string(proto));
+                }
+                v = json_object_new_int((int) vlan);
+        } else if (streq(opt, "trust") || streq(opt, "spoofchk")) {
+                if (!streq(arg, "on") && !streq(arg, "off"))
+                        return usage_error("attach", "--%s '%s': expected on or off.", opt, arg);
+                v = json_object_new_boolean(streq(arg, "on"));
+        } else if (streq(opt, "max-tx-rate") || streq(opt, "min-tx-rate")) {
+                unsigned long rate;
+                char *end;
+
+                errno = 0;
+                rate = strtoul(arg, &end, 10);
+                if (errno || end == arg || *end || rate > UINT32_MAX || arg[0] == '-')
+                        return usage_error("attach", "--%s '%s': expected Mbps (0: no limit).", opt, arg);
+                v = json_object_new_int64((int64_t) rate);
+        } else
+                v = json_object_new_string(arg);      /* mac, link-state */
+        json_object_object_add(arg_class, opt, v);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
-               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_EFFECTIVE };
+               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_EFFECTIVE,
+               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -1258,6 +1336,16 @@ int main(int argc, char **argv) {
                 { "live", no_argument, NULL, ARG_LIVE },
                 { "config", no_argument, NULL, ARG_CONFIG },
                 { "guest-address", required_argument, NULL, ARG_GUEST_ADDRESS },
+                { "namespace", required_argument, NULL, ARG_NAMESPACE },
+                { "release", no_argument, NULL, ARG_RELEASE },
+                /* NIC: the option's name is the class's key. */
+                { "mac", required_argument, NULL, ARG_NIC },
+                { "vlan", required_argument, NULL, ARG_NIC },
+                { "trust", required_argument, NULL, ARG_NIC },
+                { "spoofchk", required_argument, NULL, ARG_NIC },
+                { "link-state", required_argument, NULL, ARG_NIC },
+                { "max-tx-rate", required_argument, NULL, ARG_NIC },
+                { "min-tx-rate", required_argument, NULL, ARG_NIC },
                 { "pf", required_argument, NULL, ARG_PF },
                 { "mode", required_argument, NULL, ARG_MODE },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
@@ -1282,7 +1370,8 @@ int main(int argc, char **argv) {
          * order (getopt permutes them to the end). Messages are ours:
          * getopt would call "-1" an invalid option '1'. */
         opterr = 0;
-        while ((o = getopt_long(argc, argv, ":ho:", options, NULL)) >= 0) {
+        int opt_index = 0;
+        while ((o = getopt_long(argc, argv, ":ho:", options, &opt_index)) >= 0) {
                 switch (o) {
                 case 'h':
                         want_help = true;
@@ -1324,6 +1413,26 @@ int main(int argc, char **argv) {
                 case ARG_GUEST_ADDRESS:
                         arg_guest_address = optarg;
                         break;
+                case ARG_NAMESPACE: {
+                        char *end;
+                        unsigned long ns;
+
+                        errno = 0;
+                        ns = strtoul(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end || ns == 0 || ns > 0xfffffffeUL)
+                                return usage_error("attach", "--namespace '%s' is not a namespace ID (1 to %lu).",
+                                                   optarg, 0xfffffffeUL);
+                        if (!arg_class && !(arg_class = json_object_new_object()))
+                                return EXIT_FAILURE;
+                        json_object_object_add(arg_class, "namespace", json_object_new_int64((int64_t) ns));
+                        break;
+                }
+                case ARG_NIC: {
+                        int r = nic_option(options[opt_index].name, optarg);
+                        if (r != 0)
+                                return r < 0 ? EXIT_FAILURE : r;
+                        break;
+                }
                 case ARG_PF:
                         arg_pf = optarg;
                         break;
@@ -1335,6 +1444,9 @@ int main(int argc, char **argv) {
                         break;
                 case ARG_FORCE:
                         arg_force = true;
+                        break;
+                case ARG_RELEASE:
+                        arg_release = true;
                         break;
                 case ARG_POLICY:
                         arg_policy = true;
@@ -1370,10 +1482,13 @@ int main(int argc, char **argv) {
         }
         if (arg_driver && !cmd->has_driver)
                 return usage_error(cmd->name, "--driver only applies to init.");
-        if ((arg_live || arg_config || arg_guest_address || arg_pf) && !cmd->has_attach_options)
-                return usage_error(cmd->name, "--pf, --live, --config and --guest-address only apply to attach.");
+        if ((arg_live || arg_config || arg_guest_address || arg_pf || arg_class) && !cmd->has_attach_options)
+                return usage_error(cmd->name, "--pf, --live, --config, --guest-address and --namespace only apply "
+                                   "to attach.");
         if ((arg_mode || arg_dry_run) && !cmd->has_reconf_options)
                 return usage_error(cmd->name, "--mode and --dry-run only apply to reconf.");
+        if (arg_release && !cmd->has_release)
+                return usage_error(cmd->name, "--release only applies to detach.");
         if (arg_force && !cmd->has_reconf_options && !cmd->has_force)
                 return usage_error(cmd->name, "--force only applies to reconf and release.");
         if (arg_effective && !streq(cmd->name, "config"))

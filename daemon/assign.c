@@ -8,6 +8,7 @@
 #include "assign.h"
 #include "bind.h"
 #include "cause.h"
+#include "classes.h"
 #include "fault.h"
 #include "hypervisor.h"
 #include "interface.h"
@@ -84,6 +85,14 @@ struct job {
         bool have_probe;
         char *store_message;            /* why the final commit failed */
 
+        /* attach: the device-class settings the assignment adds, and
+         * what provisioning them returned (PREPARE, before libvirt). */
+        struct json_object *class_settings;
+        struct json_object *class_policy;
+        struct json_object *class_rec;
+        char class_pf[SVFF_PCI_ADDR_STRLEN];
+        unsigned class_index;
+
         /* A detach another operation asked for (assign_detach()): it
          * answers done, not a call, once, when the job ends. */
         assign_detach_fn done;
@@ -112,6 +121,9 @@ static void job_free(struct job *j) {
         free(j->pause_cmd);
         free(j->unpause_cmd);
         free(j->store_message);
+        json_object_put(j->class_settings);
+        json_object_put(j->class_policy);
+        json_object_put(j->class_rec);
         svff_error_free(&j->err);
         free(j);
 }
@@ -284,6 +296,24 @@ static void attach_prepare(struct job *j) {
 
         if (check_vfio(j) < 0 || check_group(j) < 0)
                 return;
+        if (j->class_settings) {
+                /* What the assignment adds is in place before libvirt
+                 * hands the VF to the guest. */
+                int r = classes_provision_sync(j->ctx, j->class_pf, j->class_index, j->class_policy,
+                                               j->class_settings, &j->class_rec, &j->err);
+
+                if (r == 0)
+                        r = fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
+                                 "VF %s has no device class (PF %s is a bare PCI function here): class settings "
+                                 "such as --namespace do not apply to it", j->vf, j->class_pf);
+                else if (r < 0)
+                        /* Settings the class refused are the caller's;
+                         * the rest is the device's. */
+                        r = fail(j, r == -EINVAL ? SVFF_ERROR_DEVICE_REFUSED
+                                    : r == -EBUSY ? SVFF_ERROR_DEVICE_BUSY : SVFF_ERROR_OPERATION_FAILED, r, NULL);
+                if (r < 0)
+                        return;
+        }
         if (flags == 0)
                 flags = (j->info.active ? SVFF_HV_LIVE : 0) | (j->info.persistent ? SVFF_HV_CONFIG : 0);
         if ((flags & SVFF_HV_LIVE) && !j->info.active) {
@@ -717,6 +747,14 @@ static void act_done(struct job *j) {
                 j->rec.pause_mode = j->kind == JOB_PAUSE ? j->mode : SVFF_PAUSE_NONE;
         }
         store_put(m, j->vf, &j->rec, j->kind != JOB_DETACH);
+        if (j->kind == JOB_ATTACH && j->class_rec) {
+                struct json_object *state = NULL;
+
+                (void) json_object_object_get_ex(j->class_rec, "state", &state);
+                (void) classes_record_assignment(m, j->vf, json_object_get(j->class_settings),
+                                                 json_object_get(state));
+                (void) classes_record_vf(m, j->vf, TAKE_PTR(j->class_rec));
+        }
         if (commit_final(j, &err) < 0) {
                 j->store_message = strdup(svff_error_message(&err));
                 if (j->kind != JOB_DETACH && job_resubmit(j, PHASE_UNDO) >= 0)
@@ -975,7 +1013,7 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
         bool live = false, config = false, have_live, have_config;
         struct job *j;
         char gbuf[SVFF_PCI_ADDR_STRLEN] = "";
-        struct json_object *rec;
+        struct json_object *rec = NULL, *csettings = NULL;
 
         (void) svff_json_get_string(params, "domain", &domain);
         have_live = svff_json_get_bool(params, "live", &live) >= 0;
@@ -1008,6 +1046,44 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
         if (json_object_object_get_ex(svff_store_vfs(m->store), vf, &rec) &&
             svff_json_get_string(rec, "driver", &drv) >= 0 && streq(drv, VFIO_DRIVER))
                 j->may_bind = true;
+        if (json_object_object_get_ex(params, "class", &csettings) && csettings &&
+            json_object_object_length(csettings) > 0) {
+                const char *pf = NULL;
+                struct json_object *crec = classes_vf_record(m, vf);
+
+                /* The VF's own settings (the policy's, as provisioned)
+                 * under the assignment's: what it had stays. */
+                if (svff_store_get_vf(m->store, vf, &pf, NULL) <= 0 || !pf ||
+                    svff_json_get_unsigned(rec, "index", &j->class_index) < 0) {
+                        call_errorf(call, SVFF_ERROR_NOT_MANAGED, "device", vf,
+                                    "VF %s was not set up by svff ('svffctl init'), so it has no device class to "
+                                    "provision the class settings with.", vf);
+                        job_free(j);
+                        return;
+                }
+                snprintf(j->class_pf, sizeof(j->class_pf), "%s", pf);
+                if (json_object_deep_copy(csettings, &j->class_settings, NULL) < 0 ||
+                    (crec && json_object_object_get_ex(crec, "settings", &csettings) && csettings &&
+                     json_object_deep_copy(csettings, &j->class_policy, NULL) < 0)) {
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        job_free(j);
+                        return;
+                }
+                /* classes_provision_sync() takes the policy as class
+                 * members: wrap the VF's recorded settings under the
+                 * class's name. */
+                if (j->class_policy) {
+                        const char *cname = NULL;
+                        struct json_object *w = json_object_new_object();
+
+                        (void) svff_json_get_string(crec, "name", &cname);
+                        if (w && cname)
+                                json_object_object_add(w, cname, TAKE_PTR(j->class_policy));
+                        json_object_put(j->class_policy);
+                        j->class_policy = w;
+                } else
+                        j->class_policy = classes_policy_settings(m, pf);
+        }
         job_submit(m, j);
 }
 
@@ -1044,7 +1120,8 @@ static void attach_from_pool(struct manager *m, struct call *call) {
 }
 
 void method_attach(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "vf", "pf", "domain", "live", "config", "guest_address", NULL };
+        static const char *const allowed[] = { "vf", "pf", "domain", "live", "config", "guest_address", "class",
+                                                NULL };
         struct json_object *params = call_request(call)->parameters, *v;
         char addr[SVFF_PCI_ADDR_STRLEN];
         const char *domain;
@@ -1067,6 +1144,12 @@ void method_attach(struct manager *m, struct call *call) {
         if (json_object_object_get_ex(params, "guest_address", &v) && v && !json_object_is_type(v, json_type_string)) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "guest_address",
                             "Parameter 'guest_address' must be a string such as 02:00.0.");
+                return;
+        }
+        if (json_object_object_get_ex(params, "class", &v) && v && !json_object_is_type(v, json_type_object)) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "class",
+                            "Parameter 'class' must be an object of device-class settings such as "
+                            "{\"namespace\": 1}.");
                 return;
         }
         has_vf = json_object_object_get_ex(params, "vf", &v) && v;

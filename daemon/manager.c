@@ -914,6 +914,8 @@ void manager_begin_shutdown(struct manager *m) {
         json_object_object_add(p, "event", json_object_new_object());
         json_object_object_add(json_object_object_get(p, "event"), "event",
                                json_object_new_string("shutdown"));
+        json_object_object_add(json_object_object_get(p, "event"), "timestamp_usec",
+                               json_object_new_int64((int64_t) now(CLOCK_REALTIME)));
         while (m->n_subscribers > 0) {
                 struct call *c = m->subscribers[--m->n_subscribers];
 

@@ -9,6 +9,7 @@
 #include "context.h"
 #include "assign.h"
 #include "autoinit.h"
+#include "classes.h"
 #include "interface.h"
 #include "json-util.h"
 #include "log.h"
@@ -143,6 +144,28 @@ static struct json_object *hex(unsigned v, int width) {
         return json_object_new_string(buf);
 }
 
+/* The VF's class record, with the class's one line for list's table. */
+static struct json_object *json_vf_class(struct manager *m, const char *vf) {
+        struct json_object *rec = classes_vf_record(m, vf), *o, *v;
+        const char *name = NULL;
+        char *d;
+
+        if (!rec || svff_json_get_string(rec, "name", &name) < 0)
+                return NULL;
+        o = json_object_new_object();
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "name", json_object_new_string(name));
+        json_object_object_add(o, "settings", json_object_object_get_ex(rec, "settings", &v) ? json_object_get(v)
+                                                                                           : NULL);
+        v = classes_vf_state(m, vf);
+        json_object_object_add(o, "state", json_object_get(v));
+        d = classes_describe(name, v);
+        json_object_object_add(o, "description", str_or_null(d));
+        free(d);
+        return o;
+}
+
 static struct json_object *json_vf(struct manager *m, const struct svff_vf *vf) {
         struct json_object *o = json_object_new_object(), *rec = NULL, *assigned = NULL;
         const char *orig = NULL;
@@ -165,6 +188,7 @@ static struct json_object *json_vf(struct manager *m, const struct svff_vf *vf) 
         json_object_object_add(o, "managed", json_object_new_boolean(managed));
         json_object_object_add(o, "original_driver", str_or_null(orig));
         json_object_object_add(o, "assigned_to", assigned);
+        json_object_object_add(o, "class", managed ? json_vf_class(m, vf->address) : NULL);
         return o;
 }
 
@@ -424,8 +448,8 @@ static struct json_object *status_drift(struct manager *m) {
         return a;
 }
 
-static void status_answer(struct manager *m, struct call *call) {
-        struct json_object *p = json_object_new_object(), *store, *ops;
+static void status_reply(struct manager *m, struct call *call, struct json_object *class_drift) {
+        struct json_object *p = json_object_new_object(), *store, *ops, *drift;
         struct snapshot *s = m->snapshot;
         uint64_t t = now(CLOCK_MONOTONIC);
 
@@ -452,7 +476,11 @@ static void status_answer(struct manager *m, struct call *call) {
         json_object_object_add(p, "sysfs_root", json_object_new_string(m->config.sysfs_root));
         json_object_object_add(p, "store", store);
         json_object_object_add(p, "operations", ops);
-        json_object_object_add(p, "drift", status_drift(m));
+        drift = status_drift(m);
+        for (size_t i = 0; drift && class_drift && i < json_object_array_length(class_drift); i++)
+                json_object_array_add(drift, json_object_get(json_object_array_get_idx(class_drift, i)));
+        json_object_put(class_drift);
+        json_object_object_add(p, "drift", drift);
         json_object_object_add(p, "owners", json_owners(m));
         json_object_object_add(p, "config_error", str_or_null(m->config_error));
         json_object_object_add(p, "connections", json_object_new_int64(server_n_connections(m->server)));
@@ -472,6 +500,12 @@ static void status_answer(struct manager *m, struct call *call) {
         json_object_object_add(p, "recovered", m->recovered ? json_object_get(m->recovered) : json_object_new_array());
         call_reply(call, p);
         json_object_put(p);
+}
+
+/* With a snapshot: the device classes' drift needs the devices read,
+ * on a worker. */
+static void status_answer(struct manager *m, struct call *call) {
+        classes_with_drift(m, call, status_reply);
 }
 
 static void method_status(struct manager *m, struct call *call) {

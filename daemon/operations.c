@@ -7,6 +7,8 @@
 
 #include "assign.h"
 #include "bind.h"
+#include "classes.h"
+#include "fault.h"
 #include "interface.h"
 #include "json-util.h"
 #include "log.h"
@@ -91,12 +93,22 @@ struct init_op {
         char *reason;                   /* why, when no caller asked ("policy 'x'") */
         char *owner;                    /* recorded with the count; NULL keeps the PF's */
         operation_init_done_fn done;
+        struct json_object *class_policy;       /* the policy's class members (copy) */
+        struct json_object *class_assignments;  /* {"<index>": an assignment's settings} */
 
         /* worker -> main */
         int r;
         struct svff_error err;
         struct svff_pf *after;          /* the PF once numvfs is set */
         bool cancelled;
+        /* The class steps: its name (NULL: a bare PCI function), then
+         * per VF index what provision + verify returned, until one
+         * failed (class_r, class_err): then nothing is bound. */
+        const char *class_name;
+        struct json_object *class_recs;
+        int class_r;
+        struct svff_error class_err;
+        char class_vf[SVFF_PCI_ADDR_STRLEN];
 
         /* main */
         unsigned n_failed;
@@ -122,6 +134,10 @@ static void init_op_free(struct init_op *io) {
         svff_error_free(&io->err);
         svff_pf_free(io->after);
         free(io->first_message);
+        json_object_put(io->class_policy);
+        json_object_put(io->class_assignments);
+        json_object_put(io->class_recs);
+        svff_error_free(&io->class_err);
         free(io);
 }
 
@@ -380,6 +396,19 @@ static int init_record(struct init_op *io) {
                 r = svff_store_set_vf(m->store, vf->address, io->pf, vf->index, orig, io->driver);
                 if (r < 0)
                         return r;
+                if (io->class_name) {
+                        struct json_object *crec = NULL;
+                        char ckey[16];
+
+                        snprintf(ckey, sizeof(ckey), "%u", vf->index);
+                        if (io->class_recs && json_object_object_get_ex(io->class_recs, ckey, &crec))
+                                crec = json_object_get(crec);
+                        /* A VF not provisioned (a step failed before it)
+                         * has no class state svff could stand by. */
+                        r = classes_record_vf(m, vf->address, crec);
+                        if (r < 0)
+                                return r;
+                }
         }
 
         entry = json_object_new_object();
@@ -428,6 +457,18 @@ static void init_numvfs_done(void *userdata) {
                 return;
         }
 
+        if (io->class_r < 0) {
+                char msg[1400];
+
+                p = json_object_new_object();
+                json_object_object_add(p, "device", json_object_new_string(*io->class_vf ? io->class_vf : io->pf));
+                snprintf(msg, sizeof(msg), "%s; PF %s has its %u VFs, none was bound to %s: fix that and run "
+                         "init again", svff_error_message(&io->class_err), io->pf, io->numvfs, io->driver);
+                json_object_object_add(p, "message", json_object_new_string(msg));
+                init_finish(io, operation_error_name(io->class_r), p, false);
+                return;
+        }
+
         io->op->phase = "bind";
         io->op->total = (unsigned) io->after->n_vfs;
         ev = event_new("numvfs-set", io->pf, io->pf);
@@ -470,10 +511,114 @@ static int init_check_driver(struct init_op *io) {
         return 0;
 }
 
+struct class_progress {
+        struct init_op *io;
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        char *describe;
+};
+
+static void init_class_progress(void *userdata) {
+        struct class_progress *cp = userdata;
+        struct init_op *io = cp->io;
+        struct json_object *ev = event_new("vf-provisioned", cp->vf, io->pf);
+
+        if (ev) {
+                char msg[512];
+
+                snprintf(msg, sizeof(msg), "%s: %s", io->class_name, cp->describe ?: "provisioned");
+                json_object_object_add(ev, "message", json_object_new_string(msg));
+        }
+        manager_emit(io->op->manager, io->op, ev);
+        free(cp->describe);
+        free(cp);
+}
+
+/* The class's plan for the new count, before anything changes: a PF
+ * that cannot provide the resources is refused here, numvfs untouched. */
+static int init_class_plan(struct init_op *io) {
+        _cleanup_(json_object_putp) struct json_object *plan = NULL;
+        struct json_object *needs;
+        int r;
+
+        r = classes_plan_sync(io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
+                              &plan, &io->class_name, &io->err);
+        if (r < 0) {
+                _cleanup_free_ char *msg = strdup(svff_error_message(&io->err));
+
+                svff_error_free(&io->err);
+                return svff_error_set(&io->err, r, "%s; nothing was changed", strna(msg));
+        }
+        if (r > 0 && json_object_object_get_ex(plan, "needs", &needs))
+                svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__, "PF %s, %s class: %s.",
+                             io->pf, io->class_name, json_object_get_string(needs));
+        if (r > 0)
+                r = classes_prepare_sync(io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
+                                         &io->err);
+        return r < 0 ? r : 0;
+}
+
+/* Provision + verify every VF, in index order, before any is bound:
+ * stops at the first that fails. */
+static void init_class_provision(struct init_op *io) {
+        io->class_recs = json_object_new_object();
+        if (!io->class_recs) {
+                io->class_r = svff_error_set(&io->class_err, -ENOMEM, "Out of memory");
+                return;
+        }
+        for (size_t i = 0; i < io->after->n_vfs; i++) {
+                const struct svff_vf *vf = &io->after->vfs[i];
+                struct json_object *asg = NULL, *rec = NULL, *state = NULL;
+                struct class_progress *cp;
+                char key[16];
+                int r;
+
+                if (worker_pool_cancelled(io->pool)) {
+                        io->class_r = svff_error_set(&io->class_err, -ESHUTDOWN,
+                                                     "svffd is shutting down; VF %s and the rest were not provisioned",
+                                                     vf->address);
+                        snprintf(io->class_vf, sizeof(io->class_vf), "%s", vf->address);
+                        return;
+                }
+                snprintf(key, sizeof(key), "%u", vf->index);
+                if (io->class_assignments)
+                        (void) json_object_object_get_ex(io->class_assignments, key, &asg);
+                if (fault_inject("fail-provision", (unsigned) i + 1))
+                        r = svff_error_set(&io->class_err, -EIO, "Provisioning VF %s failed (injected)",
+                                           vf->address);
+                else
+                        r = classes_provision_sync(io->ctx, io->pf, vf->index, io->class_policy, asg, &rec,
+                                                   &io->class_err);
+                if (r < 0) {
+                        io->class_r = r;
+                        snprintf(io->class_vf, sizeof(io->class_vf), "%s", vf->address);
+                        return;
+                }
+                if (r == 0)
+                        return;  /* the class went away (the PF changed driver): a bare function */
+                json_object_object_add(io->class_recs, key, rec);
+                /* A crash between two VFs' class steps: the journal says
+                 * init (phase numvfs); the next init provisions again. */
+                fault_point("after-provision", (unsigned) i + 1);
+                cp = calloc(1, sizeof(*cp));
+                if (cp) {
+                        cp->io = io;
+                        snprintf(cp->vf, sizeof(cp->vf), "%s", vf->address);
+                        if (json_object_object_get_ex(rec, "state", &state))
+                                cp->describe = classes_describe(io->class_name, state);
+                        if (worker_pool_post(io->pool, init_class_progress, cp) < 0) {
+                                free(cp->describe);
+                                free(cp);
+                        }
+                }
+        }
+}
+
 static void init_numvfs_run(void *userdata) {
         struct init_op *io = userdata;
 
         io->r = init_check_driver(io);
+        if (io->r >= 0)
+                io->r = init_class_plan(io);
         if (io->r >= 0)
                 io->r = svff_pf_set_numvfs_scaled(io->ctx, io->pf, io->numvfs, io->numvfs_base,
                                                   io->numvfs_per_vf, &io->err);
@@ -483,6 +628,8 @@ static void init_numvfs_run(void *userdata) {
                 io->r = svff_error_set(&io->err, -EIO, "PF %s reports %u VFs but %zu virtfn links exist",
                                        io->pf, io->numvfs, io->after->n_vfs);
         }
+        if (io->r >= 0 && io->class_name)
+                init_class_provision(io);
         (void) worker_pool_post(io->pool, init_numvfs_done, io);
 }
 
@@ -634,6 +781,8 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         io->numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec;
         io->bind_base = m->config.bind_timeout_usec;
         io->bind_per_vf = m->config.bind_timeout_per_vf_usec;
+        io->class_policy = classes_policy_settings(m, pf);
+        io->class_assignments = classes_assignment_settings(m, pf);
         if (!io->driver || (reason && !io->reason) || (owner && !io->owner) ||
             manager_add_operation(m, pf, "init", call, &op) < 0) {
                 init_op_free(io);
@@ -725,6 +874,7 @@ struct release_op {
         unsigned index;
         char *driver;   /* recorded target driver */
         char *domain;   /* force: the domain it was detached from first */
+        struct json_object *class_state;  /* as recorded: what the class's release undoes */
         int r;
         struct svff_error err;
 };
@@ -734,6 +884,7 @@ static void release_op_free(struct release_op *ro) {
         free(ro->orig);
         free(ro->driver);
         free(ro->domain);
+        json_object_put(ro->class_state);
         svff_error_free(&ro->err);
         free(ro);
 }
@@ -801,7 +952,13 @@ finish:
 static void release_run(void *userdata) {
         struct release_op *ro = userdata;
 
-        ro->r = svff_dev_restore(ro->ctx, ro->vf, ro->orig, &ro->err);
+        /* What the class set up goes first, while the VF still exists
+         * as svff left it: the next owner gets no namespace of this one. */
+        ro->r = 0;
+        if (ro->class_state)
+                ro->r = classes_release_sync(ro->ctx, ro->pf, ro->index, ro->class_state, &ro->err);
+        if (ro->r >= 0)
+                ro->r = svff_dev_restore(ro->ctx, ro->vf, ro->orig, &ro->err);
         (void) worker_pool_post(ro->pool, release_done, ro);
 }
 
@@ -931,7 +1088,10 @@ void method_release(struct manager *m, struct call *call) {
         ro->orig = orig ? strdup(orig) : NULL;
         ro->driver = strdup(driver ?: m->config.vf_driver);
         ro->domain = assigned > 0 ? strdup(a.domain) : NULL;
+        if (classes_vf_state(m, vf))
+                (void) json_object_deep_copy(classes_vf_state(m, vf), &ro->class_state, NULL);
         if ((orig && !ro->orig) || !ro->driver || (assigned > 0 && !ro->domain) ||
+            (classes_vf_state(m, vf) && !ro->class_state) ||
             manager_add_operation(m, pf, "release", call, &op) < 0) {
                 release_op_free(ro);
                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");

@@ -11,10 +11,12 @@
  * says yes handles the PF, so a narrower class goes before a broader
  * one. */
 extern const struct svff_class svff_class_nvme;
+extern const struct svff_class svff_class_nic;
 extern const struct svff_class svff_class_qdma;
 
 static const struct svff_class *const classes[] = {
         &svff_class_nvme,
+        &svff_class_nic,
         &svff_class_qdma,
         NULL,
 };

@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "allowlist.h"
+#include "class.h"
 #include "config-file.h"
 #include "json-util.h"
 #include "varlink.h"
@@ -99,6 +100,7 @@ static void policy_done(struct svff_policy *p) {
         free(p->origin);
         free(p->interface);
         free(p->vf_driver);
+        json_object_put(p->classes);
         *p = (struct svff_policy) {};
 }
 
@@ -156,9 +158,11 @@ static int policy_copy(const struct svff_policy *from, struct svff_policy *to) {
         struct svff_policy p = *from;
 
         p.name = p.origin = p.interface = p.vf_driver = NULL;
+        p.classes = NULL;
         if (dup_or_null(from->name, &p.name) < 0 || dup_or_null(from->origin, &p.origin) < 0 ||
             dup_or_null(from->interface, &p.interface) < 0 ||
-            dup_or_null(from->vf_driver, &p.vf_driver) < 0) {
+            dup_or_null(from->vf_driver, &p.vf_driver) < 0 ||
+            (from->classes && json_object_deep_copy(from->classes, &p.classes, NULL) < 0)) {
                 policy_done(&p);
                 return -ENOMEM;
         }
@@ -466,8 +470,27 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                         pol->autoprobe = b;
         } else if (streq(key, "pool"))
                 k = get_bool(p, val, &pol->pool);
-        else
-                k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf-driver, autoprobe, pool)");
+        else if (svff_class_by_name(key)) {
+                struct json_object *copy = NULL;
+
+                /* The class checks the content without the device (and
+                 * again against it when it plans), so a typo is a config
+                 * error and not a refused init. */
+                _cleanup_(svff_error_free) struct svff_error cerr = SVFF_ERROR_NULL;
+
+                if (!json_object_is_type(val, json_type_object))
+                        k = key_error(p, -EINVAL, "must be an object of '%s' settings", key);
+                else if (svff_class_check(svff_class_by_name(key), val, &cerr) < 0)
+                        k = key_error(p, -EINVAL, "is refused: %s", svff_error_message(&cerr));
+                else if ((!pol->classes && !(pol->classes = json_object_new_object())) ||
+                         json_object_deep_copy(val, &copy, NULL) < 0 ||
+                         json_object_object_add(pol->classes, key, copy) < 0)
+                        k = -ENOMEM;
+                else
+                        k = 0;
+        } else
+                k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf-driver, autoprobe, pool, "
+                              "or settings named after a device class)");
         return k;
 }
 
@@ -1132,6 +1155,10 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
                 if (pol->autoprobe >= 0)
                         json_object_object_add(po, "autoprobe", json_object_new_boolean(pol->autoprobe));
                 json_object_object_add(po, "pool", json_object_new_boolean(pol->pool));
+                if (pol->classes) {
+                        json_object_object_foreach(pol->classes, cname, csettings)
+                                json_object_object_add(po, cname, json_object_get(csettings));
+                }
                 json_object_object_add(po, "origin", str_or_null(pol->origin));
                 json_object_object_add(pols, pol->name, po);
         }

@@ -41,13 +41,17 @@
  *                 "match": { "id": "10ee:903f" }
  *                 "match": { "interface": "ens1f0" },
  *                 "numvfs": 4, "vf-driver": "vfio-pci",
- *                 "autoprobe": false, "pool": true },
+ *                 "autoprobe": false, "pool": true,
+ *                 "nvme": { "vq": 2, "vi": 1, "namespace": 1 } },  per class
  *       "OTHER": null                                        drops OTHER
  *     }
  *   }
  *
  * Policies are named so that a drop-in can replace or drop one; the
- * most specific match wins (address, then interface, then id).
+ * most specific match wins (address, then interface, then id). A member
+ * named after a device class (src/class.h) holds that class's settings
+ * for every VF of the PF: an object, whose content the class checks
+ * when it plans.
  *
  * Unknown keys and values of the wrong type are errors naming the file,
  * the key and its line: a typo must not silently leave a default in
@@ -59,6 +63,8 @@
 
 #include "error.h"
 #include "pciaddr.h"
+
+struct json_object;
 
 /* Fixed, not relative to the install prefix: svffctl, the units and the
  * operator's scripts all meet at these paths (the units' RuntimeDirectory=
@@ -98,6 +104,7 @@ struct svff_policy {
         char *vf_driver;        /* NULL: the global vf-driver */
         int autoprobe;          /* -1: leave alone, else 0/1 */
         bool pool;              /* VFs join the pool attach picks from */
+        struct json_object *classes; /* {"<class>": settings}, or NULL */
 };
 
 struct svff_config {

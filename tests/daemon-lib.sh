@@ -109,6 +109,14 @@ wait_for_s() {
         done
 }
 
+# A stand-in for every NVMe PF's admin queue (tests/nvme-standin.c, a
+# model of QEMU's emulated controller, compiled into test builds of
+# svffd): pcisim gives an NVMe PF its sysfs, but no controller can run
+# here, and the NVMe class needs one to provision the VFs. The VM tier
+# runs the real one. A test can unset it to see svffd without it.
+SVFF_TEST_NVME_STANDIN=1
+export SVFF_TEST_NVME_STANDIN
+
 # start_svffd [extra options]: svffd in the background, ready to serve.
 start_svffd() {
         mkdir -p "$STATE"

@@ -75,6 +75,13 @@ case_2() {
         expect_rc 2 "guest address on the host bridge's slot" ctl attach "$VF" vm1 --guest-address 00:00.0
         grep -q "host bridge" "$T/err" || fail "guest 00:00.0 message: $(cat "$T/err")"
         expect_rc 2 "malformed guest address" ctl attach "$VF" vm1 --guest-address 5:0
+        expect_rc 2 "VLAN above 4095" ctl attach "$VF" vm1 --vlan 5000
+        grep -q "0 to 4095" "$T/err" || fail "--vlan 5000 message: $(cat "$T/err")"
+        expect_rc 2 "QoS above 7" ctl attach "$VF" vm1 --vlan 100:9
+        expect_rc 2 "VLAN protocol" ctl attach "$VF" vm1 --vlan 100:0:802.1x
+        expect_rc 2 "trust that is not on or off" ctl attach "$VF" vm1 --trust maybe
+        expect_rc 2 "negative rate" ctl attach "$VF" vm1 --max-tx-rate -1
+        expect_rc 2 "a NIC option on another command" ctl init $PF 4 --mac 02:00:00:00:00:01
         expect_rc 2 "--timeout that is not seconds" ctl --timeout=-1 list
         expect_rc 2 "--timeout on monitor" ctl --timeout=5 monitor
         grep -q "does not apply" "$T/err" || fail "monitor --timeout message: $(cat "$T/err")"

@@ -9,7 +9,7 @@ LAYERS='
 svffd:          daemon/svffd
 method table:   daemon/methods
 executors:      daemon/operations daemon/assign daemon/reconfigure daemon/autoinit
-services:       daemon/manager daemon/reconcile daemon/reconf-journal
+services:       daemon/manager daemon/reconcile daemon/reconf-journal daemon/classes
 leaf adapters:  daemon/libvirt daemon/udev daemon/server daemon/worker daemon/log daemon/fault daemon/interface
 libsvff-hv:     src/hypervisor src/hv-removals src/qmp
 libsvff:        src/*
@@ -23,6 +23,7 @@ libsvff:        src/*
 # module must be in the table; once KNOWN is empty, make strict the
 # default below.
 KNOWN='
+daemon/assign -> daemon/classes
 daemon/assign -> daemon/libvirt
 daemon/assign -> daemon/manager
 daemon/assign -> daemon/methods
@@ -30,6 +31,7 @@ daemon/autoinit -> daemon/manager
 daemon/autoinit -> daemon/methods
 daemon/autoinit -> daemon/operations
 daemon/autoinit -> daemon/reconfigure
+daemon/classes -> daemon/manager
 daemon/libvirt -> daemon/assign
 daemon/libvirt -> daemon/manager
 daemon/libvirt -> daemon/reconfigure
@@ -39,10 +41,12 @@ daemon/manager -> daemon/libvirt
 daemon/manager -> daemon/udev
 daemon/methods -> daemon/assign
 daemon/methods -> daemon/autoinit
+daemon/methods -> daemon/classes
 daemon/methods -> daemon/manager
 daemon/methods -> daemon/reconcile
 daemon/methods -> daemon/reconfigure
 daemon/operations -> daemon/assign
+daemon/operations -> daemon/classes
 daemon/operations -> daemon/manager
 daemon/operations -> daemon/methods
 daemon/operations -> daemon/reconcile

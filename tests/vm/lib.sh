@@ -112,6 +112,19 @@ vm_nvme_pf() {
         return 1
 }
 
+# vm_nic_pf: the SR-IOV NIC's PF address (QEMU 10's igb, 8086:10c9;
+# tests/vm/run --nic).
+vm_nic_pf() {
+        for d in /sys/bus/pci/devices/*; do
+                if [ "$(cat "$d/vendor")" = 0x8086 ] && [ "$(cat "$d/device")" = 0x10c9 ] &&
+                   [ -e "$d/sriov_totalvfs" ]; then
+                        basename "$d"
+                        return 0
+                fi
+        done
+        return 1
+}
+
 # vm_svff_bin NAME: path of a host-built program, or skip if not built.
 vm_svff_bin() {
         for p in "$SVFF_VM_BUILDDIR/daemon/$1" "$SVFF_VM_BUILDDIR/cli/$1" "$SVFF_VM_BUILDDIR/tests/vm/$1"; do

@@ -1,0 +1,809 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classes.h"
+#include "device.h"
+#ifdef SVFF_FAULT_POINTS
+#include "class-nvme.h"
+#include "nvme-standin.h"
+#endif
+#include "json-util.h"
+#include "log.h"
+
+/* One lock per PF that ever ran a class step: a handful of entries,
+ * kept until svffd exits, so a worker never frees one another waits on.
+ * The one table of the process: the steps of one PF run on the ops pool,
+ * the discovery pool and the libvirt pool alike, and must all see it. */
+struct pf_lock {
+        struct pf_lock *next;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        pthread_mutex_t mutex;
+};
+
+static pthread_mutex_t locks_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct pf_lock *locks;
+
+static struct pf_lock *pf_lock_get(const char *pf) {
+        struct pf_lock *l;
+
+        pthread_mutex_lock(&locks_mutex);
+        for (l = locks; l; l = l->next)
+                if (streq(l->pf, pf))
+                        break;
+        if (!l) {
+                l = calloc(1, sizeof(*l));
+                if (l) {
+                        snprintf(l->pf, sizeof(l->pf), "%s", pf);
+                        pthread_mutex_init(&l->mutex, NULL);
+                        l->next = locks;
+                        locks = l;
+                }
+        }
+        pthread_mutex_unlock(&locks_mutex);
+        return l;
+}
+
+#ifdef SVFF_FAULT_POINTS
+/* Test builds only: SVFF_TEST_NVME_STANDIN=1 opens every NVMe PF through
+ * a stand-in for its admin queue (tests/nvme-standin.c, a model of QEMU's
+ * emulated controller), for the host tier, where pcisim has the PF's
+ * sysfs but no controller can run. One model per PF, kept for the
+ * process (a restart starts from QEMU's state again); it learns the VF
+ * count from sysfs at each open, as the real one from the PF's SR-IOV
+ * capability. Guarded by the PF's lock like the real one. */
+struct standin {
+        struct standin *next;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        struct nvme_standin model;
+};
+
+static struct standin *standins;        /* under locks_mutex */
+
+static struct nvme_standin *standin_for(const char *pf) {
+        struct standin *i;
+
+        pthread_mutex_lock(&locks_mutex);
+        for (i = standins; i; i = i->next)
+                if (streq(i->pf, pf))
+                        break;
+        if (!i && (i = calloc(1, sizeof(*i)))) {
+                snprintf(i->pf, sizeof(i->pf), "%s", pf);
+                nvme_standin_init_qemu(&i->model);
+                i->next = standins;
+                standins = i;
+        }
+        pthread_mutex_unlock(&locks_mutex);
+        return i ? &i->model : NULL;
+}
+
+static int standin_open(struct svff_ctx *ctx, const struct svff_class *class, const struct svff_pf *pf,
+                        struct svff_class_pf **ret, struct svff_error *err) {
+        const char *e = getenv("SVFF_TEST_NVME_STANDIN");
+        struct nvme_standin *model;
+
+        if (!e || !streq(e, "1") || !streq(class->name, "nvme"))
+                return class->open(ctx, pf, ret, err);
+        model = standin_for(pf->address);
+        if (!model)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        nvme_standin_set_numvfs(model, pf->numvfs);
+        return svff_class_nvme_open_with(ctx, pf, &nvme_standin_ops, model, ret, err);
+}
+#else
+static int standin_open(struct svff_ctx *ctx, const struct svff_class *class, const struct svff_pf *pf,
+                        struct svff_class_pf **ret, struct svff_error *err) {
+        return class->open(ctx, pf, ret, err);
+}
+#endif
+
+/* pf opened by its class, its lock held. */
+struct opened {
+        struct pf_lock *lock;
+        struct svff_pf *pf;
+        const struct svff_class *class;
+        struct svff_class_pf *c;
+};
+
+static void opened_done(struct opened *o) {
+        if (o->class && o->class->close && o->c)
+                o->class->close(o->c);
+        if (o->lock)
+                pthread_mutex_unlock(&o->lock->mutex);
+        svff_pf_free(o->pf);
+        *o = (struct opened) {};
+}
+
+/* 0: pf has no class (o holds nothing); 1: opened. */
+static int opened_open(struct svff_ctx *ctx, const char *pf, bool try, struct opened *o,
+                       struct svff_error *err) {
+        const struct svff_class *class;
+        int r;
+
+        *o = (struct opened) {};
+        r = svff_pf_load(ctx, pf, &o->pf, err);
+        if (r < 0)
+                return r;
+        class = svff_class_find(ctx, o->pf);
+        if (!class) {
+                opened_done(o);
+                return 0;
+        }
+        o->lock = pf_lock_get(o->pf->address);
+        if (!o->lock) {
+                opened_done(o);
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        }
+        if (try) {
+                if (pthread_mutex_trylock(&o->lock->mutex) != 0) {
+                        o->lock = NULL;
+                        opened_done(o);
+                        return svff_error_set(err, -EBUSY, "A %s step on PF %s is in progress", class->name, pf);
+                }
+        } else
+                pthread_mutex_lock(&o->lock->mutex);
+        o->class = class;
+        if (class->open) {
+                r = standin_open(ctx, class, o->pf, &o->c, err);
+                if (r < 0) {
+                        o->class = NULL;
+                        opened_done(o);
+                        return svff_error_is_set(err) ? r : svff_error_set_errno(err, r, "Cannot open PF %s for its %s class",
+                                                                                pf, class->name);
+                }
+        }
+        return 1;
+}
+
+/* The member of policy named after class, overlaid with assignment. */
+static struct json_object *settings_for(const struct svff_class *class, struct json_object *policy,
+                                        struct json_object *assignment) {
+        struct json_object *p = NULL;
+
+        if (policy)
+                (void) json_object_object_get_ex(policy, class->name, &p);
+        return svff_class_settings_merge(p, assignment);
+}
+
+struct json_object *classes_settings_array(const struct svff_class *class, struct json_object *policy,
+                                           struct json_object *assignments, unsigned numvfs) {
+        struct json_object *a = json_object_new_array_ext((int) numvfs);
+
+        for (unsigned i = 0; a && i < numvfs; i++) {
+                struct json_object *asg = NULL;
+                char key[16];
+
+                snprintf(key, sizeof(key), "%u", i);
+                if (assignments)
+                        (void) json_object_object_get_ex(assignments, key, &asg);
+                json_object_array_add(a, settings_for(class, policy, asg));
+        }
+        return a;
+}
+
+int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
+                      struct json_object *policy, struct json_object *assignments, struct json_object **ret,
+                      const char **ret_class_name, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *settings = NULL, *plan = NULL;
+        struct opened o;
+        int r;
+
+        r = opened_open(ctx, pf, false, &o, err);
+        if (r <= 0)
+                return r;
+        settings = classes_settings_array(o.class, policy, assignments, numvfs);
+        if (!settings)
+                r = svff_error_set(err, -ENOMEM, "Out of memory");
+        else if (o.class->plan)
+                r = o.class->plan(o.c, o.pf, numvfs, settings, &plan, err);
+        if (r >= 0) {
+                if (!plan)
+                        plan = json_object_new_object();
+                if (plan && json_object_is_type(plan, json_type_object))
+                        json_object_object_add(plan, "class", json_object_new_string(o.class->name));
+                if (ret_class_name)
+                        *ret_class_name = o.class->name;  /* static in the registry */
+                *ret = TAKE_PTR(plan);
+                r = 1;
+        }
+        opened_done(&o);
+        return r;
+}
+
+int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
+                         struct json_object *assignments, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *settings = NULL;
+        struct opened o;
+        int r;
+
+        r = opened_open(ctx, pf, false, &o, err);
+        if (r <= 0 || !o.class->prepare) {
+                if (r > 0)
+                        opened_done(&o);
+                return r;
+        }
+        settings = classes_settings_array(o.class, policy, assignments, numvfs);
+        r = settings ? o.class->prepare(o.c, o.pf, numvfs, settings, err) : svff_error_set(err, -ENOMEM, "Out of memory");
+        opened_done(&o);
+        return r < 0 ? r : 1;
+}
+
+int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                           struct json_object *policy, struct json_object *assignment, struct json_object **ret,
+                           struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *settings = NULL, *state = NULL, *rec = NULL;
+        struct opened o;
+        int r;
+
+        r = opened_open(ctx, pf, false, &o, err);
+        if (r <= 0)
+                return r;
+        settings = settings_for(o.class, policy, assignment);
+        if (!settings)
+                r = svff_error_set(err, -ENOMEM, "Out of memory");
+        else if (o.class->provision)
+                r = o.class->provision(o.c, o.pf, index, settings, &state, err);
+        if (r >= 0 && o.class->verify)
+                r = o.class->verify(o.c, o.pf, index, state, err);
+        if (r >= 0) {
+                rec = json_object_new_object();
+                if (!rec)
+                        r = svff_error_set(err, -ENOMEM, "Out of memory");
+        }
+        if (r >= 0) {
+                json_object_object_add(rec, "name", json_object_new_string(o.class->name));
+                json_object_object_add(rec, "settings", TAKE_PTR(settings));
+                json_object_object_add(rec, "state", TAKE_PTR(state));
+                *ret = TAKE_PTR(rec);
+                r = 1;
+        }
+        opened_done(&o);
+        return r;
+}
+
+int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                                    struct json_object *record, struct json_object *policy, struct json_object **ret,
+                                    struct svff_error *err) {
+        struct json_object *settings = NULL, *wrapped = NULL;
+        const char *name = NULL;
+        int r;
+
+        /* The settings as recorded (policy and assignment, merged when
+         * the VF was provisioned) stand for the policy: the VF gets back
+         * what it had, whatever the config says now. */
+        if (record && json_object_object_get_ex(record, "settings", &settings) && settings &&
+            svff_json_get_string(record, "name", &name) >= 0) {
+                wrapped = json_object_new_object();
+                if (!wrapped)
+                        return svff_error_set(err, -ENOMEM, "Out of memory");
+                json_object_object_add(wrapped, name, json_object_get(settings));
+                policy = wrapped;
+        }
+        r = classes_provision_sync(ctx, pf, index, policy, NULL, ret, err);
+        json_object_put(wrapped);
+        return r;
+}
+
+int classes_release_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                         struct json_object *state, struct svff_error *err) {
+        struct opened o;
+        int r;
+
+        r = opened_open(ctx, pf, false, &o, err);
+        if (r <= 0)
+                return r;
+        r = o.class->release ? o.class->release(o.c, o.pf, index, state, err) : 0;
+        opened_done(&o);
+        return r < 0 ? r : 1;
+}
+
+static int index_from_key(const char *key, unsigned *ret) {
+        char *end;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(key, &end, 10);
+        if (errno != 0 || end == key || *end || v > 65535)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int classes_inspect_sync(struct svff_ctx *ctx, const char *pf, struct json_object *recorded,
+                         bool try, struct json_object **ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *live = NULL, *drift = NULL;
+        struct opened o;
+        int r;
+
+        r = opened_open(ctx, pf, try, &o, err);
+        if (r <= 0)
+                return r;
+        r = o.class->inspect ? o.class->inspect(o.c, o.pf, &live, err) : 0;
+        if (r >= 0 && !live)
+                live = json_object_new_object();
+        if (r >= 0 && !json_object_is_type(live, json_type_object))
+                r = svff_error_set(err, -EIO, "The %s class of PF %s answered its inspection with no object",
+                                   o.class->name, pf);
+        if (r >= 0 && recorded && o.class->verify) {
+                drift = json_object_new_object();
+                json_object_object_foreach(recorded, key, state) {
+                        _cleanup_(svff_error_free) struct svff_error verr = SVFF_ERROR_NULL;
+                        unsigned index;
+
+                        if (index_from_key(key, &index) < 0)
+                                continue;
+                        if (o.class->verify(o.c, o.pf, index, state, &verr) < 0)
+                                json_object_object_add(drift, key,
+                                                       json_object_new_string(svff_error_message(&verr)));
+                }
+        }
+        if (r >= 0) {
+                json_object_object_add(live, "class", json_object_new_string(o.class->name));
+                if (drift)
+                        json_object_object_add(live, "drift", TAKE_PTR(drift));
+                *ret = TAKE_PTR(live);
+                r = 1;
+        }
+        opened_done(&o);
+        return r;
+}
+
+/* ---- main thread: settings and records ---- */
+
+static const struct svff_pf *snapshot_pf(struct manager *m, const char *pf) {
+        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                if (streq(m->snapshot->pfs[i]->address, pf))
+                        return m->snapshot->pfs[i];
+        return NULL;
+}
+
+struct json_object *classes_policy_settings(struct manager *m, const char *pf) {
+        const struct svff_pf *p = snapshot_pf(m, pf);
+        const struct svff_policy *pol;
+        struct json_object *copy = NULL;
+
+        pol = p ? svff_config_find_policy(&m->config, pf, p->vendor_id, p->device_id, p->netdev)
+                : svff_config_find_policy(&m->config, pf, 0, 0, NULL);
+        if (!pol || !pol->classes)
+                return NULL;
+        if (json_object_deep_copy(pol->classes, &copy, NULL) < 0)
+                return NULL;
+        return copy;
+}
+
+struct json_object *classes_assignment_settings(struct manager *m, const char *pf) {
+        struct json_object *o = NULL;
+
+        json_object_object_foreach(svff_store_assignments(m->store), vf, arec) {
+                struct json_object *vrec, *cls, *settings, *copy = NULL;
+                const char *vpf;
+                unsigned index;
+                char key[16];
+
+                if (!json_object_object_get_ex(svff_store_vfs(m->store), vf, &vrec) ||
+                    svff_json_get_string(vrec, "pf", &vpf) < 0 || !streq(vpf, pf) ||
+                    svff_json_get_unsigned(vrec, "index", &index) < 0)
+                        continue;
+                cls = svff_store_get_assignment_class(m->store, vf);
+                (void) arec;
+                if (!cls || !json_object_object_get_ex(cls, "settings", &settings) ||
+                    !json_object_is_type(settings, json_type_object))
+                        continue;
+                if (!o && !(o = json_object_new_object()))
+                        return NULL;
+                if (json_object_deep_copy(settings, &copy, NULL) < 0)
+                        continue;
+                snprintf(key, sizeof(key), "%u", index);
+                json_object_object_add(o, key, copy);
+        }
+        return o;
+}
+
+struct json_object *classes_vf_record(struct manager *m, const char *vf) {
+        return svff_store_get_vf_class(m->store, vf);
+}
+
+struct json_object *classes_vf_state(struct manager *m, const char *vf) {
+        struct json_object *cls = classes_vf_record(m, vf), *state;
+
+        if (!cls || !json_object_object_get_ex(cls, "state", &state))
+                return NULL;
+        return state;
+}
+
+int classes_record_vf(struct manager *m, const char *vf, struct json_object *rec) {
+        struct json_object *acls, *state;
+
+        /* An assignment that asked for class settings follows the VF's
+         * new state. */
+        acls = svff_store_get_assignment_class(m->store, vf);
+        if (rec && acls && json_object_object_get_ex(rec, "state", &state))
+                json_object_object_add(acls, "state", json_object_get(state));
+        return svff_store_set_vf_class(m->store, vf, rec);
+}
+
+int classes_record_assignment(struct manager *m, const char *vf, struct json_object *settings,
+                              struct json_object *state) {
+        struct json_object *cls = NULL;
+
+        if (settings || state) {
+                cls = json_object_new_object();
+                if (!cls) {
+                        json_object_put(settings);
+                        json_object_put(state);
+                        return -ENOMEM;
+                }
+                json_object_object_add(cls, "settings", settings);
+                json_object_object_add(cls, "state", state);
+        }
+        return svff_store_set_assignment_class(m->store, vf, cls);
+}
+
+char *classes_describe(const char *class_name, struct json_object *state) {
+        const struct svff_class *class = class_name ? svff_class_by_name(class_name) : NULL;
+
+        if (!class || !class->describe || !state)
+                return NULL;
+        return class->describe(state);
+}
+
+/* ---- main thread: one step as an operation's sub-step ---- */
+
+enum step_kind { STEP_PROVISION, STEP_RELEASE, STEP_PLAN };
+
+struct step {
+        enum step_kind kind;
+        struct manager *m;
+        struct svff_ctx *ctx;
+        struct worker_pool *pool;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        char vf[SVFF_PCI_ADDR_STRLEN];  /* found by the worker for provision */
+        unsigned index;                 /* VF index; plan: numvfs */
+        struct json_object *policy;     /* policy class members */
+        struct json_object *assignments; /* plan: by index; provision: the VF's settings */
+        struct json_object *state;      /* release: as recorded */
+        classes_done_fn done;
+        classes_plan_fn plan_done;
+        void *userdata;
+
+        int r;
+        struct svff_error err;
+        struct json_object *result;
+};
+
+static void step_free(struct step *s) {
+        if (!s)
+                return;
+        svff_ctx_unref(s->ctx);
+        json_object_put(s->policy);
+        json_object_put(s->assignments);
+        json_object_put(s->state);
+        json_object_put(s->result);
+        svff_error_free(&s->err);
+        free(s);
+}
+
+/* The VF recorded at index of pf, or NULL. */
+static const char *vf_at_index(struct manager *m, const char *pf, unsigned index) {
+        json_object_object_foreach(svff_store_vfs(m->store), vf, rec) {
+                const char *vpf;
+                unsigned i;
+
+                if (svff_json_get_string(rec, "pf", &vpf) >= 0 && streq(vpf, pf) &&
+                    svff_json_get_unsigned(rec, "index", &i) >= 0 && i == index)
+                        return vf;
+        }
+        return NULL;
+}
+
+static void step_done(void *userdata) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct step *s = userdata;
+        struct manager *m = s->m;
+        const char *msg = s->r < 0 ? svff_error_message(&s->err) : NULL;
+        int r = s->r;
+
+        if (s->kind == STEP_PLAN) {
+                s->plan_done(m, r, msg, r > 0 ? s->result : NULL, s->userdata);
+                step_free(s);
+                return;
+        }
+        manager_sysfs_changed(m, s->pf);
+        if (r > 0) {
+                if (s->kind == STEP_PROVISION) {
+                        log_info("VF %s (%s): %s provisioned and verified.", s->vf, s->pf,
+                                 strna(json_object_get_string(json_object_object_get(s->result, "name"))));
+                        r = classes_record_vf(m, s->vf, TAKE_PTR(s->result));
+                        if (r == -ENOENT)
+                                r = 0;  /* no record to keep it in: nothing svff owns */
+                } else
+                        r = classes_record_vf(m, s->vf, NULL);
+                if (r >= 0)
+                        r = manager_commit(m, &err);
+                if (r < 0)
+                        msg = svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r);
+        }
+        s->done(m, r < 0 ? r : 0, msg, s->userdata);
+        step_free(s);
+}
+
+static void step_run(void *userdata) {
+        struct step *s = userdata;
+        _cleanup_(svff_pf_freep) struct svff_pf *p = NULL;
+
+        switch (s->kind) {
+        case STEP_PROVISION:
+                s->r = svff_pf_load(s->ctx, s->pf, &p, &s->err);
+                if (s->r >= 0) {
+                        if (s->index >= p->n_vfs || p->vfs[s->index].index != s->index)
+                                s->r = svff_error_set(&s->err, -ENODEV, "PF %s has no VF %u to provision",
+                                                      s->pf, s->index);
+                        else
+                                snprintf(s->vf, sizeof(s->vf), "%s", p->vfs[s->index].address);
+                }
+                if (s->r >= 0)
+                        s->r = classes_provision_sync(s->ctx, s->pf, s->index, s->policy,
+                                                      s->assignments, &s->result, &s->err);
+                break;
+        case STEP_RELEASE:
+                s->r = classes_release_sync(s->ctx, s->pf, s->index, s->state, &s->err);
+                break;
+        case STEP_PLAN:
+                s->r = classes_plan_sync(s->ctx, s->pf, s->index, s->policy, s->assignments,
+                                         &s->result, NULL, &s->err);
+                break;
+        }
+        if (worker_pool_post(s->pool, step_done, s) < 0)
+                step_free(s);  /* the caller's done cannot run: svffd is out of memory */
+}
+
+static struct step *step_new(struct manager *m, enum step_kind kind, const char *pf, unsigned index) {
+        struct step *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return NULL;
+        s->kind = kind;
+        s->m = m;
+        s->ctx = svff_ctx_ref(m->ctx);
+        s->pool = m->ops_pool;
+        snprintf(s->pf, sizeof(s->pf), "%s", pf);
+        s->index = index;
+        return s;
+}
+
+static int step_submit(struct step *s) {
+        int r = worker_pool_submit(s->pool, step_run, s);
+
+        if (r < 0)
+                step_free(s);
+        return r < 0 ? -ESHUTDOWN : 0;
+}
+
+int classes_provision_start(struct manager *m, const char *pf, unsigned index, classes_done_fn done,
+                            void *userdata) {
+        struct step *s = step_new(m, STEP_PROVISION, pf, index);
+        const char *vf;
+
+        if (!s)
+                return -ENOMEM;
+        s->done = done;
+        s->userdata = userdata;
+        s->policy = classes_policy_settings(m, pf);
+        vf = vf_at_index(m, pf, index);
+        if (vf) {
+                struct json_object *cls = svff_store_get_assignment_class(m->store, vf), *settings;
+
+                if (cls && json_object_object_get_ex(cls, "settings", &settings) && settings)
+                        (void) json_object_deep_copy(settings, &s->assignments, NULL);
+        }
+        return step_submit(s);
+}
+
+int classes_release_start(struct manager *m, const char *vf, classes_done_fn done, void *userdata) {
+        struct json_object *rec, *state = classes_vf_state(m, vf);
+        const char *pf;
+        unsigned index;
+        struct step *s;
+
+        if (!json_object_object_get_ex(svff_store_vfs(m->store), vf, &rec) ||
+            svff_json_get_string(rec, "pf", &pf) < 0 || svff_json_get_unsigned(rec, "index", &index) < 0)
+                return -ENOENT;
+        s = step_new(m, STEP_RELEASE, pf, index);
+        if (!s)
+                return -ENOMEM;
+        snprintf(s->vf, sizeof(s->vf), "%s", vf);
+        s->done = done;
+        s->userdata = userdata;
+        if (state && json_object_deep_copy(state, &s->state, NULL) < 0) {
+                step_free(s);
+                return -ENOMEM;
+        }
+        return step_submit(s);
+}
+
+int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
+        struct step *s = step_new(m, STEP_PLAN, pf, numvfs);
+
+        if (!s)
+                return -ENOMEM;
+        s->plan_done = done;
+        s->userdata = userdata;
+        s->policy = classes_policy_settings(m, pf);
+        s->assignments = classes_assignment_settings(m, pf);
+        return step_submit(s);
+}
+
+/* ---- main thread: drift for status ---- */
+
+struct drift_job {
+        struct manager *m;
+        struct call *call;
+        classes_drift_fn fn;
+        struct svff_ctx *ctx;
+        struct worker_pool *pool;
+        struct json_object *recorded;   /* {"<pf>": {"<index>": state}} */
+        struct json_object *vfs;        /* {"<pf>": {"<index>": "<vf>"}} */
+        struct json_object *results;    /* {"<pf>": inspect, or {"error": msg}} */
+};
+
+static void drift_job_free(struct drift_job *j) {
+        call_unref(j->call);
+        svff_ctx_unref(j->ctx);
+        json_object_put(j->recorded);
+        json_object_put(j->vfs);
+        json_object_put(j->results);
+        free(j);
+}
+
+static void drift_add(struct json_object *a, const char *device, const char *expected, const char *actual,
+                      const char *message) {
+        struct json_object *d = json_object_new_object();
+
+        if (!d)
+                return;
+        json_object_object_add(d, "kind", json_object_new_string("class-drift"));
+        json_object_object_add(d, "device", json_object_new_string(device));
+        json_object_object_add(d, "expected", expected ? json_object_new_string(expected) : NULL);
+        json_object_object_add(d, "actual", actual ? json_object_new_string(actual) : NULL);
+        json_object_object_add(d, "message", json_object_new_string(message));
+        json_object_array_add(a, d);
+}
+
+static void drift_done(void *userdata) {
+        struct drift_job *j = userdata;
+        struct json_object *a = json_object_new_array();
+
+        json_object_object_foreach(j->results, pf, res) {
+                struct json_object *drift, *vfs = NULL, *live = NULL, *names = NULL, *err;
+                const char *class_name = NULL;
+
+                if (json_object_object_get_ex(res, "error", &err)) {
+                        char msg[1024];
+
+                        snprintf(msg, sizeof(msg), "The device-class state of PF %s cannot be read, so svffd "
+                                 "cannot tell whether its VFs are still as it set them up: %s", pf,
+                                 json_object_get_string(err));
+                        drift_add(a, pf, NULL, NULL, msg);
+                        continue;
+                }
+                if (!json_object_object_get_ex(res, "drift", &drift))
+                        continue;
+                (void) svff_json_get_string(res, "class", &class_name);
+                (void) json_object_object_get_ex(res, "vfs", &live);
+                (void) json_object_object_get_ex(j->vfs, pf, &names);
+                (void) json_object_object_get_ex(j->recorded, pf, &vfs);
+                json_object_object_foreach(drift, key, msg) {
+                        struct json_object *want = NULL, *got = NULL, *vfname = NULL;
+                        _cleanup_free_ char *e = NULL, *g = NULL;
+                        char line[1400];
+                        const char *vf;
+
+                        (void) json_object_object_get_ex(vfs, key, &want);
+                        (void) json_object_object_get_ex(live, key, &got);
+                        (void) json_object_object_get_ex(names, key, &vfname);
+                        vf = vfname ? json_object_get_string(vfname) : pf;
+                        e = classes_describe(class_name, want);
+                        g = classes_describe(class_name, got);
+                        unsigned n = 0;
+
+                        (void) svff_store_get_pf(j->m->store, pf, &n, NULL);
+                        snprintf(line, sizeof(line), "VF %s (%s class) is not what svffd set up: %s; "
+                                 "'svffctl init %s %u' provisions it again", vf, strna(class_name),
+                                 json_object_get_string(msg), pf, n);
+                        drift_add(a, vf, e, g, line);
+                }
+        }
+        j->fn(j->m, j->call, a);
+        drift_job_free(j);
+}
+
+static void drift_run(void *userdata) {
+        struct drift_job *j = userdata;
+
+        json_object_object_foreach(j->recorded, pf, recorded) {
+                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+                struct json_object *res = NULL;
+                int r;
+
+                r = classes_inspect_sync(j->ctx, pf, recorded, true, &res, &err);
+                if (r == -EBUSY || r == -ENODEV || r == 0)
+                        continue;  /* a step is running, the PF is gone (drift of its own), no class */
+                if (r < 0) {
+                        res = json_object_new_object();
+                        if (res)
+                                json_object_object_add(res, "error",
+                                                       json_object_new_string(svff_error_message(&err)));
+                }
+                if (res)
+                        json_object_object_add(j->results, pf, res);
+        }
+        if (worker_pool_post(j->pool, drift_done, j) < 0)
+                drift_job_free(j);
+}
+
+static struct json_object *object_child(struct json_object *o, const char *key) {
+        struct json_object *c;
+
+        if (json_object_object_get_ex(o, key, &c))
+                return c;
+        c = json_object_new_object();
+        if (c && json_object_object_add(o, key, c) < 0) {
+                json_object_put(c);
+                return NULL;
+        }
+        return c;
+}
+
+void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn fn) {
+        struct drift_job *j = calloc(1, sizeof(*j));
+        bool any = false;
+
+        if (!j) {
+                fn(m, call, NULL);
+                return;
+        }
+        j->recorded = json_object_new_object();
+        j->vfs = json_object_new_object();
+        j->results = json_object_new_object();
+        if (!j->recorded || !j->vfs || !j->results) {
+                drift_job_free(j);
+                fn(m, call, NULL);
+                return;
+        }
+        json_object_object_foreach(svff_store_vfs(m->store), vf, rec) {
+                struct json_object *state = classes_vf_state(m, vf), *copy = NULL, *by_pf, *names;
+                const char *pf;
+                unsigned index;
+                char key[16];
+
+                if (!state || svff_json_get_string(rec, "pf", &pf) < 0 ||
+                    svff_json_get_unsigned(rec, "index", &index) < 0 || manager_find_operation(m, pf))
+                        continue;
+                by_pf = object_child(j->recorded, pf);
+                names = object_child(j->vfs, pf);
+                if (!by_pf || !names || json_object_deep_copy(state, &copy, NULL) < 0)
+                        continue;
+                snprintf(key, sizeof(key), "%u", index);
+                json_object_object_add(by_pf, key, copy);
+                json_object_object_add(names, key, json_object_new_string(vf));
+                any = true;
+        }
+        if (!any) {
+                drift_job_free(j);
+                fn(m, call, NULL);
+                return;
+        }
+        j->m = m;
+        j->call = call_ref(call);
+        j->fn = fn;
+        j->ctx = svff_ctx_ref(m->ctx);
+        /* The discovery pool: short reads, never queued behind an init. */
+        j->pool = m->discovery_pool;
+        if (worker_pool_submit(j->pool, drift_run, j) < 0) {
+                drift_job_free(j);
+                fn(m, call, NULL);
+        }
+}

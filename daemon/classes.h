@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* svffd's glue to the device classes (src/class.h): every executor runs
+ * a PF's class steps through here, and nothing here knows what a class
+ * does.
+ *
+ * Where settings come from: the member of the PF's policy named after
+ * the class ("nvme": {"vq": 2, "namespace": 1}) for every VF, overlaid
+ * with the settings an assignment asked for (Attach's "class").
+ *
+ * What is recorded (store, main thread), verbatim as the class made it:
+ *   VF record:         "class": {"name": "nvme", "settings": {...}, "state": {...}}
+ *   assignment record: "class": {"settings": {...}, "state": {...}}
+ *
+ * Threads: the *_sync functions block on the device (admin commands) and
+ * run on a worker thread only; they open the PF's class, run one step
+ * and close it again, holding the PF's class lock, so the steps of one
+ * PF never overlap (the discovery pass and an init, say): one table of
+ * locks for the process. The rest runs on the main thread. */
+
+#include <stdbool.h>
+#include <json-c/json.h>
+
+#include "class.h"
+#include "manager.h"
+
+/* ---- worker side: one step of pf's class (blocking) ----
+ *
+ * Each returns 0 when pf has no class (nothing to do, *ret untouched),
+ * 1 after the step, -errno with err naming the device, the figure and
+ * what to do. policy is the PF's policy's class members (may be NULL),
+ * as classes_policy_settings() copied them; assignments, optional, maps
+ * a VF index ("3") to the settings its assignment asked for. */
+
+/* The settings of numvfs VFs: a new array, by VF index. */
+struct json_object *classes_settings_array(const struct svff_class *class, struct json_object *policy,
+                                           struct json_object *assignments, unsigned numvfs);
+
+/* The class's plan for numvfs VFs (refuses what the PF cannot
+ * provide); *ret_class_name (optional) is the class's name. */
+int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
+                      struct json_object *policy, struct json_object *assignments, struct json_object **ret,
+                      const char **ret_class_name, struct svff_error *err);
+/* The PF-wide changes the plan lists (vf null), after the plan and
+ * before numvfs. */
+int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
+                         struct json_object *assignments, struct svff_error *err);
+/* Provision, then verify, VF index: *ret is {"name": ..., "settings":
+ * ..., "state": ...}, what classes_record_vf() records. */
+int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                           struct json_object *policy, struct json_object *assignment, struct json_object **ret,
+                           struct svff_error *err);
+/* Provisions VF index again as record (the VF's class record,
+ * classes_vf_record(), as journaled; NULL for a VF that has none yet)
+ * says it was, or else with policy's settings: a reconf's provision step
+ * on its worker, after the numvfs write and before vfio-pci. *ret is the
+ * new record. */
+int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                                    struct json_object *record, struct json_object *policy, struct json_object **ret,
+                                    struct svff_error *err);
+/* Undoes what state (as recorded) says provision did. */
+int classes_release_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                         struct json_object *state, struct svff_error *err);
+/* {"class": name, "pf": {...}, "vfs": {...}} plus, for every VF index
+ * in recorded ({"<index>": state}, may be NULL), "drift": {"<index>":
+ * message} where verify found the live state differs. Never waits for
+ * the PF's lock when try is set: -EBUSY. */
+int classes_inspect_sync(struct svff_ctx *ctx, const char *pf, struct json_object *recorded,
+                         bool try, struct json_object **ret, struct svff_error *err);
+
+/* ---- main thread: settings and records ---- */
+
+/* A copy of the class members of pf's policy ({"nvme": {...}}), or
+ * NULL when its policy has none. */
+struct json_object *classes_policy_settings(struct manager *m, const char *pf);
+/* {"<index>": settings} of pf's assigned VFs that asked for class
+ * settings (a copy), or NULL. */
+struct json_object *classes_assignment_settings(struct manager *m, const char *pf);
+
+/* Records rec (classes_provision_sync()'s, taken; NULL drops it) in
+ * vf's record and, when vf is assigned, its state in the assignment's. */
+int classes_record_vf(struct manager *m, const char *vf, struct json_object *rec);
+/* The recorded "class" of vf's record (borrowed) or NULL; state only. */
+struct json_object *classes_vf_record(struct manager *m, const char *vf);
+struct json_object *classes_vf_state(struct manager *m, const char *vf);
+/* Records the settings an assignment asked for, with the state it got
+ * (both taken, either may be NULL). */
+int classes_record_assignment(struct manager *m, const char *vf, struct json_object *settings,
+                              struct json_object *state);
+
+/* The class's one-line description of state (malloc'ed) or NULL. */
+char *classes_describe(const char *class_name, struct json_object *state);
+
+/* ---- main thread: one step as an operation's sub-step ---- */
+
+/* Called on the main thread when a step ends: r < 0 with message when
+ * it failed (nothing more was done). */
+typedef void (*classes_done_fn)(struct manager *m, int r, const char *message, void *userdata);
+
+/* Provisions and verifies VF index of pf with the settings of the PF's
+ * policy and of the VF's assignment, as recorded, on the ops pool;
+ * then records the new state in the VF's record and its assignment's,
+ * commits, and calls done. This is a reconf's provision step (after
+ * the numvfs write, before vfio-pci): a PF without a class completes
+ * at once with 0 (done still runs from the event loop, never from
+ * inside this call). -ENOMEM or -ESHUTDOWN: nothing was started and
+ * done will not run. */
+int classes_provision_start(struct manager *m, const char *pf, unsigned index, classes_done_fn done,
+                            void *userdata);
+
+/* Releases VF vf's class state as recorded (drops it from the records
+ * on success, commits), then done. The same contract. */
+int classes_release_start(struct manager *m, const char *vf, classes_done_fn done, void *userdata);
+
+/* The class steps numvfs VFs of pf would run, for a dry-run plan:
+ * done's userdata receives, through *ret of the callback below, the
+ * class's plan ({"class": name, "steps": [...], ...}) or NULL when
+ * pf has no class; r < 0 when the PF cannot provide the resources. */
+typedef void (*classes_plan_fn)(struct manager *m, int r, const char *message, struct json_object *plan,
+                                void *userdata);
+int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata);
+
+/* ---- main thread: drift, for status ---- */
+
+/* Inspects every PF with VFs whose class state svffd recorded (none
+ * with an operation in progress, none whose class step is running) on
+ * the discovery pool and compares with the records through the class's
+ * verify; then fn(m, call, drift): a new array of Drift objects of kind
+ * "class-drift" (taken by fn), NULL when there was nothing to inspect.
+ * Holds a reference on call meanwhile. */
+typedef void (*classes_drift_fn)(struct manager *m, struct call *call, struct json_object *drift);
+void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn fn);

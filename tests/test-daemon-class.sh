@@ -1,0 +1,136 @@
+#!/bin/sh
+# The NVMe device class in svffd's executors, on pcisim's NVMe PF with
+# the stand-in for its admin queue (SVFF_TEST_NVME_STANDIN, see
+# daemon-lib.sh: a model of QEMU's emulated controller, 4 VFs, 2 VQ and
+# 1 VI per VF at most; no real controller runs here, the VM tier's
+# 08-nvme-class runs QEMU's):
+#   - a policy's class settings are checked when the config is read;
+#   - init refuses a plan the PF cannot provide before numvfs is touched,
+#     with the class's figure;
+#   - init provisions every VF before binding it, and list (--json and
+#     the table) shows each VF's class state; status shows no drift;
+#   - release undoes it and drops the record;
+#   - a crash between two VFs' class steps is an interrupted init that the
+#     next init completes; a VF whose provisioning fails stops the init
+#     before anything is bound;
+#   - without the stand-in an NVMe PF is refused by name, nothing changed.
+. "$(dirname "$0")/daemon-lib.sh"
+
+PF=0000:00:04.0
+start_pcisim nvme
+
+policy() {
+        printf '{ "policies": { "disks": { "match": { "address": "%s" }, "nvme": %s } } }\n' "$PF" "$1" \
+                >"$T/svff.conf"
+}
+
+# ---- the config: the class checks its member when the file is read ----
+policy '{ "vq": 2, "bogus": 1 }'
+rc=0
+ctl config check "$T/svff.conf" >"$T/check.out" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "config check accepted an unknown NVMe setting"
+grep -q "bogus" "$T/check.out" || fail "config check does not name the unknown setting: $(cat "$T/check.out")"
+policy '5'
+ctl config check "$T/svff.conf" >"$T/check.out" 2>&1 && fail "config check accepted 'nvme': 5"
+grep -q "policies.disks.nvme" "$T/check.out" || fail "config check does not name the key: $(cat "$T/check.out")"
+
+# ---- refused before numvfs: 4 VFs x 3 VQ, the most one VF takes is 2 ----
+policy '{ "vq": 3, "vi": 1 }'
+ctl config check "$T/svff.conf" >/dev/null || fail "config check refused a well-formed NVMe member"
+start_svffd
+rc=0
+ctl init "$PF" 4 >"$T/init.out" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "init of 4 VFs needing 3 VQ each succeeded: $(cat "$T/init.out")"
+grep -q "VQ" "$T/init.out" || fail "the refusal does not give the class's figure: $(cat "$T/init.out")"
+grep -q "nothing was changed" "$T/init.out" || fail "the refusal does not say nothing changed: $(cat "$T/init.out")"
+expect_eq "$(sys_numvfs "$PF")" 0 "sriov_numvfs after the refused init"
+stop_svffd || fail "svffd did not stop cleanly"
+
+# ---- init: every VF provisioned, then bound ----
+policy '{ "vq": 2, "vi": 1, "namespace": [1, 2, 3, 4] }'
+start_svffd
+ctl init "$PF" 4 >"$T/init.out" 2>&1 || fail "init $PF 4: $(cat "$T/init.out")"
+expect_eq "$(sys_numvfs "$PF")" 4 "sriov_numvfs after init"
+ctl list --json >"$T/list.json" || fail "list --json"
+for i in 0 1 2 3; do
+        vf=$(sys_vf "$PF" $i)
+        expect_eq "$(sys_driver "$vf")" vfio-pci "VF $i driver"
+        c="[v for p in d['pfs'] if p['address'] == '$PF' for v in p['vfs'] if v['index'] == $i][0]['class']"
+        expect_eq "$(jget "$c['name']" <"$T/list.json")" nvme "VF $i class"
+        expect_eq "$(jget "$c['state']['secondary']" <"$T/list.json")" online "VF $i secondary"
+        expect_eq "$(jget "'%d/%d' % ($c['state']['vq'], $c['state']['vi'])" <"$T/list.json")" 2/1 "VF $i VQ/VI"
+        expect_eq "$(jget "$c['state']['namespaces']" <"$T/list.json")" "[$((i + 1))]" "VF $i namespaces"
+        expect_eq "$(jget "$c['settings']['vq']" <"$T/list.json")" 2 "VF $i recorded settings"
+        python3 -c "import json,sys; s=json.load(open(sys.argv[1])); r=s['vfs'][sys.argv[2]]['class'];
+assert r['name'] == 'nvme' and r['state']['secondary'] == 'online', r" "$STATE/store.json" "$vf" ||
+                fail "the store does not record VF $i's class state"
+done
+ctl list >"$T/list.txt" || fail "list"
+head -n1 "$T/list.txt" | grep -qw CLASS || fail "no CLASS column: $(head -n1 "$T/list.txt")"
+grep "^$(sys_vf "$PF" 0) " "$T/list.txt" | grep -q "nvme: online 2VQ/1VI" ||
+        fail "VF 0's row does not show its class state: $(cat "$T/list.txt")"
+ctl status --json >"$T/status.json" || fail "status --json"
+expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" <"$T/status.json")" 0 \
+        "class drift after init"
+
+# ---- release: the class's release, then the record goes ----
+vf0=$(sys_vf "$PF" 0)
+ctl release "$vf0" >"$T/release.out" 2>&1 || fail "release $vf0: $(cat "$T/release.out")"
+grep -q "\"$vf0\"" "$STATE/store.json" && fail "VF 0's record survived its release"
+grep -q "secondary" "$T/svffd.log" || true
+ctl status --json >"$T/status.json" || fail "status --json after release"
+expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" <"$T/status.json")" 0 \
+        "class drift after release"
+stop_svffd || fail "svffd did not stop cleanly"
+
+# ---- a crash between two VFs' class steps, then init again ----
+export SVFF_FAULT=after-provision-2
+start_svffd
+unset SVFF_FAULT
+ctl init "$PF" 2 >"$T/init.out" 2>&1 && fail "init survived the crash at after-provision-2"
+wait "$SVFFD_PID" 2>/dev/null || true
+SVFFD_PID=""
+varlink_check stop || fail "svffd's replies break its interface"
+grep -q "fault point 'after-provision' (2)" "$T/svffd.log" || fail "svffd did not die at after-provision-2"
+expect_eq "$(sys_numvfs "$PF")" 2 "sriov_numvfs after the crash"
+start_svffd
+ctl status --json >"$T/status.json" || fail "status --json after the crash"
+expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'interrupted' and x['device'] == '$PF'])" \
+        <"$T/status.json")" 1 "the interrupted init in status"
+ctl init "$PF" 2 >"$T/init.out" 2>&1 || fail "init after the crash: $(cat "$T/init.out")"
+ctl list --json >"$T/list.json" || fail "list --json"
+expect_eq "$(jget "[v['class']['state']['secondary'] for p in d['pfs'] if p['address'] == '$PF' for v in p['vfs']]" \
+        <"$T/list.json")" "['online', 'online']" "class state of both VFs after the crash and a new init"
+stop_svffd || fail "svffd did not stop cleanly"
+
+# ---- a VF that cannot be provisioned: nothing is bound, the rest is told ----
+export SVFF_FAULT=fail-provision-2
+start_svffd
+unset SVFF_FAULT
+rc=0
+ctl init "$PF" 4 >"$T/init.out" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "init succeeded with VF 1's provisioning failing"
+grep -q "$(sys_vf "$PF" 1)" "$T/init.out" || fail "the failure does not name VF 1: $(cat "$T/init.out")"
+grep -q "none was bound" "$T/init.out" || fail "the failure does not say nothing was bound: $(cat "$T/init.out")"
+for i in 0 1 2 3; do
+        [ "$(sys_driver "$(sys_vf "$PF" $i)")" != vfio-pci ] || fail "VF $i was bound to vfio-pci after the failure"
+done
+python3 -c "import json,sys; s=json.load(open(sys.argv[1])); v=s['vfs']
+assert v[sys.argv[2]].get('class'), 'VF 0 provisioned, not recorded'
+assert not v[sys.argv[3]].get('class'), 'VF 1 recorded as provisioned'" \
+        "$STATE/store.json" "$(sys_vf "$PF" 0)" "$(sys_vf "$PF" 1)" || fail "the records after the failure"
+stop_svffd || fail "svffd did not stop cleanly"
+start_svffd
+ctl init "$PF" 4 >"$T/init.out" 2>&1 || fail "init after the failure: $(cat "$T/init.out")"
+expect_eq "$(sys_driver "$(sys_vf "$PF" 3)")" vfio-pci "VF 3 after the second init"
+stop_svffd || fail "svffd did not stop cleanly"
+
+# ---- without the stand-in: no admin queue, refused by name ----
+unset SVFF_TEST_NVME_STANDIN
+start_svffd
+rc=0
+ctl init "$PF" 4 >"$T/init.out" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "init without an admin queue succeeded"
+grep -q "/dev/nvme" "$T/init.out" || fail "the refusal does not name the admin queue: $(cat "$T/init.out")"
+expect_eq "$(sys_numvfs "$PF")" 4 "sriov_numvfs after the refused re-init"
+echo "PASS: test-daemon-class"

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nic-owner against scratch configuration roots: NetworkManager keyfiles
+ * and systemd-networkd .link/.network files, read without either running. */
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture-util.h"
+#include "nic-owner.h"
+
+static char *root;
+
+static void setup(void) {
+        root = fixture_new();
+}
+
+static void teardown(void) {
+        fixture_free(root);
+        root = NULL;
+}
+
+static struct svff_nic_owner *find(const char *ifname, int expect) {
+        struct svff_nic_owner *o = NULL;
+
+        ck_assert_int_eq(svff_nic_owner_find(root, ifname, "0000:05:00.0", &o), expect);
+        ck_assert(expect ? o != NULL : o == NULL);
+        return o;
+}
+
+START_TEST(test_none) {
+        find("eth0", 0);
+        fixture_file(root, "etc/NetworkManager/system-connections/wired.nmconnection",
+                     "[connection]\nid=wired\ninterface-name=eth0\n\n[ethernet]\n");
+        fixture_file(root, "etc/systemd/network/10-eth0.network",
+                     "[Match]\nName=eth0\n\n[Network]\nDHCP=yes\n");
+        fixture_file(root, "etc/systemd/network/10-eth0.link",
+                     "[Match]\nOriginalName=eth0\n\n[Link]\nMTUBytes=9000\n");
+        find("eth0", 0);
+}
+END_TEST
+
+START_TEST(test_networkmanager_keyfile) {
+        _cleanup_(svff_nic_owner_freep) struct svff_nic_owner *o = NULL;
+
+        fixture_file(root, "etc/NetworkManager/system-connections/other.nmconnection",
+                     "[connection]\ninterface-name=eth1\n[sriov]\ntotal-vfs=2\n");
+        fixture_file(root, "etc/NetworkManager/system-connections/pf.nmconnection",
+                     "[connection]\nid=pf\ntype=ethernet\ninterface-name = eth0\n\n"
+                     "[sriov]\nautoprobe-drivers=0\ntotal-vfs=4\nvf.0=mac=02:00:00:00:00:01\n");
+        o = find("eth0", 1);
+        ck_assert_str_eq(o->owner, "NetworkManager");
+        ck_assert_str_eq(o->file, "/etc/NetworkManager/system-connections/pf.nmconnection");
+        ck_assert_str_eq(o->detail, "sriov.total-vfs=4");
+        find("eth2", 0);
+}
+END_TEST
+
+START_TEST(test_networkd_link) {
+        _cleanup_(svff_nic_owner_freep) struct svff_nic_owner *o = NULL, *p = NULL;
+
+        fixture_file(root, "usr/lib/systemd/network/50-pf.link",
+                     "[Match]\nOriginalName=en* eth*\n\n[Link]\nSR-IOVVirtualFunctions=7\n");
+        o = find("eth0", 1);
+        ck_assert_str_eq(o->owner, "systemd-networkd");
+        ck_assert_str_eq(o->file, "/usr/lib/systemd/network/50-pf.link");
+        ck_assert_str_eq(o->detail, "SR-IOVVirtualFunctions=7");
+        find("wlan0", 0);
+
+        /* A link to /dev/null in /etc masks it. */
+        fixture_mkdir(root, "etc/systemd/network");
+        fixture_link(root, "etc/systemd/network/50-pf.link", "/dev/null");
+        find("eth0", 0);
+
+        /* By PCI path, and [SR-IOV] in a .network file. */
+        fixture_file(root, "run/systemd/network/20-vf.network",
+                     "[Match]\nPath=pci-0000:05:00.*\n\n[SR-IOV]\nVirtualFunction=0\nVLANId=5\n");
+        p = find("enp5s0", 1);
+        ck_assert_str_eq(p->file, "/run/systemd/network/20-vf.network");
+        ck_assert_str_eq(p->detail, "[SR-IOV]");
+}
+END_TEST
+
+START_TEST(test_networkd_negated_match) {
+        fixture_file(root, "etc/systemd/network/50-pf.link",
+                     "[Match]\nOriginalName=!eth0\n\n[Link]\nSR-IOVVirtualFunctions=7\n");
+        find("eth0", 0);
+        svff_nic_owner_free(find("eth1", 1));
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("nic-owner");
+        TCase *tc = tcase_create("core");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_none);
+        tcase_add_test(tc, test_networkmanager_keyfile);
+        tcase_add_test(tc, test_networkd_link);
+        tcase_add_test(tc, test_networkd_negated_match);
+        suite_add_tcase(s, tc);
+
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

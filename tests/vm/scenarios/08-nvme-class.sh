@@ -1,0 +1,245 @@
+# The NVMe device class on the real kernel and QEMU's emulated controller
+# (run with tests/vm/run --namespaces: one shared, detached namespace per
+# VF in the subsystem). 'svffctl init PF 4' with an NVMe policy leaves
+# every secondary controller Online with the planned VQ/VI and its
+# namespace attached, as 'nvme list-secondary' and 'nvme list-ctrl' show;
+# a VF bound to the host nvme driver comes up as its secondary controller
+# and reaches that namespace through native multipath (nvme0cKn1); status
+# reports a secondary taken offline and a namespace detached behind
+# svffd's back; a second init puts them back, and so does an init after
+# svffd was SIGKILLed between two VFs' class steps; 'attach --namespace' gives
+# VF 3 (which the policy gives none) its namespace before the domain gets
+# it, and 'detach --release' takes it from the domain and undoes that;
+# release takes the secondary offline and detaches the namespace.
+#
+# vm-run: --namespaces
+#
+# The reconf part (4 -> 0 -> 4 keeps the namespace: the pattern reads back)
+# needs reconf's provision step to run the class (classes_provision_start()
+# in its ops table). Until that is wired it is skipped with a note; set
+# SVFF_VM_RECONF_CLASS=1 (or change the default below) once it is.
+reconf_class=${SVFF_VM_RECONF_CLASS:-0}
+
+command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
+command -v nvme >/dev/null || vm_fail "no nvme (nvme-cli; scripts/setup-deps installs it)"
+[ "${SVFF_VM_NAMESPACES:-0}" -ge 4 ] || vm_skip "needs tests/vm/run --namespaces with 4 VFs"
+modprobe nvme
+modprobe vfio-pci
+pf=$(vm_nvme_pf) || vm_fail "no NVMe PF"
+P=/sys/bus/pci/devices/$pf
+vm_wait 20 test -d "$P/nvme" || vm_fail "PF $pf did not come up on nvme"
+vm_wait 20 sh -c "ls '$P/nvme' | grep -q '^nvme'" || vm_fail "PF $pf has no controller under nvme/"
+ctrl=$(ls "$P/nvme" | grep '^nvme' | head -n1)
+dev=/dev/$ctrl
+vm_wait 10 test -c "$dev" || vm_fail "no $dev"
+R=$SVFF_VM_RUNDIR
+
+nvme list-ns "$dev" --all >"$R/ns-all.txt" 2>&1 || true
+vm_log "namespaces of the subsystem: $(tr '\n' ' ' <"$R/ns-all.txt")"
+
+# secondary VF FIELD: a field of VF index VF's entry in the secondary
+# controller list (state: 1 online, 0 offline).
+secondary() {
+        nvme list-secondary "$dev" -o json >"$R/secondary.json" 2>"$R/secondary.err" ||
+                vm_fail "nvme list-secondary $dev failed: $(cat "$R/secondary.err")"
+        jq -r --argjson vfn "$(($1 + 1))" --arg f "$2" \
+                '.["secondary-controllers"][] | select(.["virtual-function-number"] == $vfn) | .[$f]' \
+                "$R/secondary.json"
+}
+# ctrls_of NSID: the controller IDs namespace NSID is attached to, decimal.
+ctrls_of() {
+        nvme list-ctrl "$dev" -n "$1" 2>/dev/null | sed -n 's/^\[ *[0-9]*\]: *\(0x[0-9a-fA-F]*\).*/\1/p' |
+                while read -r x; do printf '%d\n' "$x"; done | tr '\n' ' ' | sed 's/ $//'
+}
+vf_addr() { basename "$(readlink "$P/virtfn$1")"; }
+
+command -v virsh >/dev/null || vm_fail "no virsh (package libvirt-clients)"
+vm_libvirtd_start
+vm_domain_define d1
+vm_cleanup 'virsh -q destroy d1 >/dev/null 2>&1'
+vm_domains_start d1
+
+# VF 3 gets no namespace from the policy: its assignment names one.
+config=$(jq -n --arg pf "$pf" '{ policies: { nvme: { match: { address: $pf },
+        nvme: { vq: 2, vi: 1, namespace: [1, 2, 3, null] } } } }')
+vm_svffd_start "$config"
+# nsid_of VF: the namespace VF's secondary has after init ("" for VF 3).
+nsid_of() { [ "$1" -lt 3 ] && echo $(($1 + 1)) || true; }
+
+vm_log "before init: the secondaries as QEMU starts them"
+assert_eq "sriov_numvfs before init" 0 "$(cat "$P/sriov_numvfs")"
+
+# ---- init: plan, numvfs, provision + verify each VF, vfio-pci ----
+vm_log "svffctl init $pf 4"
+t=$(vm_now)
+svffctl init "$pf" 4 >"$R/init.out" 2>&1 || { cat "$R/init.out"; vm_fail "svffctl init $pf 4 failed"; }
+vm_log "init took $(echo "$t $(vm_now)" | awk '{ printf "%.2f", $2 - $1 }') s"
+assert_eq "sriov_numvfs after init" 4 "$(cat "$P/sriov_numvfs")"
+
+check_provisioned() {
+        for i in 0 1 2 3; do
+                assert_eq "$1: VF $i secondary state (1 = online)" 1 "$(secondary "$i" secondary-controller-state)"
+                assert_eq "$1: VF $i VQ" 2 "$(secondary "$i" num-virtual-queues)"
+                assert_eq "$1: VF $i VI" 1 "$(secondary "$i" num-virtual-interrupts)"
+                scid=$(secondary "$i" secondary-controller-identifier)
+                if [ "$i" -lt 3 ]; then
+                        assert_eq "$1: namespace $((i + 1)) attached to VF $i's secondary only" "$scid" \
+                                "$(ctrls_of $((i + 1)))"
+                fi
+                assert_eq "$1: VF $i on vfio-pci" vfio-pci "$(basename "$(readlink "$P/virtfn$i/driver")")"
+        done
+        assert_eq "$1: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
+}
+check_provisioned "after init"
+cp "$R/secondary.json" "$R/secondary-after-init.json"
+
+# ---- list and status ----
+svffctl list --json >"$R/list.json" || vm_fail "svffctl list --json failed"
+for i in 0 1 2 3; do
+        q=".pfs[] | select(.address == \"$pf\") | .vfs[] | select(.index == $i) | .class"
+        assert_eq "list --json: VF $i class" nvme "$(jq -r "$q.name" "$R/list.json")"
+        assert_eq "list --json: VF $i secondary" online "$(jq -r "$q.state.secondary" "$R/list.json")"
+        assert_eq "list --json: VF $i VQ/VI" "2/1" "$(jq -r "$q.state.vq|tostring" "$R/list.json")/$(jq -r "$q.state.vi|tostring" "$R/list.json")"
+        assert_eq "list --json: VF $i namespaces" "[$(nsid_of $i)]" "$(jq -c "$q.state.namespaces" "$R/list.json")"
+done
+svffctl list >"$R/list.txt" || vm_fail "svffctl list failed"
+assert_true "list shows a CLASS column" grep -q CLASS "$R/list.txt"
+assert_true "list shows VF 0's class state" grep -q "$(vf_addr 0).*nvme:" "$R/list.txt"
+svffctl status --json >"$R/status.json" || vm_fail "svffctl status --json failed"
+assert_eq "status: no class drift after init" 0 \
+        "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status.json")"
+
+# ---- the data path: VF 0 on the host's nvme driver ----
+vf0=$(vf_addr 0)
+scid0=$(secondary 0 secondary-controller-identifier)
+vm_log "binding VF 0 ($vf0, secondary $scid0) to nvme"
+echo "$vf0" >/sys/bus/pci/drivers/vfio-pci/unbind
+echo nvme >"$P/virtfn0/driver_override"
+echo "$vf0" >/sys/bus/pci/drivers_probe
+vm_wait 30 sh -c "ls '$P/virtfn0/nvme' 2>/dev/null | grep -q '^nvme'" ||
+        vm_fail "VF 0 did not come up as an nvme controller (dmesg: $(dmesg | tail -n 5))"
+vfctrl=$(ls "$P/virtfn0/nvme" | grep '^nvme' | head -n1)
+assert_eq "VF 0's controller ID is its secondary's" "$scid0" "$(cat "/sys/class/nvme/$vfctrl/cntlid")"
+vm_wait 30 sh -c "ls /sys/class/nvme/$vfctrl | grep -q '^nvme[0-9]*c[0-9]*n[0-9]*$'" ||
+        vm_fail "no namespace path under controller $vfctrl ($(ls "/sys/class/nvme/$vfctrl" | tr '\n' ' '))"
+path=$(ls "/sys/class/nvme/$vfctrl" | grep '^nvme[0-9]*c[0-9]*n[0-9]*$' | head -n1)
+cnum=$(echo "$path" | sed 's/^nvme[0-9]*c\([0-9]*\)n[0-9]*$/\1/')
+assert_eq "path $path goes through VF 0's controller" "$vfctrl" "nvme$cnum"
+head=$(echo "$path" | sed 's/c[0-9]*n/n/')
+vm_wait 10 test -b "/dev/$head" || vm_fail "no /dev/$head for path $path"
+assert_eq "the path's namespace" 1 "$(cat "/sys/class/nvme/$vfctrl/$path/nsid" 2>/dev/null || cat "/sys/block/$head/nsid")"
+dd if=/dev/urandom of="$R/pattern" bs=4096 count=16 2>/dev/null
+dd if="$R/pattern" of="/dev/$head" bs=4096 count=16 oflag=direct conv=fsync 2>/dev/null ||
+        vm_fail "writing the pattern to /dev/$head failed"
+assert_true "the pattern reads back through VF 0" \
+        sh -c "dd if=/dev/$head bs=4096 count=16 iflag=direct 2>/dev/null | cmp -s - '$R/pattern'"
+vm_log "VF 0 back to vfio-pci"
+echo "$vf0" >/sys/bus/pci/drivers/nvme/unbind
+echo vfio-pci >"$P/virtfn0/driver_override"
+echo "$vf0" >/sys/bus/pci/drivers_probe
+vm_wait 10 test "$(basename "$(readlink "$P/virtfn0/driver")")" = vfio-pci || vm_fail "VF 0 not back on vfio-pci"
+
+# ---- drift behind svffd's back ----
+scid1=$(secondary 1 secondary-controller-identifier)
+scid2=$(secondary 2 secondary-controller-identifier)
+nvme virt-mgmt "$dev" -c "$scid1" -a 7 >/dev/null || vm_fail "taking secondary $scid1 offline by hand failed"
+nvme detach-ns "$dev" -n 3 -c "$scid2" >/dev/null || vm_fail "detaching namespace 3 by hand failed"
+svffctl status --json >"$R/status-drift.json" || vm_fail "svffctl status --json failed"
+drift_of() {
+        jq -r --arg d "$1" '[.drift[] | select(.kind == "class-drift" and .device == $d)] | length' \
+                "$R/status-drift.json"
+}
+assert_eq "status: class drift on VF 1 (secondary offline)" 1 "$(drift_of "$(vf_addr 1)")"
+assert_eq "status: class drift on VF 2 (namespace detached)" 1 "$(drift_of "$(vf_addr 2)")"
+assert_eq "status: no class drift on VF 3" 0 "$(drift_of "$(vf_addr 3)")"
+svffctl status >"$R/status-drift.txt" 2>&1 || true
+vm_log "init again puts them back"
+svffctl init "$pf" 4 >"$R/init2.out" 2>&1 || { cat "$R/init2.out"; vm_fail "second svffctl init failed"; }
+check_provisioned "after the second init"
+svffctl status --json >"$R/status.json" || vm_fail "svffctl status --json failed"
+assert_eq "status: no class drift after the second init" 0 \
+        "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status.json")"
+
+# ---- SIGKILL between two VFs' class steps: the next init completes ----
+if "$(vm_svff_bin svffd)" --version | grep -q '^+FAULT-POINTS$'; then
+        vm_log "init again with svffd killed after VF 1's class steps"
+        vm_svffd_stop
+        SVFF_FAULT=after-provision-2
+        export SVFF_FAULT
+        vm_svffd_start "$config"
+        unset SVFF_FAULT
+        svffctl init "$pf" 4 >"$R/init-killed.out" 2>&1 && vm_fail "init survived SIGKILL at after-provision-2"
+        rc=0
+        wait "$svffd_pid" || rc=$?
+        svffd_pid=
+        assert_eq "svffd killed at after-provision-2 (SIGKILL)" 137 "$rc"
+        vm_svffd_start "$config"
+        svffctl status --json >"$R/status-killed.json" || vm_fail "svffctl status --json failed"
+        assert_eq "status: the init is interrupted" 1 \
+                "$(jq --arg pf "$pf" '[.drift[] | select(.kind == "interrupted" and .device == $pf)] | length' \
+                "$R/status-killed.json")"
+        svffctl init "$pf" 4 >"$R/init3.out" 2>&1 || { cat "$R/init3.out"; vm_fail "init after the kill failed"; }
+        check_provisioned "after a kill between class steps and a new init"
+else
+        vm_log "NOTE: svffd has no fault points: the kill between class steps is not checked"
+fi
+
+# ---- reconf 4 -> 0 -> 4 keeps each VF's namespace ----
+if [ "$reconf_class" = 1 ]; then
+        vm_log "reconf $pf 0, then 4"
+        svffctl reconf "$pf" 0 >"$R/reconf0.out" 2>&1 || { cat "$R/reconf0.out"; vm_fail "reconf to 0 failed"; }
+        svffctl reconf "$pf" 4 >"$R/reconf4.out" 2>&1 || { cat "$R/reconf4.out"; vm_fail "reconf to 4 failed"; }
+        check_provisioned "after reconf 4 -> 0 -> 4"
+        vf0=$(vf_addr 0)
+        echo "$vf0" >/sys/bus/pci/drivers/vfio-pci/unbind
+        echo nvme >"$P/virtfn0/driver_override"
+        echo "$vf0" >/sys/bus/pci/drivers_probe
+        vm_wait 30 sh -c "ls '$P/virtfn0/nvme' 2>/dev/null | grep -q '^nvme'" || vm_fail "VF 0 did not come up after reconf"
+        vfctrl=$(ls "$P/virtfn0/nvme" | grep '^nvme' | head -n1)
+        vm_wait 30 sh -c "ls /sys/class/nvme/$vfctrl | grep -q '^nvme[0-9]*c[0-9]*n[0-9]*$'" ||
+                vm_fail "no namespace path under $vfctrl after reconf"
+        path=$(ls "/sys/class/nvme/$vfctrl" | grep '^nvme[0-9]*c[0-9]*n[0-9]*$' | head -n1)
+        head=$(echo "$path" | sed 's/c[0-9]*n/n/')
+        vm_wait 10 test -b "/dev/$head" || vm_fail "no /dev/$head after reconf"
+        assert_true "after reconf VF 0 reaches the same namespace: the pattern reads back" \
+                sh -c "dd if=/dev/$head bs=4096 count=16 iflag=direct 2>/dev/null | cmp -s - '$R/pattern'"
+        echo "$vf0" >/sys/bus/pci/drivers/nvme/unbind
+        echo vfio-pci >"$P/virtfn0/driver_override"
+        echo "$vf0" >/sys/bus/pci/drivers_probe
+        vm_wait 10 test "$(basename "$(readlink "$P/virtfn0/driver")")" = vfio-pci || vm_fail "VF 0 not back on vfio-pci"
+else
+        vm_log "NOTE: reconf 4 -> 0 -> 4 not checked: reconf does not run the class's provision step yet" \
+               "(SVFF_VM_RECONF_CLASS=1 once it does)"
+fi
+
+# ---- attach --namespace: what the assignment adds, before libvirt ----
+vf3=$(vf_addr 3)
+scid3=$(secondary 3 secondary-controller-identifier)
+vm_log "svffctl attach $vf3 d1 --namespace 4"
+svffctl attach "$vf3" d1 --namespace 4 >"$R/attach.out" 2>&1 || { cat "$R/attach.out"; vm_fail "attach --namespace 4 failed"; }
+assert_eq "after attach: namespace 4 attached to VF 3's secondary" "$scid3" "$(ctrls_of 4)"
+assert_eq "after attach: VF 3 secondary online" 1 "$(secondary 3 secondary-controller-state)"
+svffctl list --json >"$R/list-attached.json" || vm_fail "svffctl list --json failed"
+q=".pfs[] | select(.address == \"$pf\") | .vfs[] | select(.index == 3)"
+assert_eq "list --json: the assignment records its namespace" 4 \
+        "$(jq -r "$q.assigned_to.class.settings.namespace" "$R/list-attached.json")"
+assert_eq "list --json: VF 3's class state has namespace 4" "[4]" "$(jq -c "$q.class.state.namespaces" "$R/list-attached.json")"
+assert_true "VF 3 is in d1's live XML" sh -c "virsh -q dumpxml d1 | grep -q ua-svff"
+vm_log "svffctl detach $vf3 --release"
+svffctl detach "$vf3" --release >"$R/release-force.out" 2>&1 ||
+        { cat "$R/release-force.out"; vm_fail "detach --release of VF 3 failed"; }
+assert_eq "after detach --release: VF 3 secondary offline (0)" 0 "$(secondary 3 secondary-controller-state)"
+assert_eq "after detach --release: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
+
+# ---- release: secondary offline, namespace detached ----
+for i in 0 1 2; do
+        scid=$(secondary "$i" secondary-controller-identifier)
+        v=$(vf_addr "$i")
+        svffctl release "$v" >"$R/release$i.out" 2>&1 || { cat "$R/release$i.out"; vm_fail "release of VF $i failed"; }
+        assert_eq "after release: VF $i secondary offline (0)" 0 "$(secondary "$i" secondary-controller-state)"
+        assert_eq "after release: namespace $((i + 1)) attached to no controller" "" "$(ctrls_of $((i + 1)))"
+done
+svffctl list --json >"$R/list-released.json" || vm_fail "svffctl list --json failed"
+assert_eq "list --json after release: no VF has a class record" 0 \
+        "$(jq --arg a "$pf" '[.pfs[] | select(.address == $a) | .vfs[] | select(.class != null)] | length' \
+        "$R/list-released.json")"

@@ -1,0 +1,184 @@
+# The NIC device class on the real kernel's igb driver and QEMU 10's
+# emulated 82576 (tests/vm/run --nic). VF 3 exists with VLAN 7 before
+# svff; 'svffctl init PF 4' with a policy giving each VF a MAC from a
+# prefix sets them, as 'ip link show' shows for every VF, and keeps VF 3's
+# VLAN; list and status show the class; an attach the driver refuses
+# (igb takes no min_tx_rate) names EINVAL and leaves the VF as it was;
+# attaching VFs live to nested domains with a MAC, a VLAN with QoS, trust
+# and spoof checking sets them before the domain gets the VF; igb has no
+# per-VF link state, so --link-state is named unsupported (nic-strict is
+# false in the policy) and the rest applied; release puts back what each
+# VF had before.
+#
+# vm-run: --nic
+#
+# The reconf part (4 -> 0 -> 4: every VF has its recorded settings again
+# before its domain gets it back, at its guest address) needs reconf's
+# provision step to run the class (classes_provision_start() in its ops
+# table). Until that is wired it is skipped with a note; set
+# SVFF_VM_RECONF_CLASS=1 (or change the default below) once it is.
+reconf_class=${SVFF_VM_RECONF_CLASS:-0}
+
+[ "${SVFF_VM_NIC:-0}" = 1 ] || vm_fail "needs tests/vm/run --nic (QEMU 10's igb): it never skips"
+command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
+command -v virsh >/dev/null || vm_fail "no virsh (package libvirt-clients)"
+command -v ip >/dev/null || vm_fail "no ip (package iproute2)"
+modprobe igb
+modprobe vfio-pci
+pf=$(vm_nic_pf) || vm_fail "no igb PF (8086:10c9): is this QEMU 10 with -device igb?"
+P=/sys/bus/pci/devices/$pf
+vm_wait 20 test -d "$P/net" || vm_fail "PF $pf did not come up on igb (dmesg: $(dmesg | tail -n 5))"
+ifname=$(ls "$P/net" | head -n1)
+ip link set "$ifname" up || true
+R=$SVFF_VM_RUNDIR
+assert_eq "igb PF $pf ($ifname) sriov_totalvfs" 7 "$(cat "$P/sriov_totalvfs")"
+vf_addr() { basename "$(readlink "$P/virtfn$1")"; }
+
+# vfline I: VF I's line of 'ip link show' ("vf 0 link/ether ..., vlan 100,
+# qos 3, spoof checking off, link-state auto, trust on").
+vfline() {
+        ip link show "$ifname" >"$R/iplink.txt"
+        sed -n "s/^ *vf $1 *\(.*\)/\1/p" "$R/iplink.txt" | tr -s ' '
+}
+vfmac() { vfline "$1" | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p'; }
+vfvlan() { vfline "$1" | sed -n 's/.*, vlan \([0-9]*\).*/\1/p'; }
+vfqos() { vfline "$1" | sed -n 's/.*, qos \([0-9]*\).*/\1/p'; }
+vfspoof() { vfline "$1" | sed -n 's/.*spoof checking \([a-z]*\).*/\1/p'; }
+vftrust() { vfline "$1" | sed -n 's/.*trust \([a-z]*\).*/\1/p'; }
+
+# ---- before svff: 4 VFs, VF 3 with VLAN 7 set by hand ----
+echo 0 >"$P/sriov_drivers_autoprobe"
+echo 4 >"$P/sriov_numvfs"
+ip link set "$ifname" vf 3 vlan 7 || vm_fail "ip link set $ifname vf 3 vlan 7 failed"
+assert_eq "before svff: VF 3 VLAN" 7 "$(vfvlan 3)"
+vm_log "before svff: $(cat "$R/iplink.txt" | tr '\n' '|')"
+
+vm_libvirtd_start
+vm_domain_define d1
+vm_domain_define d2
+vm_cleanup 'for d in d1 d2; do virsh -q destroy "$d" >/dev/null 2>&1; done'
+vm_domains_start d1 d2
+
+config=$(jq -n --arg pf "$pf" '{ policies: { nic: { match: { address: $pf },
+        nic: { "mac-prefix": "02:53:00:00", "nic-strict": false } } } }')
+vm_svffd_start "$config"
+
+# ---- another manager's file for the PF: refused, naming it ----
+mkdir -p /etc/systemd/network
+printf '[Match]\nOriginalName=%s\n\n[Link]\nSR-IOVVirtualFunctions=4\n' "$ifname" \
+        >/etc/systemd/network/10-svff-test.link
+rc=0
+svffctl init "$pf" 4 >"$R/init-owned.out" 2>&1 || rc=$?
+rm -f /etc/systemd/network/10-svff-test.link
+assert_true "init of a PF networkd is configured for fails (exit $rc)" test "$rc" != 0
+assert_true "the refusal names systemd-networkd and the file" \
+        grep -q "systemd-networkd (/etc/systemd/network/10-svff-test.link" "$R/init-owned.out"
+assert_eq "after the refusal: VF 0 still has no MAC" 00:00:00:00:00:00 "$(vfmac 0)"
+
+# ---- init: numvfs, provision + verify each VF, vfio-pci ----
+vm_log "svffctl init $pf 4"
+t=$(vm_now)
+svffctl init "$pf" 4 >"$R/init.out" 2>&1 || { cat "$R/init.out"; vm_fail "svffctl init $pf 4 failed"; }
+vm_log "init took $(echo "$t $(vm_now)" | awk '{ printf "%.2f", $2 - $1 }') s"
+assert_eq "sriov_numvfs after init" 4 "$(cat "$P/sriov_numvfs")"
+for i in 0 1 2 3; do
+        assert_eq "after init: VF $i MAC (ip link show)" "02:53:00:00:00:0$i" "$(vfmac "$i")"
+        assert_eq "after init: VF $i spoof checking" on "$(vfspoof "$i")"
+        assert_eq "after init: VF $i trust" off "$(vftrust "$i")"
+        assert_eq "after init: VF $i on vfio-pci" vfio-pci "$(basename "$(readlink "$P/virtfn$i/driver")")"
+done
+assert_eq "after init: VF 3 keeps its own VLAN" 7 "$(vfvlan 3)"
+assert_eq "after init: VF 0 has no VLAN" "" "$(vfvlan 0)"
+cp "$R/iplink.txt" "$R/iplink-after-init.txt"
+
+svffctl list --json >"$R/list.json" || vm_fail "svffctl list --json failed"
+for i in 0 1 2 3; do
+        q=".pfs[] | select(.address == \"$pf\") | .vfs[] | select(.index == $i) | .class"
+        assert_eq "list --json: VF $i class" nic "$(jq -r "$q.name" "$R/list.json")"
+        assert_eq "list --json: VF $i MAC" "02:53:00:00:00:0$i" "$(jq -r "$q.state.mac" "$R/list.json")"
+        assert_eq "list --json: VF $i verified" read "$(jq -r "$q.state.verified" "$R/list.json")"
+done
+svffctl list >"$R/list.txt" || vm_fail "svffctl list failed"
+assert_true "list shows VF 0's MAC and VLAN" grep -q "$(vf_addr 0).*nic: mac 02:53:00:00:00:00 vlan -" "$R/list.txt"
+svffctl status --json >"$R/status.json" || vm_fail "svffctl status --json failed"
+assert_eq "status: no class drift after init" 0 \
+        "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status.json")"
+
+# ---- a setting the driver refuses: named, and nothing left behind ----
+v2=$(vf_addr 2)
+rc=0
+svffctl attach "$v2" d2 --vlan 300 --min-tx-rate 100 >"$R/attach-refused.out" 2>&1 || rc=$?
+assert_true "attach with --min-tx-rate on igb fails (exit $rc)" test "$rc" != 0
+assert_true "the refusal names EINVAL and min-tx-rate" \
+        grep -q "refused min-tx-rate.*EINVAL" "$R/attach-refused.out"
+assert_eq "after the refusal: VF 2 has no VLAN" "" "$(vfvlan 2)"
+assert_eq "after the refusal: VF 2 not in d2" "" "$(vm_qpci d2 "$v2")"
+
+# ---- attach with MAC, VLAN, trust, spoof checking ----
+v0=$(vf_addr 0)
+v1=$(vf_addr 1)
+svffctl attach "$v0" d1 --mac 02:00:00:00:aa:01 --vlan 100:3 --trust on --spoofchk off \
+        >"$R/attach0.out" 2>&1 || { cat "$R/attach0.out"; vm_fail "svffctl attach $v0 d1 failed"; }
+svffctl attach "$v1" d2 --mac 02:00:00:00:aa:02 --vlan 200 --link-state enable \
+        >"$R/attach1.out" 2>&1 || { cat "$R/attach1.out"; vm_fail "svffctl attach $v1 d2 failed"; }
+assert_eq "after attach: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
+assert_eq "after attach: VF 0 VLAN" 100 "$(vfvlan 0)"
+assert_eq "after attach: VF 0 QoS" 3 "$(vfqos 0)"
+assert_eq "after attach: VF 0 trust" on "$(vftrust 0)"
+assert_eq "after attach: VF 0 spoof checking" off "$(vfspoof 0)"
+assert_eq "after attach: VF 1 MAC" 02:00:00:00:aa:02 "$(vfmac 1)"
+assert_eq "after attach: VF 1 VLAN" 200 "$(vfvlan 1)"
+assert_eq "after attach: VF 2 untouched (MAC)" 02:53:00:00:00:02 "$(vfmac 2)"
+assert_true "VF 0 in d1's query-pci" test -n "$(vm_qpci_wait d1 "$v0")"
+assert_true "VF 1 in d2's query-pci" test -n "$(vm_qpci_wait d2 "$v1")"
+cp "$R/iplink.txt" "$R/iplink-after-attach.txt"
+svffctl list --json >"$R/list-attached.json" || vm_fail "svffctl list --json failed"
+q1=".pfs[] | select(.address == \"$pf\") | .vfs[] | select(.index == 1) | .class.state"
+assert_eq "list --json: VF 1's link-state named unsupported (igb)" '["link-state"]' \
+        "$(jq -c "$q1.unsupported" "$R/list-attached.json")"
+svffctl list >"$R/list-attached.txt" || vm_fail "svffctl list failed"
+assert_true "list shows VF 0's MAC and VLAN" \
+        grep -q "$v0.*nic: mac 02:00:00:00:aa:01 vlan 100 qos 3" "$R/list-attached.txt"
+svffctl status --json >"$R/status-attached.json" || vm_fail "svffctl status --json failed"
+assert_eq "status: no class drift after attach" 0 \
+        "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status-attached.json")"
+
+# ---- drift behind svffd's back ----
+ip link set "$ifname" vf 0 vlan 55 || vm_fail "ip link set vf 0 vlan 55 failed"
+svffctl status --json >"$R/status-drift.json" || vm_fail "svffctl status --json failed"
+assert_eq "status: class drift on VF 0 (VLAN changed by hand)" 1 \
+        "$(jq --arg d "$v0" '[.drift[] | select(.kind == "class-drift" and .device == $d)] | length' \
+        "$R/status-drift.json")"
+ip link set "$ifname" vf 0 vlan 100 qos 3
+
+# ---- reconf 4 -> 0 -> 4 brings every VF's settings back ----
+if [ "$reconf_class" = 1 ]; then
+        before0=$(vm_qpci_wait d1 "$v0")
+        before1=$(vm_qpci_wait d2 "$v1")
+        vm_log "reconf $pf 0, then 4"
+        svffctl reconf "$pf" 0 >"$R/reconf0.out" 2>&1 || { cat "$R/reconf0.out"; vm_fail "reconf to 0 failed"; }
+        svffctl reconf "$pf" 4 >"$R/reconf4.out" 2>&1 || { cat "$R/reconf4.out"; vm_fail "reconf to 4 failed"; }
+        assert_eq "after reconf: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
+        assert_eq "after reconf: VF 0 VLAN" 100 "$(vfvlan 0)"
+        assert_eq "after reconf: VF 0 trust" on "$(vftrust 0)"
+        assert_eq "after reconf: VF 0 spoof checking" off "$(vfspoof 0)"
+        assert_eq "after reconf: VF 1 VLAN" 200 "$(vfvlan 1)"
+        assert_eq "after reconf: VF 2 MAC" 02:53:00:00:00:02 "$(vfmac 2)"
+        assert_eq "after reconf: VF 0 at its guest address in d1" "$before0" "$(vm_qpci_wait d1 "$v0")"
+        assert_eq "after reconf: VF 1 at its guest address in d2" "$before1" "$(vm_qpci_wait d2 "$v1")"
+else
+        vm_log "NOTE: reconf 4 -> 0 -> 4 not checked: reconf does not run the class's provision step yet" \
+               "(SVFF_VM_RECONF_CLASS=1 once it does)"
+fi
+
+# ---- release: what each VF had before ----
+svffctl detach "$v0" >"$R/detach0.out" 2>&1 || { cat "$R/detach0.out"; vm_fail "svffctl detach $v0 failed"; }
+svffctl release "$v0" >"$R/release0.out" 2>&1 || { cat "$R/release0.out"; vm_fail "svffctl release $v0 failed"; }
+assert_eq "after release: VF 0 back to its policy MAC" 02:53:00:00:00:00 "$(vfmac 0)"
+assert_eq "after release: VF 0 has no VLAN" "" "$(vfvlan 0)"
+assert_eq "after release: VF 0 trust" off "$(vftrust 0)"
+assert_eq "after release: VF 0 spoof checking" on "$(vfspoof 0)"
+vm_log "after release: VF 0: $(vfline 0)"
+svffctl release "$(vf_addr 3)" >"$R/release3.out" 2>&1 || { cat "$R/release3.out"; vm_fail "svffctl release VF 3 failed"; }
+assert_eq "after release: VF 3 keeps the VLAN 7 svff never set" 7 "$(vfvlan 3)"
+cp "$R/iplink.txt" "$R/iplink-after-release.txt"
