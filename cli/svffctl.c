@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "config-file.h"
+#include "drift.h"
 #include "json-util.h"
 #include "list.h"
 #include "macro.h"
@@ -52,6 +53,7 @@ static bool arg_force = false;
 static bool arg_policy = false;
 static const char *arg_output = NULL;
 static bool arg_no_reconnect = false;
+static bool arg_verbose = false;
 
 static volatile sig_atomic_t interrupted = 0;
 
@@ -483,7 +485,8 @@ static int print_status(struct json_object *reply, const void *userdata) {
                                jint(reply, "snapshot_max_age_usec", 0) / 1000);
         }
         if (jint(reply, "stuck_writes", 0) > 0)
-                printf("Stuck writes: %lld (a VF is held by a user; see the journal)\n",
+                printf("Stuck writes: %lld (past their deadline, still running in the kernel: a slow driver or a "
+                       "VF held open)\n",
                        jint(reply, "stuck_writes", 0));
         if (jstr(reply, "config_error"))
                 printf("Config:       reload failed, running the previous settings: %s\n",
@@ -511,10 +514,17 @@ static int print_status(struct json_object *reply, const void *userdata) {
 
         if (json_object_object_get_ex(reply, "recovered", &rec) && rec)
                 for (size_t i = 0; i < json_object_array_length(rec); i++) {
-                        struct json_object *o = json_object_array_get_idx(rec, i);
+                        struct json_object *o = json_object_array_get_idx(rec, i), *ar;
+                        const char *outcome = strna(jstr(o, "outcome"));
+                        /* An svffd without after_restart only recovered
+                         * at start-up. */
+                        bool restart = !json_object_object_get_ex(o, "after_restart", &ar) ||
+                                       json_object_get_boolean(ar);
 
-                        printf("Recovered:    reconf of PF %s %s after a restart: %s\n", strna(jstr(o, "pf")),
-                               strna(jstr(o, "outcome")), strna(jstr(o, "message")));
+                        printf("Recovered:    reconf of PF %s %s from its journal%s: %s\n", strna(jstr(o, "pf")),
+                               streq(outcome, "resumed") ? "completed" :
+                               streq(outcome, "rolled-back") ? "rolled back" : outcome,
+                               restart ? " after svffd restarted" : "", strna(jstr(o, "message")));
                 }
 
         if (json_object_object_get_ex(reply, "owners", &v) && v && json_object_array_length(v) > 0) {
@@ -541,15 +551,9 @@ static int print_status(struct json_object *reply, const void *userdata) {
                 }
         }
 
-        if (json_object_object_get_ex(reply, "drift", &drift) && json_object_array_length(drift) > 0) {
-                printf("\nDrift (the host differs from what svff recorded):\n");
-                for (size_t i = 0; i < json_object_array_length(drift); i++) {
-                        struct json_object *d = json_object_array_get_idx(drift, i);
-
-                        printf("  %-15s %s\n", strna(jstr(d, "kind")), strna(jstr(d, "message")));
-                }
-        } else
-                printf("Drift:        none\n");
+        drift = NULL;
+        (void) json_object_object_get_ex(reply, "drift", &drift);
+        drift_print(stdout, drift, arg_verbose);
         return 0;
 }
 
@@ -1089,6 +1093,7 @@ struct command {
         bool has_reconf_options;
         bool has_columns;
         bool has_reconnect;
+        bool has_verbose;       /* -v: status's every drift */
         bool no_timeout;        /* --timeout cannot apply: refused */
 };
 
@@ -1097,9 +1102,12 @@ static const struct command commands[] = {
           "List the SR-IOV PFs and their VFs in one table: driver, VF count, network\n"
           "interface, whether svffd recorded the device, and the domain, guest address\n"
           "and state of each assigned VF. -o picks the columns.", cmd_list, .has_columns = true },
-        { "status", "status [--json]",
-          "Show svffd's version, uptime, store path and generation, the operations in\n"
-          "progress and any drift between the store and the host.", cmd_status },
+        { "status", "status [-v] [--json]",
+          "Show svffd's version, uptime, store path and generation, libvirt's\n"
+          "connection, the operations in progress, each PF's VF count, owner and VF\n"
+          "limit, and any drift between the store and the host: per PF, one line per\n"
+          "kind with a count and the one next step (-v or --json: every device).",
+          cmd_status, .has_verbose = true },
         { "init", "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
           "DRIVER (default: svffd's vf-driver, normally vfio-pci) and record the desired\n"
@@ -1183,6 +1191,7 @@ static void help(void) {
                "                     commands wait for svffd. Refused by monitor and config.\n"
                "  -o --output=COL,...  list: the columns to show (see 'svffctl list --help')\n"
                "     --no-reconnect  monitor: exit when svffd goes away\n"
+               "  -v --verbose       status: every drift, not the summary per PF\n"
                "     --version       Show the version\n"
                "\n%s",
                SOCKET_DEFAULT, exit_status_help);
@@ -1207,7 +1216,8 @@ static void command_help(const struct command *c) {
                                        "  --dry-run       Print the plan, change nothing\n"
                                        "  --force         Drop the assignments the new count removes\n" : "",
                c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order\n" :
-               c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" : "");
+               c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" :
+               c->has_verbose ? "  -v, --verbose   Every drift, not the summary per PF\n" : "");
         if (c->has_columns) {
                 putchar('\n');
                 list_columns_help(stdout);
@@ -1266,6 +1276,7 @@ int main(int argc, char **argv) {
                 { "output", required_argument, NULL, 'o' },
                 { "no-reconnect", no_argument, NULL, ARG_NO_RECONNECT },
                 { "effective", no_argument, NULL, ARG_EFFECTIVE },
+                { "verbose", no_argument, NULL, 'v' },
                 {}
         };
         const struct command *cmd = NULL;
@@ -1282,7 +1293,7 @@ int main(int argc, char **argv) {
          * order (getopt permutes them to the end). Messages are ours:
          * getopt would call "-1" an invalid option '1'. */
         opterr = 0;
-        while ((o = getopt_long(argc, argv, ":ho:", options, NULL)) >= 0) {
+        while ((o = getopt_long(argc, argv, ":ho:v", options, NULL)) >= 0) {
                 switch (o) {
                 case 'h':
                         want_help = true;
@@ -1342,6 +1353,9 @@ int main(int argc, char **argv) {
                 case 'o':
                         arg_output = optarg;
                         break;
+                case 'v':
+                        arg_verbose = true;
+                        break;
                 case ARG_NO_RECONNECT:
                         arg_no_reconnect = true;
                         break;
@@ -1382,6 +1396,8 @@ int main(int argc, char **argv) {
                 return usage_error(cmd->name, "--policy only applies to init.");
         if (arg_output && !cmd->has_columns)
                 return usage_error(cmd->name, "-o only applies to list.");
+        if (arg_verbose && !cmd->has_verbose)
+                return usage_error(cmd->name, "-v only applies to status.");
         if (arg_no_reconnect && !cmd->has_reconnect)
                 return usage_error(cmd->name, "--no-reconnect only applies to monitor.");
         if (arg_timeout_set && cmd->no_timeout)

@@ -405,6 +405,8 @@ static struct json_object *status_drift(struct manager *m) {
                 json_object_object_add(d, "device", json_object_new_string(pf->address));
                 json_object_object_add(d, "expected", NULL);
                 json_object_object_add(d, "actual", NULL);
+                json_object_object_add(d, "pf", json_object_new_string(pf->address));
+                json_object_object_add(d, "next_step", NULL);
                 {
                         char msg[1400];
 
