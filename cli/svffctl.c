@@ -721,16 +721,42 @@ static int pf_numvfs_params(int argc, char **argv, unsigned example, struct json
         return 0;
 }
 
-static int init_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
-        struct progress *progress = userdata;
+/* A progress reply of init or reconf (continues): its event drawn,
+ * true. The final one: the progress line cleared, false. */
+static bool progress_reply(struct progress *progress, struct json_object *p, bool continues) {
         struct json_object *ev;
 
         if (continues) {
                 if (json_object_object_get_ex(p, "event", &ev) && ev)
                         progress_event(progress, ev);
-                return READ_MORE;
+                return true;
         }
         progress_clear(progress);
+        return false;
+}
+
+/* The call of init and reconf: their progress replies drawn as they
+ * come (and redrawn while svffd is silent), the final one to handle,
+ * whose userdata is the progress. params is borrowed. */
+static int progress_call(const char *op, const char *method, struct json_object *params, reply_handler_t handle) {
+        struct progress progress;
+
+        progress_init(&progress, op, jstr(params, "pf"));
+        return call_run(&(struct call) {
+                .method = method,
+                .params = params,
+                .more = true,
+                .changes = true,
+                .timeout = timeout_for(true),
+                .handle = handle,
+                .userdata = &progress,
+                .progress = &progress,
+        });
+}
+
+static int init_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
+        if (progress_reply(userdata, p, continues))
+                return READ_MORE;
         if (error)
                 return report_error(error, p);
         if (arg_json)
@@ -743,7 +769,6 @@ static int init_reply(struct json_object *p, const char *error, bool continues, 
 
 static int cmd_init(int argc, char **argv) {
         _cleanup_json_ struct json_object *params = NULL;
-        struct progress progress;
         int r;
 
         if (arg_policy) {
@@ -767,17 +792,7 @@ static int cmd_init(int argc, char **argv) {
         if (arg_driver)
                 json_object_object_add(params, "driver", json_object_new_string(arg_driver));
 
-        progress_init(&progress, "init", jstr(params, "pf"));
-        return call_run(&(struct call) {
-                .method = "io.svff.Init",
-                .params = params,
-                .more = true,
-                .changes = true,
-                .timeout = timeout_for(true),
-                .handle = init_reply,
-                .userdata = &progress,
-                .progress = &progress,
-        });
+        return progress_call("init", "io.svff.Init", params, init_reply);
 }
 
 /* ---- config ---- */
@@ -1015,16 +1030,10 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
 }
 
 static int reconf_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
-        struct progress *progress = userdata;
-        struct json_object *ev;
         int r;
 
-        if (continues) {
-                if (json_object_object_get_ex(p, "event", &ev) && ev)
-                        progress_event(progress, ev);
+        if (progress_reply(userdata, p, continues))
                 return READ_MORE;
-        }
-        progress_clear(progress);
         if (error) {
                 r = report_error(error, p);
                 if (!arg_json)
@@ -1044,7 +1053,6 @@ static int reconf_reply(struct json_object *p, const char *error, bool continues
 
 static int cmd_reconf(int argc, char **argv) {
         _cleanup_json_ struct json_object *params = NULL;
-        struct progress progress;
         int r;
 
         r = pf_numvfs_params(argc, argv, 8, &params);
@@ -1066,17 +1074,7 @@ static int cmd_reconf(int argc, char **argv) {
                 });
         }
 
-        progress_init(&progress, "reconf", jstr(params, "pf"));
-        return call_run(&(struct call) {
-                .method = "io.svff.Reconf",
-                .params = params,
-                .more = true,
-                .changes = true,
-                .timeout = timeout_for(true),
-                .handle = reconf_reply,
-                .userdata = &progress,
-                .progress = &progress,
-        });
+        return progress_call("reconf", "io.svff.Reconf", params, reconf_reply);
 }
 
 /* ---- argv ---- */
