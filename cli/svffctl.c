@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
+#include "cause.h"
 #include "cli.h"
 #include "config-file.h"
 #include "drift.h"
@@ -458,6 +459,13 @@ static void format_duration(long long usec, char *buf, size_t n) {
                 snprintf(buf, n, "%lld.%03llds", s, usec / 1000 % 1000);
 }
 
+/* A VF limit of a Status owner entry; 0 when not known. */
+static unsigned limit_of(struct json_object *o, const char *key) {
+        long long v = jint(o, key, 0);
+
+        return v > 0 && v <= UINT32_MAX ? (unsigned) v : 0;
+}
+
 static int print_status(struct json_object *reply, const void *userdata) {
         struct json_object *store, *ops, *drift, *rec, *v;
         char up[64];
@@ -528,16 +536,20 @@ static int print_status(struct json_object *reply, const void *userdata) {
                 }
 
         if (json_object_object_get_ex(reply, "owners", &v) && v && json_object_array_length(v) > 0) {
-                static const char *const h[] = { "PF", "VFS", "OWNER", "POLICY" };
+                static const char *const h[] = { "PF", "VFS", "LIMIT", "OWNER", "POLICY" };
                 struct table *t = table_new(ELEMENTSOF(h), h);
 
                 printf("\nVF counts (owner: who set it; a policy changes only the counts it owns):\n");
                 for (size_t i = 0; t && i < json_object_array_length(v); i++) {
                         struct json_object *o = json_object_array_get_idx(v, i);
-                        char n[16];
+                        char n[16], lim[16];
 
                         snprintf(n, sizeof(n), "%lld", jint(o, "numvfs", 0));
-                        table_add_row(t, (const char *const[]) { jstr(o, "pf"), n, jstr(o, "owner") ?: "-",
+                        if (jint(o, "totalvfs", -1) >= 0)
+                                snprintf(lim, sizeof(lim), "%lld", jint(o, "totalvfs", 0));
+                        else
+                                snprintf(lim, sizeof(lim), "-");
+                        table_add_row(t, (const char *const[]) { jstr(o, "pf"), n, lim, jstr(o, "owner") ?: "-",
                                                                  jstr(o, "policy") ?: "-" });
                 }
                 if (t)
@@ -545,9 +557,15 @@ static int print_status(struct json_object *reply, const void *userdata) {
                 table_free(t);
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                         struct json_object *o = json_object_array_get_idx(v, i);
+                        _cleanup_free_ char *why = NULL;
 
                         if (jstr(o, "refused"))
                                 printf("  %s: policy not applied: %s\n", strna(jstr(o, "pf")), jstr(o, "refused"));
+                        /* What sets LIMIT, in the words of every message
+                         * about a refused count. */
+                        if (svff_vf_limits_phrase(limit_of(o, "totalvfs"), limit_of(o, "cap_totalvfs"),
+                                                  limit_of(o, "vf_total_msix"), &why) >= 0 && why)
+                                printf("  %s: limit: %s\n", strna(jstr(o, "pf")), why);
                 }
         }
 

@@ -379,6 +379,11 @@ static struct json_object *json_owners(struct manager *m) {
                 json_object_object_add(o, "refused",
                                        str_or_null(owner && !streq(owner, SVFF_PF_OWNER_OPERATOR)
                                                            ? autoinit_pf_refused(m, pf->address) : NULL));
+                json_object_object_add(o, "totalvfs", json_object_new_int64(pf->totalvfs));
+                json_object_object_add(o, "cap_totalvfs",
+                                       pf->cap_totalvfs ? json_object_new_int64(pf->cap_totalvfs) : NULL);
+                json_object_object_add(o, "vf_total_msix",
+                                       pf->vf_total_msix ? json_object_new_int64(pf->vf_total_msix) : NULL);
                 json_object_array_add(a, o);
         }
         return a;
