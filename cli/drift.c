@@ -45,7 +45,11 @@ static char *what_only(struct json_object *d) {
         return strdup(m);
 }
 
-/* One summary line for the count drifts of the group that begins at d. */
+/* A group this small is listed, each with its own words (a domain that
+ * lacks its VF is named); a larger one is only counted. */
+#define GROUP_LISTED_MAX 3
+
+/* One summary line for the group of count drifts that begins at d. */
 static void print_group(FILE *f, const char *pf, struct json_object *d, size_t count) {
         const char *kind = strna(jstr(d, "kind")), *want = jstr(d, "expected"), *have = jstr(d, "actual");
         _cleanup_free_ char *what = NULL;
@@ -70,6 +74,12 @@ static void print_group(FILE *f, const char *pf, struct json_object *d, size_t c
         }
 }
 
+/* The kinds about VFs, counted per PF; the others are one per PF. */
+static bool is_counted(const char *kind) {
+        return kind && (streq(kind, "driver-changed") || streq(kind, "vf-missing") ||
+                        streq(kind, "assignment-without-vf"));
+}
+
 /* Whether drift b belongs to the group of a: the same PF and kind, and
  * for a driver change the same drivers. */
 static bool same_group(struct json_object *a, struct json_object *b) {
@@ -79,12 +89,22 @@ static bool same_group(struct json_object *a, struct json_object *b) {
                 return false;
         if (kind && streq(kind, "driver-changed"))
                 return same(jstr(a, "expected"), jstr(b, "expected")) && same(jstr(a, "actual"), jstr(b, "actual"));
-        /* The count drifts are one per PF; the VF drifts are counted. */
-        return kind && (streq(kind, "vf-missing") || streq(kind, "assignment-without-vf"));
+        return is_counted(kind);
+}
+
+static void print_members(FILE *f, struct json_object *drift, const size_t *members, size_t count) {
+        if (count > GROUP_LISTED_MAX)
+                return;
+        for (size_t k = 0; k < count; k++) {
+                _cleanup_free_ char *what = what_only(json_object_array_get_idx(drift, members[k]));
+
+                fprintf(f, "      %s\n", strna(what));
+        }
 }
 
 void drift_print(FILE *f, struct json_object *drift, bool verbose) {
         size_t n = drift ? json_object_array_length(drift) : 0;
+        _cleanup_free_ size_t *members = NULL;
         bool *done;
 
         if (n == 0) {
@@ -103,8 +123,11 @@ void drift_print(FILE *f, struct json_object *drift, bool verbose) {
 
         fprintf(f, "\nDrift (the host differs from what svff recorded; -v lists each device):\n");
         done = calloc(n, sizeof(bool));
-        if (!done)
+        members = calloc(n, sizeof(size_t));
+        if (!done || !members) {
+                free(done);
                 return;
+        }
         /* PFs in the order svffd reported them first. */
         for (size_t p = 0; p < n; p++) {
                 const char *pf = drift_pf(json_object_array_get_idx(drift, p));
@@ -124,12 +147,15 @@ void drift_print(FILE *f, struct json_object *drift, bool verbose) {
                         if (done[i] || !streq(drift_pf(d), pf))
                                 continue;
                         done[i] = true;
+                        members[0] = i;
                         for (size_t k = i + 1; k < n; k++)
                                 if (!done[k] && same_group(d, json_object_array_get_idx(drift, k))) {
                                         done[k] = true;
-                                        count++;
+                                        members[count++] = k;
                                 }
                         print_group(f, pf, d, count);
+                        if (is_counted(jstr(d, "kind")))
+                                print_members(f, drift, members, count);
                         if (jstr(d, "next_step") && kind_rank(jstr(d, "kind")) < next_rank) {
                                 next = d;
                                 next_rank = kind_rank(jstr(d, "kind"));

@@ -530,9 +530,7 @@ static int print_status(struct json_object *reply, const void *userdata) {
                                        json_object_get_boolean(ar);
 
                         printf("Recovered:    reconf of PF %s %s from its journal%s: %s\n", strna(jstr(o, "pf")),
-                               streq(outcome, "resumed") ? "completed" :
-                               streq(outcome, "rolled-back") ? "rolled back" : outcome,
-                               restart ? " after svffd restarted" : "", strna(jstr(o, "message")));
+                               outcome, restart ? " after svffd restarted" : "", strna(jstr(o, "message")));
                 }
 
         if (json_object_object_get_ex(reply, "owners", &v) && v && json_object_array_length(v) > 0) {

@@ -93,6 +93,28 @@ static const struct svff_vf *find_vf(struct snapshot *s, const char *address) {
 
 /* pf: the PF the drift is about (the VF's, for a VF); next_step: what to
  * run about it, NULL for nothing (it follows from another drift). */
+/* The PF whose VF address vf would be, from each PF's SR-IOV layout
+ * (routing ID = PF's + offset + index x stride): for a VF that is gone,
+ * whose record went with it. NULL when none. */
+static const char *pf_by_layout(struct snapshot *s, const char *vf) {
+        struct svff_pci_addr a, p;
+
+        if (svff_pci_addr_parse(vf, &a) < 0)
+                return NULL;
+        for (size_t i = 0; s && i < s->n_pfs; i++) {
+                const struct svff_pf *pf = s->pfs[i];
+                long d;
+
+                if (svff_pci_addr_parse(pf->address, &p) < 0 || p.domain != a.domain || pf->stride == 0)
+                        continue;
+                d = (long) ((a.bus << 8) | (a.slot << 3) | a.func) - (long) ((p.bus << 8) | (p.slot << 3) | p.func) -
+                    (long) pf->offset;
+                if (d >= 0 && d % pf->stride == 0 && d / pf->stride < (long) pf->totalvfs)
+                        return pf->address;
+        }
+        return NULL;
+}
+
 static void add(struct json_object *a, const char *kind, const char *device, const char *pf, const char *expected,
                 const char *actual, const char *next_step, const char *fmt, ...) _printf_(8, 9);
 
@@ -185,6 +207,8 @@ struct json_object *reconcile_drift(struct manager *m) {
                 (void) svff_json_get_string(arec, "domain", &dom);
                 if (svff_store_get_vf(m->store, avf, &apf, NULL) > 0 && apf && manager_find_operation(m, apf))
                         continue;  /* in flux */
+                if (!apf)
+                        apf = pf_by_layout(s, avf);
                 snprintf(next, sizeof(next), "'svffctl reconf' its PF back to a count that has VF %s, then "
                          "'svffctl unpause %s'", avf, avf);
                 add(a, "assignment-without-vf", avf, apf, NULL, NULL, next,

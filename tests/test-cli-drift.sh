@@ -67,7 +67,7 @@ numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
 wait_for_s 30 numvfs_zero || fail "the write never ended"
 ctl reconf $PF 240 > "$T/out" 2>&1 || fail "completing the reconf: $(cat "$T/out")"
 ctl status > "$T/status" || fail "status after completing"
-grep -q "^Recovered: .*reconf of PF $PF completed from its journal: " "$T/status" ||
+grep -q "^Recovered: .*reconf of PF $PF resumed from its journal: " "$T/status" ||
         fail "the completion: $(cat "$T/status")"
 grep -q "restart" "$T/status" && fail "status claims a restart: $(cat "$T/status")"
 ctl status --json > "$T/status.json"

@@ -138,7 +138,11 @@ expect_eq "$(sys_numvfs $PF)" 0 "numvfs after both writes failed"
 [ "$(journal)" != None ] || fail "no journal after the rollback failed"
 ctl status > "$T/status" || fail "status"
 grep -q "Drift: *none" "$T/status" && fail "status says no drift while the domains lack their VFs: $(cat "$T/status")"
-grep -q "assignment-without-vf .*'vm1'.*$VF0" "$T/status" || fail "status does not name vm1's VF: $(cat "$T/status")"
+# One line for the PF's assignments without a VF, each domain named.
+grep -q "^  $PF: assignment-without-vf: 3 assigned VFs that do not exist" "$T/status" ||
+        fail "status does not count the assignments without a VF: $(cat "$T/status")"
+grep -q "Domain 'vm1' is assigned VF $VF0, which does not exist$" "$T/status" ||
+        fail "status does not name vm1's VF: $(cat "$T/status")"
 # The same reconf finishes the rollback.
 ctl reconf $PF 6 > "$T/out" 2>&1 || fail "finishing the rollback: $(cat "$T/out")"
 expect_eq "$(sys_numvfs $PF)" 4 "numvfs after finishing the rollback"
