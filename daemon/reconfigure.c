@@ -1445,14 +1445,17 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 if (streq(journal_phase_name, "quiesce")) {
                         /* Nothing was destroyed yet: put everything back. */
                         rollback_set(rc);
-                        set_message(&rc->message, "svffd stopped before the VF count changed");
+                        set_message(&rc->message, rc->after_restart ? "svffd stopped before the VF count changed"
+                                                                    : "the reconf ended before the VF count changed");
                         start_restore(rc);
                 } else {
                         /* Resuming, or the rollback's own steps: the count
                          * back (where it normally still is), its VFs bound,
                          * every assignment put back. Each is idempotent. */
                         if (rc->rollback)
-                                set_message(&rc->message, "svffd stopped while rolling back a failed reconf (%s)",
+                                set_message(&rc->message, "%s a failed reconf (%s)",
+                                            rc->after_restart ? "svffd stopped while rolling back"
+                                                              : "an earlier attempt did not finish rolling back",
                                             rollback_reason ?: "no reason recorded");
                         start_numvfs(rc);
                 }
