@@ -199,6 +199,8 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
         json_object_object_add(o, "address", json_object_new_string(pf->address));
         json_object_object_add(o, "vendor_id", hex(pf->vendor_id, 4));
         json_object_object_add(o, "device_id", hex(pf->device_id, 4));
+        json_object_object_add(o, "vendor_name", str_or_null(pf->vendor_name));
+        json_object_object_add(o, "device_name", str_or_null(pf->device_name));
         json_object_object_add(o, "vendor", str_or_null(pf->vendor_name));
         json_object_object_add(o, "device", str_or_null(pf->device_name));
         json_object_object_add(o, "class", hex(pf->class, 6));
