@@ -91,8 +91,6 @@ static const struct svff_vf *find_vf(struct snapshot *s, const char *address) {
         return NULL;
 }
 
-/* pf: the PF the drift is about (the VF's, for a VF); next_step: what to
- * run about it, NULL for nothing (it follows from another drift). */
 /* The PF whose VF address vf would be, from each PF's SR-IOV layout
  * (routing ID = PF's + offset + index x stride): for a VF that is gone,
  * whose record went with it. NULL when none. */
@@ -115,6 +113,8 @@ static const char *pf_by_layout(struct snapshot *s, const char *vf) {
         return NULL;
 }
 
+/* pf: the PF the drift is about (the VF's, for a VF); next_step: what to
+ * run about it, NULL for nothing (it follows from another drift). */
 static void add(struct json_object *a, const char *kind, const char *device, const char *pf, const char *expected,
                 const char *actual, const char *next_step, const char *fmt, ...) _printf_(8, 9);
 
@@ -218,11 +218,11 @@ struct json_object *reconcile_drift(struct manager *m) {
         jp = journal_pfs(m);
         if (jp) {
                 json_object_object_foreach(jp, jpf, entry) {
-                        const char *op = "operation";
+                        const char *op = "operation", *drv = NULL;
                         struct json_object *v;
                         unsigned target = 0;
                         uint64_t started = 0;
-                        char next[128], e[16];
+                        char cmd[160], next[288], e[16];
 
                         if (manager_find_operation(m, jpf))
                                 continue;
@@ -232,21 +232,31 @@ struct json_object *reconcile_drift(struct manager *m) {
                             json_object_get_int64(v) > 0)
                                 started = (uint64_t) json_object_get_int64(v);
                         snprintf(e, sizeof(e), "%u", target);
+                        /* The command that completes it: an init's driver
+                         * too, unless it is the default one. */
+                        (void) svff_json_get_string(entry, "driver", &drv);
+                        if (!streq(op, "init") || (m->config.vf_driver && drv && streq(drv, m->config.vf_driver)))
+                                drv = NULL;
+                        snprintf(cmd, sizeof(cmd), "svffctl %s %s %u%s%s", op, jpf, target, drv ? " --driver " : "",
+                                 drv ?: "");
                         /* Only a journal older than this svffd was cut short
-                         * by a stop; one of its own ended early (a write
-                         * past its deadline) and said why when it did. */
+                         * by a stop; one of its own was kept by a failure
+                         * (a write that failed, or passed its deadline and
+                         * may still be going on) that said why when it did. */
                         if (journal_left_by_earlier_run(m, started)) {
-                                snprintf(next, sizeof(next), "run 'svffctl %s %s %u' to complete it", op, jpf,
-                                         target);
+                                snprintf(next, sizeof(next), "run '%s' to complete it", cmd);
                                 add(a, "interrupted", jpf, jpf, e, NULL, next,
                                     "The %s of PF %s to %u VFs was interrupted (svffd stopped); %s", op, jpf, target,
                                     next);
                         } else {
-                                snprintf(next, sizeof(next), "once the write ends, run 'svffctl %s %s %u' to "
-                                         "complete it", op, jpf, target);
+                                if (svff_ctx_get_stuck_writes(m->ctx) > 0)
+                                        snprintf(next, sizeof(next), "once the write past its deadline ends (stuck "
+                                                 "writes in status), run '%s' to complete it", cmd);
+                                else
+                                        snprintf(next, sizeof(next), "run '%s' to complete it", cmd);
                                 add(a, "interrupted", jpf, jpf, e, NULL, next,
-                                    "The %s of PF %s to %u VFs did not finish (a sysfs write passed its deadline "
-                                    "and may still be going on); %s", op, jpf, target, next);
+                                    "The %s of PF %s to %u VFs did not finish: a write failed or passed its deadline, "
+                                    "and the journal is kept; %s", op, jpf, target, next);
                         }
                 }
         }
