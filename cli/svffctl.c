@@ -534,7 +534,7 @@ static int print_status(struct json_object *reply, const void *userdata) {
                 }
 
         if (json_object_object_get_ex(reply, "owners", &v) && v && json_object_array_length(v) > 0) {
-                static const char *const h[] = { "PF", "VFS", "LIMIT", "OWNER", "POLICY" };
+                static const char *const h[] = { "PF", "VFS", "OWNER", "POLICY", "LIMIT" };
                 struct table *t = table_new(ELEMENTSOF(h), h);
 
                 printf("\nVF counts (owner: who set it; a policy changes only the counts it owns):\n");
@@ -547,8 +547,8 @@ static int print_status(struct json_object *reply, const void *userdata) {
                                 snprintf(lim, sizeof(lim), "%lld", jint(o, "totalvfs", 0));
                         else
                                 snprintf(lim, sizeof(lim), "-");
-                        table_add_row(t, (const char *const[]) { jstr(o, "pf"), n, lim, jstr(o, "owner") ?: "-",
-                                                                 jstr(o, "policy") ?: "-" });
+                        table_add_row(t, (const char *const[]) { jstr(o, "pf"), n, jstr(o, "owner") ?: "-",
+                                                                 jstr(o, "policy") ?: "-", lim });
                 }
                 if (t)
                         table_print(t, stdout, 2);

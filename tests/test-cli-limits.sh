@@ -29,7 +29,8 @@ echo '{}' > "$T/svff.conf"
 start_svffd
 
 ctl status > "$T/status" || fail "status: $(cat "$T/status")"
-grep -qE "^  $NIC +0 +7 " "$T/status" || fail "no LIMIT 7 for the NIC: $(cat "$T/status")"
+grep -qE "^  PF +VFS +OWNER +POLICY +LIMIT$" "$T/status" || fail "no LIMIT column: $(cat "$T/status")"
+grep -qE "^  $NIC +0 +- +- +7$" "$T/status" || fail "no LIMIT 7 for the NIC: $(cat "$T/status")"
 grep -q "^  $NIC: limit: the PF driver allows 7 VFs (sriov_totalvfs) of the 8 the device's SR-IOV capability offers (TotalVFs): the driver or the firmware's setting lowers it; its VFs share 64 MSI-X vectors (sriov_vf_total_msix)$" "$T/status" ||
         fail "the NIC's limit and its cause: $(cat "$T/status")"
 grep -q "^  $FPGA: limit: the PF allows 252 VFs (sriov_totalvfs, as the SR-IOV capability's TotalVFs)$" "$T/status" ||
