@@ -187,6 +187,9 @@ static void fill_int(char *buf, size_t n, const char **cell, long long v) {
 }
 
 static void fill_pf(struct row *r, struct json_object *pf) {
+        /* An older svffd has the names only under vendor and device. */
+        const char *vendor = jstr(pf, "vendor_name") ?: jstr(pf, "vendor"),
+                   *device = jstr(pf, "device_name") ?: jstr(pf, "device");
         struct json_object *d;
 
         r->cell[COL_DEVICE] = jstr(pf, "address");
@@ -204,9 +207,9 @@ static void fill_pf(struct row *r, struct json_object *pf) {
         r->cell[COL_POLICY] = jstr(pf, "policy");
         r->cell[COL_POOL] = yes_no(pf, "pool");
         r->cell[COL_MANAGED] = jstr(pf, "unmanaged") ?: "yes";
-        if (jstr(pf, "vendor") || jstr(pf, "device")) {
-                snprintf(r->name, sizeof(r->name), "%s%s%s", jstr(pf, "vendor") ?: "",
-                         jstr(pf, "vendor") && jstr(pf, "device") ? " " : "", jstr(pf, "device") ?: "");
+        if (vendor || device) {
+                snprintf(r->name, sizeof(r->name), "%s%s%s", vendor ?: "", vendor && device ? " " : "",
+                         device ?: "");
                 r->cell[COL_NAME] = r->name;
         }
 }

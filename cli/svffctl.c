@@ -16,8 +16,10 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
+#include "cause.h"
 #include "cli.h"
 #include "config-file.h"
+#include "drift.h"
 #include "json-util.h"
 #include "list.h"
 #include "macro.h"
@@ -57,6 +59,7 @@ static bool arg_release = false;
 static bool arg_policy = false;
 static const char *arg_output = NULL;
 static bool arg_no_reconnect = false;
+static bool arg_verbose = false;
 
 static volatile sig_atomic_t interrupted = 0;
 
@@ -461,6 +464,13 @@ static void format_duration(long long usec, char *buf, size_t n) {
                 snprintf(buf, n, "%lld.%03llds", s, usec / 1000 % 1000);
 }
 
+/* A VF limit of a Status owner entry; 0 when not known. */
+static unsigned limit_of(struct json_object *o, const char *key) {
+        long long v = jint(o, key, 0);
+
+        return v > 0 && v <= UINT32_MAX ? (unsigned) v : 0;
+}
+
 static int print_status(struct json_object *reply, const void *userdata) {
         struct json_object *store, *ops, *drift, *rec, *v;
         char up[64];
@@ -488,7 +498,8 @@ static int print_status(struct json_object *reply, const void *userdata) {
                                jint(reply, "snapshot_max_age_usec", 0) / 1000);
         }
         if (jint(reply, "stuck_writes", 0) > 0)
-                printf("Stuck writes: %lld (a VF is held by a user; see the journal)\n",
+                printf("Stuck writes: %lld (past their deadline, still running in the kernel: a slow driver or a "
+                       "VF held open)\n",
                        jint(reply, "stuck_writes", 0));
         if (jstr(reply, "config_error"))
                 printf("Config:       reload failed, running the previous settings: %s\n",
@@ -516,45 +527,54 @@ static int print_status(struct json_object *reply, const void *userdata) {
 
         if (json_object_object_get_ex(reply, "recovered", &rec) && rec)
                 for (size_t i = 0; i < json_object_array_length(rec); i++) {
-                        struct json_object *o = json_object_array_get_idx(rec, i);
+                        struct json_object *o = json_object_array_get_idx(rec, i), *ar;
+                        const char *outcome = strna(jstr(o, "outcome"));
+                        /* An svffd without after_restart only recovered
+                         * at start-up. */
+                        bool restart = !json_object_object_get_ex(o, "after_restart", &ar) ||
+                                       json_object_get_boolean(ar);
 
-                        printf("Recovered:    reconf of PF %s %s after a restart: %s\n", strna(jstr(o, "pf")),
-                               strna(jstr(o, "outcome")), strna(jstr(o, "message")));
+                        printf("Recovered:    reconf of PF %s %s from its journal%s: %s\n", strna(jstr(o, "pf")),
+                               outcome, restart ? " after svffd restarted" : "", strna(jstr(o, "message")));
                 }
 
         if (json_object_object_get_ex(reply, "owners", &v) && v && json_object_array_length(v) > 0) {
-                static const char *const h[] = { "PF", "VFS", "OWNER", "POLICY" };
+                static const char *const h[] = { "PF", "VFS", "OWNER", "POLICY", "LIMIT" };
                 struct table *t = table_new(ELEMENTSOF(h), h);
 
                 printf("\nVF counts (owner: who set it; a policy changes only the counts it owns):\n");
                 for (size_t i = 0; t && i < json_object_array_length(v); i++) {
                         struct json_object *o = json_object_array_get_idx(v, i);
-                        char n[16];
+                        char n[16], lim[16];
 
                         snprintf(n, sizeof(n), "%lld", jint(o, "numvfs", 0));
+                        if (jint(o, "totalvfs", -1) >= 0)
+                                snprintf(lim, sizeof(lim), "%lld", jint(o, "totalvfs", 0));
+                        else
+                                snprintf(lim, sizeof(lim), "-");
                         table_add_row(t, (const char *const[]) { jstr(o, "pf"), n, jstr(o, "owner") ?: "-",
-                                                                 jstr(o, "policy") ?: "-" });
+                                                                 jstr(o, "policy") ?: "-", lim });
                 }
                 if (t)
                         table_print(t, stdout, 2);
                 table_free(t);
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                         struct json_object *o = json_object_array_get_idx(v, i);
+                        _cleanup_free_ char *why = NULL;
 
                         if (jstr(o, "refused"))
                                 printf("  %s: policy not applied: %s\n", strna(jstr(o, "pf")), jstr(o, "refused"));
+                        /* What sets LIMIT, in the words of every message
+                         * about a refused count. */
+                        if (svff_vf_limits_phrase(limit_of(o, "totalvfs"), limit_of(o, "cap_totalvfs"),
+                                                  limit_of(o, "vf_total_msix"), &why) >= 0 && why)
+                                printf("  %s: limit: %s\n", strna(jstr(o, "pf")), why);
                 }
         }
 
-        if (json_object_object_get_ex(reply, "drift", &drift) && json_object_array_length(drift) > 0) {
-                printf("\nDrift (the host differs from what svff recorded):\n");
-                for (size_t i = 0; i < json_object_array_length(drift); i++) {
-                        struct json_object *d = json_object_array_get_idx(drift, i);
-
-                        printf("  %-15s %s\n", strna(jstr(d, "kind")), strna(jstr(d, "message")));
-                }
-        } else
-                printf("Drift:        none\n");
+        drift = NULL;
+        (void) json_object_object_get_ex(reply, "drift", &drift);
+        drift_print(stdout, drift, arg_verbose);
         return 0;
 }
 
@@ -722,16 +742,42 @@ static int pf_numvfs_params(int argc, char **argv, unsigned example, struct json
         return 0;
 }
 
-static int init_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
-        struct progress *progress = userdata;
+/* A progress reply of init or reconf (continues): its event drawn,
+ * true. The final one: the progress line cleared, false. */
+static bool progress_reply(struct progress *progress, struct json_object *p, bool continues) {
         struct json_object *ev;
 
         if (continues) {
                 if (json_object_object_get_ex(p, "event", &ev) && ev)
                         progress_event(progress, ev);
-                return READ_MORE;
+                return true;
         }
         progress_clear(progress);
+        return false;
+}
+
+/* The call of init and reconf: their progress replies drawn as they
+ * come (and redrawn while svffd is silent), the final one to handle,
+ * whose userdata is the progress. params is borrowed. */
+static int progress_call(const char *op, const char *method, struct json_object *params, reply_handler_t handle) {
+        struct progress progress;
+
+        progress_init(&progress, op, jstr(params, "pf"));
+        return call_run(&(struct call) {
+                .method = method,
+                .params = params,
+                .more = true,
+                .changes = true,
+                .timeout = timeout_for(true),
+                .handle = handle,
+                .userdata = &progress,
+                .progress = &progress,
+        });
+}
+
+static int init_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
+        if (progress_reply(userdata, p, continues))
+                return READ_MORE;
         if (error)
                 return report_error(error, p);
         if (arg_json)
@@ -744,7 +790,6 @@ static int init_reply(struct json_object *p, const char *error, bool continues, 
 
 static int cmd_init(int argc, char **argv) {
         _cleanup_json_ struct json_object *params = NULL;
-        struct progress progress;
         int r;
 
         if (arg_policy) {
@@ -768,17 +813,7 @@ static int cmd_init(int argc, char **argv) {
         if (arg_driver)
                 json_object_object_add(params, "driver", json_object_new_string(arg_driver));
 
-        progress_init(&progress, "init", jstr(params, "pf"));
-        return call_run(&(struct call) {
-                .method = "io.svff.Init",
-                .params = params,
-                .more = true,
-                .changes = true,
-                .timeout = timeout_for(true),
-                .handle = init_reply,
-                .userdata = &progress,
-                .progress = &progress,
-        });
+        return progress_call("init", "io.svff.Init", params, init_reply);
 }
 
 /* ---- config ---- */
@@ -1026,16 +1061,10 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
 }
 
 static int reconf_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
-        struct progress *progress = userdata;
-        struct json_object *ev;
         int r;
 
-        if (continues) {
-                if (json_object_object_get_ex(p, "event", &ev) && ev)
-                        progress_event(progress, ev);
+        if (progress_reply(userdata, p, continues))
                 return READ_MORE;
-        }
-        progress_clear(progress);
         if (error) {
                 r = report_error(error, p);
                 if (!arg_json)
@@ -1055,7 +1084,6 @@ static int reconf_reply(struct json_object *p, const char *error, bool continues
 
 static int cmd_reconf(int argc, char **argv) {
         _cleanup_json_ struct json_object *params = NULL;
-        struct progress progress;
         int r;
 
         r = pf_numvfs_params(argc, argv, 8, &params);
@@ -1077,17 +1105,7 @@ static int cmd_reconf(int argc, char **argv) {
                 });
         }
 
-        progress_init(&progress, "reconf", jstr(params, "pf"));
-        return call_run(&(struct call) {
-                .method = "io.svff.Reconf",
-                .params = params,
-                .more = true,
-                .changes = true,
-                .timeout = timeout_for(true),
-                .handle = reconf_reply,
-                .userdata = &progress,
-                .progress = &progress,
-        });
+        return progress_call("reconf", "io.svff.Reconf", params, reconf_reply);
 }
 
 /* ---- argv ---- */
@@ -1105,6 +1123,7 @@ struct command {
         bool has_reconf_options;
         bool has_columns;
         bool has_reconnect;
+        bool has_verbose;       /* -v: status's every drift */
         bool no_timeout;        /* --timeout cannot apply: refused */
 };
 
@@ -1113,9 +1132,12 @@ static const struct command commands[] = {
           "List the SR-IOV PFs and their VFs in one table: driver, VF count, network\n"
           "interface, whether svffd recorded the device, and the domain, guest address\n"
           "and state of each assigned VF. -o picks the columns.", cmd_list, .has_columns = true },
-        { "status", "status [--json]",
-          "Show svffd's version, uptime, store path and generation, the operations in\n"
-          "progress and any drift between the store and the host.", cmd_status },
+        { "status", "status [-v] [--json]",
+          "Show svffd's version, uptime, store path and generation, libvirt's\n"
+          "connection, the operations in progress, each PF's VF count, owner and VF\n"
+          "limit, and any drift between the store and the host: per PF, one line per\n"
+          "kind with a count and the one next step (-v or --json: every device).",
+          cmd_status, .has_verbose = true },
         { "init", "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
           "DRIVER (default: svffd's vf-driver, normally vfio-pci) and record the desired\n"
@@ -1205,6 +1227,7 @@ static void help(void) {
                "                     commands wait for svffd. Refused by monitor and config.\n"
                "  -o --output=COL,...  list: the columns to show (see 'svffctl list --help')\n"
                "     --no-reconnect  monitor: exit when svffd goes away\n"
+               "  -v --verbose       status: every drift, not the summary per PF\n"
                "     --version       Show the version\n"
                "\n%s",
                SOCKET_DEFAULT, exit_status_help);
@@ -1234,7 +1257,8 @@ static void command_help(const struct command *c) {
                                        "  --dry-run       Print the plan, change nothing\n"
                                        "  --force         Drop the assignments the new count removes\n" : "",
                c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order\n" :
-               c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" : "");
+               c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" :
+               c->has_verbose ? "  -v, --verbose   Every drift, not the summary per PF\n" : "");
         if (c->has_columns) {
                 putchar('\n');
                 list_columns_help(stdout);
@@ -1354,6 +1378,7 @@ int main(int argc, char **argv) {
                 { "output", required_argument, NULL, 'o' },
                 { "no-reconnect", no_argument, NULL, ARG_NO_RECONNECT },
                 { "effective", no_argument, NULL, ARG_EFFECTIVE },
+                { "verbose", no_argument, NULL, 'v' },
                 {}
         };
         const struct command *cmd = NULL;
@@ -1371,7 +1396,7 @@ int main(int argc, char **argv) {
          * getopt would call "-1" an invalid option '1'. */
         opterr = 0;
         int opt_index = 0;
-        while ((o = getopt_long(argc, argv, ":ho:", options, &opt_index)) >= 0) {
+        while ((o = getopt_long(argc, argv, ":ho:v", options, &opt_index)) >= 0) {
                 switch (o) {
                 case 'h':
                         want_help = true;
@@ -1454,6 +1479,9 @@ int main(int argc, char **argv) {
                 case 'o':
                         arg_output = optarg;
                         break;
+                case 'v':
+                        arg_verbose = true;
+                        break;
                 case ARG_NO_RECONNECT:
                         arg_no_reconnect = true;
                         break;
@@ -1497,6 +1525,8 @@ int main(int argc, char **argv) {
                 return usage_error(cmd->name, "--policy only applies to init.");
         if (arg_output && !cmd->has_columns)
                 return usage_error(cmd->name, "-o only applies to list.");
+        if (arg_verbose && !cmd->has_verbose)
+                return usage_error(cmd->name, "-v only applies to status.");
         if (arg_no_reconnect && !cmd->has_reconnect)
                 return usage_error(cmd->name, "--no-reconnect only applies to monitor.");
         if (arg_timeout_set && cmd->no_timeout)

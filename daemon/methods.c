@@ -224,6 +224,8 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
         json_object_object_add(o, "address", json_object_new_string(pf->address));
         json_object_object_add(o, "vendor_id", hex(pf->vendor_id, 4));
         json_object_object_add(o, "device_id", hex(pf->device_id, 4));
+        json_object_object_add(o, "vendor_name", str_or_null(pf->vendor_name));
+        json_object_object_add(o, "device_name", str_or_null(pf->device_name));
         json_object_object_add(o, "vendor", str_or_null(pf->vendor_name));
         json_object_object_add(o, "device", str_or_null(pf->device_name));
         json_object_object_add(o, "class", hex(pf->class, 6));
@@ -410,6 +412,11 @@ static struct json_object *json_owners(struct manager *m) {
                 json_object_object_add(o, "refused",
                                        str_or_null(owner && !streq(owner, SVFF_PF_OWNER_OPERATOR)
                                                            ? autoinit_pf_refused(m, pf->address) : NULL));
+                json_object_object_add(o, "totalvfs", json_object_new_int64(pf->totalvfs));
+                json_object_object_add(o, "cap_totalvfs",
+                                       pf->cap_totalvfs ? json_object_new_int64(pf->cap_totalvfs) : NULL);
+                json_object_object_add(o, "vf_total_msix",
+                                       pf->vf_total_msix ? json_object_new_int64(pf->vf_total_msix) : NULL);
                 json_object_array_add(a, o);
         }
         return a;
@@ -436,6 +443,8 @@ static struct json_object *status_drift(struct manager *m) {
                 json_object_object_add(d, "device", json_object_new_string(pf->address));
                 json_object_object_add(d, "expected", NULL);
                 json_object_object_add(d, "actual", NULL);
+                json_object_object_add(d, "pf", json_object_new_string(pf->address));
+                json_object_object_add(d, "next_step", NULL);
                 {
                         char msg[1400];
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "json-util.h"
 #include "log.h"
@@ -52,6 +53,20 @@ void journal_clear(struct manager *m, const char *pf) {
                 svff_store_set_journal(m->store, NULL);
 }
 
+bool journal_left_by_earlier_run(struct manager *m, uint64_t started_usec) {
+        struct timespec rt, mono;
+        uint64_t r, mn, start;
+
+        /* svffd's start on the wall clock, which the journal uses: what
+         * started before it was left by an earlier svffd. */
+        if (clock_gettime(CLOCK_REALTIME, &rt) < 0 || clock_gettime(CLOCK_MONOTONIC, &mono) < 0)
+                return true;
+        r = (uint64_t) rt.tv_sec * 1000000 + (uint64_t) rt.tv_nsec / 1000;
+        mn = (uint64_t) mono.tv_sec * 1000000 + (uint64_t) mono.tv_nsec / 1000;
+        start = r - (mn - m->started_usec);
+        return started_usec < start;
+}
+
 struct json_object *journal_get(struct manager *m, const char *pf) {
         struct json_object *pfs = journal_pfs(m), *e;
 
@@ -76,11 +91,35 @@ static const struct svff_vf *find_vf(struct snapshot *s, const char *address) {
         return NULL;
 }
 
-static void add(struct json_object *a, const char *kind, const char *device, const char *expected,
-                const char *actual, const char *fmt, ...) _printf_(6, 7);
+/* The PF whose VF address vf would be, from each PF's SR-IOV layout
+ * (routing ID = PF's + offset + index x stride): for a VF that is gone,
+ * whose record went with it. NULL when none. */
+static const char *pf_by_layout(struct snapshot *s, const char *vf) {
+        struct svff_pci_addr a, p;
 
-static void add(struct json_object *a, const char *kind, const char *device, const char *expected,
-                const char *actual, const char *fmt, ...) {
+        if (svff_pci_addr_parse(vf, &a) < 0)
+                return NULL;
+        for (size_t i = 0; s && i < s->n_pfs; i++) {
+                const struct svff_pf *pf = s->pfs[i];
+                long d;
+
+                if (svff_pci_addr_parse(pf->address, &p) < 0 || p.domain != a.domain || pf->stride == 0)
+                        continue;
+                d = (long) ((a.bus << 8) | (a.slot << 3) | a.func) - (long) ((p.bus << 8) | (p.slot << 3) | p.func) -
+                    (long) pf->offset;
+                if (d >= 0 && d % pf->stride == 0 && d / pf->stride < (long) pf->totalvfs)
+                        return pf->address;
+        }
+        return NULL;
+}
+
+/* pf: the PF the drift is about (the VF's, for a VF); next_step: what to
+ * run about it, NULL for nothing (it follows from another drift). */
+static void add(struct json_object *a, const char *kind, const char *device, const char *pf, const char *expected,
+                const char *actual, const char *next_step, const char *fmt, ...) _printf_(8, 9);
+
+static void add(struct json_object *a, const char *kind, const char *device, const char *pf, const char *expected,
+                const char *actual, const char *next_step, const char *fmt, ...) {
         struct json_object *d = json_object_new_object();
         char msg[512];
         va_list ap;
@@ -95,6 +134,8 @@ static void add(struct json_object *a, const char *kind, const char *device, con
         json_object_object_add(d, "expected", expected ? json_object_new_string(expected) : NULL);
         json_object_object_add(d, "actual", actual ? json_object_new_string(actual) : NULL);
         json_object_object_add(d, "message", json_object_new_string(msg));
+        json_object_object_add(d, "pf", pf ? json_object_new_string(pf) : NULL);
+        json_object_object_add(d, "next_step", next_step ? json_object_new_string(next_step) : NULL);
         json_object_array_add(a, d);
 }
 
@@ -115,18 +156,21 @@ struct json_object *reconcile_drift(struct manager *m) {
                 char e[16], g[16];
 
                 if (!p) {
-                        add(a, "pf-missing", pf, NULL, NULL,
+                        add(a, "pf-missing", pf, pf, NULL, NULL, NULL,
                             "PF %s is recorded but not present; its records are kept until it returns or is re-initialised",
                             pf);
                         continue;
                 }
                 if (svff_json_get_unsigned(rec, "numvfs", &want) >= 0 && want != p->numvfs &&
                     !manager_find_operation(m, pf)) {
+                        char next[96];
+
                         snprintf(e, sizeof(e), "%u", want);
                         snprintf(g, sizeof(g), "%u", p->numvfs);
-                        add(a, "numvfs-changed", pf, e, g,
-                            "PF %s has %u VFs, svff recorded %u; run 'svffctl init %s %u' to restore",
-                            pf, p->numvfs, want, pf, want);
+                        snprintf(next, sizeof(next), "run 'svffctl init %s %u' to restore it", pf, want);
+                        add(a, "numvfs-changed", pf, pf, e, g, next,
+                            "PF %s has %u VFs, svff recorded %u; %s",
+                            pf, p->numvfs, want, next);
                 }
         }
 
@@ -139,13 +183,13 @@ struct json_object *reconcile_drift(struct manager *m) {
                 if (vpf && manager_find_operation(m, vpf))
                         continue;  /* in flux */
                 if (!v) {
-                        add(a, "vf-missing", vf, want, NULL,
+                        add(a, "vf-missing", vf, vpf, want, NULL, NULL,
                             "VF %s is recorded but not present; its record (original driver) is kept",
                             vf);
                         continue;
                 }
                 if (want && !streq(want, v->driver ?: "")) {
-                        add(a, "driver-changed", vf, want, v->driver,
+                        add(a, "driver-changed", vf, vpf, want, v->driver, NULL,
                             "VF %s is on %s, svff bound it to %s", vf, v->driver ?: "no driver",
                             want);
                 }
@@ -156,28 +200,64 @@ struct json_object *reconcile_drift(struct manager *m) {
          * only the assignment says so. */
         json_object_object_foreach(svff_store_assignments(m->store), avf, arec) {
                 const char *dom = "?", *apf = NULL;
+                char next[160];
 
                 if (find_vf(s, avf))
                         continue;
                 (void) svff_json_get_string(arec, "domain", &dom);
                 if (svff_store_get_vf(m->store, avf, &apf, NULL) > 0 && apf && manager_find_operation(m, apf))
                         continue;  /* in flux */
-                add(a, "assignment-without-vf", avf, NULL, NULL,
-                    "Domain '%s' is assigned VF %s, which does not exist; 'svffctl reconf' its PF back to a count "
-                    "that has it, then 'svffctl unpause %s'", dom, avf, avf);
+                if (!apf)
+                        apf = pf_by_layout(s, avf);
+                snprintf(next, sizeof(next), "'svffctl reconf' its PF back to a count that has VF %s, then "
+                         "'svffctl unpause %s'", avf, avf);
+                add(a, "assignment-without-vf", avf, apf, NULL, NULL, next,
+                    "Domain '%s' is assigned VF %s, which does not exist; %s", dom, avf, next);
         }
 
         jp = journal_pfs(m);
         if (jp) {
                 json_object_object_foreach(jp, jpf, entry) {
-                        const char *op = "operation";
+                        const char *op = "operation", *drv = NULL;
+                        struct json_object *v;
+                        unsigned target = 0;
+                        uint64_t started = 0;
+                        char cmd[160], next[288], e[16];
 
                         if (manager_find_operation(m, jpf))
                                 continue;
                         (void) svff_json_get_string(entry, "op", &op);
-                        add(a, "interrupted", jpf, NULL, NULL,
-                            "The %s of PF %s was interrupted (svffd stopped); run it again to complete it",
-                            op, jpf);
+                        (void) svff_json_get_unsigned(entry, "numvfs", &target);
+                        if (json_object_object_get_ex(entry, "started_usec", &v) && json_object_is_type(v, json_type_int) &&
+                            json_object_get_int64(v) > 0)
+                                started = (uint64_t) json_object_get_int64(v);
+                        snprintf(e, sizeof(e), "%u", target);
+                        /* The command that completes it: an init's driver
+                         * too, unless it is the default one. */
+                        (void) svff_json_get_string(entry, "driver", &drv);
+                        if (!streq(op, "init") || (m->config.vf_driver && drv && streq(drv, m->config.vf_driver)))
+                                drv = NULL;
+                        snprintf(cmd, sizeof(cmd), "svffctl %s %s %u%s%s", op, jpf, target, drv ? " --driver " : "",
+                                 drv ?: "");
+                        /* Only a journal older than this svffd was cut short
+                         * by a stop; one of its own was kept by a failure
+                         * (a write that failed, or passed its deadline and
+                         * may still be going on) that said why when it did. */
+                        if (journal_left_by_earlier_run(m, started)) {
+                                snprintf(next, sizeof(next), "run '%s' to complete it", cmd);
+                                add(a, "interrupted", jpf, jpf, e, NULL, next,
+                                    "The %s of PF %s to %u VFs was interrupted (svffd stopped); %s", op, jpf, target,
+                                    next);
+                        } else {
+                                if (svff_ctx_get_stuck_writes(m->ctx) > 0)
+                                        snprintf(next, sizeof(next), "once the write past its deadline ends (stuck "
+                                                 "writes in status), run '%s' to complete it", cmd);
+                                else
+                                        snprintf(next, sizeof(next), "run '%s' to complete it", cmd);
+                                add(a, "interrupted", jpf, jpf, e, NULL, next,
+                                    "The %s of PF %s to %u VFs did not finish: a write failed or passed its deadline, "
+                                    "and the journal is kept; %s", op, jpf, target, next);
+                        }
                 }
         }
         return a;

@@ -25,5 +25,8 @@ size_t reconcile_log(struct manager *m);
  * taken. */
 int journal_set(struct manager *m, const char *pf, struct json_object *entry);
 void journal_clear(struct manager *m, const char *pf);
+/* Whether a journal entry started at started_usec (CLOCK_REALTIME, 0:
+ * unknown) was left by an earlier svffd, i.e. svffd stopped since. */
+bool journal_left_by_earlier_run(struct manager *m, uint64_t started_usec);
 /* The entry for pf (borrowed) or NULL. */
 struct json_object *journal_get(struct manager *m, const char *pf);

@@ -57,7 +57,8 @@ struct reconf {
         virConnectPtr conn;             /* NULL when the plan needs no libvirt */
         struct json_object *log;        /* steps done, as svff_reconf_step_to_json */
         bool dry_run;
-        bool recovery;                  /* from the journal after a restart */
+        bool recovery;                  /* from the journal */
+        bool after_restart;             /* ...left by an earlier svffd */
         bool rollback;                  /* restoring after a failure before the change */
         unsigned rollback_to;           /* the VF count a rollback goes back to */
         bool failed;                    /* some assignment did not come back */
@@ -310,6 +311,7 @@ static void recovered_add(struct reconf *rc, const char *outcome, const char *me
         json_object_object_add(o, "numvfs", json_object_new_int64(rc->n_now));
         json_object_object_add(o, "message", json_object_new_string(message));
         json_object_object_add(o, "assignments", outcome_json(rc));
+        json_object_object_add(o, "after_restart", json_object_new_boolean(rc->after_restart));
         if (!m->recovered)
                 m->recovered = json_object_new_array();
         if (!m->recovered || json_object_array_add(m->recovered, o) < 0)
@@ -367,7 +369,11 @@ static void reconf_finish(struct reconf *rc) {
         }
         manager_sysfs_changed(m, rc->plan->pf);
 
-        if (rc->error)
+        if (rc->error && rc->plan->n_items == 0)
+                /* No assignment to account for: no "0 do not". */
+                snprintf(msg, sizeof(msg), "Reconf of PF %s to %u VFs failed: %s", rc->plan->pf, rc->plan->to,
+                         rc->message ?: "see the steps");
+        else if (rc->error)
                 snprintf(msg, sizeof(msg), "Reconf of PF %s to %u VFs failed: %s. %u assignment(s) have their VF, "
                          "%u do not%s", rc->plan->pf, rc->plan->to, rc->message ?: "see the assignments", n_with,
                          n_without, n_without > 0 ? " (see each one's message)" : "");
@@ -1014,17 +1020,22 @@ static void numvfs_done(void *userdata) {
         manager_sysfs_changed(m, rc->plan->pf);
         if (rc->r == -ETIMEDOUT) {
                 /* The write is still pending in the kernel: nothing can be
-                 * done to the PF until the holder lets go. */
+                 * done to the PF until it ends. Whether a VF is held or
+                 * the driver is only slow, the next step is the same. */
+                unsigned n_paused = 0;
+
                 for (size_t i = 0; i < rc->plan->n_items; i++)
-                        if (rc->items[i].state == IS_QUIESCED)
+                        if (rc->items[i].state == IS_QUIESCED) {
+                                n_paused++;
                                 set_message(&rc->items[i].message,
-                                            "the VF count change is blocked (%s); the assignment stays paused with "
-                                            "its guest address reserved", svff_error_message(&rc->err));
+                                            "the VF count change did not finish; the assignment stays paused with "
+                                            "its guest address reserved");
+                        }
                 reconf_abort(rc, SVFF_ERROR_TIMEOUT, true,
-                             "%s. The assignments stay paused with their reservations and the journal is kept: "
-                             "once the holder lets go, run 'svffctl reconf %s %u' again (or restart svffd) to "
-                             "%s", svff_error_message(&rc->err), rc->plan->pf, rc->plan->to,
-                             rc->rollback ? "finish its rollback" : "complete it");
+                             "%s. The journal is kept%s: once sriov_numvfs shows the write ended, run "
+                             "'svffctl reconf %s %u' again to %s", svff_error_message(&rc->err),
+                             n_paused > 0 ? " and the paused assignments keep their reservations" : "",
+                             rc->plan->pf, rc->plan->to, rc->rollback ? "finish its rollback" : "complete it");
                 return;
         }
 
@@ -1333,6 +1344,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 return -ENOMEM;
         }
         rc->recovery = recovery;
+        rc->after_restart = recovery && journal_left_by_earlier_run(m, journal->started_usec);
         if (recovery && journal->rollback) {
                 /* The interrupted run was going back: so does this one,
                  * to the count it recorded (reconf-journal.h). */
@@ -1433,14 +1445,17 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 if (streq(journal_phase_name, "quiesce")) {
                         /* Nothing was destroyed yet: put everything back. */
                         rollback_set(rc);
-                        set_message(&rc->message, "svffd stopped before the VF count changed");
+                        set_message(&rc->message, rc->after_restart ? "svffd stopped before the VF count changed"
+                                                                    : "the reconf ended before the VF count changed");
                         start_restore(rc);
                 } else {
                         /* Resuming, or the rollback's own steps: the count
                          * back (where it normally still is), its VFs bound,
                          * every assignment put back. Each is idempotent. */
                         if (rc->rollback)
-                                set_message(&rc->message, "svffd stopped while rolling back a failed reconf (%s)",
+                                set_message(&rc->message, "%s a failed reconf (%s)",
+                                            rc->after_restart ? "svffd stopped while rolling back"
+                                                              : "an earlier attempt did not finish rolling back",
                                             rollback_reason ?: "no reason recorded");
                         start_numvfs(rc);
                 }

@@ -109,28 +109,58 @@ int svff_pf_vf_limits(struct svff_ctx *ctx, const char *pf, unsigned *ret_sysfs_
         return 0;
 }
 
-int svff_pf_vf_limits_describe(struct svff_ctx *ctx, const char *pf, char **ret) {
-        unsigned total = 0, cap = 0;
-        int r;
+int svff_vf_limits_phrase(unsigned total, unsigned cap, unsigned msix, char **ret) {
+        _cleanup_free_ char *limit = NULL, *vectors = NULL;
+        int r = 0;
 
         *ret = NULL;
-        r = svff_pf_vf_limits(ctx, pf, &total, &cap);
-        if (r < 0 || (total == 0 && cap == 0))
-                return 0;
-        if (cap == 0)
-                r = asprintf(ret, "the PF driver allows %u VFs (sriov_totalvfs)", total);
-        else if (cap == total)
-                r = asprintf(ret, "the PF allows %u VFs (sriov_totalvfs, as the SR-IOV capability's TotalVFs)",
+        if (total > 0 && cap == 0)
+                r = asprintf(&limit, "the PF driver allows %u VFs (sriov_totalvfs)", total);
+        else if (total > 0 && cap == total)
+                r = asprintf(&limit, "the PF allows %u VFs (sriov_totalvfs, as the SR-IOV capability's TotalVFs)",
                              total);
-        else
-                r = asprintf(ret, "the PF driver allows %u VFs (sriov_totalvfs) of the %u the device's "
+        else if (total > 0 && cap > total)
+                r = asprintf(&limit, "the PF driver allows %u VFs (sriov_totalvfs) of the %u the device's "
                              "SR-IOV capability offers (TotalVFs): the driver or the firmware's setting "
                              "lowers it", total, cap);
+        else if (cap > 0)
+                r = asprintf(&limit, "the device's SR-IOV capability offers %u VFs (TotalVFs)", cap);
         if (r < 0) {
+                limit = NULL;
+                return -ENOMEM;
+        }
+        /* The vectors are shared: the more VFs, the fewer each gets, and
+         * a driver that needs a minimum per VF refuses the count. */
+        if (msix > 0 && asprintf(&vectors, "its VFs share %u MSI-X vectors (sriov_vf_total_msix)", msix) < 0) {
+                vectors = NULL;
+                return -ENOMEM;
+        }
+        if (!limit && !vectors)
+                return 0;
+        if (asprintf(ret, "%s%s%s", limit ?: "", limit && vectors ? "; " : "", vectors ?: "") < 0) {
                 *ret = NULL;
                 return -ENOMEM;
         }
         return 0;
+}
+
+int svff_pf_vf_limits_describe(struct svff_ctx *ctx, const char *pf, char **ret) {
+        _cleanup_free_ char *path = NULL;
+        unsigned total = 0, cap = 0;
+        uint64_t msix = 0;
+        int r;
+
+        *ret = NULL;
+        r = svff_pf_vf_limits(ctx, pf, &total, &cap);
+        if (r < 0)
+                return 0;
+        if (asprintf(&path, "bus/pci/devices/%s/sriov_vf_total_msix", pf) < 0) {
+                path = NULL;
+                return -ENOMEM;
+        }
+        if (svff_sysfs_read_u64(svff_ctx_get_rootfd(ctx), path, &msix) < 0 || msix > UINT32_MAX)
+                msix = 0;
+        return svff_vf_limits_phrase(total, cap, (unsigned) msix, ret);
 }
 
 /* "VF 0000:01:00.4 on 'vfio-pci', ..." for the VFs of pf that sysfs shows

@@ -32,6 +32,12 @@ const char *svff_cause(enum svff_cause_step step, int r);
 int svff_pf_vf_limits(struct svff_ctx *ctx, const char *pf, unsigned *ret_sysfs_total,
                       unsigned *ret_cap_total);
 
+/* The VF limits as a phrase, from numbers already read (0: not known):
+ * total sriov_totalvfs, cap the capability's TotalVFs, msix the MSI-X
+ * vectors the VFs share (sriov_vf_total_msix). *ret is malloc'd, NULL
+ * when nothing is known. */
+int svff_vf_limits_phrase(unsigned total, unsigned cap, unsigned msix, char **ret);
+
 /* The limits as a phrase for a message: "the PF driver allows 7 VFs
  * (sriov_totalvfs); the device's SR-IOV capability offers 8 (TotalVFs)".
  * *ret is malloc'd, NULL when the PF shows no limit. */

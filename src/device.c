@@ -348,6 +348,20 @@ static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, struct
         } else if (r < 0 && r != -ENOENT)
                 return vanished(err, r, address, "net/");
 
+        /* The limits behind totalvfs, for status: what the device (its
+         * firmware) offers, and the MSI-X vectors its VFs share where
+         * the driver says (sriov_vf_total_msix, Linux 5.12). Config
+         * space past 64 bytes needs CAP_SYS_ADMIN: unread is 0. */
+        {
+                struct svff_sriov_cap cap;
+                uint64_t msix;
+
+                if (svff_pci_read_sriov_cap(ctx, address, &cap) >= 0)
+                        pf->cap_totalvfs = cap.total_vfs;
+                if (svff_sysfs_read_u64(dfd, "sriov_vf_total_msix", &msix) >= 0 && msix <= UINT32_MAX)
+                        pf->vf_total_msix = (unsigned) msix;
+        }
+
         /* Names are for display: a missing pci.ids is not a failure. */
         r = svff_pci_names(ctx, pf->vendor_id, pf->device_id, &pf->vendor_name, &pf->device_name);
         if (r < 0)

@@ -31,7 +31,9 @@ struct svff_pf {
         uint32_t class;                          /* 0xccsspp */
         char *vendor_name;                       /* from pci.ids via libpci */
         char *device_name;
-        unsigned totalvfs;
+        unsigned totalvfs;                       /* sriov_totalvfs: the PF driver's limit */
+        unsigned cap_totalvfs;                   /* TotalVFs of the SR-IOV capability, 0: unread */
+        unsigned vf_total_msix;                  /* sriov_vf_total_msix, 0: not shown */
         unsigned numvfs;
         unsigned offset;
         unsigned stride;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json-util.h"
+#include "pciaddr.h"
 #include "reconf.h"
 
 static const char *const mode_names[] = {
@@ -426,7 +427,23 @@ int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **
 
 /* ---- for operators ---- */
 
+/* A guest address the way the operator types it (--guest-address
+ * BB:SS.F), not the canonical form the store keeps; none: what happens
+ * instead, in words. */
+static const char *guest_display(const char *ga, const char *none, char buf[static SVFF_PCI_ADDR_STRLEN]) {
+        struct svff_pci_addr a;
+
+        if (!*ga)
+                return none;
+        if (svff_pci_addr_parse(ga, &a) < 0 || a.domain != 0)
+                return ga;
+        snprintf(buf, SVFF_PCI_ADDR_STRLEN, "%02x:%02x.%x", a.bus, a.slot, a.func);
+        return buf;
+}
+
 void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
+        char ga[SVFF_PCI_ADDR_STRLEN];
+
         fprintf(f, "Reconfigure PF %s: %u -> %u VFs (mode %s%s), VFs rebound to %s.\n", p->pf, p->from, p->to,
                 svff_reconf_mode_to_string(p->mode), p->force ? ", --force" : "", p->driver);
         if (p->n_items == 0)
@@ -454,7 +471,7 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                                 break;
                         }
                         fprintf(f, "  VF %u %s  domain '%s' at %s (%s%s%s, %s): %s\n", it->index, it->vf,
-                                it->a.domain, *it->a.guest_address ? it->a.guest_address : "no guest address",
+                                it->a.domain, guest_display(it->a.guest_address, "no guest address yet", ga),
                                 it->a.live ? "live" : "", it->a.live && it->a.config ? "+" : "",
                                 it->a.config ? "config" : "", svff_assign_state_to_string(it->a.state), why);
                 }
@@ -492,7 +509,7 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                 case SVFF_RECONF_DO_REATTACH:
                         fprintf(f, "%s VF %u (%s) in domain '%s' at guest address %s, alias %s\n",
                                 s->action == SVFF_RECONF_DO_UNPAUSE ? "unpause" : "re-attach", it->index, it->vf,
-                                it->a.domain, *it->a.guest_address ? it->a.guest_address : "(libvirt's choice)",
+                                it->a.domain, guest_display(it->a.guest_address, "libvirt's choice", ga),
                                 it->a.alias);
                         break;
                 case SVFF_RECONF_DO_FORGET:

@@ -49,6 +49,32 @@ static int step_failed(struct svff_ctx *ctx, struct svff_error *err, int r, cons
         return svff_error_set_errno(err, r, "Failed %s on PF '%s'", step, pf);
 }
 
+/* How many VFs of pf are bound to vfio-pci now: only those can be held
+ * open by a VFIO user, which blocks their removal. */
+static unsigned vfs_on_vfio(struct svff_ctx *ctx, const char *pf) {
+        int rootfd = svff_ctx_get_rootfd(ctx);
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < UINT16_MAX; i++) {
+                _cleanup_free_ char *link = NULL, *vf = NULL, *drv = NULL;
+
+                if (asprintf(&link, "bus/pci/devices/%s/virtfn%u", pf, i) < 0) {
+                        link = NULL;
+                        break;
+                }
+                if (svff_sysfs_readlink_base(rootfd, link, &vf) < 0)
+                        break;
+                free(link);
+                if (asprintf(&link, "bus/pci/devices/%s/driver", vf) < 0) {
+                        link = NULL;
+                        break;
+                }
+                if (svff_sysfs_readlink_base(rootfd, link, &drv) >= 0 && drv && streq(drv, "vfio-pci"))
+                        n++;
+        }
+        return n;
+}
+
 static int write_numvfs(struct svff_ctx *ctx, const char *path, const char *pf, unsigned n,
                         unsigned current, usec_t base_usec, usec_t per_vf_usec, struct svff_error *err) {
         _cleanup_free_ char *value = NULL, *step = NULL;
@@ -63,7 +89,18 @@ static int write_numvfs(struct svff_ctx *ctx, const char *path, const char *pf, 
         svff_log_debug(ctx, "%s: %s (deadline %llu ms)", pf, step,
                        (unsigned long long) (timeout_usec / USEC_PER_MSEC));
         r = svff_sysfs_write_deadline(ctx, path, value, timeout_usec);
-        if (r == -ETIMEDOUT)
+        if (r == -ETIMEDOUT) {
+                /* A removal blocks on a VF a VFIO user holds open, but
+                 * only a VF on vfio-pci can be: without one, say so
+                 * rather than send the operator looking for a holder. */
+                unsigned on_vfio = n == 0 ? vfs_on_vfio(ctx, pf) : 0;
+                _cleanup_free_ char *why = NULL;
+
+                if (on_vfio > 0 && asprintf(&why, "the PF driver is slow or stuck, or one of the %u VFs on "
+                                            "vfio-pci is still open by a VFIO user (QEMU); check dmesg, and "
+                                            "if it is only slow raise numvfs-timeout-per-vf-msec (or "
+                                            "numvfs-timeout-sec) in svff.conf", on_vfio) < 0)
+                        why = NULL;
                 return svff_error_set(err, -ETIMEDOUT,
                                       "%s on PF '%s' did not finish within %llu ms (numvfs-timeout-sec %llu s "
                                       "+ numvfs-timeout-per-vf-msec %llu ms x %u VFs): %s. The write goes on "
@@ -71,11 +108,14 @@ static int write_numvfs(struct svff_ctx *ctx, const char *path, const char *pf, 
                                       step, pf, (unsigned long long) (timeout_usec / USEC_PER_MSEC),
                                       (unsigned long long) (base_usec / USEC_PER_SEC),
                                       (unsigned long long) (per_vf_usec / USEC_PER_MSEC), work,
-                                      n == 0 ? "a VF is probably still open by a VFIO user (QEMU); detach it "
-                                               "from its VM and retry"
-                                             : "the PF driver is slow or stuck; check dmesg, and if it is only "
-                                               "slow raise numvfs-timeout-per-vf-msec (or numvfs-timeout-sec) "
-                                               "in svff.conf");
+                                      why ?: n == 0 ? "no VF is on vfio-pci, so no VFIO user holds one: the PF "
+                                                      "driver is slow or stuck; check dmesg, and if it is only "
+                                                      "slow raise numvfs-timeout-per-vf-msec (or "
+                                                      "numvfs-timeout-sec) in svff.conf"
+                                                    : "the PF driver is slow or stuck; check dmesg, and if it is "
+                                                      "only slow raise numvfs-timeout-per-vf-msec (or "
+                                                      "numvfs-timeout-sec) in svff.conf");
+        }
         if (r == -EBUSY) {
                 _cleanup_free_ char *cause = NULL;
 

@@ -90,7 +90,7 @@ reject_screen "detach takes no domain" "vm-alpha"
 
 note "every option of every command (a third Tab: the first may only extend - to --)"
 for spec in "list:--output -o --timeout --json --socket --help" \
-            "status:--timeout --json" \
+            "status:--timeout --verbose --json" \
             "init:--driver --timeout --json" \
             "reconf:--mode --dry-run --force --timeout" \
             "release:--timeout --json" \

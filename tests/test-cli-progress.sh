@@ -2,18 +2,21 @@
 # Progress of init (svffctl's side): without a terminal one line per
 # phase, not one per VF; on a real terminal (tmux, read with
 # capture-pane) a line that moves, with the phase, the counts and an ETA,
-# during an init slowed down by pcisim's latencies; and the lines of a
-# monitor running on the same terminal never glue onto it.
+# during a 252-VF init on the scale scenario slowed down by pcisim's
+# latencies; and the lines of a monitor running on the same terminal
+# never glue onto it.
 . "$(dirname "$0")/daemon-lib.sh"
 
-PF=0000:01:00.0
-N=40
-start_pcisim qdma
+PF=0000:20:00.0
+N=252
+start_pcisim scale
 start_svffd
-# 50 ms per VF created and per bind (or probe): about 2 s a phase.
-pcisim_ctl "latency vf_enable 50000"
-pcisim_ctl "latency bind 50000"
-pcisim_ctl "latency probe 50000"
+# 10 ms per VF created and 8 ms per bind and per probe: about 2.5 s for
+# the count, 4 s for the binding, so the whole test stays within a
+# minute.
+pcisim_ctl "latency vf_enable 10000"
+pcisim_ctl "latency bind 8000"
+pcisim_ctl "latency probe 8000"
 
 note "no terminal: one line per phase"
 ctl init $PF $N > "$T/init.out" 2> "$T/init.err" || fail "init: $(cat "$T/init.err")"

@@ -2,7 +2,10 @@
 # One vocabulary on svffctl's side: svffctl(8) has a glossary; "release"
 # is only the command (--force drops an assignment), "mode" only the
 # reconf mode (a pause is native or detach), in --help and in monitor's
-# event lines; guest addresses are written BB:SS.F as they are typed.
+# event lines; guest addresses are written BB:SS.F as they are typed;
+# in JSON, List names a PF's vendor and device in vendor_name and
+# device_name, as device is an address everywhere else (the old keys
+# are kept, deprecated, for one release).
 . "$(dirname "$0")/daemon-lib.sh"
 
 MAN="$top_srcdir/man/svffctl.8"
@@ -39,4 +42,11 @@ wait_for grep -q reconf-done "$T/mon.out" || fail "no reconf-done: $(cat "$T/mon
 grep -q "reconf-started .*reconf-mode=pause" "$T/mon.out" || fail "reconf-started line: $(cat "$T/mon.out")"
 grep -q " mode=" "$T/mon.out" && fail "a bare mode= in monitor: $(grep ' mode=' "$T/mon.out")"
 kill $BG_PIDS; BG_PIDS=""
+
+# JSON: the names under *_name; events' device is the address.
+ctl list $PF --json > "$T/list.json" || fail "list --json"
+jget 'd["pfs"][0].get("device_name")' < "$T/list.json" | grep -qv '^None$' || fail "no device_name in List: $(cat "$T/list.json")"
+expect_eq "$(jget 'd["pfs"][0]["device_name"] == d["pfs"][0]["device"]' < "$T/list.json")" True \
+        "the deprecated device key"
+jget '"vendor_name" in d["pfs"][0]' < "$T/list.json" | grep -q True || fail "no vendor_name in List"
 echo "PASS"

@@ -30,8 +30,11 @@ expect_eq "$(gen)" "$g" "store generation after a dry run"
 expect_eq "$(sys_numvfs $PF)" 4 "numvfs after a dry run"
 ctl reconf $PF 8 --dry-run > "$T/plan.txt" || fail "human dry run"
 grep -q "write sriov_numvfs = 0" "$T/plan.txt" || fail "human plan: $(cat "$T/plan.txt")"
-grep -q "unpause VF 0 ($VF0) in domain 'vm1' at guest address 0000:05:00.0" "$T/plan.txt" ||
+# Guest addresses the way --guest-address takes them, never DDDD:BB:SS.F.
+grep -q "unpause VF 0 ($VF0) in domain 'vm1' at guest address 05:00.0," "$T/plan.txt" ||
         fail "human plan: $(cat "$T/plan.txt")"
+grep -q "domain 'vm1' at 05:00.0 (" "$T/plan.txt" || fail "human plan's assignments: $(cat "$T/plan.txt")"
+grep -qE "(^|[^:])0000:0[5-7]:00\.0" "$T/plan.txt" && fail "a guest address as DDDD:BB:SS.F: $(cat "$T/plan.txt")"
 ctl reconf $PF 8 --json > "$T/out.json" || fail "reconf up: $(cat "$T/out.json")"
 tail -n 1 "$T/out.json" > "$T/result.json"
 steps_equal "$T/plan.json" "$T/result.json"

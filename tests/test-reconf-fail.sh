@@ -138,9 +138,17 @@ expect_eq "$(sys_numvfs $PF)" 0 "numvfs after both writes failed"
 [ "$(journal)" != None ] || fail "no journal after the rollback failed"
 ctl status > "$T/status" || fail "status"
 grep -q "Drift: *none" "$T/status" && fail "status says no drift while the domains lack their VFs: $(cat "$T/status")"
-grep -q "assignment-without-vf .*'vm1'.*$VF0" "$T/status" || fail "status does not name vm1's VF: $(cat "$T/status")"
+# One line for the PF's assignments without a VF, each domain named.
+grep -q "^  $PF: assignment-without-vf: 3 assigned VFs that do not exist" "$T/status" ||
+        fail "status does not count the assignments without a VF: $(cat "$T/status")"
+grep -q "Domain 'vm1' is assigned VF $VF0, which does not exist$" "$T/status" ||
+        fail "status does not name vm1's VF: $(cat "$T/status")"
 # The same reconf finishes the rollback.
 ctl reconf $PF 6 > "$T/out" 2>&1 || fail "finishing the rollback: $(cat "$T/out")"
+# svffd ran throughout: nothing says it stopped or restarted.
+ctl status > "$T/status" || fail "status after finishing the rollback"
+grep -qE "svffd stopped|restart" "$T/out" "$T/status" &&
+        fail "a restart claimed when none happened: $(cat "$T/out" "$T/status")"
 expect_eq "$(sys_numvfs $PF)" 4 "numvfs after finishing the rollback"
 check_vfio $PF
 expect_eq "$(assignments_snapshot)" "$before" "assignments after finishing the rollback"

@@ -78,6 +78,7 @@ static int emit(char **ret, size_t *ret_len, const char *fmt, ...) {
 
 static bool is_pf(const struct sim_dev *d) { return d->is_pf; }
 static bool is_pcie(const struct sim_dev *d) { return d->pcie; }
+static bool has_vf_msix(const struct sim_dev *d) { return d->is_pf && d->vf_total_msix > 0; }
 /* pci_dev_hp_attrs_are_visible(): VFs have no remove or rescan */
 static bool not_vf(const struct sim_dev *d) { return !d->pf; }
 
@@ -99,6 +100,7 @@ SHOW(show_enable, "%u\n", d->enable_cnt)
 SHOW(show_irq, "%d\n", d->pf ? 0 : 16 + (d->devfn & 7))
 SHOW(show_override, "%s\n", d->driver_override ?: "(null)")
 SHOW(show_totalvfs, "%u\n", d->totalvfs)
+SHOW(show_vf_total_msix, "%u\n", d->vf_total_msix)
 SHOW(show_offset, "%u\n", d->offset)
 SHOW(show_stride, "%u\n", d->stride)
 SHOW(show_vf_device, "%x\n", d->vf_device)
@@ -225,6 +227,7 @@ static const struct attr device_attrs[] = {
         { "sriov_stride", 0444, is_pf, show_stride },
         { "sriov_vf_device", 0444, is_pf, show_vf_device },
         { "sriov_drivers_autoprobe", 0644, is_pf, show_autoprobe, store_autoprobe },
+        { "sriov_vf_total_msix", 0444, has_vf_msix, show_vf_total_msix },
 };
 
 static int show_qdma_queues(struct sim *sim, const struct node *n, char **ret, size_t *len) {

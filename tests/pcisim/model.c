@@ -1029,7 +1029,7 @@ size_t sim_dev_config(const struct sim_dev *dev, uint8_t *b) {
         put16(b, EXT_SRIOV + 0x08, dev->cfg_vf_enable ? 0x0009 : 0x0000);  /* VFE + VF MSE */
         put16(b, EXT_SRIOV + 0x0a, 0x0000);             /* Status */
         put16(b, EXT_SRIOV + 0x0c, dev->totalvfs);      /* InitialVFs */
-        put16(b, EXT_SRIOV + 0x0e, dev->totalvfs);      /* TotalVFs */
+        put16(b, EXT_SRIOV + 0x0e, dev->cap_totalvfs ?: dev->totalvfs);      /* TotalVFs */
         put16(b, EXT_SRIOV + 0x10, dev->cfg_numvfs);    /* NumVFs */
         b[EXT_SRIOV + 0x12] = dev->devfn & 7u;          /* Function Dependency Link */
         put16(b, EXT_SRIOV + 0x14, dev->offset);

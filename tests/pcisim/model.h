@@ -77,6 +77,8 @@ struct sim_dev {
         /* PF */
         bool is_pf;
         uint16_t totalvfs, numvfs, offset, stride, vf_device;
+        uint16_t cap_totalvfs;          /* TotalVFs in config space (firmware's) */
+        unsigned vf_total_msix;         /* sriov_vf_total_msix, 0: not shown */
         bool drivers_autoprobe;
         bool shared_group;              /* PF and VFs in one IOMMU group */
         int partial;                    /* next enable creates this many VFs, -1: off */

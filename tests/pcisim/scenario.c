@@ -16,6 +16,9 @@
  *       "pcie": true,                          false: legacy 256-byte config
  *       "driver": "igb" | null,                adds this id to that driver
  *       "totalvfs": 7,                         present: the device is a PF
+ *       "cap_totalvfs": 8,                     TotalVFs in config space when
+ *                                              the driver's sriov_totalvfs is lower
+ *       "vf_total_msix": 64,                   sriov_vf_total_msix (else absent)
  *       "offset": 128, "stride": 4,            First VF Offset, VF Stride
  *       "vf_device": "0x1520",                 default: device
  *       "vf_driver": "igbvf",                  adds vf_device to that driver
@@ -189,7 +192,9 @@ static int add_device(struct sim *sim, json_object *o) {
             get_num(o, "vf_device", 0xffff, v[1], &v[9]) < 0 ||
             get_num(o, "qmax", 0xffffffff, 512, &v[10]) < 0 ||
             get_num(o, "vf_qmax", 0xffffffff, 8, &v[11]) < 0 ||
-            get_num(o, "qdma_budget", 0xffffffff, 2048, &v[12]) < 0)
+            get_num(o, "qdma_budget", 0xffffffff, 2048, &v[12]) < 0 ||
+            get_num(o, "cap_totalvfs", 0xffff, 0, &v[13]) < 0 ||
+            get_num(o, "vf_total_msix", 0xffffffff, 0, &v[14]) < 0)
                 goto einval;
         dev->vendor = (uint16_t) v[0];
         dev->device = (uint16_t) v[1];
@@ -199,6 +204,8 @@ static int add_device(struct sim *sim, json_object *o) {
         dev->subdevice = (uint16_t) v[5];
         dev->is_pf = json_object_object_get_ex(o, "totalvfs", NULL);
         dev->totalvfs = (uint16_t) v[6];
+        dev->cap_totalvfs = (uint16_t) v[13];
+        dev->vf_total_msix = (unsigned) v[14];
         dev->offset = (uint16_t) v[7];
         dev->stride = (uint16_t) v[8];
         dev->vf_device = (uint16_t) v[9];

@@ -1,0 +1,88 @@
+#!/bin/sh
+# After a failed reconf of 252 VFs (the scale scenario), what svffctl
+# says is true and gives one next step:
+#   - the reconf's message claims no restart ("svffd stopped"), no
+#     holder when no VF is held, and names one command to run next;
+#   - status summarises the drift per PF (one line per kind, with a
+#     count), not one line per VF, with one next step per PF that agrees
+#     with the reconf's (never "init ... 252" beside "reconf ... 240");
+#   - -v and --json give every drift, each with its PF;
+#   - completing the reconf with the same command is not called a
+#     recovery "after a restart";
+#   - 240 VFs unbound behind svffd's back are one line, "240 VFs unbound
+#     (expected vfio-pci)".
+# pcisim's per-VF disable latency stands in for a slow PF driver.
+. "$(dirname "$0")/daemon-lib.sh"
+
+PF=0000:20:00.0
+cat > "$T/svff.conf" <<'CONF'
+{ "settle-msec": 50, "numvfs-timeout-sec": 1, "numvfs-timeout-per-vf-msec": 2 }
+CONF
+start_pcisim scale
+start_svffd
+ctl init $PF 252 > /dev/null || fail "init 252"
+
+note "a reconf whose VF count write passes its deadline, with no VF held"
+# 252 x 20 ms to remove the VFs, against 1 s + 252 x 2 ms.
+pcisim_ctl latency vf_disable 20000
+rc=0
+ctl reconf $PF 240 > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "exit status of the failed reconf"
+cat "$T/out" "$T/err" > "$T/screen"
+for lie in "svffd stopped" "restart" "holder lets go" "probably still open" "detach it from its VM" \
+           "0 do not" "svffctl init"; do
+        grep -q "$lie" "$T/screen" && fail "the failed reconf says '$lie': $(cat "$T/screen")"
+done
+expect_eq "$(grep -o "svffctl reconf $PF 240" "$T/screen" | wc -l)" 1 "next steps in the reconf's message"
+
+note "status: the drift per PF and kind, one next step"
+ctl status > "$T/status" 2>&1 || fail "status: $(cat "$T/status")"
+for lie in "svffd stopped" "restart" "held by a user" "svffctl init"; do
+        grep -q "$lie" "$T/status" && fail "status says '$lie' after the failed reconf: $(cat "$T/status")"
+done
+grep -q "^  $PF: vf-missing: 252 VFs recorded but not present" "$T/status" ||
+        fail "no count of the missing VFs: $(cat "$T/status")"
+grep -q "^  $PF: numvfs-changed: 0 VFs, svff recorded 252" "$T/status" || fail "no count line: $(cat "$T/status")"
+grep -q "^  $PF: interrupted: .*did not finish" "$T/status" || fail "no interrupted line: $(cat "$T/status")"
+n=$(grep -c "^  $PF: " "$T/status")
+[ "$n" -le 5 ] || fail "$n drift lines for one PF: $(cat "$T/status")"
+expect_eq "$(grep -c "next step" "$T/status")" 1 "next steps in status"
+# (status may wait for the write to end: reading the PF waits for it)
+grep -qE "^  $PF: next step: (once the write past its deadline ends \(stuck writes in status\), )?run 'svffctl reconf $PF 240' to complete it" "$T/status" ||
+        fail "the next step: $(cat "$T/status")"
+
+note "-v and --json: every drift"
+ctl status -v > "$T/status-v" || fail "status -v"
+expect_eq "$(grep -c "^  vf-missing " "$T/status-v")" 252 "vf-missing lines with -v"
+ctl status --json > "$T/status.json" || fail "status --json"
+expect_eq "$(jget 'sum(1 for x in d["drift"] if x["kind"] == "vf-missing" and x["pf"] == "'$PF'")' < "$T/status.json")" \
+        252 "vf-missing drifts in JSON with their PF"
+jget '[x["next_step"] for x in d["drift"] if x["kind"] == "interrupted"][0]' < "$T/status.json" |
+        grep -q "run 'svffctl reconf $PF 240' to complete it$" || fail "interrupted's next step in JSON: $(cat "$T/status.json")"
+rc=0; ctl list -v > /dev/null 2> "$T/err" || rc=$?
+expect_eq "$rc" 2 "-v on list"
+
+note "the same reconf completes it: no restart claimed"
+pcisim_ctl latency vf_disable 0
+numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
+wait_for_s 30 numvfs_zero || fail "the write never ended"
+ctl reconf $PF 240 > "$T/out" 2>&1 || fail "completing the reconf: $(cat "$T/out")"
+ctl status > "$T/status" || fail "status after completing"
+grep -q "^Recovered: .*reconf of PF $PF resumed from its journal: " "$T/status" ||
+        fail "the completion: $(cat "$T/status")"
+grep -q "restart" "$T/status" && fail "status claims a restart: $(cat "$T/status")"
+ctl status --json > "$T/status.json"
+expect_eq "$(jget 'd["recovered"][0]["after_restart"]' < "$T/status.json")" False "after_restart"
+
+note "240 VFs unbound behind svffd's back: one line"
+for vf in $(ls "$SYS/bus/pci/drivers/vfio-pci" | grep "^0000:20:"); do
+        printf '%s' "$vf" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
+done
+# svffd sees it once its picture is list-max-age (1 s) old.
+seen_unbound() { ctl status > "$T/status" && grep -q driver-changed "$T/status"; }
+wait_for seen_unbound || fail "no drift after the unbinds: $(cat "$T/status")"
+grep -q "^  $PF: driver-changed: 240 VFs unbound (expected vfio-pci)$" "$T/status" ||
+        fail "no summary of the unbound VFs: $(cat "$T/status")"
+n=$(grep -c "^  $PF: " "$T/status")
+[ "$n" -le 2 ] || fail "$n drift lines for one PF: $(cat "$T/status")"
+echo PASS
