@@ -26,7 +26,7 @@ enum {
         COL_GUEST,
         COL_STATE,
         COL_NAME,
-        COL_MANAGED,
+        COL_ALLOWED,
         COL_CLASS,
         _COL_MAX,
 };
@@ -53,7 +53,7 @@ static const struct {
         [COL_GUEST]    = { "guest",    "GUEST",    "VF: guest PCI address (BB:SS.F)" },
         [COL_STATE]    = { "state",    "STATE",    "VF: attached, paused or detaching; absent" },
         [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", true },
-        [COL_MANAGED]  = { "managed",  "MANAGED",  "PF: yes, or why svffd leaves it read-only", true },
+        [COL_ALLOWED]  = { "allowed",  "ALLOWED",  "PF: yes, or the manage rule that leaves it read-only", true },
         [COL_CLASS]    = { "class",    "CLASS",    "VF: what its device class set up (nvme: online 2VQ/1VI ns 1)", true },
 };
 
@@ -108,7 +108,7 @@ void list_columns_help(FILE *f) {
         for (size_t i = 0; i < ELEMENTSOF(default_columns); i++)
                 fprintf(f, "%s%s", i ? "," : " ", columns[default_columns[i]].name);
         fprintf(f, "\n(and owner after recorded when svffd reports it, class at the end when a VF\n"
-                   "has one, managed last when a PF is outside svff.conf's manage list).\n");
+                   "has one, allowed last when a PF is outside svff.conf's manage list).\n");
 }
 
 static bool any_pf_has(struct json_object *reply, const char *key) {
@@ -206,7 +206,7 @@ static void fill_pf(struct row *r, struct json_object *pf) {
         r->cell[COL_OWNER] = jstr(pf, "owner");
         r->cell[COL_POLICY] = jstr(pf, "policy");
         r->cell[COL_POOL] = yes_no(pf, "pool");
-        r->cell[COL_MANAGED] = jstr(pf, "unmanaged") ?: "yes";
+        r->cell[COL_ALLOWED] = jstr(pf, "unmanaged") ?: "yes";
         if (vendor || device) {
                 snprintf(r->name, sizeof(r->name), "%s%s%s", vendor ?: "", vendor && device ? " " : "",
                          device ?: "");
@@ -273,7 +273,7 @@ int list_print(struct json_object *reply) {
         if (n_selected == 0 && any_vf_has_class(reply))
                 cols[n++] = COL_CLASS;
         if (n_selected == 0 && any_pf_set(reply, "unmanaged"))
-                cols[n++] = COL_MANAGED;
+                cols[n++] = COL_ALLOWED;
         for (size_t i = 0; i < n; i++)
                 headers[i] = columns[cols[i]].header;
         t = table_new((unsigned) n, headers);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # svff.conf's manage list against the real programs: 'svffctl config
 # check' refuses a bad rule by line; svffd lists a PF outside the list
-# read-only with the reason (List's unmanaged, the MANAGED column), applies
+# read-only with the reason (List's unmanaged, the ALLOWED column), applies
 # no policy to it, and refuses every change to it or its VFs (Init,
 # Reconf and its dry run, Attach by PF and by VF, Release, Detach, Pause,
 # Unpause) with NotAllowed naming the rules; PFs inside keep working; a
@@ -47,7 +47,7 @@ expect_eq "$(unmanaged $NVME)" None "NVMe PF (by address)"
 expect_eq "$(unmanaged $NIC)" "$reason" "NIC PF"
 expect_eq "$(unmanaged $X540)" "$reason" "X540 PF"
 COLUMNS=200 ctl list > "$T/list.txt"
-head -n 1 "$T/list.txt" | grep -q "MANAGED$" || fail "no MANAGED column: $(cat "$T/list.txt")"
+head -n 1 "$T/list.txt" | grep -q "ALLOWED$" || fail "no ALLOWED column: $(cat "$T/list.txt")"
 grep -q "^$NIC .*not in manage \[class:qdma, 0000:00:04.0\]" "$T/list.txt" || fail "NIC row: $(cat "$T/list.txt")"
 grep -q "^$QDMA .* yes$" "$T/list.txt" || fail "QDMA row: $(cat "$T/list.txt")"
 expect_eq "$(sys_numvfs $NIC)" 0 "NIC numvfs: its policy must not be applied"
@@ -96,5 +96,5 @@ all_managed() { ctl list --json | jget 'all(p["unmanaged"] is None for p in d["p
 wait_for all_managed ||
         fail "still unmanaged after a reload to all: $(ctl list --json)"
 wait_for sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$NIC/sriov_numvfs')\" = 3 ]" || fail "the NIC's policy not applied once managed"
-COLUMNS=200 ctl list | head -n 1 | grep -q MANAGED && fail "MANAGED column shown with every PF managed"
+COLUMNS=200 ctl list | head -n 1 | grep -q ALLOWED && fail "ALLOWED column shown with every PF managed"
 stop_svffd TERM || fail "svffd exit status"
