@@ -538,10 +538,22 @@ void reconf_machine_numvfs_done(struct reconf_machine *rm, int r, const char *co
         if (rm->stage == STAGE_ZERO && r >= 0) {
                 rm->wrote_zero = true;
                 if (rm->plan->to > 0) {
-                        rm->stage = STAGE_FINAL;
-                        r = rm->ops->set_numvfs(rm->userdata, rm->plan->to);
-                        if (r < 0)
-                                reconf_machine_numvfs_done(rm, r, NULL, 0, "the numvfs write could not be started");
+                        /* A stop lets the phase complete: N follows 0,
+                         * unless nothing may start any more. Then (or
+                         * when the write cannot start) the journal, still
+                         * in phase numvfs, has the next start write N: no
+                         * refusal by the kernel, no rollback. */
+                        poll_stop(rm);
+                        if (!rm->stop_now) {
+                                rm->stage = STAGE_FINAL;
+                                r = rm->ops->set_numvfs(rm->userdata, rm->plan->to);
+                                if (r >= 0)
+                                        return;
+                        } else
+                                r = -ESHUTDOWN;
+                        finish_abort(rm, RECONF_ERR_SHUTTING_DOWN, true, "the write of %u VFs could not start "
+                                     "after the VFs were removed (%s); the reconf resumes at the next start",
+                                     rm->plan->to, errno_message(r));
                         return;
                 }
         }

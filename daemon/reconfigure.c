@@ -10,7 +10,6 @@
 #include "libvirt.h"
 #include "log.h"
 #include "methods.h"
-#include "operations.h"
 #include "reconcile.h"
 #include "reconf-journal.h"
 #include "reconf-machine.h"

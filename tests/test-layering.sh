@@ -53,7 +53,6 @@ daemon/reconfigure -> daemon/assign
 daemon/reconfigure -> daemon/libvirt
 daemon/reconfigure -> daemon/manager
 daemon/reconfigure -> daemon/methods
-daemon/reconfigure -> daemon/operations
 daemon/reconfigure -> daemon/reconcile
 daemon/udev -> daemon/autoinit
 daemon/udev -> daemon/manager
