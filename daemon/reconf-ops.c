@@ -25,11 +25,14 @@ static struct json_object *json_copy(struct json_object *o) {
         return c;
 }
 
-/* svffd's stop, as the machine's input: given before every completion
- * and every start, so the machine decides at its own safe points. */
+/* svffd's stop and the loss of the libvirt connection, as the
+ * machine's inputs: given before every completion and every start, so
+ * the machine decides at its own safe points. */
 static void forward_stop(struct reconf_run *run) {
         if (run->m->shutting_down)
                 reconf_machine_stop(run->rm, run->m->exiting);
+        if (run->conn && virConnectIsAlive(run->conn) == 0)
+                reconf_machine_lost_libvirt(run->rm);
 }
 
 struct json_object *reconf_run_event(struct reconf_run *run, const char *name) {
@@ -266,6 +269,10 @@ static void dom_job_run(void *userdata) {
                                 res->message = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
                                                                               : strerror(-res->r));
                 }
+                /* Cut short by the connection going away: not a failure
+                 * of the step, which the next connection takes up. */
+                if (res->r < 0 && virConnectIsAlive(j->conn) == 0)
+                        res->r = -ENOTCONN;
                 svff_error_free(&err);
                 if (worker_pool_post(hv_pool(run->m->hv), item_done, res) < 0) {
                         free(res->message);
