@@ -942,5 +942,6 @@ int main(void) {
         srunner_run_all(sr, CK_NORMAL);
         failed = srunner_ntests_failed(sr);
         srunner_free(sr);
+        printf("%u cases run\n", n_cases);
         return failed == 0 ? 0 : 1;
 }
