@@ -737,8 +737,6 @@ static void commit_finish(struct reconf_run *run, struct json_object *journal) {
 
         r = commit_now(run, journal, &err);
         json_object_put(journal);
-        if (r >= 0 && !journal)
-                manager_sysfs_changed(run->m, reconf_machine_plan(run->rm)->pf);
         forward_stop(run);
         reconf_machine_commit_done(run->rm, r, r < 0 ? svff_error_message(&err) : NULL);
         /* The run may be gone. */

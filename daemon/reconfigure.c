@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "assign.h"
 #include "interface.h"
@@ -99,6 +100,7 @@ static void reconf_finished(struct reconf_run *run) {
         bool outcomes;
 
         error = error_name(reconf_machine_result(rm, &message));
+        manager_sysfs_changed(m, plan->pf);
         for (size_t i = 0; i < plan->n_items; i++) {
                 hv_vf_clear_busy(m->hv, plan->items[i].vf);
                 if (reconf_machine_item(rm, i)->state == RECONF_ITEM_RELEASED)
@@ -182,6 +184,15 @@ static void reconf_finished(struct reconf_run *run) {
 
 /* ---- starting ---- */
 
+/* CLOCK_REALTIME, as an operation's started_usec: the journal records it
+ * before the operation exists. */
+static uint64_t realtime_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
 static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
         for (size_t i = 0; i < p->n_steps; i++)
                 if (p->steps[i].item >= 0 && p->steps[i].action != SVFF_RECONF_DO_FORGET)
@@ -212,49 +223,45 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                         return -ENOTCONN;
                 }
         }
-        for (size_t i = 0; i < plan->n_items; i++)
-                if (hv_vf_set_busy(m->hv, plan->items[i].vf) < 0) {
-                        for (size_t k = 0; k < i; k++)
-                                hv_vf_clear_busy(m->hv, plan->items[k].vf);
-                        if (call)
-                                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", plan->items[i].vf,
-                                            "An attach, detach, pause or unpause of VF %s is in progress; "
-                                            "reconf PF %s once it is done.", plan->items[i].vf, plan->pf);
-                        svff_reconf_plan_free(plan);
-                        if (conn)
-                                virConnectClose(conn);
-                        return -EBUSY;
-                }
+        /* The run takes plan and conn, also when it fails. */
+        started = journal && journal->started_usec > 0 ? journal->started_usec : realtime_usec();
+        r = reconf_run_new(m, plan, journal, started, conn, &run);
+        if (r < 0) {
+                if (call)
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return r;
+        }
+        plan = NULL;
         {
-                struct operation *op;
+                const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
 
-                r = manager_add_operation(m, plan->pf, "reconf", call, &op);
+                for (size_t i = 0; i < p->n_items; i++)
+                        if (hv_vf_set_busy(m->hv, p->items[i].vf) < 0) {
+                                for (size_t k = 0; k < i; k++)
+                                        hv_vf_clear_busy(m->hv, p->items[k].vf);
+                                if (call)
+                                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", p->items[i].vf,
+                                                    "An attach, detach, pause or unpause of VF %s is in progress; "
+                                                    "reconf PF %s once it is done.", p->items[i].vf, p->pf);
+                                reconf_run_free(run);
+                                return -EBUSY;
+                        }
+                r = manager_add_operation(m, p->pf, "reconf", call, &run->op);
                 if (r < 0) {
-                        for (size_t i = 0; i < plan->n_items; i++)
-                                hv_vf_clear_busy(m->hv, plan->items[i].vf);
+                        for (size_t i = 0; i < p->n_items; i++)
+                                hv_vf_clear_busy(m->hv, p->items[i].vf);
                         if (call)
                                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
-                        svff_reconf_plan_free(plan);
-                        if (conn)
-                                virConnectClose(conn);
+                        reconf_run_free(run);
                         return r;
                 }
-                started = op->started_usec;
-                op->phase = journal ? journal->phase : "quiesce";
-                op->total = (unsigned) plan->n_steps;
-                r = reconf_run_new(m, plan, journal, started, conn, &run);
-                if (r < 0) {
-                        /* plan and conn are gone with the failed run. */
-                        manager_remove_operation(m, op);
-                        if (call)
-                                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
-                        return r;
-                }
-                run->op = op;
-                op->data = run;
+                run->op->data = run;
+                if (!recovery)
+                        run->op->started_usec = started;
+                run->op->phase = reconf_machine_phase(run->rm);
+                run->op->total = (unsigned) p->n_steps;
         }
         run->finished = reconf_finished;
-        plan = NULL;
         {
                 const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
                 bool rollback = reconf_machine_rollback(run->rm);
