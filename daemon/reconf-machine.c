@@ -587,8 +587,9 @@ static void numvfs_start(struct reconf_machine *rm) {
         }
         r = rm->ops->set_numvfs(rm->userdata, target);
         if (r < 0)
-                finish_abort(rm, RECONF_ERR_SHUTTING_DOWN, true, "the numvfs write could not be started (%s); %s at "
-                             "the next start", errno_message(r), resume_what(rm));
+                finish_abort(rm, r == -ESHUTDOWN ? RECONF_ERR_SHUTTING_DOWN : RECONF_ERR_FAILED, true,
+                             "the numvfs write could not be started (%s); %s at the next start", errno_message(r),
+                             resume_what(rm));
 }
 
 /* provision */
@@ -745,8 +746,9 @@ static void bind_start(struct reconf_machine *rm) {
         rm->submitting--;
         if (r < 0) {
                 rm->phase_done = NULL;
-                finish_abort(rm, RECONF_ERR_SHUTTING_DOWN, true, "the binding could not be started (%s); %s at its "
-                             "next start", errno_message(r), resume_what(rm));
+                finish_abort(rm, r == -ESHUTDOWN ? RECONF_ERR_SHUTTING_DOWN : RECONF_ERR_FAILED, true,
+                             "the binding could not be started (%s); %s at the next start", errno_message(r),
+                             resume_what(rm));
                 return;
         }
         phase_maybe_done(rm);
