@@ -8,10 +8,8 @@
 #include "fault.h"
 #include "hypervisor.h"
 #include "json-util.h"
-#include "libvirt.h"
 #include "log.h"
 #include "qmp.h"
-#include "reconcile.h"
 #include "reconf-ops.h"
 #include "sriov.h"
 
@@ -28,9 +26,19 @@ static struct json_object *json_copy(struct json_object *o) {
 /* svffd's stop and the loss of the libvirt connection, as the
  * machine's inputs: given before every completion and every start, so
  * the machine decides at its own safe points. */
+static bool exiting(struct reconf_run *run) {
+        bool stop = false, now = false;
+
+        run->env.stopping(run->userdata, &stop, &now);
+        return now;
+}
+
 static void forward_stop(struct reconf_run *run) {
-        if (run->m->shutting_down)
-                reconf_machine_stop(run->rm, run->m->exiting);
+        bool stop = false, now = false;
+
+        run->env.stopping(run->userdata, &stop, &now);
+        if (stop)
+                reconf_machine_stop(run->rm, now);
         if (run->conn && virConnectIsAlive(run->conn) == 0)
                 reconf_machine_lost_libvirt(run->rm);
 }
@@ -49,31 +57,8 @@ struct json_object *reconf_run_event(struct reconf_run *run, const char *name) {
 
 static void op_step(void *userdata, struct json_object *step, int item, int r, const char *message) {
         struct reconf_run *run = userdata;
-        struct json_object *ev = reconf_run_event(run, r < 0 ? "reconf-step-failed" : "reconf-step");
 
-        run->op->done++;
-        run->op->phase = reconf_machine_phase(run->rm);
-        if (!ev)
-                return;
-        json_object_object_foreach(step, k, v)
-                if (!streq(k, "vf") && !streq(k, "pf"))
-                        json_object_object_add(ev, k, json_object_get(v));
-        if (item >= 0) {
-                const struct reconf_item *it = reconf_machine_item(run->rm, (size_t) item);
-
-                json_object_object_add(ev, "device", json_object_new_string(it->vf));
-                if (it->mode != SVFF_PAUSE_NONE && r >= 0)
-                        json_object_object_add(ev, "mode", json_object_new_string(svff_pause_mode_to_string(it->mode)));
-        } else if (json_object_object_get_ex(step, "vf", NULL))
-                json_object_object_add(ev, "device", json_object_get(json_object_object_get(step, "vf")));
-        json_object_object_add(ev, "done", json_object_new_int64(run->op->done));
-        json_object_object_add(ev, "total", json_object_new_int64(run->op->total));
-        if (r < 0) {
-                json_object_object_add(ev, "error", json_object_new_string(strerror(-r)));
-                if (message)
-                        json_object_object_add(ev, "message", json_object_new_string(message));
-        }
-        manager_emit(run->m, run->op, ev);
+        run->env.step(run->userdata, step, item, r, message);
 }
 
 /* ---- domain jobs (virt pool) ---- */
@@ -141,7 +126,7 @@ static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
 
                 r = svff_qmp_new_libvirt(dom, &q);
                 if (r >= 0)
-                        r = svff_qmp_device_pause(q, run->pause_cmd, it->a.alias, QMP_TIMEOUT_USEC, &qerr);
+                        r = svff_qmp_device_pause(q, run->env.pause_cmd, it->a.alias, QMP_TIMEOUT_USEC, &qerr);
                 if (r >= 0) {
                         res->mode = SVFF_PAUSE_NATIVE;
                         svff_error_free(&qerr);
@@ -157,8 +142,8 @@ static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         res->mode = SVFF_PAUSE_DETACH;
         if (flags == 0)
                 return 0;
-        return svff_hv_detach(dom, it->vf, it->a.alias, flags, svff_now_usec() + run->detach_timeout,
-                              hv_removals(run->m->hv), err);
+        return svff_hv_detach(dom, it->vf, it->a.alias, flags, svff_now_usec() + run->env.detach_timeout,
+                              run->env.removals, err);
 }
 
 static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t k,
@@ -177,14 +162,14 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
 
                 r = svff_qmp_new_libvirt(dom, &q);
                 if (r >= 0)
-                        r = svff_qmp_device_pause(q, run->unpause_cmd, it->a.alias, QMP_TIMEOUT_USEC, err);
+                        r = svff_qmp_device_pause(q, run->env.unpause_cmd, it->a.alias, QMP_TIMEOUT_USEC, err);
                 return r;
         }
         if (flags == 0)
                 return svff_error_set(err, -EINVAL,
                                       "domain '%s' is no longer running and VF %s was assigned live only: "
                                       "nothing to re-attach to", info->name, s->vf);
-        r = svff_dev_get_driver(run->ctx, s->vf, &drv);
+        r = svff_dev_get_driver(run->env.ctx, s->vf, &drv);
         if (r < 0)
                 return svff_error_set(err, -ENODEV, "VF %s does not exist", s->vf);
         if (!drv || !streq(drv, "vfio-pci"))
@@ -216,7 +201,7 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
                         _cleanup_(svff_error_free) struct svff_error qerr = SVFF_ERROR_NULL;
 
                         if (svff_qmp_new_libvirt(dom, &q) >= 0)
-                                (void) svff_qmp_device_pause(q, run->unpause_cmd, it->a.alias, QMP_TIMEOUT_USEC, &qerr);
+                                (void) svff_qmp_device_pause(q, run->env.unpause_cmd, it->a.alias, QMP_TIMEOUT_USEC, &qerr);
                 }
         }
         snprintf(res->guest_address, sizeof(res->guest_address), "%s", hd.guest_address);
@@ -274,7 +259,7 @@ static void dom_job_run(void *userdata) {
                 if (res->r < 0 && virConnectIsAlive(j->conn) == 0)
                         res->r = -ENOTCONN;
                 svff_error_free(&err);
-                if (worker_pool_post(hv_pool(run->m->hv), item_done, res) < 0) {
+                if (worker_pool_post(run->env.virt_pool, item_done, res) < 0) {
                         free(res->message);
                         free(res);
                 }
@@ -289,7 +274,7 @@ static int submit_dom_job(struct reconf_run *run, enum job_kind kind, const size
         struct dom_job *j;
         int r;
 
-        if (run->m->exiting)
+        if (exiting(run))
                 return -ESHUTDOWN;
         if (fault_inject(kind == JOB_QUIESCE ? "fail-submit-quiesce" : "fail-submit-restore",
                          ++run->n_jobs[kind]))
@@ -320,7 +305,7 @@ static int submit_dom_job(struct reconf_run *run, enum job_kind kind, const size
                 return -ENOTCONN;
         }
         j->conn = run->conn;
-        r = worker_pool_submit(hv_pool(run->m->hv), dom_job_run, j);
+        r = worker_pool_submit(run->env.virt_pool, dom_job_run, j);
         if (r < 0)
                 dom_job_free(j);
         return r;
@@ -415,7 +400,7 @@ static void numvfs_done(void *userdata) {
         _cleanup_free_ const char **vfs = NULL;
         int n = -1;
 
-        manager_sysfs_changed(run->m, j->pf);
+        run->env.sysfs_changed(run->userdata, j->pf);
         if (j->r != -ETIMEDOUT) {
                 n = j->after ? (int) j->after->n_vfs : 0;
                 vfs = calloc((size_t) n + 1, sizeof(char *));
@@ -450,14 +435,14 @@ static void numvfs_run(void *userdata) {
         else
                 /* Through 0 only when the count differs (a recovery finds
                  * it wherever the crash left it). */
-                j->r = svff_pf_set_numvfs_scaled(run->ctx, j->pf, j->target, run->numvfs_timeout,
-                                                 run->numvfs_per_vf, &j->err);
+                j->r = svff_pf_set_numvfs_scaled(run->env.ctx, j->pf, j->target, run->env.numvfs_timeout,
+                                                 run->env.numvfs_per_vf, &j->err);
         if (j->r >= 0)
                 fault_point(j->target == 0 ? "after-numvfs-0" : "after-numvfs-N", 0);
         /* What exists now, also after a failure: the rest depends on it. */
-        if (j->r != -ETIMEDOUT && svff_pf_load(run->ctx, j->pf, &j->after, &lerr) < 0)
+        if (j->r != -ETIMEDOUT && svff_pf_load(run->env.ctx, j->pf, &j->after, &lerr) < 0)
                 j->after = NULL;
-        (void) worker_pool_post(run->m->ops_pool, numvfs_done, j);
+        (void) worker_pool_post(run->env.ops_pool, numvfs_done, j);
 }
 
 static int op_set_numvfs(void *userdata, unsigned n) {
@@ -466,7 +451,7 @@ static int op_set_numvfs(void *userdata, unsigned n) {
         struct pf_job *j;
         int r;
 
-        if (run->m->exiting)
+        if (exiting(run))
                 return -ESHUTDOWN;
         j = pf_job_new(run, NULL, 0);
         if (!j)
@@ -475,8 +460,8 @@ static int op_set_numvfs(void *userdata, unsigned n) {
         /* Only the reconf's own write of its new count, after the 0. */
         j->inject_refusal = n > 0 && n == plan->to && !reconf_machine_rollback(run->rm) &&
                             !reconf_machine_recovery(run->rm);
-        run->op->phase = reconf_machine_phase(run->rm);
-        r = worker_pool_submit(run->m->ops_pool, numvfs_run, j);
+        run->env.phase(run->userdata, reconf_machine_phase(run->rm));
+        r = worker_pool_submit(run->env.ops_pool, numvfs_run, j);
         if (r < 0)
                 pf_job_free(j);
         return r;
@@ -513,13 +498,13 @@ static void provision_run(void *userdata) {
         for (size_t k = 0; k < j->n; k++) {
                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
 
-                j->rs[k] = reconf_provision_vf(j->run->ctx, j->pf, j->idx[k], j->vfs[k], j->cls[k], &j->states[k],
+                j->rs[k] = reconf_provision_vf(j->run->env.ctx, j->pf, j->idx[k], j->vfs[k], j->cls[k], &j->states[k],
                                                &err);
                 if (j->rs[k] < 0)
                         j->messages[k] = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
                                                                         : strerror(-j->rs[k]));
         }
-        (void) worker_pool_post(j->run->m->ops_pool, provision_done, j);
+        (void) worker_pool_post(j->run->env.ops_pool, provision_done, j);
 }
 
 static int op_provision(void *userdata, const unsigned *indexes, size_t n, struct json_object *const *class_state) {
@@ -527,15 +512,15 @@ static int op_provision(void *userdata, const unsigned *indexes, size_t n, struc
         struct pf_job *j;
         int r;
 
-        if (run->m->exiting)
+        if (exiting(run))
                 return -ESHUTDOWN;
         j = pf_job_new(run, indexes, n);
         if (!j)
                 return -ENOMEM;
         for (size_t k = 0; k < n; k++)
                 j->cls[k] = class_state[k] ? json_copy(class_state[k]) : NULL;
-        run->op->phase = reconf_machine_phase(run->rm);
-        r = worker_pool_submit(run->m->ops_pool, provision_run, j);
+        run->env.phase(run->userdata, reconf_machine_phase(run->rm));
+        r = worker_pool_submit(run->env.ops_pool, provision_run, j);
         if (r < 0)
                 pf_job_free(j);
         return r;
@@ -545,7 +530,7 @@ static void bind_done(void *userdata) {
         struct pf_job *j = userdata;
         struct reconf_run *run = j->run;
 
-        manager_sysfs_changed(run->m, j->pf);
+        run->env.sysfs_changed(run->userdata, j->pf);
         forward_stop(run);
         for (size_t k = 0; k < j->n; k++)
                 reconf_machine_bind_done(run->rm, j->idx[k], j->rs[k], j->messages[k]);
@@ -560,7 +545,7 @@ static void bind_run(void *userdata) {
         for (size_t k = 0; k < j->n; k++) {
                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
 
-                j->rs[k] = svff_dev_bind(j->run->ctx, j->vfs[k], j->driver, NULL, &err);
+                j->rs[k] = svff_dev_bind(j->run->env.ctx, j->vfs[k], j->driver, NULL, &err);
                 if (j->rs[k] < 0) {
                         j->messages[k] = strdup(svff_error_message(&err));
                         n_failed++;
@@ -569,7 +554,7 @@ static void bind_run(void *userdata) {
         if (n_failed > 0)
                 log_warning("%u of %zu VFs of PF %s could not be bound to %s.", n_failed, j->n, j->pf, j->driver);
         fault_point("after-rebind", 0);
-        (void) worker_pool_post(j->run->m->ops_pool, bind_done, j);
+        (void) worker_pool_post(j->run->env.ops_pool, bind_done, j);
 }
 
 static int op_bind(void *userdata, const unsigned *indexes, size_t n) {
@@ -577,13 +562,13 @@ static int op_bind(void *userdata, const unsigned *indexes, size_t n) {
         struct pf_job *j;
         int r;
 
-        if (run->m->exiting)
+        if (exiting(run))
                 return -ESHUTDOWN;
         j = pf_job_new(run, indexes, n);
         if (!j)
                 return -ENOMEM;
-        run->op->phase = reconf_machine_phase(run->rm);
-        r = worker_pool_submit(run->m->ops_pool, bind_run, j);
+        run->env.phase(run->userdata, reconf_machine_phase(run->rm));
+        r = worker_pool_submit(run->env.ops_pool, bind_run, j);
         if (r < 0)
                 pf_job_free(j);
         return r;
@@ -594,17 +579,17 @@ static int op_bind(void *userdata, const unsigned *indexes, size_t n) {
 /* The PF's desired state and its VF records as they are now; the
  * records of VFs the change destroyed go, original drivers stay. */
 static int record_vfs(struct reconf_run *run) {
-        struct manager *m = run->m;
+        struct svff_store *store = run->env.store;
         const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
         const struct svff_pf *after = run->after;
         _cleanup_strv_free_ char **gone = NULL;
         size_t n_gone = 0;
         int r;
 
-        r = svff_store_set_pf(m->store, plan->pf, reconf_machine_numvfs_now(run->rm), plan->driver);
+        r = svff_store_set_pf(store, plan->pf, reconf_machine_numvfs_now(run->rm), plan->driver);
         if (r < 0)
                 return r;
-        json_object_object_foreach(svff_store_vfs(m->store), key, rec) {
+        json_object_object_foreach(svff_store_vfs(store), key, rec) {
                 const char *pf;
                 char **t;
 
@@ -621,14 +606,14 @@ static int record_vfs(struct reconf_run *run) {
                 gone[++n_gone] = NULL;
         }
         for (size_t i = 0; i < n_gone; i++)
-                svff_store_remove_vf(m->store, gone[i]);
+                svff_store_remove_vf(store, gone[i]);
         for (size_t i = 0; after && i < after->n_vfs; i++) {
                 const struct svff_vf *vf = &after->vfs[i];
                 const char *orig = vf->driver;
 
-                if (svff_store_get_vf(m->store, vf->address, NULL, &orig) == 0)
+                if (svff_store_get_vf(store, vf->address, NULL, &orig) == 0)
                         orig = vf->driver;
-                r = svff_store_set_vf(m->store, vf->address, plan->pf, vf->index, orig, plan->driver);
+                r = svff_store_set_vf(store, vf->address, plan->pf, vf->index, orig, plan->driver);
                 if (r < 0)
                         return r;
         }
@@ -639,7 +624,7 @@ static int record_vfs(struct reconf_run *run) {
  * follows its VF. All are taken out first, as one item's new address
  * may be another's old one. */
 static void move_records(struct reconf_run *run) {
-        struct manager *m = run->m;
+        struct svff_store *store = run->env.store;
         const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
         size_t n = plan->n_items;
         _cleanup_free_ struct svff_assignment *recs = calloc(n ? n : 1, sizeof(*recs));
@@ -655,16 +640,16 @@ static void move_records(struct reconf_run *run) {
 
                 if (st->unrecorded || streq(st->vf, rec_vf))
                         continue;
-                if (svff_store_get_assignment(m->store, rec_vf, &recs[i]) > 0 &&
+                if (svff_store_get_assignment(store, rec_vf, &recs[i]) > 0 &&
                     streq(recs[i].uuid, plan->items[i].a.uuid)) {
-                        svff_store_remove_assignment(m->store, rec_vf);
+                        svff_store_remove_assignment(store, rec_vf);
                         have[i] = true;
                 }
         }
         for (size_t i = 0; i < n; i++) {
                 const struct reconf_item *st = reconf_machine_item(run->rm, i);
 
-                if (have[i] && svff_store_set_assignment(m->store, st->vf, &recs[i]) >= 0)
+                if (have[i] && svff_store_set_assignment(store, st->vf, &recs[i]) >= 0)
                         snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", st->vf);
         }
 }
@@ -673,7 +658,7 @@ static void move_records(struct reconf_run *run) {
  * now (lifecycle events may have changed it; one that is gone stays
  * gone). */
 static void apply_record(struct reconf_run *run, size_t i) {
-        struct manager *m = run->m;
+        struct svff_store *store = run->env.store;
         const struct svff_reconf_item *it = &reconf_machine_plan(run->rm)->items[i];
         const char *rec_vf = run->items[i].rec_vf;
         struct reconf_record rec;
@@ -682,7 +667,7 @@ static void apply_record(struct reconf_run *run, size_t i) {
         reconf_machine_record(run->rm, i, &rec);
         if (rec.action == RECONF_RECORD_KEEP)
                 return;
-        if (svff_store_get_assignment(m->store, rec_vf, &a) <= 0 || !streq(a.uuid, it->a.uuid)) {
+        if (svff_store_get_assignment(store, rec_vf, &a) <= 0 || !streq(a.uuid, it->a.uuid)) {
                 if (rec.action == RECONF_RECORD_SET && rec.state == SVFF_ASSIGN_ATTACHED)
                         log_warning("The assignment of VF %s to domain '%s' is no longer recorded (the domain "
                                     "went away during the reconf?): not recording it again.", rec.vf, it->a.domain);
@@ -690,11 +675,11 @@ static void apply_record(struct reconf_run *run, size_t i) {
         }
         if (rec.action == RECONF_RECORD_REMOVE) {
                 log_info("VF %s released from domain '%s' (--force): it no longer exists.", it->vf, it->a.domain);
-                svff_store_remove_assignment(m->store, rec_vf);
+                svff_store_remove_assignment(store, rec_vf);
                 return;
         }
         if (!streq(rec_vf, rec.vf)) {
-                svff_store_remove_assignment(m->store, rec_vf);
+                svff_store_remove_assignment(store, rec_vf);
                 snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", rec.vf);
         }
         if (a.state == rec.state && a.pause_mode == rec.mode && streq(rec_vf, rec.vf) &&
@@ -704,7 +689,7 @@ static void apply_record(struct reconf_run *run, size_t i) {
         a.pause_mode = rec.mode;
         if (rec.guest_address && *rec.guest_address)
                 snprintf(a.guest_address, sizeof(a.guest_address), "%s", rec.guest_address);
-        (void) svff_store_set_assignment(m->store, rec.vf, &a);
+        (void) svff_store_set_assignment(store, rec.vf, &a);
 }
 
 static int commit_now(struct reconf_run *run, struct json_object *journal, struct svff_error *err) {
@@ -722,13 +707,7 @@ static int commit_now(struct reconf_run *run, struct json_object *journal, struc
         }
         for (size_t i = 0; i < reconf_machine_plan(run->rm)->n_items; i++)
                 apply_record(run, i);
-        if (journal) {
-                r = journal_set(run->m, pf, json_copy(journal));
-                if (r < 0)
-                        return svff_error_set(err, r, "Out of memory");
-        } else
-                journal_clear(run->m, pf);
-        return manager_commit(run->m, err);
+        return run->env.commit(run->userdata, pf, journal ? json_copy(journal) : NULL, err);
 }
 
 static void commit_finish(struct reconf_run *run, struct json_object *journal) {
@@ -769,7 +748,7 @@ static int op_commit(void *userdata, struct json_object *journal) {
         int r;
 
         journal = journal ? json_copy(journal) : NULL;
-        if (run->m->exiting || !run->m->event) {
+        if (exiting(run) || !run->env.event) {
                 commit_finish(run, journal);
                 return 0;
         }
@@ -780,7 +759,7 @@ static int op_commit(void *userdata, struct json_object *journal) {
         }
         c->run = run;
         c->journal = journal;
-        r = sd_event_add_defer(run->m->event, &run->commit_source, on_commit, c);
+        r = sd_event_add_defer(run->env.event, &run->commit_source, on_commit, c);
         if (r < 0) {
                 free(c);
                 commit_finish(run, journal);
@@ -795,7 +774,7 @@ static void op_poll_stop(void *userdata) {
 static void op_finished(void *userdata) {
         struct reconf_run *run = userdata;
 
-        run->finished(run);
+        run->env.finished(run);
 }
 
 static const struct reconf_ops real_ops = {
@@ -810,8 +789,9 @@ static const struct reconf_ops real_ops = {
         .finished = op_finished,
 };
 
-int reconf_run_new(struct manager *m, struct svff_reconf_plan *plan, const struct reconf_journal *journal,
-                   uint64_t started_usec, virConnectPtr conn, struct reconf_run **ret) {
+int reconf_run_new(const struct reconf_env *env, void *userdata, struct svff_reconf_plan *plan,
+                   const struct reconf_journal *journal, uint64_t started_usec, virConnectPtr conn,
+                   struct reconf_run **ret) {
         struct reconf_run *run = calloc(1, sizeof(*run));
         size_t n = plan->n_items;
 
@@ -821,19 +801,17 @@ int reconf_run_new(struct manager *m, struct svff_reconf_plan *plan, const struc
                         virConnectClose(conn);
                 return -ENOMEM;
         }
-        run->m = m;
+        run->env = *env;
+        run->userdata = userdata;
         run->conn = conn;
-        run->ctx = svff_ctx_ref(m->ctx);
+        run->env.ctx = svff_ctx_ref(env->ctx);
+        run->env.pause_cmd = strdup(env->pause_cmd);
+        run->env.unpause_cmd = strdup(env->unpause_cmd);
         run->items = calloc(n ? n : 1, sizeof(*run->items));
         for (size_t i = 0; run->items && i < n; i++)
                 snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", plan->items[i].vf);
-        run->pause_cmd = strdup(m->config.device_pause_command);
-        run->unpause_cmd = strdup(m->config.device_unpause_command);
-        run->detach_timeout = m->config.detach_timeout_usec;
-        run->numvfs_timeout = m->config.numvfs_timeout_usec;
-        run->numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec;
         run->rm = reconf_machine_new(plan, journal, started_usec, conn != NULL, &real_ops, run);
-        if (!run->rm || !run->items || !run->pause_cmd || !run->unpause_cmd) {
+        if (!run->rm || !run->items || !run->env.pause_cmd || !run->env.unpause_cmd) {
                 reconf_run_free(run);
                 return -ENOMEM;
         }
@@ -847,12 +825,12 @@ void reconf_run_free(struct reconf_run *run) {
         sd_event_source_unref(run->commit_source);
         reconf_machine_free(run->rm);
         svff_pf_free(run->after);
-        svff_ctx_unref(run->ctx);
+        svff_ctx_unref(run->env.ctx);
         if (run->conn)
                 virConnectClose(run->conn);
         free(run->items);
-        free(run->pause_cmd);
-        free(run->unpause_cmd);
+        free((char *) run->env.pause_cmd);
+        free((char *) run->env.unpause_cmd);
         free(run);
 }
 
@@ -860,7 +838,7 @@ void reconf_run_free(struct reconf_run *run) {
  * interrupted run's numvfs phase moved it there, under the address of
  * the VF with the same index now. */
 void reconf_run_recover_items(struct reconf_run *run) {
-        struct manager *m = run->m;
+        struct svff_store *store = run->env.store;
         const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
 
         for (size_t i = 0; i < plan->n_items; i++) {
@@ -868,17 +846,17 @@ void reconf_run_recover_items(struct reconf_run *run) {
                 struct svff_assignment a = {};
                 const char *where = NULL;
 
-                if (svff_store_get_assignment(m->store, it->vf, &a) > 0 && streq(a.uuid, it->a.uuid))
+                if (svff_store_get_assignment(store, it->vf, &a) > 0 && streq(a.uuid, it->a.uuid))
                         where = it->vf;
                 else {
-                        json_object_object_foreach(svff_store_vfs(m->store), key, vrec) {
+                        json_object_object_foreach(svff_store_vfs(store), key, vrec) {
                                 const char *vpf = NULL;
                                 unsigned idx;
 
                                 if (svff_json_get_string(vrec, "pf", &vpf) < 0 || !streq(vpf, plan->pf) ||
                                     svff_json_get_unsigned(vrec, "index", &idx) < 0 || idx != it->index)
                                         continue;
-                                if (svff_store_get_assignment(m->store, key, &a) > 0 && streq(a.uuid, it->a.uuid)) {
+                                if (svff_store_get_assignment(store, key, &a) > 0 && streq(a.uuid, it->a.uuid)) {
                                         where = key;
                                         break;
                                 }

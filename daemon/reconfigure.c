@@ -53,7 +53,8 @@ static struct json_object *outcome_json(struct reconf_machine *rm) {
 }
 
 static void recovered_add(struct reconf_run *run, const char *outcome, const char *message) {
-        struct manager *m = run->m;
+        struct operation *op = run->userdata;
+        struct manager *m = op->manager;
         struct json_object *o = json_object_new_object();
 
         if (!o)
@@ -88,8 +89,8 @@ static const char *error_name(enum reconf_error e) {
 /* The machine ended: the reply (or, for svffd's own recovery, the
  * Status record), the events, and the run freed. */
 static void reconf_finished(struct reconf_run *run) {
-        struct manager *m = run->m;
-        struct operation *op = run->op;
+        struct operation *op = run->userdata;
+        struct manager *m = op->manager;
         struct reconf_machine *rm = run->rm;
         const struct svff_reconf_plan *plan = reconf_machine_plan(rm);
         struct json_object *p = json_object_new_object(), *ev;
@@ -182,6 +183,72 @@ static void reconf_finished(struct reconf_run *run) {
         reconf_run_free(run);
 }
 
+/* ---- what a run is given ---- */
+
+static void env_stopping(void *userdata, bool *ret_stop, bool *ret_now) {
+        struct operation *op = userdata;
+
+        *ret_stop = op->manager->shutting_down;
+        *ret_now = op->manager->exiting;
+}
+
+static int env_commit(void *userdata, const char *pf, struct json_object *journal, struct svff_error *err) {
+        struct operation *op = userdata;
+        int r;
+
+        if (journal) {
+                r = journal_set(op->manager, pf, journal);
+                if (r < 0)
+                        return svff_error_set(err, r, "Out of memory");
+        } else
+                journal_clear(op->manager, pf);
+        return manager_commit(op->manager, err);
+}
+
+static void env_sysfs_changed(void *userdata, const char *pf) {
+        struct operation *op = userdata;
+
+        manager_sysfs_changed(op->manager, pf);
+}
+
+static void env_phase(void *userdata, const char *phase) {
+        struct operation *op = userdata;
+
+        op->phase = phase;
+}
+
+/* A step done or failed: Monitor and the caller (when it asked for
+ * "more") see it with the operation's progress. */
+static void env_step(void *userdata, struct json_object *step, int item, int r, const char *message) {
+        struct operation *op = userdata;
+        struct reconf_run *run = op->data;
+        struct json_object *ev = reconf_run_event(run, r < 0 ? "reconf-step-failed" : "reconf-step");
+
+        op->done++;
+        op->phase = reconf_machine_phase(run->rm);
+        if (!ev)
+                return;
+        json_object_object_foreach(step, k, v)
+                if (!streq(k, "vf") && !streq(k, "pf"))
+                        json_object_object_add(ev, k, json_object_get(v));
+        if (item >= 0) {
+                const struct reconf_item *it = reconf_machine_item(run->rm, (size_t) item);
+
+                json_object_object_add(ev, "device", json_object_new_string(it->vf));
+                if (it->mode != SVFF_PAUSE_NONE && r >= 0)
+                        json_object_object_add(ev, "mode", json_object_new_string(svff_pause_mode_to_string(it->mode)));
+        } else if (json_object_object_get_ex(step, "vf", NULL))
+                json_object_object_add(ev, "device", json_object_get(json_object_object_get(step, "vf")));
+        json_object_object_add(ev, "done", json_object_new_int64(op->done));
+        json_object_object_add(ev, "total", json_object_new_int64(op->total));
+        if (r < 0) {
+                json_object_object_add(ev, "error", json_object_new_string(strerror(-r)));
+                if (message)
+                        json_object_object_add(ev, "message", json_object_new_string(message));
+        }
+        manager_emit(op->manager, op, ev);
+}
+
 /* ---- starting ---- */
 
 /* CLOCK_REALTIME, as an operation's started_usec: the journal records it
@@ -209,6 +276,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
         bool recovery = journal != NULL;
         virConnectPtr conn = NULL;
         struct reconf_run *run;
+        struct reconf_env env;
         struct json_object *ev;
         uint64_t started;
         int r;
@@ -223,9 +291,29 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                         return -ENOTCONN;
                 }
         }
-        /* The run takes plan and conn, also when it fails. */
+        env = (struct reconf_env) {
+                .ctx = m->ctx,
+                .store = m->store,
+                .event = m->event,
+                .ops_pool = m->ops_pool,
+                .virt_pool = hv_pool(m->hv),
+                .removals = hv_removals(m->hv),
+                .pause_cmd = m->config.device_pause_command,
+                .unpause_cmd = m->config.device_unpause_command,
+                .detach_timeout = m->config.detach_timeout_usec,
+                .numvfs_timeout = m->config.numvfs_timeout_usec,
+                .numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec,
+                .stopping = env_stopping,
+                .commit = env_commit,
+                .sysfs_changed = env_sysfs_changed,
+                .phase = env_phase,
+                .step = env_step,
+                .finished = reconf_finished,
+        };
+        /* The run takes plan and conn, also when it fails; its userdata
+         * is the operation, made below. */
         started = journal && journal->started_usec > 0 ? journal->started_usec : realtime_usec();
-        r = reconf_run_new(m, plan, journal, started, conn, &run);
+        r = reconf_run_new(&env, NULL, plan, journal, started, conn, &run);
         if (r < 0) {
                 if (call)
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
@@ -234,6 +322,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
         plan = NULL;
         {
                 const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
+                struct operation *op;
 
                 for (size_t i = 0; i < p->n_items; i++)
                         if (hv_vf_set_busy(m->hv, p->items[i].vf) < 0) {
@@ -246,7 +335,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                                 reconf_run_free(run);
                                 return -EBUSY;
                         }
-                r = manager_add_operation(m, p->pf, "reconf", call, &run->op);
+                r = manager_add_operation(m, p->pf, "reconf", call, &op);
                 if (r < 0) {
                         for (size_t i = 0; i < p->n_items; i++)
                                 hv_vf_clear_busy(m->hv, p->items[i].vf);
@@ -255,13 +344,13 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                         reconf_run_free(run);
                         return r;
                 }
-                run->op->data = run;
+                op->data = run;
+                run->userdata = op;
                 if (!recovery)
-                        run->op->started_usec = started;
-                run->op->phase = reconf_machine_phase(run->rm);
-                run->op->total = (unsigned) p->n_steps;
+                        op->started_usec = started;
+                op->phase = reconf_machine_phase(run->rm);
+                op->total = (unsigned) p->n_steps;
         }
-        run->finished = reconf_finished;
         {
                 const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
                 bool rollback = reconf_machine_rollback(run->rm);
@@ -292,7 +381,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                                         json_object_object_add(ev, "message", json_object_new_string(reason));
                         }
                 }
-                manager_emit(m, run->op, ev);
+                manager_emit(m, run->userdata, ev);
         }
         if (recovery)
                 /* Where each assignment is, from the store: paused ones

@@ -8,7 +8,8 @@
 LAYERS='
 svffd:          daemon/svffd
 method table:   daemon/methods
-executors:      daemon/operations daemon/assign daemon/reconfigure daemon/reconf-ops daemon/autoinit
+executors:      daemon/operations daemon/assign daemon/reconfigure daemon/autoinit
+real ops:       daemon/reconf-ops
 state machines: daemon/reconf-machine
 services:       daemon/manager daemon/reconcile daemon/reconf-journal
 leaf adapters:  daemon/libvirt daemon/udev daemon/server daemon/worker daemon/log daemon/fault daemon/interface
