@@ -702,12 +702,15 @@ static int commit_now(struct reconf_run *run, struct json_object *journal, struc
                 move_records(run);
                 r = record_vfs(run);
                 if (r < 0)
-                        return svff_error_set(err, r, "Recording the VFs of PF %s failed: %s", pf, strerror(-r));
-                run->vfs_gen = gen;
+                        /* The journal still goes to disk: it says where a
+                         * restart picks up, whatever the VF records say. */
+                        log_error("Recording the VFs of PF %s failed, continuing: %s", pf, strerror(-r));
+                else
+                        run->vfs_gen = gen;
         }
         for (size_t i = 0; i < reconf_machine_plan(run->rm)->n_items; i++)
                 apply_record(run, i);
-        return run->env.commit(run->userdata, pf, journal ? json_copy(journal) : NULL, err);
+        return run->env.commit(run->userdata, pf, json_object_get(journal), err);
 }
 
 static void commit_finish(struct reconf_run *run, struct json_object *journal) {
