@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "json-util.h"
@@ -40,7 +41,7 @@ int reconf_journal_set_rollback(struct json_object *e, unsigned numvfs, const ch
 }
 
 static bool phase_known(const char *p) {
-        return streq(p, "quiesce") || streq(p, "numvfs") || streq(p, "bind") || streq(p, "rollback");
+        return streq(p, "quiesce") || streq(p, "numvfs") || streq(p, "provision") || streq(p, "bind") || streq(p, "rollback");
 }
 
 int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret) {
@@ -73,8 +74,48 @@ int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret) {
                 if (rb)
                         (void) svff_json_get_string(rb, "reason", &j.rollback_reason);
         }
+        if (svff_json_get_object(e, "class", &j.classes) < 0)
+                j.classes = NULL;
         *ret = j;
         return 0;
+}
+
+int reconf_journal_set_class(struct json_object *e, unsigned index, struct json_object *state) {
+        struct json_object *c = NULL;
+        char key[16];
+
+        snprintf(key, sizeof(key), "%u", index);
+        if (svff_json_get_object(e, "class", &c) < 0 || !c) {
+                if (!state)
+                        return 0;
+                c = json_object_new_object();
+                if (!c || json_object_object_add(e, "class", c) < 0) {
+                        json_object_put(c);
+                        json_object_put(state);
+                        return -ENOMEM;
+                }
+        }
+        if (!state) {
+                json_object_object_del(c, key);
+                return 0;
+        }
+        if (json_object_object_add(c, key, state) < 0) {
+                json_object_put(state);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+struct json_object *reconf_journal_get_class(const struct reconf_journal *j, unsigned index) {
+        struct json_object *o = NULL;
+        char key[16];
+
+        if (!j || !j->classes)
+                return NULL;
+        snprintf(key, sizeof(key), "%u", index);
+        if (!json_object_object_get_ex(j->classes, key, &o) || !json_object_is_type(o, json_type_object))
+                return NULL;
+        return o;
 }
 
 void reconf_journal_done(struct reconf_journal *j) {

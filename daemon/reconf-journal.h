@@ -4,13 +4,20 @@
 /* The journal entry of a reconf, encoded and decoded: a pure module (no
  * store, no I/O), so a unit test reaches every form it may meet.
  *
- *   { "op": "reconf", "phase": "quiesce" | "numvfs" | "bind" | "rollback",
+ *   { "op": "reconf",
+ *     "phase": "quiesce" | "numvfs" | "provision" | "bind" | "rollback",
  *     "numvfs": TARGET, "started_usec": N, "plan": PLAN (src/reconf.h),
- *     "rollback": { "numvfs": COUNT, "reason": "..." | null }? }
+ *     "rollback": { "numvfs": COUNT, "reason": "..." | null }?,
+ *     "class": { "<VF index>": CLASS-STATE, ... }? }
  *
  * "rollback" is written before the first step of a rollback; an entry in
  * phase "rollback" without it (an older svffd) goes back to the plan's
- * "from" count, the only one a rollback goes back to. */
+ * "from" count, the only one a rollback goes back to.
+ *
+ * "provision" (the VFs exist, their device-class provisioning may have
+ * started) and "class" (each surviving VF's device-class state, a JSON
+ * object of its class, src/class.h, kept verbatim) are later additions:
+ * an entry without them reads as before. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,6 +33,7 @@ struct reconf_journal {
         unsigned rollback_to;
         const char *rollback_reason;    /* borrowed, may be NULL */
         struct svff_reconf_plan *plan;  /* owned */
+        struct json_object *classes;    /* borrowed "class" object, or NULL */
 };
 
 /* A new entry in phase for plan, or NULL (out of memory). */
@@ -41,3 +49,9 @@ int reconf_journal_set_rollback(struct json_object *e, unsigned numvfs, const ch
  * phase). ret is untouched on failure. */
 int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret);
 void reconf_journal_done(struct reconf_journal *j);
+
+/* Sets (state taken, NULL: removes) the class state of the VF at index
+ * in e. -ENOMEM. */
+int reconf_journal_set_class(struct json_object *e, unsigned index, struct json_object *state);
+/* The class state of the VF at index journaled in j, or NULL. Borrowed. */
+struct json_object *reconf_journal_get_class(const struct reconf_journal *j, unsigned index);

@@ -2,7 +2,9 @@
 #pragma once
 
 /* io.svff.Reconf: a PF's VF count changed while the domains keep their
- * VFs, executing a plan from src/reconf.h.
+ * VFs, executing a plan from src/reconf.h. The sequence below is the
+ * state machine's (reconf-machine.h); its operations are reconf-ops.c's;
+ * this module plans, answers the dry run, replies and recovers.
  *
  *   main:    plan (from the store and a fresh snapshot); dry_run answers
  *            with it. Else journal {op: reconf, phase: quiesce, plan},
@@ -12,8 +14,10 @@
  *            detach, or release each attached assignment.
  *   main:    records "paused", journal phase "numvfs", commit.
  *   ops:     numvfs 0, then N; read the PF back.
- *   main:    records the new VFs, journal phase "bind", commit.
- *   ops:     bind every VF to the driver.
+ *   main:    records the new VFs, journal phase "provision", commit.
+ *   ops:     provision each VF (its device class; nothing for a bare
+ *            PCI function), journal phase "bind" when a class state
+ *            changed, then bind every VF to the driver.
  *   virt:    unpause / re-attach each survivor at its recorded guest
  *            address and alias.
  *   main:    records "attached", drops released ones, clears the

@@ -9,6 +9,8 @@ LAYERS='
 svffd:          daemon/svffd
 method table:   daemon/methods
 executors:      daemon/operations daemon/assign daemon/reconfigure daemon/autoinit
+real ops:       daemon/reconf-ops
+state machines: daemon/reconf-machine
 services:       daemon/manager daemon/reconcile daemon/reconf-journal daemon/classes
 leaf adapters:  daemon/libvirt daemon/udev daemon/server daemon/worker daemon/log daemon/fault daemon/interface
 libsvff-hv:     src/hypervisor src/hv-removals src/qmp
@@ -56,7 +58,6 @@ daemon/reconfigure -> daemon/assign
 daemon/reconfigure -> daemon/libvirt
 daemon/reconfigure -> daemon/manager
 daemon/reconfigure -> daemon/methods
-daemon/reconfigure -> daemon/operations
 daemon/reconfigure -> daemon/reconcile
 daemon/udev -> daemon/autoinit
 daemon/udev -> daemon/manager

@@ -63,6 +63,40 @@ START_TEST(test_round_trip) {
 }
 END_TEST
 
+START_TEST(test_provision_and_class) {
+        /* The later additions: phase provision, and each VF's class state
+         * kept verbatim by VF index; an entry without them reads as before. */
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan_4_to_6();
+        struct json_object *e = reconf_journal_encode(p, "provision", 1), *st = json_object_new_object(), *c;
+        struct reconf_journal j = {};
+
+        json_object_object_add(st, "secondary", json_object_new_string("online"));
+        ck_assert_int_eq(reconf_journal_set_class(e, 1, st), 0);
+        ck_assert_int_eq(reconf_journal_set_class(e, 3, NULL), 0);
+        e = reparse(e);
+        ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+        ck_assert_str_eq(j.phase, "provision");
+        c = reconf_journal_get_class(&j, 1);
+        ck_assert_ptr_nonnull(c);
+        ck_assert_str_eq(json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN), "{\"secondary\":\"online\"}");
+        ck_assert_ptr_null(reconf_journal_get_class(&j, 0));
+        reconf_journal_done(&j);
+        /* Removed again: the entry has no state for VF 1 any more. */
+        ck_assert_int_eq(reconf_journal_set_class(e, 1, NULL), 0);
+        ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+        ck_assert_ptr_null(reconf_journal_get_class(&j, 1));
+        reconf_journal_done(&j);
+        json_object_put(e);
+
+        e = reparse(reconf_journal_encode(p, "bind", 1));
+        ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+        ck_assert_ptr_null(j.classes);
+        ck_assert_ptr_null(reconf_journal_get_class(&j, 1));
+        reconf_journal_done(&j);
+        json_object_put(e);
+}
+END_TEST
+
 START_TEST(test_rollback_record) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan_4_to_6();
         struct json_object *e = reconf_journal_encode(p, "bind", 1);
@@ -153,6 +187,7 @@ static Suite *reconf_journal_suite(void) {
         TCase *tc = tcase_create("core");
 
         tcase_add_test(tc, test_round_trip);
+        tcase_add_test(tc, test_provision_and_class);
         tcase_add_test(tc, test_rollback_record);
         tcase_add_test(tc, test_rollback_from_older_svffd);
         tcase_add_test(tc, test_not_reconf);

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The reconf state machine on its own: it executes a plan (src/reconf.h)
+ * by driving a small table of operations, and knows nothing of libvirt,
+ * sysfs, the store, the event loop or svffd's manager. The real
+ * operations (reconf-ops.c) run on svffd's worker pools; a unit test's
+ * fake completes them synchronously or in any order.
+ *
+ * Phases and their safe points (each journal write is a commit op):
+ *
+ *   journal "quiesce" -> quiesce every attached assignment (one call per
+ *   domain) -> journal "numvfs" (records "paused") -> set_numvfs(0),
+ *   set_numvfs(N) -> journal "provision" (the PF's new VFs) -> provision
+ *   each VF -> journal "bind" (only when a VF's class state changed) ->
+ *   bind each VF -> restore each survivor (one call per domain) -> the
+ *   journal cleared, the records final.
+ *
+ *   A failure before the count changed rolls back (journal "rollback"
+ *   with the count it goes back to, then restore); a refused N after the
+ *   0 write rolls back to the count the reconf started from through the
+ *   same numvfs, provision and bind steps. A stop (reconf_machine_stop)
+ *   lets the step in flight complete, then ends at the next safe point
+ *   with the journal kept: a quiesce in flight is rolled back first. A
+ *   lost libvirt connection fails what is in flight and keeps the journal
+ *   for the next connection.
+ *
+ * Every operation is asynchronous: it returns <0 when it could not be
+ * started (nothing was done, no completion follows), else it completes
+ * exactly once through the reconf_machine_*_done() call it names, on
+ * the machine's thread, possibly from inside the operation itself.
+ *
+ * The machine keeps the executed-steps log: every step that was done (a
+ * rollback's with phase "rollback", a numvfs write with the value
+ * written), not the plan's steps; a step that failed is not in it. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "reconf-journal.h"
+#include "reconf.h"
+#include "store.h"
+
+struct reconf_machine;
+
+/* Where an assignment is, as the machine knows it. */
+enum reconf_item_state {
+        RECONF_ITEM_UNTOUCHED,          /* not quiesced (paused before, or not reached) */
+        RECONF_ITEM_QUIESCED,           /* paused / detached by this reconf */
+        RECONF_ITEM_QUIESCE_FAILED,
+        RECONF_ITEM_RESTORED,
+        RECONF_ITEM_RESTORE_FAILED,
+        RECONF_ITEM_RELEASED,
+        RECONF_ITEM_LOST_VF,            /* its VF does not exist after the change */
+};
+
+struct reconf_item {
+        enum reconf_item_state state;
+        enum svff_pause_mode mode;      /* how it was quiesced */
+        char vf[SVFF_PCI_ADDR_STRLEN];  /* its VF now (same index) */
+        bool unrecorded;                /* recovery found no record: nothing to write */
+        char guest_address[SVFF_PCI_ADDR_STRLEN];   /* where it came back */
+        int r;
+        char *message;
+        /* The VF's device-class state (src/class.h), verbatim: journaled
+         * with the item, handed to provision, never read here. */
+        struct json_object *class_state;
+};
+
+/* How the run ended, for the caller's reply (mapped to io.svff errors
+ * by the caller). */
+enum reconf_error {
+        RECONF_OK,
+        RECONF_ERR_FAILED,              /* some assignment did not come back, or a rollback */
+        RECONF_ERR_TIMEOUT,             /* numvfs blocked past its deadline */
+        RECONF_ERR_STORE,               /* a commit failed */
+        RECONF_ERR_SHUTTING_DOWN,       /* stopped at a safe point */
+};
+
+/* What an item's assignment record must say at a commit. */
+enum reconf_record_action {
+        RECONF_RECORD_KEEP,             /* as it is */
+        RECONF_RECORD_SET,              /* state, mode (and guest_address if set) */
+        RECONF_RECORD_REMOVE,           /* released */
+};
+
+struct reconf_record {
+        enum reconf_record_action action;
+        const char *vf;                 /* where the record belongs now */
+        enum svff_assign_state state;
+        enum svff_pause_mode mode;
+        const char *guest_address;      /* "" or NULL: unchanged */
+};
+
+struct reconf_ops {
+        /* Takes items[0..n) (all of one domain, in plan order) off their
+         * domain: natively paused (mode pause, survivor, live) or
+         * detached. Each completes by reconf_machine_quiesce_done(). */
+        int (*quiesce)(void *userdata, const size_t *items, size_t n);
+        /* Brings the PF to n VFs (through 0 when it has others). One
+         * completion: reconf_machine_numvfs_done(). */
+        int (*set_numvfs)(void *userdata, unsigned n);
+        /* Provisions the VFs at indexes[0..n) (their addresses from
+         * numvfs_done) before they are bound or returned to a domain:
+         * each completes by reconf_machine_provision_done(). class_state
+         * (by VF index, NULL entries) is the journaled state. */
+        int (*provision)(void *userdata, const unsigned *indexes, size_t n, struct json_object *const *class_state);
+        /* Binds VFs at indexes[0..n) to the plan's driver: each completes
+         * by reconf_machine_bind_done(). */
+        int (*bind)(void *userdata, const unsigned *indexes, size_t n);
+        /* Puts items[0..n) (one domain) back by their mode: unpause
+         * (native), re-attach at the recorded address (detach), or, mode
+         * none (a recovery that cannot tell), re-attach or unpause the
+         * device found in the domain. Each completes by
+         * reconf_machine_restore_done(). */
+        int (*restore)(void *userdata, const size_t *items, size_t n);
+        /* Makes the store say what reconf_machine_record() says for every
+         * item, the PF's VFs as numvfs_done reported them (when
+         * reconf_machine_vfs() changed), and journal (borrowed; NULL: the
+         * journal entry cleared), durably. Completes by
+         * reconf_machine_commit_done(). */
+        int (*commit)(void *userdata, struct json_object *journal);
+        /* A step done or failed (progress; optional). step is its JSON as
+         * in the log (borrowed); item is -1 for PF-wide steps. */
+        void (*step)(void *userdata, struct json_object *step, int item, int r, const char *message);
+        /* Called at each safe point before the machine decides how to
+         * go on: the caller may give its stop (reconf_machine_stop())
+         * from here (optional). */
+        void (*poll_stop)(void *userdata);
+        /* The run ended: reconf_machine_result() and the accessors say how.
+         * The machine may be freed from here. */
+        void (*finished)(void *userdata);
+};
+
+/* A machine for plan (taken). journal: the decoded entry to recover from
+ * (borrowed; NULL: a new reconf, journaled first). libvirt: whether
+ * domain operations can be issued (false: the plan needs none, or no
+ * connection). Returns NULL when out of memory (plan is freed). */
+struct reconf_machine *reconf_machine_new(struct svff_reconf_plan *plan, const struct reconf_journal *journal,
+                                          uint64_t started_usec, bool libvirt, const struct reconf_ops *ops,
+                                          void *userdata);
+struct reconf_machine *reconf_machine_free(struct reconf_machine *rm);
+
+/* Before start: item i's device-class state (taken; NULL: none). */
+void reconf_machine_set_class(struct reconf_machine *rm, size_t i, struct json_object *state);
+/* Before start of a recovery: item i's record as the store has it now
+ * (recorded false: gone), under vf (the VF with its index now). */
+void reconf_machine_recover_item(struct reconf_machine *rm, size_t i, bool recorded, const char *vf,
+                                 enum svff_assign_state state, enum svff_pause_mode mode);
+/* Runs until the first operation is in flight (or to the end). */
+void reconf_machine_start(struct reconf_machine *rm);
+
+/* Inputs. stop: svffd is stopping (now: the event loop ended, start no
+ * further step, keep the journal). lost_libvirt: the connection went;
+ * operations in flight still complete (with errors). */
+void reconf_machine_stop(struct reconf_machine *rm, bool now);
+void reconf_machine_lost_libvirt(struct reconf_machine *rm);
+
+/* Completions, in any order. message may be NULL (borrowed). */
+void reconf_machine_quiesce_done(struct reconf_machine *rm, size_t item, int r, enum svff_pause_mode mode,
+                                 const char *message);
+/* vfs: the address of each VF by index now (vfs[k] for index k), as read
+ * back after the write, also after a failure; n_vfs how many exist, or
+ * -1 when they could not be read (a timeout: the write still pending). */
+void reconf_machine_numvfs_done(struct reconf_machine *rm, int r, const char *const *vfs, int n_vfs,
+                                const char *message);
+/* state: the VF's new class state (taken; NULL: nothing provisioned). */
+void reconf_machine_provision_done(struct reconf_machine *rm, unsigned index, int r, struct json_object *state,
+                                   const char *message);
+void reconf_machine_bind_done(struct reconf_machine *rm, unsigned index, int r, const char *message);
+void reconf_machine_restore_done(struct reconf_machine *rm, size_t item, int r, const char *guest_address,
+                                 const char *message);
+void reconf_machine_commit_done(struct reconf_machine *rm, int r, const char *message);
+
+/* Accessors (borrowed). */
+const struct svff_reconf_plan *reconf_machine_plan(const struct reconf_machine *rm);
+const struct reconf_item *reconf_machine_item(const struct reconf_machine *rm, size_t i);
+void reconf_machine_record(const struct reconf_machine *rm, size_t i, struct reconf_record *ret);
+/* The VFs numvfs_done reported (NULL before), and a counter bumped at
+ * each report, so that a commit writes the VF records only when they
+ * changed. */
+const char *const *reconf_machine_vfs(const struct reconf_machine *rm, unsigned *ret_n, unsigned *ret_gen);
+/* The executed-steps log (a JSON array). */
+struct json_object *reconf_machine_log(const struct reconf_machine *rm);
+/* The machine's phase now: "quiesce", "numvfs", ..., "rollback". */
+const char *reconf_machine_phase(const struct reconf_machine *rm);
+bool reconf_machine_rollback(const struct reconf_machine *rm);
+bool reconf_machine_recovery(const struct reconf_machine *rm);
+/* A recovery of a journal an earlier svffd left (not one this svffd
+ * kept, e.g. after a blocked write): only then do messages say svffd
+ * stopped. Set before reconf_machine_start(). */
+void reconf_machine_set_after_restart(struct reconf_machine *rm, bool after_restart);
+bool reconf_machine_after_restart(const struct reconf_machine *rm);
+unsigned reconf_machine_rollback_to(const struct reconf_machine *rm);
+unsigned reconf_machine_numvfs_now(const struct reconf_machine *rm);
+unsigned reconf_machine_bind_failed(const struct reconf_machine *rm);
+bool reconf_machine_journal_kept(const struct reconf_machine *rm);
+bool reconf_machine_finished(const struct reconf_machine *rm);
+/* The error and the message of the whole run (NULL when none). */
+enum reconf_error reconf_machine_result(const struct reconf_machine *rm, const char **ret_message);
+
+/* Per item, for the reply: "restored", "rolled-back", "released",
+ * "untouched", "kept-paused", "quiesce-failed", "no-vf", "paused". */
+const char *reconf_machine_item_outcome(const struct reconf_machine *rm, size_t i);
+/* Whether item i's domain holds its VF now. */
+bool reconf_machine_item_has_vf(const struct reconf_machine *rm, size_t i);

@@ -1,0 +1,877 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind.h"
+#include "fault.h"
+#include "hypervisor.h"
+#include "json-util.h"
+#include "log.h"
+#include "qmp.h"
+#include "reconf-ops.h"
+#include "sriov.h"
+
+#define QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
+
+static struct json_object *json_copy(struct json_object *o) {
+        struct json_object *c = NULL;
+
+        if (!o || json_object_deep_copy(o, &c, NULL) < 0)
+                return NULL;
+        return c;
+}
+
+/* svffd's stop and the loss of the libvirt connection, as the
+ * machine's inputs: given before every completion and every start, so
+ * the machine decides at its own safe points. */
+static bool exiting(struct reconf_run *run) {
+        bool stop = false, now = false;
+
+        run->env.stopping(run->userdata, &stop, &now);
+        return now;
+}
+
+static void forward_stop(struct reconf_run *run) {
+        bool stop = false, now = false;
+
+        run->env.stopping(run->userdata, &stop, &now);
+        if (stop)
+                reconf_machine_stop(run->rm, now);
+        if (run->conn && virConnectIsAlive(run->conn) == 0)
+                reconf_machine_lost_libvirt(run->rm);
+}
+
+struct json_object *reconf_run_event(struct reconf_run *run, const char *name) {
+        const char *pf = reconf_machine_plan(run->rm)->pf;
+        struct json_object *e = json_object_new_object();
+
+        if (!e)
+                return NULL;
+        json_object_object_add(e, "event", json_object_new_string(name));
+        json_object_object_add(e, "device", json_object_new_string(pf));
+        json_object_object_add(e, "pf", json_object_new_string(pf));
+        return e;
+}
+
+static void op_step(void *userdata, struct json_object *step, int item, int r, const char *message) {
+        struct reconf_run *run = userdata;
+
+        run->env.step(run->userdata, step, item, r, message);
+}
+
+/* ---- domain jobs (virt pool) ---- */
+
+enum job_kind { JOB_QUIESCE, JOB_RESTORE };
+
+struct dom_job {
+        struct reconf_run *run;
+        enum job_kind kind;
+        virConnectPtr conn;
+        /* Copies: the job never reads the machine from its thread. */
+        struct svff_reconf_item *items;
+        struct reconf_item *state;
+        size_t *idx;
+        size_t n;
+        enum svff_reconf_mode mode;
+};
+
+struct item_result {
+        struct reconf_run *run;
+        enum job_kind kind;
+        size_t i;
+        int r;
+        char *message;
+        enum svff_pause_mode mode;
+        char guest_address[SVFF_PCI_ADDR_STRLEN];
+};
+
+static void dom_job_free(struct dom_job *j) {
+        if (!j)
+                return;
+        if (j->conn)
+                virConnectClose(j->conn);
+        free(j->items);
+        free(j->state);
+        free(j->idx);
+        free(j);
+}
+
+/* The definitions a reconf takes a device out of and puts it back in.
+ * A survivor in a running domain comes back at the same host address,
+ * so only the live device goes: the persistent definition keeps it, and
+ * neither a crash nor a failed re-attach can take it from there. Anything
+ * else as recorded: a released VF leaves for good, and a domain that is
+ * not running could be started while its VF does not exist. */
+static unsigned reconf_flags(const struct svff_reconf_item *it, bool active) {
+        bool live = it->a.live && active;
+
+        if (live && it->fate == SVFF_RECONF_SURVIVES)
+                return SVFF_HV_LIVE;
+        return (live ? SVFF_HV_LIVE : 0) | (it->a.config ? SVFF_HV_CONFIG : 0);
+}
+
+static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t k,
+                       struct item_result *res, struct svff_error *err) {
+        struct reconf_run *run = j->run;
+        const struct svff_reconf_item *it = &j->items[k];
+        bool live = it->a.live && info->active;
+        unsigned flags = reconf_flags(it, info->active);
+        int r;
+
+        if (it->fate == SVFF_RECONF_SURVIVES && j->mode == SVFF_RECONF_PAUSE && live) {
+                _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
+                struct svff_error qerr = SVFF_ERROR_NULL;
+
+                r = svff_qmp_new_libvirt(dom, &q);
+                if (r >= 0)
+                        r = svff_qmp_device_pause(q, run->env.pause_cmd, it->a.alias, QMP_TIMEOUT_USEC, &qerr);
+                if (r >= 0) {
+                        res->mode = SVFF_PAUSE_NATIVE;
+                        svff_error_free(&qerr);
+                        return 0;
+                }
+                if (r != -EOPNOTSUPP) {
+                        *err = qerr;
+                        return r;
+                }
+                svff_error_free(&qerr);
+        }
+        /* Detach (with the reservation kept in the record). */
+        res->mode = SVFF_PAUSE_DETACH;
+        if (flags == 0)
+                return 0;
+        return svff_hv_detach(dom, it->vf, it->a.alias, flags, svff_now_usec() + run->env.detach_timeout,
+                              run->env.removals, err);
+}
+
+static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t k,
+                       struct item_result *res, struct svff_error *err) {
+        struct reconf_run *run = j->run;
+        const struct svff_reconf_item *it = &j->items[k];
+        const struct reconf_item *s = &j->state[k];
+        unsigned flags = reconf_flags(it, info->active);
+        _cleanup_free_ char *drv = NULL;
+        struct svff_hostdev hd;
+        int r;
+
+        res->mode = s->mode;
+        if (s->mode == SVFF_PAUSE_NATIVE) {
+                _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
+
+                r = svff_qmp_new_libvirt(dom, &q);
+                if (r >= 0)
+                        r = svff_qmp_device_pause(q, run->env.unpause_cmd, it->a.alias, QMP_TIMEOUT_USEC, err);
+                return r;
+        }
+        if (flags == 0)
+                return svff_error_set(err, -EINVAL,
+                                      "domain '%s' is no longer running and VF %s was assigned live only: "
+                                      "nothing to re-attach to", info->name, s->vf);
+        r = svff_dev_get_driver(run->env.ctx, s->vf, &drv);
+        if (r < 0)
+                return svff_error_set(err, -ENODEV, "VF %s does not exist", s->vf);
+        if (!drv || !streq(drv, "vfio-pci"))
+                return svff_error_set(err, -EBUSY, "VF %s is on %s, not vfio-pci, so it cannot be re-attached",
+                                      s->vf, drv ?: "no driver");
+
+        if (fault_inject("fail-reattach", __atomic_add_fetch(&run->n_attaching, 1, __ATOMIC_SEQ_CST)))
+                return svff_error_set(err, -EIO, "Attaching VF %s to domain '%s': injected failure", s->vf,
+                                      info->name);
+        r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL, flags,
+                           &hd, err);
+        if (r < 0) {
+                _cleanup_(svff_error_free) struct svff_error e = SVFF_ERROR_NULL;
+
+                /* Idempotent for recovery: a device already back is fine.
+                 * Asked only when libvirt refused: in a plain reconf the
+                 * device was just detached, and each read of the domain's
+                 * XML costs libvirtd and svffd alike. */
+                if (svff_hv_get_hostdev(dom, s->vf, flags & SVFF_HV_LIVE ? SVFF_HV_LIVE : SVFF_HV_CONFIG, &hd,
+                                        &e) <= 0)
+                        return r;
+                svff_error_free(err);
+                if (s->mode == SVFF_PAUSE_NONE && j->mode == SVFF_RECONF_PAUSE && (flags & SVFF_HV_LIVE)) {
+                        /* A recovery that cannot tell whether the interrupted
+                         * run paused it natively before recording so: found
+                         * in the domain, it is unpaused (an error from a
+                         * device that was not paused is no failure). */
+                        _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
+                        _cleanup_(svff_error_free) struct svff_error qerr = SVFF_ERROR_NULL;
+
+                        if (svff_qmp_new_libvirt(dom, &q) >= 0)
+                                (void) svff_qmp_device_pause(q, run->env.unpause_cmd, it->a.alias, QMP_TIMEOUT_USEC, &qerr);
+                }
+        }
+        snprintf(res->guest_address, sizeof(res->guest_address), "%s", hd.guest_address);
+        if (*it->a.guest_address && !streq(hd.guest_address, it->a.guest_address))
+                log_warning("VF %s came back at %s in domain '%s', not at the recorded %s.", s->vf,
+                            hd.guest_address, info->name, it->a.guest_address);
+        return 0;
+}
+
+static void item_done(void *userdata) {
+        struct item_result *res = userdata;
+        struct reconf_run *run = res->run;
+
+        forward_stop(run);
+        if (res->kind == JOB_QUIESCE)
+                reconf_machine_quiesce_done(run->rm, res->i, res->r, res->mode, res->message);
+        else
+                reconf_machine_restore_done(run->rm, res->i, res->r, res->guest_address, res->message);
+        free(res->message);
+        free(res);
+}
+
+static void dom_job_run(void *userdata) {
+        struct dom_job *j = userdata;
+        struct reconf_run *run = j->run;
+        _cleanup_(svff_error_free) struct svff_error lerr = SVFF_ERROR_NULL;
+        struct svff_domain_info info = {};
+        virDomainPtr dom = NULL;
+        int lr;
+
+        lr = svff_hv_lookup_running(j->conn, j->items[0].a.uuid, &info, &dom, &lerr);
+        for (size_t k = 0; k < j->n; k++) {
+                struct item_result *res = calloc(1, sizeof(*res));
+                struct svff_error err = SVFF_ERROR_NULL;
+
+                if (!res)
+                        continue;  /* never completes: the reconf stays in Status as stuck */
+                res->run = run;
+                res->kind = j->kind;
+                res->i = j->idx[k];
+                if (lr == -ENOENT && j->kind == JOB_QUIESCE && j->items[k].fate == SVFF_RECONF_RELEASED)
+                        res->r = 0;  /* released anyway: the domain is gone */
+                else if (lr < 0) {
+                        res->r = lr;
+                        res->message = strdup(svff_error_message(&lerr));
+                } else {
+                        res->r = j->kind == JOB_QUIESCE ? quiesce_one(j, dom, &info, k, res, &err)
+                                                        : restore_one(j, dom, &info, k, res, &err);
+                        if (res->r < 0)
+                                res->message = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
+                                                                              : strerror(-res->r));
+                }
+                /* Cut short by the connection going away: not a failure
+                 * of the step, which the next connection takes up. */
+                if (res->r < 0 && virConnectIsAlive(j->conn) == 0)
+                        res->r = -ENOTCONN;
+                svff_error_free(&err);
+                if (worker_pool_post(run->env.virt_pool, item_done, res) < 0) {
+                        free(res->message);
+                        free(res);
+                }
+        }
+        if (dom)
+                virDomainFree(dom);
+        dom_job_free(j);
+}
+
+static int submit_dom_job(struct reconf_run *run, enum job_kind kind, const size_t *items, size_t n) {
+        const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
+        struct dom_job *j;
+        int r;
+
+        if (exiting(run))
+                return -ESHUTDOWN;
+        if (fault_inject(kind == JOB_QUIESCE ? "fail-submit-quiesce" : "fail-submit-restore",
+                         ++run->n_jobs[kind]))
+                return -ENOMEM;
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        j->run = run;
+        j->kind = kind;
+        j->n = n;
+        j->mode = plan->mode;
+        j->items = calloc(n, sizeof(*j->items));
+        j->state = calloc(n, sizeof(*j->state));
+        j->idx = calloc(n, sizeof(*j->idx));
+        if (!j->items || !j->state || !j->idx) {
+                dom_job_free(j);
+                return -ENOMEM;
+        }
+        for (size_t k = 0; k < n; k++) {
+                j->idx[k] = items[k];
+                j->items[k] = plan->items[items[k]];
+                j->state[k] = *reconf_machine_item(run->rm, items[k]);
+                j->state[k].message = NULL;
+                j->state[k].class_state = NULL;
+        }
+        if (virConnectRef(run->conn) < 0) {
+                dom_job_free(j);
+                return -ENOTCONN;
+        }
+        j->conn = run->conn;
+        r = worker_pool_submit(run->env.virt_pool, dom_job_run, j);
+        if (r < 0)
+                dom_job_free(j);
+        return r;
+}
+
+static int op_quiesce(void *userdata, const size_t *items, size_t n) {
+        return submit_dom_job(userdata, JOB_QUIESCE, items, n);
+}
+
+static int op_restore(void *userdata, const size_t *items, size_t n) {
+        return submit_dom_job(userdata, JOB_RESTORE, items, n);
+}
+
+/* ---- numvfs, provision and bind (ops pool) ---- */
+
+struct pf_job {
+        struct reconf_run *run;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        char driver[SVFF_RECONF_DRIVER_MAX];
+        unsigned target;
+        bool inject_refusal;
+        unsigned *idx;
+        char **vfs;                     /* the addresses of idx */
+        struct json_object **cls;       /* provision: the class states, refs */
+        size_t n;
+        /* results */
+        int r;
+        struct svff_error err;
+        struct svff_pf *after;
+        int *rs;
+        char **messages;
+        struct json_object **states;
+};
+
+static void pf_job_free(struct pf_job *j) {
+        if (!j)
+                return;
+        for (size_t k = 0; k < j->n; k++) {
+                free(j->vfs ? j->vfs[k] : NULL);
+                free(j->messages ? j->messages[k] : NULL);
+                json_object_put(j->cls ? j->cls[k] : NULL);
+                json_object_put(j->states ? j->states[k] : NULL);
+        }
+        free(j->idx);
+        free(j->vfs);
+        free(j->cls);
+        free(j->rs);
+        free(j->messages);
+        free(j->states);
+        svff_error_free(&j->err);
+        svff_pf_free(j->after);
+        free(j);
+}
+
+static struct pf_job *pf_job_new(struct reconf_run *run, const unsigned *indexes, size_t n) {
+        const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
+        const char *const *vfs = reconf_machine_vfs(run->rm, NULL, NULL);
+        struct pf_job *j = calloc(1, sizeof(*j));
+
+        if (!j)
+                return NULL;
+        j->run = run;
+        snprintf(j->pf, sizeof(j->pf), "%s", plan->pf);
+        snprintf(j->driver, sizeof(j->driver), "%s", plan->driver);
+        j->n = n;
+        if (n > 0) {
+                j->idx = calloc(n, sizeof(*j->idx));
+                j->vfs = calloc(n, sizeof(*j->vfs));
+                j->cls = calloc(n, sizeof(*j->cls));
+                j->rs = calloc(n, sizeof(*j->rs));
+                j->messages = calloc(n, sizeof(*j->messages));
+                j->states = calloc(n, sizeof(*j->states));
+                if (!j->idx || !j->vfs || !j->cls || !j->rs || !j->messages || !j->states) {
+                        pf_job_free(j);
+                        return NULL;
+                }
+        }
+        for (size_t k = 0; k < n; k++) {
+                j->idx[k] = indexes[k];
+                j->vfs[k] = strdup(vfs ? vfs[indexes[k]] : "");
+                if (!j->vfs[k]) {
+                        pf_job_free(j);
+                        return NULL;
+                }
+        }
+        return j;
+}
+
+static void numvfs_done(void *userdata) {
+        struct pf_job *j = userdata;
+        struct reconf_run *run = j->run;
+        _cleanup_free_ const char **vfs = NULL;
+        int n = -1;
+
+        run->env.sysfs_changed(run->userdata, j->pf);
+        if (j->r != -ETIMEDOUT) {
+                n = j->after ? (int) j->after->n_vfs : 0;
+                vfs = calloc((size_t) n + 1, sizeof(char *));
+                for (int k = 0; vfs && k < n; k++)
+                        vfs[k] = "";
+                if (!vfs)
+                        n = 0;
+                /* By index: the machine asks for VF k at vfs[k]. */
+                for (int k = 0; vfs && k < n; k++)
+                        for (size_t v = 0; v < j->after->n_vfs; v++)
+                                if (j->after->vfs[v].index == (unsigned) k)
+                                        vfs[k] = j->after->vfs[v].address;
+        }
+        svff_pf_free(run->after);
+        run->after = TAKE_PTR(j->after);
+        forward_stop(run);
+        reconf_machine_numvfs_done(run->rm, j->r, vfs, n, svff_error_is_set(&j->err) ? svff_error_message(&j->err)
+                                                                                      : NULL);
+        pf_job_free(j);
+}
+
+static void numvfs_run(void *userdata) {
+        struct pf_job *j = userdata;
+        struct reconf_run *run = j->run;
+        _cleanup_(svff_error_free) struct svff_error lerr = SVFF_ERROR_NULL;
+
+        /* fail-numvfs-N: the kernel refusing the new count after it took
+         * the 0, for the real-kernel tier, where no driver can be made to. */
+        if (j->inject_refusal && fault_inject("fail-numvfs-N", 0))
+                j->r = svff_error_set(&j->err, -ENOMEM, "Failed to set sriov_numvfs of PF %s to %u: %s (injected)",
+                                      j->pf, j->target, strerror(ENOMEM));
+        else
+                /* Through 0 only when the count differs (a recovery finds
+                 * it wherever the crash left it). */
+                j->r = svff_pf_set_numvfs_scaled(run->env.ctx, j->pf, j->target, run->env.numvfs_timeout,
+                                                 run->env.numvfs_per_vf, &j->err);
+        if (j->r >= 0)
+                fault_point(j->target == 0 ? "after-numvfs-0" : "after-numvfs-N", 0);
+        /* What exists now, also after a failure: the rest depends on it. */
+        if (j->r != -ETIMEDOUT && svff_pf_load(run->env.ctx, j->pf, &j->after, &lerr) < 0)
+                j->after = NULL;
+        (void) worker_pool_post(run->env.ops_pool, numvfs_done, j);
+}
+
+static int op_set_numvfs(void *userdata, unsigned n) {
+        struct reconf_run *run = userdata;
+        const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
+        struct pf_job *j;
+        int r;
+
+        if (exiting(run))
+                return -ESHUTDOWN;
+        j = pf_job_new(run, NULL, 0);
+        if (!j)
+                return -ENOMEM;
+        j->target = n;
+        /* Only the reconf's own write of its new count, after the 0. */
+        j->inject_refusal = n > 0 && n == plan->to && !reconf_machine_rollback(run->rm) &&
+                            !reconf_machine_recovery(run->rm);
+        run->env.phase(run->userdata, reconf_machine_phase(run->rm));
+        r = worker_pool_submit(run->env.ops_pool, numvfs_run, j);
+        if (r < 0)
+                pf_job_free(j);
+        return r;
+}
+
+int reconf_provision_vf(struct svff_ctx *ctx, const char *pf, unsigned index, const char *vf,
+                        struct json_object *class_state, struct json_object **ret_state, struct svff_error *err) {
+        /* A bare PCI function needs nothing before its driver: no class
+         * state is made (the device-class registry, src/class.h, plugs in
+         * here). */
+        (void) ctx;
+        (void) pf;
+        (void) index;
+        (void) vf;
+        (void) class_state;
+        (void) err;
+        *ret_state = NULL;
+        return 0;
+}
+
+static void provision_done(void *userdata) {
+        struct pf_job *j = userdata;
+        struct reconf_run *run = j->run;
+
+        forward_stop(run);
+        for (size_t k = 0; k < j->n; k++)
+                reconf_machine_provision_done(run->rm, j->idx[k], j->rs[k], TAKE_PTR(j->states[k]), j->messages[k]);
+        pf_job_free(j);
+}
+
+static void provision_run(void *userdata) {
+        struct pf_job *j = userdata;
+
+        for (size_t k = 0; k < j->n; k++) {
+                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+                j->rs[k] = reconf_provision_vf(j->run->env.ctx, j->pf, j->idx[k], j->vfs[k], j->cls[k], &j->states[k],
+                                               &err);
+                if (j->rs[k] < 0)
+                        j->messages[k] = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
+                                                                        : strerror(-j->rs[k]));
+        }
+        (void) worker_pool_post(j->run->env.ops_pool, provision_done, j);
+}
+
+static int op_provision(void *userdata, const unsigned *indexes, size_t n, struct json_object *const *class_state) {
+        struct reconf_run *run = userdata;
+        struct pf_job *j;
+        int r;
+
+        if (exiting(run))
+                return -ESHUTDOWN;
+        j = pf_job_new(run, indexes, n);
+        if (!j)
+                return -ENOMEM;
+        for (size_t k = 0; k < n; k++)
+                j->cls[k] = class_state[k] ? json_copy(class_state[k]) : NULL;
+        run->env.phase(run->userdata, reconf_machine_phase(run->rm));
+        r = worker_pool_submit(run->env.ops_pool, provision_run, j);
+        if (r < 0)
+                pf_job_free(j);
+        return r;
+}
+
+static void bind_done(void *userdata) {
+        struct pf_job *j = userdata;
+        struct reconf_run *run = j->run;
+
+        run->env.sysfs_changed(run->userdata, j->pf);
+        forward_stop(run);
+        for (size_t k = 0; k < j->n; k++)
+                reconf_machine_bind_done(run->rm, j->idx[k], j->rs[k], j->messages[k]);
+        pf_job_free(j);
+}
+
+static void bind_run(void *userdata) {
+        struct pf_job *j = userdata;
+        unsigned n_failed = 0;
+
+        /* One job, one VF after the other: the PF's VFs probe in turn. */
+        for (size_t k = 0; k < j->n; k++) {
+                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+                j->rs[k] = svff_dev_bind(j->run->env.ctx, j->vfs[k], j->driver, NULL, &err);
+                if (j->rs[k] < 0) {
+                        j->messages[k] = strdup(svff_error_message(&err));
+                        n_failed++;
+                }
+        }
+        if (n_failed > 0)
+                log_warning("%u of %zu VFs of PF %s could not be bound to %s.", n_failed, j->n, j->pf, j->driver);
+        fault_point("after-rebind", 0);
+        (void) worker_pool_post(j->run->env.ops_pool, bind_done, j);
+}
+
+static int op_bind(void *userdata, const unsigned *indexes, size_t n) {
+        struct reconf_run *run = userdata;
+        struct pf_job *j;
+        int r;
+
+        if (exiting(run))
+                return -ESHUTDOWN;
+        j = pf_job_new(run, indexes, n);
+        if (!j)
+                return -ENOMEM;
+        run->env.phase(run->userdata, reconf_machine_phase(run->rm));
+        r = worker_pool_submit(run->env.ops_pool, bind_run, j);
+        if (r < 0)
+                pf_job_free(j);
+        return r;
+}
+
+/* ---- the store (main thread) ---- */
+
+/* The PF's desired state and its VF records as they are now; the
+ * records of VFs the change destroyed go, original drivers stay. */
+static int record_vfs(struct reconf_run *run) {
+        struct svff_store *store = run->env.store;
+        const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
+        const struct svff_pf *after = run->after;
+        _cleanup_strv_free_ char **gone = NULL;
+        size_t n_gone = 0;
+        int r;
+
+        r = svff_store_set_pf(store, plan->pf, reconf_machine_numvfs_now(run->rm), plan->driver);
+        if (r < 0)
+                return r;
+        json_object_object_foreach(svff_store_vfs(store), key, rec) {
+                const char *pf;
+                char **t;
+
+                if (svff_json_get_string(rec, "pf", &pf) < 0 || !streq(pf, plan->pf) ||
+                    (after && svff_pf_find_vf(after, key)))
+                        continue;
+                t = realloc(gone, (n_gone + 2) * sizeof(char *));
+                if (!t)
+                        return -ENOMEM;
+                gone = t;
+                gone[n_gone] = strdup(key);
+                if (!gone[n_gone])
+                        return -ENOMEM;
+                gone[++n_gone] = NULL;
+        }
+        for (size_t i = 0; i < n_gone; i++)
+                svff_store_remove_vf(store, gone[i]);
+        for (size_t i = 0; after && i < after->n_vfs; i++) {
+                const struct svff_vf *vf = &after->vfs[i];
+                const char *orig = vf->driver;
+
+                if (svff_store_get_vf(store, vf->address, NULL, &orig) == 0)
+                        orig = vf->driver;
+                r = svff_store_set_vf(store, vf->address, plan->pf, vf->index, orig, plan->driver);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Same index, new address (offset or stride changed): each record
+ * follows its VF. All are taken out first, as one item's new address
+ * may be another's old one. */
+static void move_records(struct reconf_run *run) {
+        struct svff_store *store = run->env.store;
+        const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
+        size_t n = plan->n_items;
+        _cleanup_free_ struct svff_assignment *recs = calloc(n ? n : 1, sizeof(*recs));
+        _cleanup_free_ bool *have = calloc(n ? n : 1, sizeof(bool));
+
+        if (!recs || !have) {
+                log_oom();
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct reconf_item *st = reconf_machine_item(run->rm, i);
+                char *rec_vf = run->items[i].rec_vf;
+
+                if (st->unrecorded || streq(st->vf, rec_vf))
+                        continue;
+                if (svff_store_get_assignment(store, rec_vf, &recs[i]) > 0 &&
+                    streq(recs[i].uuid, plan->items[i].a.uuid)) {
+                        svff_store_remove_assignment(store, rec_vf);
+                        have[i] = true;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct reconf_item *st = reconf_machine_item(run->rm, i);
+
+                if (have[i] && svff_store_set_assignment(store, st->vf, &recs[i]) >= 0)
+                        snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", st->vf);
+        }
+}
+
+/* Item i's record as the machine says, edited from the record as it is
+ * now (lifecycle events may have changed it; one that is gone stays
+ * gone). */
+static void apply_record(struct reconf_run *run, size_t i) {
+        struct svff_store *store = run->env.store;
+        const struct svff_reconf_item *it = &reconf_machine_plan(run->rm)->items[i];
+        const char *rec_vf = run->items[i].rec_vf;
+        struct reconf_record rec;
+        struct svff_assignment a;
+
+        reconf_machine_record(run->rm, i, &rec);
+        if (rec.action == RECONF_RECORD_KEEP)
+                return;
+        if (svff_store_get_assignment(store, rec_vf, &a) <= 0 || !streq(a.uuid, it->a.uuid)) {
+                if (rec.action == RECONF_RECORD_SET && rec.state == SVFF_ASSIGN_ATTACHED)
+                        log_warning("The assignment of VF %s to domain '%s' is no longer recorded (the domain "
+                                    "went away during the reconf?): not recording it again.", rec.vf, it->a.domain);
+                return;
+        }
+        if (rec.action == RECONF_RECORD_REMOVE) {
+                log_info("VF %s released from domain '%s' (--force): it no longer exists.", it->vf, it->a.domain);
+                svff_store_remove_assignment(store, rec_vf);
+                return;
+        }
+        if (!streq(rec_vf, rec.vf)) {
+                svff_store_remove_assignment(store, rec_vf);
+                snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", rec.vf);
+        }
+        if (a.state == rec.state && a.pause_mode == rec.mode && streq(rec_vf, rec.vf) &&
+            (!rec.guest_address || !*rec.guest_address || streq(a.guest_address, rec.guest_address)))
+                return;
+        a.state = rec.state;
+        a.pause_mode = rec.mode;
+        if (rec.guest_address && *rec.guest_address)
+                snprintf(a.guest_address, sizeof(a.guest_address), "%s", rec.guest_address);
+        (void) svff_store_set_assignment(store, rec.vf, &a);
+}
+
+static int commit_now(struct reconf_run *run, struct json_object *journal, struct svff_error *err) {
+        const char *pf = reconf_machine_plan(run->rm)->pf;
+        unsigned gen;
+        int r;
+
+        (void) reconf_machine_vfs(run->rm, NULL, &gen);
+        if (gen != run->vfs_gen) {
+                move_records(run);
+                r = record_vfs(run);
+                if (r < 0)
+                        /* The journal still goes to disk: it says where a
+                         * restart picks up, whatever the VF records say. */
+                        log_error("Recording the VFs of PF %s failed, continuing: %s", pf, strerror(-r));
+                else
+                        run->vfs_gen = gen;
+        }
+        for (size_t i = 0; i < reconf_machine_plan(run->rm)->n_items; i++)
+                apply_record(run, i);
+        return run->env.commit(run->userdata, pf, json_object_get(journal), err);
+}
+
+static void commit_finish(struct reconf_run *run, struct json_object *journal) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        int r;
+
+        r = commit_now(run, journal, &err);
+        json_object_put(journal);
+        forward_stop(run);
+        reconf_machine_commit_done(run->rm, r, r < 0 ? svff_error_message(&err) : NULL);
+        /* The run may be gone. */
+}
+
+struct commit_req {
+        struct reconf_run *run;
+        struct json_object *journal;    /* NULL: cleared */
+};
+
+static int on_commit(sd_event_source *s, void *userdata) {
+        struct commit_req *c = userdata;
+        struct reconf_run *run = c->run;
+        struct json_object *journal = c->journal;
+
+        (void) s;
+        free(c);
+        run->commit_source = sd_event_source_unref(run->commit_source);
+        commit_finish(run, journal);
+        return 0;
+}
+
+/* Deferred to the end of this event loop iteration: the records of the
+ * completions delivered together (a batch of restores, of native
+ * pauses) reach the disk in one commit. Once the loop has ended (the
+ * pools are draining), at once. */
+static int op_commit(void *userdata, struct json_object *journal) {
+        struct reconf_run *run = userdata;
+        struct commit_req *c;
+        int r;
+
+        journal = journal ? json_copy(journal) : NULL;
+        if (exiting(run) || !run->env.event) {
+                commit_finish(run, journal);
+                return 0;
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                json_object_put(journal);
+                return -ENOMEM;
+        }
+        c->run = run;
+        c->journal = journal;
+        r = sd_event_add_defer(run->env.event, &run->commit_source, on_commit, c);
+        if (r < 0) {
+                free(c);
+                commit_finish(run, journal);
+        }
+        return 0;
+}
+
+static void op_poll_stop(void *userdata) {
+        forward_stop(userdata);
+}
+
+static void op_finished(void *userdata) {
+        struct reconf_run *run = userdata;
+
+        run->env.finished(run);
+}
+
+static const struct reconf_ops real_ops = {
+        .quiesce = op_quiesce,
+        .set_numvfs = op_set_numvfs,
+        .provision = op_provision,
+        .bind = op_bind,
+        .restore = op_restore,
+        .commit = op_commit,
+        .step = op_step,
+        .poll_stop = op_poll_stop,
+        .finished = op_finished,
+};
+
+int reconf_run_new(const struct reconf_env *env, void *userdata, struct svff_reconf_plan *plan,
+                   const struct reconf_journal *journal, uint64_t started_usec, virConnectPtr conn,
+                   struct reconf_run **ret) {
+        struct reconf_run *run = calloc(1, sizeof(*run));
+        size_t n = plan->n_items;
+
+        if (!run) {
+                svff_reconf_plan_free(plan);
+                if (conn)
+                        virConnectClose(conn);
+                return -ENOMEM;
+        }
+        run->env = *env;
+        run->userdata = userdata;
+        run->conn = conn;
+        run->env.ctx = svff_ctx_ref(env->ctx);
+        run->env.pause_cmd = strdup(env->pause_cmd);
+        run->env.unpause_cmd = strdup(env->unpause_cmd);
+        run->items = calloc(n ? n : 1, sizeof(*run->items));
+        for (size_t i = 0; run->items && i < n; i++)
+                snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", plan->items[i].vf);
+        run->rm = reconf_machine_new(plan, journal, started_usec, conn != NULL, &real_ops, run);
+        if (!run->rm || !run->items || !run->env.pause_cmd || !run->env.unpause_cmd) {
+                reconf_run_free(run);
+                return -ENOMEM;
+        }
+        *ret = run;
+        return 0;
+}
+
+void reconf_run_free(struct reconf_run *run) {
+        if (!run)
+                return;
+        sd_event_source_unref(run->commit_source);
+        reconf_machine_free(run->rm);
+        svff_pf_free(run->after);
+        svff_ctx_unref(run->env.ctx);
+        if (run->conn)
+                virConnectClose(run->conn);
+        free(run->items);
+        free((char *) run->env.pause_cmd);
+        free((char *) run->env.unpause_cmd);
+        free(run);
+}
+
+/* Recovery: item i's record, under the plan's VF address or, when the
+ * interrupted run's numvfs phase moved it there, under the address of
+ * the VF with the same index now. */
+void reconf_run_recover_items(struct reconf_run *run) {
+        struct svff_store *store = run->env.store;
+        const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
+
+        for (size_t i = 0; i < plan->n_items; i++) {
+                const struct svff_reconf_item *it = &plan->items[i];
+                struct svff_assignment a = {};
+                const char *where = NULL;
+
+                if (svff_store_get_assignment(store, it->vf, &a) > 0 && streq(a.uuid, it->a.uuid))
+                        where = it->vf;
+                else {
+                        json_object_object_foreach(svff_store_vfs(store), key, vrec) {
+                                const char *vpf = NULL;
+                                unsigned idx;
+
+                                if (svff_json_get_string(vrec, "pf", &vpf) < 0 || !streq(vpf, plan->pf) ||
+                                    svff_json_get_unsigned(vrec, "index", &idx) < 0 || idx != it->index)
+                                        continue;
+                                if (svff_store_get_assignment(store, key, &a) > 0 && streq(a.uuid, it->a.uuid)) {
+                                        where = key;
+                                        break;
+                                }
+                        }
+                }
+                if (where)
+                        snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", where);
+                reconf_machine_recover_item(run->rm, i, where != NULL, where, a.state, a.pause_mode);
+        }
+}
+
+void reconf_run_start(struct reconf_run *run) {
+        forward_stop(run);
+        reconf_machine_start(run->rm);
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The real operations of the reconf state machine (reconf-machine.h):
+ * domain jobs (pause / detach, unpause / re-attach through libvirt and
+ * QMP) on the virt pool, the numvfs writes, device-class provisioning and
+ * driver binding on the ops pool, and the commit of the store and the
+ * journal on the main thread. A run (struct reconf_run) owns its machine
+ * and what the operations need: the connection, copies of the config,
+ * and the environment its executor gives it (struct reconf_env: the
+ * store, the pools, and callbacks for the journal commit, progress and
+ * the stop), so that it knows nothing of svffd's manager and reports up
+ * only through those.
+ *
+ * Completions come back to the main thread, where svffd's stop is given
+ * to the machine as its stop input before each is handed on. Commits are
+ * deferred to the end of the event loop iteration, so that the records
+ * of every completion delivered together go to disk in one commit. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <libvirt/libvirt.h>
+#include <systemd/sd-event.h>
+
+#include "context.h"
+#include "device.h"
+#include "hv-removals.h"
+#include "reconf-machine.h"
+#include "store.h"
+#include "worker.h"
+
+struct reconf_run;
+
+/* What a run is given by its caller (the executor): the services it
+ * uses, borrowed for its life, and callbacks through which it reports
+ * up, each with the run's userdata. It knows no more of svffd. */
+struct reconf_env {
+        struct svff_ctx *ctx;
+        struct svff_store *store;
+        sd_event *event;
+        struct worker_pool *ops_pool;   /* numvfs writes, provisioning, binding */
+        struct worker_pool *virt_pool;  /* every libvirt call */
+        struct svff_hv_removals *removals;
+        const char *pause_cmd, *unpause_cmd;    /* copied */
+        usec_t detach_timeout, numvfs_timeout, numvfs_per_vf;
+
+        /* Whether svffd is stopping (*ret_now: the event loop ended, the
+         * pools take no more jobs). */
+        void (*stopping)(void *userdata, bool *ret_stop, bool *ret_now);
+        /* Sets (journal taken) or, NULL, clears pf's journal entry and
+         * commits the store; -errno with err filled. */
+        int (*commit)(void *userdata, const char *pf, struct json_object *journal, struct svff_error *err);
+        /* svffd changed pf in sysfs. */
+        void (*sysfs_changed)(void *userdata, const char *pf);
+        /* The phase the run is in now ("numvfs", ...), for Status. */
+        void (*phase)(void *userdata, const char *phase);
+        /* A step done or failed (reconf_ops.step). */
+        void (*step)(void *userdata, struct json_object *step, int item, int r, const char *message);
+        /* The run ended (reconf_machine_finished()): answer, free. */
+        void (*finished)(struct reconf_run *run);
+};
+
+struct reconf_item_glue {
+        char rec_vf[SVFF_PCI_ADDR_STRLEN];      /* where its record is in the store now */
+};
+
+struct reconf_run {
+        struct reconf_env env;
+        void *userdata;
+        struct reconf_machine *rm;
+        virConnectPtr conn;             /* NULL when the plan needs no libvirt */
+        struct reconf_item_glue *items;
+        unsigned vfs_gen;               /* the VF list last recorded */
+        unsigned n_attaching;           /* attach calls started (fault points) */
+        unsigned n_jobs[2];             /* domain jobs submitted, quiesce and restore */
+        struct svff_pf *after;          /* the PF as the last numvfs write left it */
+        sd_event_source *commit_source;
+};
+
+/* A run of plan (taken; freed on failure too) from journal (borrowed,
+ * NULL: a new reconf) in env (copied; ctx referenced, the commands
+ * copied). conn: a reference taken, or NULL. -ENOMEM. */
+int reconf_run_new(const struct reconf_env *env, void *userdata, struct svff_reconf_plan *plan,
+                   const struct reconf_journal *journal, uint64_t started_usec, virConnectPtr conn,
+                   struct reconf_run **ret);
+void reconf_run_free(struct reconf_run *run);
+
+/* Recovery: tells the machine where each assignment's record is now
+ * (under the plan's VF address, or that of the VF with its index now). */
+void reconf_run_recover_items(struct reconf_run *run);
+
+/* Starts the machine; svffd's stop is forwarded first. */
+void reconf_run_start(struct reconf_run *run);
+
+/* A Monitor event for the run's PF: {event, device, pf}. */
+struct json_object *reconf_run_event(struct reconf_run *run, const char *name);
+
+/* The device-class step of one VF: what it needs before it goes to the
+ * driver and back to its domain. */
+int reconf_provision_vf(struct svff_ctx *ctx, const char *pf, unsigned index, const char *vf,
+                        struct json_object *class_state, struct json_object **ret_state, struct svff_error *err);

@@ -1,0 +1,947 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The reconf state machine (daemon/reconf-machine.h) against a fake ops
+ * table, table-driven: every step x every failure, a crash at every
+ * journal write followed by a restart from what was committed, and a
+ * stop at every step, each with completions delivered at once, in order
+ * and in reverse order.
+ *
+ * THE FAKE IS A STAND-IN for libvirt (domains holding host devices,
+ * natively paused or detached), sysfs (sriov_numvfs, the VFs' drivers)
+ * and the store (what a commit made durable): no real libvirt, kernel
+ * or disk can be made to fail at every step, crash at every commit or
+ * lose its connection on cue. It behaves rather than records: numvfs
+ * destroys the VFs (and flags one still held by a domain), a re-attach
+ * needs its VF to exist on vfio-pci, an unpause needs the device there.
+ *
+ * After each case, and after each restart, the invariants: no VF in two
+ * domains, none destroyed while a domain held it, none given to a domain
+ * on another driver; no assignment lost (a device in its domain has its
+ * record saying so; one that is off its domain keeps a record with its
+ * reservation, unless it was released); the machine's outcome per
+ * assignment is the fake's; its executed-steps log is what the fake saw
+ * done. */
+
+#include <check.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault.h"
+#include "json-util.h"
+#include "macro.h"
+#include "reconf-journal.h"
+#include "reconf-machine.h"
+#include "reconf.h"
+
+#ifdef SVFF_FAULT_POINTS
+/* svffd's fault points (daemon/fault.c) need its log: not here. */
+void fault_point(const char *name, unsigned n) {
+        (void) name;
+        (void) n;
+}
+bool fault_inject(const char *name, unsigned n) {
+        (void) name;
+        (void) n;
+        return false;
+}
+void fault_set_stop(void (*fn)(void *userdata), void *userdata) {
+        (void) fn;
+        (void) userdata;
+}
+#endif
+
+#define PF "0000:01:00.0"
+#define MAX_VF 8
+#define MAX_ITEMS 4
+#define MAX_EVENTS 256
+#define MAX_RESTARTS 5
+
+enum step_kind { K_QUIESCE, K_NUMVFS0, K_NUMVFSN, K_PROVISION, K_BIND, K_RESTORE, K_COMMIT, _K_MAX };
+enum failure { F_NONE, F_ERROR, F_TIMEOUT, F_PARTIAL, F_LOST_DOMAIN, F_LOST_LIBVIRT, F_CRASH, F_CRASH_AFTER };
+enum order { O_SYNC, O_FIFO, O_LIFO };
+
+static const char *const kind_names[] = { "quiesce", "numvfs-0", "numvfs-N", "provision", "bind", "restore",
+                                          "commit" };
+static const char *const failure_names[] = { "none", "error", "timeout", "partial", "lost-domain", "lost-libvirt",
+                                             "crash", "crash-after-commit" };
+static const char *const order_names[] = { "sync", "fifo", "lifo" };
+
+enum drv { DRV_NATIVE, DRV_VFIO };
+
+struct dev {
+        bool present, paused;
+        unsigned index;
+};
+
+struct record {
+        bool present;
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        enum svff_assign_state state;
+        enum svff_pause_mode mode;
+};
+
+enum ev_type { EV_QUIESCE, EV_NUMVFS, EV_PROVISION, EV_BIND, EV_RESTORE, EV_COMMIT };
+
+struct event {
+        enum ev_type type;
+        size_t item;            /* or VF index */
+        int r;
+        enum svff_pause_mode mode;
+        int n_vfs;
+        unsigned numvfs;
+        bool lost_libvirt;
+        struct json_object *state;
+};
+
+struct world {
+        /* sysfs */
+        unsigned numvfs;
+        enum drv drv[MAX_VF];
+        /* libvirt: one device per assignment, in its domain */
+        struct dev dev[MAX_ITEMS];
+        bool domain_gone[MAX_ITEMS];    /* by item: its domain */
+        bool native[MAX_ITEMS];         /* its domain offers the device pause */
+        bool libvirt_gone;
+        /* the store, as committed */
+        char *journal;
+        struct record rec[MAX_ITEMS];
+        char bad[512];                  /* the first invariant broken on the way */
+
+        /* this run */
+        const struct svff_reconf_plan *plan;
+        struct reconf_machine *rm;
+        enum order order;
+        struct event ev[MAX_EVENTS];
+        size_t n_ev;
+        unsigned n_delivered;
+        bool crashed, finished;
+        /* the injection */
+        enum step_kind fail_kind;
+        enum failure fail;
+        unsigned fail_at;               /* which occurrence of fail_kind, 1-based */
+        unsigned seen[_K_MAX];
+        unsigned stop_at;               /* stop before delivering this completion (1-based), 0: none */
+        bool stop_now;
+        /* what the fake saw done, as log tokens, delivered ones only */
+        char done_log[64][32];
+        size_t n_done;
+};
+
+static const char *vf_addr(unsigned index) {
+        static char buf[MAX_VF][32];
+
+        snprintf(buf[index], sizeof(buf[index]), "0000:01:01.%u", index);
+        return buf[index];
+}
+
+static void bad(struct world *w, const char *fmt, ...) _printf_(2, 3);
+static void bad(struct world *w, const char *fmt, ...) {
+        va_list ap;
+
+        if (*w->bad)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(w->bad, sizeof(w->bad), fmt, ap);
+        va_end(ap);
+}
+
+static void done_token(struct world *w, const char *fmt, ...) _printf_(2, 3);
+static void done_token(struct world *w, const char *fmt, ...) {
+        va_list ap;
+
+        ck_assert_uint_lt(w->n_done, ELEMENTSOF(w->done_log));
+        va_start(ap, fmt);
+        vsnprintf(w->done_log[w->n_done++], sizeof(w->done_log[0]), fmt, ap);
+        va_end(ap);
+}
+
+/* Whether this occurrence of kind is the one to fail. */
+static enum failure inject(struct world *w, enum step_kind kind) {
+        w->seen[kind]++;
+        if (w->fail != F_NONE && w->fail_kind == kind && w->seen[kind] == w->fail_at)
+                return w->fail;
+        return F_NONE;
+}
+
+static void lose_domain(struct world *w, size_t item) {
+        const char *uuid = w->plan->items[item].a.uuid;
+
+        for (size_t i = 0; i < w->plan->n_items; i++)
+                if (streq(w->plan->items[i].a.uuid, uuid)) {
+                        w->domain_gone[i] = true;
+                        w->dev[i].present = false;
+                }
+}
+
+static void deliver(struct world *w, struct event *e);
+
+static void push(struct world *w, struct event e) {
+        if (w->order == O_SYNC) {
+                deliver(w, &e);
+                return;
+        }
+        ck_assert_uint_lt(w->n_ev, MAX_EVENTS);
+        w->ev[w->n_ev++] = e;
+}
+
+/* ---- the fake ops ---- */
+
+static bool holds_vf(struct world *w, unsigned index, size_t except) {
+        for (size_t i = 0; i < w->plan->n_items; i++)
+                if (i != except && w->dev[i].present && w->dev[i].index == index)
+                        return true;
+        return false;
+}
+
+static int f_quiesce(void *userdata, const size_t *items, size_t n) {
+        struct world *w = userdata;
+        enum failure f = inject(w, K_QUIESCE);
+
+        if (f == F_LOST_DOMAIN)
+                lose_domain(w, items[0]);
+        if (f == F_LOST_LIBVIRT)
+                w->libvirt_gone = true;
+        for (size_t k = 0; k < n; k++) {
+                size_t i = items[k];
+                const struct svff_reconf_item *it = &w->plan->items[i];
+                struct event e = { .type = EV_QUIESCE, .item = i };
+
+                if (w->libvirt_gone)
+                        e.r = -ENOTCONN, e.lost_libvirt = true;
+                else if (w->domain_gone[i])
+                        e.r = it->fate == SVFF_RECONF_RELEASED ? 0 : -ENOENT, e.mode = SVFF_PAUSE_DETACH;
+                else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k > 0))
+                        e.r = -EIO;
+                else if (f == F_TIMEOUT && k == 0)
+                        e.r = -ETIMEDOUT;       /* the guest keeps the device */
+                else if (f == F_PARTIAL && n == 1)
+                        e.r = -EIO;
+                else if (it->fate == SVFF_RECONF_SURVIVES && w->plan->mode == SVFF_RECONF_PAUSE && w->native[i]) {
+                        w->dev[i].paused = true;
+                        e.mode = SVFF_PAUSE_NATIVE;
+                } else {
+                        w->dev[i].present = false;
+                        e.mode = SVFF_PAUSE_DETACH;
+                }
+                push(w, e);
+        }
+        return 0;
+}
+
+static int f_set_numvfs(void *userdata, unsigned n) {
+        struct world *w = userdata;
+        enum failure f = inject(w, n == 0 ? K_NUMVFS0 : K_NUMVFSN);
+        struct event e = { .type = EV_NUMVFS, .numvfs = n };
+
+        if (f == F_LOST_DOMAIN)
+                lose_domain(w, 0);
+        if (f == F_LOST_LIBVIRT)
+                w->libvirt_gone = e.lost_libvirt = true;
+        if (f == F_TIMEOUT) {
+                e.r = -ETIMEDOUT;       /* still pending: nothing changed yet */
+                e.n_vfs = -1;
+        } else if (f == F_ERROR) {
+                e.r = -EIO;             /* refused: the count stays */
+                e.n_vfs = (int) w->numvfs;
+        } else {
+                unsigned make = f == F_PARTIAL && n > 0 ? n - 1 : n;
+
+                if (w->numvfs != n) {
+                        /* Through 0: every VF goes. */
+                        /* A natively paused device let go of its VF (that is
+                         * what the device pause is for). */
+                        for (size_t i = 0; i < w->plan->n_items; i++)
+                                if (w->dev[i].present && !w->dev[i].paused && w->dev[i].index < w->numvfs)
+                                        bad(w, "numvfs %u destroyed VF %u while domain '%s' held it", n,
+                                            w->dev[i].index, w->plan->items[i].a.domain);
+                        for (unsigned k = 0; k < MAX_VF; k++)
+                                w->drv[k] = DRV_NATIVE;
+                        w->numvfs = make;
+                }
+                e.r = f == F_PARTIAL && n > 0 ? -ENOSPC : 0;
+                e.n_vfs = (int) w->numvfs;
+        }
+        push(w, e);
+        return 0;
+}
+
+static int f_provision(void *userdata, const unsigned *indexes, size_t n, struct json_object *const *cls) {
+        struct world *w = userdata;
+        enum failure f = inject(w, K_PROVISION);
+
+        (void) cls;
+        if (f == F_LOST_DOMAIN)
+                lose_domain(w, 0);
+        if (f == F_LOST_LIBVIRT)
+                w->libvirt_gone = true;
+        for (size_t k = 0; k < n; k++) {
+                struct event e = { .type = EV_PROVISION, .item = indexes[k], .lost_libvirt = f == F_LOST_LIBVIRT };
+
+                if (indexes[k] >= w->numvfs)
+                        e.r = -ENODEV;
+                else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k % 2 == 1))
+                        e.r = -EIO;
+                else if (f == F_TIMEOUT && k == 0)
+                        e.r = -ETIMEDOUT;
+                else {
+                        /* Class state as a class would return it, kept
+                         * verbatim by the machine. */
+                        e.state = json_object_new_object();
+                        json_object_object_add(e.state, "provisioned", json_object_new_int64(indexes[k]));
+                }
+                push(w, e);
+        }
+        return 0;
+}
+
+static int f_bind(void *userdata, const unsigned *indexes, size_t n) {
+        struct world *w = userdata;
+        enum failure f = inject(w, K_BIND);
+
+        if (f == F_LOST_DOMAIN)
+                lose_domain(w, 0);
+        if (f == F_LOST_LIBVIRT)
+                w->libvirt_gone = true;
+        for (size_t k = 0; k < n; k++) {
+                struct event e = { .type = EV_BIND, .item = indexes[k], .lost_libvirt = f == F_LOST_LIBVIRT };
+
+                if (indexes[k] >= w->numvfs)
+                        e.r = -ENODEV;
+                else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k % 2 == 1))
+                        e.r = -EIO;
+                else if (f == F_TIMEOUT && k == 0)
+                        e.r = -ETIMEDOUT;
+                else
+                        w->drv[indexes[k]] = DRV_VFIO;
+                push(w, e);
+        }
+        return 0;
+}
+
+static int f_restore(void *userdata, const size_t *items, size_t n) {
+        struct world *w = userdata;
+        enum failure f = inject(w, K_RESTORE);
+
+        if (f == F_LOST_DOMAIN)
+                lose_domain(w, items[0]);
+        if (f == F_LOST_LIBVIRT)
+                w->libvirt_gone = true;
+        for (size_t k = 0; k < n; k++) {
+                size_t i = items[k];
+                const struct reconf_item *s = reconf_machine_item(w->rm, i);
+                unsigned index = w->plan->items[i].index;
+                struct event e = { .type = EV_RESTORE, .item = i };
+
+                if (w->libvirt_gone)
+                        e.r = -ENOTCONN, e.lost_libvirt = true;
+                else if (w->domain_gone[i])
+                        e.r = -ENOENT;
+                else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k > 0) || (f == F_PARTIAL && n == 1))
+                        e.r = -EIO;
+                else if (f == F_TIMEOUT && k == 0)
+                        e.r = -ETIMEDOUT;
+                else if (s->mode == SVFF_PAUSE_NATIVE) {
+                        if (!w->dev[i].present)
+                                e.r = -ENODEV;
+                        else
+                                w->dev[i].paused = false;
+                } else if (s->mode == SVFF_PAUSE_NONE && w->dev[i].present)
+                        w->dev[i].paused = false;       /* found there: unpaused */
+                else if (index >= w->numvfs)
+                        e.r = -ENODEV;
+                else if (w->drv[index] != DRV_VFIO)
+                        e.r = -EBUSY;   /* as restore_one refuses */
+                else if (!w->dev[i].present) {
+                        /* Re-attach; one already there counts as back. */
+                        if (holds_vf(w, index, i))
+                                bad(w, "VF %u given to domain '%s' while another domain holds it", index,
+                                    w->plan->items[i].a.domain);
+                        w->dev[i] = (struct dev) { .present = true, .index = index };
+                }
+                if (e.r >= 0 && w->drv[index] != DRV_VFIO && w->dev[i].present && !w->dev[i].paused)
+                        bad(w, "domain '%s' has VF %u back on another driver than vfio-pci",
+                            w->plan->items[i].a.domain, index);
+                push(w, e);
+        }
+        return 0;
+}
+
+static void apply_commit(struct world *w, struct json_object *journal) {
+        free(w->journal);
+        w->journal = journal ? strdup(json_object_to_json_string(journal)) : NULL;
+        for (size_t i = 0; i < w->plan->n_items; i++) {
+                struct reconf_record rec;
+
+                reconf_machine_record(w->rm, i, &rec);
+                if (rec.action == RECONF_RECORD_REMOVE)
+                        w->rec[i].present = false;
+                else if (rec.action == RECONF_RECORD_SET && w->rec[i].present) {
+                        snprintf(w->rec[i].vf, sizeof(w->rec[i].vf), "%s", rec.vf);
+                        w->rec[i].state = rec.state;
+                        w->rec[i].mode = rec.mode;
+                } else if (w->rec[i].present)
+                        /* Kept, but it follows its VF. */
+                        snprintf(w->rec[i].vf, sizeof(w->rec[i].vf), "%s", rec.vf);
+        }
+}
+
+static int f_commit(void *userdata, struct json_object *journal) {
+        struct world *w = userdata;
+        enum failure f = inject(w, K_COMMIT);
+        struct event e = { .type = EV_COMMIT };
+
+        if (f == F_CRASH || f == F_CRASH_AFTER) {
+                /* SIGKILL during the write (nothing durable) or right
+                 * after it: the machine never hears back. */
+                if (f == F_CRASH_AFTER)
+                        apply_commit(w, journal);
+                w->crashed = true;
+                return 0;
+        }
+        if (f == F_LOST_LIBVIRT)
+                w->libvirt_gone = e.lost_libvirt = true;
+        if (f == F_LOST_DOMAIN)
+                lose_domain(w, 0);
+        if (f == F_ERROR || f == F_PARTIAL || f == F_TIMEOUT)
+                e.r = -EIO;
+        else
+                apply_commit(w, journal);
+        push(w, e);
+        return 0;
+}
+
+static void f_finished(void *userdata) {
+        struct world *w = userdata;
+
+        w->finished = true;
+}
+
+static const struct reconf_ops fake_ops = {
+        .quiesce = f_quiesce,
+        .set_numvfs = f_set_numvfs,
+        .provision = f_provision,
+        .bind = f_bind,
+        .restore = f_restore,
+        .commit = f_commit,
+        .finished = f_finished,
+};
+
+static void deliver(struct world *w, struct event *e) {
+        struct reconf_machine *rm = w->rm;
+        const char *vfs[MAX_VF];
+
+        if (w->crashed)
+                return;
+        w->n_delivered++;
+        if (w->stop_at && w->n_delivered == w->stop_at)
+                reconf_machine_stop(rm, w->stop_now);
+        if (e->lost_libvirt)
+                reconf_machine_lost_libvirt(rm);
+        switch (e->type) {
+        case EV_QUIESCE:
+                if (e->r >= 0)
+                        done_token(w, "q%zu", e->item);
+                reconf_machine_quiesce_done(rm, e->item, e->r, e->mode, e->r < 0 ? "fake failure" : NULL);
+                break;
+        case EV_NUMVFS:
+                for (int k = 0; k < e->n_vfs; k++)
+                        vfs[k] = vf_addr((unsigned) k);
+                if (e->r >= 0)
+                        done_token(w, "n%u", e->numvfs);
+                reconf_machine_numvfs_done(rm, e->r, vfs, e->n_vfs, e->r < 0 ? "fake numvfs failure" : NULL);
+                break;
+        case EV_PROVISION:
+                if (e->r >= 0)
+                        done_token(w, "p%zu", e->item);
+                reconf_machine_provision_done(rm, (unsigned) e->item, e->r, TAKE_PTR(e->state),
+                                              e->r < 0 ? "fake provision failure" : NULL);
+                break;
+        case EV_BIND:
+                if (e->r >= 0)
+                        done_token(w, "b");
+                reconf_machine_bind_done(rm, (unsigned) e->item, e->r, e->r < 0 ? "fake bind failure" : NULL);
+                break;
+        case EV_RESTORE:
+                if (e->r >= 0)
+                        done_token(w, "r%zu", e->item);
+                reconf_machine_restore_done(rm, e->item, e->r, e->r >= 0 ? w->plan->items[e->item].a.guest_address
+                                                                         : NULL,
+                                            e->r < 0 ? "fake restore failure" : NULL);
+                break;
+        case EV_COMMIT:
+                reconf_machine_commit_done(rm, e->r, e->r < 0 ? "fake commit failure" : NULL);
+                break;
+        }
+}
+
+/* Delivers what is pending until the machine ends or the fake crashed. */
+static void run_loop(struct world *w) {
+        while (!w->crashed && w->n_ev > 0) {
+                struct event e;
+
+                if (w->order == O_FIFO) {
+                        e = w->ev[0];
+                        memmove(w->ev, w->ev + 1, (w->n_ev - 1) * sizeof(*w->ev));
+                        w->n_ev--;
+                } else
+                        e = w->ev[--w->n_ev];
+                deliver(w, &e);
+        }
+        for (size_t k = 0; k < w->n_ev; k++)
+                json_object_put(w->ev[k].state);
+        w->n_ev = 0;
+}
+
+/* ---- the checks ---- */
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(a, b);
+}
+
+/* The executed-steps log, as the fake's tokens: it must be what the fake
+ * saw done. */
+static void check_log(struct world *w, const char *name) {
+        struct json_object *log = reconf_machine_log(w->rm);
+        char mine[64][32];
+        size_t n = 0;
+
+        for (size_t k = 0; k < json_object_array_length(log); k++) {
+                struct json_object *s = json_object_array_get_idx(log, k);
+                const char *action = NULL, *vf = NULL;
+                unsigned numvfs = 0;
+
+                ck_assert_int_ge(svff_json_get_string(s, "action", &action), 0);
+                (void) svff_json_get_string(s, "vf", &vf);
+                (void) svff_json_get_unsigned(s, "numvfs", &numvfs);
+                if (streq(action, "pause") || streq(action, "detach") || streq(action, "release") ||
+                    streq(action, "unpause") || streq(action, "reattach")) {
+                        size_t i;
+
+                        for (i = 0; i < w->plan->n_items; i++)
+                                if (streq(w->plan->items[i].vf, vf))
+                                        break;
+                        ck_assert_msg(i < w->plan->n_items, "%s: logged step on unknown VF %s", name, strna(vf));
+                        snprintf(mine[n++], sizeof(mine[0]), "%c%zu",
+                                 streq(action, "unpause") || streq(action, "reattach") ? 'r' : 'q', i);
+                } else if (streq(action, "numvfs"))
+                        snprintf(mine[n++], sizeof(mine[0]), "n%u", numvfs);
+                else if (streq(action, "bind"))
+                        for (unsigned b = 0; b < numvfs; b++)
+                                snprintf(mine[n++], sizeof(mine[0]), "b");
+                else if (streq(action, "provision")) {
+                        unsigned v;
+
+                        for (v = 0; v < MAX_VF; v++)
+                                if (streq(vf_addr(v), vf))
+                                        break;
+                        snprintf(mine[n++], sizeof(mine[0]), "p%u", v);
+                }
+                ck_assert_uint_lt(n, 60);
+        }
+        qsort(mine, n, sizeof(mine[0]), cmp_str);
+        qsort(w->done_log, w->n_done, sizeof(w->done_log[0]), cmp_str);
+        {
+                char a[1024] = "", b[1024] = "";
+
+                for (size_t k = 0; k < n; k++)
+                        strncat(strncat(a, mine[k], sizeof(a) - strlen(a) - 2), " ", sizeof(a) - strlen(a) - 1);
+                for (size_t k = 0; k < w->n_done; k++)
+                        strncat(strncat(b, w->done_log[k], sizeof(b) - strlen(b) - 2), " ", sizeof(b) - strlen(b) - 1);
+                ck_assert_msg(streq(a, b), "%s: the log says [%s], the fake saw [%s]", name, a, b);
+        }
+}
+
+/* What the machine reports per assignment is the fake's truth. */
+static void check_outcome(struct world *w, const char *name) {
+        for (size_t i = 0; i < w->plan->n_items; i++) {
+                bool has = w->dev[i].present && !w->dev[i].paused && !w->domain_gone[i];
+                bool says = reconf_machine_item_has_vf(w->rm, i);
+
+                if (w->plan->items[i].a.state != SVFF_ASSIGN_ATTACHED)
+                        continue;
+                ck_assert_msg(has == says, "%s: item %zu ('%s'): the outcome says %s the VF, the domain %s it", name,
+                              i, w->plan->items[i].a.domain, says ? "has" : "lacks", has ? "has" : "lacks");
+        }
+        if (reconf_machine_result(w->rm, NULL) == RECONF_OK)
+                for (size_t i = 0; i < w->plan->n_items; i++)
+                        ck_assert_msg(w->plan->items[i].fate != SVFF_RECONF_SURVIVES ||
+                                      reconf_machine_item_has_vf(w->rm, i),
+                                      "%s: success reported, item %zu lacks its VF", name, i);
+}
+
+/* The state, after any run: nothing doubled, destroyed while held, on
+ * the wrong driver, or lost. final: no journal left to resume. */
+static void check_world(struct world *w, const char *name, bool final) {
+        ck_assert_msg(!*w->bad, "%s: %s", name, w->bad);
+        for (size_t i = 0; i < w->plan->n_items; i++) {
+                const struct svff_reconf_item *it = &w->plan->items[i];
+                const struct dev *d = &w->dev[i];
+                const struct record *r = &w->rec[i];
+
+                if (d->present) {
+                        ck_assert_msg(!holds_vf(w, d->index, i), "%s: VF %u in two domains", name, d->index);
+                        ck_assert_msg(d->paused || d->index < w->numvfs, "%s: domain '%s' holds VF %u, which does not exist",
+                                      name, it->a.domain, d->index);
+                        ck_assert_msg(d->paused || w->drv[d->index] == DRV_VFIO,
+                                      "%s: domain '%s' holds VF %u on another driver", name, it->a.domain, d->index);
+                        /* A device in a domain is recorded for it: else the
+                         * pool could hand the VF out again. */
+                        ck_assert_msg(r->present, "%s: domain '%s' holds VF %u with no record", name, it->a.domain,
+                                      d->index);
+                        ck_assert_msg(streq(r->vf, vf_addr(d->index)), "%s: item %zu recorded at %s, holds %s", name,
+                                      i, r->vf, vf_addr(d->index));
+                }
+                if (!final || it->a.state != SVFF_ASSIGN_ATTACHED)
+                        continue;
+                if (d->present && !d->paused)
+                        /* Detaching: the guest never let go (a timed-out
+                         * detach), which the record says. */
+                        ck_assert_msg(r->state == SVFF_ASSIGN_ATTACHED || r->state == SVFF_ASSIGN_DETACHING,
+                                      "%s: item %zu is in its domain but recorded %s", name, i,
+                                      svff_assign_state_to_string(r->state));
+                else if (d->present)
+                        ck_assert_msg(r->state == SVFF_ASSIGN_PAUSED && r->mode == SVFF_PAUSE_NATIVE,
+                                      "%s: item %zu is natively paused but recorded %s", name, i,
+                                      svff_assign_state_to_string(r->state));
+                else if (r->present)
+                        ck_assert_msg(r->state != SVFF_ASSIGN_ATTACHED || w->domain_gone[i],
+                                      "%s: item %zu is off its domain but recorded attached", name, i);
+                else
+                        /* Neither in its domain nor recorded: only a VF
+                         * released by a reconf that went through. */
+                        ck_assert_msg(it->fate == SVFF_RECONF_RELEASED && w->numvfs == w->plan->to,
+                                      "%s: the assignment of item %zu ('%s') is lost", name, i, it->a.domain);
+        }
+}
+
+/* ---- scenarios ---- */
+
+struct scenario {
+        const char *name;
+        unsigned from, to;
+        enum svff_reconf_mode mode;
+        bool force;
+};
+
+static const struct scenario scenarios[] = {
+        { "4->4 pause", 4, 4, SVFF_RECONF_PAUSE, false },
+        { "4->2 detach force", 4, 2, SVFF_RECONF_DETACH, true },
+        { "3->4 pause", 3, 4, SVFF_RECONF_PAUSE, false },
+};
+
+/* Three domains: d1 (VF 0, native pause), d2 (VFs 1 and 2), d3 (VF 3,
+ * when the PF has it). */
+static size_t make_items(const struct scenario *sc, struct svff_reconf_item *items) {
+        static const char *const uuids[] = { "11111111-1111-1111-1111-111111111111",
+                                             "22222222-2222-2222-2222-222222222222",
+                                             "22222222-2222-2222-2222-222222222222",
+                                             "33333333-3333-3333-3333-333333333333" };
+        static const char *const names[] = { "d1", "d2", "d2", "d3" };
+        size_t n = sc->from < MAX_ITEMS ? sc->from : MAX_ITEMS;
+
+        for (size_t i = 0; i < n; i++) {
+                struct svff_reconf_item *it = &items[i];
+
+                *it = (struct svff_reconf_item) { .index = (unsigned) i };
+                snprintf(it->vf, sizeof(it->vf), "%s", vf_addr((unsigned) i));
+                snprintf(it->a.uuid, sizeof(it->a.uuid), "%s", uuids[i]);
+                snprintf(it->a.domain, sizeof(it->a.domain), "%s", names[i]);
+                snprintf(it->a.guest_address, sizeof(it->a.guest_address), "0000:0%zu:00.0", i + 5);
+                snprintf(it->a.alias, sizeof(it->a.alias), "ua-svff-%zu", i);
+                it->a.live = true;
+                it->a.config = true;
+                it->a.state = SVFF_ASSIGN_ATTACHED;
+        }
+        return n;
+}
+
+static void world_init(struct world *w, const struct scenario *sc, const struct svff_reconf_plan *p) {
+        *w = (struct world) { .numvfs = sc->from };
+        for (unsigned k = 0; k < MAX_VF; k++)
+                w->drv[k] = k < sc->from ? DRV_VFIO : DRV_NATIVE;
+        for (size_t i = 0; i < p->n_items; i++) {
+                w->dev[i] = (struct dev) { .present = true, .index = p->items[i].index };
+                w->native[i] = i == 0;
+                w->rec[i] = (struct record) { .present = true, .state = SVFF_ASSIGN_ATTACHED };
+                snprintf(w->rec[i].vf, sizeof(w->rec[i].vf), "%s", p->items[i].vf);
+        }
+}
+
+/* One machine run on w: new (journal NULL) or a restart from the
+ * committed journal; returns whether it ended (else it crashed). */
+static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char *journal_text, const char *name) {
+        struct reconf_journal j = {};
+        struct json_object *je = NULL;
+        bool ended;
+
+        if (journal_text) {
+                je = json_tokener_parse(journal_text);
+                ck_assert_msg(je, "%s: the committed journal does not parse", name);
+                ck_assert_msg(reconf_journal_decode(je, &j) == 0, "%s: the committed journal does not decode", name);
+                plan = TAKE_PTR(j.plan);
+        }
+        w->plan = plan;
+        w->rm = reconf_machine_new(plan, journal_text ? &j : NULL, 1, true, &fake_ops, w);
+        ck_assert_ptr_nonnull(w->rm);
+        w->plan = reconf_machine_plan(w->rm);
+        if (journal_text)
+                for (size_t i = 0; i < w->plan->n_items; i++)
+                        reconf_machine_recover_item(w->rm, i, w->rec[i].present,
+                                                    w->rec[i].present ? w->rec[i].vf : NULL, w->rec[i].state,
+                                                    w->rec[i].mode);
+        w->crashed = w->finished = false;
+        w->n_done = 0;
+        w->n_delivered = 0;
+        reconf_machine_start(w->rm);
+        run_loop(w);
+        ended = !w->crashed;
+        ck_assert_msg(w->crashed || w->finished, "%s: the machine neither ended nor has anything in flight", name);
+        if (ended) {
+                check_log(w, name);
+                check_outcome(w, name);
+                ck_assert_msg(reconf_machine_journal_kept(w->rm) == (w->journal != NULL) ||
+                              reconf_machine_result(w->rm, NULL) == RECONF_ERR_STORE,
+                              "%s: the machine says the journal is %s, the store %s", name,
+                              reconf_machine_journal_kept(w->rm) ? "kept" : "cleared",
+                              w->journal ? "has it" : "has none");
+        }
+        reconf_journal_done(&j);
+        json_object_put(je);
+        return ended;
+}
+
+/* Runs a case, then restarts from the journal (without failures, libvirt
+ * back) until none is left, checking after each run. */
+static void run_case(const struct scenario *sc, enum order order, enum step_kind kind, enum failure f, unsigned at,
+                     unsigned stop_at, bool stop_now, unsigned *ret_commits, unsigned *ret_completions) {
+        struct svff_reconf_item items[MAX_ITEMS];
+        size_t n = make_items(sc, items);
+        struct svff_reconf_input in = { .pf = PF, .numvfs = sc->from, .driver = "vfio-pci", .items = items,
+                                        .n_items = n };
+        struct svff_reconf_plan *plan = NULL;
+        struct world w;
+        char name[256];
+
+        snprintf(name, sizeof(name), "[%s, %s, %s %s #%u, stop at %u%s]", sc->name, order_names[order],
+                 kind_names[kind], failure_names[f], at, stop_at, stop_now ? " (now)" : "");
+        ck_assert_int_eq(svff_reconf_plan_new(&in, sc->to, sc->mode, sc->force, &plan), 0);
+        ck_assert(svff_reconf_plan_ok(plan));
+        world_init(&w, sc, plan);
+        w.order = order;
+        w.fail_kind = kind;
+        w.fail = f;
+        w.fail_at = at;
+        w.stop_at = stop_at;
+        w.stop_now = stop_now;
+
+        run_once(&w, plan, NULL, name);
+        check_world(&w, name, !w.journal);
+        if (ret_commits)
+                *ret_commits = w.seen[K_COMMIT];
+        if (ret_completions)
+                *ret_completions = w.n_delivered;
+        for (unsigned r = 0; w.journal && r < MAX_RESTARTS; r++) {
+                _cleanup_free_ char *journal = strdup(w.journal);
+                char rname[300];
+
+                reconf_machine_free(w.rm);
+                w.rm = NULL;
+                w.fail = F_NONE;
+                w.stop_at = 0;
+                w.libvirt_gone = false;
+                snprintf(rname, sizeof(rname), "%s restart %u", name, r + 1);
+                run_once(&w, NULL, journal, rname);
+                check_world(&w, rname, !w.journal);
+                /* A restart without failures settles everything. */
+                if (!w.journal)
+                        for (size_t i = 0; i < w.plan->n_items; i++)
+                                ck_assert_msg(w.domain_gone[i] || w.dev[i].present || w.plan->items[i].fate != SVFF_RECONF_SURVIVES ||
+                                              w.plan->items[i].index >= w.numvfs,
+                                              "%s: item %zu not back after the restart", rname, i);
+        }
+        ck_assert_msg(!w.journal, "%s: still journaled after %u restarts", name, MAX_RESTARTS);
+        ck_assert_msg(w.numvfs == sc->from || w.numvfs == sc->to || f == F_PARTIAL,
+                      "%s: the PF ended at %u VFs", name, w.numvfs);
+        reconf_machine_free(w.rm);
+        free(w.journal);
+}
+
+static unsigned n_cases;
+
+START_TEST(test_clean) {
+        /* Every scenario, every order, no failure: the reconf goes
+         * through and the log is the plan's steps. */
+        for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
+                for (enum order o = O_SYNC; o <= O_LIFO; o++) {
+                        run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, 0, false, NULL, NULL);
+                        n_cases++;
+                }
+}
+END_TEST
+
+START_TEST(test_failures) {
+        /* Every step x every failure, at its first and second occurrence. */
+        for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
+                for (enum order o = O_SYNC; o <= O_LIFO; o++)
+                        for (enum step_kind k = 0; k < _K_MAX; k++)
+                                for (enum failure f = F_ERROR; f <= F_LOST_LIBVIRT; f++)
+                                        for (unsigned at = 1; at <= 2; at++) {
+                                                run_case(&scenarios[s], o, k, f, at, 0, false, NULL, NULL);
+                                                n_cases++;
+                                        }
+}
+END_TEST
+
+START_TEST(test_crashes) {
+        /* A crash at every journal write (during it, and right after it),
+         * then a restart from what was committed. */
+        for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
+                for (enum order o = O_SYNC; o <= O_LIFO; o++) {
+                        unsigned commits = 0;
+
+                        run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, 0, false, &commits, NULL);
+                        ck_assert_uint_ge(commits, 3);
+                        for (unsigned at = 1; at <= commits; at++)
+                                for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
+                                        run_case(&scenarios[s], o, K_COMMIT, f, at, 0, false, NULL, NULL);
+                                        n_cases++;
+                                }
+                        /* And a failed commit at each. */
+                        for (unsigned at = 1; at <= commits; at++) {
+                                run_case(&scenarios[s], o, K_COMMIT, F_ERROR, at, 0, false, NULL, NULL);
+                                n_cases++;
+                        }
+                }
+}
+END_TEST
+
+START_TEST(test_stops) {
+        /* A stop (SIGTERM) before each completion, and one after which
+         * nothing may start (the event loop gone). */
+        for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
+                for (enum order o = O_SYNC; o <= O_LIFO; o++) {
+                        unsigned completions = 0;
+
+                        run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, 0, false, NULL, &completions);
+                        ck_assert_uint_ge(completions, 5);
+                        for (unsigned at = 1; at <= completions; at++)
+                                for (int now = 0; now <= 1; now++) {
+                                        run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, at, now, NULL, NULL);
+                                        n_cases++;
+                                }
+                }
+}
+END_TEST
+
+START_TEST(test_clean_log_is_plan) {
+        /* Without failures the log is the plan's steps, plus provision. */
+        const struct scenario *sc = &scenarios[1];
+        struct svff_reconf_item items[MAX_ITEMS];
+        size_t n = make_items(sc, items);
+        struct svff_reconf_input in = { .pf = PF, .numvfs = sc->from, .driver = "vfio-pci", .items = items,
+                                        .n_items = n };
+        struct svff_reconf_plan *plan = NULL;
+        struct json_object *log;
+        struct world w;
+        size_t n_plan, n_prov = 0;
+
+        ck_assert_int_eq(svff_reconf_plan_new(&in, sc->to, sc->mode, sc->force, &plan), 0);
+        n_plan = plan->n_steps;
+        world_init(&w, sc, plan);
+        w.order = O_FIFO;
+        ck_assert(run_once(&w, plan, NULL, "clean"));
+        ck_assert_int_eq(reconf_machine_result(w.rm, NULL), RECONF_OK);
+        log = reconf_machine_log(w.rm);
+        for (size_t k = 0; k < json_object_array_length(log); k++) {
+                const char *phase = NULL;
+
+                (void) svff_json_get_string(json_object_array_get_idx(log, k), "phase", &phase);
+                if (streq(phase, "provision"))
+                        n_prov++;
+        }
+        ck_assert_uint_eq(n_prov, sc->to);
+        ck_assert_uint_eq(json_object_array_length(log), n_plan + n_prov);
+        /* The class state is journaled per VF, verbatim. */
+        ck_assert_ptr_null(w.journal);
+        reconf_machine_free(w.rm);
+}
+END_TEST
+
+START_TEST(test_journal_class) {
+        /* The class states returned by provision reach the journal before
+         * the bind, and a restart hands them back verbatim. */
+        const struct scenario *sc = &scenarios[0];
+        struct svff_reconf_item items[MAX_ITEMS];
+        size_t n = make_items(sc, items);
+        struct svff_reconf_input in = { .pf = PF, .numvfs = sc->from, .driver = "vfio-pci", .items = items,
+                                        .n_items = n };
+        struct svff_reconf_plan *plan = NULL;
+        struct reconf_journal j = {};
+        struct json_object *e, *c;
+        struct world w;
+
+        ck_assert_int_eq(svff_reconf_plan_new(&in, sc->to, sc->mode, sc->force, &plan), 0);
+        world_init(&w, sc, plan);
+        svff_reconf_plan_free(plan);
+        /* Crash right after each commit in turn, until one is the write
+         * that follows provisioning (phase bind). */
+        for (unsigned at = 1; at < 10; at++) {
+                ck_assert_int_eq(svff_reconf_plan_new(&in, sc->to, sc->mode, sc->force, &plan), 0);
+                world_init(&w, sc, plan);
+                w.order = O_FIFO;
+                w.fail_kind = K_COMMIT;
+                w.fail = F_CRASH_AFTER;
+                w.fail_at = at;
+                run_once(&w, plan, NULL, "class");
+                reconf_machine_free(w.rm);
+                ck_assert_ptr_nonnull(w.journal);
+                e = json_tokener_parse(w.journal);
+                ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+                if (streq(j.phase, "bind")) {
+                        c = reconf_journal_get_class(&j, 1);
+                        ck_assert_ptr_nonnull(c);
+                        ck_assert_str_eq(json_object_to_json_string(c), "{ \"provisioned\": 1 }");
+                        reconf_journal_done(&j);
+                        json_object_put(e);
+                        free(w.journal);
+                        return;
+                }
+                reconf_journal_done(&j);
+                json_object_put(e);
+                free(w.journal);
+        }
+        ck_abort_msg("no journal write in phase bind");
+}
+END_TEST
+
+START_TEST(test_count) {
+        ck_assert_uint_gt(n_cases, 0);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("reconf-machine");
+        TCase *tc = tcase_create("matrix");
+        SRunner *sr;
+        int failed;
+
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_clean);
+        tcase_add_test(tc, test_clean_log_is_plan);
+        tcase_add_test(tc, test_journal_class);
+        tcase_add_test(tc, test_failures);
+        tcase_add_test(tc, test_crashes);
+        tcase_add_test(tc, test_stops);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_set_fork_status(sr, CK_NOFORK);
+        tcase_add_test(tc, test_count);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        printf("%u cases run\n", n_cases);
+        return failed == 0 ? 0 : 1;
+}
