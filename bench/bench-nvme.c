@@ -331,6 +331,8 @@ int main(int argc, char **argv) {
         bool ok = true;
         int r;
 
+        if (rounds < 1)
+                rounds = 1;
         nvme = svff_class_by_name("nvme");
         if (!nvme)
                 return EXIT_FAILURE;
