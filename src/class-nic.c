@@ -895,8 +895,14 @@ static int nic_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struct
                 _cleanup_(json_object_putp) struct json_object *ow = json_object_new_object();
                 if (!ow || add(ow, "manager", json_object_new_string(owner->owner)) < 0 ||
                     add(ow, "file", json_object_new_string(owner->file)) < 0 ||
-                    add(ow, "setting", json_object_new_string(owner->detail ?: "")) < 0 ||
-                    add(p, "owner", TAKE_PTR(ow)) < 0)
+                    add(ow, "setting", json_object_new_string(owner->detail ?: "")) < 0)
+                        return -ENOMEM;
+                /* NetworkManager's live answer names its connection */
+                if (owner->connection_uuid &&
+                    (add(ow, "connection-id", json_object_new_string(owner->connection_id)) < 0 ||
+                     add(ow, "connection-uuid", json_object_new_string(owner->connection_uuid)) < 0))
+                        return -ENOMEM;
+                if (add(p, "owner", TAKE_PTR(ow)) < 0)
                         return -ENOMEM;
         }
 

@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <systemd/sd-bus.h>
 
 #include "nic-owner.h"
 
@@ -20,6 +22,8 @@ void svff_nic_owner_free(struct svff_nic_owner *o) {
         free(o->owner);
         free(o->file);
         free(o->detail);
+        free(o->connection_id);
+        free(o->connection_uuid);
         free(o);
 }
 
@@ -288,8 +292,295 @@ static int scan_dirs(const char *root, const char *const *dirs, const char *suff
         return 0;
 }
 
-int svff_nic_owner_find(const char *root, const char *ifname, const char *pci_address,
-                        struct svff_nic_owner **ret) {
+/* ---- NetworkManager over D-Bus ------------------------------------------ */
+
+#define NM_SERVICE "org.freedesktop.NetworkManager"
+#define NM_PATH "/org/freedesktop/NetworkManager"
+#define NM_IFACE "org.freedesktop.NetworkManager"
+/* NetworkManager answers in milliseconds; a stuck one must not hold up a
+ * plan or a status for D-Bus's default 25 s per call. */
+#define NM_TIMEOUT_USEC (3ULL * 1000000ULL)
+/* A device's connections are a handful; bound what a bus peer can make
+ * svff read. */
+#define NM_MAX_CONNECTIONS 64
+
+static int nm_call(sd_bus *bus, const char *path, const char *iface, const char *member,
+                   sd_bus_message **ret, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, NM_SERVICE, path, iface, member);
+        if (r < 0)
+                return r;
+        /* where NetworkManager is not running, it is not the owner:
+         * never start it to ask */
+        r = sd_bus_message_set_auto_start(m, false);
+        if (r < 0)
+                return r;
+        if (types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(m, types, ap);
+                va_end(ap);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_call(bus, m, NM_TIMEOUT_USEC, NULL, ret);
+}
+
+/* Properties.Get of a property that is an object path ("o"), or of a
+ * string (below). */
+static int nm_get_path(sd_bus *bus, const char *path, const char *iface, const char *property, char **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *v;
+        int r;
+
+        r = nm_call(bus, path, "org.freedesktop.DBus.Properties", "Get", &reply, "ss", iface, property);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "v", "o", &v);
+        if (r < 0)
+                return r;
+        *ret = strdup(v);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int nm_get_string(sd_bus *bus, const char *path, const char *iface, const char *property, char **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *v;
+        int r;
+
+        r = nm_call(bus, path, "org.freedesktop.DBus.Properties", "Get", &reply, "ss", iface, property);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "v", "s", &v);
+        if (r < 0)
+                return r;
+        *ret = strdup(v);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int strv_push_unique(char ***l, size_t *n, const char *s) {
+        char **nl;
+
+        for (size_t i = 0; i < *n; i++)
+                if (streq((*l)[i], s))
+                        return 0;
+        if (*n >= NM_MAX_CONNECTIONS)
+                return 0;
+        nl = realloc(*l, (*n + 2) * sizeof(char *));
+        if (!nl)
+                return -ENOMEM;
+        *l = nl;
+        nl[*n] = strdup(s);
+        if (!nl[*n])
+                return -ENOMEM;
+        nl[++*n] = NULL;
+        return 0;
+}
+
+/* The settings connections that can act on the device: the active
+ * one's first. -ENOMEM, or 0 with what could be read. */
+static int nm_device_connections(sd_bus *bus, const char *device, char ***ret, size_t *ret_n) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *active = NULL, *settings = NULL;
+        const char *p;
+        int r;
+
+        if (nm_get_path(bus, device, NM_IFACE ".Device", "ActiveConnection", &active) == 0 && !streq(active, "/") &&
+            nm_get_path(bus, active, NM_IFACE ".Connection.Active", "Connection", &settings) == 0 &&
+            !streq(settings, "/")) {
+                r = strv_push_unique(ret, ret_n, settings);
+                if (r < 0)
+                        return r;
+        }
+
+        r = nm_call(bus, device, "org.freedesktop.DBus.Properties", "Get", &reply, "ss", NM_IFACE ".Device",
+                    "AvailableConnections");
+        if (r < 0)
+                return 0;
+        if (sd_bus_message_enter_container(reply, 'v', "ao") <= 0 ||
+            sd_bus_message_enter_container(reply, 'a', "o") <= 0)
+                return 0;
+        while (sd_bus_message_read(reply, "o", &p) > 0) {
+                r = strv_push_unique(ret, ret_n, p);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+struct nm_settings {
+        char *id, *uuid;
+        bool sriov;
+        bool has_total_vfs;
+        uint32_t total_vfs;
+};
+
+static void nm_settings_done(struct nm_settings *s) {
+        free(s->id);
+        free(s->uuid);
+}
+
+/* The value of one a{sv} entry into *ret when it is a string, else
+ * skipped. */
+static int read_variant_string(sd_bus_message *m, char **ret) {
+        const char *contents, *v;
+        int r;
+
+        r = sd_bus_message_peek_type(m, NULL, &contents);
+        if (r < 0)
+                return r;
+        if (!streq(contents, "s"))
+                return sd_bus_message_skip(m, "v");
+        r = sd_bus_message_read(m, "v", "s", &v);
+        if (r < 0)
+                return r;
+        free(*ret);
+        *ret = strdup(v);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* GetSettings' a{sa{sv}}: connection.id, connection.uuid, and whether
+ * there is an "sriov" setting (and its total-vfs). */
+static int nm_parse_settings(sd_bus_message *m, struct nm_settings *ret) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sa{sv}}");
+        if (r <= 0)
+                return r < 0 ? r : -EBADMSG;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sa{sv}")) > 0) {
+                const char *group;
+
+                r = sd_bus_message_read(m, "s", &group);
+                if (r < 0)
+                        return r;
+                if (streq(group, "sriov"))
+                        ret->sriov = true;
+                r = sd_bus_message_enter_container(m, 'a', "{sv}");
+                if (r < 0)
+                        return r;
+                while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                        const char *key, *contents;
+
+                        r = sd_bus_message_read(m, "s", &key);
+                        if (r < 0)
+                                return r;
+                        if (streq(group, "connection") && streq(key, "id"))
+                                r = read_variant_string(m, &ret->id);
+                        else if (streq(group, "connection") && streq(key, "uuid"))
+                                r = read_variant_string(m, &ret->uuid);
+                        else if (streq(group, "sriov") && streq(key, "total-vfs") &&
+                                 sd_bus_message_peek_type(m, NULL, &contents) > 0 && streq(contents, "u")) {
+                                r = sd_bus_message_read(m, "v", "u", &ret->total_vfs);
+                                ret->has_total_vfs = r >= 0;
+                        } else
+                                r = sd_bus_message_skip(m, "v");
+                        if (r < 0)
+                                return r;
+                        r = sd_bus_message_exit_container(m);
+                        if (r < 0)
+                                return r;
+                }
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int nm_owner_new(sd_bus *bus, const char *path, struct nm_settings *s, struct svff_nic_owner **ret) {
+        _cleanup_(svff_nic_owner_freep) struct svff_nic_owner *o = calloc(1, sizeof(*o));
+        _cleanup_free_ char *filename = NULL;
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        /* the keyfile (or ifcfg file) behind it, when it has one: an
+         * in-memory connection has "" */
+        if (nm_get_string(bus, path, NM_IFACE ".Settings.Connection", "Filename", &filename) == -ENOMEM)
+                return -ENOMEM;
+        o->owner = strdup("NetworkManager");
+        o->connection_id = strdup(s->id ?: "");
+        o->connection_uuid = strdup(s->uuid ?: "");
+        if (!o->owner || !o->connection_id || !o->connection_uuid)
+                return -ENOMEM;
+        if (asprintf(&o->file, "connection '%s', UUID %s%s%s", o->connection_id, o->connection_uuid,
+                     filename && *filename ? ", in " : "", filename ?: "") < 0) {
+                o->file = NULL;
+                return -ENOMEM;
+        }
+        r = s->has_total_vfs ? asprintf(&o->detail, "sriov.total-vfs=%" PRIu32, s->total_vfs)
+                             : asprintf(&o->detail, "[sriov]");
+        if (r < 0) {
+                o->detail = NULL;
+                return -ENOMEM;
+        }
+        *ret = TAKE_PTR(o);
+        return 1;
+}
+
+int svff_nic_owner_find_nm(struct sd_bus *bus, const char *ifname, struct svff_nic_owner **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_strv_free_ char **conns = NULL;
+        _cleanup_free_ char *device = NULL;
+        const char *p;
+        size_t n = 0;
+        int has_owner = 0, r;
+
+        if (!bus || !ifname)
+                return 0;
+        r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "NameHasOwner", NULL, &reply, "s", NM_SERVICE);
+        if (r < 0 || sd_bus_message_read(reply, "b", &has_owner) < 0 || !has_owner)
+                return 0;
+        reply = sd_bus_message_unref(reply);
+
+        /* a device NetworkManager does not know is not its to manage */
+        r = nm_call(bus, NM_PATH, NM_IFACE, "GetDeviceByIpIface", &reply, "s", ifname);
+        if (r < 0 || sd_bus_message_read(reply, "o", &p) < 0)
+                return 0;
+        device = strdup(p);
+        if (!device)
+                return -ENOMEM;
+
+        r = nm_device_connections(bus, device, &conns, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *settings = NULL;
+                struct nm_settings s = {};
+
+                /* one it will not show us is skipped, like an unreadable
+                 * file */
+                if (nm_call(bus, conns[i], NM_IFACE ".Settings.Connection", "GetSettings", &settings, NULL) < 0)
+                        continue;
+                r = nm_parse_settings(settings, &s);
+                if (r == -ENOMEM) {
+                        nm_settings_done(&s);
+                        return r;
+                }
+                if (r >= 0 && s.sriov) {
+                        r = nm_owner_new(bus, conns[i], &s, ret);
+                        nm_settings_done(&s);
+                        return r;
+                }
+                nm_settings_done(&s);
+        }
+        return 0;
+}
+
+/* ---- both ----------------------------------------------------------------- */
+
+int svff_nic_owner_find_with(struct sd_bus *bus, const char *root, const char *ifname,
+                             const char *pci_address, struct svff_nic_owner **ret) {
         static const char *const nm_dirs[] = {
                 "/etc/NetworkManager/system-connections",
                 "/run/NetworkManager/system-connections",
@@ -307,6 +598,9 @@ int svff_nic_owner_find(const char *root, const char *ifname, const char *pci_ad
 
         if (!root || !*root)
                 root = "/";
+        r = svff_nic_owner_find_nm(bus, ifname, ret);
+        if (r != 0)
+                return r;
         if (pci_address && asprintf(&path_match, "pci-%s", pci_address) < 0)
                 return -ENOMEM;
 
@@ -318,4 +612,15 @@ int svff_nic_owner_find(const char *root, const char *ifname, const char *pci_ad
                 return r;
         return scan_dirs(root, networkd_dirs, ".network", true, "systemd-networkd", ifname, path_match,
                          ret);
+}
+
+int svff_nic_owner_find(const char *root, const char *ifname, const char *pci_address,
+                        struct svff_nic_owner **ret) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+
+        /* The system bus's NetworkManager manages the host's devices, not
+         * a scratch tree's; no system bus is no NetworkManager. */
+        if ((!root || !*root || streq(root, "/")) && sd_bus_open_system(&bus) < 0)
+                bus = NULL;
+        return svff_nic_owner_find_with(bus, root, ifname, pci_address, ret);
 }

@@ -7,9 +7,11 @@
  * deactivation; systemd-networkd applies SR-IOVVirtualFunctions= and
  * [SR-IOV] sections when the link appears).
  *
- * Read from their configuration files under root ("/" on a host, a
- * scratch tree in tests), so no running NetworkManager or networkd is
- * needed:
+ * NetworkManager is asked first, live over D-Bus where it runs (see
+ * svff_nic_owner_find_nm()): it knows connections from every settings
+ * plugin, in memory or in files. Then, and where it does not run, the
+ * configuration files under root ("/" on a host, a scratch tree in
+ * tests), so no running NetworkManager or networkd is needed:
  *   NetworkManager  keyfile connections in etc/NetworkManager/system-
  *                   connections and run/NetworkManager/system-connections
  *                   with interface-name=IFNAME and a [sriov] section
@@ -22,16 +24,37 @@
 
 #include "macro.h"
 
+struct sd_bus;
+
 struct svff_nic_owner {
         char *owner;            /* "NetworkManager", "systemd-networkd" */
-        char *file;             /* absolute, as seen on the host */
+        /* Where the setting lives, for messages: a file, absolute as seen
+         * on the host, or the connection NetworkManager reported live,
+         * "connection 'pf0', UUID ...", and its file when it has one */
+        char *file;
         char *detail;           /* "sriov.total-vfs=4", "SR-IOVVirtualFunctions=4" */
+        /* the connection NetworkManager reported; NULL from files */
+        char *connection_id;
+        char *connection_uuid;
 };
 
 /* The first manager configured for ifname (PCI address pci_address, may
  * be NULL): 1 and *ret, 0 when none (*ret untouched), -ENOMEM. Files that
- * cannot be read are skipped. */
+ * cannot be read are skipped. With root "/" (the host), NetworkManager
+ * on the system bus is asked first; a scratch root has none. */
 int svff_nic_owner_find(const char *root, const char *ifname, const char *pci_address,
                         struct svff_nic_owner **ret);
+/* The same with NetworkManager asked on bus (borrowed; NULL: not asked). */
+int svff_nic_owner_find_with(struct sd_bus *bus, const char *root, const char *ifname,
+                             const char *pci_address, struct svff_nic_owner **ret);
+
+/* NetworkManager's live view of ifname, over bus (borrowed): its device
+ * (GetDeviceByIpIface), the settings connection of its active connection,
+ * then its available connections, the first whose settings (GetSettings)
+ * carry an "sriov" setting: 1 and *ret naming that connection, 0 when
+ * none. No NetworkManager on the bus, a device it does not know, and
+ * replies that fail or time out are 0 too (the files then decide);
+ * -ENOMEM. Never starts NetworkManager by bus activation. */
+int svff_nic_owner_find_nm(struct sd_bus *bus, const char *ifname, struct svff_nic_owner **ret);
 void svff_nic_owner_free(struct svff_nic_owner *o);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_nic_owner *, svff_nic_owner_free);

@@ -27,8 +27,10 @@
 
 #include "nvme-adapter.h"
 
-#define STANDIN_MAX_SEC 8
-#define STANDIN_MAX_NS 8
+/* room for a full Secondary Controller List (bench/bench-nvme runs 127
+ * VFs, a namespace each) */
+#define STANDIN_MAX_SEC SVFF_NVME_MAX_SECONDARIES
+#define STANDIN_MAX_NS (SVFF_NVME_MAX_SECONDARIES + 1)
 
 struct standin_ns {
         uint32_t nsid;
