@@ -194,6 +194,8 @@ int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
         r = opened_open(ctx, pf, false, &o, err);
         if (r <= 0)
                 return r;
+        if (ret_class_name)
+                *ret_class_name = o.class->name;  /* static in the registry */
         settings = classes_settings_array(o.class, policy, assignments, numvfs);
         if (!settings)
                 r = svff_error_set(err, -ENOMEM, "Out of memory");
@@ -204,8 +206,6 @@ int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
                         plan = json_object_new_object();
                 if (plan && json_object_is_type(plan, json_type_object))
                         json_object_object_add(plan, "class", json_object_new_string(o.class->name));
-                if (ret_class_name)
-                        *ret_class_name = o.class->name;  /* static in the registry */
                 *ret = TAKE_PTR(plan);
                 r = 1;
         }
@@ -472,6 +472,7 @@ struct step {
         int r;
         struct svff_error err;
         struct json_object *result;
+        const char *class_name;         /* plan: the PF's class, even when it refused */
 };
 
 static void step_free(struct step *s) {
@@ -507,7 +508,13 @@ static void step_done(void *userdata) {
         int r = s->r;
 
         if (s->kind == STEP_PLAN) {
-                s->plan_done(m, r, msg, r > 0 ? s->result : NULL, s->userdata);
+                struct json_object *cp = r > 0 ? json_object_get(s->result) : NULL;
+
+                if (r < 0 && s->class_name && (cp = json_object_new_object())) {
+                        json_object_object_add(cp, "class", json_object_new_string(s->class_name));
+                        json_object_object_add(cp, "refused", json_object_new_string(strna(msg)));
+                }
+                s->plan_done(m, r < 0 ? r : 0, msg, cp, s->userdata);
                 step_free(s);
                 return;
         }
@@ -553,7 +560,7 @@ static void step_run(void *userdata) {
                 break;
         case STEP_PLAN:
                 s->r = classes_plan_sync(s->ctx, s->pf, s->index, s->policy, s->assignments,
-                                         &s->result, NULL, &s->err);
+                                         &s->result, &s->class_name, &s->err);
                 break;
         }
         if (worker_pool_post(s->pool, step_done, s) < 0)

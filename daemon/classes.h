@@ -113,11 +113,13 @@ int classes_provision_start(struct manager *m, const char *pf, unsigned index, c
  * on success, commits), then done. The same contract. */
 int classes_release_start(struct manager *m, const char *vf, classes_done_fn done, void *userdata);
 
-/* The class steps numvfs VFs of pf would run, for a dry-run plan:
- * done's userdata receives, through *ret of the callback below, the
- * class's plan ({"class": name, "steps": [...], ...}) or NULL when
- * pf has no class; r < 0 when the PF cannot provide the resources. */
-typedef void (*classes_plan_fn)(struct manager *m, int r, const char *message, struct json_object *plan,
+/* The class steps numvfs VFs of pf would run, for a dry-run plan (Reconf's
+ * class_plan): done gets class_plan (taken), the class's plan ({"class":
+ * name, "needs": ..., "steps": [{"vf", "action", "detail"}...]}), or
+ * {"class": name, "refused": message} with r < 0 when the PF cannot
+ * provide them, or NULL when pf has no class (or r < 0 before its class
+ * was known: message says why). */
+typedef void (*classes_plan_fn)(struct manager *m, int r, const char *message, struct json_object *class_plan,
                                 void *userdata);
 int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata);
 
