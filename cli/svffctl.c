@@ -1022,7 +1022,7 @@ static void print_class_plan(struct json_object *reply) {
 
                 if (json_object_object_get_ex(st, "vf", &vf) && vf)
                         snprintf(who, sizeof(who), "VF %lld", (long long) json_object_get_int64(vf));
-                printf("  %-6s %-12s %s%s\n", who, strna(jstr(st, "action")), strna(jstr(st, "detail")),
+                printf("  %-6s %-16s %s%s\n", who, strna(jstr(st, "action")), strna(jstr(st, "detail")),
                        json_object_get_boolean(json_object_object_get(st, "disruptive")) ? " (disruptive)" : "");
         }
 }
