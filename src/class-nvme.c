@@ -580,6 +580,12 @@ static int check_namespace(struct svff_class_pf *c, const struct secondaries *l,
 
         if (!cl)
                 return -ENOMEM;
+        if (!(c->oacs & SVFF_NVME_OACS_NS_MGMT))
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "VF %u of PF %s: the controller %s has no Namespace Management (OACS 0x%04x, "
+                                      "bit 3 clear), so svff cannot attach namespace %" PRIu32 " to a VF: leave "
+                                      "'namespace' out for this PF",
+                                      index, c->address, c->ctrl, c->oacs, nsid);
         if (!ids_has(nss, nsid)) {
                 known = ids_format(nss);
                 return svff_error_set(err, -EINVAL,
@@ -836,9 +842,11 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
         _cleanup_(json_object_putp) struct json_object *state = NULL;
         _cleanup_free_ struct secondaries *l = malloc(sizeof(*l));
         _cleanup_free_ struct ids *nss = malloc(sizeof(*nss));
+        struct svff_nvme_primary_caps caps;
         struct svff_nvme_secondary sc;
         const struct svff_nvme_secondary *e;
         struct nvme_settings s;
+        int64_t free_vq, free_vi;
         unsigned q, v;
         bool private_ = false;
         char buf[64];
@@ -876,6 +884,23 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                 if (r < 0)
                         return r;
         }
+
+        /* the pool, less what this secondary gives back when it goes
+         * offline */
+        r = c->ops->primary_caps(c->handle, &caps);
+        if (r != 0) {
+                cmd_error(c, r, err, "Identify Primary Controller Capabilities (CNS 14h)");
+                return status_errno(r);
+        }
+        free_vq = (int64_t) caps.vqfrt - caps.vqrfap - caps.vqrfa + sc.nvq;
+        free_vi = (int64_t) caps.vifrt - caps.virfap - caps.virfa + sc.nvi;
+        if (q > free_vq || v > free_vi)
+                return svff_error_set(err, -ENOSPC,
+                                      "VF %u of PF %s needs %u VQ and %u VI flexible resources; the primary controller "
+                                      "%s has %" PRId64 " VQ and %" PRId64 " VI free for it: release other VFs or ask "
+                                      "for fewer ('vq' 2 and 'vi' 1 at least)",
+                                      index, pf->address, q, v, c->ctrl, free_vq > 0 ? free_vq : 0,
+                                      free_vi > 0 ? free_vi : 0);
 
         /* Already what was asked: leave it be (an online changes nothing
          * but resets the controller under whoever uses it). */

@@ -116,6 +116,40 @@ static void assert_secondary(uint16_t scid, bool online, uint16_t nvq, uint16_t 
                       e->nvi, online ? "online" : "offline", nvq, nvi);
 }
 
+/* The stand-in replays what was seen by hand on QEMU 7.2's controller
+ * in the VM tier, so that the class is tested against that behaviour. */
+START_TEST(test_standin_is_qemu) {
+        const struct svff_nvme_ops *o = &nvme_standin_ops;
+
+        numvfs(2);
+        assert_secondary(1, false, 0, 0);
+        assert_secondary(2, false, 0, 0);
+        /* virt-mgmt -c 1 -r 0 -n 2 -a 8: 2 VQ */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VQ, 1, 2), 0);
+        /* -r 1 -n 2 -a 8: above the per-VF VI maximum of 1 */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VI, 1, 2),
+                         SVFF_NVME_SC_INVALID_NUM_RESOURCES);
+        /* -a 9 with NVI 0 */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ONLINE, 0, 1, 0), SVFF_NVME_SC_INVALID_SEC_CTRL_STATE);
+        /* -r 1 -n 1 -a 8, -a 9: Online, NVQ 2, NVI 1 */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VI, 1, 1), 0);
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ONLINE, 0, 1, 0), 0);
+        assert_secondary(1, true, 2, 1);
+        /* resources only while offline */
+        ck_assert_int_eq(o->virt_mgmt(&st, SVFF_NVME_VIRT_ASSIGN, SVFF_NVME_RES_VQ, 1, 2),
+                         SVFF_NVME_SC_INVALID_SEC_CTRL_STATE);
+        /* attach-ns -n 1 -c 1 */
+        ck_assert_int_eq(o->ns_attach(&st, 1, 1, true), 0);
+        ck_assert_int_eq(o->ns_attach(&st, 1, 1, true), SVFF_NVME_SC_NS_ALREADY_ATTACHED);
+        /* numvfs 0 -> 2: every secondary offline with 0/0 again */
+        numvfs(0);
+        numvfs(2);
+        assert_secondary(1, false, 0, 0);
+        ck_assert_uint_eq(st.caps.vqrfa, 0);
+        ck_assert_uint_eq(st.caps.virfa, 0);
+}
+END_TEST
+
 /* ---- open ---------------------------------------------------------------- */
 
 START_TEST(test_open_qemu) {
@@ -285,11 +319,41 @@ START_TEST(test_provision_refusals) {
         assert_log("");
         assert_secondary(1, false, 0, 0);
 
+        /* the pool: 8 VQ and 4 VI, all VI held by VF 1 (1) and
+         * another secondary (3) */
+        st.caps.virfa += 3;
+        st.sec[3].nvi = 3;
+        provision(0, NULL, -ENOSPC, &err);
+        assert_err(&err, "VF 0 of PF " PF " needs 2 VQ and 1 VI flexible resources; the primary controller nvme0 "
+                         "has 6 VQ and 0 VI free for it");
+        svff_error_free(&err);
+        assert_log("");
+        /* ... what a secondary holds itself counts as free for it */
+        json_object_put(provision_ok(1, "{\"namespace\": 2}"));
+        assert_log("ns-attach 2 c2");
+
         /* a VF the controller has no secondary for */
         provision(6, NULL, -ENODEV, &err);
         assert_err(&err, "no secondary controller for VF 6 (VFN 7)");
         svff_error_free(&err);
         assert_log("");
+}
+END_TEST
+
+START_TEST(test_no_ns_mgmt) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        /* no Namespace Attachment: secondaries still work, a namespace is
+         * refused up front */
+        st.oacs &= ~SVFF_NVME_OACS_NS_MGMT;
+        open_ok();
+        numvfs(1);
+        provision(0, "{\"namespace\": 1}", -EOPNOTSUPP, &err);
+        assert_err(&err, "has no Namespace Management (OACS 0x0102, bit 3 clear)");
+        svff_error_free(&err);
+        assert_log("");
+        json_object_put(provision_ok(0, NULL));
+        assert_secondary(1, true, 2, 1);
 }
 END_TEST
 
@@ -818,11 +882,13 @@ static Suite *class_nvme_suite(void) {
         TCase *tc = tcase_create("standin");
 
         tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_standin_is_qemu);
         tcase_add_test(tc, test_open_qemu);
         tcase_add_test(tc, test_open_refusals);
         tcase_add_test(tc, test_provision_order);
         tcase_add_test(tc, test_provision_reassign);
         tcase_add_test(tc, test_provision_refusals);
+        tcase_add_test(tc, test_no_ns_mgmt);
         tcase_add_test(tc, test_online_refused);
         tcase_add_test(tc, test_statuses);
         tcase_add_test(tc, test_partial_failure);
