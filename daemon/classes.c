@@ -231,10 +231,12 @@ int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, 
         return r < 0 ? r : 1;
 }
 
-int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
-                           struct json_object *policy, struct json_object *assignment, struct json_object **ret,
-                           struct svff_error *err) {
+int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
+                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                        struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL, *state = NULL, *rec = NULL;
+        struct json_object *rsettings = NULL, *rstate = NULL;
+        const char *rname = NULL;
         struct opened o;
         int r;
 
@@ -242,9 +244,30 @@ int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
         if (r <= 0)
                 return r;
         settings = settings_for(o.class, policy, assignment);
-        if (!settings)
+        if (!settings) {
                 r = svff_error_set(err, -ENOMEM, "Out of memory");
-        else if (o.class->provision)
+                goto finish;
+        }
+        /* Already as asked and as recorded: nothing to do, and nothing
+         * done to a VF a guest may be using (an init that reasserts the
+         * count of a PF with assigned VFs). */
+        if (recorded && o.class->verify && svff_json_get_string(recorded, "name", &rname) >= 0 &&
+            streq(rname, o.class->name) && json_object_object_get_ex(recorded, "settings", &rsettings) &&
+            json_object_object_get_ex(recorded, "state", &rstate) && rstate &&
+            json_object_equal(rsettings, settings)) {
+                _cleanup_(svff_error_free) struct svff_error verr = SVFF_ERROR_NULL;
+
+                if (o.class->verify(o.c, o.pf, index, rstate, &verr) >= 0) {
+                        if (json_object_deep_copy(recorded, &rec, NULL) < 0)
+                                r = svff_error_set(err, -ENOMEM, "Out of memory");
+                        else {
+                                *ret = TAKE_PTR(rec);
+                                r = 2;
+                        }
+                        goto finish;
+                }
+        }
+        if (o.class->provision)
                 r = o.class->provision(o.c, o.pf, index, settings, &state, err);
         if (r >= 0 && o.class->verify)
                 r = o.class->verify(o.c, o.pf, index, state, err);
@@ -260,8 +283,15 @@ int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                 *ret = TAKE_PTR(rec);
                 r = 1;
         }
+finish:
         opened_done(&o);
         return r;
+}
+
+int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                           struct json_object *policy, struct json_object *assignment, struct json_object **ret,
+                           struct svff_error *err) {
+        return classes_ensure_sync(ctx, pf, index, policy, assignment, NULL, ret, err);
 }
 
 int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,

@@ -46,6 +46,13 @@ int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
  * before numvfs. */
 int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
                          struct json_object *assignments, struct svff_error *err);
+/* classes_provision_sync(), unless recorded (the VF's class record, may
+ * be NULL) has the same settings and verify finds the VF as it says:
+ * then *ret is a copy of it, nothing is sent to the device, and it
+ * returns 2. */
+int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
+                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                        struct svff_error *err);
 /* Provision, then verify, VF index: *ret is {"name": ..., "settings":
  * ..., "state": ...}, what classes_record_vf() records. */
 int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
