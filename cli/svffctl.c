@@ -1038,6 +1038,31 @@ static void print_outcomes(FILE *f, struct json_object *p) {
         }
 }
 
+/* The device class's steps per VF, as the class planned them. */
+static void print_class_plan(struct json_object *reply) {
+        struct json_object *cp, *steps;
+
+        if (!json_object_object_get_ex(reply, "class_plan", &cp) || !cp)
+                return;
+        printf("\nDevice class %s:", strna(jstr(cp, "class")));
+        if (jstr(cp, "refused")) {
+                printf(" refused: %s\n", jstr(cp, "refused"));
+                return;
+        }
+        printf(" %s\n", jstr(cp, "needs") ?: "");
+        if (!json_object_object_get_ex(cp, "steps", &steps) || !json_object_is_type(steps, json_type_array))
+                return;
+        for (size_t i = 0; i < json_object_array_length(steps); i++) {
+                struct json_object *st = json_object_array_get_idx(steps, i), *vf = NULL;
+                char who[32] = "PF";
+
+                if (json_object_object_get_ex(st, "vf", &vf) && vf)
+                        snprintf(who, sizeof(who), "VF %lld", (long long) json_object_get_int64(vf));
+                printf("  %-6s %-16s %s%s\n", who, strna(jstr(st, "action")), strna(jstr(st, "detail")),
+                       json_object_get_boolean(json_object_object_get(st, "disruptive")) ? " (disruptive)" : "");
+        }
+}
+
 static int dry_run_reply(struct json_object *reply, const char *error, bool continues, void *userdata) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
         struct json_object *jp, *v;
@@ -1051,8 +1076,10 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
         else if (!json_object_object_get_ex(reply, "plan", &jp) || svff_reconf_plan_from_json(jp, &plan) < 0) {
                 cli_error("io.svff.ctl.BadReply", NULL, "svffd sent a plan this svffctl cannot read.");
                 return EXIT_DAEMON_ERROR;
-        } else
+        } else {
                 svff_reconf_plan_print(plan, stdout);
+                print_class_plan(reply);
+        }
         if (!ok) {
                 cli_error("io.svff.ctl.WouldBeRefused", NULL, "this reconf would be refused; see the plan.");
                 return EXIT_DAEMON_ERROR;

@@ -194,6 +194,8 @@ int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
         r = opened_open(ctx, pf, false, &o, err);
         if (r <= 0)
                 return r;
+        if (ret_class_name)
+                *ret_class_name = o.class->name;  /* static in the registry */
         settings = classes_settings_array(o.class, policy, assignments, numvfs);
         if (!settings)
                 r = svff_error_set(err, -ENOMEM, "Out of memory");
@@ -204,8 +206,6 @@ int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
                         plan = json_object_new_object();
                 if (plan && json_object_is_type(plan, json_type_object))
                         json_object_object_add(plan, "class", json_object_new_string(o.class->name));
-                if (ret_class_name)
-                        *ret_class_name = o.class->name;  /* static in the registry */
                 *ret = TAKE_PTR(plan);
                 r = 1;
         }
@@ -231,10 +231,12 @@ int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, 
         return r < 0 ? r : 1;
 }
 
-int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
-                           struct json_object *policy, struct json_object *assignment, struct json_object **ret,
-                           struct svff_error *err) {
+int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
+                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                        struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL, *state = NULL, *rec = NULL;
+        struct json_object *rsettings = NULL, *rstate = NULL;
+        const char *rname = NULL;
         struct opened o;
         int r;
 
@@ -242,9 +244,30 @@ int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
         if (r <= 0)
                 return r;
         settings = settings_for(o.class, policy, assignment);
-        if (!settings)
+        if (!settings) {
                 r = svff_error_set(err, -ENOMEM, "Out of memory");
-        else if (o.class->provision)
+                goto finish;
+        }
+        /* Already as asked and as recorded: nothing to do, and nothing
+         * done to a VF a guest may be using (an init that reasserts the
+         * count of a PF with assigned VFs). */
+        if (recorded && o.class->verify && svff_json_get_string(recorded, "name", &rname) >= 0 &&
+            streq(rname, o.class->name) && json_object_object_get_ex(recorded, "settings", &rsettings) &&
+            json_object_object_get_ex(recorded, "state", &rstate) && rstate &&
+            json_object_equal(rsettings, settings)) {
+                _cleanup_(svff_error_free) struct svff_error verr = SVFF_ERROR_NULL;
+
+                if (o.class->verify(o.c, o.pf, index, rstate, &verr) >= 0) {
+                        if (json_object_deep_copy(recorded, &rec, NULL) < 0)
+                                r = svff_error_set(err, -ENOMEM, "Out of memory");
+                        else {
+                                *ret = TAKE_PTR(rec);
+                                r = 2;
+                        }
+                        goto finish;
+                }
+        }
+        if (o.class->provision)
                 r = o.class->provision(o.c, o.pf, index, settings, &state, err);
         if (r >= 0 && o.class->verify)
                 r = o.class->verify(o.c, o.pf, index, state, err);
@@ -260,8 +283,15 @@ int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                 *ret = TAKE_PTR(rec);
                 r = 1;
         }
+finish:
         opened_done(&o);
         return r;
+}
+
+int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
+                           struct json_object *policy, struct json_object *assignment, struct json_object **ret,
+                           struct svff_error *err) {
+        return classes_ensure_sync(ctx, pf, index, policy, assignment, NULL, ret, err);
 }
 
 int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
@@ -472,6 +502,7 @@ struct step {
         int r;
         struct svff_error err;
         struct json_object *result;
+        const char *class_name;         /* plan: the PF's class, even when it refused */
 };
 
 static void step_free(struct step *s) {
@@ -507,7 +538,13 @@ static void step_done(void *userdata) {
         int r = s->r;
 
         if (s->kind == STEP_PLAN) {
-                s->plan_done(m, r, msg, r > 0 ? s->result : NULL, s->userdata);
+                struct json_object *cp = r > 0 ? json_object_get(s->result) : NULL;
+
+                if (r < 0 && s->class_name && (cp = json_object_new_object())) {
+                        json_object_object_add(cp, "class", json_object_new_string(s->class_name));
+                        json_object_object_add(cp, "refused", json_object_new_string(strna(msg)));
+                }
+                s->plan_done(m, r < 0 ? r : 0, msg, cp, s->userdata);
                 step_free(s);
                 return;
         }
@@ -553,7 +590,7 @@ static void step_run(void *userdata) {
                 break;
         case STEP_PLAN:
                 s->r = classes_plan_sync(s->ctx, s->pf, s->index, s->policy, s->assignments,
-                                         &s->result, NULL, &s->err);
+                                         &s->result, &s->class_name, &s->err);
                 break;
         }
         if (worker_pool_post(s->pool, step_done, s) < 0)

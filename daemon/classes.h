@@ -46,6 +46,13 @@ int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
  * before numvfs. */
 int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
                          struct json_object *assignments, struct svff_error *err);
+/* classes_provision_sync(), unless recorded (the VF's class record, may
+ * be NULL) has the same settings and verify finds the VF as it says:
+ * then *ret is a copy of it, nothing is sent to the device, and it
+ * returns 2. */
+int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
+                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                        struct svff_error *err);
 /* Provision, then verify, VF index: *ret is {"name": ..., "settings":
  * ..., "state": ...}, what classes_record_vf() records. */
 int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
@@ -113,11 +120,13 @@ int classes_provision_start(struct manager *m, const char *pf, unsigned index, c
  * on success, commits), then done. The same contract. */
 int classes_release_start(struct manager *m, const char *vf, classes_done_fn done, void *userdata);
 
-/* The class steps numvfs VFs of pf would run, for a dry-run plan:
- * done's userdata receives, through *ret of the callback below, the
- * class's plan ({"class": name, "steps": [...], ...}) or NULL when
- * pf has no class; r < 0 when the PF cannot provide the resources. */
-typedef void (*classes_plan_fn)(struct manager *m, int r, const char *message, struct json_object *plan,
+/* The class steps numvfs VFs of pf would run, for a dry-run plan (Reconf's
+ * class_plan): done gets class_plan (taken), the class's plan ({"class":
+ * name, "needs": ..., "steps": [{"vf", "action", "detail"}...]}), or
+ * {"class": name, "refused": message} with r < 0 when the PF cannot
+ * provide them, or NULL when pf has no class (or r < 0 before its class
+ * was known: message says why). */
+typedef void (*classes_plan_fn)(struct manager *m, int r, const char *message, struct json_object *class_plan,
                                 void *userdata);
 int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata);
 

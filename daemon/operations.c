@@ -95,6 +95,7 @@ struct init_op {
         operation_init_done_fn done;
         struct json_object *class_policy;       /* the policy's class members (copy) */
         struct json_object *class_assignments;  /* {"<index>": an assignment's settings} */
+        struct json_object *class_recorded;     /* {"<VF>": its class record} before the init */
 
         /* worker -> main */
         int r;
@@ -136,6 +137,7 @@ static void init_op_free(struct init_op *io) {
         free(io->first_message);
         json_object_put(io->class_policy);
         json_object_put(io->class_assignments);
+        json_object_put(io->class_recorded);
         json_object_put(io->class_recs);
         svff_error_free(&io->class_err);
         free(io);
@@ -515,6 +517,7 @@ struct class_progress {
         struct init_op *io;
         char vf[SVFF_PCI_ADDR_STRLEN];
         char *describe;
+        bool unchanged;                 /* already as recorded: nothing sent */
 };
 
 static void init_class_progress(void *userdata) {
@@ -525,10 +528,13 @@ static void init_class_progress(void *userdata) {
         if (ev) {
                 char msg[512];
 
-                snprintf(msg, sizeof(msg), "%s: %s", io->class_name, cp->describe ?: "provisioned");
+                snprintf(msg, sizeof(msg), "%s: %s%s", io->class_name, cp->describe ?: "provisioned",
+                         cp->unchanged ? " (as recorded, left alone)" : "");
                 json_object_object_add(ev, "message", json_object_new_string(msg));
         }
         manager_emit(io->op->manager, io->op, ev);
+        log_debug("VF %s: %s class %s.", cp->vf, io->class_name,
+                  cp->unchanged ? "already as recorded, left alone" : "provisioned and verified");
         free(cp->describe);
         free(cp);
 }
@@ -585,9 +591,14 @@ static void init_class_provision(struct init_op *io) {
                 if (fault_inject("fail-provision", (unsigned) i + 1))
                         r = svff_error_set(&io->class_err, -EIO, "Provisioning VF %s failed (injected)",
                                            vf->address);
-                else
-                        r = classes_provision_sync(io->ctx, io->pf, vf->index, io->class_policy, asg, &rec,
-                                                   &io->class_err);
+                else {
+                        struct json_object *recorded = NULL;
+
+                        if (io->class_recorded)
+                                (void) json_object_object_get_ex(io->class_recorded, vf->address, &recorded);
+                        r = classes_ensure_sync(io->ctx, io->pf, vf->index, io->class_policy, asg, recorded, &rec,
+                                                &io->class_err);
+                }
                 if (r < 0) {
                         io->class_r = r;
                         snprintf(io->class_vf, sizeof(io->class_vf), "%s", vf->address);
@@ -603,6 +614,7 @@ static void init_class_provision(struct init_op *io) {
                 if (cp) {
                         cp->io = io;
                         snprintf(cp->vf, sizeof(cp->vf), "%s", vf->address);
+                        cp->unchanged = r == 2;
                         if (json_object_object_get_ex(rec, "state", &state))
                                 cp->describe = classes_describe(io->class_name, state);
                         if (worker_pool_post(io->pool, init_class_progress, cp) < 0) {
@@ -783,6 +795,19 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         io->bind_per_vf = m->config.bind_timeout_per_vf_usec;
         io->class_policy = classes_policy_settings(m, pf);
         io->class_assignments = classes_assignment_settings(m, pf);
+        /* A VF already as its record says is left alone: a re-init of the
+         * same count does not reset the controllers of running guests. */
+        json_object_object_foreach(svff_store_vfs(m->store), cvf, cvrec) {
+                struct json_object *crec = classes_vf_record(m, cvf), *copy = NULL;
+                const char *cpf;
+
+                if (!crec || svff_json_get_string(cvrec, "pf", &cpf) < 0 || !streq(cpf, pf))
+                        continue;
+                if (!io->class_recorded && !(io->class_recorded = json_object_new_object()))
+                        break;
+                if (json_object_deep_copy(crec, &copy, NULL) >= 0)
+                        json_object_object_add(io->class_recorded, cvf, copy);
+        }
         if (!io->driver || (reason && !io->reason) || (owner && !io->owner) ||
             manager_add_operation(m, pf, "init", call, &op) < 0) {
                 init_op_free(io);

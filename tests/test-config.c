@@ -12,6 +12,7 @@
 #include <syslog.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <json-c/json.h>
 
 #include "config-file.h"
 #include "json-util.h"
@@ -399,6 +400,55 @@ START_TEST(test_copy) {
 }
 END_TEST
 
+/* A policy member named after a device class: an object the class
+ * checks at load (an unknown setting is an error naming it), kept through
+ * a copy and written back by svff_config_to_json(); another name is
+ * still an unknown key. */
+START_TEST(test_class_member) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config a, b;
+        struct json_object *o, *pol, *v;
+
+        write_file("{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" },\n"
+                   "  \"nvme\": { \"vq\": 2, \"namespace\": [1, 2] } } } }");
+        ck_assert_int_eq(svff_config_init(&a), 0);
+        ck_assert_int_eq(svff_config_load_file(&a, path, &err), 0);
+        ck_assert_ptr_nonnull(a.policies[0].classes);
+        ck_assert(json_object_object_get_ex(a.policies[0].classes, "nvme", &v));
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(v, "vq")), 2);
+        ck_assert_int_eq(svff_config_copy(&a, &b), 0);
+        svff_config_done(&a);
+        ck_assert(json_object_object_get_ex(b.policies[0].classes, "nvme", &v));
+        o = svff_config_to_json(&b);
+        ck_assert(json_object_object_get_ex(json_object_object_get(o, "policies"), "p", &pol));
+        ck_assert(json_object_object_get_ex(pol, "nvme", &v));
+        ck_assert_int_eq(json_object_array_length(json_object_object_get(v, "namespace")), 2);
+        json_object_put(o);
+        svff_config_done(&b);
+
+        static const struct { const char *text, *needle; } bad[] = {
+                { "{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" }, \"nvme\": 5 } } }",
+                  "policies.p.nvme' must be an object" },
+                { "{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" }, \"nvme\": { \"bogus\": 1 } } } }",
+                  "bogus" },
+                { "{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" }, \"nvme\": { \"vq\": 1 } } } }",
+                  "vq" },
+                { "{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" }, \"nvmx\": { } } } }",
+                  "policies.p.nvmx' is unknown" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                write_file(bad[i].text);
+                ck_assert_int_eq(svff_config_init(&a), 0);
+                ck_assert_int_lt(svff_config_load_file(&a, path, &err), 0);
+                ck_assert_msg(strstr(svff_error_message(&err), bad[i].needle), "'%s' lacks '%s'",
+                              svff_error_message(&err), bad[i].needle);
+                ck_assert_uint_eq(a.n_policies, 0);
+                svff_error_free(&err);
+                svff_config_done(&a);
+        }
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("config");
         TCase *tc = tcase_create("config");
@@ -417,6 +467,7 @@ int main(void) {
         tcase_add_test(tc, test_dropins);
         tcase_add_test(tc, test_copy);
         tcase_add_test(tc, test_manage);
+        tcase_add_test(tc, test_class_member);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -9,6 +9,8 @@
 #     with the class's figure;
 #   - init provisions every VF before binding it, and list (--json and
 #     the table) shows each VF's class state; status shows no drift;
+#   - an init of the same count leaves every VF that is as recorded alone
+#     (no command to a controller a guest may be using);
 #   - release undoes it and drops the record;
 #   - a crash between two VFs' class steps is an interrupted init that the
 #     next init completes; a VF whose provisioning fails stops the init
@@ -72,6 +74,14 @@ grep "^$(sys_vf "$PF" 0) " "$T/list.txt" | grep -q "nvme: online 2VQ/1VI" ||
 ctl status --json >"$T/status.json" || fail "status --json"
 expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" <"$T/status.json")" 0 \
         "class drift after init"
+
+# ---- the same count again: every VF as recorded, left alone ----
+lines=$(wc -l <"$T/svffd.log")
+ctl init "$PF" 4 >"$T/init2.out" 2>&1 || fail "init $PF 4 again: $(cat "$T/init2.out")"
+expect_eq "$(tail -n +"$((lines + 1))" "$T/svffd.log" | grep -c "nvme class already as recorded, left alone")" 4 \
+        "VFs left alone by a re-init of the same count"
+expect_eq "$(tail -n +"$((lines + 1))" "$T/svffd.log" | grep -c "nvme class provisioned and verified")" 0 \
+        "VFs provisioned again by a re-init of the same count"
 
 # ---- release: the class's release, then the record goes ----
 vf0=$(sys_vf "$PF" 0)

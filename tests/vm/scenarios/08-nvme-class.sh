@@ -15,10 +15,12 @@
 # vm-run: --namespaces
 #
 # The reconf part (4 -> 0 -> 4 keeps the namespace: the pattern reads back)
-# needs reconf's provision step to run the class (classes_provision_start()
-# in its ops table). Until that is wired it is skipped with a note; set
-# SVFF_VM_RECONF_CLASS=1 (or change the default below) once it is.
-reconf_class=${SVFF_VM_RECONF_CLASS:-0}
+# needs reconf's provision step to run the class (classes.h in its ops
+# table). Until that is wired it is skipped with a note; the argument
+# "reconf" (tests/vm/run ... 08-nvme-class.sh reconf) runs it, and the
+# default below turns to 1 once reconf provisions.
+reconf_class=0
+[ "${1:-}" != reconf ] || reconf_class=1
 
 command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
 command -v nvme >/dev/null || vm_fail "no nvme (nvme-cli; scripts/setup-deps installs it)"
@@ -209,7 +211,7 @@ if [ "$reconf_class" = 1 ]; then
         vm_wait 10 test "$(basename "$(readlink "$P/virtfn0/driver")")" = vfio-pci || vm_fail "VF 0 not back on vfio-pci"
 else
         vm_log "NOTE: reconf 4 -> 0 -> 4 not checked: reconf does not run the class's provision step yet" \
-               "(SVFF_VM_RECONF_CLASS=1 once it does)"
+               "(the scenario's argument 'reconf' runs it)"
 fi
 
 # ---- attach --namespace: what the assignment adds, before libvirt ----

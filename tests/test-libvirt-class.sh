@@ -1,0 +1,52 @@
+#!/bin/sh
+# Attach with device-class settings, with libvirt (embedded, or a private
+# libvirtd under a sanitizer build), on pcisim's NVMe PF and the stand-in
+# for its admin queue (SVFF_TEST_NVME_STANDIN, daemon-lib.sh: no real
+# controller runs on the host; the VM tier's 08-nvme-class runs QEMU's):
+# 'attach --namespace' provisions the namespace before the domain gets the
+# VF and records it with the assignment; a namespace already another VF's
+# is refused before libvirt is asked, nothing recorded; 'detach --release'
+# undoes it.
+. "$(dirname "$0")/libvirt-embed-lib.sh"
+
+define vm1 vm2
+PF=0000:00:04.0
+start_pcisim nvme
+svff_conf ", \"policies\": { \"disks\": { \"match\": { \"address\": \"$PF\" },
+        \"nvme\": { \"vq\": 2, \"vi\": 1, \"namespace\": [1, null] } } }"
+start_connected
+ctl init $PF 2 >"$T/out" 2>&1 || fail "init: $(cat "$T/out")"
+VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1)
+vf1="[v for p in d['pfs'] if p['address'] == '$PF' for v in p['vfs'] if v['index'] == 1][0]"
+expect_eq "$(ctl list --json | jget "$vf1['class']['state']['namespaces']")" "[]" "VF 1's namespaces after init"
+
+# A namespace VF 0 has: refused before libvirt, no assignment recorded.
+rc=0
+ctl attach "$VF1" vm1 --namespace 1 >"$T/out" 2>"$T/err" || rc=$?
+[ "$rc" != 0 ] || fail "attach of VF 1 with VF 0's namespace succeeded"
+grep -q "namespace 1" "$T/err" || fail "the refusal does not name the namespace: $(cat "$T/err")"
+expect_eq "$(ctl list --json | jget "$vf1['assigned_to']")" None "VF 1's assignment after the refusal"
+virsh_ dumpxml vm1 | grep -q "ua-svff" && fail "vm1 got a hostdev although the attach was refused"
+
+# Its own namespace: provisioned first, recorded with the assignment.
+ctl attach "$VF1" vm1 --namespace 2 >"$T/out" 2>&1 || fail "attach --namespace 2: $(cat "$T/out")"
+ctl list --json >"$T/list.json"
+expect_eq "$(jget "$vf1['class']['state']['namespaces']" <"$T/list.json")" "[2]" "VF 1's namespaces after attach"
+expect_eq "$(jget "$vf1['assigned_to']['class']['settings']['namespace']" <"$T/list.json")" 2 \
+        "the assignment's class settings"
+expect_eq "$(jget "$vf1['assigned_to']['domain']" <"$T/list.json")" vm1 "VF 1's domain"
+check_vfs "after attach --namespace"
+
+# Over varlink: class must be an object.
+rc=0
+varlink_call io.svff.Attach "{\"vf\": \"$VF0\", \"domain\": \"vm2\", \"class\": 1}" >"$T/out" || rc=$?
+grep -q '"org.varlink.service.InvalidParameter"' "$T/out" || fail "class that is not an object: $(cat "$T/out")"
+
+# detach --release: off the domain, the class's release, the record gone.
+ctl detach "$VF1" --release >"$T/out" 2>&1 || fail "detach --release: $(cat "$T/out")"
+ctl list --json >"$T/list.json"
+expect_eq "$(jget "$vf1['assigned_to']" <"$T/list.json")" None "VF 1's assignment after detach --release"
+expect_eq "$(jget "$vf1['class']" <"$T/list.json")" None "VF 1's class record after detach --release"
+virsh_ dumpxml vm1 | grep -q "ua-svff" && fail "vm1 still has the hostdev after detach --release"
+check_vfs "after detach --release"
+echo "PASS: test-libvirt-class"
