@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "classes.h"
 #include "fault.h"
 #include "hypervisor.h"
 #include "json-util.h"
@@ -14,14 +15,6 @@
 #include "sriov.h"
 
 #define QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
-
-static struct json_object *json_copy(struct json_object *o) {
-        struct json_object *c = NULL;
-
-        if (!o || json_object_deep_copy(o, &c, NULL) < 0)
-                return NULL;
-        return c;
-}
 
 /* svffd's stop and the loss of the libvirt connection, as the
  * machine's inputs: given before every completion and every start, so
@@ -329,7 +322,8 @@ struct pf_job {
         bool inject_refusal;
         unsigned *idx;
         char **vfs;                     /* the addresses of idx */
-        struct json_object **cls;       /* provision: the class states, refs */
+        struct json_object **cls;       /* provision: the class records, refs */
+        struct json_object *policy;     /* provision: the policy's class members */
         size_t n;
         /* results */
         int r;
@@ -355,6 +349,7 @@ static void pf_job_free(struct pf_job *j) {
         free(j->rs);
         free(j->messages);
         free(j->states);
+        json_object_put(j->policy);
         svff_error_free(&j->err);
         svff_pf_free(j->after);
         free(j);
@@ -467,28 +462,18 @@ static int op_set_numvfs(void *userdata, unsigned n) {
         return r;
 }
 
-int reconf_provision_vf(struct svff_ctx *ctx, const char *pf, unsigned index, const char *vf,
-                        struct json_object *class_state, struct json_object **ret_state, struct svff_error *err) {
-        /* A bare PCI function needs nothing before its driver: no class
-         * state is made (the device-class registry, src/class.h, plugs in
-         * here). */
-        (void) ctx;
-        (void) pf;
-        (void) index;
-        (void) vf;
-        (void) class_state;
-        (void) err;
-        *ret_state = NULL;
-        return 0;
-}
-
 static void provision_done(void *userdata) {
         struct pf_job *j = userdata;
         struct reconf_run *run = j->run;
 
         forward_stop(run);
-        for (size_t k = 0; k < j->n; k++)
+        for (size_t k = 0; k < j->n; k++) {
+                /* The store's VF record follows (an item's, through the
+                 * machine's journal and record, too). */
+                if (j->rs[k] >= 0 && j->states[k] && j->vfs[k] && run->env.class_recorded)
+                        run->env.class_recorded(run->userdata, j->vfs[k], json_object_get(j->states[k]));
                 reconf_machine_provision_done(run->rm, j->idx[k], j->rs[k], TAKE_PTR(j->states[k]), j->messages[k]);
+        }
         pf_job_free(j);
 }
 
@@ -498,8 +483,12 @@ static void provision_run(void *userdata) {
         for (size_t k = 0; k < j->n; k++) {
                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
 
-                j->rs[k] = reconf_provision_vf(j->run->env.ctx, j->pf, j->idx[k], j->vfs[k], j->cls[k], &j->states[k],
-                                               &err);
+                /* A PF without a class: 0 and no state (a bare PCI
+                 * function needs nothing before its driver). */
+                j->rs[k] = classes_provision_recorded_sync(j->run->env.ctx, j->pf, j->idx[k], j->cls[k], j->policy,
+                                                           &j->states[k], &err);
+                if (j->rs[k] > 0)
+                        j->rs[k] = 0;
                 if (j->rs[k] < 0)
                         j->messages[k] = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
                                                                         : strerror(-j->rs[k]));
@@ -517,8 +506,15 @@ static int op_provision(void *userdata, const unsigned *indexes, size_t n, struc
         j = pf_job_new(run, indexes, n);
         if (!j)
                 return -ENOMEM;
-        for (size_t k = 0; k < n; k++)
-                j->cls[k] = class_state[k] ? json_copy(class_state[k]) : NULL;
+        for (size_t k = 0; k < n; k++) {
+                /* No journaled record (a VF with no assignment item):
+                 * the store's, or else the policy's for a new VF. */
+                if (class_state[k])
+                        j->cls[k] = svff_json_copy(class_state[k]);
+                else if (j->vfs[k] && run->env.class_record)
+                        j->cls[k] = run->env.class_record(run->userdata, j->vfs[k]);
+        }
+        j->policy = run->env.class_policy ? run->env.class_policy(run->userdata, j->pf) : NULL;
         run->env.phase(run->userdata, reconf_machine_phase(run->rm));
         r = worker_pool_submit(run->env.ops_pool, provision_run, j);
         if (r < 0)
@@ -750,7 +746,7 @@ static int op_commit(void *userdata, struct json_object *journal) {
         struct commit_req *c;
         int r;
 
-        journal = journal ? json_copy(journal) : NULL;
+        journal = journal ? svff_json_copy(journal) : NULL;
         if (exiting(run) || !run->env.event) {
                 commit_finish(run, journal);
                 return 0;

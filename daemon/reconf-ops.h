@@ -58,6 +58,14 @@ struct reconf_env {
         void (*step)(void *userdata, struct json_object *step, int item, int r, const char *message);
         /* The run ended (reconf_machine_finished()): answer, free. */
         void (*finished)(struct reconf_run *run);
+
+        /* Device classes (daemon/classes.h), main thread: vf's recorded
+         * class record (a new reference, or NULL), the class members of
+         * pf's policy (new, or NULL), and a provisioned VF's new record
+         * (taken) for the store. */
+        struct json_object *(*class_record)(void *userdata, const char *vf);
+        struct json_object *(*class_policy)(void *userdata, const char *pf);
+        void (*class_recorded)(void *userdata, const char *vf, struct json_object *record);
 };
 
 struct reconf_item_glue {
@@ -94,8 +102,3 @@ void reconf_run_start(struct reconf_run *run);
 
 /* A Monitor event for the run's PF: {event, device, pf}. */
 struct json_object *reconf_run_event(struct reconf_run *run, const char *name);
-
-/* The device-class step of one VF: what it needs before it goes to the
- * driver and back to its domain. */
-int reconf_provision_vf(struct svff_ctx *ctx, const char *pf, unsigned index, const char *vf,
-                        struct json_object *class_state, struct json_object **ret_state, struct svff_error *err);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "assign.h"
+#include "classes.h"
 #include "interface.h"
 #include "json-util.h"
 #include "libvirt.h"
@@ -222,6 +223,26 @@ static void env_phase(void *userdata, const char *phase) {
         op->phase = phase;
 }
 
+static struct json_object *env_class_record(void *userdata, const char *vf) {
+        struct operation *op = userdata;
+        struct json_object *rec = classes_vf_record(op->manager, vf);
+
+        return rec ? svff_json_copy(rec) : NULL;
+}
+
+static struct json_object *env_class_policy(void *userdata, const char *pf) {
+        struct operation *op = userdata;
+
+        return classes_policy_settings(op->manager, pf);
+}
+
+static void env_class_recorded(void *userdata, const char *vf, struct json_object *record) {
+        struct operation *op = userdata;
+
+        /* Committed with the run's next journal write. */
+        (void) classes_record_vf(op->manager, vf, record);
+}
+
 /* A step done or failed: Monitor and the caller (when it asked for
  * "more") see it with the operation's progress. */
 static void env_step(void *userdata, struct json_object *step, int item, int r, const char *message) {
@@ -314,6 +335,9 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .phase = env_phase,
                 .step = env_step,
                 .finished = reconf_finished,
+                .class_record = env_class_record,
+                .class_policy = env_class_policy,
+                .class_recorded = env_class_recorded,
         };
         /* The run takes plan and conn, also when it fails; its userdata
          * is the operation, made below. */
@@ -326,6 +350,19 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
         }
         plan = NULL;
         reconf_machine_set_after_restart(run->rm, recovery && journal_left_by_earlier_run(m, journal->started_usec));
+        if (!recovery) {
+                /* Each survivor's device-class record goes into the
+                 * journal before numvfs 0 wipes the VF: provision puts it
+                 * back from there, also after a crash. */
+                const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
+
+                for (size_t i = 0; i < p->n_items; i++) {
+                        struct json_object *rec = classes_vf_record(m, p->items[i].vf);
+
+                        if (rec)
+                                reconf_machine_set_class(run->rm, i, svff_json_copy(rec));
+                }
+        }
         {
                 const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
                 struct operation *op;

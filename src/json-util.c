@@ -440,3 +440,11 @@ int svff_json_format(struct json_object *v, int flags, char **ret, size_t *ret_l
                 *ret_len = n;
         return 0;
 }
+
+struct json_object *svff_json_copy(struct json_object *o) {
+        struct json_object *c = NULL;
+
+        if (!o || json_object_deep_copy(o, &c, NULL) < 0)
+                return NULL;
+        return c;
+}

@@ -91,3 +91,6 @@ bool svff_json_is_clean_string(struct json_object *v);
  * unescaped) into a malloc'd string; *ret_len (if non-NULL) counts the
  * bytes without the NUL. */
 int svff_json_format(struct json_object *v, int flags, char **ret, size_t *ret_len);
+
+/* A deep copy of o (a new reference), or NULL for NULL or out of memory. */
+struct json_object *svff_json_copy(struct json_object *o);
