@@ -494,6 +494,29 @@ static int collect_items(struct manager *m, const char *pf, struct svff_reconf_i
         return 0;
 }
 
+/* The dry run's reply, with the device class's plan. */
+static void dry_run_class_done(struct manager *m, int r, const char *message, struct json_object *class_plan,
+                               void *userdata) {
+        struct call *call = userdata;
+        struct json_object *p = NULL;
+
+        (void) m;
+        if (json_object_object_get_ex(call_request(call)->parameters, "x-svff-dry-run-reply", &p))
+                p = json_object_get(p);
+        json_object_object_del(call_request(call)->parameters, "x-svff-dry-run-reply");
+        if (p) {
+                if (r < 0 && class_plan)
+                        json_object_object_add(p, "executable", json_object_new_boolean(false));
+                if (r < 0 && !class_plan)
+                        log_warning("The device class of the dry run could not plan: %s", strna(message));
+                json_object_object_add(p, "class_plan", class_plan);
+                call_reply(call, p);
+                json_object_put(p);
+        } else
+                json_object_put(class_plan);
+        call_unref(call);
+}
+
 static void reply_plan_refused(struct call *call, const struct svff_reconf_plan *p) {
         struct json_object *params = json_object_new_object();
         char msg[MESSAGE_MAX];
@@ -601,6 +624,14 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                         json_object_object_add(p, "totalvfs", json_object_new_int64(found->totalvfs));
                 }
                 json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
+                /* The device class's steps need the device: on a worker,
+                 * and the reply waits for them. */
+                if (classes_plan_start(m, pf, numvfs, dry_run_class_done, call_ref(call)) < 0)
+                        call_unref(call);
+                else {
+                        json_object_object_add(call_request(call)->parameters, "x-svff-dry-run-reply", p);
+                        return;
+                }
                 call_reply(call, p);
                 json_object_put(p);
                 return;
