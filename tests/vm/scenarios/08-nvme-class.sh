@@ -14,13 +14,9 @@
 #
 # vm-run: --namespaces
 #
-# The reconf part (4 -> 0 -> 4 keeps the namespace: the pattern reads back)
-# needs reconf's provision step to run the class (classes.h in its ops
-# table). Until that is wired it is skipped with a note; the argument
-# "reconf" (tests/vm/run ... 08-nvme-class.sh reconf) runs it, and the
-# default below turns to 1 once reconf provisions.
-reconf_class=0
-[ "${1:-}" != reconf ] || reconf_class=1
+# A reconf 4 -> 0 -> 4 keeps every VF's secondary and namespace: the
+# reconf's provision step puts them back before any VF returns, and the
+# pattern reads back.
 
 command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
 command -v nvme >/dev/null || vm_fail "no nvme (nvme-cli; scripts/setup-deps installs it)"
@@ -187,32 +183,27 @@ else
 fi
 
 # ---- reconf 4 -> 0 -> 4 keeps each VF's namespace ----
-if [ "$reconf_class" = 1 ]; then
-        vm_log "reconf $pf 0, then 4"
-        svffctl reconf "$pf" 0 >"$R/reconf0.out" 2>&1 || { cat "$R/reconf0.out"; vm_fail "reconf to 0 failed"; }
-        svffctl reconf "$pf" 4 >"$R/reconf4.out" 2>&1 || { cat "$R/reconf4.out"; vm_fail "reconf to 4 failed"; }
-        check_provisioned "after reconf 4 -> 0 -> 4"
-        vf0=$(vf_addr 0)
-        echo "$vf0" >/sys/bus/pci/drivers/vfio-pci/unbind
-        echo nvme >"$P/virtfn0/driver_override"
-        echo "$vf0" >/sys/bus/pci/drivers_probe
-        vm_wait 30 sh -c "ls '$P/virtfn0/nvme' 2>/dev/null | grep -q '^nvme'" || vm_fail "VF 0 did not come up after reconf"
-        vfctrl=$(ls "$P/virtfn0/nvme" | grep '^nvme' | head -n1)
-        vm_wait 30 sh -c "ls /sys/class/nvme/$vfctrl | grep -q '^nvme[0-9]*c[0-9]*n[0-9]*$'" ||
-                vm_fail "no namespace path under $vfctrl after reconf"
-        path=$(ls "/sys/class/nvme/$vfctrl" | grep '^nvme[0-9]*c[0-9]*n[0-9]*$' | head -n1)
-        head=$(echo "$path" | sed 's/c[0-9]*n/n/')
-        vm_wait 10 test -b "/dev/$head" || vm_fail "no /dev/$head after reconf"
-        assert_true "after reconf VF 0 reaches the same namespace: the pattern reads back" \
-                sh -c "dd if=/dev/$head bs=4096 count=16 iflag=direct 2>/dev/null | cmp -s - '$R/pattern'"
-        echo "$vf0" >/sys/bus/pci/drivers/nvme/unbind
-        echo vfio-pci >"$P/virtfn0/driver_override"
-        echo "$vf0" >/sys/bus/pci/drivers_probe
-        vm_wait 10 test "$(basename "$(readlink "$P/virtfn0/driver")")" = vfio-pci || vm_fail "VF 0 not back on vfio-pci"
-else
-        vm_log "NOTE: reconf 4 -> 0 -> 4 not checked: reconf does not run the class's provision step yet" \
-               "(the scenario's argument 'reconf' runs it)"
-fi
+vm_log "reconf $pf 0, then 4"
+svffctl reconf "$pf" 0 >"$R/reconf0.out" 2>&1 || { cat "$R/reconf0.out"; vm_fail "reconf to 0 failed"; }
+svffctl reconf "$pf" 4 >"$R/reconf4.out" 2>&1 || { cat "$R/reconf4.out"; vm_fail "reconf to 4 failed"; }
+check_provisioned "after reconf 4 -> 0 -> 4"
+vf0=$(vf_addr 0)
+echo "$vf0" >/sys/bus/pci/drivers/vfio-pci/unbind
+echo nvme >"$P/virtfn0/driver_override"
+echo "$vf0" >/sys/bus/pci/drivers_probe
+vm_wait 30 sh -c "ls '$P/virtfn0/nvme' 2>/dev/null | grep -q '^nvme'" || vm_fail "VF 0 did not come up after reconf"
+vfctrl=$(ls "$P/virtfn0/nvme" | grep '^nvme' | head -n1)
+vm_wait 30 sh -c "ls /sys/class/nvme/$vfctrl | grep -q '^nvme[0-9]*c[0-9]*n[0-9]*$'" ||
+        vm_fail "no namespace path under $vfctrl after reconf"
+path=$(ls "/sys/class/nvme/$vfctrl" | grep '^nvme[0-9]*c[0-9]*n[0-9]*$' | head -n1)
+head=$(echo "$path" | sed 's/c[0-9]*n/n/')
+vm_wait 10 test -b "/dev/$head" || vm_fail "no /dev/$head after reconf"
+assert_true "after reconf VF 0 reaches the same namespace: the pattern reads back" \
+        sh -c "dd if=/dev/$head bs=4096 count=16 iflag=direct 2>/dev/null | cmp -s - '$R/pattern'"
+echo "$vf0" >/sys/bus/pci/drivers/nvme/unbind
+echo vfio-pci >"$P/virtfn0/driver_override"
+echo "$vf0" >/sys/bus/pci/drivers_probe
+vm_wait 10 test "$(basename "$(readlink "$P/virtfn0/driver")")" = vfio-pci || vm_fail "VF 0 not back on vfio-pci"
 
 # ---- attach --namespace: what the assignment adds, before libvirt ----
 vf3=$(vf_addr 3)

@@ -12,12 +12,9 @@
 #
 # vm-run: --nic
 #
-# The reconf part (4 -> 0 -> 4: every VF has its recorded settings again
-# before its domain gets it back, at its guest address) needs reconf's
-# provision step to run the class (classes_provision_start() in its ops
-# table). Until that is wired it is skipped with a note; set
-# SVFF_VM_RECONF_CLASS=1 (or change the default below) once it is.
-reconf_class=${SVFF_VM_RECONF_CLASS:-0}
+# A reconf 4 -> 0 -> 4: every VF has its recorded settings again before
+# its domain gets it back, at its guest address (the reconf's provision
+# step).
 
 [ "${SVFF_VM_NIC:-0}" = 1 ] || vm_fail "needs tests/vm/run --nic (QEMU 10's igb): it never skips"
 command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
@@ -152,24 +149,19 @@ assert_eq "status: class drift on VF 0 (VLAN changed by hand)" 1 \
 ip link set "$ifname" vf 0 vlan 100 qos 3
 
 # ---- reconf 4 -> 0 -> 4 brings every VF's settings back ----
-if [ "$reconf_class" = 1 ]; then
-        before0=$(vm_qpci_wait d1 "$v0")
-        before1=$(vm_qpci_wait d2 "$v1")
-        vm_log "reconf $pf 0, then 4"
-        svffctl reconf "$pf" 0 >"$R/reconf0.out" 2>&1 || { cat "$R/reconf0.out"; vm_fail "reconf to 0 failed"; }
-        svffctl reconf "$pf" 4 >"$R/reconf4.out" 2>&1 || { cat "$R/reconf4.out"; vm_fail "reconf to 4 failed"; }
-        assert_eq "after reconf: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
-        assert_eq "after reconf: VF 0 VLAN" 100 "$(vfvlan 0)"
-        assert_eq "after reconf: VF 0 trust" on "$(vftrust 0)"
-        assert_eq "after reconf: VF 0 spoof checking" off "$(vfspoof 0)"
-        assert_eq "after reconf: VF 1 VLAN" 200 "$(vfvlan 1)"
-        assert_eq "after reconf: VF 2 MAC" 02:53:00:00:00:02 "$(vfmac 2)"
-        assert_eq "after reconf: VF 0 at its guest address in d1" "$before0" "$(vm_qpci_wait d1 "$v0")"
-        assert_eq "after reconf: VF 1 at its guest address in d2" "$before1" "$(vm_qpci_wait d2 "$v1")"
-else
-        vm_log "NOTE: reconf 4 -> 0 -> 4 not checked: reconf does not run the class's provision step yet" \
-               "(SVFF_VM_RECONF_CLASS=1 once it does)"
-fi
+before0=$(vm_qpci_wait d1 "$v0")
+before1=$(vm_qpci_wait d2 "$v1")
+vm_log "reconf $pf 0, then 4"
+svffctl reconf "$pf" 0 >"$R/reconf0.out" 2>&1 || { cat "$R/reconf0.out"; vm_fail "reconf to 0 failed"; }
+svffctl reconf "$pf" 4 >"$R/reconf4.out" 2>&1 || { cat "$R/reconf4.out"; vm_fail "reconf to 4 failed"; }
+assert_eq "after reconf: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
+assert_eq "after reconf: VF 0 VLAN" 100 "$(vfvlan 0)"
+assert_eq "after reconf: VF 0 trust" on "$(vftrust 0)"
+assert_eq "after reconf: VF 0 spoof checking" off "$(vfspoof 0)"
+assert_eq "after reconf: VF 1 VLAN" 200 "$(vfvlan 1)"
+assert_eq "after reconf: VF 2 MAC" 02:53:00:00:00:02 "$(vfmac 2)"
+assert_eq "after reconf: VF 0 at its guest address in d1" "$before0" "$(vm_qpci_wait d1 "$v0")"
+assert_eq "after reconf: VF 1 at its guest address in d2" "$before1" "$(vm_qpci_wait d2 "$v1")"
 
 # ---- release: what each VF had before ----
 svffctl detach "$v0" >"$R/detach0.out" 2>&1 || { cat "$R/detach0.out"; vm_fail "svffctl detach $v0 failed"; }
