@@ -267,8 +267,23 @@ int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, st
                         goto finish;
                 }
         }
-        if (o.class->provision)
-                r = o.class->provision(o.c, o.pf, index, settings, &state, err);
+        if (o.class->provision) {
+                _cleanup_(json_object_putp) struct json_object *given = NULL;
+                struct json_object *prior = NULL;
+
+                /* The class keeps what it saved in the VF's state (a NIC
+                 * VF's settings from before svff) through a reprovision. */
+                if (o.class->wants_recorded_state && recorded &&
+                    svff_json_get_string(recorded, "name", &rname) >= 0 && streq(rname, o.class->name) &&
+                    json_object_object_get_ex(recorded, "state", &prior) && prior) {
+                        given = svff_json_copy(settings);
+                        if (!given || json_object_object_add(given, "state", json_object_get(prior)) < 0) {
+                                r = svff_error_set(err, -ENOMEM, "Out of memory");
+                                goto finish;
+                        }
+                }
+                r = o.class->provision(o.c, o.pf, index, given ?: settings, &state, err);
+        }
         if (r >= 0 && o.class->verify)
                 r = o.class->verify(o.c, o.pf, index, state, err);
         if (r >= 0) {
@@ -312,7 +327,7 @@ int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsign
                 json_object_object_add(wrapped, name, json_object_get(settings));
                 policy = wrapped;
         }
-        r = classes_provision_sync(ctx, pf, index, policy, NULL, ret, err);
+        r = classes_ensure_sync(ctx, pf, index, policy, NULL, record, ret, err);
         json_object_put(wrapped);
         return r;
 }

@@ -1086,4 +1086,5 @@ const struct svff_class svff_class_nic = {
         .release = nic_release,
         .describe = nic_describe,
         .check = nic_check,
+        .wants_recorded_state = true,
 };

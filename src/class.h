@@ -114,6 +114,13 @@ struct svff_class {
          * marks "disruptive" disturbs the host's own use of the PF. */
         int (*prepare)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
                        struct json_object *settings, struct svff_error *err);
+
+        /* Whether provision is given the VF's recorded state (what its
+         * last provision returned) under the reserved settings key
+         * "state", to keep what it saved there across a reconf or an
+         * attach: a NIC VF's settings from before svff, which release
+         * restores. The recorded settings never carry that key. */
+        bool wants_recorded_state;
 };
 
 /* The class that handles pf, or NULL (a bare PCI function). */
