@@ -957,6 +957,11 @@ START_TEST(test_vfio_enable_sriov) {
         assert_read(DEV "0000:03:10.4/driver_override", "vfio-pci\n");
         assert_link(DEV "0000:03:10.4/driver", "../../../bus/pci/drivers/vfio-pci");
         ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "3"), -EBUSY);
+        /* the parameter counts when sriov_configure() is called: after EBUSY */
+        ck_assert_int_eq(wr("module/vfio_pci/parameters/enable_sriov", "0"), 0);
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "3"), -EBUSY);
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "0"), -ENOENT);
+        ck_assert_int_eq(wr("module/vfio_pci/parameters/enable_sriov", "1"), 0);
         ck_assert_int_eq(wr("bus/pci/drivers/vfio-pci/unbind", "0000:03:00.0"), 0);
         assert_read(NIC_PF "/sriov_numvfs", "0\n");
         ck_assert(!exists(BUSDEV "0000:03:10.0"));

@@ -619,6 +619,26 @@ static bool vfs_orphaned(struct sim *sim, const struct sim_dev *pf, uint16_t n) 
         return false;
 }
 
+/* The PF driver's sriov_configure(), the PF's device lock held. */
+static int sriov_configure(struct sim *sim, struct sim_dev *pf, uint16_t n) {
+        if (is_vfio(pf->driver) && !sim->vfio_enable_sriov)
+                return -ENOENT;         /* vfio_pci_sriov_configure() */
+        if (n == 0) {
+                sriov_disable(sim, pf);
+                return 0;
+        }
+        if (vfs_orphaned(sim, pf, n)) {
+                /* pci_iov_add_virtfn(): device_add() of a VF whose name an
+                 * orphan still holds fails ("sysfs: cannot create duplicate
+                 * filename"), then pci_iov_sysfs_link() gives ENOENT. The
+                 * real kernel was seen to BUG later: count it. */
+                sim->kernel_breaks++;
+                return -ENOENT;
+        }
+        sriov_enable(sim, pf, n);
+        return 0;
+}
+
 /* sriov_numvfs_store() */
 int sim_store_numvfs(struct sim *sim, struct sim_dev *pf, const char *buf) {
         unsigned long long v;
@@ -636,21 +656,12 @@ int sim_store_numvfs(struct sim *sim, struct sim_dev *pf, const char *buf) {
                 r = 0;
         else if (!pf->driver || !pf->driver->sriov)
                 r = -ENOENT;
-        else if (is_vfio(pf->driver) && !sim->vfio_enable_sriov)
-                r = -ENOENT;    /* vfio_pci_sriov_configure() without enable_sriov */
         else if (v == 0)
-                sriov_disable(sim, pf);
+                r = sriov_configure(sim, pf, 0);
         else if (pf->numvfs > 0)
                 r = -EBUSY;
-        else if (vfs_orphaned(sim, pf, (uint16_t) v)) {
-                /* pci_iov_add_virtfn(): device_add() of a VF whose name an
-                 * orphan still holds fails ("sysfs: cannot create duplicate
-                 * filename"), then pci_iov_sysfs_link() gives ENOENT. The
-                 * real kernel was seen to BUG on the cleanup: count it. */
-                sim->kernel_breaks++;
-                r = -ENOENT;
-        } else
-                sriov_enable(sim, pf, (uint16_t) v);
+        else
+                r = sriov_configure(sim, pf, (uint16_t) v);
         sim_dev_unlock(sim, pf);
         return r;
 }
