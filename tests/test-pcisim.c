@@ -778,6 +778,9 @@ START_TEST(test_disable_vf0_first) {
         ck_assert(exists(BUSDEV "0000:03:11.0"));
         ck_assert(!exists(NIC_PF "/virtfn0"));
         ck_assert(!exists(DEV "0000:03:10.0/physfn"));
+        /* driver_sysfs_remove() runs before the blocked remove() */
+        ck_assert(!exists(DEV "0000:03:10.0/driver"));
+        ck_assert(!exists("bus/pci/drivers/igbvf/0000:03:10.0"));
         assert_link(NIC_PF "/virtfn1", "../0000:03:10.4");
         assert_link(NIC_PF "/virtfn2", "../0000:03:11.0");
         assert_link(DEV "0000:03:11.0/physfn", "../0000:03:00.0");

@@ -372,7 +372,7 @@ static int walk_device(struct sim *sim, const struct node *p, child_fn fn, void 
                 CHILD("qdma", .kind = K_QDMA, .dev = d);
         if (d->kind == SIM_KIND_NVME && bound_to_real_driver(d))
                 CHILD("nvme", .kind = K_NVME, .dev = d);
-        if (d->driver)
+        if (d->driver && !d->unbinding)
                 CHILD("driver", .kind = K_LINK, .link = L_DRIVER, .dev = d);
         CHILD("iommu_group", .kind = K_LINK, .link = L_GROUP, .dev = d);
         CHILD("subsystem", .kind = K_LINK, .link = L_SUBSYSTEM, .dev = d);
@@ -446,7 +446,7 @@ static int walk(struct sim *sim, const struct node *p, child_fn fn, void *ud) {
                 if (walk_attrs(driver_attrs, ELEMENTSOF(driver_attrs), p, fn, ud))
                         return 1;
                 for (size_t i = 0; i < sim->n_present; i++)
-                        if (sim->present[i]->driver == p->drv)
+                        if (sim->present[i]->driver == p->drv && !sim->present[i]->unbinding)
                                 CHILD(sim->present[i]->name, .kind = K_LINK, .link = L_DRV_DEV,
                                       .dev = sim->present[i], .drv = p->drv);
                 return 0;

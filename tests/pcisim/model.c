@@ -431,8 +431,12 @@ static void sriov_disable(struct sim *sim, struct sim_dev *pf);
 /* device_release_driver(): blocks while the device is held open, like
  * vfio-pci's remove() waiting for the user to close the device. */
 static void device_release_driver(struct sim *sim, struct sim_dev *dev) {
+        /* __device_release_driver(): driver_sysfs_remove() takes the
+         * driver links away before the driver's remove() runs, and blocks */
+        dev->unbinding = dev->driver != NULL;
         while (dev->held)
                 pthread_cond_wait(&sim->cond, &sim->lock);
+        dev->unbinding = false;
         if (!dev->driver)
                 return;
         /* Only a driver whose remove() disables SR-IOV takes the VFs with

@@ -66,6 +66,7 @@ struct sim_dev {
         bool locked;                    /* device_lock() held by some thread */
         bool held;                      /* "opened by QEMU": blocks removal */
         bool unlinked;                  /* VF: virtfn/physfn links gone, removal under way */
+        bool unbinding;                 /* driver links gone, the driver's remove() under way */
         struct sim_driver *driver;
         char *driver_override;
         unsigned group;
