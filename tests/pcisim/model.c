@@ -436,7 +436,6 @@ static void device_release_driver(struct sim *sim, struct sim_dev *dev) {
         dev->unbinding = dev->driver != NULL;
         while (dev->held)
                 pthread_cond_wait(&sim->cond, &sim->lock);
-        dev->unbinding = false;
         if (!dev->driver)
                 return;
         /* Only a driver whose remove() disables SR-IOV takes the VFs with
@@ -449,6 +448,7 @@ static void device_release_driver(struct sim *sim, struct sim_dev *dev) {
         if (!is_vfio(dev->driver) && dev->enable_cnt > 0)
                 dev->enable_cnt--;
         dev->driver = NULL;
+        dev->unbinding = false;
         pthread_cond_broadcast(&sim->cond);
         sim_sleep(sim, SIM_LAT_UNBIND);
 }
