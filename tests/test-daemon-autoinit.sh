@@ -68,6 +68,10 @@ wait_for settled
 
 # Hot-remove the scenario PF: records kept, shown as absent, drift.
 cp "$STATE/store.json" "$T/store.before"
+# VFs off first, as 04-udev does on the real kernel: a PF removed with VFs
+# enabled leaves them behind, and they would hold the addresses the
+# restored VFs need.
+printf 0 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
 pcisim_ctl "remove $PF"
 inject remove $PF
 wait_for grep -q '"pf-removed"' "$T/monitor.log" || fail "no pf-removed event"

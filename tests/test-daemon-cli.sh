@@ -129,6 +129,10 @@ ctl release "$VF2" >/dev/null || fail "release of a drifted VF"
 stop_svffd TERM || fail "svffd exit status"
 cp "$STATE/store.json" "$T/store.before"
 n_records=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['vfs']))" "$STATE/store.json")
+# VFs off first: removing a PF with VFs enabled leaves them behind on the
+# kernel (and on pcisim), holding the addresses its VFs need when it is
+# back, and no init could restore the count then.
+printf 0 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
 pcisim_ctl "remove $PF"
 start_svffd
 ctl status --json > "$T/status.json"

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +25,8 @@
 #define DEV "devices/pci0000:00/"
 #define NIC_PF DEV "0000:03:00.0"
 #define BUSDEV "bus/pci/devices/"
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 static struct pcisim *sim;
 
@@ -608,8 +613,14 @@ START_TEST(test_fault_hold) {
         t0 = now_ms();
         assert_read(NIC_PF "/vendor", "0x8086\n");
         assert_read(NIC_PF "/sriov_totalvfs", "7\n");
+        /* VF 0 first (sriov_del_vfs()): it is gone, the held VF 1 has
+         * lost its links, VF 2 waits its turn */
+        ck_assert(!exists(BUSDEV "0000:03:10.0"));
         ck_assert(exists(BUSDEV "0000:03:10.4"));
-        ck_assert(!exists(BUSDEV "0000:03:11.0"));    /* VFs go in reverse order */
+        ck_assert(!exists(NIC_PF "/virtfn1"));
+        ck_assert(!exists(DEV "0000:03:10.4/physfn"));
+        ck_assert(exists(BUSDEV "0000:03:11.0"));
+        ck_assert(exists(NIC_PF "/virtfn2"));
         ck_assert_uint_lt(now_ms() - t0, 200);
         ck_assert(!w.done);
         ck_assert_int_eq(pcisim_ctl(sim, "release 0000:03:10.4"), 0);
@@ -644,17 +655,319 @@ START_TEST(test_hotplug) {
         ck_assert_int_eq(pcisim_ctl(sim, "add-pf {\"address\": \"0000:06:00.0\", \"vendor\": 1, \"device\": 2}"), -EEXIST);
         ck_assert_int_eq(wr(DEV "0000:06:00.0/sriov_numvfs", "4"), 0);
         assert_link(DEV "0000:06:00.4/physfn", "../0000:06:00.0");
-        /* remove: a rescan finds it again */
+        /* remove: a rescan finds it again; like writing remove, its VFs
+         * stay behind (nvme leaves SR-IOV on) */
         ck_assert_int_eq(pcisim_ctl(sim, "remove 0000:06:00.0"), 0);
         ck_assert(!exists(BUSDEV "0000:06:00.0"));
-        ck_assert(!exists(BUSDEV "0000:06:00.1"));
+        ck_assert(exists(BUSDEV "0000:06:00.1"));
         ck_assert_int_eq(pcisim_ctl(sim, "remove 0000:06:00.0"), -ENODEV);
         ck_assert_int_eq(wr("bus/pci/rescan", "1"), 0);
         ck_assert(exists(BUSDEV "0000:06:00.0"));
-        /* unplug: it does not */
+        /* unplug: it does not, and a surprise removal takes the VFs too */
         ck_assert_int_eq(pcisim_ctl(sim, "unplug 0000:06:00.0"), 0);
+        ck_assert(!exists(BUSDEV "0000:06:00.1"));
+        ck_assert(!exists(BUSDEV "0000:06:00.4"));
         ck_assert_int_eq(wr("bus/pci/rescan", "1"), 0);
         ck_assert(!exists(BUSDEV "0000:06:00.0"));
+        stop();
+}
+END_TEST
+
+/* ---- PFs with VFs enabled, and the other rules the real kernel showed
+ * (tests/vm/scenarios/06-conformance compares each with the kernel) ---- */
+
+#define NVME_PF DEV "0000:00:04.0"
+
+static unsigned long long stat_value(const char *name) {
+        char *s = rd(".pcisim/stats"), *key, *p;
+        unsigned long long v;
+
+        ck_assert_int_ge(asprintf(&key, "\n%s ", name), 0);
+        p = strstr(s, key);
+        ck_assert_msg(p, "no '%s' in .pcisim/stats", name);
+        ck_assert_int_eq(sscanf(p + strlen(key), "%llu", &v), 1);
+        free(key);
+        free(s);
+        return v;
+}
+
+/* nvme_remove() leaves SR-IOV on (pci_iov_remove() only warns): the VFs
+ * and the count stay, and with no driver the count cannot change. */
+START_TEST(test_unbind_keeps_vfs) {
+        start("nvme");
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "2"), 0);
+        ck_assert_int_eq(wr("bus/pci/drivers/nvme/unbind", "0000:00:04.0"), 0);
+        ck_assert(!exists(NVME_PF "/driver"));
+        assert_read(NVME_PF "/sriov_numvfs", "2\n");
+        assert_link(NVME_PF "/virtfn1", "../0000:00:04.2");
+        assert_link(DEV "0000:00:04.2/driver", "../../../bus/pci/drivers/nvme");
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "0"), -ENOENT);
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "1"), -ENOENT);
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "2"), 0);         /* equal: no driver needed */
+        ck_assert_int_eq(wr("bus/pci/drivers/nvme/bind", "0000:00:04.0"), 0);
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "0"), 0);
+        ck_assert(!exists(BUSDEV "0000:00:04.1"));
+        stop();
+}
+END_TEST
+
+/* remove of such a PF orphans its VFs; after a rescan they still hold the
+ * new PF's VF addresses, and enabling VFs over them is where the real
+ * kernel breaks (ENOENT, a duplicate-sysfs warning, a BUG seen later). */
+START_TEST(test_remove_orphans_vfs) {
+        start("nvme");
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "2"), 0);
+        ck_assert_int_eq(wr(NVME_PF "/remove", "1"), 0);
+        ck_assert(!exists(BUSDEV "0000:00:04.0"));
+        ck_assert(exists(BUSDEV "0000:00:04.1"));
+        assert_link(DEV "0000:00:04.2/driver", "../../../bus/pci/drivers/nvme");
+        assert_link(DEV "0000:00:04.1/physfn", "../0000:00:04.0");
+        ck_assert(!exists(DEV "0000:00:04.1/physfn/vendor"));  /* dangling */
+
+        ck_assert_int_eq(wr("bus/pci/rescan", "1"), 0);
+        assert_read(NVME_PF "/sriov_numvfs", "0\n");
+        ck_assert(!exists(NVME_PF "/virtfn0"));
+        ck_assert(exists(BUSDEV "0000:00:04.1"));
+        assert_read(DEV "0000:00:04.1/physfn/vendor", "0x1b36\n");
+        ck_assert_uint_eq(stat_value("kernel_breaks"), 0);
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "2"), -ENOENT);
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "1"), -ENOENT);
+        ck_assert_uint_eq(stat_value("kernel_breaks"), 2);
+        assert_read(NVME_PF "/sriov_numvfs", "0\n");
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "0"), 0);
+        stop();
+}
+END_TEST
+
+/* vfio_pci_core_register_device(): "Cannot bind to PF with SR-IOV
+ * enabled" is the probe's EBUSY; drivers_probe still succeeds. */
+START_TEST(test_vfio_refuses_pf_with_vfs) {
+        start("nvme");
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "2"), 0);
+        ck_assert_int_eq(wr("bus/pci/drivers/nvme/unbind", "0000:00:04.0"), 0);
+        ck_assert_int_eq(wr(NVME_PF "/driver_override", "vfio-pci"), 0);
+        ck_assert_int_eq(wr("bus/pci/drivers/vfio-pci/bind", "0000:00:04.0"), -EBUSY);
+        ck_assert_int_eq(wr("bus/pci/drivers_probe", "0000:00:04.0"), 0);
+        ck_assert(!exists(NVME_PF "/driver"));
+        assert_read(NVME_PF "/sriov_numvfs", "2\n");
+        /* with its VFs off it binds */
+        ck_assert_int_eq(wr(NVME_PF "/driver_override", "\n"), 0);
+        ck_assert_int_eq(wr("bus/pci/drivers/nvme/bind", "0000:00:04.0"), 0);
+        ck_assert_int_eq(wr(NVME_PF "/sriov_numvfs", "0"), 0);
+        ck_assert_int_eq(wr("bus/pci/drivers/nvme/unbind", "0000:00:04.0"), 0);
+        ck_assert_int_eq(wr(NVME_PF "/driver_override", "vfio-pci"), 0);
+        ck_assert_int_eq(wr("bus/pci/drivers/vfio-pci/bind", "0000:00:04.0"), 0);
+        assert_link(NVME_PF "/driver", "../../../bus/pci/drivers/vfio-pci");
+        stop();
+}
+END_TEST
+
+/* sriov_del_vfs() removes VF 0 first, and pci_iov_remove_virtfn() drops
+ * its links before blocking on it: with VF 0 held, every VF is shown. */
+START_TEST(test_disable_vf0_first) {
+        struct writer w = { NIC_PF "/sriov_numvfs", "0" };
+        pthread_t t;
+
+        start("nic");
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "3"), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "hold 0000:03:10.0"), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, writer_thread, &w), 0);
+        ck_assert(!wait_done(&w, 300));
+        ck_assert(exists(BUSDEV "0000:03:10.0"));
+        ck_assert(exists(BUSDEV "0000:03:10.4"));
+        ck_assert(exists(BUSDEV "0000:03:11.0"));
+        ck_assert(!exists(NIC_PF "/virtfn0"));
+        ck_assert(!exists(DEV "0000:03:10.0/physfn"));
+        /* driver_sysfs_remove() runs before the blocked remove() */
+        ck_assert(!exists(DEV "0000:03:10.0/driver"));
+        ck_assert(!exists("bus/pci/drivers/igbvf/0000:03:10.0"));
+        assert_link(NIC_PF "/virtfn1", "../0000:03:10.4");
+        assert_link(NIC_PF "/virtfn2", "../0000:03:11.0");
+        assert_link(DEV "0000:03:11.0/physfn", "../0000:03:00.0");
+        ck_assert_int_eq(pcisim_ctl(sim, "release 0000:03:10.0"), 0);
+        ck_assert(wait_done(&w, 3000));
+        pthread_join(t, NULL);
+        ck_assert_int_eq(w.r, 0);
+        ck_assert(!exists(BUSDEV "0000:03:10.0"));
+        ck_assert(!exists(BUSDEV "0000:03:11.0"));
+        stop();
+}
+END_TEST
+
+/* drivers_autoprobe_store(): a leading '0' turns it off, anything else
+ * on, and no value is refused. */
+START_TEST(test_bus_drivers_autoprobe) {
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "0", "0\n" }, { "n", "1\n" }, { "0", "0\n" }, { "off", "1\n" }, { "0x1", "0\n" },
+                { "x", "1\n" }, { "00", "0\n" }, { "\n", "1\n" }, { "0\n", "0\n" }, { "1", "1\n" },
+        };
+
+        start("nic");
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ck_assert_msg(wr("bus/pci/drivers_autoprobe", cases[i].in) == 0, "'%s' refused", cases[i].in);
+                assert_read("bus/pci/drivers_autoprobe", cases[i].out);
+        }
+        stop();
+}
+END_TEST
+
+/* enable_store(): the number is parsed first, then a bound driver owns
+ * the count (EBUSY); unbound, 0 below the count is EIO. */
+START_TEST(test_enable_busy) {
+        start("nic");
+        assert_read(NIC_PF "/enable", "1\n");
+        ck_assert_int_eq(wr(NIC_PF "/enable", "x"), -EINVAL);
+        ck_assert_int_eq(wr(NIC_PF "/enable", "0"), -EBUSY);
+        ck_assert_int_eq(wr(NIC_PF "/enable", "1"), -EBUSY);
+        assert_read(NIC_PF "/enable", "1\n");
+        ck_assert_int_eq(wr("bus/pci/drivers/igb/unbind", "0000:03:00.0"), 0);
+        assert_read(NIC_PF "/enable", "0\n");
+        ck_assert_int_eq(wr(NIC_PF "/enable", "1"), 0);
+        assert_read(NIC_PF "/enable", "1\n");
+        ck_assert_int_eq(wr(NIC_PF "/enable", "0"), 0);
+        ck_assert_int_eq(wr(NIC_PF "/enable", "0"), -EIO);
+        assert_read(NIC_PF "/enable", "0\n");
+        stop();
+}
+END_TEST
+
+static int drop_sys_admin(void) {
+        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+        struct __user_cap_data_struct d[2];
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+        d[CAP_SYS_ADMIN / 32].permitted &= ~(1u << (CAP_SYS_ADMIN % 32));
+        return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+struct unprivileged {
+        ssize_t opened_privileged, opened_unprivileged;
+        int drop, enable, numa;
+};
+
+/* Without CAP_SYS_ADMIN: pci_read_config() shows 64 bytes of config (the
+ * opener's privilege counts, file_ns_capable()), and enable_store() and
+ * numa_node_store() refuse with EPERM. */
+START_TEST(test_unprivileged) {
+        struct unprivileged u = {};
+        int fds[2], status;
+        char *path;
+        pid_t pid;
+
+        start("nic");
+        if (getuid() != 0) {
+                fprintf(stderr, "not root: pcisim's owner plays root, no unprivileged reader to test\n");
+                stop();
+                return;
+        }
+        ck_assert_int_ge(asprintf(&path, "%s/" BUSDEV "0000:03:00.0/config", pcisim_root(sim)), 0);
+        ck_assert_int_eq(pipe(fds), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                uint8_t b[4096];
+                int fd1 = open(path, O_RDONLY | O_CLOEXEC), fd2;
+
+                u.drop = drop_sys_admin();
+                fd2 = open(path, O_RDONLY | O_CLOEXEC);
+                u.opened_privileged = fd1 < 0 ? -errno : pread(fd1, b, sizeof(b), 0);
+                u.opened_unprivileged = fd2 < 0 ? -errno : pread(fd2, b, sizeof(b), 0);
+                u.enable = wr(NIC_PF "/enable", "1");
+                u.numa = wr(NIC_PF "/numa_node", "0");
+                _exit(write(fds[1], &u, sizeof(u)) == sizeof(u) ? 0 : 1);
+        }
+        close(fds[1]);
+        ck_assert_int_eq(read(fds[0], &u, sizeof(u)), sizeof(u));
+        close(fds[0]);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ck_assert_int_eq(u.drop, 0);
+        ck_assert_int_eq(u.opened_privileged, 4096);
+        ck_assert_int_eq(u.opened_unprivileged, 64);
+        ck_assert_int_eq(u.enable, -EPERM);
+        ck_assert_int_eq(u.numa, -EPERM);
+        /* the size does not depend on who asks */
+        {
+                struct stat st;
+                ck_assert_int_eq(stat(path, &st), 0);
+                ck_assert_int_eq(st.st_size, 4096);
+        }
+        free(path);
+        stop();
+}
+END_TEST
+
+/* numa_node_store(): kstrtoint(), then NUMA_NO_NODE or an online node. */
+START_TEST(test_numa_node) {
+        static const char *const bad[] = { "1", "-2", "-+1", "x", "64", "1024", "\n" };
+
+        start("nic");           /* one device on node 0: only node 0 is online */
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                ck_assert_msg(wr(NIC_PF "/numa_node", bad[i]) == -EINVAL, "'%s' accepted", bad[i]);
+        assert_read(NIC_PF "/numa_node", "0\n");
+        ck_assert_int_eq(wr(NIC_PF "/numa_node", "-1"), 0);
+        assert_read(NIC_PF "/numa_node", "-1\n");
+        ck_assert_int_eq(wr(NIC_PF "/numa_node", "+0x0\n"), 0);
+        assert_read(NIC_PF "/numa_node", "0\n");
+        /* a device on node 1 brings node 1 online */
+        ck_assert_int_eq(pcisim_ctl(sim, "add-pf {\"address\": \"0000:07:00.0\", \"vendor\": \"0x8086\", "
+                                         "\"device\": \"0x10d3\", \"numa_node\": 1}"), 0);
+        ck_assert_int_eq(wr(NIC_PF "/numa_node", "1"), 0);
+        assert_read(NIC_PF "/numa_node", "1\n");
+        ck_assert_int_eq(wr(NIC_PF "/numa_node", "2"), -EINVAL);
+        stop();
+}
+END_TEST
+
+/* dev_rescan_store() -> pci_rescan_bus(pdev->bus): that bus only. */
+START_TEST(test_device_rescan_own_bus) {
+        start("mixed");
+        ck_assert_int_eq(wr(DEV "0000:00:04.0/remove", "1"), 0);
+        ck_assert_int_eq(wr(NIC_PF "/remove", "1"), 0);
+        ck_assert_int_eq(wr(DEV "0000:00:00.0/rescan", "x"), -EINVAL);
+        ck_assert_int_eq(wr(DEV "0000:00:00.0/rescan", "0"), 0);
+        ck_assert(!exists(BUSDEV "0000:00:04.0"));
+        ck_assert_int_eq(wr(DEV "0000:00:00.0/rescan", "1"), 0);
+        ck_assert(exists(BUSDEV "0000:00:04.0"));
+        ck_assert(!exists(BUSDEV "0000:03:00.0"));
+        ck_assert_int_eq(wr("bus/pci/rescan", "1"), 0);
+        ck_assert(exists(BUSDEV "0000:03:00.0"));
+        stop();
+}
+END_TEST
+
+/* vfio-pci has sriov_configure(); it is ENOENT only while its
+ * enable_sriov parameter is off (the default). On, VFs come, captured for
+ * vfio-pci (vfio_pci_bus_notifier()), and go when it lets the PF go. */
+START_TEST(test_vfio_enable_sriov) {
+        start("nic");
+        assert_read("module/vfio_pci/parameters/enable_sriov", "N\n");
+        ck_assert_int_eq(wr("bus/pci/drivers/igb/unbind", "0000:03:00.0"), 0);
+        ck_assert_int_eq(wr(NIC_PF "/driver_override", "vfio-pci"), 0);
+        ck_assert_int_eq(wr("bus/pci/drivers_probe", "0000:03:00.0"), 0);
+        assert_link(NIC_PF "/driver", "../../../bus/pci/drivers/vfio-pci");
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "2"), -ENOENT);
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "0"), 0);
+
+        ck_assert_int_eq(wr("module/vfio_pci/parameters/enable_sriov", "maybe"), -EINVAL);
+        ck_assert_int_eq(wr("module/vfio_pci/parameters/enable_sriov", "y"), 0);
+        assert_read("module/vfio_pci/parameters/enable_sriov", "Y\n");
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "2"), 0);
+        assert_read(DEV "0000:03:10.4/driver_override", "vfio-pci\n");
+        assert_link(DEV "0000:03:10.4/driver", "../../../bus/pci/drivers/vfio-pci");
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "3"), -EBUSY);
+        /* the parameter counts when sriov_configure() is called: after EBUSY */
+        ck_assert_int_eq(wr("module/vfio_pci/parameters/enable_sriov", "0"), 0);
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "3"), -EBUSY);
+        ck_assert_int_eq(wr(NIC_PF "/sriov_numvfs", "0"), -ENOENT);
+        ck_assert_int_eq(wr("module/vfio_pci/parameters/enable_sriov", "1"), 0);
+        ck_assert_int_eq(wr("bus/pci/drivers/vfio-pci/unbind", "0000:03:00.0"), 0);
+        assert_read(NIC_PF "/sriov_numvfs", "0\n");
+        ck_assert(!exists(BUSDEV "0000:03:10.0"));
         stop();
 }
 END_TEST
@@ -871,6 +1184,16 @@ static Suite *pcisim_suite(void) {
         tcase_add_test(tc, test_fault_partial);
         tcase_add_test(tc, test_fault_hold);
         tcase_add_test(tc, test_hotplug);
+        tcase_add_test(tc, test_unbind_keeps_vfs);
+        tcase_add_test(tc, test_remove_orphans_vfs);
+        tcase_add_test(tc, test_vfio_refuses_pf_with_vfs);
+        tcase_add_test(tc, test_disable_vf0_first);
+        tcase_add_test(tc, test_bus_drivers_autoprobe);
+        tcase_add_test(tc, test_enable_busy);
+        tcase_add_test(tc, test_unprivileged);
+        tcase_add_test(tc, test_numa_node);
+        tcase_add_test(tc, test_device_rescan_own_bus);
+        tcase_add_test(tc, test_vfio_enable_sriov);
         tcase_add_test(tc, test_stats);
         tcase_add_test(tc, test_latency);
         tcase_add_test(tc, test_device_classes);

@@ -33,8 +33,9 @@
  *   latency-profile <name> "svff-paper" or "none"
  *   add-pf <json object>   hot-add a device (scenario device schema)
  *   remove <BDF>           like writing 1 to its remove attribute (a bus
- *                          rescan brings it back)
- *   unplug <BDF>           surprise removal: rescan does not bring it back
+ *                          rescan brings it back; a PF's VFs stay behind)
+ *   unplug <BDF>           surprise removal: rescan does not bring it back;
+ *                          a PF's VFs go with it
  *   reset-stats
  *   qmax <BDF> <n>         a QDMA function's driver sets its qmax, with the
  *                          rules of the sysfs store (EBUSY while a queue is
@@ -252,6 +253,8 @@ int sim_stats_format(struct sim *sim, char **ret) {
                 total += v;
         }
         fprintf(f, "total %llu\n", (unsigned long long) total);
+        /* not a request count: writes the real kernel breaks on */
+        fprintf(f, "kernel_breaks %llu\n", (unsigned long long) sim->kernel_breaks);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;

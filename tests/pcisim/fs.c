@@ -28,6 +28,7 @@ enum node_kind {
         K_ROOT, K_DEVICES, K_DOMAIN, K_DEVICE, K_NET, K_NETIF, K_QDMA, K_NVME, K_NVMECTRL,
         K_BUS, K_BUS_PCI, K_BUS_DEVICES, K_DRIVERS, K_DRIVER,
         K_KERNEL, K_GROUPS, K_GROUP, K_GROUP_DEVICES, K_SIM, K_VFIO,
+        K_MODULE, K_MODULE_VFIO, K_MODULE_PARAMS,
         K_FILE, K_LINK,
 };
 
@@ -58,6 +59,27 @@ static time_t start_time;
 
 static struct sim *get_sim(void) {
         return fuse_get_context()->private_data;
+}
+
+/* capable(CAP_SYS_ADMIN) of the process behind the current request, from
+ * its effective set. An unprivileged pcisim is its owner's machine: the
+ * owner plays root there. */
+static bool caller_is_admin(void) {
+        const struct fuse_context *ctx = fuse_get_context();
+        _cleanup_fclose_ FILE *f = NULL;
+        char path[64], line[256];
+        unsigned long long caps;
+
+        if (getuid() != 0)
+                return ctx->uid == getuid();
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) ctx->pid);
+        f = fopen(path, "re");
+        if (!f)
+                return ctx->uid == 0;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "CapEff: %llx", &caps) == 1)
+                        return caps & (1ULL << 21);     /* CAP_SYS_ADMIN */
+        return ctx->uid == 0;
 }
 
 static int emit(char **ret, size_t *ret_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -177,10 +199,10 @@ static int store_remove(struct sim *sim, const struct node *n, const char *buf, 
         return sim_store_remove(sim, n->dev, buf);
 }
 static int store_dev_rescan(struct sim *sim, const struct node *n, const char *buf, size_t len) {
-        return sim_store_rescan(sim, buf);
+        return sim_store_rescan(sim, n->dev, buf);
 }
 static int store_enable(struct sim *sim, const struct node *n, const char *buf, size_t len) {
-        return sim_store_enable(sim, n->dev, buf);
+        return sim_store_enable(sim, n->dev, buf, caller_is_admin());
 }
 static int store_reset(struct sim *sim, const struct node *n, const char *buf, size_t len) {
         return sim_store_reset(sim, n->dev, buf);
@@ -194,13 +216,7 @@ static int store_config(struct sim *sim, const struct node *n, const char *buf, 
 }
 
 static int store_numa(struct sim *sim, const struct node *n, const char *buf, size_t len) {
-        unsigned long long v;
-        bool neg = buf[0] == '-';
-
-        if (sim_kstrtoull(buf + neg, 0, &v) < 0 || v > (neg ? 1 : 63))
-                return -EINVAL;
-        n->dev->numa_node = neg ? -(int) v : (int) v;
-        return 0;
+        return sim_store_numa_node(sim, n->dev, buf, caller_is_admin());
 }
 
 static const struct attr device_attrs[] = {
@@ -264,13 +280,20 @@ static int store_drivers_probe(struct sim *sim, const struct node *n, const char
         return sim_store_drivers_probe(sim, buf);
 }
 static int store_rescan(struct sim *sim, const struct node *n, const char *buf, size_t len) {
-        return sim_store_rescan(sim, buf);
+        return sim_store_rescan(sim, NULL, buf);
 }
 static int store_bus_autoprobe(struct sim *sim, const struct node *n, const char *buf, size_t len) {
         return sim_store_bus_autoprobe(sim, buf);
 }
 static int show_bus_autoprobe(struct sim *sim, const struct node *n, char **ret, size_t *len) {
         return emit(ret, len, "%d\n", sim->bus_drivers_autoprobe);
+}
+/* param_get_bool() */
+static int show_vfio_enable_sriov(struct sim *sim, const struct node *n, char **ret, size_t *len) {
+        return emit(ret, len, "%c\n", sim->vfio_enable_sriov ? 'Y' : 'N');
+}
+static int store_vfio_enable_sriov(struct sim *sim, const struct node *n, const char *buf, size_t len) {
+        return sim_store_vfio_enable_sriov(sim, buf);
 }
 static int show_group_type(struct sim *sim, const struct node *n, char **ret, size_t *len) {
         return emit(ret, len, "DMA\n");
@@ -300,6 +323,9 @@ static const struct attr bus_attrs[] = {
         { "rescan", 0200, NULL, NULL, store_rescan },
 };
 static const struct attr group_attrs[] = { { "type", 0444, NULL, show_group_type } };
+static const struct attr vfio_param_attrs[] = {
+        { "enable_sriov", 0644, NULL, show_vfio_enable_sriov, store_vfio_enable_sriov },
+};
 static const struct attr ctl_attr = { "ctl", 0200, NULL, NULL, store_ctl };
 static const struct attr stats_attr = { "stats", 0444, NULL, show_stats };
 static const struct attr vfio_attr = { "vfio", 0600, NULL, show_empty };
@@ -358,14 +384,14 @@ static int walk_device(struct sim *sim, const struct node *p, child_fn fn, void 
                 CHILD("qdma", .kind = K_QDMA, .dev = d);
         if (d->kind == SIM_KIND_NVME && bound_to_real_driver(d))
                 CHILD("nvme", .kind = K_NVME, .dev = d);
-        if (d->driver)
+        if (d->driver && !d->unbinding)
                 CHILD("driver", .kind = K_LINK, .link = L_DRIVER, .dev = d);
         CHILD("iommu_group", .kind = K_LINK, .link = L_GROUP, .dev = d);
         CHILD("subsystem", .kind = K_LINK, .link = L_SUBSYSTEM, .dev = d);
-        if (d->pf)
+        if (d->pf && !d->unlinked)
                 CHILD("physfn", .kind = K_LINK, .link = L_PHYSFN, .dev = d);
         for (unsigned i = 0; d->is_pf && i < d->numvfs; i++) {
-                if (!d->vfs[i].present)
+                if (!d->vfs[i].present || d->vfs[i].unlinked)
                         continue;
                 snprintf(name, sizeof(name), "virtfn%u", i);
                 CHILD(name, .kind = K_LINK, .link = L_VIRTFN, .dev = &d->vfs[i]);
@@ -381,6 +407,7 @@ static int walk(struct sim *sim, const struct node *p, child_fn fn, void *ud) {
                 CHILD("devices", .kind = K_DEVICES);
                 CHILD("bus", .kind = K_BUS);
                 CHILD("kernel", .kind = K_KERNEL);
+                CHILD("module", .kind = K_MODULE);
                 CHILD(".pcisim", .kind = K_SIM);
                 return 0;
         case K_DEVICES:
@@ -431,7 +458,7 @@ static int walk(struct sim *sim, const struct node *p, child_fn fn, void *ud) {
                 if (walk_attrs(driver_attrs, ELEMENTSOF(driver_attrs), p, fn, ud))
                         return 1;
                 for (size_t i = 0; i < sim->n_present; i++)
-                        if (sim->present[i]->driver == p->drv)
+                        if (sim->present[i]->driver == p->drv && !sim->present[i]->unbinding)
                                 CHILD(sim->present[i]->name, .kind = K_LINK, .link = L_DRV_DEV,
                                       .dev = sim->present[i], .drv = p->drv);
                 return 0;
@@ -455,6 +482,14 @@ static int walk(struct sim *sim, const struct node *p, child_fn fn, void *ud) {
                                 CHILD(sim->present[i]->name, .kind = K_LINK, .link = L_GROUP_DEV,
                                       .dev = sim->present[i]);
                 return 0;
+        case K_MODULE:
+                CHILD("vfio_pci", .kind = K_MODULE_VFIO);
+                return 0;
+        case K_MODULE_VFIO:
+                CHILD("parameters", .kind = K_MODULE_PARAMS);
+                return 0;
+        case K_MODULE_PARAMS:
+                return walk_attrs(vfio_param_attrs, ELEMENTSOF(vfio_param_attrs), p, fn, ud);
         case K_SIM:
                 CHILD("ctl", .kind = K_FILE, .attr = &ctl_attr);
                 CHILD("stats", .kind = K_FILE, .attr = &stats_attr);
@@ -669,6 +704,9 @@ static int op_open(const char *path, struct fuse_file_info *fi) {
                 r = -EACCES;
         pthread_mutex_unlock(&sim->lock);
         fi->direct_io = 1;
+        /* pci_read_config(): file_ns_capable(filp, CAP_SYS_ADMIN), i.e. the
+         * opener's privilege decides how much of config a read shows. */
+        fi->fh = r >= 0 && n.attr->show == show_config && caller_is_admin();
         return r;
 }
 
@@ -692,6 +730,9 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
         pthread_mutex_unlock(&sim->lock);
         if (r < 0)
                 return r;
+        /* without CAP_SYS_ADMIN only the standard header (64 bytes) */
+        if (n.attr->show == show_config && !fi->fh && len > 64)
+                len = 64;
         if (off < 0 || (size_t) off >= len)
                 return 0;
         if (size > len - (size_t) off)

@@ -4,6 +4,7 @@
 /* Small helpers for pcisim only: the simulator must not depend on src/. */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +25,12 @@ static inline void closep(int *fd) {
         }
 }
 #define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
 
 #define TAKE_PTR(p) ({ typeof(p) _t = (p); (p) = NULL; _t; })
 

@@ -59,6 +59,7 @@ int sim_new(struct sim **ret) {
         pthread_mutex_init(&sim->lock, NULL);
         pthread_cond_init(&sim->cond, NULL);
         sim->bus_drivers_autoprobe = true;
+        sim->numa_nodes = 1;
         *ret = sim;
         return 0;
 }
@@ -146,6 +147,23 @@ int sim_kstrtoull(const char *s, unsigned base, unsigned long long *ret) {
         if (*s)
                 return -EINVAL;
         *ret = v;
+        return 0;
+}
+
+/* kstrtoint(): a '-' may precede the digits, but not a '+' after it. */
+int sim_kstrtoint(const char *s, unsigned base, int *ret) {
+        unsigned long long v;
+        bool neg = s[0] == '-';
+        int r;
+
+        if (neg && s[1] == '+')
+                return -EINVAL;
+        r = sim_kstrtoull(s + neg, base, &v);
+        if (r < 0)
+                return r;
+        if (v > (neg ? (unsigned long long) INT_MAX + 1 : (unsigned long long) INT_MAX))
+                return -ERANGE;
+        *ret = neg ? (int) -(long long) v : (int) v;
         return 0;
 }
 
@@ -424,6 +442,10 @@ static int driver_probe(struct sim *sim, struct sim_driver *drv, struct sim_dev 
                 return -EBUSY;
         if (!can_probe(dev))
                 return -ENODEV;         /* pci_device_probe() rejects it */
+        /* vfio_pci_core_register_device(): "Cannot bind to PF with SR-IOV
+         * enabled"; really_probe() passes the probe's error on to bind. */
+        if (is_vfio(drv) && dev->is_pf && dev->numvfs > 0)
+                return -EBUSY;
         dev->driver = drv;
         if (!is_vfio(drv))
                 dev->enable_cnt++;      /* real drivers pci_enable_device() in probe */
@@ -525,29 +547,39 @@ static void sriov_disable(struct sim *sim, struct sim_dev *pf);
 /* device_release_driver(): blocks while the device is held open, like
  * vfio-pci's remove() waiting for the user to close the device. */
 static void device_release_driver(struct sim *sim, struct sim_dev *dev) {
+        /* __device_release_driver(): driver_sysfs_remove() takes the
+         * driver links away before the driver's remove() runs, and blocks */
+        dev->unbinding = dev->driver != NULL;
         while (dev->held)
                 pthread_cond_wait(&sim->cond, &sim->lock);
         if (!dev->driver)
                 return;
-        /* PF drivers disable SR-IOV in their remove() (igb, ixgbe, qdma...) */
-        if (dev->is_pf && dev->numvfs > 0)
+        /* Only a driver whose remove() disables SR-IOV takes the VFs with
+         * it (igb_remove(), vfio_pci_core_unregister_device()). Others
+         * (nvme) leave them: pci_device_remove() -> pci_iov_remove() only
+         * warns "driver left SR-IOV enabled after remove", sriov_numvfs
+         * still reads N, and with no driver a write of it is ENOENT. */
+        if (dev->is_pf && dev->numvfs > 0 && dev->driver->remove_disables_sriov)
                 sriov_disable(sim, dev);
         if (!is_vfio(dev->driver) && dev->enable_cnt > 0)
                 dev->enable_cnt--;
         qdma_release(dev);
         dev->driver = NULL;
+        dev->unbinding = false;
         pthread_cond_broadcast(&sim->cond);
         sim_sleep(sim, SIM_LAT_UNBIND);
 }
 
-/* pci_stop_and_remove_bus_device(); the caller holds the device lock. */
+/* pci_stop_and_remove_bus_device(); the caller holds the device lock.
+ * The VFs of a PF are its siblings on the bus, not its children: unless
+ * the driver's remove() disabled SR-IOV they stay, orphaned, holding
+ * their addresses (and their physfn link dangles until a rescan brings
+ * a PF back at the same address). */
 static void dev_del(struct sim *sim, struct sim_dev *dev) {
         size_t i;
 
         if (!dev->present)
                 return;
-        if (dev->is_pf && dev->numvfs > 0)
-                sriov_disable(sim, dev);
         device_release_driver(sim, dev);
         for (i = 0; i < sim->n_present; i++)
                 if (sim->present[i] == dev)
@@ -647,16 +679,24 @@ static int vf_add(struct sim *sim, struct sim_dev *pf, unsigned i) {
                 .partial = -1,
         };
         sim_dev_set_name(vf);
+        /* vfio_pci_bus_notifier(): a PF on vfio-pci (enable_sriov) captures
+         * its new VFs for vfio-pci before they probe. */
+        if (is_vfio(pf->driver) && !(vf->driver_override = strdup("vfio-pci")))
+                return -ENOMEM;
         return dev_add(sim, vf);
 }
 
-/* sriov_disable(): VFs go in reverse order; the PF's device lock is held. */
+/* sriov_disable() -> sriov_del_vfs(): VF 0 first; the PF's device lock is
+ * held. pci_iov_remove_virtfn() drops the virtfn<i> and physfn links
+ * before it removes the VF, so a VF held open shows without them while
+ * the VFs after it are all still there. */
 static void sriov_disable(struct sim *sim, struct sim_dev *pf) {
-        for (unsigned i = pf->numvfs; i-- > 0;) {
+        for (unsigned i = 0; i < pf->numvfs; i++) {
                 struct sim_dev *vf = &pf->vfs[i];
 
                 if (!vf->present)
                         continue;
+                vf->unlinked = true;
                 sim_dev_lock(sim, vf);
                 dev_del(sim, vf);
                 sim_dev_unlock(sim, vf);
@@ -687,6 +727,42 @@ static void sriov_enable(struct sim *sim, struct sim_dev *pf, uint16_t n) {
         pthread_cond_broadcast(&sim->cond);
 }
 
+/* Whether any of the first n VF addresses of pf is taken by a present
+ * device: VFs left behind when an earlier instance of pf was removed. */
+static bool vfs_orphaned(struct sim *sim, const struct sim_dev *pf, uint16_t n) {
+        for (unsigned i = 0; i < n; i++) {
+                uint32_t rid = ((uint32_t) pf->bus << 8 | pf->devfn) + pf->offset + i * pf->stride;
+
+                for (size_t j = 0; j < sim->n_present; j++) {
+                        const struct sim_dev *d = sim->present[j];
+
+                        if (d->domain == pf->domain && ((uint32_t) d->bus << 8 | d->devfn) == rid)
+                                return true;
+                }
+        }
+        return false;
+}
+
+/* The PF driver's sriov_configure(), the PF's device lock held. */
+static int sriov_configure(struct sim *sim, struct sim_dev *pf, uint16_t n) {
+        if (is_vfio(pf->driver) && !sim->vfio_enable_sriov)
+                return -ENOENT;         /* vfio_pci_sriov_configure() */
+        if (n == 0) {
+                sriov_disable(sim, pf);
+                return 0;
+        }
+        if (vfs_orphaned(sim, pf, n)) {
+                /* pci_iov_add_virtfn(): device_add() of a VF whose name an
+                 * orphan still holds fails ("sysfs: cannot create duplicate
+                 * filename"), then pci_iov_sysfs_link() gives ENOENT. The
+                 * real kernel was seen to BUG later: count it. */
+                sim->kernel_breaks++;
+                return -ENOENT;
+        }
+        sriov_enable(sim, pf, n);
+        return 0;
+}
+
 /* sriov_numvfs_store() */
 int sim_store_numvfs(struct sim *sim, struct sim_dev *pf, const char *buf) {
         unsigned long long v;
@@ -705,11 +781,11 @@ int sim_store_numvfs(struct sim *sim, struct sim_dev *pf, const char *buf) {
         else if (!pf->driver || !pf->driver->sriov)
                 r = -ENOENT;
         else if (v == 0)
-                sriov_disable(sim, pf);
+                r = sriov_configure(sim, pf, 0);
         else if (pf->numvfs > 0)
                 r = -EBUSY;
         else
-                sriov_enable(sim, pf, (uint16_t) v);
+                r = sriov_configure(sim, pf, (uint16_t) v);
         sim_dev_unlock(sim, pf);
         return r;
 }
@@ -762,6 +838,20 @@ int sim_dev_remove(struct sim *sim, struct sim_dev *dev, bool unplug) {
                 return -ENODEV;
         }
         sim_sleep(sim, SIM_LAT_REMOVE);
+        /* A surprise removal takes the slot's whole bus, VFs included, in
+         * reverse order (pciehp_unconfigure_device()); writing remove
+         * takes the PF alone. */
+        for (unsigned i = dev->is_pf && unplug ? dev->totalvfs : 0; i-- > 0;) {
+                struct sim_dev *vf = &dev->vfs[i];
+
+                if (!vf->present)
+                        continue;       /* orphans of an earlier remove go too */
+                vf->unlinked = true;
+                sim_dev_lock(sim, vf);
+                dev_del(sim, vf);
+                vf->unplugged = true;
+                sim_dev_unlock(sim, vf);
+        }
         dev_del(sim, dev);
         if (unplug || dev->pf)
                 dev->unplugged = true;  /* VFs never come back through a rescan */
@@ -780,18 +870,49 @@ int sim_store_remove(struct sim *sim, struct sim_dev *dev, const char *buf) {
         return 0;
 }
 
-/* enable_store() */
-int sim_store_enable(struct sim *sim, struct sim_dev *dev, const char *buf) {
+/* enable_store(): a bound driver owns the enable count. */
+int sim_store_enable(struct sim *sim, struct sim_dev *dev, const char *buf, bool admin) {
         unsigned long long v;
+        int r = 0;
 
+        if (!admin)
+                return -EPERM;
         if (sim_kstrtoull(buf, 0, &v) < 0)
                 return -EINVAL;
-        if (v)
+        sim_dev_lock(sim, dev);
+        if (dev->driver)
+                r = -EBUSY;
+        else if (v)
                 dev->enable_cnt++;
         else if (dev->enable_cnt > 0)
                 dev->enable_cnt--;
         else
-                return -EIO;
+                r = -EIO;
+        sim_dev_unlock(sim, dev);
+        return r;
+}
+
+/* numa_node_store(): NUMA_NO_NODE or an online node. */
+int sim_store_numa_node(struct sim *sim, struct sim_dev *dev, const char *buf, bool admin) {
+        int node;
+
+        if (!admin)
+                return -EPERM;
+        if (sim_kstrtoint(buf, 0, &node) < 0)
+                return -EINVAL;
+        if (node < -1 || (node >= 0 && (unsigned) node >= sim->numa_nodes))
+                return -EINVAL;
+        dev->numa_node = node;
+        return 0;
+}
+
+/* vfio-pci's enable_sriov parameter: param_set_bool(), i.e. kstrtobool(). */
+int sim_store_vfio_enable_sriov(struct sim *sim, const char *buf) {
+        bool b;
+
+        if (sim_kstrtobool(buf, &b) < 0)
+                return -EINVAL;
+        sim->vfio_enable_sriov = b;
         return 0;
 }
 
@@ -925,9 +1046,11 @@ int sim_store_remove_id(struct sim *sim, struct sim_driver *drv, const char *buf
         return -ENODEV;
 }
 
-/* rescan_store() on the bus: removed (not unplugged) devices come back with
- * fresh state; VFs never do (they exist only through SR-IOV). */
-int sim_store_rescan(struct sim *sim, const char *buf) {
+/* rescan_store() on the bus, or dev_rescan_store() -> pci_rescan_bus() of
+ * the device's own bus (the tree is flat: no bus below another): removed
+ * (not unplugged) devices come back with fresh state; VFs never do (they
+ * exist only through SR-IOV). */
+int sim_store_rescan(struct sim *sim, const struct sim_dev *on_bus, const char *buf) {
         unsigned long long v;
 
         if (sim_kstrtoull(buf, 0, &v) < 0)
@@ -940,17 +1063,17 @@ int sim_store_rescan(struct sim *sim, const char *buf) {
 
                 if (dev->present || dev->unplugged || dev->locked)
                         continue;
+                if (on_bus && (dev->domain != on_bus->domain || dev->bus != on_bus->bus))
+                        continue;
                 (void) dev_plug(sim, dev);
         }
         return 0;
 }
 
+/* drivers_autoprobe_store(): only a leading '0' turns it off; anything
+ * else (even "n" or a bare newline) turns it on, and nothing fails. */
 int sim_store_bus_autoprobe(struct sim *sim, const char *buf) {
-        bool b;
-
-        if (sim_kstrtobool(buf, &b) < 0)
-                return -EINVAL;
-        sim->bus_drivers_autoprobe = b;
+        sim->bus_drivers_autoprobe = buf[0] != '0';
         return 0;
 }
 

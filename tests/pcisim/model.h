@@ -26,6 +26,7 @@
 #define SIM_CONFIG_SIZE 4096
 #define SIM_ANY_ID 0xffffffffu
 #define SIM_QUEUE_ST 0x80000000u
+#define SIM_MAX_NUMNODES 1024           /* MAX_NUMNODES of a CONFIG_NODES_SHIFT=10 kernel */
 
 struct sim_id {
         uint32_t vendor, device, subvendor, subdevice;
@@ -38,6 +39,7 @@ struct sim_driver {
         struct sim_id *dyn_ids;         /* new_id */
         size_t n_dyn_ids;
         bool sriov;                     /* has sriov_configure() */
+        bool remove_disables_sriov;     /* its remove() disables SR-IOV (igb, vfio-pci) */
 };
 
 enum sim_kind {
@@ -69,6 +71,8 @@ struct sim_dev {
         bool unplugged;                 /* gone for good: rescan won't find it */
         bool locked;                    /* device_lock() held by some thread */
         bool held;                      /* "opened by QEMU": blocks removal */
+        bool unlinked;                  /* VF: virtfn/physfn links gone, removal under way */
+        bool unbinding;                 /* driver links gone, the driver's remove() under way */
         struct sim_driver *driver;
         char *driver_override;
         unsigned group;
@@ -140,6 +144,9 @@ struct sim {
         size_t n_groups;
 
         bool bus_drivers_autoprobe;
+        bool vfio_enable_sriov;         /* vfio-pci's enable_sriov module parameter */
+        unsigned numa_nodes;            /* nodes 0..numa_nodes-1 are online */
+        uint64_t kernel_breaks;         /* writes the real kernel fails with a warning or BUG */
         struct sim_fault *faults;
         size_t n_faults;
         unsigned long latency_us[_SIM_LAT_MAX];
@@ -166,20 +173,24 @@ void sim_dev_unlock(struct sim *sim, struct sim_dev *dev);
 bool sim_group_vfio(struct sim *sim, unsigned group);
 
 /* Attribute semantics: buf is NUL-terminated, len bytes (<= SIM_PAGE_SIZE).
+ * admin: the writer has CAP_SYS_ADMIN (the kernel's capable() check).
  * Return 0 or -errno. */
 int sim_store_numvfs(struct sim *sim, struct sim_dev *pf, const char *buf);
 int sim_show_numvfs(struct sim *sim, struct sim_dev *pf, uint16_t *ret);
 int sim_store_autoprobe(struct sim *sim, struct sim_dev *pf, const char *buf);
 int sim_store_driver_override(struct sim *sim, struct sim_dev *dev, const char *buf, size_t len);
 int sim_store_remove(struct sim *sim, struct sim_dev *dev, const char *buf);
-int sim_store_enable(struct sim *sim, struct sim_dev *dev, const char *buf);
+int sim_store_enable(struct sim *sim, struct sim_dev *dev, const char *buf, bool admin);
+int sim_store_numa_node(struct sim *sim, struct sim_dev *dev, const char *buf, bool admin);
+int sim_store_vfio_enable_sriov(struct sim *sim, const char *buf);
 int sim_store_reset(struct sim *sim, struct sim_dev *dev, const char *buf);
 int sim_store_bind(struct sim *sim, struct sim_driver *drv, const char *buf);
 int sim_store_unbind(struct sim *sim, struct sim_driver *drv, const char *buf);
 int sim_store_new_id(struct sim *sim, struct sim_driver *drv, const char *buf);
 int sim_store_remove_id(struct sim *sim, struct sim_driver *drv, const char *buf);
 int sim_store_drivers_probe(struct sim *sim, const char *buf);
-int sim_store_rescan(struct sim *sim, const char *buf);
+/* on_bus: a device whose bus alone is rescanned (its rescan), or NULL. */
+int sim_store_rescan(struct sim *sim, const struct sim_dev *on_bus, const char *buf);
 int sim_store_bus_autoprobe(struct sim *sim, const char *buf);
 int sim_store_qmax(struct sim *sim, struct sim_dev *dev, const char *buf);
 /* QDMA: sets qmax as a driver would (a VF's over the mailbox, asked by
@@ -202,6 +213,7 @@ int sim_fault_check(struct sim *sim, const char *target, const char *attr, bool 
 /* Parsers with the kernel's semantics. */
 int sim_kstrtoull(const char *s, unsigned base, unsigned long long *ret);
 int sim_kstrtobool(const char *s, bool *ret);
+int sim_kstrtoint(const char *s, unsigned base, int *ret);
 bool sim_sysfs_streq(const char *a, const char *b);
 
 /* scenario.c */

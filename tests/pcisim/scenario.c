@@ -3,9 +3,12 @@
  * Scenario files (JSON, parsed with json-c). Schema:
  *
  * {
+ *   "numa_nodes": 2,                           online nodes 0..N-1; default:
+ *                                              enough for every numa_node below
  *   "drivers": [                               optional, probe order
- *     { "name": "igb", "ids": ["8086:1521"], "sriov": true }
- *   ],
+ *     { "name": "igb", "ids": ["8086:1521"], "sriov": true,
+ *       "remove_disables_sriov": true }        its remove() disables SR-IOV
+ *   ],                                         (default: the VFs stay, as nvme)
  *   "devices": [
  *     {
  *       "address": "0000:03:00.0",             required ("03:00.0" = domain 0)
@@ -34,7 +37,9 @@
  *
  * Numbers may be JSON integers or strings in C notation ("0x8086", "128").
  * A driver named by "driver" is an SR-IOV (PF) driver when the device is a
- * PF. "vfio-pci" always exists, with an empty id table, after the others.
+ * PF. "vfio-pci" always exists, with an empty id table, after the others;
+ * it has sriov_configure() (refusing unless its enable_sriov parameter is
+ * set) and disables SR-IOV when it lets a PF go.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -105,7 +110,7 @@ static int parse_address(const char *s, struct sim_dev *dev) {
 
 static int add_driver(struct sim *sim, json_object *o) {
         struct sim_driver *drv;
-        json_object *ids, *sriov;
+        json_object *ids, *sriov, *disables;
         const char *name = get_str(o, "name");
         int r;
 
@@ -115,6 +120,8 @@ static int add_driver(struct sim *sim, json_object *o) {
                                       json_object_get_boolean(sriov), &drv);
         if (r < 0)
                 return r;
+        if (json_object_object_get_ex(o, "remove_disables_sriov", &disables))
+                drv->remove_disables_sriov = json_object_get_boolean(disables);
         if (!json_object_object_get_ex(o, "ids", &ids))
                 return 0;
         if (!json_object_is_type(ids, json_type_array))
@@ -217,6 +224,11 @@ static int add_device(struct sim *sim, json_object *o) {
                 json_object *numa;
                 dev->numa_node = json_object_object_get_ex(o, "numa_node", &numa) ?
                                  json_object_get_int(numa) : -1;
+                if (dev->numa_node < -1 || dev->numa_node >= SIM_MAX_NUMNODES)
+                        goto einval;
+                /* a device sits on an online node */
+                if (dev->numa_node >= (int) sim->numa_nodes)
+                        sim->numa_nodes = (unsigned) dev->numa_node + 1;
         }
         dev->pcie = !json_object_object_get_ex(o, "pcie", &pcie) || json_object_get_boolean(pcie);
         if (!dev->pcie && dev->is_pf)
@@ -271,6 +283,8 @@ fail:
 int sim_scenario_load(struct sim *sim, const char *path) {
         _cleanup_json_ json_object *root = NULL;
         json_object *drivers, *devices;
+        struct sim_driver *vfio;
+        unsigned long long nodes;
         int r;
 
         root = json_object_from_file(path);
@@ -278,6 +292,9 @@ int sim_scenario_load(struct sim *sim, const char *path) {
                 fprintf(stderr, "pcisim: cannot parse scenario '%s': %s\n", path, json_util_get_last_err() ?: "not an object");
                 return -EINVAL;
         }
+        if (get_num(root, "numa_nodes", SIM_MAX_NUMNODES, 1, &nodes) < 0 || nodes == 0)
+                return -EINVAL;
+        sim->numa_nodes = (unsigned) nodes;
         if (json_object_object_get_ex(root, "drivers", &drivers)) {
                 if (!json_object_is_type(drivers, json_type_array))
                         return -EINVAL;
@@ -300,9 +317,10 @@ int sim_scenario_load(struct sim *sim, const char *path) {
                         return r;
                 }
         }
-        r = sim_driver_add(sim, "vfio-pci", false, NULL);
+        r = sim_driver_add(sim, "vfio-pci", true, &vfio);
         if (r < 0)
                 return r;
+        vfio->remove_disables_sriov = true;     /* vfio_pci_core_unregister_device() */
         for (size_t i = 0; i < json_object_array_length(devices); i++) {
                 r = add_device(sim, json_object_array_get_idx(devices, i));
                 if (r < 0) {

@@ -6,7 +6,16 @@
 #   SYSFS_OP=path/to/sysfs-op tests/vm/conformance.sh SYSFS_ROOT PF
 #
 # Preconditions: PF has sriov_totalvfs >= 4, no VFs, is bound to its SR-IOV
-# driver, and the vfio-pci driver is registered. Leaves it that way.
+# driver (one whose remove() leaves SR-IOV on, as nvme's does), the
+# vfio-pci and vfio_iommu_type1 modules are loaded, and 0000:00:00.0 is a
+# device on the PF's bus. It ends by removing the PF with VFs enabled:
+# that leaves orphaned VFs the kernel cannot clean up (enabling VFs over
+# them fails, and once hit a kernel BUG), so it is the last thing done,
+# and nothing writes sriov_numvfs after it. Run it once per boot.
+#
+# A VF held open: on the kernel, sysfs-op hold opens it through VFIO as
+# QEMU does; on pcisim (SYSFS_ROOT/.pcisim/ctl exists) the control
+# channel's hold does the same.
 #
 # Normalisations, each because the two sides may differ there for reasons
 # that are not PCI sysfs behaviour:
@@ -50,6 +59,52 @@ settle() {
         done
 }
 vfaddr() { t=$(readlink "$dev/$pf/virtfn$1"); echo "${t##*/}"; }
+# gone PATH: up to 10 s for PATH to disappear.
+gone() {
+        i=0
+        while [ "$i" -lt 100 ] && [ -e "$1" ]; do
+                sleep 0.1
+                i=$((i + 1))
+        done
+}
+
+tmpd=$(mktemp -d)
+holdpid=
+cleanup() {
+        [ -z "$holdpid" ] || kill "$holdpid" 2>/dev/null || true
+        rm -rf "$tmpd"
+}
+trap cleanup EXIT
+sim=
+[ -e "$root/.pcisim/ctl" ] && sim=1
+# hold BDF NAME / release BDF NAME: a VFIO user opens the VF and lets go.
+hold() {
+        if [ -n "$sim" ]; then
+                echo "hold $2 -> $(op write "$root/.pcisim/ctl" "hold $1")"
+                return
+        fi
+        g=$(readlink "$dev/$1/iommu_group")
+        : >"$tmpd/hold"
+        # Not through op(): $! must be the holder itself, to kill it.
+        "$SYSFS_OP" hold "/dev/vfio/${g##*/}" "$1" >"$tmpd/hold" 2>&1 &
+        holdpid=$!
+        i=0
+        while [ "$i" -lt 100 ] && ! [ -s "$tmpd/hold" ]; do
+                sleep 0.1
+                i=$((i + 1))
+        done
+        echo "hold $2 -> $(head -n1 "$tmpd/hold")"
+}
+release() {
+        if [ -n "$sim" ]; then
+                echo "release $2 -> $(op write "$root/.pcisim/ctl" "release $1")"
+                return
+        fi
+        kill "$holdpid" 2>/dev/null || true
+        wait "$holdpid" 2>/dev/null || true
+        holdpid=
+        echo "release $2 -> OK"
+}
 
 w() {  # w PATH VALUE [SHOWN-VALUE]
         echo "write $(label "$1") ${3:-$2} -> $(op write "$1" "$2")"
@@ -59,6 +114,10 @@ l() { echo "link $(label "$1") -> $(op link "$1")"; }
 e() { echo "exists $(label "$1") -> $(op exists "$1")"; }
 z() { echo "size $(label "$1") -> $(op size "$1")"; }
 m() { echo "mode $(label "$1") -> $(op mode "$1")"; }
+c() { echo "count $(label "$1") -> $(op count "$1")"; }
+# Without CAP_SYS_ADMIN:
+cu() { echo "count (unprivileged) $(label "$1") -> $(op -u count "$1")"; }
+wu() { echo "write (unprivileged) $(label "$1") $2 -> $(op -u write "$1" "$2")"; }
 
 sequence() {
         P=$dev/$pf
@@ -217,6 +276,12 @@ sequence() {
         e "$P/driver"
         w "$P/sriov_numvfs" 1
         w "$P/sriov_numvfs" 0
+        r "$P/enable"
+        w "$P/enable" 1
+        r "$P/enable"
+        w "$P/enable" 0
+        w "$P/enable" 0
+        r "$P/enable"
         w "$drv/$pfdrv/bind" "$pf" PF
         l "$P/driver"
 
@@ -253,9 +318,168 @@ sequence() {
         w "$root/bus/pci/rescan" 1
         w "$root/bus/pci/rescan" x
         r "$P/sriov_numvfs"
+
+        echo "# bus drivers_autoprobe: only a leading 0 turns it off"
+        B=$root/bus/pci/drivers_autoprobe
+        m "$B"
+        r "$B"
+        for v in 0 n 0 off 0x1 x 00 "" 1; do
+                w "$B" "$v" "\"$v\""
+                r "$B"
+        done
+
+        echo "# enable with a driver bound"
+        r "$P/enable"
+        w "$P/enable" x
+        w "$P/enable" 0
+        w "$P/enable" 1
+        r "$P/enable"
+
+        echo "# numa_node: -1 or an online node"
+        numa=$(op read "$P/numa_node")
+        for v in 1 2 64 1024 -2 -+1 x ""; do
+                w "$P/numa_node" "$v" "\"$v\""
+        done
+        w "$P/numa_node" 0
+        r "$P/numa_node"
+        w "$P/numa_node" -1
+        r "$P/numa_node"
+        w "$P/numa_node" +0x0
+        r "$P/numa_node"
+        w "$P/numa_node" "$numa" "(as before)"
+
+        echo "# without CAP_SYS_ADMIN"
+        c "$P/config"
+        cu "$P/config"
+        wu "$P/enable" 1
+        wu "$P/numa_node" 0
+
+        echo "# disabling with VF0 open by a VFIO user"
+        w "$P/sriov_drivers_autoprobe" 0
+        w "$P/sriov_numvfs" 2
+        vf0=$(vfaddr 0)
+        vf1=$(vfaddr 1)
+        V=$dev/$vf0
+        w "$V/driver_override" vfio-pci
+        w "$root/bus/pci/drivers_probe" "$vf0" VF0
+        l "$V/driver"
+        hold "$vf0" VF0
+        "$SYSFS_OP" write "$P/sriov_numvfs" 0 >"$tmpd/writer" 2>&1 &
+        writer=$!
+        # VF 0 goes first: once its link is gone the writer is stuck on it.
+        gone "$P/virtfn0"
+        sleep 1
+        e "$P/virtfn0"
+        e "$P/virtfn1"
+        e "$V"
+        e "$dev/$vf1"
+        e "$V/physfn"
+        e "$dev/$vf1/physfn"
+        e "$V/driver"
+        l "$P/virtfn1"
+        echo "check the writer still blocked -> $([ -s "$tmpd/writer" ] && echo no || echo yes)"
+        release "$vf0" VF0
+        wait "$writer" || true
+        echo "write PF/sriov_numvfs 0 (while VF0 was held) -> $(cat "$tmpd/writer")"
+        e "$V"
+        e "$dev/$vf1"
+        r "$P/sriov_numvfs"
+
+        echo "# unbinding the PF driver with VFs enabled keeps them"
+        w "$P/sriov_numvfs" 2
+        w "$drv/$pfdrv/unbind" "$pf" PF
+        e "$P/driver"
+        r "$P/sriov_numvfs"
+        l "$P/virtfn0"
+        l "$P/virtfn1"
+        e "$V/physfn"
+        r "$P/enable"
+        w "$P/sriov_numvfs" 0
+        w "$P/sriov_numvfs" 1
+        w "$P/sriov_numvfs" 2
+
+        echo "# vfio-pci refuses a PF with VFs enabled"
+        w "$P/driver_override" vfio-pci
+        w "$drv/vfio-pci/bind" "$pf" PF
+        w "$root/bus/pci/drivers_probe" "$pf" PF
+        e "$P/driver"
+        r "$P/sriov_numvfs"
+        w "$P/driver_override" "" '""'
+        w "$drv/$pfdrv/bind" "$pf" PF
+        l "$P/driver"
+        w "$P/sriov_numvfs" 0
+        e "$P/virtfn0"
+
+        echo "# vfio-pci on the PF: sriov_numvfs only with enable_sriov"
+        E=$root/module/vfio_pci/parameters/enable_sriov
+        m "$E"
+        r "$E"
+        w "$drv/$pfdrv/unbind" "$pf" PF
+        w "$P/driver_override" vfio-pci
+        w "$root/bus/pci/drivers_probe" "$pf" PF
+        l "$P/driver"
+        w "$P/sriov_numvfs" 1
+        w "$P/sriov_numvfs" 0
+        w "$E" maybe
+        w "$E" y
+        r "$E"
+        w "$P/sriov_numvfs" 1
+        r "$P/sriov_numvfs"
+        vf0=$(vfaddr 0)
+        V=$dev/$vf0
+        r "$V/driver_override"
+        settle "$V/driver"
+        l "$V/driver"
+        w "$P/sriov_numvfs" 2
+        w "$drv/vfio-pci/unbind" "$pf" PF
+        r "$P/sriov_numvfs"
+        e "$V"
+        w "$E" N
+        r "$E"
+        w "$P/driver_override" "" '""'
+        w "$drv/$pfdrv/bind" "$pf" PF
+        l "$P/driver"
+
+        echo "# a device's rescan (0000:00:00.0 shares the PF's bus)"
+        H=$dev/0000:00:00.0
+        m "$H/rescan"
+        w "$P/remove" 1
+        e "$P"
+        w "$H/rescan" x
+        w "$H/rescan" 0
+        e "$P"
+        w "$H/rescan" 1
+        e "$P"
+        settle "$P/driver"
+        l "$P/driver"
+
+        echo "# removing the PF with VFs enabled orphans them (last: no way back)"
+        w "$P/sriov_drivers_autoprobe" 0
+        w "$P/sriov_numvfs" 2
+        vf0=$(vfaddr 0)
+        vf1=$(vfaddr 1)
+        V=$dev/$vf0
+        w "$P/remove" 1
+        e "$P"
+        e "$V"
+        e "$dev/$vf1"
+        e "$V/physfn"
+        l "$V/physfn"
+        e "$V/driver"
+        w "$root/bus/pci/rescan" 1
+        e "$P"
+        settle "$P/driver"
+        l "$P/driver"
+        r "$P/sriov_numvfs"
+        r "$P/sriov_drivers_autoprobe"
+        e "$P/virtfn0"
+        e "$V"
+        e "$dev/$vf1"
+        l "$V/physfn"
+        echo "# not done: enabling VFs over the orphans (ENOENT, then a kernel BUG)"
 }
 
-# The PF driver's name and IOMMU group numbers are normalised in one pass.
-out=$(sequence)
-printf '%s\n' "$out" | sed -e "s|/$pfdrv/|/PFDRV/|g; s|/$pfdrv\$|/PFDRV|; s|/$pfdrv |/PFDRV |g" \
+# The PF driver's name and IOMMU group numbers are normalised in one pass,
+# line by line: a guest that dies half-way still leaves what it did.
+sequence | sed -u -e "s|/$pfdrv/|/PFDRV/|g; s|/$pfdrv\$|/PFDRV|; s|/$pfdrv |/PFDRV |g" \
         -e 's|/iommu_groups/[0-9][0-9]*|/iommu_groups/N|g'
