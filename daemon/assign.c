@@ -89,7 +89,6 @@ struct job {
          * what provisioning them returned (PREPARE, before libvirt). */
         struct json_object *class_settings;
         struct json_object *class_policy;
-        struct json_object *class_recorded;     /* the VF's class record before */
         struct json_object *class_rec;
         char class_pf[SVFF_PCI_ADDR_STRLEN];
         unsigned class_index;
@@ -124,7 +123,6 @@ static void job_free(struct job *j) {
         free(j->store_message);
         json_object_put(j->class_settings);
         json_object_put(j->class_policy);
-        json_object_put(j->class_recorded);
         json_object_put(j->class_rec);
         svff_error_free(&j->err);
         free(j);
@@ -301,8 +299,8 @@ static void attach_prepare(struct job *j) {
         if (j->class_settings) {
                 /* What the assignment adds is in place before libvirt
                  * hands the VF to the guest. */
-                int r = classes_ensure_sync(j->ctx, j->class_pf, j->class_index, j->class_policy,
-                                            j->class_settings, j->class_recorded, &j->class_rec, &j->err);
+                int r = classes_provision_sync(j->ctx, j->class_pf, j->class_index, j->class_policy,
+                                               j->class_settings, &j->class_rec, &j->err);
 
                 if (r == 0)
                         r = fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
@@ -1064,7 +1062,6 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
                         return;
                 }
                 snprintf(j->class_pf, sizeof(j->class_pf), "%s", pf);
-                j->class_recorded = svff_json_copy(crec);
                 if (json_object_deep_copy(csettings, &j->class_settings, NULL) < 0 ||
                     (crec && json_object_object_get_ex(crec, "settings", &csettings) && csettings &&
                      json_object_deep_copy(csettings, &j->class_policy, NULL) < 0)) {

@@ -115,11 +115,13 @@ struct svff_class {
         int (*prepare)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
                        struct json_object *settings, struct svff_error *err);
 
-        /* Whether provision is given the VF's recorded state (what its
-         * last provision returned) under the reserved settings key
-         * "state", to keep what it saved there across a reconf or an
-         * attach: a NIC VF's settings from before svff, which release
-         * restores. The recorded settings never carry that key. */
+        /* Whether a reprovision of a recreated VF (a reconf's provision
+         * step) is given its recorded state (what its last provision
+         * returned) under the reserved settings key "state", to keep what
+         * it saved there: a NIC VF's settings from before its assignment,
+         * which release restores. An attach provisions without it, so
+         * what the VF had just before the assignment is saved. The
+         * recorded settings never carry that key. */
         bool wants_recorded_state;
 };
 

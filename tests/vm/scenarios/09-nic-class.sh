@@ -12,7 +12,8 @@
 #
 # vm-run: --nic
 #
-# A reconf 4 -> 0 -> 4: every VF has its recorded settings again before
+# Reconfs 4 -> 3 and 3 -> 4, each through 0 (the kernel's only way), with
+# VFs 0 and 1 assigned: every VF has its recorded settings again before
 # its domain gets it back, at its guest address (the reconf's provision
 # step).
 
@@ -148,11 +149,13 @@ assert_eq "status: class drift on VF 0 (VLAN changed by hand)" 1 \
         "$R/status-drift.json")"
 ip link set "$ifname" vf 0 vlan 100 qos 3
 
-# ---- reconf 4 -> 0 -> 4 brings every VF's settings back ----
+# ---- reconfs through 0 bring every VF's settings back ----
 before0=$(vm_qpci_wait d1 "$v0")
 before1=$(vm_qpci_wait d2 "$v1")
-vm_log "reconf $pf 0, then 4"
-svffctl reconf "$pf" 0 >"$R/reconf0.out" 2>&1 || { cat "$R/reconf0.out"; vm_fail "reconf to 0 failed"; }
+vm_log "reconf $pf 3, then 4"
+svffctl reconf "$pf" 3 >"$R/reconf3.out" 2>&1 || { cat "$R/reconf3.out"; vm_fail "reconf to 3 failed"; }
+assert_eq "after reconf to 3: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
+assert_eq "after reconf to 3: VF 1 VLAN" 200 "$(vfvlan 1)"
 svffctl reconf "$pf" 4 >"$R/reconf4.out" 2>&1 || { cat "$R/reconf4.out"; vm_fail "reconf to 4 failed"; }
 assert_eq "after reconf: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
 assert_eq "after reconf: VF 0 VLAN" 100 "$(vfvlan 0)"
