@@ -1132,15 +1132,19 @@ static struct job *vf_job_new(struct manager *m, struct call *call, enum job_kin
         return j;
 }
 
+/* Detach, Pause and Unpause: a VF, nothing else. */
+static const struct param vf_params[] = {
+        { "vf", PARAM_ADDRESS, true, 0 },
+        PARAM_END
+};
+
 static void vf_method(struct manager *m, struct call *call, enum job_kind kind) {
-        static const char *const allowed[] = { "vf", NULL };
         struct svff_assignment a;
         char vf[SVFF_PCI_ADDR_STRLEN];
         struct job *j;
         int r;
 
-        if (!require_privileged(m, call) || !params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) ||
-            !params_get_address(call, "vf", vf))
+        if (!require_privileged(m, call) || !params_decode(call, SVFF_ERROR_INVALID_PARAMETER, vf_params, vf))
                 return;
         r = svff_store_get_assignment(m->store, vf, &a);
         if (r == 0) {
