@@ -126,7 +126,7 @@ void monitor_emit(struct monitor *b, struct call *also, struct json_object *even
                         free(msg);
         }
         if (blob) {
-                for (size_t i = 0; i < b->n_subscribers; i++)
+                for (size_t i = 0; b && i < b->n_subscribers; i++)
                         (void) call_notify_blob(b->subscribers[i], blob);
                 if (also && call_request(also)->more && call_is_connected(also))
                         (void) call_notify_blob(also, blob);

@@ -23,7 +23,8 @@ void monitor_set_backlog(struct monitor *b, size_t bytes);
 
 int monitor_subscribe(struct monitor *b, struct call *call);
 /* Sends event (taken) to every subscriber, and to also (may be NULL) when
- * it is connected and asked for "more". Adds "timestamp_usec". */
+ * it is connected and asked for "more". Adds "timestamp_usec". b may be
+ * NULL (the bus is gone at exit; also still gets it). */
 void monitor_emit(struct monitor *b, struct call *also, struct json_object *event);
 /* Ends every stream with a "shutdown" event. */
 void monitor_end(struct monitor *b);
