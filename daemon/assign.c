@@ -16,12 +16,11 @@
 #include "json-util.h"
 #include "libvirt.h"
 #include "log.h"
-#include "methods.h"
+#include "params.h"
 #include "qmp.h"
 
 #define VFIO_DRIVER "vfio-pci"
 #define QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
-#define DEFER_USEC (200 * USEC_PER_MSEC)
 
 /* JOB_RECOVER resolves an intent left by an earlier svffd (no caller). */
 enum job_kind { JOB_ATTACH, JOB_DETACH, JOB_PAUSE, JOB_UNPAUSE, JOB_RECOVER };
@@ -1216,15 +1215,19 @@ static struct job *vf_job_new(struct manager *m, struct call *call, enum job_kin
         return j;
 }
 
+/* Detach, Pause and Unpause: a VF, nothing else. */
+static const struct param vf_params[] = {
+        { "vf", PARAM_ADDRESS, true, 0 },
+        PARAM_END
+};
+
 static void vf_method(struct manager *m, struct call *call, enum job_kind kind) {
-        static const char *const allowed[] = { "vf", NULL };
         struct svff_assignment a;
         char vf[SVFF_PCI_ADDR_STRLEN];
         struct job *j;
         int r;
 
-        if (!require_privileged(m, call) || !params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) ||
-            !params_get_address(call, "vf", vf))
+        if (!require_privileged(m, call) || !params_decode(call, SVFF_ERROR_INVALID_PARAMETER, vf_params, vf))
                 return;
         r = svff_store_get_assignment(m->store, vf, &a);
         if (r == 0) {
@@ -1346,8 +1349,8 @@ struct deferred_event {
 };
 
 struct assign_deferred {
+        struct manager *m;
         struct deferred_event *head, **tail;
-        sd_event_source *timer;
 };
 
 static bool domain_has_operation(struct manager *m, const char *uuid) {
@@ -1371,43 +1374,62 @@ static void apply_domain_event(struct manager *m, const char *uuid, const char *
                 log_error("Recording what domain '%s' did failed: %s", name, svff_error_message(&err));
 }
 
-static int on_deferred(sd_event_source *s, uint64_t usec, void *userdata);
+/* An operation ended (the registry's hook): the events held back for its
+ * domains are applied now, in order of arrival; a later event of the
+ * same domain never overtakes an earlier one, so the first one still
+ * held (its domain has another operation) holds the rest. Once the loop
+ * ended nothing is applied: the store records what it knew, and the
+ * next start reads the domains again. */
+static void on_operation_removed(const char *pf, void *userdata) {
+        struct assign_deferred *d = userdata;
+        struct manager *m = d->m;
 
-static void arm_deferred(struct manager *m) {
-        struct assign_deferred *d = m->assign_deferred;
-        int r;
+        if (m->exiting)
+                return;
+        while (d->head) {
+                struct deferred_event *e = d->head;
 
-        if (d->timer) {
-                r = sd_event_source_set_time_relative(d->timer, DEFER_USEC);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
-        } else
-                r = sd_event_add_time_relative(m->event, &d->timer, CLOCK_MONOTONIC, DEFER_USEC, 0, on_deferred, m);
-        if (r < 0)
-                log_error_errno(r, "Failed to schedule held-back domain events: %m");
+                if (domain_has_operation(m, e->uuid))
+                        return;
+                log_debug("Applying the held-back event of domain '%s'.", e->name);
+                d->head = e->next;
+                if (!d->head)
+                        d->tail = &d->head;
+                apply_domain_event(m, e->uuid, e->name, e->ev);
+                free(e);
+        }
 }
 
-/* In order of arrival: a later event of the same domain never overtakes
- * an earlier one. */
-static int on_deferred(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct manager *m = userdata;
-        struct assign_deferred *d = m->assign_deferred;
+static void deferred_free(void *userdata) {
+        struct assign_deferred *d = userdata;
 
         while (d->head) {
                 struct deferred_event *e = d->head;
 
-                if (domain_has_operation(m, e->uuid)) {
-                        arm_deferred(m);
-                        return 0;
-                }
-                log_debug("Applying the held-back event of domain '%s'.", e->name);
-                apply_domain_event(m, e->uuid, e->name, e->ev);
                 d->head = e->next;
-                if (!d->head)
-                        d->tail = &d->head;
                 free(e);
         }
-        return 0;
+        d->m->assign_deferred = NULL;
+        free(d);
+}
+
+/* Made with the first event held back; the registry owns it from then. */
+static struct assign_deferred *deferred_get(struct manager *m) {
+        struct assign_deferred *d = m->assign_deferred;
+
+        if (d)
+                return d;
+        d = calloc(1, sizeof(*d));
+        if (!d)
+                return NULL;
+        d->m = m;
+        d->tail = &d->head;
+        if (registry_add_hook(m->registry, on_operation_removed, deferred_free, d) < 0) {
+                free(d);
+                return NULL;
+        }
+        m->assign_deferred = d;
+        return d;
 }
 
 void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail) {
@@ -1428,16 +1450,8 @@ void assign_domain_event(struct manager *m, const char *uuid, const char *name, 
                 apply_domain_event(m, uuid, name, ev);
                 return;
         }
-        if (!d) {
-                d = calloc(1, sizeof(*d));
-                if (!d) {
-                        log_oom();
-                        return;
-                }
-                d->tail = &d->head;
-                m->assign_deferred = d;
-        }
-        e = calloc(1, sizeof(*e));
+        d = deferred_get(m);
+        e = d ? calloc(1, sizeof(*e)) : NULL;
         if (!e) {
                 log_oom();
                 return;
@@ -1448,23 +1462,6 @@ void assign_domain_event(struct manager *m, const char *uuid, const char *name, 
         *d->tail = e;
         d->tail = &e->next;
         log_info("Domain '%s' changed while an operation owns its assignments; recording it once that ends.", name);
-        arm_deferred(m);
-}
-
-void assign_free_deferred(struct manager *m) {
-        struct assign_deferred *d = m ? m->assign_deferred : NULL;
-
-        if (!d)
-                return;
-        while (d->head) {
-                struct deferred_event *e = d->head;
-
-                d->head = e->next;
-                free(e);
-        }
-        sd_event_source_disable_unref(d->timer);
-        free(d);
-        m->assign_deferred = NULL;
 }
 
 bool assign_pf_changing(struct manager *m, const char *pf, struct call *call) {

@@ -51,10 +51,10 @@ typedef void (*assign_detach_fn)(struct manager *m, const char *vf, int r, const
 void assign_detach(struct manager *m, const char *vf, assign_detach_fn done, void *userdata);
 
 /* A lifecycle event (virDomainEventType and its detail) for the domain
- * uuid/name, on the main thread. */
+ * uuid/name, on the main thread. While an operation owns some of the
+ * domain's assignments the event is held back, and applied the moment
+ * that operation is removed from the registry (a hook). */
 void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail);
-/* Frees the events held back (shutdown). */
-void assign_free_deferred(struct manager *m);
 
 /* Whether vf has an attach, detach, pause or unpause in flight, or an
  * intent not yet resolved: then nothing else may touch the VF (e.g.

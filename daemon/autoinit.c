@@ -12,7 +12,7 @@
 #include "interface.h"
 #include "json-util.h"
 #include "log.h"
-#include "methods.h"
+#include "params.h"
 #include "operations.h"
 #include "reconfigure.h"
 #include "sysfs.h"

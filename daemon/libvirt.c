@@ -7,20 +7,19 @@
 #include <string.h>
 #include <libvirt/virterror.h>
 
-#include "assign.h"
 #include "hv-removals.h"
 #include "hypervisor.h"
 #include "libvirt.h"
 #include "log.h"
-#include "manager.h"
-#include "reconfigure.h"
 
 #define BACKOFF_MIN_USEC (250 * 1000ULL)
 #define BACKOFF_MAX_USEC (10 * 1000000ULL)
 #define BUSY_MAX 4096u  /* VF operations in flight, bounded by the VFs there are */
 
 struct hv {
-        struct manager *manager;
+        sd_event *event;
+        struct hv_callbacks cb;
+        void *userdata;
         char *uri;
         struct worker_pool *pool;
 
@@ -90,8 +89,8 @@ struct lifecycle {
 static void lifecycle_main(void *userdata) {
         struct lifecycle *l = userdata;
 
-        if (!l->h->stopping)
-                assign_domain_event(l->h->manager, l->uuid, l->name, l->event, l->detail);
+        if (!l->h->stopping && l->h->cb.domain_event)
+                l->h->cb.domain_event(l->uuid, l->name, l->event, l->detail, l->h->userdata);
         free(l);
 }
 
@@ -152,7 +151,6 @@ static void close_old_run(void *userdata) {
 }
 
 static void lost(struct hv *h, const char *why) {
-        struct json_object *ev;
         virConnectPtr old = TAKE_PTR(h->conn);
 
         if (!old)
@@ -164,12 +162,8 @@ static void lost(struct hv *h, const char *why) {
         if (worker_pool_submit(h->pool, close_old_run, old) < 0)
                 virConnectClose(old);
 
-        ev = json_object_new_object();
-        if (ev) {
-                json_object_object_add(ev, "event", json_object_new_string("libvirt-disconnected"));
-                json_object_object_add(ev, "message", json_object_new_string(why));
-        }
-        manager_emit(h->manager, NULL, ev);
+        if (h->cb.disconnected)
+                h->cb.disconnected(why, h->userdata);
         h->backoff = BACKOFF_MIN_USEC;
         schedule_reconnect(h);
 }
@@ -231,8 +225,6 @@ static void connect_done(void *userdata) {
                 h->last_error = strdup(msg);
                 schedule_reconnect(h);
         } else {
-                struct json_object *ev = json_object_new_object();
-
                 h->conn = j->conn;
                 h->lifecycle_id = j->lifecycle_id;
                 h->removed_id = j->removed_id;
@@ -240,15 +232,8 @@ static void connect_done(void *userdata) {
                 free(h->last_error);
                 h->last_error = NULL;
                 log_info("Connected to libvirt at '%s'.", h->uri);
-                if (ev) {
-                        json_object_object_add(ev, "event", json_object_new_string("libvirt-connected"));
-                        json_object_object_add(ev, "message", json_object_new_string(h->uri));
-                }
-                manager_emit(h->manager, NULL, ev);
-                /* Assignment changes a crash left half done, then the
-                 * reconfs: both need libvirt to finish. */
-                assign_recover(h->manager);
-                reconf_recover(h->manager);
+                if (h->cb.connected)
+                        h->cb.connected(h->uri, h->userdata);
         }
         svff_error_free(&j->err);
         free(j->uri);
@@ -310,7 +295,7 @@ static void schedule_reconnect(struct hv *h) {
         h->backoff = h->backoff ? h->backoff * 2 : BACKOFF_MIN_USEC;
         if (h->backoff > BACKOFF_MAX_USEC)
                 h->backoff = BACKOFF_MAX_USEC;
-        r = sd_event_add_time_relative(h->manager->event, &h->reconnect, CLOCK_MONOTONIC, h->backoff, 0,
+        r = sd_event_add_time_relative(h->event, &h->reconnect, CLOCK_MONOTONIC, h->backoff, 0,
                                        on_reconnect, h);
         if (r < 0)
                 log_error_errno(r, "Failed to schedule a libvirt reconnect: %m");
@@ -368,7 +353,8 @@ void hv_vf_clear_busy(struct hv *h, const char *vf) {
 
 /* ---- life cycle ---- */
 
-int hv_new(struct manager *m, const char *uri, unsigned n_threads, struct hv **ret) {
+int hv_new(sd_event *event, const char *uri, unsigned n_threads, const struct hv_callbacks *cb, void *userdata,
+           struct hv **ret) {
         static atomic_bool registered = false;  /* libvirt's event impl is process-wide by design */
         struct hv *h;
         int r;
@@ -383,16 +369,20 @@ int hv_new(struct manager *m, const char *uri, unsigned n_threads, struct hv **r
         h = calloc(1, sizeof(*h));
         if (!h)
                 return log_oom();
-        h->manager = m;
+        h->event = sd_event_ref(event);
+        if (cb)
+                h->cb = *cb;
+        h->userdata = userdata;
         h->lifecycle_id = h->removed_id = -1;
         h->wake_timer = -1;
         h->uri = strdup(uri);
         if (!h->uri || svff_hv_removals_new(&h->removals) < 0) {
                 free(h->uri);
+                sd_event_unref(h->event);
                 free(h);
                 return log_oom();
         }
-        r = worker_pool_new(m->event, "virt", n_threads, &h->pool);
+        r = worker_pool_new(event, "virt", n_threads, &h->pool);
         if (r < 0) {
                 hv_free(h);
                 return log_error_errno(r, "Failed to start the libvirt worker threads: %m");
@@ -442,5 +432,6 @@ void hv_free(struct hv *h) {
         svff_hv_removals_free(h->removals);
         free(h->last_error);
         free(h->uri);
+        sd_event_unref(h->event);
         free(h);
 }

@@ -15,17 +15,29 @@
 
 #include <stdbool.h>
 #include <libvirt/libvirt.h>
+#include <systemd/sd-event.h>
 
 #include "error.h"
 #include "worker.h"
 
-struct manager;
 struct hv;
+
+/* What hv reports, on the main thread. It knows nothing of what svffd
+ * does with it: the one who creates it says (svffd.c). Any may be NULL. */
+struct hv_callbacks {
+        /* A domain lifecycle event (VIR_DOMAIN_EVENT_*). */
+        void (*domain_event)(const char *uuid, const char *name, int event, int detail, void *userdata);
+        /* Connected (at start, or again after a loss). */
+        void (*connected)(const char *uri, void *userdata);
+        /* The connection was lost; hv reconnects with backoff. */
+        void (*disconnected)(const char *why, void *userdata);
+};
 
 /* Registers libvirt's event implementation (process-wide), starts the
  * event thread and the pool, and starts connecting to uri. Call after
- * signals are blocked (the threads inherit the mask). */
-int hv_new(struct manager *m, const char *uri, unsigned n_threads, struct hv **ret);
+ * signals are blocked (the threads inherit the mask). cb is copied. */
+int hv_new(sd_event *event, const char *uri, unsigned n_threads, const struct hv_callbacks *cb, void *userdata,
+           struct hv **ret);
 /* Lets running jobs finish (their results are delivered), closes the
  * connection, stops the event thread. Accepts NULL. */
 void hv_free(struct hv *h);

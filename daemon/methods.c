@@ -14,6 +14,8 @@
 #include "json-util.h"
 #include "log.h"
 #include "methods.h"
+#include "operations.h"
+#include "params.h"
 #include "reconcile.h"
 #include "reconfigure.h"
 
@@ -22,63 +24,6 @@ static uint64_t now(clockid_t clock) {
 
         clock_gettime(clock, &ts);
         return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
-bool params_check_known(struct call *call, const char *error, const char *const *allowed) {
-        json_object_object_foreach(call_request(call)->parameters, key, val) {
-                bool ok = false;
-
-                (void) val;
-                for (const char *const *a = allowed; a && *a; a++)
-                        if (streq(key, *a))
-                                ok = true;
-                if (!ok) {
-                        call_errorf(call, error, "parameter", key,
-                                    "Unknown parameter '%s' for %s.", key, call_request(call)->method);
-                        return false;
-                }
-        }
-        return true;
-}
-
-bool params_get_address(struct call *call, const char *name, char buf[static SVFF_PCI_ADDR_STRLEN]) {
-        const char *s;
-        int r;
-
-        r = svff_json_get_string(call_request(call)->parameters, name, &s);
-        if (r == -ENOENT) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", name,
-                            "Parameter '%s' is required.", name);
-                return false;
-        }
-        if (r < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", name,
-                            "Parameter '%s' must be a PCI address string such as 0000:03:00.0.", name);
-                return false;
-        }
-        if (svff_pci_addr_canonicalize(s, buf) < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", name,
-                            "Parameter '%s': '%.64s' is not a PCI address; use the form 0000:03:00.0.",
-                            name, s);
-                return false;
-        }
-        return true;
-}
-
-bool require_privileged(struct manager *m, struct call *call) {
-        const struct ucred *peer = call_peer(call);
-
-        if (call_peer_is_privileged(call, m->admin_gid, m->have_admin_gid))
-                return true;
-        log_notice("Refused %s for pid %d uid %u: not root%s%s.", call_request(call)->method,
-                   (int) peer->pid, (unsigned) peer->uid,
-                   m->config.admin_group ? " and not in group " : "",
-                   m->config.admin_group ?: "");
-        call_errorf(call, SVFF_ERROR_PERMISSION_DENIED, NULL, NULL,
-                    "%s changes devices: it needs root%s%s.", call_request(call)->method,
-                    m->config.admin_group ? " or membership in group " : "",
-                    m->config.admin_group ?: "");
-        return false;
 }
 
 /* ---- org.varlink.service ---- */
@@ -318,7 +263,7 @@ static void list_answer(struct manager *m, struct call *call) {
 
         /* The whole-host reply is encoded once per (snapshot, store
          * generation): under many clients, List is a memcpy. */
-        if (!filter && m->list_cache && m->list_cache_snapshot_id == m->snapshot_id &&
+        if (!filter && m->list_cache && m->list_cache_snapshot_id == snapshot_cache_id(m->snapshots) &&
             m->list_cache_generation == svff_store_generation(m->store)) {
                 call_reply_blob(call, m->list_cache);
                 return;
@@ -355,7 +300,7 @@ static void list_answer(struct manager *m, struct call *call) {
         if (!filter) {
                 blob_unref(m->list_cache);
                 m->list_cache = blob_ref(b);
-                m->list_cache_snapshot_id = m->snapshot_id;
+                m->list_cache_snapshot_id = snapshot_cache_id(m->snapshots);
                 m->list_cache_generation = svff_store_generation(m->store);
         }
         blob_unref(b);
@@ -468,7 +413,7 @@ static void status_reply(struct manager *m, struct call *call, struct json_objec
                                json_object_new_int64((int64_t) svff_store_generation(m->store)));
 
         ops = json_object_new_array();
-        for (struct operation *op = m->operations; op; op = op->next) {
+        for (struct operation *op = registry_operations(m->registry); op; op = op->next) {
                 struct json_object *o = json_object_new_object();
 
                 json_object_object_add(o, "op", json_object_new_string(op->kind));

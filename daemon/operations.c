@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +14,9 @@
 #include "interface.h"
 #include "json-util.h"
 #include "log.h"
-#include "methods.h"
+#include "params.h"
 #include "operations.h"
-#include "reconcile.h"
+#include "journal.h"
 #include "reconfigure.h"
 #include "sriov.h"
 #include "sysfs.h"
@@ -645,37 +647,46 @@ static void init_numvfs_run(void *userdata) {
         (void) worker_pool_post(io->pool, init_numvfs_done, io);
 }
 
+struct init_params {
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        unsigned numvfs;        /* NUMVFS_UNSET when not given */
+        const char *driver;
+        bool policy;
+};
+
+#define NUMVFS_UNSET UINT_MAX
+
+static const struct param init_params[] = {
+        { "pf", PARAM_ADDRESS, true, offsetof(struct init_params, pf) },
+        { "numvfs", PARAM_UNSIGNED, false, offsetof(struct init_params, numvfs), 65535,
+          "an integer from 0 to 65535" },
+        { "driver", PARAM_STRING_OR_NULL, false, offsetof(struct init_params, driver), 0,
+          "a driver name such as vfio-pci" },
+        { "policy", PARAM_BOOL, false, offsetof(struct init_params, policy), 0, "true or false" },
+        PARAM_END
+};
+
 void method_init(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", "numvfs", "driver", "policy", NULL };
-        struct json_object *params = call_request(call)->parameters, *v;
-        char pf[SVFF_PCI_ADDR_STRLEN], owner[256] = SVFF_PF_OWNER_OPERATOR;
-        const char *driver = NULL;
-        bool use_policy = false;
+        struct init_params in = { .numvfs = NUMVFS_UNSET };
+        char owner[256] = SVFF_PF_OWNER_OPERATOR;
+        const char *pf = in.pf, *driver;
         int autoprobe = -1;
         unsigned numvfs;
         int r;
 
         if (!require_privileged(m, call))
                 return;
-        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, init_params, &in))
                 return;
-        if (!params_get_address(call, "pf", pf))
-                return;
-        if (json_object_object_get_ex(params, "policy", &v) && v &&
-            svff_json_get_bool(params, "policy", &use_policy) < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "policy",
-                            "Parameter 'policy' must be true or false.");
-                return;
-        }
+        driver = in.driver;
 
-        if (use_policy) {
+        if (in.policy) {
                 const struct svff_pf *p = NULL;
                 const struct svff_policy *pol = NULL;
 
                 /* The count goes back to the PF's policy: it is the
                  * policy's count and driver, or nothing. */
-                if ((json_object_object_get_ex(params, "numvfs", &v) && v) ||
-                    (json_object_object_get_ex(params, "driver", &v) && v)) {
+                if (in.numvfs != NUMVFS_UNSET || in.driver) {
                         call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "policy",
                                     "With 'policy', the count and driver are the policy's: give neither "
                                     "'numvfs' nor 'driver'.");
@@ -699,19 +710,12 @@ void method_init(struct manager *m, struct call *call) {
                 goto checked;
         }
 
-        r = svff_json_get_unsigned(params, "numvfs", &numvfs);
-        if (r < 0 || numvfs > 65535) {
+        if (in.numvfs == NUMVFS_UNSET) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "numvfs",
-                            r == -ENOENT ? "Parameter 'numvfs' is required."
-                                         : "Parameter 'numvfs' must be an integer from 0 to 65535.");
+                            "Parameter 'numvfs' is required.");
                 return;
         }
-        r = svff_json_get_string_or_null(params, "driver", &driver);
-        if (r < 0 && r != -ENOENT) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "driver",
-                            "Parameter 'driver' must be a driver name such as vfio-pci.");
-                return;
-        }
+        numvfs = in.numvfs;
         if (!driver)
                 driver = m->config.vf_driver;
 checked:
@@ -1033,32 +1037,34 @@ static void release_detached(struct manager *m, const char *vf, int r, const cha
         release_submit(ro);
 }
 
-void method_release(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "vf", "force", NULL };
-        struct json_object *params = call_request(call)->parameters;
+struct release_params {
         char vf[SVFF_PCI_ADDR_STRLEN];
+        bool force;             /* null is false, as for Reconf */
+};
+
+static const struct param release_params[] = {
+        { "vf", PARAM_ADDRESS, true, offsetof(struct release_params, vf) },
+        { "force", PARAM_BOOL, false, offsetof(struct release_params, force), 0, "true or false" },
+        PARAM_END
+};
+
+void method_release(struct manager *m, struct call *call) {
+        struct release_params in = {};
+        const char *vf = in.vf;
         const char *pf = NULL, *orig = NULL, *driver = NULL;
         struct svff_assignment a;
         struct json_object *rec;
         struct operation *op;
         struct release_op *ro;
         unsigned index = 0;
-        bool force = false;
+        bool force;
         int r, assigned;
 
         if (!require_privileged(m, call))
                 return;
-        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, release_params, &in))
                 return;
-        if (!params_get_address(call, "vf", vf))
-                return;
-        /* null is false, as for Reconf. */
-        if (json_object_object_get_ex(params, "force", &rec) && rec &&
-            svff_json_get_bool(params, "force", &force) < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "force",
-                            "Parameter 'force' must be true or false.");
-                return;
-        }
+        force = in.force;
 
         r = svff_store_get_vf(m->store, vf, &pf, &orig);
         if (r <= 0) {

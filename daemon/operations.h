@@ -54,3 +54,7 @@ void operation_init_set_done(struct operation *op, operation_init_done_fn fn);
  * current config: the deadlines of the numvfs writes (through 0 when
  * the count changes) plus the binding's. */
 uint64_t operation_init_budget(struct manager *m, unsigned from, unsigned to);
+
+/* io.svff.Init and io.svff.Release. */
+void method_init(struct manager *m, struct call *call);
+void method_release(struct manager *m, struct call *call);

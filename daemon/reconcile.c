@@ -6,74 +6,8 @@
 
 #include "json-util.h"
 #include "log.h"
+#include "journal.h"
 #include "reconcile.h"
-
-static struct json_object *journal_pfs(struct manager *m) {
-        struct json_object *j = svff_store_journal(m->store), *pfs;
-
-        if (!j || !json_object_object_get_ex(j, "pfs", &pfs) ||
-            !json_object_is_type(pfs, json_type_object))
-                return NULL;
-        return pfs;
-}
-
-int journal_set(struct manager *m, const char *pf, struct json_object *entry) {
-        struct json_object *pfs = journal_pfs(m);
-
-        if (!entry)
-                return -ENOMEM;
-        if (!pfs) {
-                struct json_object *j = json_object_new_object();
-
-                pfs = json_object_new_object();
-                if (!j || !pfs) {
-                        json_object_put(j);
-                        json_object_put(pfs);
-                        json_object_put(entry);
-                        return -ENOMEM;
-                }
-                json_object_object_add(j, "op", json_object_new_string("operations"));
-                json_object_object_add(j, "pfs", pfs);
-                svff_store_set_journal(m->store, j);
-        }
-        if (json_object_object_add(pfs, pf, entry) < 0) {
-                json_object_put(entry);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-void journal_clear(struct manager *m, const char *pf) {
-        struct json_object *pfs = journal_pfs(m);
-
-        if (!pfs)
-                return;
-        json_object_object_del(pfs, pf);
-        if (json_object_object_length(pfs) == 0)
-                svff_store_set_journal(m->store, NULL);
-}
-
-bool journal_left_by_earlier_run(struct manager *m, uint64_t started_usec) {
-        struct timespec rt, mono;
-        uint64_t r, mn, start;
-
-        /* svffd's start on the wall clock, which the journal uses: what
-         * started before it was left by an earlier svffd. */
-        if (clock_gettime(CLOCK_REALTIME, &rt) < 0 || clock_gettime(CLOCK_MONOTONIC, &mono) < 0)
-                return true;
-        r = (uint64_t) rt.tv_sec * 1000000 + (uint64_t) rt.tv_nsec / 1000;
-        mn = (uint64_t) mono.tv_sec * 1000000 + (uint64_t) mono.tv_nsec / 1000;
-        start = r - (mn - m->started_usec);
-        return started_usec < start;
-}
-
-struct json_object *journal_get(struct manager *m, const char *pf) {
-        struct json_object *pfs = journal_pfs(m), *e;
-
-        if (!pfs || !json_object_object_get_ex(pfs, pf, &e))
-                return NULL;
-        return e;
-}
 
 static const struct svff_pf *find_pf(struct snapshot *s, const char *address) {
         for (size_t i = 0; s && i < s->n_pfs; i++)
@@ -215,7 +149,7 @@ struct json_object *reconcile_drift(struct manager *m) {
                     "Domain '%s' is assigned VF %s, which does not exist; %s", dom, avf, next);
         }
 
-        jp = journal_pfs(m);
+        jp = journal_entries(m);
         if (jp) {
                 json_object_object_foreach(jp, jpf, entry) {
                         const char *op = "operation", *drv = NULL;

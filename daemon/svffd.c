@@ -12,15 +12,16 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
+#include "assign.h"
 #include "autoinit.h"
 #include "config-file.h"
 #include "fault.h"
 #include "libvirt.h"
 #include "log.h"
 #include "manager.h"
-#include "reconfigure.h"
 #include "methods.h"
 #include "reconcile.h"
+#include "reconfigure.h"
 #include "udev.h"
 
 static void help(void) {
@@ -140,10 +141,63 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         struct manager *m = userdata;
 
         (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading the configuration.");
-        (void) manager_reload_config(m);
+        if (manager_reload_config(m) >= 0)
+                autoinit_reload(m);
         (void) sd_notify(false, "READY=1");
         manager_notify_status(m);
         return 0;
+}
+
+/* What the lower layers report, and who acts on it: they know nothing of
+ * the executors, which sit above them. */
+
+static void on_domain_event(const char *uuid, const char *name, int event, int detail, void *userdata) {
+        assign_domain_event(userdata, uuid, name, event, detail);
+}
+
+static void emit_libvirt(struct manager *m, const char *kind, const char *message) {
+        struct json_object *ev = json_object_new_object();
+
+        if (ev) {
+                json_object_object_add(ev, "event", json_object_new_string(kind));
+                json_object_object_add(ev, "message", json_object_new_string(message));
+        }
+        manager_emit(m, NULL, ev);
+}
+
+static void on_libvirt_connected(const char *uri, void *userdata) {
+        struct manager *m = userdata;
+
+        emit_libvirt(m, "libvirt-connected", uri);
+        /* Assignment changes a crash left half done, then the reconfs:
+         * both need libvirt to finish. */
+        assign_recover(m);
+        reconf_recover(m);
+}
+
+static void on_libvirt_disconnected(const char *why, void *userdata) {
+        emit_libvirt(userdata, "libvirt-disconnected", why);
+}
+
+static const struct hv_callbacks hv_callbacks = {
+        .domain_event = on_domain_event,
+        .connected = on_libvirt_connected,
+        .disconnected = on_libvirt_disconnected,
+};
+
+static void on_pf_uevent(const char *action, const char *address, void *userdata) {
+        autoinit_handle_uevent(userdata, action, address);
+}
+
+/* The manager with what svffd.c made on top of it, in reverse order. */
+static void svffd_freep(struct manager **mp) {
+        struct manager *m = *mp;
+
+        if (!m)
+                return;
+        m->udev = udev_watch_free(m->udev);
+        m->autoinit = autoinit_free(m->autoinit);
+        manager_free(m);
 }
 
 /* The socket from systemd (FileDescriptorName=varlink, or the only one
@@ -206,7 +260,7 @@ static int setup_listening(struct manager *m) {
 
 static int run(int argc, char *argv[]) {
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
-        _cleanup_(manager_freep) struct manager *m = NULL;
+        _cleanup_(svffd_freep) struct manager *m = NULL;
         struct cmdline cmdline = { .log_level = -1 };
         size_t n_drift;
         unsigned n_started;
@@ -229,11 +283,7 @@ static int run(int argc, char *argv[]) {
 
         r = parse_argv(argc, argv, &cmdline);
         if (r <= 0) {
-                free(cmdline.config_path);
-                free(cmdline.socket);
-                free(cmdline.state_dir);
-                free(cmdline.sysfs_root);
-                free(cmdline.libvirt_uri);
+                cmdline_done(&cmdline);
                 return r;
         }
 
@@ -289,12 +339,12 @@ static int run(int argc, char *argv[]) {
          * still find it. It connects in the background: svffd serves
          * without it and assignment calls say libvirt is unreachable
          * until it is back. */
-        r = hv_new(m, m->config.libvirt_uri, m->config.libvirt_workers, &m->hv);
+        r = hv_new(event, m->config.libvirt_uri, m->config.libvirt_workers, &hv_callbacks, m, &m->hv);
         if (r < 0)
                 return r;
         r = worker_pool_new(event, "ops", m->config.workers, &m->ops_pool);
         if (r >= 0)
-                r = worker_pool_new(event, "disc", 1, &m->discovery_pool);
+                r = manager_start_discovery(m);
         if (r < 0)
                 return log_error_errno(r, "Failed to start worker threads: %m");
 
@@ -323,7 +373,7 @@ static int run(int argc, char *argv[]) {
         r = autoinit_new(m, &m->autoinit);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up auto-init: %m");
-        r = udev_watch_new(m, &m->udev);
+        r = udev_watch_new(event, m->config.sysfs_root, on_pf_uevent, m, &m->udev);
         if (r < 0)
                 log_warning_errno(r, "Failed to watch PCI uevents, PFs that appear later need 'svffctl init': %m");
         n_started = autoinit_startup(m);

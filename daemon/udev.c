@@ -5,12 +5,12 @@
 #include <unistd.h>
 #include <libudev.h>
 
-#include "autoinit.h"
 #include "log.h"
 #include "udev.h"
 
 struct udev_watch {
-        struct manager *manager;
+        udev_pf_fn fn;
+        void *userdata;
         struct udev *udev;
         struct udev_monitor *monitor;
         sd_event_source *io;
@@ -45,26 +45,28 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdat
                     (streq(action, "remove") ||
                      ((streq(action, "add") || streq(action, "bind")) &&
                       udev_device_get_sysattr_value(d, "sriov_totalvfs"))))
-                        autoinit_handle_uevent(w->manager, action, name);
+                        w->fn(action, name, w->userdata);
                 udev_device_unref(d);
         }
         return 0;
 }
 
-int udev_watch_new(struct manager *m, struct udev_watch **ret) {
+int udev_watch_new(sd_event *event, const char *sysfs_root, udev_pf_fn fn, void *userdata,
+                   struct udev_watch **ret) {
         struct udev_watch *w;
         const char *source;
         int r;
 
-        if (!streq(m->config.sysfs_root, "/sys")) {
-                log_debug("sysfs-root is '%s', not /sys: no udev monitor.", m->config.sysfs_root);
+        if (!streq(sysfs_root, "/sys")) {
+                log_debug("sysfs-root is '%s', not /sys: no udev monitor.", sysfs_root);
                 *ret = NULL;
                 return 0;
         }
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        w->manager = m;
+        w->fn = fn;
+        w->userdata = userdata;
         w->udev = udev_new();
         if (!w->udev) {
                 r = -errno ?: -ENOMEM;
@@ -82,7 +84,7 @@ int udev_watch_new(struct manager *m, struct udev_watch **ret) {
         if (r >= 0)
                 r = udev_monitor_enable_receiving(w->monitor);
         if (r >= 0)
-                r = sd_event_add_io(m->event, &w->io, udev_monitor_get_fd(w->monitor), EPOLLIN,
+                r = sd_event_add_io(event, &w->io, udev_monitor_get_fd(w->monitor), EPOLLIN,
                                     on_uevent, w);
         if (r < 0)
                 goto fail;

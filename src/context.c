@@ -8,7 +8,6 @@
 #include <syslog.h>
 
 #include "context.h"
-#include "pcinames.h"
 
 struct svff_ctx {
         atomic_uint n_ref;
@@ -25,6 +24,9 @@ struct svff_ctx {
 
         pthread_mutex_t pci_lock;
         void *pci_access;         /* struct pci_access *, lazily */
+        /* Set by the one who filled pci_access (pcinames.c): the context
+         * drops the handle without knowing what it is. */
+        void (*pci_access_free)(void *pci_access);
         char *pci_ids_path;       /* NULL: libpci's default */
 };
 
@@ -79,7 +81,8 @@ struct svff_ctx *svff_ctx_unref(struct svff_ctx *ctx) {
         if (atomic_fetch_sub(&ctx->n_ref, 1) > 1)
                 return NULL;
 
-        svff_pci_access_free(ctx->pci_access);
+        if (ctx->pci_access)
+                ctx->pci_access_free(ctx->pci_access);
         pthread_mutex_destroy(&ctx->pci_lock);
         free(ctx->pci_ids_path);
         free(ctx->root);
@@ -133,14 +136,17 @@ int svff_ctx_set_pci_ids_path(struct svff_ctx *ctx, const char *path) {
         pthread_mutex_lock(&ctx->pci_lock);
         free(ctx->pci_ids_path);
         ctx->pci_ids_path = copy;
-        svff_pci_access_free(ctx->pci_access);
+        if (ctx->pci_access)
+                ctx->pci_access_free(ctx->pci_access);
         ctx->pci_access = NULL;
         pthread_mutex_unlock(&ctx->pci_lock);
         return 0;
 }
 
-void **svff_ctx_pci_acquire(struct svff_ctx *ctx, const char **ret_ids_path) {
+void **svff_ctx_pci_acquire(struct svff_ctx *ctx, void (*free_fn)(void *pci_access),
+                            const char **ret_ids_path) {
         pthread_mutex_lock(&ctx->pci_lock);
+        ctx->pci_access_free = free_fn;
         if (ret_ids_path)
                 *ret_ids_path = ctx->pci_ids_path;
         return &ctx->pci_access;

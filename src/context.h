@@ -56,8 +56,11 @@ void svff_ctx_log(struct svff_ctx *ctx, int priority, const char *file, int line
 
 /* The libpci handle slot (NULL until pcinames.c sets it up) and the ids
  * path, under the context's libpci lock: libpci handles are not
- * thread-safe. Every acquire is paired with a release. */
-void **svff_ctx_pci_acquire(struct svff_ctx *ctx, const char **ret_ids_path);
+ * thread-safe. Every acquire is paired with a release. free_fn is how
+ * the context drops what the slot holds (it cannot know libpci: the
+ * context sits below pcinames.c). */
+void **svff_ctx_pci_acquire(struct svff_ctx *ctx, void (*free_fn)(void *pci_access),
+                            const char **ret_ids_path);
 void svff_ctx_pci_release(struct svff_ctx *ctx);
 
 /* The stuck-writes counter behind svff_ctx_get_stuck_writes() (sysfs.c). */

@@ -7,7 +7,6 @@
 #include <time.h>
 
 #include "hv-removals.h"
-#include "hypervisor.h"
 #include "macro.h"
 
 struct removal {

@@ -6,6 +6,11 @@
 
 #include "sysfs.h"       /* usec_t */
 
+/* The sizes of what identifies a removal; the libvirt adapter
+ * (hypervisor.h) sits on top of this module and uses them too. */
+#define SVFF_UUID_STRLEN 37        /* VIR_UUID_STRING_BUFLEN */
+#define SVFF_ALIAS_MAX 64
+
 /* The device removals libvirt reported (its DEVICE_REMOVED event), so
  * that a detach waits for the one it asked for instead of polling the
  * domain's XML. The event thread notes each removal; any thread waits.

@@ -37,12 +37,11 @@
 #include <libvirt/libvirt.h>
 
 #include "error.h"
+#include "hv-removals.h"   /* SVFF_UUID_STRLEN, SVFF_ALIAS_MAX */
 #include "pciaddr.h"
 #include "sysfs.h"
 
-#define SVFF_UUID_STRLEN 37        /* VIR_UUID_STRING_BUFLEN */
 #define SVFF_DOMAIN_NAME_MAX 256
-#define SVFF_ALIAS_MAX 64
 
 /* Bits for svff_hv_attach()/detach(): which definitions to change. */
 enum {

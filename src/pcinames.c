@@ -29,6 +29,8 @@
 
 static _Thread_local jmp_buf *pci_jump;
 
+static void svff_pci_access_free(void *p);
+
 static void pci_error_cb(char *msg, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void pci_error_cb(char *msg, ...) {
         if (pci_jump)
@@ -254,7 +256,7 @@ static int pci_call(struct svff_ctx *ctx, struct pci_call *c) {
         }
 
         c->root = root;
-        slot = (struct pci_state **) svff_ctx_pci_acquire(ctx, &c->ids_path);
+        slot = (struct pci_state **) svff_ctx_pci_acquire(ctx, svff_pci_access_free, &c->ids_path);
         if (!*slot)
                 *slot = calloc(1, sizeof(struct pci_state));
         if (!*slot) {
@@ -372,7 +374,7 @@ int svff_pci_read_sriov_cap(struct svff_ctx *ctx, const char *address, struct sv
         return 0;
 }
 
-void svff_pci_access_free(void *p) {
+static void svff_pci_access_free(void *p) {
         struct pci_state *st = p;
 
         if (!st)

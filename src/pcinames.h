@@ -32,6 +32,3 @@ int svff_pci_names(struct svff_ctx *ctx, uint16_t vendor, uint16_t device,
 /* Reads the SR-IOV capability of address. -ENODEV when libpci cannot find
  * the device, -EOPNOTSUPP when it has no SR-IOV capability. */
 int svff_pci_read_sriov_cap(struct svff_ctx *ctx, const char *address, struct svff_sriov_cap *ret);
-
-/* Internal: drops the libpci handle (called by svff_ctx_unref). */
-void svff_pci_access_free(void *pacc);

@@ -10,6 +10,35 @@
 
 store_py() { python3 -c "import json,sys; d=json.load(open('$STATE/store.json')); $1"; }
 journal() { store_py 'print(d.get("journal"))'; }
+journal_none() { [ "$(journal)" = None ]; }
+# Dead (a zombie until waited for), not just done answering.
+svffd_gone() { case $(ps -o stat= -p "$SVFFD_PID") in Z*|'') true ;; *) false ;; esac; }
+
+# reconf_scene VF2_DOMAIN [CONF_EXTRA]: the scene of the fault tests
+# (a test build with fault points, or the test skips): domains vm1..vm3
+# defined (DOMAINS), pcisim's qdma PF (PF) at 4 VFs (VF0..VF3), VF0 in
+# vm1, VF1 in vm2 and VF2 in VF2_DOMAIN at guest addresses 05..07:00.0;
+# their assignments in "before"; svffd stopped and the domain XML
+# checked. CONF_EXTRA goes into svff.conf (svff_conf).
+reconf_scene() {
+        DOMAINS="vm1 vm2 vm3"
+        define $DOMAINS
+        start_pcisim qdma
+        svff_conf "${2:-}"
+        start_connected
+        varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound &&
+                skip "svffd was built without --enable-fault-points"
+        PF=0000:01:00.0
+        ctl init $PF 4 >/dev/null || fail "init"
+        VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2); VF3=$(sys_vf $PF 3)
+        ctl attach "$VF0" vm1 --guest-address 05:00.0 >/dev/null || fail "attach VF0"
+        ctl attach "$VF1" vm2 --guest-address 06:00.0 >/dev/null || fail "attach VF1"
+        ctl attach "$VF2" "$1" --guest-address 07:00.0 >/dev/null || fail "attach VF2"
+        before=$(assignments_snapshot)
+        stop_svffd || fail "svffd exit status"
+        check_xml
+}
+
 
 # Records VF -> "domain guest_address alias state" for later comparison.
 assignments_snapshot() {

@@ -222,7 +222,32 @@ start_connected
 wait_for sh -c "\"$SVFFCTL\" --socket \"$SOCK\" attach $VF2 vm3 --live 2>&1 | grep -q VFIO" ||
         fail "svffd does not see vm3 running"
 pcisim_ctl "latency unbind 5000000"
-ctl release "$VF0" > "$T/release.out" 2>&1 &
+# The release, and a Status sent on a second connection the moment its
+# reply is in: svffd reads that Status only after the turn of its loop
+# that ended the release. What the store says of VF1 once Status is
+# answered is what that turn left.
+python3 - "$SOCK" "$VF0" "$STATE/store.json" "$VF1" > "$T/release.out" 2>&1 <<'PY' &
+import json, socket, sys
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    return s
+def call(s, method, params):
+    s.sendall(json.dumps({"method": method, "parameters": params}).encode() + b"\0")
+    buf = b""
+    while not buf.endswith(b"\0"):
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+    return json.loads(buf.rstrip(b"\0"))
+a, b = conn(), conn()
+r = call(a, "io.svff.Release", {"vf": sys.argv[2]})
+call(b, "io.svff.Status", {})
+print(json.dumps(r))
+print(json.dumps(json.load(open(sys.argv[3]))["assignments"].get(sys.argv[4])))
+sys.exit("error" in r)
+PY
 REL=$!
 BG_PIDS="$REL"
 wait_for sh -c "\"$SVFFCTL\" --socket \"$SOCK\" status --json | grep -q release" || fail "the release did not start"
@@ -234,9 +259,12 @@ wait_for grep -q "Domain 'vm3' changed while an operation owns its assignments" 
 expect_eq "$(rec "$VF1" .live)" true "VF1 while the release runs"
 wait "$REL" || fail "release: $(cat "$T/release.out")"
 BG_PIDS=""
+# Applied as the release ends (a hook of its removal), in the same turn
+# of svffd's loop that answered it, so before svffd reads any later call.
+# (It used to wait for a poll every 200 ms, which a call could overtake.)
+expect_eq "$(tail -n 1 "$T/release.out")" null \
+        "VF1's live-only assignment right after the release ended (the held-back STOPPED applied)"
 pcisim_ctl "latency unbind 0"
-wait_for sh -c "[ \"\$(jq -r --arg vf $VF1 '.assignments[\$vf]' '$STATE/store.json')\" = null ]" ||
-        fail "the held-back event was not applied once the release ended"
 grep -q "live-only assignment of VF $VF1 is closed" "$T/svffd.log" || fail "VF1 not closed"
 check_vfs "held-back event applied"
 stop_svffd

@@ -4,16 +4,9 @@
 # cleans up after itself (no mount, no directory left). The scenario is
 # SVFF_DEMO_SCENARIO (default qdma); tests/test-demo-SCENARIO.sh run the
 # others the README lists, each with the counts its PF allows.
-set -eu
+. "$(dirname "$0")/tour-lib.sh"
 scenario=${SVFF_DEMO_SCENARIO:-qdma}
-: "${top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
-: "${top_srcdir:=$top_builddir}"
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-[ -x "$top_builddir/tests/pcisim/pcisim" ] || skip "pcisim not built"
-[ -e /dev/fuse ] || skip "no /dev/fuse: pcisim cannot mount"
 command -v jq >/dev/null || skip "jq is needed"
 command -v python3 >/dev/null || skip "python3 is needed to read the scenario"
 command -v virsh >/dev/null || skip "virsh (libvirt-clients) is not installed"

@@ -5,14 +5,7 @@
 # the cleanup leaves no mount and no directory behind (it used to race:
 # kill, then fusermount3 -u failed with EBUSY and rm walked into the
 # live mount).
-set -eu
-: "${top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
-: "${top_srcdir:=$top_builddir}"
-
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ -x "$top_builddir/tests/pcisim/pcisim" ] || skip "pcisim not built"
-[ -e /dev/fuse ] || skip "no /dev/fuse: pcisim cannot mount"
+. "$(dirname "$0")/tour-lib.sh"
 command -v bash >/dev/null || skip "bash is needed (the tour uses job control: kill %1)"
 command -v fusermount3 >/dev/null || skip "fusermount3 (fuse3) is needed"
 

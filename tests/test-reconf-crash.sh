@@ -9,26 +9,8 @@
 # the restart finishes the rollback instead of resuming to the target.
 . "$(dirname "$0")/reconf-lib.sh"
 
-DOMAINS="vm1 vm2 vm3"
-define $DOMAINS
-start_pcisim qdma
-svff_conf
-start_connected
-varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound &&
-        skip "svffd was built without --enable-fault-points"
-PF=0000:01:00.0
-ctl init $PF 4 >/dev/null || fail "init"
-VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2)
-ctl attach "$VF0" vm1 --guest-address 05:00.0 >/dev/null || fail "attach VF0"
-ctl attach "$VF1" vm2 --guest-address 06:00.0 >/dev/null || fail "attach VF1"
-ctl attach "$VF2" vm1 --guest-address 07:00.0 >/dev/null || fail "attach VF2"
-before=$(assignments_snapshot)
-stop_svffd || fail "svffd exit status"
-check_xml
+reconf_scene vm1
 
-journal_none() { [ "$(journal)" = None ]; }
-# Dead (a zombie until waited for), not just done answering.
-svffd_gone() { case $(ps -o stat= -p "$SVFFD_PID") in Z*|'') true ;; *) false ;; esac; }
 n_rollbacks=0
 
 # fault point | how svffd dies (kill: SIGKILL, abort) | what recovery does

@@ -8,22 +8,7 @@
 #     journal stays and the next start puts it back.
 . "$(dirname "$0")/reconf-lib.sh"
 
-DOMAINS="vm1 vm2 vm3"
-define $DOMAINS
-start_pcisim qdma
-svff_conf
-start_connected
-varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound &&
-        skip "svffd was built without --enable-fault-points"
-PF=0000:01:00.0
-ctl init $PF 4 >/dev/null || fail "init"
-VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2)
-ctl attach "$VF0" vm1 --guest-address 05:00.0 >/dev/null || fail "attach VF0"
-ctl attach "$VF1" vm2 --guest-address 06:00.0 >/dev/null || fail "attach VF1"
-ctl attach "$VF2" vm3 --guest-address 07:00.0 >/dev/null || fail "attach VF2"
-before=$(assignments_snapshot)
-stop_svffd || fail "svffd exit status"
-journal_none() { [ "$(journal)" = None ]; }
+reconf_scene vm3
 
 note "the second quiesce job is never submitted: nothing destroyed, everything put back"
 export SVFF_FAULT=fail-submit-quiesce-2

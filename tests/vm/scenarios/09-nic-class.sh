@@ -12,10 +12,11 @@
 #
 # vm-run: --nic
 #
-# Reconfs 4 -> 3 and 3 -> 4, each through 0 (the kernel's only way), with
-# VFs 0 and 1 assigned: every VF has its recorded settings again before
-# its domain gets it back, at its guest address (the reconf's provision
-# step).
+# Reconfs 4 -> 5 and 5 -> 4, each through 0 (the kernel's only way), with
+# VFs 0 and 1 assigned: every surviving VF has its recorded settings again
+# before its domain gets it back, at its guest address (the reconf's
+# provision step), and VF 3 still has what it had before svff, which its
+# release puts back.
 
 [ "${SVFF_VM_NIC:-0}" = 1 ] || vm_fail "needs tests/vm/run --nic (QEMU 10's igb): it never skips"
 command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
@@ -152,10 +153,11 @@ ip link set "$ifname" vf 0 vlan 100 qos 3
 # ---- reconfs through 0 bring every VF's settings back ----
 before0=$(vm_qpci_wait d1 "$v0")
 before1=$(vm_qpci_wait d2 "$v1")
-vm_log "reconf $pf 3, then 4"
-svffctl reconf "$pf" 3 >"$R/reconf3.out" 2>&1 || { cat "$R/reconf3.out"; vm_fail "reconf to 3 failed"; }
-assert_eq "after reconf to 3: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
-assert_eq "after reconf to 3: VF 1 VLAN" 200 "$(vfvlan 1)"
+vm_log "reconf $pf 5, then 4"
+svffctl reconf "$pf" 5 >"$R/reconf5.out" 2>&1 || { cat "$R/reconf5.out"; vm_fail "reconf to 5 failed"; }
+assert_eq "after reconf to 5: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
+assert_eq "after reconf to 5: VF 1 VLAN" 200 "$(vfvlan 1)"
+assert_eq "after reconf to 5: VF 4 MAC from the prefix" 02:53:00:00:00:04 "$(vfmac 4)"
 svffctl reconf "$pf" 4 >"$R/reconf4.out" 2>&1 || { cat "$R/reconf4.out"; vm_fail "reconf to 4 failed"; }
 assert_eq "after reconf: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
 assert_eq "after reconf: VF 0 VLAN" 100 "$(vfvlan 0)"

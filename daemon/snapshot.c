@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "interface.h"
+#include "log.h"
+#include "snapshot.h"
+#include "worker.h"
+
+struct snapshot_waiter {
+        struct snapshot_waiter *next;
+        struct call *call;
+        snapshot_waiter_fn fn;
+        uint64_t seq;           /* needs a snapshot at least this new */
+        uint64_t not_before;    /* ...and taken at or after this (CLOCK_MONOTONIC) */
+};
+
+struct snapshot_cache {
+        struct manager *owner;
+        snapshot_changed_fn changed_fn;
+        struct svff_ctx *ctx;
+        struct worker_pool *pool;
+        uint64_t max_age_usec;
+
+        struct snapshot *snapshot;
+        uint64_t id;            /* bumped per change of the snapshot */
+        /* Counts svffd's own changes: a snapshot taken before the latest
+         * one is too old for any caller. */
+        uint64_t seq;
+        char **dirty_pfs;       /* changed since the last pass started */
+        size_t n_dirty_pfs;
+        bool dirty_all;
+        bool running;           /* a pass is on the pool */
+        bool shutting_down;     /* no new pass */
+        struct snapshot_waiter *waiters, **waiters_tail;
+};
+
+struct discovery_job {
+        struct snapshot_cache *cache;   /* main thread only */
+        struct worker_pool *pool;
+        struct svff_ctx *ctx;
+        uint64_t seq;                   /* the cache's seq at submission */
+        char **only;                    /* a partial pass: just these PFs */
+        size_t n_only;
+        struct snapshot *result;
+};
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+void snapshot_free(struct snapshot *s) {
+        if (!s)
+                return;
+        svff_pf_list_free(s->pfs, s->n_pfs);
+        free(s->error_message);
+        free(s);
+}
+
+int snapshot_cache_new(sd_event *event, struct svff_ctx *ctx, struct manager *owner, snapshot_changed_fn changed,
+                       struct snapshot_cache **ret) {
+        struct snapshot_cache *c;
+        int r;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->owner = owner;
+        c->changed_fn = changed;
+        c->ctx = svff_ctx_ref(ctx);
+        c->seq = 1;
+        c->waiters_tail = &c->waiters;
+        r = worker_pool_new(event, "disc", 1, &c->pool);
+        if (r < 0) {
+                snapshot_cache_free(c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+static void drop_waiters(struct snapshot_cache *c) {
+        while (c->waiters) {
+                struct snapshot_waiter *w = c->waiters;
+
+                c->waiters = w->next;
+                call_unref(w->call);
+                free(w);
+        }
+        c->waiters_tail = &c->waiters;
+}
+
+void snapshot_cache_stop(struct snapshot_cache *c) {
+        if (!c)
+                return;
+        /* Waiters first: a pass completing below would otherwise run
+         * them against subsystems already gone. */
+        c->shutting_down = true;
+        drop_waiters(c);
+        worker_pool_free(c->pool);
+        c->pool = NULL;
+}
+
+struct snapshot_cache *snapshot_cache_free(struct snapshot_cache *c) {
+        if (!c)
+                return NULL;
+        snapshot_cache_stop(c);
+        strv_free(c->dirty_pfs);
+        snapshot_free(c->snapshot);
+        svff_ctx_unref(c->ctx);
+        free(c);
+        return NULL;
+}
+
+void snapshot_cache_set_max_age(struct snapshot_cache *c, uint64_t usec) {
+        c->max_age_usec = usec;
+}
+
+struct snapshot *snapshot_cache_get(struct snapshot_cache *c) {
+        return c ? c->snapshot : NULL;
+}
+
+uint64_t snapshot_cache_id(struct snapshot_cache *c) {
+        return c->id;
+}
+
+static void changed(struct snapshot_cache *c) {
+        c->id++;
+        if (c->changed_fn)
+                c->changed_fn(c->owner, c->snapshot);
+}
+
+static struct snapshot *discover(struct svff_ctx *ctx, uint64_t seq) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct snapshot *s;
+        int r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->seq = seq;
+        s->taken_usec = now_usec();
+        r = svff_pf_list(ctx, &s->pfs, &s->n_pfs, &err);
+        if (r < 0) {
+                s->pfs = NULL;
+                s->n_pfs = 0;
+                s->error = r;
+                s->error_message = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
+                                                                  : strerror(-r));
+        }
+        return s;
+}
+
+/* Re-reads only the PFs in only[]; result->pfs[i] is NULL for a PF that
+ * is gone. */
+static struct snapshot *discover_some(struct svff_ctx *ctx, uint64_t seq, char **only, size_t n) {
+        struct snapshot *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return NULL;
+        s->seq = seq;
+        s->taken_usec = now_usec();
+        s->pfs = calloc(n, sizeof(struct svff_pf *));
+        if (!s->pfs) {
+                free(s);
+                return NULL;
+        }
+        s->n_pfs = n;
+        for (size_t i = 0; i < n; i++) {
+                int r = svff_pf_load(ctx, only[i], &s->pfs[i], NULL);
+
+                if (r == -ENODEV)
+                        s->pfs[i] = NULL;
+                else if (r < 0) {
+                        s->error = r;
+                        s->error_message = strdup(strerror(-r));
+                        break;
+                }
+        }
+        return s;
+}
+
+static int cmp_pf(const void *a, const void *b) {
+        return strcmp((*(struct svff_pf *const *) a)->address, (*(struct svff_pf *const *) b)->address);
+}
+
+/* Puts the PFs of a partial pass into the current snapshot (taking
+ * them), dropping PFs that are gone. Returns <0 when it cannot. */
+static int merge_snapshot(struct snapshot_cache *c, struct snapshot *part, char **only) {
+        struct snapshot *s = c->snapshot;
+
+        for (size_t i = 0; i < part->n_pfs; i++) {
+                struct svff_pf *pf = part->pfs[i];
+                size_t k;
+
+                for (k = 0; k < s->n_pfs; k++)
+                        if (streq(s->pfs[k]->address, only[i]))
+                                break;
+                if (k < s->n_pfs) {
+                        svff_pf_free(s->pfs[k]);
+                        if (pf)
+                                s->pfs[k] = pf;
+                        else
+                                s->pfs[k] = s->pfs[--s->n_pfs];
+                } else if (pf) {
+                        struct svff_pf **n = realloc(s->pfs, (s->n_pfs + 1) * sizeof(*n));
+
+                        if (!n)
+                                return -ENOMEM;
+                        s->pfs = n;
+                        s->pfs[s->n_pfs++] = pf;
+                }
+                part->pfs[i] = NULL;
+        }
+        qsort(s->pfs, s->n_pfs, sizeof(*s->pfs), cmp_pf);
+        s->seq = part->seq;
+        changed(c);
+        return 0;
+}
+
+static void start_discovery(struct snapshot_cache *c);
+
+static void install_snapshot(struct snapshot_cache *c, struct snapshot *s) {
+        snapshot_free(c->snapshot);
+        c->snapshot = s;
+        changed(c);
+        /* A pass allocates thousands of small strings; give the freed
+         * ones of the previous pass back. */
+        (void) malloc_trim(0);
+        if (s->error < 0)
+                log_warning_errno(s->error, "Discovering PFs under '%s' failed: %s",
+                                  svff_ctx_get_root(c->ctx), strna(s->error_message));
+}
+
+static void serve_waiters(struct snapshot_cache *c) {
+        struct snapshot_waiter **p = &c->waiters;
+
+        c->waiters_tail = &c->waiters;
+        while (*p) {
+                struct snapshot_waiter *w = *p;
+
+                if (w->seq > c->snapshot->seq || c->snapshot->taken_usec < w->not_before) {
+                        c->waiters_tail = &w->next;
+                        p = &w->next;
+                        continue;
+                }
+                *p = w->next;
+                w->fn(c->owner, w->call);
+                call_unref(w->call);
+                free(w);
+        }
+        /* waiters_tail must point at the last next pointer. */
+        c->waiters_tail = p;
+}
+
+/* Shutting down with waiters no pass will serve: what there is now. */
+static void serve_waiters_last(struct snapshot_cache *c) {
+        while (c->waiters) {
+                struct snapshot_waiter *w = c->waiters;
+
+                c->waiters = w->next;
+                if (c->snapshot)
+                        w->fn(c->owner, w->call);
+                else if (w->call)
+                        call_errorf(w->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                call_unref(w->call);
+                free(w);
+        }
+        c->waiters_tail = &c->waiters;
+}
+
+static void discovery_done(void *userdata) {
+        struct discovery_job *j = userdata;
+        struct snapshot_cache *c = j->cache;
+
+        c->running = false;
+        if (j->result && j->only) {
+                if (j->result->error < 0 || !c->snapshot || merge_snapshot(c, j->result, j->only) < 0)
+                        c->dirty_all = true;  /* a full pass will follow */
+                snapshot_free(j->result);
+        } else if (j->result)
+                install_snapshot(c, j->result);
+        strv_free(j->only);
+        svff_ctx_unref(j->ctx);
+        free(j);
+
+        if (c->snapshot)
+                serve_waiters(c);
+        if (c->waiters && c->shutting_down)
+                serve_waiters_last(c);
+        else if (c->waiters)
+                start_discovery(c);
+}
+
+static void discovery_run(void *userdata) {
+        struct discovery_job *j = userdata;
+
+        if (j->only)
+                j->result = discover_some(j->ctx, j->seq, j->only, j->n_only);
+        else
+                j->result = discover(j->ctx, j->seq);
+        (void) worker_pool_post(j->pool, discovery_done, j);
+}
+
+static void start_discovery(struct snapshot_cache *c) {
+        struct discovery_job *j;
+
+        if (c->running || c->shutting_down || !c->pool)
+                return;
+
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                goto fail;
+        j->cache = c;
+        j->pool = c->pool;
+        j->ctx = svff_ctx_ref(c->ctx);
+        j->seq = c->seq;
+        /* Only the PFs svffd changed, while the rest is young enough. */
+        if (c->snapshot && c->snapshot->error >= 0 && !c->dirty_all && c->n_dirty_pfs > 0 &&
+            now_usec() - c->snapshot->taken_usec < c->max_age_usec) {
+                j->only = c->dirty_pfs;
+                j->n_only = c->n_dirty_pfs;
+                /* NULL-terminated for strv_free */
+        } else
+                strv_free(c->dirty_pfs);
+        c->dirty_pfs = NULL;
+        c->n_dirty_pfs = 0;
+        if (!j->only)
+                c->dirty_all = false;
+        if (worker_pool_submit(c->pool, discovery_run, j) < 0) {
+                strv_free(j->only);
+                svff_ctx_unref(j->ctx);
+                free(j);
+                c->dirty_all = true;
+                goto fail;
+        }
+        c->running = true;
+        return;
+fail:
+        log_error("Failed to start a discovery pass, answering from the last snapshot.");
+}
+
+int snapshot_cache_read_now(struct snapshot_cache *c) {
+        struct snapshot *s = discover(c->ctx, c->seq);
+
+        if (!s)
+                return log_oom();
+        install_snapshot(c, s);
+        return s->error;
+}
+
+void snapshot_cache_changed(struct snapshot_cache *c, const char *pf) {
+        char **n;
+
+        c->seq++;
+        if (!pf) {
+                c->dirty_all = true;
+                return;
+        }
+        for (size_t i = 0; i < c->n_dirty_pfs; i++)
+                if (streq(c->dirty_pfs[i], pf))
+                        return;
+        n = realloc(c->dirty_pfs, (c->n_dirty_pfs + 2) * sizeof(char *));
+        if (!n) {
+                c->dirty_all = true;
+                return;
+        }
+        c->dirty_pfs = n;
+        n[c->n_dirty_pfs] = strdup(pf);
+        if (!n[c->n_dirty_pfs]) {
+                c->dirty_all = true;
+                n[c->n_dirty_pfs] = NULL;
+                return;
+        }
+        n[++c->n_dirty_pfs] = NULL;
+}
+
+void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
+        struct snapshot part = { .pfs = &pf, .n_pfs = 1 };
+        char *only[] = { pf->address, NULL };
+        size_t k;
+
+        if (c->running || !c->snapshot || c->snapshot->error < 0) {
+                svff_pf_free(pf);
+                return;
+        }
+        for (k = 0; k < c->n_dirty_pfs; k++)
+                if (streq(c->dirty_pfs[k], pf->address))
+                        break;
+        if (k == c->n_dirty_pfs) {
+                svff_pf_free(pf);  /* not what the dirty list says changed */
+                return;
+        }
+
+        part.seq = c->snapshot->seq;
+        if (merge_snapshot(c, &part, only) < 0) {
+                svff_pf_free(pf);
+                return;
+        }
+        /* Off the dirty list; when nothing else is dirty the snapshot is
+         * as new as svffd's last change. */
+        free(c->dirty_pfs[k]);
+        c->dirty_pfs[k] = c->dirty_pfs[--c->n_dirty_pfs];
+        c->dirty_pfs[c->n_dirty_pfs] = NULL;
+        if (c->n_dirty_pfs == 0 && !c->dirty_all)
+                c->snapshot->seq = c->seq;
+}
+
+/* Whether s may answer a call that arrived at t: it holds svffd's own
+ * changes and was taken no more than list-max-age before the call. An
+ * old snapshot is never served while a refresh runs (the answer must
+ * show what the host looks like now, e.g. the drift the operator just
+ * caused), and an error is not served again once a refresh is due. */
+static uint64_t snapshot_not_before(struct snapshot_cache *c, uint64_t t) {
+        return t > c->max_age_usec ? t - c->max_age_usec : 0;
+}
+
+void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_waiter_fn fn) {
+        struct snapshot_waiter *w;
+        uint64_t not_before = snapshot_not_before(c, now_usec());
+
+        if (c->snapshot && c->snapshot->seq >= c->seq && c->snapshot->taken_usec >= not_before) {
+                fn(c->owner, call);
+                return;
+        }
+
+        start_discovery(c);
+        if (!c->running && (c->snapshot || c->shutting_down)) {
+                /* No pass could start (out of memory, shutting down):
+                 * the last snapshot, with its age in Status, beats no
+                 * answer. */
+                if (c->snapshot)
+                        fn(c->owner, call);
+                else if (call)
+                        call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                return;
+        }
+
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                if (call)
+                        call_error(call, "io.svff.InternalError", NULL);
+                return;
+        }
+        w->call = call_ref(call);
+        w->fn = fn;
+        w->seq = c->seq;
+        /* The refresh that is running serves the call if it started
+         * recently enough; else discovery_done starts the next one. */
+        w->not_before = not_before;
+        *c->waiters_tail = w;
+        c->waiters_tail = &w->next;
+}
+
+void snapshot_cache_shutdown(struct snapshot_cache *c) {
+        if (c)
+                c->shutting_down = true;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The snapshot cache: all PFs as the last discovery pass saw them, and
+ * the passes that refresh it on a thread of their own ("disc"), so a slow
+ * sysfs never delays the main loop. Callers ask for a snapshot fresh
+ * enough for them and are run once one exists; svffd's own changes are
+ * counted (snapshot_cache_changed) so that no caller is served a snapshot
+ * taken before the change it made.
+ *
+ * Once shutdown has begun (snapshot_cache_shutdown) no new pass starts:
+ * a pass reads every PF, and one whose sysfs write is still blocked in
+ * the kernel would hold the exit until that write returns. Callers then
+ * get the last snapshot, or a ShuttingDown error when there is none.
+ *
+ * The owner (struct manager) is opaque here: it is only handed back to
+ * the waiters and to the changed callback. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "context.h"
+#include "device.h"
+#include "server.h"
+
+struct manager;
+
+/* All PFs as one discovery pass saw them. */
+struct snapshot {
+        struct svff_pf **pfs;
+        size_t n_pfs;
+        uint64_t taken_usec;    /* CLOCK_MONOTONIC, when the pass started */
+        uint64_t seq;           /* the cache's change count when the pass started */
+        int error;              /* discovery failed: -errno, message below */
+        char *error_message;
+};
+
+void snapshot_free(struct snapshot *s);
+
+typedef void (*snapshot_waiter_fn)(struct manager *m, struct call *call);
+/* The current snapshot was replaced or changed in place (s is borrowed;
+ * it stays valid until the next call). */
+typedef void (*snapshot_changed_fn)(struct manager *m, struct snapshot *s);
+
+struct snapshot_cache;
+
+/* Starts the discovery thread. ctx is referenced. */
+int snapshot_cache_new(sd_event *event, struct svff_ctx *ctx, struct manager *owner, snapshot_changed_fn changed,
+                       struct snapshot_cache **ret);
+/* Drops the waiters (unserved) and stops the discovery thread: a pass
+ * still running completes first. The snapshot stays readable. */
+void snapshot_cache_stop(struct snapshot_cache *c);
+/* Stops, then frees the snapshot. Accepts NULL. */
+struct snapshot_cache *snapshot_cache_free(struct snapshot_cache *c);
+
+/* How old a snapshot may be and still answer a call (list-max-age). */
+void snapshot_cache_set_max_age(struct snapshot_cache *c, uint64_t usec);
+/* The current snapshot (NULL before the first pass), and a number that
+ * changes whenever it does. */
+struct snapshot *snapshot_cache_get(struct snapshot_cache *c);
+uint64_t snapshot_cache_id(struct snapshot_cache *c);
+
+/* Reads sysfs on the calling thread (start-up only: before serving). */
+int snapshot_cache_read_now(struct snapshot_cache *c);
+/* Records that svffd changed pf in sysfs (NULL: anything): later callers
+ * wait for a pass that re-read it. Only the PFs changed are read again
+ * when the rest of the snapshot is younger than list-max-age. */
+void snapshot_cache_changed(struct snapshot_cache *c, const char *pf);
+/* Puts pf (taken), which svffd just changed and knows exactly, into the
+ * snapshot, sparing a pass. Only when no pass is running (a pass started
+ * earlier would overwrite it with older data); otherwise pf is freed and
+ * the next pass reads it. */
+void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf);
+/* Runs fn(owner, call) once a snapshot fresh enough exists (now, or after
+ * a pass): one with svffd's own changes, taken no more than list-max-age
+ * before the call arrived. An older one is not served while the refresh
+ * runs. Takes a reference on call, which may be NULL for svffd's own
+ * work. */
+void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_waiter_fn fn);
+/* No new pass from now on (see above); one running completes. */
+void snapshot_cache_shutdown(struct snapshot_cache *c);
