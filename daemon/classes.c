@@ -853,7 +853,7 @@ void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn f
         j->fn = fn;
         j->ctx = svff_ctx_ref(m->ctx);
         /* The discovery pool: short reads, never queued behind an init. */
-        j->pool = m->discovery_pool;
+        j->pool = snapshot_cache_pool(m->snapshots);
         if (worker_pool_submit(j->pool, drift_run, j) < 0) {
                 drift_job_free(j);
                 fn(m, call, NULL);

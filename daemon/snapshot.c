@@ -118,6 +118,10 @@ struct snapshot_cache *snapshot_cache_free(struct snapshot_cache *c) {
         return NULL;
 }
 
+struct worker_pool *snapshot_cache_pool(struct snapshot_cache *c) {
+        return c->pool;
+}
+
 void snapshot_cache_set_max_age(struct snapshot_cache *c, uint64_t usec) {
         c->max_age_usec = usec;
 }

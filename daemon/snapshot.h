@@ -25,6 +25,7 @@
 #include "server.h"
 
 struct manager;
+struct worker_pool;
 
 /* All PFs as one discovery pass saw them. */
 struct snapshot {
@@ -54,6 +55,9 @@ void snapshot_cache_stop(struct snapshot_cache *c);
 /* Stops, then frees the snapshot. Accepts NULL. */
 struct snapshot_cache *snapshot_cache_free(struct snapshot_cache *c);
 
+/* The discovery thread's pool, for other short reads that must never
+ * queue behind an init (a device class's drift check). */
+struct worker_pool *snapshot_cache_pool(struct snapshot_cache *c);
 /* How old a snapshot may be and still answer a call (list-max-age). */
 void snapshot_cache_set_max_age(struct snapshot_cache *c, uint64_t usec);
 /* The current snapshot (NULL before the first pass), and a number that
