@@ -521,6 +521,30 @@ static unsigned vf_diff(const struct svff_nl_vf *a, const struct svff_nl_vf *b, 
         return d;
 }
 
+/* Copies the attributes bits of src into dst. */
+static void vf_take(struct svff_nl_vf *dst, const struct svff_nl_vf *src, unsigned bits) {
+        if (bits & SVFF_NL_VF_MAC)
+                memcpy(dst->mac, src->mac, 6);
+        if (bits & SVFF_NL_VF_VLAN) {
+                dst->vlan = src->vlan;
+                dst->qos = src->qos;
+                dst->vlan_proto = src->vlan_proto;
+        }
+        if (bits & SVFF_NL_VF_RATE) {
+                dst->max_tx_rate = src->max_tx_rate;
+                dst->min_tx_rate = src->min_tx_rate;
+        }
+        if (bits & SVFF_NL_VF_SPOOFCHK)
+                dst->spoofchk = src->spoofchk;
+        if (bits & SVFF_NL_VF_LINK_STATE)
+                dst->link_state = src->link_state;
+        if (bits & SVFF_NL_VF_RSS_QUERY)
+                dst->rss_query = src->rss_query;
+        if (bits & SVFF_NL_VF_TRUST)
+                dst->trust = src->trust;
+        dst->mask |= bits;
+}
+
 /* The drivers' defaults after a VF enable. */
 static void vf_defaults(struct svff_nl_vf *vf, unsigned index) {
         memset(vf, 0, sizeof(*vf));
@@ -702,9 +726,25 @@ static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsi
         else if (me && (!w.vf.mask || vf_diff(me, &w.vf, w.vf.mask & me->mask)))
                 saved = vf_to_json(me, me->mask);
 
-        to_set = me ? vf_diff(me, &w.vf, w.vf.mask) | (w.vf.mask & ~me->mask) : w.vf.mask;
+        /* A VF made anew (a reconf through 0) gets back what it had of
+         * its own before svff too: an attribute svff never set, such as a
+         * VLAN given by hand, is part of its identity. It stays the VF's
+         * own: not in the state, so release leaves it. */
+        struct svff_nl_vf want = w.vf;
+        if (w.has_saved && w.saved && me) {
+                struct svff_nl_vf own;
+                unsigned bits;
+
+                json_to_vf(w.saved, index, &own);
+                bits = own.mask & ~w.vf.mask & me->mask;
+                if ((bits & SVFF_NL_VF_MAC) && svff_nl_mac_is_zero(own.mac))
+                        bits &= ~SVFF_NL_VF_MAC;
+                vf_take(&want, &own, vf_diff(me, &own, bits));
+        }
+
+        to_set = me ? vf_diff(me, &want, want.mask) | (want.mask & ~me->mask) : want.mask;
         if (to_set) {
-                struct svff_nl_vf v = w.vf;
+                struct svff_nl_vf v = want;
                 struct svff_error e = SVFF_ERROR_NULL;
 
                 v.mask = to_set;

@@ -275,6 +275,36 @@ START_TEST(test_reconf_wipe) {
 }
 END_TEST
 
+START_TEST(test_reconf_wipe_keeps_own) {
+        _cleanup_(json_object_putp) struct json_object *st = NULL, *after = NULL;
+        _cleanup_free_ char *s2 = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        /* VF 3 had a VLAN of its own before svff, which sets only its MAC. */
+        f->vfs[3].vlan = 7;
+        st = provision(3, "{\"mac\": \"02:00:00:00:00:03\"}");
+        ck_assert_uint_eq(f->vfs[3].vlan, 7);
+
+        /* A reconf through 0 wipes the VF; its reprovision from the record
+         * puts back both, and the VLAN stays the VF's own. */
+        nl_fake_reset(f, 4);
+        ck_assert_int_ge(asprintf(&s2, "{\"mac\": \"02:00:00:00:00:03\", \"state\": %s}",
+                                  json_object_to_json_string(st)), 0);
+        after = provision(3, s2);
+        ck_assert_uint_eq(f->vfs[3].mac[5], 0x03);
+        ck_assert_uint_eq(f->vfs[3].vlan, 7);
+        ck_assert(json_object_equal(st, after));
+        ck_assert_int_eq(svff_class_nic.release(c, &pf, 3, after, &err), 0);
+        ck_assert_uint_eq(f->vfs[3].vlan, 7);
+
+        /* Without a record (a first provision) nothing is invented. */
+        nl_fake_reset(f, 4);
+        json_object_put(after);
+        after = provision(3, "{\"mac\": \"02:00:00:00:00:03\"}");
+        ck_assert_uint_eq(f->vfs[3].vlan, 0);
+}
+END_TEST
+
 START_TEST(test_release_restores) {
         _cleanup_(json_object_putp) struct json_object *st = NULL, *st2 = NULL, *st3 = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
@@ -494,6 +524,7 @@ int main(void) {
         tcase_add_test(tc, test_mac_prefix);
         tcase_add_test(tc, test_idempotent_reprovision);
         tcase_add_test(tc, test_reconf_wipe);
+        tcase_add_test(tc, test_reconf_wipe_keeps_own);
         tcase_add_test(tc, test_release_restores);
         tcase_add_test(tc, test_partial_failure);
         tcase_add_test(tc, test_rate_refused);

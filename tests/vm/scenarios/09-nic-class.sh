@@ -165,6 +165,7 @@ assert_eq "after reconf: VF 0 trust" on "$(vftrust 0)"
 assert_eq "after reconf: VF 0 spoof checking" off "$(vfspoof 0)"
 assert_eq "after reconf: VF 1 VLAN" 200 "$(vfvlan 1)"
 assert_eq "after reconf: VF 2 MAC" 02:53:00:00:00:02 "$(vfmac 2)"
+assert_eq "after reconf: VF 3 has its own VLAN 7 again" 7 "$(vfvlan 3)"
 assert_eq "after reconf: VF 0 at its guest address in d1" "$before0" "$(vm_qpci_wait d1 "$v0")"
 assert_eq "after reconf: VF 1 at its guest address in d2" "$before1" "$(vm_qpci_wait d2 "$v1")"
 
