@@ -231,18 +231,15 @@ int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, 
         return r < 0 ? r : 1;
 }
 
-int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
-                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
-                        struct svff_error *err) {
+static int ensure_opened(struct opened *op, unsigned index, struct json_object *policy,
+                         struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                         struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL, *state = NULL, *rec = NULL;
         struct json_object *rsettings = NULL, *rstate = NULL;
         const char *rname = NULL;
-        struct opened o;
-        int r;
+        struct opened o = *op;
+        int r = 0;
 
-        r = opened_open(ctx, pf, false, &o, err);
-        if (r <= 0)
-                return r;
         settings = settings_for(o.class, policy, assignment);
         if (!settings) {
                 r = svff_error_set(err, -ENOMEM, "Out of memory");
@@ -299,7 +296,82 @@ int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, st
                 r = 1;
         }
 finish:
+        return r;
+}
+
+int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
+                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                        struct svff_error *err) {
+        struct opened o;
+        int r;
+
+        r = opened_open(ctx, pf, false, &o, err);
+        if (r <= 0)
+                return r;
+        r = ensure_opened(&o, index, policy, assignment, recorded, ret, err);
         opened_done(&o);
+        return r;
+}
+
+/* ---- a PF held open for many VFs' steps ---- */
+
+struct classes_open {
+        struct opened o;
+};
+
+int classes_open_sync(struct svff_ctx *ctx, const char *pf, struct classes_open **ret, struct svff_error *err) {
+        struct classes_open *co;
+        int r;
+
+        *ret = NULL;
+        co = calloc(1, sizeof(*co));
+        if (!co)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        r = opened_open(ctx, pf, false, &co->o, err);
+        if (r <= 0) {
+                free(co);
+                return r;
+        }
+        *ret = co;
+        return 1;
+}
+
+void classes_close(struct classes_open *co) {
+        if (!co)
+                return;
+        opened_done(&co->o);
+        free(co);
+}
+
+int classes_ensure_open(struct classes_open *co, unsigned index, struct json_object *policy,
+                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                        struct svff_error *err) {
+        if (!co)
+                return 0;
+        return ensure_opened(&co->o, index, policy, assignment, recorded, ret, err);
+}
+
+int classes_provision_recorded_open(struct classes_open *co, unsigned index, struct json_object *record,
+                                    struct json_object *policy, struct json_object **ret, struct svff_error *err) {
+        struct json_object *settings = NULL, *wrapped = NULL;
+        const char *name = NULL;
+        int r;
+
+        if (!co)
+                return 0;
+        /* The settings as recorded (policy and assignment, merged when
+         * the VF was provisioned) stand for the policy: the VF gets back
+         * what it had, whatever the config says now. */
+        if (record && json_object_object_get_ex(record, "settings", &settings) && settings &&
+            svff_json_get_string(record, "name", &name) >= 0) {
+                wrapped = json_object_new_object();
+                if (!wrapped)
+                        return svff_error_set(err, -ENOMEM, "Out of memory");
+                json_object_object_add(wrapped, name, json_object_get(settings));
+                policy = wrapped;
+        }
+        r = ensure_opened(&co->o, index, policy, NULL, record, ret, err);
+        json_object_put(wrapped);
         return r;
 }
 
@@ -312,23 +384,14 @@ int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
 int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                                     struct json_object *record, struct json_object *policy, struct json_object **ret,
                                     struct svff_error *err) {
-        struct json_object *settings = NULL, *wrapped = NULL;
-        const char *name = NULL;
+        struct classes_open *co;
         int r;
 
-        /* The settings as recorded (policy and assignment, merged when
-         * the VF was provisioned) stand for the policy: the VF gets back
-         * what it had, whatever the config says now. */
-        if (record && json_object_object_get_ex(record, "settings", &settings) && settings &&
-            svff_json_get_string(record, "name", &name) >= 0) {
-                wrapped = json_object_new_object();
-                if (!wrapped)
-                        return svff_error_set(err, -ENOMEM, "Out of memory");
-                json_object_object_add(wrapped, name, json_object_get(settings));
-                policy = wrapped;
-        }
-        r = classes_ensure_sync(ctx, pf, index, policy, NULL, record, ret, err);
-        json_object_put(wrapped);
+        r = classes_open_sync(ctx, pf, &co, err);
+        if (r <= 0)
+                return r;
+        r = classes_provision_recorded_open(co, index, record, policy, ret, err);
+        classes_close(co);
         return r;
 }
 

@@ -66,6 +66,19 @@ int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
 int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                                     struct json_object *record, struct json_object *policy, struct json_object **ret,
                                     struct svff_error *err);
+/* pf's class held open (the PF read, the class opened, its lock held)
+ * for the steps of many VFs, so a provision phase reads the PF once and
+ * not once per VF: 0 and *ret NULL when pf has no class, 1 when opened.
+ * The _open variants are the _sync ones above on it (NULL: no class,
+ * 0). The PF as read stays as it was at open. */
+struct classes_open;
+int classes_open_sync(struct svff_ctx *ctx, const char *pf, struct classes_open **ret, struct svff_error *err);
+void classes_close(struct classes_open *co);
+int classes_ensure_open(struct classes_open *co, unsigned index, struct json_object *policy,
+                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                        struct svff_error *err);
+int classes_provision_recorded_open(struct classes_open *co, unsigned index, struct json_object *record,
+                                    struct json_object *policy, struct json_object **ret, struct svff_error *err);
 /* Undoes what state (as recorded) says provision did. */
 int classes_release_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                          struct json_object *state, struct svff_error *err);

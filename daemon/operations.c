@@ -88,6 +88,7 @@ struct init_op {
         struct svff_ctx *ctx;
         char pf[SVFF_PCI_ADDR_STRLEN];
         unsigned numvfs;
+        bool numvfs_announced;          /* numvfs-set sent before the class steps */
         char *driver;
         usec_t numvfs_base, numvfs_per_vf;  /* numvfs-timeout-sec, numvfs-timeout-per-vf-msec */
         usec_t bind_base, bind_per_vf;      /* bind-timeout-sec, bind-timeout-per-vf-msec */
@@ -426,11 +427,31 @@ static int init_record(struct init_op *io) {
         return journal_set(m, io->pf, entry);
 }
 
+static void init_numvfs_event(struct init_op *io) {
+        struct json_object *ev = event_new("numvfs-set", io->pf, io->pf);
+
+        if (ev) {
+                json_object_object_add(ev, "total", json_object_new_int64(io->numvfs));
+                json_object_object_add(ev, "driver", json_object_new_string(io->driver));
+        }
+        manager_emit(io->op->manager, io->op, ev);
+}
+
+/* The count is set and the class steps follow on the worker: Monitor
+ * hears of the count first, as it happened. */
+static void init_numvfs_announce(void *userdata) {
+        struct init_op *io = userdata;
+
+        io->numvfs_announced = true;
+        io->op->phase = "provision";
+        init_numvfs_event(io);
+}
+
 static void init_numvfs_done(void *userdata) {
         struct init_op *io = userdata;
         struct manager *m = io->op->manager;
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-        struct json_object *p, *ev;
+        struct json_object *p;
         int r;
 
         manager_sysfs_changed(m, io->pf);
@@ -475,12 +496,8 @@ static void init_numvfs_done(void *userdata) {
 
         io->op->phase = "bind";
         io->op->total = (unsigned) io->after->n_vfs;
-        ev = event_new("numvfs-set", io->pf, io->pf);
-        if (ev) {
-                json_object_object_add(ev, "total", json_object_new_int64(io->numvfs));
-                json_object_object_add(ev, "driver", json_object_new_string(io->driver));
-        }
-        manager_emit(m, io->op, ev);
+        if (!io->numvfs_announced)
+                init_numvfs_event(io);
 
         r = worker_pool_submit(io->pool, init_bind_run, io);
         if (r < 0) {
@@ -567,12 +584,29 @@ static int init_class_plan(struct init_op *io) {
 
 /* Provision + verify every VF, in index order, before any is bound:
  * stops at the first that fails. */
+static void init_class_provision_with(struct init_op *io, struct classes_open *co);
+
 static void init_class_provision(struct init_op *io) {
+        struct classes_open *co = NULL;
+        int r;
+
         io->class_recs = json_object_new_object();
         if (!io->class_recs) {
                 io->class_r = svff_error_set(&io->class_err, -ENOMEM, "Out of memory");
                 return;
         }
+        /* The PF read and its class opened once for all its VFs. */
+        r = classes_open_sync(io->ctx, io->pf, &co, &io->class_err);
+        if (r < 0) {
+                io->class_r = r;
+                return;
+        }
+        if (r > 0)
+                init_class_provision_with(io, co);
+        classes_close(co);
+}
+
+static void init_class_provision_with(struct init_op *io, struct classes_open *co) {
         for (size_t i = 0; i < io->after->n_vfs; i++) {
                 const struct svff_vf *vf = &io->after->vfs[i];
                 struct json_object *asg = NULL, *rec = NULL, *state = NULL;
@@ -598,7 +632,7 @@ static void init_class_provision(struct init_op *io) {
 
                         if (io->class_recorded)
                                 (void) json_object_object_get_ex(io->class_recorded, vf->address, &recorded);
-                        r = classes_ensure_sync(io->ctx, io->pf, vf->index, io->class_policy, asg, recorded, &rec,
+                        r = classes_ensure_open(co, vf->index, io->class_policy, asg, recorded, &rec,
                                                 &io->class_err);
                 }
                 if (r < 0) {
@@ -642,8 +676,12 @@ static void init_numvfs_run(void *userdata) {
                 io->r = svff_error_set(&io->err, -EIO, "PF %s reports %u VFs but %zu virtfn links exist",
                                        io->pf, io->numvfs, io->after->n_vfs);
         }
-        if (io->r >= 0 && io->class_name)
+        if (io->r >= 0 && io->class_name) {
+                /* Completions run in the order posted: this one before
+                 * the class steps' progress and init_numvfs_done. */
+                (void) worker_pool_post(io->pool, init_numvfs_announce, io);
                 init_class_provision(io);
+        }
         (void) worker_pool_post(io->pool, init_numvfs_done, io);
 }
 

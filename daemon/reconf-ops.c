@@ -479,20 +479,32 @@ static void provision_done(void *userdata) {
 
 static void provision_run(void *userdata) {
         struct pf_job *j = userdata;
+        _cleanup_(svff_error_free) struct svff_error oerr = SVFF_ERROR_NULL;
+        struct classes_open *co = NULL;
+        int ro;
 
+        /* The PF read and its class opened once for all of the job's VFs. */
+        ro = classes_open_sync(j->run->env.ctx, j->pf, &co, &oerr);
         for (size_t k = 0; k < j->n; k++) {
                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
 
+                if (ro < 0) {
+                        j->rs[k] = ro;
+                        j->messages[k] = strdup(svff_error_is_set(&oerr) ? svff_error_message(&oerr)
+                                                                         : strerror(-ro));
+                        continue;
+                }
+
                 /* A PF without a class: 0 and no state (a bare PCI
                  * function needs nothing before its driver). */
-                j->rs[k] = classes_provision_recorded_sync(j->run->env.ctx, j->pf, j->idx[k], j->cls[k], j->policy,
-                                                           &j->states[k], &err);
+                j->rs[k] = classes_provision_recorded_open(co, j->idx[k], j->cls[k], j->policy, &j->states[k], &err);
                 if (j->rs[k] > 0)
                         j->rs[k] = 0;
                 if (j->rs[k] < 0)
                         j->messages[k] = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
                                                                         : strerror(-j->rs[k]));
         }
+        classes_close(co);
         (void) worker_pool_post(j->run->env.ops_pool, provision_done, j);
 }
 
