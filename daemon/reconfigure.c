@@ -13,6 +13,7 @@
 #include "libvirt.h"
 #include "log.h"
 #include "params.h"
+#include "pciaddr.h"
 #include "reconf-journal.h"
 #include "reconf-machine.h"
 #include "reconf-ops.h"
@@ -494,6 +495,42 @@ static int collect_items(struct manager *m, const char *pf, struct svff_reconf_i
         return 0;
 }
 
+/* A PF with a device class has each new VF provisioned after the count
+ * and before it is bound: the plan's steps say so, one per VF (vfs: the
+ * new VFs' addresses), as the executed steps will. */
+static void plan_add_provision(struct json_object *reply, struct json_object *vfs) {
+        struct json_object *plan, *steps, *out;
+        bool added = false;
+
+        if (!vfs || !json_object_object_get_ex(reply, "plan", &plan) ||
+            !json_object_object_get_ex(plan, "steps", &steps) || !json_object_is_type(steps, json_type_array))
+                return;
+        out = json_object_new_array();
+        if (!out)
+                return;
+        for (size_t i = 0; i < json_object_array_length(steps); i++) {
+                struct json_object *s = json_object_array_get_idx(steps, i);
+                const char *phase = NULL;
+
+                (void) svff_json_get_string(s, "phase", &phase);
+                if (!added && phase && (streq(phase, "bind") || streq(phase, "restore") || streq(phase, "commit"))) {
+                        for (size_t k = 0; k < json_object_array_length(vfs); k++) {
+                                struct json_object *st = json_object_new_object();
+
+                                if (!st)
+                                        continue;
+                                json_object_object_add(st, "phase", json_object_new_string("provision"));
+                                json_object_object_add(st, "action", json_object_new_string("provision"));
+                                json_object_object_add(st, "vf", json_object_get(json_object_array_get_idx(vfs, k)));
+                                json_object_array_add(out, st);
+                        }
+                        added = true;
+                }
+                json_object_array_add(out, json_object_get(s));
+        }
+        json_object_object_add(plan, "steps", out);
+}
+
 /* The dry run's reply, with the device class's plan. */
 static void dry_run_class_done(struct manager *m, int r, const char *message, struct json_object *class_plan,
                                void *userdata) {
@@ -505,6 +542,14 @@ static void dry_run_class_done(struct manager *m, int r, const char *message, st
                 p = json_object_get(p);
         json_object_object_del(call_request(call)->parameters, "x-svff-dry-run-reply");
         if (p) {
+                struct json_object *vfs = NULL;
+
+                if (json_object_object_get_ex(p, "x-svff-new-vfs", &vfs))
+                        vfs = json_object_get(vfs);
+                json_object_object_del(p, "x-svff-new-vfs");
+                if (r >= 0 && class_plan)
+                        plan_add_provision(p, vfs);
+                json_object_put(vfs);
                 if (r < 0 && class_plan)
                         json_object_object_add(p, "executable", json_object_new_boolean(false));
                 if (r < 0 && !class_plan)
@@ -624,6 +669,19 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                         json_object_object_add(p, "totalvfs", json_object_new_int64(found->totalvfs));
                 }
                 json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
+                if (found) {
+                        /* The new VFs' addresses, for the class steps. */
+                        struct json_object *vfs = json_object_new_array();
+                        struct svff_pci_addr pa, va;
+                        char buf[SVFF_PCI_ADDR_STRLEN];
+
+                        if (vfs && svff_pci_addr_parse(found->address, &pa) >= 0)
+                                for (unsigned i = 0; i < numvfs; i++)
+                                        if (svff_pci_addr_vf(&pa, found->offset, found->stride, i, &va) >= 0)
+                                                json_object_array_add(vfs, json_object_new_string(
+                                                                              svff_pci_addr_format(&va, buf)));
+                        json_object_object_add(p, "x-svff-new-vfs", vfs);
+                }
                 /* The device class's steps need the device: on a worker,
                  * and the reply waits for them. */
                 if (classes_plan_start(m, pf, numvfs, dry_run_class_done, call_ref(call)) < 0)

@@ -98,7 +98,7 @@ steps_equal() {
 import json, sys
 plan = json.load(open(sys.argv[1]))["plan"]["steps"]
 done = json.load(open(sys.argv[2]))["steps"]
-order = ["quiesce", "numvfs", "bind", "restore", "commit"]
+order = ["quiesce", "numvfs", "provision", "bind", "restore", "commit"]
 key = lambda s: (order.index(s["phase"]), json.dumps(s, sort_keys=True))
 phases = [order.index(s["phase"]) for s in done]
 assert phases == sorted(phases), "steps ran out of phase order: %s" % [s["phase"] for s in done]
