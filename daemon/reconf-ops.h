@@ -43,6 +43,11 @@ struct reconf_env {
         struct svff_hv_removals *removals;
         const char *pause_cmd, *unpause_cmd;    /* copied */
         usec_t detach_timeout, numvfs_timeout, numvfs_per_vf;
+        /* A reprogram: the config's flash hook and image directory
+         * (copied; NULL: none), the hook's deadline, and how long the PF
+         * may take to come back after the rescan. */
+        const char *flash_hook, *flash_image_dir;
+        usec_t flash_timeout, rescan_timeout;
 
         /* Whether svffd is stopping (*ret_now: the event loop ended, the
          * pools take no more jobs). */
@@ -74,6 +79,7 @@ struct reconf_run {
         unsigned n_attaching;           /* attach calls started (fault points) */
         unsigned n_jobs[2];             /* domain jobs submitted, quiesce and restore */
         struct svff_pf *after;          /* the PF as the last numvfs write left it */
+        char pf_id[16];                 /* "vvvv:dddd" before the removal, "" unknown */
         sd_event_source *commit_source;
 };
 
