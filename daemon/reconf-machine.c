@@ -644,11 +644,11 @@ static void numvfs_start(struct reconf_machine *rm) {
 
 const char *reconf_pf_op_to_string(enum reconf_pf_op op) {
         static const char *const names[_RECONF_PF_OP_MAX] = {
-                [RECONF_PF_REMOVE] = "remove-pf",
+                [RECONF_PF_REMOVE] = "remove_pf",
                 [RECONF_PF_FLASH] = "flash",
                 [RECONF_PF_RESCAN] = "rescan",
-                [RECONF_PF_IDENTITY] = "check-identity",
-                [RECONF_PF_BIND] = "bind-pf",
+                [RECONF_PF_IDENTITY] = "check_identity",
+                [RECONF_PF_BIND] = "bind_pf",
         };
 
         return op < _RECONF_PF_OP_MAX ? names[op] : NULL;
@@ -818,7 +818,6 @@ void reconf_machine_pf_done(struct reconf_machine *rm, enum reconf_pf_op op, int
         if (step) {
                 json_object_object_add(step, "phase", json_object_new_string("reprogram"));
                 json_object_object_add(step, "action", json_object_new_string(reconf_pf_op_to_string(op)));
-                json_object_object_add(step, "pf", json_object_new_string(rm->plan->pf));
                 if (rm->ops->step)
                         rm->ops->step(rm->userdata, step, -1, r, err);
                 if (r < 0 || json_object_array_add(rm->log, step) < 0)
