@@ -697,8 +697,25 @@ void reconf_recover(struct manager *m) {
         }
 }
 
+/* The hook is svff.conf's, never the caller's; the image is checked
+ * before anything is touched. */
+static bool reprogram_allowed(struct manager *m, struct call *call, const char *pf, const char *image) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+        if (!m->config.flash_hook || !m->config.flash_image_dir) {
+                call_errorf(call, SVFF_ERROR_NO_FLASH_HOOK, "device", pf,
+                            "No flash hook is configured: set 'flash-hook' and 'flash-image-dir' in svff.conf(5).");
+                return false;
+        }
+        if (svff_flash_image_check(m->config.flash_image_dir, image, &err) < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_IMAGE, "image", image, "%s", svff_error_message(&err));
+                return false;
+        }
+        return true;
+}
+
 void method_reconf(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", "numvfs", "mode", "dry_run", "force", NULL };
+        static const char *const allowed[] = { "pf", "numvfs", "mode", "dry_run", "force", "reprogram", NULL };
         struct json_object *params = call_request(call)->parameters, *v, *e;
         char pf[SVFF_PCI_ADDR_STRLEN];
         const char *mode = NULL, *jop = NULL;
@@ -728,6 +745,22 @@ void method_reconf(struct manager *m, struct call *call) {
                 return;
         }
         (void) svff_json_get_bool(params, "dry_run", &dry_run);
+        if (json_object_object_get_ex(params, "reprogram", &v) && v) {
+                const char *image = NULL;
+
+                /* reconf --reprogram IMAGE: Reprogram to numvfs. */
+                if (svff_json_get_string(params, "reprogram", &image) < 0 || !image) {
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "reprogram",
+                                    "Parameter 'reprogram' must be the path of an image.");
+                        return;
+                }
+                if (!require_privileged(m, call))
+                        return;
+                json_object_object_add(params, "image", json_object_new_string(image));
+                json_object_object_del(params, "reprogram");
+                method_reprogram(m, call);
+                return;
+        }
         if (!dry_run && !require_privileged(m, call))
                 return;
         json_object_object_add(params, "pf", json_object_new_string(pf));
@@ -756,13 +789,11 @@ void method_reconf(struct manager *m, struct call *call) {
 
 void method_reprogram(struct manager *m, struct call *call) {
         static const char *const allowed[] = { "pf", "image", "numvfs", "mode", "dry_run", "force", NULL };
-        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct json_object *params = call_request(call)->parameters, *v, *e;
         char pf[SVFF_PCI_ADDR_STRLEN];
         const char *mode = NULL, *image = NULL, *jop = NULL;
         unsigned numvfs = 0;
         bool b;
-        int r;
 
         if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) || !params_get_address(call, "pf", pf))
                 return;
@@ -793,18 +824,8 @@ void method_reprogram(struct manager *m, struct call *call) {
                             "Parameter 'mode' must be 'pause' or 'detach'.");
                 return;
         }
-        /* The hook is svff.conf's, never the caller's. */
-        if (!m->config.flash_hook || !m->config.flash_image_dir) {
-                call_errorf(call, SVFF_ERROR_NO_FLASH_HOOK, "device", pf,
-                            "No flash hook is configured: set 'flash-hook' and 'flash-image-dir' in svff.conf(5).");
+        if (!reprogram_allowed(m, call, pf, image))
                 return;
-        }
-        /* Before anything is touched. */
-        r = svff_flash_image_check(m->config.flash_image_dir, image, &err);
-        if (r < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_IMAGE, "image", image, "%s", svff_error_message(&err));
-                return;
-        }
         json_object_object_add(params, "pf", json_object_new_string(pf));
 
         e = journal_get(m, pf);
