@@ -948,8 +948,10 @@ int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, s
                 return -ENOMEM;
         free(rm->image);
         rm->image = s;
-        json_object_put(rm->ids);
-        rm->ids = json_object_get(ids);
+        if (ids) {
+                json_object_put(rm->ids);
+                rm->ids = json_object_get(ids);
+        }
         rm->reprogram = true;
         return journal_reprogram(rm);
 }

@@ -192,9 +192,10 @@ void reconf_machine_set_class(struct reconf_machine *rm, size_t i, struct json_o
 void reconf_machine_recover_item(struct reconf_machine *rm, size_t i, bool recorded, const char *vf,
                                  enum svff_assign_state state, enum svff_pause_mode mode);
 /* Before start: makes the run a reprogram with image, checking the PF
- * against ids (a JSON array, reference taken; NULL: its own identity).
- * -ENOMEM. On a recovery the journal's reprogram is kept unless this is
- * called (a new image for an interrupted reprogram). */
+ * against ids (a JSON array, reference taken; NULL: those the journal
+ * recorded, else its own identity). -ENOMEM. On a recovery the
+ * journal's reprogram is kept unless this is called (a new image for an
+ * interrupted reprogram). */
 int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *ids);
 /* Before start of a recovery of an interrupted reprogram: go on from the
  * removal (a reprogram again, flash: true) or from the rescan without a

@@ -689,8 +689,8 @@ static int pf_check_identity(struct pfop_job *j) {
                 ok = !*j->pf_id || streq(j->pf_id, id);
         if (!ok)
                 return svff_error_set(&j->err, -EPROTO, "it is %s, not one of the identities its policy's "
-                                      "reprogram-ids allow%s%s", id, *j->pf_id ? " (it was " : "",
-                                      *j->pf_id ? j->pf_id : "");
+                                      "reprogram-ids allow%s%s%s", id, *j->pf_id ? " (it was " : "",
+                                      *j->pf_id ? j->pf_id : "", *j->pf_id ? ")" : "");
         if (pf->totalvfs < j->numvfs)
                 return svff_error_set(&j->err, -ERANGE, "it is %s with sriov_totalvfs %u, fewer than the %u VFs "
                                       "asked for", id, pf->totalvfs, j->numvfs);
