@@ -139,10 +139,10 @@ rc=0; ctl reprogram $PF "$IMAGES/slow.bit" 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "reprogram with a slow hook"
 grep -q "passed its deadline" "$T/err" || fail "slow hook: $(cat "$T/err")"
 interrupted "a slow hook"
-n=$(wc -l < "$T/hook.log")
+runs=$(wc -l < "$T/hook.log")
 ctl reconf $PF 4 >/dev/null 2> "$T/err" || fail "reconf after the slow hook: $(cat "$T/err")"
 good_state "reconf after a slow hook"
-expect_eq "$(wc -l < "$T/hook.log")" "$n" "hook runs by the reconf"
+expect_eq "$(wc -l < "$T/hook.log")" "$runs" "hook runs by the reconf"
 
 note "an identity the policy does not allow: interrupted, then reprogram again"
 rc=0; ctl reprogram $PF "$IMAGES/bad.bit" 2> "$T/err" || rc=$?
@@ -183,6 +183,12 @@ for point in after-journal after-detach-1 after-numvfs-0 after-remove-journal af
         esac
         good_state "a kill at $point"
 done
+
+note "reconf --reprogram IMAGE: the same flow through Reconf"
+runs=$(wc -l < "$T/hook.log")
+ctl reconf $PF 4 --reprogram "$IMAGES/good.bit" >/dev/null 2> "$T/err" || fail "reconf --reprogram: $(cat "$T/err")"
+good_state "reconf --reprogram"
+expect_eq "$(wc -l < "$T/hook.log")" $((runs + 1)) "hook runs after reconf --reprogram"
 
 note "--numvfs 2 --force: VF 3's assignment released, the others kept"
 ctl reprogram $PF "$IMAGES/good.bit" --numvfs 2 --force >/dev/null 2> "$T/err" || fail "forced reprogram: $(cat "$T/err")"
