@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "class.h"
 #include "fault.h"
 #include "flash-hook.h"
 #include "hypervisor.h"
@@ -585,6 +586,7 @@ struct pfop_job {
         char pf[SVFF_PCI_ADDR_STRLEN];
         char *image;
         struct json_object *ids;        /* a copy, or NULL */
+        struct json_object *class_policy;       /* a copy, or NULL */
         unsigned numvfs;
         char pf_id[16];                 /* remove: what the PF was */
         int r;
@@ -596,6 +598,7 @@ static void pfop_job_free(struct pfop_job *j) {
                 return;
         free(j->image);
         json_object_put(j->ids);
+        json_object_put(j->class_policy);
         svff_error_free(&j->err);
         free(j);
 }
@@ -698,6 +701,44 @@ static int pf_check_identity(struct pfop_job *j) {
         return 0;
 }
 
+/* Its class's PF-wide set-up (a QDMA PF's qmax), before any VF exists,
+ * as init does: a rescanned PF starts from nothing. Straight through the
+ * class registry: no other class step runs on the PF while the reprogram
+ * holds it. Each VF's settings are the policy's. */
+static int pf_prepare(struct pfop_job *j) {
+        struct svff_ctx *ctx = j->run->env.ctx;
+        _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
+        _cleanup_(json_object_putp) struct json_object *settings = NULL;
+        struct svff_class_pf *c = NULL;
+        const struct svff_class *class;
+        struct json_object *p = NULL;
+        int r;
+
+        r = svff_pf_load(ctx, j->pf, &pf, &j->err);
+        if (r < 0)
+                return r;
+        class = svff_class_find(ctx, pf);
+        if (!class || !class->prepare)
+                return 0;
+        if (j->class_policy)
+                (void) json_object_object_get_ex(j->class_policy, class->name, &p);
+        settings = json_object_new_array();
+        for (unsigned i = 0; settings && i < j->numvfs; i++)
+                if (json_object_array_add(settings, svff_class_settings_merge(p, NULL)) < 0)
+                        return svff_error_set(&j->err, -ENOMEM, "Out of memory");
+        if (!settings)
+                return svff_error_set(&j->err, -ENOMEM, "Out of memory");
+        if (class->open) {
+                r = class->open(ctx, pf, &c, &j->err);
+                if (r < 0)
+                        return r;
+        }
+        r = class->prepare(c, pf, j->numvfs, settings, &j->err);
+        if (class->close)
+                class->close(c);
+        return r < 0 ? r : 0;
+}
+
 static int pf_bind(struct pfop_job *j) {
         struct svff_ctx *ctx = j->run->env.ctx;
         _cleanup_free_ char *driver = NULL;
@@ -717,7 +758,7 @@ static int pf_bind(struct pfop_job *j) {
         if (streq(driver, "vfio-pci"))
                 return svff_error_set(&j->err, -EBUSY, "PF %s went to vfio-pci, not to a driver that creates "
                                       "VFs", j->pf);
-        return 0;
+        return pf_prepare(j);
 }
 
 static void pfop_done(void *userdata) {
@@ -784,7 +825,8 @@ static int pfop_submit(struct reconf_run *run, enum reconf_pf_op op, const char 
         j->numvfs = numvfs;
         snprintf(j->pf, sizeof(j->pf), "%s", reconf_machine_plan(run->rm)->pf);
         memcpy(j->pf_id, run->pf_id, sizeof(j->pf_id));
-        if ((image && !(j->image = strdup(image))) || (ids && json_object_deep_copy(ids, &j->ids, NULL) < 0)) {
+        if ((image && !(j->image = strdup(image))) || (ids && json_object_deep_copy(ids, &j->ids, NULL) < 0) ||
+            (run->env.class_policy && json_object_deep_copy(run->env.class_policy, &j->class_policy, NULL) < 0)) {
                 pfop_job_free(j);
                 return -ENOMEM;
         }
@@ -812,7 +854,9 @@ static int op_check_identity(void *userdata, struct json_object *ids, unsigned n
 }
 
 static int op_bind_pf(void *userdata) {
-        return pfop_submit(userdata, RECONF_PF_BIND, NULL, NULL, 0);
+        struct reconf_run *run = userdata;
+
+        return pfop_submit(userdata, RECONF_PF_BIND, NULL, NULL, reconf_machine_plan(run->rm)->to);
 }
 
 /* ---- the store (main thread) ---- */
@@ -1058,12 +1102,16 @@ int reconf_run_new(const struct reconf_env *env, void *userdata, struct svff_rec
         run->env.unpause_cmd = strdup(env->unpause_cmd);
         run->env.flash_hook = env->flash_hook ? strdup(env->flash_hook) : NULL;
         run->env.flash_image_dir = env->flash_image_dir ? strdup(env->flash_image_dir) : NULL;
+        run->env.class_policy = NULL;
+        if (env->class_policy && json_object_deep_copy(env->class_policy, &run->env.class_policy, NULL) < 0)
+                run->env.class_policy = NULL;
         run->items = calloc(n ? n : 1, sizeof(*run->items));
         for (size_t i = 0; run->items && i < n; i++)
                 snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", plan->items[i].vf);
         run->rm = reconf_machine_new(plan, journal, started_usec, conn != NULL, &real_ops, run);
         if (!run->rm || !run->items || !run->env.pause_cmd || !run->env.unpause_cmd ||
-            (env->flash_hook && !run->env.flash_hook) || (env->flash_image_dir && !run->env.flash_image_dir)) {
+            (env->flash_hook && !run->env.flash_hook) || (env->flash_image_dir && !run->env.flash_image_dir) ||
+            (env->class_policy && !run->env.class_policy)) {
                 reconf_run_free(run);
                 return -ENOMEM;
         }
@@ -1085,6 +1133,7 @@ void reconf_run_free(struct reconf_run *run) {
         free((char *) run->env.unpause_cmd);
         free((char *) run->env.flash_hook);
         free((char *) run->env.flash_image_dir);
+        json_object_put(run->env.class_policy);
         free(run);
 }
 

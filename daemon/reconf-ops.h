@@ -48,6 +48,10 @@ struct reconf_env {
          * may take to come back after the rescan. */
         const char *flash_hook, *flash_image_dir;
         usec_t flash_timeout, rescan_timeout;
+        /* The PF's policy's class settings (classes_policy_settings(),
+         * copied; NULL: none), for its class's PF-wide set-up (a QDMA
+         * PF's qmax) once a reprogrammed PF is back on its driver. */
+        struct json_object *class_policy;
 
         /* Whether svffd is stopping (*ret_now: the event loop ended, the
          * pools take no more jobs). */

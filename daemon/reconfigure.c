@@ -281,6 +281,23 @@ static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
 /* Takes plan; borrows journal, the decoded entry to recover from (NULL:
  * a new reconf, journaled first by the machine). With a call, every
  * failure is answered. */
+/* The class settings of pf's policy (a copy, or NULL), for a reprogram's
+ * PF-wide class set-up. */
+static struct json_object *policy_classes(struct manager *m, const char *pf) {
+        const struct svff_policy *pol = NULL;
+        struct json_object *copy = NULL;
+
+        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs && !pol; i++)
+                if (streq(m->snapshot->pfs[i]->address, pf))
+                        pol = svff_config_find_policy(&m->config, pf, m->snapshot->pfs[i]->vendor_id,
+                                                      m->snapshot->pfs[i]->device_id, m->snapshot->pfs[i]->netdev);
+        if (!pol)
+                pol = svff_config_find_policy(&m->config, pf, 0, 0, NULL);
+        if (!pol || !pol->classes || json_object_deep_copy(pol->classes, &copy, NULL) < 0)
+                return NULL;
+        return copy;
+}
+
 /* image: a reprogram's (NULL: a reconf, or a recovery's own), ids the
  * identities it may leave the PF with (borrowed). resume: for an
  * interrupted reprogram's journal, go on from the removal (a reprogram
@@ -292,6 +309,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                         int resume) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         bool recovery = journal != NULL;
+        _cleanup_(json_object_putp) struct json_object *class_policy = NULL;
         virConnectPtr conn = NULL;
         struct reconf_run *run;
         struct reconf_env env;
@@ -324,6 +342,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .flash_hook = m->config.flash_hook,
                 .flash_image_dir = m->config.flash_image_dir,
                 .flash_timeout = m->config.flash_timeout_usec,
+                .class_policy = class_policy = policy_classes(m, plan->pf),
                 .stopping = env_stopping,
                 .commit = env_commit,
                 .sysfs_changed = env_sysfs_changed,

@@ -47,7 +47,8 @@ echo "done"
 EOF
 chmod 755 "$T/hook"
 svff_conf ", \"flash-hook\": \"$T/hook\", \"flash-image-dir\": \"$IMAGES\", \"flash-timeout-sec\": 3,
- \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, \"reprogram-ids\": [\"10ee:913f\"] } }"
+ \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, \"reprogram-ids\": [\"10ee:913f\"],
+ \"qdma\": { \"qmax\": 256 } } }"
 start_connected
 
 # settled: no reprogram journaled but an interrupted one.
@@ -64,11 +65,14 @@ ctl attach "$VF3" vm3 --guest-address 07:00.0 >/dev/null || fail "attach VF3"
 before=$(assignments_snapshot)
 
 # good_state: the PF reprogrammed to 913f with 4 VFs on vfio-pci and
-# every assignment as before, no journal.
+# every assignment as before, its policy's qmax, no journal.
 good_state() {
         expect_eq "$(sys_id $PF)" 0x913f "PF device id ($1)"
         expect_eq "$(sys_numvfs $PF)" 4 "numvfs ($1)"
         expect_eq "$(sys_driver $PF)" qdma-pf "PF driver ($1)"
+        # pcisim's rescanned PF starts at its scenario's 512 queues: the
+        # policy's qmax is set again before the VFs.
+        expect_eq "$(cat "$SYS/bus/pci/devices/$PF/qdma/qmax")" 256 "PF qmax ($1)"
         check_vfio $PF
         expect_eq "$(assignments_snapshot)" "$before" "assignments ($1)"
         expect_eq "$(journal)" None "journal ($1)"
