@@ -1053,8 +1053,20 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
         else if (!json_object_object_get_ex(reply, "plan", &jp) || svff_reconf_plan_from_json(jp, &plan) < 0) {
                 cli_error("io.svff.ctl.BadReply", NULL, "svffd sent a plan this svffctl cannot read.");
                 return EXIT_DAEMON_ERROR;
-        } else
+        } else {
                 svff_reconf_plan_print(plan, stdout);
+                if (jstr(reply, "image")) {
+                        struct json_object *ids;
+
+                        /* A reprogram: its PF steps between the two numvfs writes. */
+                        printf("Reprogram: after the 0 write, remove the PF, run the flash hook on '%s', rescan "
+                               "and wait for the PF, check it is one of", jstr(reply, "image"));
+                        if (json_object_object_get_ex(reply, "ids", &ids) && ids)
+                                for (size_t i = 0; i < json_object_array_length(ids); i++)
+                                        printf(" %s", json_object_get_string(json_object_array_get_idx(ids, i)));
+                        printf(" with at least %u VFs, and on its driver.\n", plan->to);
+                }
+        }
         if (!ok) {
                 cli_error("io.svff.ctl.WouldBeRefused", NULL, "this reconf would be refused; see the plan.");
                 return EXIT_DAEMON_ERROR;

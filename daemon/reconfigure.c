@@ -408,7 +408,8 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 const char *reason = journal ? journal->rollback_reason : NULL;
 
                 if (!recovery)
-                        log_info("Reconf of PF %s: %u -> %u VFs, %zu assignment(s), mode %s%s%s.", p->pf, p->from,
+                        log_info("%s of PF %s: %u -> %u VFs, %zu assignment(s), mode %s%s%s.",
+                                 reconf_machine_reprogram(run->rm) ? "Reprogram" : "Reconf", p->pf, p->from,
                                  p->to, p->n_items, svff_reconf_mode_to_string(p->mode), p->force ? ", forced" : "",
                                  call ? "" : " (svffd's own)");
                 else if (rollback)

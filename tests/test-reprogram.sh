@@ -84,6 +84,9 @@ g=$(gen)
 ctl reprogram $PF "$IMAGES/good.bit" --dry-run --json > "$T/plan.json" || fail "dry run: $(cat "$T/plan.json")"
 expect_eq "$(jget 'd["executable"]' < "$T/plan.json")" True "dry run executable"
 expect_eq "$(jget '" ".join(d["ids"])' < "$T/plan.json")" "10ee:903f 10ee:913f" "identities allowed"
+ctl reprogram $PF "$IMAGES/good.bit" --dry-run > "$T/plan.txt" || fail "human dry run"
+grep -q "flash hook on '$IMAGES/good.bit'.* one of 10ee:903f 10ee:913f with at least 4 VFs" "$T/plan.txt" ||
+        fail "human dry run: $(cat "$T/plan.txt")"
 expect_eq "$(gen)" "$g" "store generation after the dry run"
 [ -e "$T/hook.log" ] && fail "the dry run ran the hook"
 
