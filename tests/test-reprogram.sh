@@ -51,6 +51,9 @@ svff_conf ", \"flash-hook\": \"$T/hook\", \"flash-image-dir\": \"$IMAGES\", \"fl
  \"qdma\": { \"qmax\": 256 } } }"
 start_connected
 
+# reached POINT WHAT: svffd's log says it reached fault point POINT
+# ("after-detach-1" is point "after-detach", occurrence 1).
+reached() { grep -qE "fault point '($1|${1%-[0-9]*})' \([0-9]*\) reached, $2" "$T/svffd.log"; }
 # settled: no reprogram journaled but an interrupted one.
 settled() { p=$(phase); [ "$p" = None ] || [ "$p" = interrupted ]; }
 sys_id() { cat "$SYS/bus/pci/devices/$1/device"; }
@@ -173,6 +176,8 @@ for point in after-journal after-detach-1 after-numvfs-0 after-remove-journal af
         start_connected
         rc=0; ctl reprogram $PF "$img" > "$T/kill.out" 2>&1 || rc=$?
         [ "$rc" = 0 ] && fail "svffd survived $point: $(cat "$T/kill.out")"
+        [ $point = hook ] || reached "$point" "killing svffd" ||
+                fail "svffd was not killed at $point"
         wait "$SVFFD_PID" 2>/dev/null || true
         SVFFD_PID=""
         varlink_check stop || fail "svffd's replies break its interface"
@@ -189,6 +194,33 @@ for point in after-journal after-detach-1 after-numvfs-0 after-remove-journal af
                 ;;
         esac
         good_state "a kill at $point"
+done
+
+note "svffd stopped (SIGTERM) at every step: it ends at a safe point, the next start goes on"
+for point in after-journal after-detach-1 after-numvfs-0 after-remove-journal after-remove-pf \
+             after-flash-journal after-flash after-rescan after-bind-pf after-numvfs-N after-rebind \
+             after-reattach-1 before-clear; do
+        stop_svffd || true
+        SVFF_FAULT=$point SVFF_FAULT_ACTION=term; export SVFF_FAULT SVFF_FAULT_ACTION
+        start_connected
+        ctl reprogram $PF "$IMAGES/good.bit" > "$T/term.out" 2>&1 || true
+        rc=0; wait "$SVFFD_PID" || rc=$?
+        SVFFD_PID=""
+        varlink_check stop || fail "svffd's replies break its interface"
+        expect_eq "$rc" 0 "svffd's exit status after a stop at $point"
+        reached "$point" "sending SIGTERM" ||
+                fail "the stop at $point was never reached"
+        unset SVFF_FAULT SVFF_FAULT_ACTION
+        start_connected
+        wait_for_s 20 settled || fail "svffd did not settle after a stop at $point: journal phase $(phase)"
+        # Stopped while the hook ran (the stop came just before it), svffd
+        # cannot know the flash succeeded: the operator reprograms again.
+        if [ "$(phase)" = interrupted ]; then
+                [ $point = after-flash-journal ] || fail "a stop at $point left the reprogram interrupted"
+                ctl reprogram $PF "$IMAGES/good.bit" >/dev/null 2> "$T/err" ||
+                        fail "reprogram after a stop at $point: $(cat "$T/err")"
+        fi
+        good_state "a stop at $point"
 done
 
 note "reconf --reprogram IMAGE: the same flow through Reconf"
