@@ -57,6 +57,8 @@ static bool arg_dry_run = false;
 static bool arg_force = false;
 static bool arg_release = false;
 static bool arg_policy = false;
+static const char *arg_numvfs = NULL;
+static const char *arg_reprogram = NULL;
 static const char *arg_output = NULL;
 static bool arg_no_reconnect = false;
 static bool arg_verbose = false;
@@ -1078,6 +1080,17 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
                 return EXIT_DAEMON_ERROR;
         } else {
                 svff_reconf_plan_print(plan, stdout);
+                if (jstr(reply, "image")) {
+                        struct json_object *ids;
+
+                        /* A reprogram: its PF steps between the two numvfs writes. */
+                        printf("Reprogram: after the 0 write, remove the PF, run the flash hook on '%s', rescan "
+                               "and wait for the PF, check it is one of", jstr(reply, "image"));
+                        if (json_object_object_get_ex(reply, "ids", &ids) && ids)
+                                for (size_t i = 0; i < json_object_array_length(ids); i++)
+                                        printf(" %s", json_object_get_string(json_object_array_get_idx(ids, i)));
+                        printf(" with at least %u VFs, and on its driver.\n", plan->to);
+                }
                 print_class_plan(reply);
         }
         if (!ok) {
@@ -1122,6 +1135,8 @@ static int cmd_reconf(int argc, char **argv) {
                 json_object_object_add(params, "mode", json_object_new_string(arg_mode));
         if (arg_force)
                 json_object_object_add(params, "force", json_object_new_boolean(true));
+        if (arg_reprogram)
+                json_object_object_add(params, "reprogram", json_object_new_string(arg_reprogram));
         if (arg_dry_run) {
                 json_object_object_add(params, "dry_run", json_object_new_boolean(true));
                 return call_run(&(struct call) {
@@ -1133,6 +1148,51 @@ static int cmd_reconf(int argc, char **argv) {
         }
 
         return progress_call("reconf", "io.svff.Reconf", params, reconf_reply);
+}
+
+/* ---- reprogram ---- */
+
+static int cmd_reprogram(int argc, char **argv) {
+        _cleanup_json_ struct json_object *params = NULL;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        unsigned numvfs;
+        int r;
+
+        if (argc != 3)
+                return usage_error(argv[0], "needs a PF address and an image, e.g. 'svffctl reprogram 0000:03:00.0 "
+                                   "/var/lib/svff/images/shell.bit'; see 'svffctl reprogram --help'.");
+        r = parse_device(argv[0], "PF", argv[1], pf);
+        if (r != 0)
+                return r;
+        if (argv[2][0] != '/')
+                return usage_error(argv[0], "the image '%s' is not an absolute path (svffd checks it against its "
+                                   "flash-image-dir).", argv[2]);
+        params = json_object_new_object();
+        if (!params)
+                return EXIT_FAILURE;
+        json_object_object_add(params, "pf", json_object_new_string(pf));
+        json_object_object_add(params, "image", json_object_new_string(argv[2]));
+        if (arg_numvfs) {
+                if (svff_numvfs_parse(arg_numvfs, &numvfs) < 0)
+                        return usage_error(argv[0], "--numvfs '%s' is not a VF count (0 to 65535).", arg_numvfs);
+                json_object_object_add(params, "numvfs", json_object_new_int64(numvfs));
+        }
+        if (arg_mode && svff_reconf_mode_from_string(arg_mode) < 0)
+                return usage_error("reprogram", "--mode is 'pause' or 'detach', not '%s'.", arg_mode);
+        if (arg_mode)
+                json_object_object_add(params, "mode", json_object_new_string(arg_mode));
+        if (arg_force)
+                json_object_object_add(params, "force", json_object_new_boolean(true));
+        if (arg_dry_run) {
+                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
+                return call_run(&(struct call) {
+                        .method = "io.svff.Reprogram",
+                        .params = params,
+                        .timeout = timeout_for(false),
+                        .handle = dry_run_reply,
+                });
+        }
+        return progress_call("reprogram", "io.svff.Reprogram", params, reconf_reply);
 }
 
 /* ---- argv ---- */
@@ -1222,8 +1282,21 @@ static const struct command commands[] = {
           "--dry-run prints the plan (every assignment, its fate, every step) and changes\n"
           "nothing. A failure ends in the best consistent state and names each domain\n"
           "that does not have its VF, and why. Progress and Ctrl-C as for init. Needs\n"
-          "root or the admin group (not for --dry-run).",
+          "root or the admin group (not for --dry-run). --reprogram IMAGE makes it a\n"
+          "reprogram to NUMVFS VFs (see reprogram).",
           cmd_reconf, .has_reconf_options = true },
+        { "reprogram", "reprogram PF IMAGE [--numvfs N] [--mode pause|detach] [--dry-run] [--force] [--json]",
+          "Write IMAGE to PF (an FPGA's bitstream) inside the reconf window: every\n"
+          "assignment quiesced as reconf does, the count set to 0, the PF's driver\n"
+          "unbound and the PF removed, svffd's flash-hook run on IMAGE (a file under\n"
+          "flash-image-dir), the bus rescanned until the PF is back at its address, its\n"
+          "identity checked against its policy's reprogram-ids, then N VFs (default:\n"
+          "the count it has), vfio-pci and every assignment back at its guest address.\n"
+          "A hook that fails or passes flash-timeout-sec, or a PF that comes back as\n"
+          "its policy does not allow, leaves the PF 'reprogram interrupted' with its\n"
+          "assignments paused: run reprogram again, or reconf to take the PF as it is.\n"
+          "Progress and Ctrl-C as for init. Needs root or the admin group (--dry-run\n"
+          "too).", cmd_reprogram, .has_reconf_options = true },
         { "config", "config check [FILE] [--effective] [--json]",
           "Validate FILE (default: svffd's config file) and its drop-ins FILE.d/*.conf,\n"
           "as 'svffd --config FILE' reads them, with svffd's own parser; every problem\n"
@@ -1264,7 +1337,7 @@ static void command_help(const struct command *c) {
         printf("Usage: svffctl %s\n\n%s\n\n"
                "Options:\n"
                "  --json          Print JSON on stdout; errors as JSON on stderr\n"
-               "%s%s%s%s%s%s%s%s"
+               "%s%s%s%s%s%s%s%s%s"
                "  --socket=PATH   svffd's socket\n",
                c->usage, c->help,
                c->no_timeout ? "" : "  --timeout=SEC   Give up on svffd after SEC seconds\n",
@@ -1280,6 +1353,8 @@ static void command_help(const struct command *c) {
                c->has_force ? "  --force         Detach the VF from its domain first\n" : "",
                c->has_release ? "  --release       Then 'svffctl release' the VF\n" : "",
                c->has_policy ? "  --policy        Apply the PF's policy; it owns the count again\n" : "",
+               streq(c->name, "reprogram") ? "  --numvfs=N      The VF count afterwards (default: the count now)\n" :
+               streq(c->name, "reconf") ? "  --reprogram=IMAGE  Reprogram the PF with IMAGE on the way\n" : "",
                c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
                                        "  --force         Drop the assignments the new count removes\n" : "",
@@ -1376,7 +1451,7 @@ static int nic_option(const char *opt, const char *arg) {
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
                ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_EFFECTIVE,
-               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC };
+               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC, ARG_NUMVFS, ARG_REPROGRAM };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -1402,6 +1477,8 @@ int main(int argc, char **argv) {
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "force", no_argument, NULL, ARG_FORCE },
                 { "policy", no_argument, NULL, ARG_POLICY },
+                { "numvfs", required_argument, NULL, ARG_NUMVFS },
+                { "reprogram", required_argument, NULL, ARG_REPROGRAM },
                 { "output", required_argument, NULL, 'o' },
                 { "no-reconnect", no_argument, NULL, ARG_NO_RECONNECT },
                 { "effective", no_argument, NULL, ARG_EFFECTIVE },
@@ -1503,6 +1580,12 @@ int main(int argc, char **argv) {
                 case ARG_POLICY:
                         arg_policy = true;
                         break;
+                case ARG_NUMVFS:
+                        arg_numvfs = optarg;
+                        break;
+                case ARG_REPROGRAM:
+                        arg_reprogram = optarg;
+                        break;
                 case 'o':
                         arg_output = optarg;
                         break;
@@ -1542,6 +1625,11 @@ int main(int argc, char **argv) {
                                    "to attach.");
         if ((arg_mode || arg_dry_run) && !cmd->has_reconf_options)
                 return usage_error(cmd->name, "--mode and --dry-run only apply to reconf.");
+        if (arg_numvfs && !streq(cmd->name, "reprogram"))
+                return usage_error(cmd->name, "--numvfs only applies to reprogram (reconf takes the count as its "
+                                   "argument).");
+        if (arg_reprogram && !streq(cmd->name, "reconf"))
+                return usage_error(cmd->name, "--reprogram only applies to reconf.");
         if (arg_release && !cmd->has_release)
                 return usage_error(cmd->name, "--release only applies to detach.");
         if (arg_force && !cmd->has_reconf_options && !cmd->has_force)

@@ -38,6 +38,9 @@
 #define SVFF_ERROR_RECONF_FAILED "io.svff.ReconfFailed"
 #define SVFF_ERROR_ASSIGNMENTS_WOULD_BE_LOST "io.svff.AssignmentsWouldBeLost"
 #define SVFF_ERROR_NOT_ALLOWED "io.svff.NotAllowed"
+#define SVFF_ERROR_REPROGRAM_INTERRUPTED "io.svff.ReprogramInterrupted"
+#define SVFF_ERROR_INVALID_IMAGE "io.svff.InvalidImage"
+#define SVFF_ERROR_NO_FLASH_HOOK "io.svff.NoFlashHook"
 
 #define VARLINK_ERROR_EXPECTED_MORE "org.varlink.service.ExpectedMore"
 

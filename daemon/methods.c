@@ -497,7 +497,7 @@ static void method_monitor(struct manager *m, struct call *call) {
 /* Every method that changes the host or the store. Reconf's dry run is
  * refused too: a plan for a PF svffd will not touch would mislead. */
 static const char *const mutating_methods[] = {
-        "Init", "Release", "Attach", "Detach", "Pause", "Unpause", "Reconf", NULL,
+        "Init", "Release", "Attach", "Detach", "Pause", "Unpause", "Reconf", "Reprogram", NULL,
 };
 
 /* The PF of a VF: svffd's record, else the picture of the host. */
@@ -602,6 +602,7 @@ static const struct method svff_methods[] = {
         { "Pause", method_pause },
         { "Unpause", method_unpause },
         { "Reconf", method_reconf },
+        { "Reprogram", method_reprogram },
 };
 
 #ifdef SVFF_FAULT_POINTS

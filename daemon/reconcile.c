@@ -177,6 +177,25 @@ struct json_object *reconcile_drift(struct manager *m) {
                          * by a stop; one of its own was kept by a failure
                          * (a write that failed, or passed its deadline and
                          * may still be going on) that said why when it did. */
+                        {
+                                const char *ph = NULL, *reason = NULL;
+                                struct json_object *rp = NULL;
+
+                                (void) svff_json_get_string(entry, "phase", &ph);
+                                if (ph && streq(ph, "interrupted") &&
+                                    svff_json_get_object(entry, "reprogram", &rp) >= 0 && rp) {
+                                        /* Nothing resumes it: the flash is not
+                                         * known to have succeeded. */
+                                        (void) svff_json_get_string_or_null(rp, "reason", &reason);
+                                        snprintf(next, sizeof(next), "run 'svffctl reprogram %s IMAGE' to flash "
+                                                 "again, or 'svffctl reconf %s %u' to take the PF as it is", jpf, jpf,
+                                                 target);
+                                        add(a, "interrupted", jpf, jpf, e, NULL, next,
+                                            "reprogram interrupted: PF %s (%s); its assignments stay paused; %s", jpf,
+                                            reason ?: "no reason recorded", next);
+                                        continue;
+                                }
+                        }
                         if (journal_left_by_earlier_run(m, started)) {
                                 snprintf(next, sizeof(next), "run '%s' to complete it", cmd);
                                 add(a, "interrupted", jpf, jpf, e, NULL, next,

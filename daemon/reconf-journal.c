@@ -44,6 +44,11 @@ static bool phase_known(const char *p) {
         return streq(p, "quiesce") || streq(p, "numvfs") || streq(p, "provision") || streq(p, "bind") || streq(p, "rollback");
 }
 
+/* The phases only a reprogram has, between the 0 write and the new count. */
+static bool phase_reprogram(const char *p) {
+        return streq(p, "remove") || streq(p, "flash") || streq(p, "rescan") || streq(p, "interrupted");
+}
+
 int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret) {
         struct reconf_journal j = {};
         struct json_object *jp = NULL, *rb = NULL;
@@ -52,7 +57,7 @@ int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret) {
 
         if (!e || svff_json_get_string(e, "op", &op) < 0 || !streq(op, "reconf"))
                 return -ENOENT;
-        if (svff_json_get_string(e, "phase", &j.phase) < 0 || !phase_known(j.phase) ||
+        if (svff_json_get_string(e, "phase", &j.phase) < 0 || (!phase_known(j.phase) && !phase_reprogram(j.phase)) ||
             svff_json_get_unsigned(e, "numvfs", &j.numvfs) < 0 || !json_object_object_get_ex(e, "plan", &jp) ||
             svff_reconf_plan_from_json(jp, &j.plan) < 0)
                 return -EBADMSG;
@@ -76,6 +81,21 @@ int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret) {
         }
         if (svff_json_get_object(e, "class", &j.classes) < 0)
                 j.classes = NULL;
+        if (svff_json_get_object(e, "reprogram", &j.reprogram) < 0)
+                j.reprogram = NULL;
+        if (j.reprogram) {
+                const char *image = NULL;
+
+                (void) svff_json_get_string(j.reprogram, "image", &image);
+                j.reprogram_image = image;
+                (void) svff_json_get_bool(j.reprogram, "flashed", &j.reprogram_flashed);
+                (void) svff_json_get_string_or_null(j.reprogram, "reason", &j.reprogram_reason);
+        }
+        /* A reprogram's own phase means nothing without its record. */
+        if ((phase_reprogram(j.phase) && !j.reprogram) || (j.reprogram && !j.reprogram_image)) {
+                svff_reconf_plan_free(j.plan);
+                return -EBADMSG;
+        }
         *ret = j;
         return 0;
 }

@@ -8,7 +8,15 @@
  *     "phase": "quiesce" | "numvfs" | "provision" | "bind" | "rollback",
  *     "numvfs": TARGET, "started_usec": N, "plan": PLAN (src/reconf.h),
  *     "rollback": { "numvfs": COUNT, "reason": "..." | null }?,
- *     "class": { "<VF index>": CLASS-STATE, ... }? }
+ *     "class": { "<VF index>": CLASS-STATE, ... }?,
+ *     "reprogram": { "image": PATH, "ids": ["vvvv:dddd", ...],
+ *                    "flashed": BOOL, "reason": "..." | null }? }
+ *
+ * A reprogram adds the phases "remove" (the VFs are gone, the PF is being
+ * taken off the bus), "flash" (the hook may be running: never resumed),
+ * "rescan" (the hook succeeded) and "interrupted" (the flash is not known
+ * to have succeeded, or the PF did not come back as the policy allows:
+ * the assignments stay paused until reprogram or reconf runs again).
  *
  * "rollback" is written before the first step of a rollback; an entry in
  * phase "rollback" without it (an older svffd) goes back to the plan's
@@ -34,6 +42,13 @@ struct reconf_journal {
         const char *rollback_reason;    /* borrowed, may be NULL */
         struct svff_reconf_plan *plan;  /* owned */
         struct json_object *classes;    /* borrowed "class" object, or NULL */
+        /* A reprogram (svffctl reprogram, reconf --reprogram): the
+         * borrowed "reprogram" object, its image, whether the flash hook
+         * succeeded and the PF came back, and why it was interrupted. */
+        struct json_object *reprogram;
+        const char *reprogram_image;
+        bool reprogram_flashed;
+        const char *reprogram_reason;
 };
 
 /* A new entry in phase for plan, or NULL (out of memory). */

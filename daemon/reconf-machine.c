@@ -60,9 +60,32 @@ struct reconf_machine {
         char *bind_message;
         bool class_changed;
 
+        /* a reprogram */
+        bool reprogram;
+        bool flashed;                   /* the hook succeeded and the PF is back, bound */
+        bool interrupted;
+        char *image;
+        struct json_object *ids;        /* allowed identities, or NULL */
+        char *reprogram_reason;         /* why it was interrupted */
+        const char *journal_phase;      /* recovery: the phase found (a literal) */
+        const char *resume_at;          /* recovery of "interrupted": "remove" or "rescan" */
+
         enum reconf_error error;
         char *message;
 };
+
+/* A phase name as a literal: the journal entry it came from is rewritten
+ * by the run's first commit. */
+static const char *phase_literal(const char *p) {
+        static const char *const phases[] = {
+                "quiesce", "numvfs", "provision", "bind", "rollback", "remove", "flash", "rescan", "interrupted",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(phases); i++)
+                if (streq(p, phases[i]))
+                        return phases[i];
+        return "numvfs";
+}
 
 static void set_message(char **dst, const char *fmt, ...) _printf_(2, 3);
 static void set_message(char **dst, const char *fmt, ...) {
@@ -183,6 +206,7 @@ static void numvfs_start(struct reconf_machine *rm);
 static void provision_start(struct reconf_machine *rm);
 static void bind_start(struct reconf_machine *rm);
 static void restore_start(struct reconf_machine *rm);
+static void reprogram_start(struct reconf_machine *rm);
 
 static void finish_abort(struct reconf_machine *rm, enum reconf_error error, bool keep_journal, const char *fmt, ...)
         _printf_(4, 5);
@@ -542,6 +566,12 @@ void reconf_machine_numvfs_done(struct reconf_machine *rm, int r, const char *co
                 s = rm->rollback ? NULL : find_step(rm, SVFF_RECONF_PHASE_NUMVFS, -1, SVFF_RECONF_DO_NUMVFS, written);
                 step_report(rm, s ?: &rb, rm->rollback ? "rollback" : NULL, 0, NULL);
         }
+        if (rm->stage == STAGE_ZERO && r >= 0 && rm->reprogram && !rm->flashed && !rm->rollback) {
+                /* The VFs are gone: only now may the PF leave the bus. */
+                rm->wrote_zero = true;
+                reprogram_start(rm);
+                return;
+        }
         if (rm->stage == STAGE_ZERO && r >= 0) {
                 rm->wrote_zero = true;
                 if (rm->plan->to > 0) {
@@ -578,7 +608,18 @@ static void numvfs_start(struct reconf_machine *rm) {
                              resume_what(rm));
                 return;
         }
-        if (rm->recovery || rm->rollback) {
+        if (rm->reprogram && !rm->flashed && !rm->rollback) {
+                /* 0 first, always, also when the PF has none (a write of
+                 * the count it has is no change): removing or unbinding a
+                 * PF with VFs enabled orphans them. */
+                rm->stage = STAGE_ZERO;
+                target = 0;
+        } else if (rm->reprogram && rm->flashed && !rm->rollback) {
+                /* Back on the bus with no VFs: the new count. */
+                rm->stage = STAGE_FINAL;
+                rm->wrote_zero = true;
+                target = rm->plan->to;
+        } else if (rm->recovery || rm->rollback) {
                 /* Wherever the crash (or the failed write) left the count:
                  * to the target (back when rolling back), through 0 only
                  * when it differs. */
@@ -597,6 +638,334 @@ static void numvfs_start(struct reconf_machine *rm) {
                 finish_abort(rm, r == -ESHUTDOWN ? RECONF_ERR_SHUTTING_DOWN : RECONF_ERR_FAILED, true,
                              "the numvfs write could not be started (%s); %s at the next start", errno_message(r),
                              resume_what(rm));
+}
+
+/* reprogram */
+
+const char *reconf_pf_op_to_string(enum reconf_pf_op op) {
+        static const char *const names[_RECONF_PF_OP_MAX] = {
+                [RECONF_PF_REMOVE] = "remove_pf",
+                [RECONF_PF_FLASH] = "flash",
+                [RECONF_PF_RESCAN] = "rescan",
+                [RECONF_PF_IDENTITY] = "check_identity",
+                [RECONF_PF_BIND] = "bind_pf",
+        };
+
+        return op < _RECONF_PF_OP_MAX ? names[op] : NULL;
+}
+
+/* The journal's "reprogram" record, as the run knows it now. */
+static int journal_reprogram(struct reconf_machine *rm) {
+        struct json_object *o = json_object_new_object();
+
+        if (!o)
+                return -ENOMEM;
+        json_object_object_add(o, "image", json_object_new_string(rm->image));
+        json_object_object_add(o, "ids", rm->ids ? json_object_get(rm->ids) : NULL);
+        json_object_object_add(o, "flashed", json_object_new_boolean(rm->flashed));
+        json_object_object_add(o, "reason", rm->reprogram_reason ? json_object_new_string(rm->reprogram_reason)
+                                                                 : NULL);
+        return json_object_object_add(rm->journal, "reprogram", o);
+}
+
+/* The PF is off the bus, or back but not as it should be, and nothing
+ * tells whether the device holds a working image: nothing more is
+ * tried. The journal says so (phase "interrupted"), every assignment
+ * taken off stays paused with its record, and a reprogram or a reconf of
+ * the PF runs again from there. */
+static void reprogram_interrupted(struct reconf_machine *rm, const char *fmt, ...) _printf_(2, 3);
+static void reprogram_interrupted(struct reconf_machine *rm, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        free(rm->reprogram_reason);
+        rm->reprogram_reason = s;
+        rm->interrupted = true;
+        rm->failed = true;
+        (void) journal_reprogram(rm);
+        (void) journal_phase(rm, "interrupted");
+        for (size_t i = 0; i < rm->plan->n_items; i++)
+                if (rm->items[i].state == RECONF_ITEM_QUIESCED)
+                        set_message(&rm->items[i].message, "paused with its guest address reserved: the reprogram "
+                                    "of PF %s was interrupted", rm->plan->pf);
+        finish_abort(rm, RECONF_ERR_INTERRUPTED, true, "reprogram interrupted: %s. The assignments stay paused "
+                     "with their records; run 'svffctl reprogram %s IMAGE' or 'svffctl reconf %s %u' again",
+                     strna(s), rm->plan->pf, rm->plan->pf, rm->plan->to);
+}
+
+static void pf_op_start(struct reconf_machine *rm, enum reconf_pf_op op);
+
+static void reprogram_stop(struct reconf_machine *rm, const char *where) {
+        finish_abort(rm, RECONF_ERR_SHUTTING_DOWN, true, "svffd is stopping; the reprogram of PF %s resumes %s at "
+                     "its next start", rm->plan->pf, where);
+}
+
+static void remove_committed(struct reconf_machine *rm, int r, const char *message) {
+        if (r < 0) {
+                /* The disk still says "numvfs": the next start resumes. */
+                finish_abort(rm, RECONF_ERR_STORE, true, "journaling the removal of PF %s failed: %s; it was not "
+                             "removed", rm->plan->pf, message ?: strerror(-r));
+                return;
+        }
+        fault_point("after-remove-journal", 0);
+        pf_op_start(rm, RECONF_PF_REMOVE);
+}
+
+/* The VFs are gone (the count 0, journaled): the PF leaves the bus. */
+static void reprogram_start(struct reconf_machine *rm) {
+        poll_stop(rm);
+        if (rm->stopping) {
+                reprogram_stop(rm, "with the removal");
+                return;
+        }
+        (void) journal_reprogram(rm);
+        (void) journal_phase(rm, "remove");
+        commit_hard(rm, remove_committed);
+}
+
+static void flash_committed(struct reconf_machine *rm, int r, const char *message) {
+        if (r < 0) {
+                /* Not recorded, so not run: the disk says "remove". */
+                finish_abort(rm, RECONF_ERR_STORE, true, "journaling the flash of PF %s failed: %s; the hook was "
+                             "not run", rm->plan->pf, message ?: strerror(-r));
+                return;
+        }
+        fault_point("after-flash-journal", 0);
+        pf_op_start(rm, RECONF_PF_FLASH);
+}
+
+static void rescan_committed(struct reconf_machine *rm, int r, const char *message) {
+        if (r < 0) {
+                /* The disk says "flash": the next start cannot know the
+                 * hook succeeded, and says so. */
+                finish_abort(rm, RECONF_ERR_STORE, true, "recording the flash of PF %s failed: %s",
+                             rm->plan->pf, message ?: strerror(-r));
+                return;
+        }
+        fault_point("after-flash", 0);
+        poll_stop(rm);
+        if (rm->stopping) {
+                reprogram_stop(rm, "with the rescan");
+                return;
+        }
+        pf_op_start(rm, RECONF_PF_RESCAN);
+}
+
+static void flashed_committed(struct reconf_machine *rm, int r, const char *message) {
+        if (r < 0) {
+                finish_abort(rm, RECONF_ERR_STORE, true, "recording PF %s back on its driver failed: %s",
+                             rm->plan->pf, message ?: strerror(-r));
+                return;
+        }
+        fault_point("after-bind-pf", 0);
+        numvfs_start(rm);
+}
+
+static void rescan_resume(struct reconf_machine *rm, int r, const char *message) {
+        if (r < 0) {
+                finish_abort(rm, RECONF_ERR_STORE, true, "journaling the rescan of PF %s failed: %s", rm->plan->pf,
+                             message ?: strerror(-r));
+                return;
+        }
+        pf_op_start(rm, RECONF_PF_RESCAN);
+}
+
+static void pf_op_start(struct reconf_machine *rm, enum reconf_pf_op op) {
+        int r;
+
+        rm->phase = op == RECONF_PF_REMOVE ? "remove" : op == RECONF_PF_FLASH ? "flash" : "rescan";
+        if (rm->stop_now)
+                r = -ESHUTDOWN;
+        else
+                switch (op) {
+                case RECONF_PF_REMOVE:
+                        r = rm->ops->remove_pf ? rm->ops->remove_pf(rm->userdata) : -EOPNOTSUPP;
+                        break;
+                case RECONF_PF_FLASH:
+                        r = rm->ops->flash ? rm->ops->flash(rm->userdata, rm->image) : -EOPNOTSUPP;
+                        break;
+                case RECONF_PF_RESCAN:
+                        r = rm->ops->rescan_wait ? rm->ops->rescan_wait(rm->userdata) : -EOPNOTSUPP;
+                        break;
+                case RECONF_PF_IDENTITY:
+                        r = rm->ops->check_identity ? rm->ops->check_identity(rm->userdata, rm->ids, rm->plan->to)
+                                                    : -EOPNOTSUPP;
+                        break;
+                case RECONF_PF_BIND:
+                        r = rm->ops->bind_pf ? rm->ops->bind_pf(rm->userdata) : -EOPNOTSUPP;
+                        break;
+                default:
+                        r = -EINVAL;
+                }
+        if (r >= 0)
+                return;
+        if (r == -ESHUTDOWN && op != RECONF_PF_FLASH) {
+                /* Not started: the journal has the next start do it. */
+                reprogram_stop(rm, op == RECONF_PF_REMOVE ? "with the removal" : "with the rescan");
+                return;
+        }
+        reconf_machine_pf_done(rm, op, r, r == -ESHUTDOWN ? "svffd is stopping" : "it could not be started");
+}
+
+void reconf_machine_pf_done(struct reconf_machine *rm, enum reconf_pf_op op, int r, const char *message) {
+        struct json_object *step = json_object_new_object();
+        const char *err = message ?: (r < 0 ? strerror(-r) : NULL);
+
+        if (step) {
+                json_object_object_add(step, "phase", json_object_new_string("reprogram"));
+                json_object_object_add(step, "action", json_object_new_string(reconf_pf_op_to_string(op)));
+                if (rm->ops->step)
+                        rm->ops->step(rm->userdata, step, -1, r, err);
+                if (r < 0 || json_object_array_add(rm->log, step) < 0)
+                        json_object_put(step);
+        }
+        switch (op) {
+        case RECONF_PF_REMOVE:
+                if (r < 0) {
+                        reprogram_interrupted(rm, "removing PF %s failed: %s", rm->plan->pf, strna(err));
+                        return;
+                }
+                fault_point("after-remove-pf", 0);
+                poll_stop(rm);
+                if (rm->stopping) {
+                        /* The disk says "remove": removing again is a no-op. */
+                        reprogram_stop(rm, "with the flash");
+                        return;
+                }
+                /* From here a crash cannot be resumed: the hook may have
+                 * started. */
+                (void) journal_phase(rm, "flash");
+                commit_hard(rm, flash_committed);
+                return;
+        case RECONF_PF_FLASH:
+                if (r < 0) {
+                        reprogram_interrupted(rm, r == -ETIMEDOUT ? "the flash hook passed its deadline (%s)"
+                                                                  : "the flash hook failed (%s)", strna(err));
+                        return;
+                }
+                (void) journal_phase(rm, "rescan");
+                commit_hard(rm, rescan_committed);
+                return;
+        case RECONF_PF_RESCAN:
+                if (r < 0) {
+                        reprogram_interrupted(rm, "PF %s did not come back after the rescan: %s", rm->plan->pf,
+                                              strna(err));
+                        return;
+                }
+                fault_point("after-rescan", 0);
+                poll_stop(rm);
+                if (rm->stopping) {
+                        reprogram_stop(rm, "with the rescan");
+                        return;
+                }
+                pf_op_start(rm, RECONF_PF_IDENTITY);
+                return;
+        case RECONF_PF_IDENTITY:
+                if (r < 0) {
+                        reprogram_interrupted(rm, "PF %s came back as the policy does not allow: %s", rm->plan->pf,
+                                              strna(err));
+                        return;
+                }
+                poll_stop(rm);
+                if (rm->stopping) {
+                        reprogram_stop(rm, "with the rescan");
+                        return;
+                }
+                pf_op_start(rm, RECONF_PF_BIND);
+                return;
+        case RECONF_PF_BIND:
+        default:
+                if (r < 0) {
+                        reprogram_interrupted(rm, "binding the driver of PF %s failed: %s", rm->plan->pf,
+                                              strna(err));
+                        return;
+                }
+                rm->flashed = true;
+                free(rm->reprogram_reason);
+                rm->reprogram_reason = NULL;
+                (void) journal_reprogram(rm);
+                (void) journal_phase(rm, "numvfs");
+                commit_hard(rm, flashed_committed);
+                return;
+        }
+}
+
+/* A recovery of a reprogram: where the journal left it. Returns false
+ * when the journal's phase is one a plain reconf recovers. */
+static bool reprogram_recover(struct reconf_machine *rm) {
+        const char *p = rm->journal_phase;
+
+        if (rm->resume_at) {
+                /* Asked to go on: what the interrupted run left is the
+                 * operator's to judge (a reprogram runs the hook again; a
+                 * reconf takes the device as it comes back). */
+                rm->interrupted = false;
+                free(rm->reprogram_reason);
+                rm->reprogram_reason = NULL;
+                rm->flashed = false;
+                (void) journal_reprogram(rm);
+                if (streq(rm->resume_at, "remove")) {
+                        (void) journal_phase(rm, "remove");
+                        commit_hard(rm, remove_committed);
+                } else {
+                        (void) journal_phase(rm, "rescan");
+                        commit_hard(rm, rescan_resume);
+                }
+                return true;
+        }
+        if (streq(p, "remove")) {
+                (void) journal_phase(rm, "remove");
+                pf_op_start(rm, RECONF_PF_REMOVE);
+                return true;
+        }
+        if (streq(p, "flash")) {
+                reprogram_interrupted(rm, "svffd stopped while the flash hook ran, so the flash is not known to "
+                                      "have succeeded");
+                return true;
+        }
+        if (streq(p, "rescan")) {
+                pf_op_start(rm, RECONF_PF_RESCAN);
+                return true;
+        }
+        if (streq(p, "interrupted")) {
+                _cleanup_free_ char *reason = rm->reprogram_reason ? strdup(rm->reprogram_reason) : NULL;
+
+                reprogram_interrupted(rm, "%s", reason ?: "no reason recorded");
+                return true;
+        }
+        /* "numvfs" before the flash: the 0 again, then the removal. */
+        return false;
+}
+
+int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *ids) {
+        char *s = strdup(image);
+
+        if (!s)
+                return -ENOMEM;
+        free(rm->image);
+        rm->image = s;
+        if (ids) {
+                json_object_put(rm->ids);
+                rm->ids = json_object_get(ids);
+        }
+        rm->reprogram = true;
+        return journal_reprogram(rm);
+}
+
+void reconf_machine_resume_reprogram(struct reconf_machine *rm, bool flash) {
+        rm->resume_at = flash ? "remove" : "rescan";
+}
+
+bool reconf_machine_reprogram(const struct reconf_machine *rm) {
+        return rm->reprogram;
+}
+
+bool reconf_machine_interrupted(const struct reconf_machine *rm) {
+        return rm->interrupted;
 }
 
 /* provision */
@@ -945,7 +1314,7 @@ struct reconf_machine *reconf_machine_new(struct svff_reconf_plan *plan, const s
         rm->userdata = userdata;
         rm->libvirt = libvirt;
         rm->n_now = plan->from;
-        rm->phase = journal ? journal->phase : "quiesce";
+        rm->phase = journal ? phase_literal(journal->phase) : "quiesce";
         rm->items = calloc(plan->n_items ? plan->n_items : 1, sizeof(*rm->items));
         rm->log = json_object_new_array();
         rm->journal = reconf_journal_encode(plan, rm->phase, started_usec);
@@ -957,6 +1326,23 @@ struct reconf_machine *reconf_machine_new(struct svff_reconf_plan *plan, const s
                 rm->recovery = true;
                 rm->resume_phase = streq(journal->phase, "quiesce") ? "quiesce" : "numvfs";
                 rm->rollback_reason = journal->rollback_reason;
+                rm->journal_phase = phase_literal(journal->phase);
+                if (journal->reprogram) {
+                        struct json_object *ids = NULL;
+
+                        rm->reprogram = true;
+                        rm->flashed = journal->reprogram_flashed;
+                        rm->interrupted = streq(journal->phase, "interrupted");
+                        rm->image = strdup(journal->reprogram_image);
+                        if (journal->reprogram_reason)
+                                rm->reprogram_reason = strdup(journal->reprogram_reason);
+                        if (json_object_object_get_ex(journal->reprogram, "ids", &ids) &&
+                            json_object_is_type(ids, json_type_array) &&
+                            json_object_deep_copy(ids, &rm->ids, NULL) < 0)
+                                return reconf_machine_free(rm);
+                        if (!rm->image || journal_reprogram(rm) < 0)
+                                return reconf_machine_free(rm);
+                }
                 if (journal->rollback) {
                         /* The interrupted run was going back: so does this
                          * one, to the count it recorded. */
@@ -990,6 +1376,9 @@ struct reconf_machine *reconf_machine_free(struct reconf_machine *rm) {
         strv_free(rm->vfs);
         free(rm->vf_failed);
         free(rm->bind_message);
+        free(rm->image);
+        json_object_put(rm->ids);
+        free(rm->reprogram_reason);
         free(rm->message);
         free(rm);
         return NULL;
@@ -1051,6 +1440,9 @@ void reconf_machine_start(struct reconf_machine *rm) {
                 commit_hard(rm, journal_committed);
                 return;
         }
+        if (rm->reprogram && !streq(rm->resume_phase, "quiesce") && !rm->rollback && !rm->flashed &&
+            reprogram_recover(rm))
+                return;
         if (streq(rm->resume_phase, "quiesce")) {
                 /* Nothing was destroyed yet: put everything back. */
                 rollback_set(rm);

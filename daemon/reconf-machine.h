@@ -25,6 +25,24 @@
  *   lost libvirt connection fails what is in flight and keeps the journal
  *   for the next connection.
  *
+ * A reprogram (reconf_machine_set_reprogram()) is the same run with the
+ * PF taken off the bus between the 0 write and the new count:
+ *
+ *   ... set_numvfs(0) (always, also from 0) -> journal "remove" ->
+ *   remove_pf -> journal "flash" -> flash -> journal "rescan" ->
+ *   rescan_wait -> check_identity -> bind_pf -> journal "numvfs"
+ *   (reprogram.flashed) -> set_numvfs(N) -> provision, bind, restore
+ *   as above.
+ *
+ *   A crash before the "flash" entry resumes; one in phase "flash"
+ *   cannot (the hook may have half-written the device), and neither can
+ *   a hook that fails or passes its deadline, or a PF that does not come
+ *   back as the policy allows: the journal goes to phase "interrupted",
+ *   every quiesced assignment stays paused with its record, and a later
+ *   reprogram (from the removal, reconf_machine_resume_reprogram()) or
+ *   reconf (from the rescan, without a flash) runs it again. svff never
+ *   guesses that a flash succeeded.
+ *
  * Every operation is asynchronous: it returns <0 when it could not be
  * started (nothing was done, no completion follows), else it completes
  * exactly once through the reconf_machine_*_done() call it names, on
@@ -76,6 +94,17 @@ enum reconf_error {
         RECONF_ERR_TIMEOUT,             /* numvfs blocked past its deadline */
         RECONF_ERR_STORE,               /* a commit failed */
         RECONF_ERR_SHUTTING_DOWN,       /* stopped at a safe point */
+        RECONF_ERR_INTERRUPTED,         /* a reprogram that cannot go on by itself */
+};
+
+/* The PF-wide operations of a reprogram. */
+enum reconf_pf_op {
+        RECONF_PF_REMOVE,
+        RECONF_PF_FLASH,
+        RECONF_PF_RESCAN,
+        RECONF_PF_IDENTITY,
+        RECONF_PF_BIND,
+        _RECONF_PF_OP_MAX,
 };
 
 /* What an item's assignment record must say at a commit. */
@@ -121,6 +150,20 @@ struct reconf_ops {
          * journal entry cleared), durably. Completes by
          * reconf_machine_commit_done(). */
         int (*commit)(void *userdata, struct json_object *journal);
+        /* A reprogram's PF operations (required only for one), each
+         * completing by reconf_machine_pf_done() with its op:
+         * remove_pf unbinds the PF's driver and removes the PF (success
+         * when it is gone already); flash runs the configured hook on
+         * image; rescan_wait rescans the PF's bus and waits for the PF at
+         * its address; check_identity checks its vendor:device against
+         * ids (a JSON array, borrowed; NULL or empty: the one it had) and
+         * that its sriov_totalvfs holds numvfs; bind_pf binds the PF's
+         * own driver and sets what its class needs before VFs exist. */
+        int (*remove_pf)(void *userdata);
+        int (*flash)(void *userdata, const char *image);
+        int (*rescan_wait)(void *userdata);
+        int (*check_identity)(void *userdata, struct json_object *ids, unsigned numvfs);
+        int (*bind_pf)(void *userdata);
         /* A step done or failed (progress; optional). step is its JSON as
          * in the log (borrowed); item is -1 for PF-wide steps. */
         void (*step)(void *userdata, struct json_object *step, int item, int r, const char *message);
@@ -148,6 +191,20 @@ void reconf_machine_set_class(struct reconf_machine *rm, size_t i, struct json_o
  * (recorded false: gone), under vf (the VF with its index now). */
 void reconf_machine_recover_item(struct reconf_machine *rm, size_t i, bool recorded, const char *vf,
                                  enum svff_assign_state state, enum svff_pause_mode mode);
+/* Before start: makes the run a reprogram with image, checking the PF
+ * against ids (a JSON array, reference taken; NULL: those the journal
+ * recorded, else its own identity). -ENOMEM. On a recovery the
+ * journal's reprogram is kept unless this is called (a new image for an
+ * interrupted reprogram). */
+int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *ids);
+/* Before start of a recovery of an interrupted reprogram: go on from the
+ * removal (a reprogram again, flash: true) or from the rescan without a
+ * flash (a reconf). */
+void reconf_machine_resume_reprogram(struct reconf_machine *rm, bool flash);
+/* Whether the run is a reprogram, and whether it ended (or found the
+ * journal) interrupted. */
+bool reconf_machine_reprogram(const struct reconf_machine *rm);
+bool reconf_machine_interrupted(const struct reconf_machine *rm);
 /* Runs until the first operation is in flight (or to the end). */
 void reconf_machine_start(struct reconf_machine *rm);
 
@@ -172,6 +229,8 @@ void reconf_machine_bind_done(struct reconf_machine *rm, unsigned index, int r, 
 void reconf_machine_restore_done(struct reconf_machine *rm, size_t item, int r, const char *guest_address,
                                  const char *message);
 void reconf_machine_commit_done(struct reconf_machine *rm, int r, const char *message);
+void reconf_machine_pf_done(struct reconf_machine *rm, enum reconf_pf_op op, int r, const char *message);
+const char *reconf_pf_op_to_string(enum reconf_pf_op op);
 
 /* Accessors (borrowed). */
 const struct svff_reconf_plan *reconf_machine_plan(const struct reconf_machine *rm);

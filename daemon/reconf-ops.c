@@ -3,16 +3,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bind.h"
+#include "class.h"
 #include "classes.h"
 #include "fault.h"
+#include "flash-hook.h"
 #include "hypervisor.h"
 #include "json-util.h"
 #include "log.h"
 #include "qmp.h"
 #include "reconf-ops.h"
 #include "sriov.h"
+#include "sysfs.h"
 
 #define QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
@@ -526,7 +530,7 @@ static int op_provision(void *userdata, const unsigned *indexes, size_t n, struc
                 else if (j->vfs[k] && run->env.class_record)
                         j->cls[k] = run->env.class_record(run->userdata, j->vfs[k]);
         }
-        j->policy = run->env.class_policy ? run->env.class_policy(run->userdata, j->pf) : NULL;
+        j->policy = svff_json_copy(run->env.class_policy);
         run->env.phase(run->userdata, reconf_machine_phase(run->rm));
         r = worker_pool_submit(run->env.ops_pool, provision_run, j);
         if (r < 0)
@@ -580,6 +584,287 @@ static int op_bind(void *userdata, const unsigned *indexes, size_t n) {
         if (r < 0)
                 pf_job_free(j);
         return r;
+}
+
+/* ---- a reprogram's PF operations (ops pool) ---- */
+
+struct pfop_job {
+        struct reconf_run *run;
+        enum reconf_pf_op op;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        char *image;
+        struct json_object *ids;        /* a copy, or NULL */
+        struct json_object *class_policy;       /* a copy, or NULL */
+        unsigned numvfs;
+        char pf_id[16];                 /* remove: what the PF was */
+        int r;
+        struct svff_error err;
+};
+
+static void pfop_job_free(struct pfop_job *j) {
+        if (!j)
+                return;
+        free(j->image);
+        json_object_put(j->ids);
+        json_object_put(j->class_policy);
+        svff_error_free(&j->err);
+        free(j);
+}
+
+static void flash_output(void *userdata, const char *line) {
+        struct pfop_job *j = userdata;
+
+        log_info("Flash hook for PF %s: %s", j->pf, line);
+}
+
+static int pf_exists(struct svff_ctx *ctx, const char *pf) {
+        _cleanup_free_ char *p = NULL;
+
+        if (asprintf(&p, "bus/pci/devices/%s", pf) < 0)
+                return -ENOMEM;
+        return svff_sysfs_exists(svff_ctx_get_rootfd(ctx), p);
+}
+
+static int pf_remove(struct pfop_job *j) {
+        struct svff_ctx *ctx = j->run->env.ctx;
+        _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
+        _cleanup_free_ char *p = NULL;
+        int r;
+
+        r = pf_exists(ctx, j->pf);
+        if (r == 0)
+                return 0;       /* gone already: a resumed removal */
+        r = svff_pf_load(ctx, j->pf, &pf, &j->err);
+        if (r < 0)
+                return r;
+        snprintf(j->pf_id, sizeof(j->pf_id), "%04x:%04x", pf->vendor_id, pf->device_id);
+        if (pf->numvfs > 0)
+                /* Never: the kernel orphans the VFs of a PF removed or
+                 * unbound with VFs enabled. */
+                return svff_error_set(&j->err, -EBUSY, "PF %s still has %u VFs; it is not removed with VFs "
+                                      "enabled", j->pf, pf->numvfs);
+        if (pf->driver) {
+                r = svff_dev_unbind(ctx, j->pf, &j->err);
+                if (r < 0)
+                        return r;
+        }
+        if (asprintf(&p, "bus/pci/devices/%s/remove", j->pf) < 0)
+                return -ENOMEM;
+        r = svff_sysfs_write(svff_ctx_get_rootfd(ctx), p, "1");
+        if (r < 0)
+                return svff_error_set_errno(&j->err, r, "Cannot remove PF %s", j->pf);
+        return 0;
+}
+
+static int pf_rescan_wait(struct pfop_job *j) {
+        struct svff_ctx *ctx = j->run->env.ctx;
+        usec_t waited = 0, timeout = j->run->env.rescan_timeout ?: 30 * USEC_PER_SEC;
+        int r;
+
+        r = svff_sysfs_write(svff_ctx_get_rootfd(ctx), "bus/pci/rescan", "1");
+        if (r < 0)
+                return svff_error_set_errno(&j->err, r, "Cannot rescan the PCI bus");
+        /* The PF comes back at the address it had, or not at all: an
+         * image that moves it is not one this PF's policy describes. */
+        for (;;) {
+                r = pf_exists(ctx, j->pf);
+                if (r > 0)
+                        return 0;
+                if (r < 0)
+                        return svff_error_set_errno(&j->err, r, "Cannot look for PF %s", j->pf);
+                if (waited >= timeout)
+                        return svff_error_set(&j->err, -ETIMEDOUT, "PF %s did not appear at its address within "
+                                              "%llu ms of the rescan", j->pf,
+                                              (unsigned long long) (timeout / USEC_PER_MSEC));
+                (void) usleep(50 * 1000);
+                waited += 50 * USEC_PER_MSEC;
+        }
+}
+
+static int pf_check_identity(struct pfop_job *j) {
+        _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
+        char id[16];
+        bool ok = false;
+        size_t n;
+        int r;
+
+        r = svff_pf_load(j->run->env.ctx, j->pf, &pf, &j->err);
+        if (r < 0)
+                return r;
+        snprintf(id, sizeof(id), "%04x:%04x", pf->vendor_id, pf->device_id);
+        n = j->ids ? json_object_array_length(j->ids) : 0;
+        for (size_t k = 0; k < n; k++)
+                if (streq(json_object_get_string(json_object_array_get_idx(j->ids, k)), id))
+                        ok = true;
+        if (n == 0)
+                ok = !*j->pf_id || streq(j->pf_id, id);
+        if (!ok)
+                return svff_error_set(&j->err, -EPROTO, "it is %s, not one of the identities its policy's "
+                                      "reprogram-ids allow%s%s%s", id, *j->pf_id ? " (it was " : "",
+                                      *j->pf_id ? j->pf_id : "", *j->pf_id ? ")" : "");
+        if (pf->totalvfs < j->numvfs)
+                return svff_error_set(&j->err, -ERANGE, "it is %s with sriov_totalvfs %u, fewer than the %u VFs "
+                                      "asked for", id, pf->totalvfs, j->numvfs);
+        log_info("PF %s came back as %s with sriov_totalvfs %u.", j->pf, id, pf->totalvfs);
+        return 0;
+}
+
+/* Its class's PF-wide set-up (a QDMA PF's qmax), before any VF exists,
+ * as init does: a rescanned PF starts from nothing. Straight through the
+ * class registry: no other class step runs on the PF while the reprogram
+ * holds it. Each VF's settings are the policy's. */
+static int pf_prepare(struct pfop_job *j) {
+        struct svff_ctx *ctx = j->run->env.ctx;
+        _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
+        _cleanup_(json_object_putp) struct json_object *settings = NULL;
+        struct svff_class_pf *c = NULL;
+        const struct svff_class *class;
+        struct json_object *p = NULL;
+        int r;
+
+        r = svff_pf_load(ctx, j->pf, &pf, &j->err);
+        if (r < 0)
+                return r;
+        class = svff_class_find(ctx, pf);
+        if (!class || !class->prepare)
+                return 0;
+        if (j->class_policy)
+                (void) json_object_object_get_ex(j->class_policy, class->name, &p);
+        settings = json_object_new_array();
+        for (unsigned i = 0; settings && i < j->numvfs; i++)
+                if (json_object_array_add(settings, svff_class_settings_merge(p, NULL)) < 0)
+                        return svff_error_set(&j->err, -ENOMEM, "Out of memory");
+        if (!settings)
+                return svff_error_set(&j->err, -ENOMEM, "Out of memory");
+        if (class->open) {
+                r = class->open(ctx, pf, &c, &j->err);
+                if (r < 0)
+                        return r;
+        }
+        r = class->prepare(c, pf, j->numvfs, settings, &j->err);
+        if (class->close)
+                class->close(c);
+        return r < 0 ? r : 0;
+}
+
+static int pf_bind(struct pfop_job *j) {
+        struct svff_ctx *ctx = j->run->env.ctx;
+        _cleanup_free_ char *driver = NULL;
+        int r;
+
+        /* The rescan probed it: its own driver, by its id tables. Probe
+         * once more when none took it (autoprobe was off, or slow). */
+        r = svff_dev_get_driver(ctx, j->pf, &driver);
+        if (r >= 0 && !driver) {
+                (void) svff_sysfs_write(svff_ctx_get_rootfd(ctx), "bus/pci/drivers_probe", j->pf);
+                r = svff_dev_get_driver(ctx, j->pf, &driver);
+        }
+        if (r < 0)
+                return svff_error_set_errno(&j->err, r, "Cannot read the driver of PF %s", j->pf);
+        if (!driver)
+                return svff_error_set(&j->err, -ENODEV, "no driver took PF %s after the rescan", j->pf);
+        if (streq(driver, "vfio-pci"))
+                return svff_error_set(&j->err, -EBUSY, "PF %s went to vfio-pci, not to a driver that creates "
+                                      "VFs", j->pf);
+        return pf_prepare(j);
+}
+
+static void pfop_done(void *userdata) {
+        struct pfop_job *j = userdata;
+        struct reconf_run *run = j->run;
+
+        run->env.sysfs_changed(run->userdata, j->pf);
+        if (j->op == RECONF_PF_REMOVE && j->r >= 0 && *j->pf_id)
+                memcpy(run->pf_id, j->pf_id, sizeof(run->pf_id));
+        forward_stop(run);
+        reconf_machine_pf_done(run->rm, j->op, j->r, svff_error_is_set(&j->err) ? svff_error_message(&j->err) : NULL);
+        pfop_job_free(j);
+}
+
+static void pfop_run(void *userdata) {
+        struct pfop_job *j = userdata;
+        struct reconf_run *run = j->run;
+
+        switch (j->op) {
+        case RECONF_PF_REMOVE:
+                j->r = pf_remove(j);
+                break;
+        case RECONF_PF_FLASH: {
+                struct svff_flash_hook hook = {
+                        .path = run->env.flash_hook,
+                        .image_dir = run->env.flash_image_dir,
+                        .timeout_usec = run->env.flash_timeout,
+                        .output = flash_output,
+                        .userdata = j,
+                };
+
+                if (!hook.path)
+                        j->r = svff_error_set(&j->err, -ENOEXEC, "no flash-hook is configured");
+                else
+                        j->r = svff_flash_hook_run(run->env.ctx, &hook, j->pf, j->image, &j->err);
+                break;
+        }
+        case RECONF_PF_RESCAN:
+                j->r = pf_rescan_wait(j);
+                break;
+        case RECONF_PF_IDENTITY:
+                j->r = pf_check_identity(j);
+                break;
+        case RECONF_PF_BIND:
+        default:
+                j->r = pf_bind(j);
+                break;
+        }
+        (void) worker_pool_post(run->env.ops_pool, pfop_done, j);
+}
+
+static int pfop_submit(struct reconf_run *run, enum reconf_pf_op op, const char *image, struct json_object *ids,
+                       unsigned numvfs) {
+        struct pfop_job *j;
+        int r;
+
+        if (exiting(run))
+                return -ESHUTDOWN;
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        j->run = run;
+        j->op = op;
+        j->numvfs = numvfs;
+        snprintf(j->pf, sizeof(j->pf), "%s", reconf_machine_plan(run->rm)->pf);
+        memcpy(j->pf_id, run->pf_id, sizeof(j->pf_id));
+        if ((image && !(j->image = strdup(image))) || (ids && json_object_deep_copy(ids, &j->ids, NULL) < 0) ||
+            (run->env.class_policy && json_object_deep_copy(run->env.class_policy, &j->class_policy, NULL) < 0)) {
+                pfop_job_free(j);
+                return -ENOMEM;
+        }
+        run->env.phase(run->userdata, reconf_machine_phase(run->rm));
+        r = worker_pool_submit(run->env.ops_pool, pfop_run, j);
+        if (r < 0)
+                pfop_job_free(j);
+        return r;
+}
+
+static int op_remove_pf(void *userdata) {
+        return pfop_submit(userdata, RECONF_PF_REMOVE, NULL, NULL, 0);
+}
+
+static int op_flash(void *userdata, const char *image) {
+        return pfop_submit(userdata, RECONF_PF_FLASH, image, NULL, 0);
+}
+
+static int op_rescan_wait(void *userdata) {
+        return pfop_submit(userdata, RECONF_PF_RESCAN, NULL, NULL, 0);
+}
+
+static int op_check_identity(void *userdata, struct json_object *ids, unsigned numvfs) {
+        return pfop_submit(userdata, RECONF_PF_IDENTITY, NULL, ids, numvfs);
+}
+
+static int op_bind_pf(void *userdata) {
+        struct reconf_run *run = userdata;
+
+        return pfop_submit(userdata, RECONF_PF_BIND, NULL, NULL, reconf_machine_plan(run->rm)->to);
 }
 
 /* ---- the store (main thread) ---- */
@@ -795,6 +1080,11 @@ static const struct reconf_ops real_ops = {
         .bind = op_bind,
         .restore = op_restore,
         .commit = op_commit,
+        .remove_pf = op_remove_pf,
+        .flash = op_flash,
+        .rescan_wait = op_rescan_wait,
+        .check_identity = op_check_identity,
+        .bind_pf = op_bind_pf,
         .step = op_step,
         .poll_stop = op_poll_stop,
         .finished = op_finished,
@@ -818,11 +1108,18 @@ int reconf_run_new(const struct reconf_env *env, void *userdata, struct svff_rec
         run->env.ctx = svff_ctx_ref(env->ctx);
         run->env.pause_cmd = strdup(env->pause_cmd);
         run->env.unpause_cmd = strdup(env->unpause_cmd);
+        run->env.flash_hook = env->flash_hook ? strdup(env->flash_hook) : NULL;
+        run->env.flash_image_dir = env->flash_image_dir ? strdup(env->flash_image_dir) : NULL;
+        run->env.class_policy = NULL;
+        if (env->class_policy && json_object_deep_copy(env->class_policy, &run->env.class_policy, NULL) < 0)
+                run->env.class_policy = NULL;
         run->items = calloc(n ? n : 1, sizeof(*run->items));
         for (size_t i = 0; run->items && i < n; i++)
                 snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", plan->items[i].vf);
         run->rm = reconf_machine_new(plan, journal, started_usec, conn != NULL, &real_ops, run);
-        if (!run->rm || !run->items || !run->env.pause_cmd || !run->env.unpause_cmd) {
+        if (!run->rm || !run->items || !run->env.pause_cmd || !run->env.unpause_cmd ||
+            (env->flash_hook && !run->env.flash_hook) || (env->flash_image_dir && !run->env.flash_image_dir) ||
+            (env->class_policy && !run->env.class_policy)) {
                 reconf_run_free(run);
                 return -ENOMEM;
         }
@@ -842,6 +1139,9 @@ void reconf_run_free(struct reconf_run *run) {
         free(run->items);
         free((char *) run->env.pause_cmd);
         free((char *) run->env.unpause_cmd);
+        free((char *) run->env.flash_hook);
+        free((char *) run->env.flash_image_dir);
+        json_object_put(run->env.class_policy);
         free(run);
 }
 

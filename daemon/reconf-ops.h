@@ -43,6 +43,15 @@ struct reconf_env {
         struct svff_hv_removals *removals;
         const char *pause_cmd, *unpause_cmd;    /* copied */
         usec_t detach_timeout, numvfs_timeout, numvfs_per_vf;
+        /* A reprogram: the config's flash hook and image directory
+         * (copied; NULL: none), the hook's deadline, and how long the PF
+         * may take to come back after the rescan. */
+        const char *flash_hook, *flash_image_dir;
+        usec_t flash_timeout, rescan_timeout;
+        /* The PF's policy's class settings (classes_policy_settings(),
+         * copied; NULL: none), for its class's PF-wide set-up (a QDMA
+         * PF's qmax) once a reprogrammed PF is back on its driver. */
+        struct json_object *class_policy;
 
         /* Whether svffd is stopping (*ret_now: the event loop ended, the
          * pools take no more jobs). */
@@ -60,11 +69,10 @@ struct reconf_env {
         void (*finished)(struct reconf_run *run);
 
         /* Device classes (daemon/classes.h), main thread: vf's recorded
-         * class record (a new reference, or NULL), the class members of
-         * pf's policy (new, or NULL), and a provisioned VF's new record
-         * (taken) for the store. */
+         * class record (a new reference, or NULL), and a provisioned VF's
+         * new record (taken) for the store. A VF with no record gets the
+         * settings of class_policy above. */
         struct json_object *(*class_record)(void *userdata, const char *vf);
-        struct json_object *(*class_policy)(void *userdata, const char *pf);
         void (*class_recorded)(void *userdata, const char *vf, struct json_object *record);
 };
 
@@ -82,6 +90,7 @@ struct reconf_run {
         unsigned n_attaching;           /* attach calls started (fault points) */
         unsigned n_jobs[2];             /* domain jobs submitted, quiesce and restore */
         struct svff_pf *after;          /* the PF as the last numvfs write left it */
+        char pf_id[16];                 /* "vvvv:dddd" before the removal, "" unknown */
         sd_event_source *commit_source;
 };
 

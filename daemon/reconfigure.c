@@ -7,6 +7,7 @@
 
 #include "assign.h"
 #include "classes.h"
+#include "flash-hook.h"
 #include "interface.h"
 #include "journal.h"
 #include "json-util.h"
@@ -83,6 +84,8 @@ static const char *error_name(enum reconf_error e) {
                 return SVFF_ERROR_STORE;
         case RECONF_ERR_SHUTTING_DOWN:
                 return SVFF_ERROR_SHUTTING_DOWN;
+        case RECONF_ERR_INTERRUPTED:
+                return SVFF_ERROR_REPROGRAM_INTERRUPTED;
         case RECONF_ERR_FAILED:
         default:
                 return SVFF_ERROR_RECONF_FAILED;
@@ -100,6 +103,7 @@ static void reconf_finished(struct reconf_run *run) {
         unsigned n_with = 0, n_without = 0, n_now = reconf_machine_numvfs_now(rm);
         bool recovery = reconf_machine_recovery(rm), rollback = reconf_machine_rollback(rm);
         const char *message = NULL, *error;
+        const char *what = reconf_machine_reprogram(rm) ? "Reprogram" : "Reconf";
         char msg[MESSAGE_MAX];
         bool outcomes;
 
@@ -115,16 +119,16 @@ static void reconf_finished(struct reconf_run *run) {
                         n_without++;
         }
         if (error && streq(error, SVFF_ERROR_STORE) && message)
-                snprintf(msg, sizeof(msg), "Reconf of PF %s to %u VFs failed: %s (in '%s'). %u assignment(s) have "
-                         "their VF, %u do not", plan->pf, plan->to, message, svff_store_path(m->store), n_with,
+                snprintf(msg, sizeof(msg), "%s of PF %s to %u VFs failed: %s (in '%s'). %u assignment(s) have "
+                         "their VF, %u do not", what, plan->pf, plan->to, message, svff_store_path(m->store), n_with,
                          n_without);
         else if (error && plan->n_items == 0)
                 /* No assignment to account for: no "0 do not". */
-                snprintf(msg, sizeof(msg), "Reconf of PF %s to %u VFs failed: %s", plan->pf, plan->to,
+                snprintf(msg, sizeof(msg), "%s of PF %s to %u VFs failed: %s", what, plan->pf, plan->to,
                          message ?: "see the steps");
         else if (error)
-                snprintf(msg, sizeof(msg), "Reconf of PF %s to %u VFs failed: %s. %u assignment(s) have their VF, "
-                         "%u do not%s", plan->pf, plan->to, message ?: "see the assignments", n_with,
+                snprintf(msg, sizeof(msg), "%s of PF %s to %u VFs failed: %s. %u assignment(s) have their VF, "
+                         "%u do not%s", what, plan->pf, plan->to, message ?: "see the assignments", n_with,
                          n_without, n_without > 0 ? " (see each one's message)" : "");
         else if (rollback)
                 /* Only a recovery rolls back without an error. */
@@ -136,7 +140,8 @@ static void reconf_finished(struct reconf_run *run) {
 
         /* The reply and each error carry the fields they declare, no
          * more: a typed client drops or rejects the others. */
-        outcomes = !error || streq(error, SVFF_ERROR_RECONF_FAILED) || streq(error, SVFF_ERROR_TIMEOUT);
+        outcomes = !error || streq(error, SVFF_ERROR_RECONF_FAILED) || streq(error, SVFF_ERROR_TIMEOUT) ||
+                   streq(error, SVFF_ERROR_REPROGRAM_INTERRUPTED);
         if (!error) {
                 json_object_object_add(p, "pf", json_object_new_string(plan->pf));
                 json_object_object_add(p, "numvfs", json_object_new_int64(n_now));
@@ -154,7 +159,8 @@ static void reconf_finished(struct reconf_run *run) {
         }
 
         if (recovery)
-                recovered_add(run, error ? "failed" : rollback ? "rolled-back" : "resumed", msg);
+                recovered_add(run, reconf_machine_interrupted(rm) ? "interrupted" : error ? "failed"
+                                   : rollback ? "rolled-back" : "resumed", msg);
 
         ev = reconf_run_event(run, recovery ? (error ? "reconf-recovery-failed" : "reconf-recovered")
                                             : (error ? "reconf-failed" : "reconf-done"));
@@ -231,12 +237,6 @@ static struct json_object *env_class_record(void *userdata, const char *vf) {
         return rec ? svff_json_copy(rec) : NULL;
 }
 
-static struct json_object *env_class_policy(void *userdata, const char *pf) {
-        struct operation *op = userdata;
-
-        return classes_policy_settings(op->manager, pf);
-}
-
 static void env_class_recorded(void *userdata, const char *vf, struct json_object *record) {
         struct operation *op = userdata;
 
@@ -297,10 +297,18 @@ static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
 /* Takes plan; borrows journal, the decoded entry to recover from (NULL:
  * a new reconf, journaled first by the machine). With a call, every
  * failure is answered. */
+/* image: a reprogram's (NULL: a reconf, or a recovery's own), ids the
+ * identities it may leave the PF with (borrowed). resume: for an
+ * interrupted reprogram's journal, go on from the removal (a reprogram
+ * again) or the rescan (a reconf). */
+enum { RESUME_NONE, RESUME_RESCAN, RESUME_REMOVE };
+
 static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan,
-                        const struct reconf_journal *journal) {
+                        const struct reconf_journal *journal, const char *image, struct json_object *ids,
+                        int resume) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         bool recovery = journal != NULL;
+        _cleanup_(json_object_putp) struct json_object *class_policy = NULL;
         virConnectPtr conn = NULL;
         struct reconf_run *run;
         struct reconf_env env;
@@ -330,6 +338,10 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .detach_timeout = m->config.detach_timeout_usec,
                 .numvfs_timeout = m->config.numvfs_timeout_usec,
                 .numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec,
+                .flash_hook = m->config.flash_hook,
+                .flash_image_dir = m->config.flash_image_dir,
+                .flash_timeout = m->config.flash_timeout_usec,
+                .class_policy = class_policy = classes_policy_settings(m, plan->pf),
                 .stopping = env_stopping,
                 .commit = env_commit,
                 .sysfs_changed = env_sysfs_changed,
@@ -337,7 +349,6 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .step = env_step,
                 .finished = reconf_finished,
                 .class_record = env_class_record,
-                .class_policy = env_class_policy,
                 .class_recorded = env_class_recorded,
         };
         /* The run takes plan and conn, also when it fails; its userdata
@@ -350,6 +361,14 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 return r;
         }
         plan = NULL;
+        if ((image && reconf_machine_set_reprogram(run->rm, image, ids) < 0)) {
+                if (call)
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                reconf_run_free(run);
+                return -ENOMEM;
+        }
+        if (resume != RESUME_NONE)
+                reconf_machine_resume_reprogram(run->rm, resume == RESUME_REMOVE);
         reconf_machine_set_after_restart(run->rm, recovery && journal_left_by_earlier_run(m, journal->started_usec));
         if (!recovery) {
                 /* Each survivor's device-class record goes into the
@@ -379,7 +398,8 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                                 reconf_run_free(run);
                                 return -EBUSY;
                         }
-                r = manager_add_operation(m, p->pf, "reconf", call, &op);
+                r = manager_add_operation(m, p->pf, reconf_machine_reprogram(run->rm) ? "reprogram" : "reconf", call,
+                                          &op);
                 if (r < 0) {
                         for (size_t i = 0; i < p->n_items; i++)
                                 hv_vf_clear_busy(m->hv, p->items[i].vf);
@@ -393,7 +413,8 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 if (!recovery)
                         op->started_usec = started;
                 op->phase = reconf_machine_phase(run->rm);
-                op->total = (unsigned) p->n_steps;
+                /* A reprogram's five PF steps are not the plan's. */
+                op->total = (unsigned) p->n_steps + (reconf_machine_reprogram(run->rm) ? 5 : 0);
         }
         {
                 const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
@@ -401,7 +422,8 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 const char *reason = journal ? journal->rollback_reason : NULL;
 
                 if (!recovery)
-                        log_info("Reconf of PF %s: %u -> %u VFs, %zu assignment(s), mode %s%s%s.", p->pf, p->from,
+                        log_info("%s of PF %s: %u -> %u VFs, %zu assignment(s), mode %s%s%s.",
+                                 reconf_machine_reprogram(run->rm) ? "Reprogram" : "Reconf", p->pf, p->from,
                                  p->to, p->n_items, svff_reconf_mode_to_string(p->mode), p->force ? ", forced" : "",
                                  call ? "" : " (svffd's own)");
                 else if (rollback)
@@ -595,7 +617,8 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
         _cleanup_free_ char *bad = NULL;
         const struct svff_pf *found = NULL;
         struct svff_reconf_input in = {};
-        const char *pf = NULL, *mode_s = NULL, *driver = NULL;
+        const char *pf = NULL, *mode_s = NULL, *driver = NULL, *image = NULL;
+        _cleanup_(json_object_putp) struct json_object *ids = NULL;
         bool dry_run = false, force = false;
         struct operation *op;
         unsigned numvfs = 0;
@@ -603,7 +626,7 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
         int r, mode = SVFF_RECONF_PAUSE;
 
         (void) svff_json_get_string(params, "pf", &pf);
-        (void) svff_json_get_unsigned(params, "numvfs", &numvfs);
+        (void) svff_json_get_string(params, "image", &image);
         (void) svff_json_get_bool(params, "dry_run", &dry_run);
         (void) svff_json_get_bool(params, "force", &force);
         if (svff_json_get_string_or_null(params, "mode", &mode_s) >= 0 && mode_s)
@@ -617,7 +640,32 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                             "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", pf);
                 return;
         }
-        if (numvfs > found->totalvfs) {
+        /* A reprogram keeps the count unless told: the new image's
+         * sriov_totalvfs is checked once the PF is back. */
+        if (svff_json_get_unsigned(params, "numvfs", &numvfs) < 0)
+                numvfs = found->numvfs;
+        if (image) {
+                const struct svff_policy *pol = svff_config_find_policy(&m->config, pf, found->vendor_id,
+                                                                        found->device_id, found->netdev);
+                char id[16];
+
+                /* What the image may turn the PF into: its policy's
+                 * reprogram-ids, and what it is now. */
+                snprintf(id, sizeof(id), "%04x:%04x", found->vendor_id, found->device_id);
+                ids = json_object_new_array();
+                if (!ids || json_object_array_add(ids, json_object_new_string(id)) < 0) {
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        return;
+                }
+                for (size_t i = 0; pol && pol->reprogram_ids && i < json_object_array_length(pol->reprogram_ids);
+                     i++) {
+                        const char *s = json_object_get_string(json_object_array_get_idx(pol->reprogram_ids, i));
+
+                        if (!streq(s, id))
+                                json_object_array_add(ids, json_object_new_string(s));
+                }
+        }
+        if (!image && numvfs > found->totalvfs) {
                 call_errorf(call, SVFF_ERROR_TOO_MANY_VFS, "device", pf,
                             "PF %s supports at most %u VFs (sriov_totalvfs: its driver's limit, which may be "
                             "below the device's), not %u.", pf, found->totalvfs, numvfs);
@@ -669,6 +717,10 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                         json_object_object_add(p, "totalvfs", json_object_new_int64(found->totalvfs));
                 }
                 json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
+                if (image) {
+                        json_object_object_add(p, "image", json_object_new_string(image));
+                        json_object_object_add(p, "ids", json_object_get(ids));
+                }
                 if (found) {
                         /* The new VFs' addresses, for the class steps. */
                         struct json_object *vfs = json_object_new_array();
@@ -690,6 +742,7 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                         json_object_object_add(call_request(call)->parameters, "x-svff-dry-run-reply", p);
                         return;
                 }
+                json_object_object_del(p, "x-svff-new-vfs");
                 call_reply(call, p);
                 json_object_put(p);
                 return;
@@ -698,12 +751,22 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                 reply_plan_refused(call, plan);
                 return;
         }
-        log_info("Reconf of PF %s to %u VFs requested by uid %u.", pf, numvfs, (unsigned) call_peer(call)->uid);
-        (void) reconf_start(m, call, TAKE_PTR(plan), NULL);
+        log_info("%s of PF %s to %u VFs requested by uid %u%s%s.", image ? "Reprogram" : "Reconf", pf, numvfs,
+                 (unsigned) call_peer(call)->uid, image ? ", image " : "", image ?: "");
+        (void) reconf_start(m, call, TAKE_PTR(plan), NULL, image, ids, RESUME_NONE);
+}
+
+/* Whether e is a reprogram that nothing resumes by itself. */
+static bool journal_interrupted(struct json_object *e) {
+        const char *ph = NULL;
+
+        return svff_json_get_string(e, "phase", &ph) >= 0 && streq(ph, "interrupted") &&
+               json_object_object_get_ex(e, "reprogram", NULL);
 }
 
 /* Resumes the journaled reconf of pf (entry e); call may be NULL. */
-static int resume_journal(struct manager *m, struct call *call, const char *pf, struct json_object *e) {
+static int resume_journal(struct manager *m, struct call *call, const char *pf, struct json_object *e,
+                          const char *image, int resume) {
         struct reconf_journal j = {};
         int r;
 
@@ -718,7 +781,7 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
                                     svff_store_path(m->store));
                 return -EBADMSG;
         }
-        r = reconf_start(m, call, TAKE_PTR(j.plan), &j);
+        r = reconf_start(m, call, TAKE_PTR(j.plan), &j, image, NULL, resume);
         reconf_journal_done(&j);
         return r;
 }
@@ -753,12 +816,29 @@ void reconf_recover(struct manager *m) {
                 struct json_object *entry = journal_get(m, todo[i]);
 
                 if (entry)
-                        (void) resume_journal(m, NULL, todo[i], entry);
+                        (void) resume_journal(m, NULL, todo[i], entry, NULL, RESUME_NONE);
         }
 }
 
+/* The hook is svff.conf's, never the caller's; the image is checked
+ * before anything is touched. */
+static bool reprogram_allowed(struct manager *m, struct call *call, const char *pf, const char *image) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+        if (!m->config.flash_hook || !m->config.flash_image_dir) {
+                call_errorf(call, SVFF_ERROR_NO_FLASH_HOOK, "device", pf,
+                            "No flash hook is configured: set 'flash-hook' and 'flash-image-dir' in svff.conf(5).");
+                return false;
+        }
+        if (svff_flash_image_check(m->config.flash_image_dir, image, &err) < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_IMAGE, "image", image, "%s", svff_error_message(&err));
+                return false;
+        }
+        return true;
+}
+
 void method_reconf(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", "numvfs", "mode", "dry_run", "force", NULL };
+        static const char *const allowed[] = { "pf", "numvfs", "mode", "dry_run", "force", "reprogram", NULL };
         struct json_object *params = call_request(call)->parameters, *v, *e;
         char pf[SVFF_PCI_ADDR_STRLEN];
         const char *mode = NULL, *jop = NULL;
@@ -788,6 +868,22 @@ void method_reconf(struct manager *m, struct call *call) {
                 return;
         }
         (void) svff_json_get_bool(params, "dry_run", &dry_run);
+        if (json_object_object_get_ex(params, "reprogram", &v) && v) {
+                const char *image = NULL;
+
+                /* reconf --reprogram IMAGE: Reprogram to numvfs. */
+                if (svff_json_get_string(params, "reprogram", &image) < 0 || !image) {
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "reprogram",
+                                    "Parameter 'reprogram' must be the path of an image.");
+                        return;
+                }
+                if (!require_privileged(m, call))
+                        return;
+                json_object_object_add(params, "image", json_object_new_string(image));
+                json_object_object_del(params, "reprogram");
+                method_reprogram(m, call);
+                return;
+        }
         if (!dry_run && !require_privileged(m, call))
                 return;
         json_object_object_add(params, "pf", json_object_new_string(pf));
@@ -808,7 +904,72 @@ void method_reconf(struct manager *m, struct call *call) {
                 }
                 log_info("Completing the interrupted reconf of PF %s as requested by uid %u.", pf,
                          (unsigned) call_peer(call)->uid);
-                (void) resume_journal(m, call, pf, e);
+                (void) resume_journal(m, call, pf, e, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE);
+                return;
+        }
+        manager_with_snapshot(m, call, reconf_with_snapshot);
+}
+
+void method_reprogram(struct manager *m, struct call *call) {
+        static const char *const allowed[] = { "pf", "image", "numvfs", "mode", "dry_run", "force", NULL };
+        struct json_object *params = call_request(call)->parameters, *v, *e;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        const char *mode = NULL, *image = NULL, *jop = NULL;
+        unsigned numvfs = 0;
+        bool b;
+
+        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) || !params_get_address(call, "pf", pf))
+                return;
+        /* Also a dry run: it names an image path, which only an
+         * administrator may have svffd look at. */
+        if (!require_privileged(m, call))
+                return;
+        if (svff_json_get_string(params, "image", &image) < 0 || !image) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "image",
+                            "Parameter 'image' is required: the path of the image the flash hook writes.");
+                return;
+        }
+        if (json_object_object_get_ex(params, "numvfs", &v) && v &&
+            (svff_json_get_unsigned(params, "numvfs", &numvfs) < 0 || numvfs > 65535)) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "numvfs",
+                            "Parameter 'numvfs' must be an integer from 0 to 65535.");
+                return;
+        }
+        for (const char *const *k = (const char *const[]) { "dry_run", "force", NULL }; *k; k++)
+                if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
+                                    "Parameter '%s' must be true or false.", *k);
+                        return;
+                }
+        if ((json_object_object_get_ex(params, "mode", &v) && v &&
+             (svff_json_get_string(params, "mode", &mode) < 0 || svff_reconf_mode_from_string(mode) < 0))) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "mode",
+                            "Parameter 'mode' must be 'pause' or 'detach'.");
+                return;
+        }
+        if (!reprogram_allowed(m, call, pf, image))
+                return;
+        json_object_object_add(params, "pf", json_object_new_string(pf));
+
+        e = journal_get(m, pf);
+        if (e && svff_json_get_string(e, "op", &jop) >= 0 && streq(jop, "reconf") && !manager_find_operation(m, pf)) {
+                unsigned jn = 0;
+                bool dry_run = false;
+
+                (void) svff_json_get_bool(params, "dry_run", &dry_run);
+                (void) svff_json_get_unsigned(e, "numvfs", &jn);
+                if (dry_run || !journal_interrupted(e) ||
+                    (json_object_object_get_ex(params, "numvfs", &v) && v && numvfs != jn)) {
+                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                                    "An interrupted %s of PF %s to %u VFs is journaled; %s.",
+                                    journal_interrupted(e) ? "reprogram" : "reconf", pf, jn,
+                                    journal_interrupted(e) ? "reprogram it to the same count, or reconf it"
+                                                           : "run 'svffctl reconf' to complete it first");
+                        return;
+                }
+                log_info("Reprogramming PF %s again after an interrupted reprogram, image %s, as requested by uid "
+                         "%u.", pf, image, (unsigned) call_peer(call)->uid);
+                (void) resume_journal(m, call, pf, e, image, RESUME_REMOVE);
                 return;
         }
         manager_with_snapshot(m, call, reconf_with_snapshot);

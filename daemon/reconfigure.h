@@ -63,6 +63,7 @@
 #include "server.h"
 
 void method_reconf(struct manager *m, struct call *call);
+void method_reprogram(struct manager *m, struct call *call);
 
 /* Starts recovery of every journaled reconf without an operation (after
  * a crash), when libvirt is connected. Safe to call repeatedly. */

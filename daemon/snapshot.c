@@ -222,7 +222,10 @@ static int merge_snapshot(struct snapshot_cache *c, struct snapshot *part, char 
                 }
                 part->pfs[i] = NULL;
         }
-        qsort(s->pfs, s->n_pfs, sizeof(*s->pfs), cmp_pf);
+        /* No PF left (a reprogram took the only one off the bus): pfs
+         * may be NULL, which qsort() must not be given. */
+        if (s->n_pfs > 1)
+                qsort(s->pfs, s->n_pfs, sizeof(*s->pfs), cmp_pf);
         s->seq = part->seq;
         changed(c);
         return 0;

@@ -362,6 +362,25 @@ static int qdma_set_pf_qmax(struct svff_class_pf *c, const struct svff_pf *pf, u
         return 0;
 }
 
+/* The PF's qmax before any VF exists (the order the driver's guide
+ * gives: qmax, then numvfs). Provision sets it again, idempotently, for
+ * callers that do not prepare. */
+static int qdma_prepare(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
+                        struct json_object *settings, struct svff_error *err) {
+        for (unsigned i = 0; i < numvfs; i++) {
+                struct json_object *vs = settings ? json_object_array_get_idx(settings, i) : NULL;
+                struct qdma_settings s;
+                int r;
+
+                r = qdma_settings_parse(vs, &s, err);
+                if (r < 0)
+                        return r;
+                if (s.qmax >= 0)
+                        return qdma_set_pf_qmax(c, pf, (unsigned) s.qmax, err);
+        }
+        return 0;
+}
+
 static int qdma_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
                           struct json_object *settings, struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *st = NULL;
@@ -457,6 +476,7 @@ const struct svff_class svff_class_qdma = {
         .close = qdma_close,
         .inspect = qdma_inspect,
         .plan = qdma_plan,
+        .prepare = qdma_prepare,
         .provision = qdma_provision,
         .verify = qdma_verify,
         .release = qdma_release,

@@ -101,6 +101,7 @@ static void policy_done(struct svff_policy *p) {
         free(p->interface);
         free(p->vf_driver);
         json_object_put(p->classes);
+        json_object_put(p->reprogram_ids);
         *p = (struct svff_policy) {};
 }
 
@@ -158,8 +159,9 @@ static int policy_copy(const struct svff_policy *from, struct svff_policy *to) {
         struct svff_policy p = *from;
 
         p.name = p.origin = p.interface = p.vf_driver = NULL;
-        p.classes = NULL;
+        p.classes = p.reprogram_ids = NULL;
         if (dup_or_null(from->name, &p.name) < 0 || dup_or_null(from->origin, &p.origin) < 0 ||
+            (from->reprogram_ids && json_object_deep_copy(from->reprogram_ids, &p.reprogram_ids, NULL) < 0) ||
             dup_or_null(from->interface, &p.interface) < 0 ||
             dup_or_null(from->vf_driver, &p.vf_driver) < 0 ||
             (from->classes && json_object_deep_copy(from->classes, &p.classes, NULL) < 0)) {
@@ -450,6 +452,34 @@ static int parse_match(struct parser *p, struct json_object *o, struct svff_poli
         return 0;
 }
 
+/* "reprogram-ids": ["vvvv:dddd", ...], kept normalised (lower case, four
+ * digits) so that the identity check compares strings. */
+static int get_id_list(struct parser *p, struct json_object *val, struct json_object **ret) {
+        _cleanup_(json_object_putp) struct json_object *a = NULL;
+        size_t n;
+
+        if (!json_object_is_type(val, json_type_array))
+                return key_error(p, -EINVAL, "must be an array of \"vendor:device\" ids");
+        a = json_object_new_array();
+        if (!a)
+                return -ENOMEM;
+        n = json_object_array_length(val);
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *e = json_object_array_get_idx(val, i);
+                unsigned v, d;
+                char id[16];
+
+                if (!json_object_is_type(e, json_type_string) || parse_id(json_object_get_string(e), &v, &d) < 0)
+                        return key_error(p, -EINVAL, "must be an array of \"vendor:device\" ids (e.g. \"10ee:903f\")");
+                snprintf(id, sizeof(id), "%04x:%04x", v, d);
+                if (json_object_array_add(a, json_object_new_string(id)) < 0)
+                        return -ENOMEM;
+        }
+        json_object_put(*ret);
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
 static int parse_policy_key(struct parser *p, const char *key, struct json_object *val, void *userdata) {
         struct svff_policy *pol = userdata;
         uint64_t v;
@@ -470,6 +500,8 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                         pol->autoprobe = b;
         } else if (streq(key, "pool"))
                 k = get_bool(p, val, &pol->pool);
+        else if (streq(key, "reprogram-ids"))
+                k = get_id_list(p, val, &pol->reprogram_ids);
         else if (svff_class_by_name(key)) {
                 struct json_object *copy = NULL;
 
@@ -490,7 +522,7 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                         k = 0;
         } else
                 k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf-driver, autoprobe, pool, "
-                              "or settings named after a device class)");
+                              "reprogram-ids, or settings named after a device class)");
         return k;
 }
 
@@ -1155,6 +1187,8 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
                 if (pol->autoprobe >= 0)
                         json_object_object_add(po, "autoprobe", json_object_new_boolean(pol->autoprobe));
                 json_object_object_add(po, "pool", json_object_new_boolean(pol->pool));
+                if (pol->reprogram_ids)
+                        json_object_object_add(po, "reprogram-ids", json_object_get(pol->reprogram_ids));
                 if (pol->classes) {
                         json_object_object_foreach(pol->classes, cname, csettings)
                                 json_object_object_add(po, cname, json_object_get(csettings));

@@ -105,6 +105,9 @@ struct svff_policy {
         int autoprobe;          /* -1: leave alone, else 0/1 */
         bool pool;              /* VFs join the pool attach picks from */
         struct json_object *classes; /* {"<class>": settings}, or NULL */
+        /* The identities ("vvvv:dddd", lower case) a reprogram of the PF
+         * may leave it with, a JSON array; NULL: only the one it has. */
+        struct json_object *reprogram_ids;
 };
 
 struct svff_config {

@@ -63,7 +63,7 @@ reject_screen() {
 
 note "svffctl <TAB><TAB>: the commands"
 type_keys "svffctl " Tab Tab
-for c in list status init reconf release monitor attach detach pause unpause config; do
+for c in list status init reconf reprogram release monitor attach detach pause unpause config; do
         expect_screen "command $c" "(^| )$c( |$)"
 done
 
@@ -92,7 +92,8 @@ note "every option of every command (a third Tab: the first may only extend - to
 for spec in "list:--output -o --timeout --json --socket --help" \
             "status:--timeout --verbose --json" \
             "init:--driver --timeout --json" \
-            "reconf:--mode --dry-run --force --timeout" \
+            "reconf:--mode --dry-run --force --timeout --reprogram" \
+            "reprogram:--numvfs --mode --dry-run --force --timeout" \
             "release:--timeout --json" \
             "monitor:--no-reconnect --json" \
             "attach:--pf --live --config --guest-address --timeout" \
@@ -105,7 +106,7 @@ for spec in "list:--output -o --timeout --json --socket --help" \
         done
 done
 # And what a command's --help names, the completion offers.
-for c in list init reconf attach monitor; do
+for c in list init reconf reprogram attach monitor; do
         type_keys "svffctl $c -" Tab Tab Tab
         expect_screen "$c offers --json" "(^| )--json( |\$)"
         for o in $(ctl $c --help | sed -n '/^Options:/,/^$/p' | grep -o -- '--[a-z-]*' | sort -u); do

@@ -449,6 +449,32 @@ START_TEST(test_class_member) {
 }
 END_TEST
 
+START_TEST(test_reprogram_ids) {
+        /* Normalised, copied with the policy; anything but ids refused. */
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config a, b;
+
+        write_file("{ \"policies\": { \"fpga\": { \"match\": { \"address\": \"0000:01:00.0\" },"
+                   " \"reprogram-ids\": [\"10EE:913F\", \"10ee:903f\"] } } }");
+        ck_assert_int_eq(svff_config_init(&a), 0);
+        ck_assert_int_eq(svff_config_load_file(&a, path, &err), 0);
+        ck_assert_int_eq(svff_config_copy(&a, &b), 0);
+        svff_config_done(&a);
+        ck_assert_ptr_nonnull(b.policies[0].reprogram_ids);
+        ck_assert_str_eq(json_object_to_json_string_ext(b.policies[0].reprogram_ids, JSON_C_TO_STRING_PLAIN),
+                         "[\"10ee:913f\",\"10ee:903f\"]");
+        svff_config_done(&b);
+
+        write_file("{ \"policies\": { \"fpga\": { \"match\": { \"address\": \"0000:01:00.0\" },"
+                   " \"reprogram-ids\": [\"10ee\"] } } }");
+        ck_assert_int_eq(svff_config_init(&a), 0);
+        ck_assert_int_lt(svff_config_load_file(&a, path, &err), 0);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "reprogram-ids"));
+        svff_error_free(&err);
+        svff_config_done(&a);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("config");
         TCase *tc = tcase_create("config");
@@ -468,6 +494,7 @@ int main(void) {
         tcase_add_test(tc, test_copy);
         tcase_add_test(tc, test_manage);
         tcase_add_test(tc, test_class_member);
+        tcase_add_test(tc, test_reprogram_ids);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

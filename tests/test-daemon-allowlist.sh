@@ -3,7 +3,7 @@
 # check' refuses a bad rule by line; svffd lists a PF outside the list
 # read-only with the reason (List's unmanaged, the ALLOWED column), applies
 # no policy to it, and refuses every change to it or its VFs (Init,
-# Reconf and its dry run, Attach by PF and by VF, Release, Detach, Pause,
+# Reconf and its dry run, Reprogram, Attach by PF and by VF, Release, Detach, Pause,
 # Unpause) with NotAllowed naming the rules; PFs inside keep working; a
 # reload to "all" manages everything again.
 . "$(dirname "$0")/daemon-lib.sh"
@@ -69,6 +69,8 @@ check_refused $NIC init $NIC 2
 check_refused $X540 init $X540 1
 check_refused $NIC reconf $NIC 2
 check_refused $NIC reconf $NIC 2 --dry-run
+check_refused $NIC reprogram $NIC /var/lib/svff/images/x.bit
+check_refused $NIC reprogram $NIC /var/lib/svff/images/x.bit --dry-run
 check_refused $NIC attach --pf $NIC some-domain
 # Its VFs, made behind svffd's back: every call naming one is refused too.
 echo 2 > "$SYS/bus/pci/devices/$NIC/sriov_numvfs"

@@ -44,6 +44,11 @@ expect_eq "$rc" 4 "init by nobody"
 grep -q "root" "$T/err" || fail "PermissionDenied message: $(cat "$T/err")"
 rc=0; as_nobody release "$VF0" 2> "$T/err" || rc=$?
 expect_eq "$rc" 4 "release by nobody"
+# A reprogram names an image path: its dry run is refused too.
+for dry in "" --dry-run; do
+        rc=0; as_nobody reprogram $PF /var/lib/svff/images/x.bit $dry 2> "$T/err" || rc=$?
+        expect_eq "$rc" 4 "reprogram $dry by nobody"
+done
 expect_eq "$(sys_numvfs $PF)" 2 "numvfs after a refused init"
 expect_eq "$(sys_driver "$VF0")" vfio-pci "driver after a refused release"
 grep -q "Refused io.svff.Init for pid [0-9]* uid 65534" "$T/svffd.log" || fail "refusal not logged"

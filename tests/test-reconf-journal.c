@@ -150,6 +150,49 @@ START_TEST(test_not_reconf) {
 }
 END_TEST
 
+START_TEST(test_reprogram_record) {
+        /* A reprogram's phases and its record: each phase of its own
+         * needs the record, the record needs its image. */
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan_4_to_6();
+        static const char *const phases[] = { "remove", "flash", "rescan", "interrupted" };
+        struct reconf_journal j = {};
+
+        for (size_t i = 0; i < ELEMENTSOF(phases); i++) {
+                struct json_object *e = reparse(reconf_journal_encode(p, phases[i], 1));
+
+                ck_assert_int_eq(reconf_journal_decode(e, &j), -EBADMSG);
+                json_object_object_add(e, "reprogram", json_tokener_parse(
+                        "{\"image\": \"/images/a.bit\", \"ids\": [\"10ee:903f\"], \"flashed\": false, "
+                        "\"reason\": \"the flash hook failed\"}"));
+                e = reparse(e);
+                ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+                ck_assert_str_eq(j.phase, phases[i]);
+                ck_assert_ptr_nonnull(j.reprogram);
+                ck_assert_str_eq(j.reprogram_image, "/images/a.bit");
+                ck_assert(!j.reprogram_flashed);
+                ck_assert_str_eq(j.reprogram_reason, "the flash hook failed");
+                reconf_journal_done(&j);
+                /* No image: not a reprogram svffd can go on with. */
+                json_object_object_del(json_object_object_get(e, "reprogram"), "image");
+                ck_assert_int_eq(reconf_journal_decode(e, &j), -EBADMSG);
+                json_object_put(e);
+        }
+        /* A reconf's own phase with a flashed reprogram: the new count next. */
+        {
+                struct json_object *e = reconf_journal_encode(p, "numvfs", 1);
+
+                json_object_object_add(e, "reprogram", json_tokener_parse(
+                        "{\"image\": \"/images/a.bit\", \"flashed\": true, \"reason\": null}"));
+                e = reparse(e);
+                ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+                ck_assert(j.reprogram_flashed);
+                ck_assert_ptr_null(j.reprogram_reason);
+                reconf_journal_done(&j);
+                json_object_put(e);
+        }
+}
+END_TEST
+
 /* Each key broken in turn: never a half-read entry. */
 START_TEST(test_unreadable) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan_4_to_6();
@@ -192,6 +235,7 @@ static Suite *reconf_journal_suite(void) {
         tcase_add_test(tc, test_rollback_from_older_svffd);
         tcase_add_test(tc, test_not_reconf);
         tcase_add_test(tc, test_unreadable);
+        tcase_add_test(tc, test_reprogram_record);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -14,6 +14,14 @@
  * destroys the VFs (and flags one still held by a domain), a re-attach
  * needs its VF to exist on vfio-pci, an unpause needs the device there.
  *
+ * A reprogram (scenarios with an image) adds the PF's own steps: the
+ * fake PF leaves the bus and comes back, and refuses (flags) a removal
+ * with VFs enabled, a flash while the PF is on the bus, and a numvfs
+ * write while it is off it. A journal the machine leaves "interrupted"
+ * is restarted once as svffd's own recovery (which must neither flash
+ * nor touch the PF), then taken up by the operator: a reprogram again or,
+ * every other case, a reconf.
+ *
  * After each case, and after each restart, the invariants: no VF in two
  * domains, none destroyed while a domain held it, none given to a domain
  * on another driver; no assignment lost (a device in its domain has its
@@ -59,12 +67,14 @@ void fault_set_stop(void (*fn)(void *userdata), void *userdata) {
 #define MAX_EVENTS 256
 #define MAX_RESTARTS 5
 
-enum step_kind { K_QUIESCE, K_NUMVFS0, K_NUMVFSN, K_PROVISION, K_BIND, K_RESTORE, K_COMMIT, _K_MAX };
+enum step_kind { K_QUIESCE, K_NUMVFS0, K_NUMVFSN, K_PROVISION, K_BIND, K_RESTORE, K_COMMIT,
+                 K_REMOVE, K_FLASH, K_RESCAN, K_IDENTITY, K_BINDPF, _K_MAX };
+#define K_RECONF_MAX K_REMOVE
 enum failure { F_NONE, F_ERROR, F_TIMEOUT, F_PARTIAL, F_LOST_DOMAIN, F_LOST_LIBVIRT, F_CRASH, F_CRASH_AFTER };
 enum order { O_SYNC, O_FIFO, O_LIFO };
 
 static const char *const kind_names[] = { "quiesce", "numvfs-0", "numvfs-N", "provision", "bind", "restore",
-                                          "commit" };
+                                          "commit", "remove-pf", "flash", "rescan", "check-identity", "bind-pf" };
 static const char *const failure_names[] = { "none", "error", "timeout", "partial", "lost-domain", "lost-libvirt",
                                              "crash", "crash-after-commit" };
 static const char *const order_names[] = { "sync", "fifo", "lifo" };
@@ -83,7 +93,7 @@ struct record {
         enum svff_pause_mode mode;
 };
 
-enum ev_type { EV_QUIESCE, EV_NUMVFS, EV_PROVISION, EV_BIND, EV_RESTORE, EV_COMMIT };
+enum ev_type { EV_QUIESCE, EV_NUMVFS, EV_PROVISION, EV_BIND, EV_RESTORE, EV_COMMIT, EV_PF };
 
 struct event {
         enum ev_type type;
@@ -94,11 +104,14 @@ struct event {
         unsigned numvfs;
         bool lost_libvirt;
         struct json_object *state;
+        enum reconf_pf_op op;
 };
 
 struct world {
         /* sysfs */
         unsigned numvfs;
+        bool pf_gone, pf_unbound;       /* off the bus; without its driver */
+        unsigned flashes;               /* hook runs that completed */
         enum drv drv[MAX_VF];
         /* libvirt: one device per assignment, in its domain */
         struct dev dev[MAX_ITEMS];
@@ -236,6 +249,16 @@ static int f_set_numvfs(void *userdata, unsigned n) {
         enum failure f = inject(w, n == 0 ? K_NUMVFS0 : K_NUMVFSN);
         struct event e = { .type = EV_NUMVFS, .numvfs = n };
 
+        if (w->pf_gone || (w->pf_unbound && n != w->numvfs)) {
+                /* The kernel: no PF to write to, or ENOENT without a
+                 * driver (and a BUG after an orphaning removal). */
+                bad(w, "numvfs %u written to PF %s %s", n, PF, w->pf_gone ? "off the bus" : "without its driver");
+                e.r = w->pf_gone ? -ENODEV : -ENOENT;
+                e.n_vfs = (int) w->numvfs;
+                push(w, e);
+                return 0;
+        }
+
         if (f == F_LOST_DOMAIN)
                 lose_domain(w, 0);
         if (f == F_LOST_LIBVIRT)
@@ -369,6 +392,93 @@ static int f_restore(void *userdata, const size_t *items, size_t n) {
         return 0;
 }
 
+/* A reprogram's PF steps. F_CRASH: svffd killed while the step runs,
+ * before it had any effect; F_CRASH_AFTER: once it had (the hook wrote
+ * the image). */
+static int f_pf(struct world *w, enum reconf_pf_op op, enum step_kind kind) {
+        enum failure f = inject(w, kind);
+        struct event e = { .type = EV_PF, .op = op };
+
+        if (f == F_CRASH) {
+                w->crashed = true;
+                return 0;
+        }
+        if (f == F_LOST_LIBVIRT)
+                w->libvirt_gone = e.lost_libvirt = true;
+        if (f == F_LOST_DOMAIN)
+                lose_domain(w, 0);
+        if (f == F_ERROR || f == F_PARTIAL)
+                e.r = op == RECONF_PF_IDENTITY ? -EPROTO : -EIO;
+        else if (f == F_TIMEOUT)
+                e.r = -ETIMEDOUT;
+        switch (op) {
+        case RECONF_PF_REMOVE:
+                if (w->numvfs > 0)
+                        bad(w, "PF removed with %u VFs enabled", w->numvfs);
+                if (e.r >= 0) {
+                        w->pf_unbound = true;
+                        w->pf_gone = true;
+                } else
+                        w->pf_unbound = true;   /* unbound, then the removal failed */
+                break;
+        case RECONF_PF_FLASH:
+                if (!w->pf_gone)
+                        bad(w, "flash hook run with PF %s on the bus", PF);
+                if (e.r >= 0)
+                        w->flashes++;
+                break;
+        case RECONF_PF_RESCAN:
+                if (e.r >= 0) {
+                        w->pf_gone = false;
+                        w->pf_unbound = true;   /* back; its driver is bind_pf's to check */
+                }
+                break;
+        case RECONF_PF_IDENTITY:
+                if (w->pf_gone)
+                        bad(w, "identity checked with PF %s off the bus", PF);
+                break;
+        case RECONF_PF_BIND:
+        default:
+                if (w->pf_gone)
+                        bad(w, "driver bound with PF %s off the bus", PF);
+                if (e.r >= 0)
+                        w->pf_unbound = false;
+                break;
+        }
+        if (f == F_CRASH_AFTER) {
+                w->crashed = true;
+                return 0;
+        }
+        push(w, e);
+        return 0;
+}
+
+static int f_remove_pf(void *userdata) {
+        return f_pf(userdata, RECONF_PF_REMOVE, K_REMOVE);
+}
+
+static int f_flash(void *userdata, const char *image) {
+        ck_assert_str_eq(image, "/images/new.bit");
+        return f_pf(userdata, RECONF_PF_FLASH, K_FLASH);
+}
+
+static int f_rescan_wait(void *userdata) {
+        return f_pf(userdata, RECONF_PF_RESCAN, K_RESCAN);
+}
+
+static int f_check_identity(void *userdata, struct json_object *ids, unsigned numvfs) {
+        struct world *w = userdata;
+
+        ck_assert_uint_eq(numvfs, w->plan->to);
+        ck_assert_ptr_nonnull(ids);
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(ids, 0)), "10ee:903f");
+        return f_pf(userdata, RECONF_PF_IDENTITY, K_IDENTITY);
+}
+
+static int f_bind_pf(void *userdata) {
+        return f_pf(userdata, RECONF_PF_BIND, K_BINDPF);
+}
+
 static void apply_commit(struct world *w, struct json_object *journal) {
         free(w->journal);
         w->journal = journal ? strdup(json_object_to_json_string(journal)) : NULL;
@@ -426,6 +536,11 @@ static const struct reconf_ops fake_ops = {
         .bind = f_bind,
         .restore = f_restore,
         .commit = f_commit,
+        .remove_pf = f_remove_pf,
+        .flash = f_flash,
+        .rescan_wait = f_rescan_wait,
+        .check_identity = f_check_identity,
+        .bind_pf = f_bind_pf,
         .finished = f_finished,
 };
 
@@ -473,6 +588,11 @@ static void deliver(struct world *w, struct event *e) {
                 break;
         case EV_COMMIT:
                 reconf_machine_commit_done(rm, e->r, e->r < 0 ? "fake commit failure" : NULL);
+                break;
+        case EV_PF:
+                if (e->r >= 0)
+                        done_token(w, "%s", reconf_pf_op_to_string(e->op));
+                reconf_machine_pf_done(rm, e->op, e->r, e->r < 0 ? "fake PF step failure" : NULL);
                 break;
         }
 }
@@ -538,7 +658,10 @@ static void check_log(struct world *w, const char *name) {
                                 if (streq(vf_addr(v), vf))
                                         break;
                         snprintf(mine[n++], sizeof(mine[0]), "p%u", v);
-                }
+                } else if (streq(action, "remove_pf") || streq(action, "flash") || streq(action, "rescan") ||
+                           streq(action, "check_identity") || streq(action, "bind_pf"))
+                        /* A reprogram's PF step: its action is the token. */
+                        snprintf(mine[n++], sizeof(mine[0]), "%s", action);
                 ck_assert_uint_lt(n, 60);
         }
         qsort(mine, n, sizeof(mine[0]), cmp_str);
@@ -624,13 +747,21 @@ struct scenario {
         unsigned from, to;
         enum svff_reconf_mode mode;
         bool force;
+        bool reprogram;
 };
 
 static const struct scenario scenarios[] = {
-        { "4->4 pause", 4, 4, SVFF_RECONF_PAUSE, false },
-        { "4->2 detach force", 4, 2, SVFF_RECONF_DETACH, true },
-        { "3->4 pause", 3, 4, SVFF_RECONF_PAUSE, false },
+        { "4->4 pause", 4, 4, SVFF_RECONF_PAUSE, false, false },
+        { "4->2 detach force", 4, 2, SVFF_RECONF_DETACH, true, false },
+        { "3->4 pause", 3, 4, SVFF_RECONF_PAUSE, false, false },
+        { "reprogram 4->4 pause", 4, 4, SVFF_RECONF_PAUSE, false, true },
+        { "reprogram 4->2 detach force", 4, 2, SVFF_RECONF_DETACH, true, true },
+        { "reprogram 3->4 pause", 3, 4, SVFF_RECONF_PAUSE, false, true },
 };
+
+/* How a run starts: new, svffd's own recovery, or the operator's
+ * reprogram (flash again) or reconf of an interrupted reprogram. */
+enum start { S_NEW, S_RECOVER, S_REPROGRAM, S_RECONF };
 
 /* Three domains: d1 (VF 0, native pause), d2 (VFs 1 and 2), d3 (VF 3,
  * when the PF has it). */
@@ -672,7 +803,8 @@ static void world_init(struct world *w, const struct scenario *sc, const struct 
 
 /* One machine run on w: new (journal NULL) or a restart from the
  * committed journal; returns whether it ended (else it crashed). */
-static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char *journal_text, const char *name) {
+static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char *journal_text, const char *name,
+                     bool reprogram, enum start start) {
         struct reconf_journal j = {};
         struct json_object *je = NULL;
         bool ended;
@@ -687,6 +819,16 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
         w->rm = reconf_machine_new(plan, journal_text ? &j : NULL, 1, true, &fake_ops, w);
         ck_assert_ptr_nonnull(w->rm);
         w->plan = reconf_machine_plan(w->rm);
+        if (reprogram && !journal_text) {
+                struct json_object *ids = json_object_new_array();
+
+                json_object_array_add(ids, json_object_new_string("10ee:903f"));
+                json_object_array_add(ids, json_object_new_string("10ee:913f"));
+                ck_assert_int_eq(reconf_machine_set_reprogram(w->rm, "/images/new.bit", ids), 0);
+                json_object_put(ids);
+        }
+        if (start == S_REPROGRAM || start == S_RECONF)
+                reconf_machine_resume_reprogram(w->rm, start == S_REPROGRAM);
         if (journal_text)
                 for (size_t i = 0; i < w->plan->n_items; i++)
                         reconf_machine_recover_item(w->rm, i, w->rec[i].present,
@@ -713,6 +855,8 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
         return ended;
 }
 
+static unsigned n_cases;
+
 /* Runs a case, then restarts from the journal (without failures, libvirt
  * back) until none is left, checking after each run. */
 static void run_case(const struct scenario *sc, enum order order, enum step_kind kind, enum failure f, unsigned at,
@@ -722,6 +866,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         struct svff_reconf_input in = { .pf = PF, .numvfs = sc->from, .driver = "vfio-pci", .items = items,
                                         .n_items = n };
         struct svff_reconf_plan *plan = NULL;
+        bool reported = false;
         struct world w;
         char name[256];
 
@@ -737,7 +882,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         w.stop_at = stop_at;
         w.stop_now = stop_now;
 
-        run_once(&w, plan, NULL, name);
+        run_once(&w, plan, NULL, name, sc->reprogram, S_NEW);
         check_world(&w, name, !w.journal);
         if (ret_commits)
                 *ret_commits = w.seen[K_COMMIT];
@@ -745,16 +890,38 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
                 *ret_completions = w.n_delivered;
         for (unsigned r = 0; w.journal && r < MAX_RESTARTS; r++) {
                 _cleanup_free_ char *journal = strdup(w.journal);
+                _cleanup_(json_object_putp) struct json_object *je = json_tokener_parse(journal);
+                const char *phase = NULL;
+                enum start start = S_RECOVER;
+                unsigned flashes = w.flashes;
                 char rname[300];
 
+                (void) svff_json_get_string(je, "phase", &phase);
+                if (phase && (streq(phase, "interrupted") || streq(phase, "flash")) && reported) {
+                        /* svffd reported it; the operator takes it up. */
+                        start = (n_cases % 2 == 0) ? S_REPROGRAM : S_RECONF;
+                        reported = false;
+                } else if (phase && (streq(phase, "interrupted") || streq(phase, "flash")))
+                        reported = true;
                 reconf_machine_free(w.rm);
                 w.rm = NULL;
                 w.fail = F_NONE;
                 w.stop_at = 0;
                 w.libvirt_gone = false;
-                snprintf(rname, sizeof(rname), "%s restart %u", name, r + 1);
-                run_once(&w, NULL, journal, rname);
+                snprintf(rname, sizeof(rname), "%s restart %u (%s)", name, r + 1,
+                         start == S_RECOVER ? "recovery" : start == S_REPROGRAM ? "reprogram again" : "reconf");
+                run_once(&w, NULL, journal, rname, sc->reprogram, start);
                 check_world(&w, rname, !w.journal);
+                if (reported) {
+                        /* Never resumed by itself, never guessed flashed:
+                         * no hook, the journal kept, the PF said to be
+                         * interrupted. */
+                        ck_assert_msg(w.flashes == flashes, "%s: svffd's own recovery ran the flash hook", rname);
+                        ck_assert_msg(w.journal != NULL, "%s: the interrupted journal was dropped", rname);
+                        ck_assert_msg(reconf_machine_interrupted(w.rm) &&
+                                      reconf_machine_result(w.rm, NULL) == RECONF_ERR_INTERRUPTED,
+                                      "%s: not reported as an interrupted reprogram", rname);
+                }
                 /* A restart without failures settles everything. */
                 if (!w.journal)
                         for (size_t i = 0; i < w.plan->n_items; i++)
@@ -765,11 +932,11 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         ck_assert_msg(!w.journal, "%s: still journaled after %u restarts", name, MAX_RESTARTS);
         ck_assert_msg(w.numvfs == sc->from || w.numvfs == sc->to || f == F_PARTIAL,
                       "%s: the PF ended at %u VFs", name, w.numvfs);
+        ck_assert_msg(!w.pf_gone && !w.pf_unbound, "%s: the PF ended %s", name,
+                      w.pf_gone ? "off the bus" : "without its driver");
         reconf_machine_free(w.rm);
         free(w.journal);
 }
-
-static unsigned n_cases;
 
 START_TEST(test_clean) {
         /* Every scenario, every order, no failure: the reconf goes
@@ -786,7 +953,7 @@ START_TEST(test_failures) {
         /* Every step x every failure, at its first and second occurrence. */
         for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
                 for (enum order o = O_SYNC; o <= O_LIFO; o++)
-                        for (enum step_kind k = 0; k < _K_MAX; k++)
+                        for (enum step_kind k = 0; k < (scenarios[s].reprogram ? _K_MAX : K_RECONF_MAX); k++)
                                 for (enum failure f = F_ERROR; f <= F_LOST_LIBVIRT; f++)
                                         for (unsigned at = 1; at <= 2; at++) {
                                                 run_case(&scenarios[s], o, k, f, at, 0, false, NULL, NULL);
@@ -815,6 +982,65 @@ START_TEST(test_crashes) {
                                 n_cases++;
                         }
                 }
+}
+END_TEST
+
+START_TEST(test_reprogram_crashes) {
+        /* svffd killed during each of a reprogram's PF steps, the hook
+         * included, before and after the step had its effect. */
+        for (size_t s = 0; s < ELEMENTSOF(scenarios); s++) {
+                if (!scenarios[s].reprogram)
+                        continue;
+                for (enum order o = O_SYNC; o <= O_LIFO; o++)
+                        for (enum step_kind k = K_REMOVE; k < _K_MAX; k++)
+                                for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
+                                        run_case(&scenarios[s], o, k, f, 1, 0, false, NULL, NULL);
+                                        n_cases++;
+                                }
+        }
+}
+END_TEST
+
+START_TEST(test_reprogram_interrupted) {
+        /* A failing hook, a late one, a PF that does not come back, and
+         * one that comes back as the policy does not allow: every
+         * assignment off its domain stays paused with its record, the
+         * journal says interrupted, the hook ran once. */
+        static const struct { enum step_kind k; enum failure f; } cases[] = {
+                { K_FLASH, F_ERROR }, { K_FLASH, F_TIMEOUT }, { K_RESCAN, F_TIMEOUT }, { K_IDENTITY, F_ERROR },
+        };
+        const struct scenario *sc = &scenarios[3];
+
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                struct svff_reconf_item items[MAX_ITEMS];
+                size_t n = make_items(sc, items);
+                struct svff_reconf_input in = { .pf = PF, .numvfs = sc->from, .driver = "vfio-pci", .items = items,
+                                                .n_items = n };
+                struct svff_reconf_plan *plan = NULL;
+                const char *msg = NULL;
+                struct world w;
+
+                ck_assert_int_eq(svff_reconf_plan_new(&in, sc->to, sc->mode, sc->force, &plan), 0);
+                world_init(&w, sc, plan);
+                w.order = O_FIFO;
+                w.fail_kind = cases[c].k;
+                w.fail = cases[c].f;
+                w.fail_at = 1;
+                ck_assert(run_once(&w, plan, NULL, "interrupted", true, S_NEW));
+                ck_assert_int_eq(reconf_machine_result(w.rm, &msg), RECONF_ERR_INTERRUPTED);
+                ck_assert_ptr_nonnull(strstr(msg, "reprogram interrupted"));
+                ck_assert_ptr_nonnull(w.journal);
+                ck_assert_ptr_nonnull(strstr(w.journal, "\"phase\": \"interrupted\""));
+                ck_assert_uint_eq(w.flashes, cases[c].k == K_FLASH ? 0 : 1);
+                for (size_t i = 0; i < w.plan->n_items; i++) {
+                        ck_assert(w.rec[i].present);
+                        ck_assert(!reconf_machine_item_has_vf(w.rm, i) || w.dev[i].paused);
+                        ck_assert_int_eq(w.rec[i].state, SVFF_ASSIGN_PAUSED);
+                        ck_assert_str_eq(reconf_machine_item_outcome(w.rm, i), "paused");
+                }
+                reconf_machine_free(w.rm);
+                free(w.journal);
+        }
 }
 END_TEST
 
@@ -852,7 +1078,7 @@ START_TEST(test_clean_log_is_plan) {
         n_plan = plan->n_steps;
         world_init(&w, sc, plan);
         w.order = O_FIFO;
-        ck_assert(run_once(&w, plan, NULL, "clean"));
+        ck_assert(run_once(&w, plan, NULL, "clean", false, S_NEW));
         ck_assert_int_eq(reconf_machine_result(w.rm, NULL), RECONF_OK);
         log = reconf_machine_log(w.rm);
         for (size_t k = 0; k < json_object_array_length(log); k++) {
@@ -895,7 +1121,7 @@ START_TEST(test_journal_class) {
                 w.fail_kind = K_COMMIT;
                 w.fail = F_CRASH_AFTER;
                 w.fail_at = at;
-                run_once(&w, plan, NULL, "class");
+                run_once(&w, plan, NULL, "class", false, S_NEW);
                 reconf_machine_free(w.rm);
                 ck_assert_ptr_nonnull(w.journal);
                 e = json_tokener_parse(w.journal);
@@ -928,13 +1154,15 @@ int main(void) {
         SRunner *sr;
         int failed;
 
-        tcase_set_timeout(tc, 60);
+        tcase_set_timeout(tc, 240);
         tcase_add_test(tc, test_clean);
         tcase_add_test(tc, test_clean_log_is_plan);
         tcase_add_test(tc, test_journal_class);
         tcase_add_test(tc, test_failures);
         tcase_add_test(tc, test_crashes);
         tcase_add_test(tc, test_stops);
+        tcase_add_test(tc, test_reprogram_crashes);
+        tcase_add_test(tc, test_reprogram_interrupted);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_NOFORK);

@@ -44,6 +44,13 @@
  *                          the mailbox
  *   queue-start <BDF> <qid> [MM|ST]   a queue of that function is started
  *   queue-stop <BDF> <qid>            (EINVAL: qid >= qmax)
+ *   reprogram <BDF> <device> <totalvfs> [driver]
+ *                          a flash hook wrote a new image to a removed PF:
+ *                          the next rescan brings it back with that device
+ *                          id and sriov_totalvfs (at most the scenario's),
+ *                          and driver (default: none) takes the new id.
+ *                          EBUSY while the PF is on the bus: a real image
+ *                          takes effect only through a remove and rescan.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -228,6 +235,34 @@ int sim_control(struct sim *sim, const char *cmd) {
                 if (sim_kstrtoull(w[2], 10, &v) < 0 || v > UINT32_MAX)
                         return -EINVAL;
                 return sim_qdma_queue(sim, dev, (unsigned) v, st, streq(w[0], "queue-start"));
+        }
+        if (streq(w[0], "reprogram") && (n == 4 || n == 5)) {
+                unsigned long long device, total;
+                struct sim_driver *drv = NULL;
+
+                if (dev)
+                        return -EBUSY;  /* on the bus */
+                /* A removed device is in no lookup of present ones. */
+                for (size_t i = 0; i < sim->n_devs && !dev; i++)
+                        if (!sim->devs[i]->present && !sim->devs[i]->unplugged &&
+                            sim_sysfs_streq(sim->devs[i]->name, w[1]))
+                                dev = sim->devs[i];
+                if (!dev || !dev->is_pf)
+                        return -ENODEV;
+                if (sim_kstrtoull(w[2], 16, &device) < 0 || device > 0xffff ||
+                    sim_kstrtoull(w[3], 10, &total) < 0 || total > dev->vf_slots)
+                        return -EINVAL;
+                if (n == 5 && !(drv = sim_driver_get(sim, w[4])))
+                        return -ENOENT;
+                if (drv) {
+                        int r = sim_driver_add_id(drv, dev->vendor, (uint32_t) device);
+                        if (r < 0)
+                                return r;
+                }
+                dev->device = (uint16_t) device;
+                dev->totalvfs = (uint16_t) total;
+                dev->cap_totalvfs = 0;  /* the config space follows the image */
+                return 0;
         }
         if (n != 2)
                 return -EINVAL;

@@ -629,6 +629,7 @@ int sim_dev_register(struct sim *sim, struct sim_dev *dev) {
                     (dev->totalvfs > 1 && dev->stride == 0))
                         return -ERANGE;
                 dev->vfs = calloc(dev->totalvfs ?: 1, sizeof(*dev->vfs));
+                dev->vf_slots = dev->totalvfs;
                 if (!dev->vfs)
                         return -ENOMEM;
         }

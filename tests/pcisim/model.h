@@ -90,7 +90,8 @@ struct sim_dev {
         uint16_t cfg_numvfs;            /* SR-IOV NumVFs register */
         unsigned vf_qmax;               /* what a VF driver asks for at probe */
         unsigned qbudget;               /* the device's queues, PF and VFs */
-        struct sim_dev *vfs;            /* totalvfs slots, reused */
+        struct sim_dev *vfs;            /* vf_slots slots, reused */
+        uint16_t vf_slots;              /* totalvfs at registration: the most a reprogram gives */
 
         /* VF */
         struct sim_dev *pf;
