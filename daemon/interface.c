@@ -528,6 +528,8 @@ const char svff_interface_description[] =
 "  # dry run: the image, and the vendor:device ids the PF may come back as\n"
 "  image: ?string,\n"
 "  ids: ?[]string,\n"
+"  # dry run: the PF's device-class steps for the new count (as Reconf's)\n"
+"  class_plan: ?object,\n"
 "  numvfs: ?int,\n"
 "  message: ?string,\n"
 "  assignments: ?[]ReconfOutcome,\n"

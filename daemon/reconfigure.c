@@ -294,14 +294,14 @@ static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
         return false;
 }
 
+enum { RESUME_NONE, RESUME_RESCAN, RESUME_REMOVE };
+
 /* Takes plan; borrows journal, the decoded entry to recover from (NULL:
  * a new reconf, journaled first by the machine). With a call, every
- * failure is answered. */
-/* image: a reprogram's (NULL: a reconf, or a recovery's own), ids the
- * identities it may leave the PF with (borrowed). resume: for an
- * interrupted reprogram's journal, go on from the removal (a reprogram
- * again) or the rescan (a reconf). */
-enum { RESUME_NONE, RESUME_RESCAN, RESUME_REMOVE };
+ * failure is answered. image: a reprogram's (NULL: a reconf, or a
+ * recovery's own), ids the identities it may leave the PF with
+ * (borrowed). resume: for an interrupted reprogram's journal, go on from
+ * the removal (a reprogram again) or the rescan (a reconf). */
 
 static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan,
                         const struct reconf_journal *journal, const char *image, struct json_object *ids,
