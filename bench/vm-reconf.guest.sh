@@ -194,7 +194,8 @@ ticks=$(getconf CLK_TCK)
 # phases FILE: the reconf's phases from svffd's monitor events, each as
 # seconds since the reconf started: "quiesce Q, numvfs N, provision P,
 # bind B, restore R". Provision (the NVMe class's step, per VF) runs from
-# the end of numvfs to its last VF, its journal write included.
+# the end of numvfs to its last VF's step; the journal write of the class
+# state that follows it counts in bind.
 phases() {
         jq -r 'select(.timestamp_usec) | "\(.timestamp_usec) \(.event) \(.phase // "-") \(.action // "-")"' "$1" |
                 awk '$2 == "reconf-started" { t0 = $1 }
@@ -385,7 +386,7 @@ if have_reconf; then
         say "  svffd  8 VFs / 1 VF:        $(ratio "$svffd_8" "$svffd_1")   (target <= 1.6)"
         say "  NVMe class (provision phase) share of the cycle: $(for n in 1 4 8; do
                 eval "p=\$prov_$n c=\$svffd_$n"
-                awk -v p="$p" -v c="$c" 'BEGIN { printf "%.0f%% (%.2f s)", c > 0 ? 100 * p / c : 0, p }'
+                awk -v p="$p" -v c="$c" 'BEGIN { printf "%.0f%% (%.2f s)", (c > 0 ? 100 * p / c : 0), p }'
                 [ "$n" = 8 ] || printf ' / '
         done) at 1 / 4 / 8 VFs (target at 8: <= 10%)"
         for n in 1 4 8; do
