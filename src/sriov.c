@@ -86,14 +86,18 @@ static int write_numvfs(struct svff_ctx *ctx, const char *path, const char *pf, 
         if (asprintf(&value, "%u", n) < 0 || asprintf(&step, "setting sriov_numvfs %u -> %u", current, n) < 0)
                 return -ENOMEM;
 
+        /* A removal blocks on a VF a VFIO user holds open, but only a VF
+         * on vfio-pci can be: counted before the write, as a blocked
+         * removal has already taken the links (virtfn0 first) that would
+         * say so, and reading them then may block too. */
+        unsigned on_vfio = n == 0 ? vfs_on_vfio(ctx, pf) : 0;
+
         svff_log_debug(ctx, "%s: %s (deadline %llu ms)", pf, step,
                        (unsigned long long) (timeout_usec / USEC_PER_MSEC));
         r = svff_sysfs_write_deadline(ctx, path, value, timeout_usec);
         if (r == -ETIMEDOUT) {
-                /* A removal blocks on a VF a VFIO user holds open, but
-                 * only a VF on vfio-pci can be: without one, say so
-                 * rather than send the operator looking for a holder. */
-                unsigned on_vfio = n == 0 ? vfs_on_vfio(ctx, pf) : 0;
+                /* Without a VF on vfio-pci, say so rather than send the
+                 * operator looking for a holder. */
                 _cleanup_free_ char *why = NULL;
 
                 if (on_vfio > 0 && asprintf(&why, "the PF driver is slow or stuck, or one of the %u VFs on "
