@@ -837,13 +837,35 @@ static bool reprogram_allowed(struct manager *m, struct call *call, const char *
         return true;
 }
 
+/* dry_run, force and mode, as Reconf and Reprogram both take them;
+ * false once a bad one is answered. */
+static bool check_flags(struct call *call, struct json_object *params) {
+        const char *mode = NULL;
+        struct json_object *v;
+        bool b;
+
+        for (const char *const *k = (const char *const[]) { "dry_run", "force", NULL }; *k; k++)
+                if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
+                                    "Parameter '%s' must be true or false.", *k);
+                        return false;
+                }
+        if (json_object_object_get_ex(params, "mode", &v) && v &&
+            (svff_json_get_string(params, "mode", &mode) < 0 || svff_reconf_mode_from_string(mode) < 0)) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "mode",
+                            "Parameter 'mode' must be 'pause' or 'detach'.");
+                return false;
+        }
+        return true;
+}
+
 void method_reconf(struct manager *m, struct call *call) {
         static const char *const allowed[] = { "pf", "numvfs", "mode", "dry_run", "force", "reprogram", NULL };
         struct json_object *params = call_request(call)->parameters, *v, *e;
         char pf[SVFF_PCI_ADDR_STRLEN];
-        const char *mode = NULL, *jop = NULL;
+        const char *jop = NULL;
         unsigned numvfs;
-        bool dry_run = false, b;
+        bool dry_run = false;
         int r;
 
         if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) || !params_get_address(call, "pf", pf))
@@ -855,18 +877,8 @@ void method_reconf(struct manager *m, struct call *call) {
                                          : "Parameter 'numvfs' must be an integer from 0 to 65535.");
                 return;
         }
-        for (const char *const *k = (const char *const[]) { "dry_run", "force", NULL }; *k; k++)
-                if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
-                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
-                                    "Parameter '%s' must be true or false.", *k);
-                        return;
-                }
-        if ((json_object_object_get_ex(params, "mode", &v) && v &&
-             (svff_json_get_string(params, "mode", &mode) < 0 || svff_reconf_mode_from_string(mode) < 0))) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "mode",
-                            "Parameter 'mode' must be 'pause' or 'detach'.");
+        if (!check_flags(call, params))
                 return;
-        }
         (void) svff_json_get_bool(params, "dry_run", &dry_run);
         if (json_object_object_get_ex(params, "reprogram", &v) && v) {
                 const char *image = NULL;
@@ -914,9 +926,8 @@ void method_reprogram(struct manager *m, struct call *call) {
         static const char *const allowed[] = { "pf", "image", "numvfs", "mode", "dry_run", "force", NULL };
         struct json_object *params = call_request(call)->parameters, *v, *e;
         char pf[SVFF_PCI_ADDR_STRLEN];
-        const char *mode = NULL, *image = NULL, *jop = NULL;
+        const char *image = NULL, *jop = NULL;
         unsigned numvfs = 0;
-        bool b;
 
         if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) || !params_get_address(call, "pf", pf))
                 return;
@@ -935,18 +946,8 @@ void method_reprogram(struct manager *m, struct call *call) {
                             "Parameter 'numvfs' must be an integer from 0 to 65535.");
                 return;
         }
-        for (const char *const *k = (const char *const[]) { "dry_run", "force", NULL }; *k; k++)
-                if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
-                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
-                                    "Parameter '%s' must be true or false.", *k);
-                        return;
-                }
-        if ((json_object_object_get_ex(params, "mode", &v) && v &&
-             (svff_json_get_string(params, "mode", &mode) < 0 || svff_reconf_mode_from_string(mode) < 0))) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "mode",
-                            "Parameter 'mode' must be 'pause' or 'detach'.");
+        if (!check_flags(call, params))
                 return;
-        }
         if (!reprogram_allowed(m, call, pf, image))
                 return;
         json_object_object_add(params, "pf", json_object_new_string(pf));
