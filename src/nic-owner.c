@@ -328,9 +328,10 @@ static int nm_call(sd_bus *bus, const char *path, const char *iface, const char 
         return sd_bus_call(bus, m, NM_TIMEOUT_USEC, NULL, ret);
 }
 
-/* Properties.Get of a property that is an object path ("o"), or of a
- * string (below). */
-static int nm_get_path(sd_bus *bus, const char *path, const char *iface, const char *property, char **ret) {
+/* Properties.Get of a property of D-Bus type type: "o" (an object path)
+ * or "s" (a string). */
+static int nm_get(sd_bus *bus, const char *path, const char *iface, const char *property, const char *type,
+                  char **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const char *v;
         int r;
@@ -338,26 +339,19 @@ static int nm_get_path(sd_bus *bus, const char *path, const char *iface, const c
         r = nm_call(bus, path, "org.freedesktop.DBus.Properties", "Get", &reply, "ss", iface, property);
         if (r < 0)
                 return r;
-        r = sd_bus_message_read(reply, "v", "o", &v);
+        r = sd_bus_message_read(reply, "v", type, &v);
         if (r < 0)
                 return r;
         *ret = strdup(v);
         return *ret ? 0 : -ENOMEM;
 }
 
-static int nm_get_string(sd_bus *bus, const char *path, const char *iface, const char *property, char **ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *v;
-        int r;
+static int nm_get_path(sd_bus *bus, const char *path, const char *iface, const char *property, char **ret) {
+        return nm_get(bus, path, iface, property, "o", ret);
+}
 
-        r = nm_call(bus, path, "org.freedesktop.DBus.Properties", "Get", &reply, "ss", iface, property);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_read(reply, "v", "s", &v);
-        if (r < 0)
-                return r;
-        *ret = strdup(v);
-        return *ret ? 0 : -ENOMEM;
+static int nm_get_string(sd_bus *bus, const char *path, const char *iface, const char *property, char **ret) {
+        return nm_get(bus, path, iface, property, "s", ret);
 }
 
 static int strv_push_unique(char ***l, size_t *n, const char *s) {
