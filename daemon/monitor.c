@@ -143,6 +143,7 @@ void monitor_end(struct monitor *b) {
         p = json_object_new_object();
         ev = json_object_new_object();
         json_object_object_add(ev, "event", json_object_new_string("shutdown"));
+        json_object_object_add(ev, "timestamp_usec", json_object_new_int64((int64_t) now_realtime()));
         json_object_object_add(p, "event", ev);
         while (b->n_subscribers > 0) {
                 struct call *c = b->subscribers[--b->n_subscribers];
