@@ -62,6 +62,7 @@ static const char *arg_reprogram = NULL;
 static const char *arg_output = NULL;
 static bool arg_no_reconnect = false;
 static bool arg_verbose = false;
+static bool arg_wait = false;
 
 static volatile sig_atomic_t interrupted = 0;
 
@@ -270,6 +271,8 @@ static void catch_sigint(void) {
 }
 
 #define READ_MORE (-1)
+/* status --wait: operations still in progress, ask again. */
+#define EXIT_BUSY_POLL (-2)
 
 /* Handles one reply: an exit code when it ends the command, else
  * READ_MORE. */
@@ -580,9 +583,56 @@ static int print_status(struct json_object *reply, const void *userdata) {
         return 0;
 }
 
+/* status --wait: the first Status with no operation in progress (as
+ * while svffd applies its policies at start-up), asked for again every
+ * WAIT_POLL_USEC until then or --timeout. */
+#define WAIT_POLL_USEC (100 * USEC_PER_MSEC)
+
+static int keep_settled(struct json_object *p, const char *error, bool continues, void *userdata) {
+        struct json_object **ret = userdata, *ops;
+
+        if (error)
+                return report_error(error, p);
+        if (json_object_object_get_ex(p, "operations", &ops) && json_object_array_length(ops) > 0)
+                return EXIT_BUSY_POLL;
+        *ret = json_object_get(p);
+        return 0;
+}
+
+static int status_wait(void) {
+        usec_t timeout = timeout_for(true), deadline = timeout > 0 ? svff_now_usec() + timeout : 0;
+
+        for (;;) {
+                _cleanup_json_ struct json_object *settled = NULL;
+                int r = call_run(&(struct call) {
+                        .method = "io.svff.Status",
+                        .timeout = timeout_for(false),
+                        .handle = keep_settled,
+                        .userdata = &settled,
+                });
+
+                if (r != EXIT_BUSY_POLL)
+                        return r != 0 ? r : print_reply(settled, NULL, false,
+                                                        &(struct printer) { print_status, NULL });
+                if (deadline > 0 && svff_now_usec() >= deadline) {
+                        _cleanup_json_ struct json_object *tp = json_object_new_object();
+
+                        json_object_object_add(tp, "timeout_sec",
+                                               json_object_new_int64((int64_t) (timeout / USEC_PER_SEC)));
+                        cli_error("io.svff.ctl.Timeout", tp,
+                                  "svffd still has operations in progress after --timeout=%llu; see them with "
+                                  "'svffctl status'.", (unsigned long long) (timeout / USEC_PER_SEC));
+                        return EXIT_UNREACHABLE;
+                }
+                (void) usleep(WAIT_POLL_USEC);
+        }
+}
+
 static int cmd_status(int argc, char **argv) {
         if (argc > 1)
                 return usage_error("status", "takes no arguments; see 'svffctl status --help'.");
+        if (arg_wait)
+                return status_wait();
         return call_and_print("io.svff.Status", NULL, false, print_status, NULL);
 }
 
@@ -1219,11 +1269,13 @@ static const struct command commands[] = {
           "List the SR-IOV PFs and their VFs in one table: driver, VF count, network\n"
           "interface, whether svffd recorded the device, and the domain, guest address\n"
           "and state of each assigned VF. -o picks the columns.", cmd_list, .has_columns = true },
-        { "status", "status [-v] [--json]",
+        { "status", "status [-v] [--wait] [--json]",
           "Show svffd's version, uptime, store path and generation, libvirt's\n"
           "connection, the operations in progress, each PF's VF count, owner and VF\n"
           "limit, and any drift between the store and the host: per PF, one line per\n"
-          "kind with a count and the one next step (-v or --json: every device).",
+          "kind with a count and the one next step (-v or --json: every device).\n"
+          "--wait first waits until no operation is in progress, as while svffd applies\n"
+          "its policies at start-up (no longer than --timeout, when given).",
           cmd_status, .has_verbose = true },
         { "init", "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
@@ -1360,7 +1412,8 @@ static void command_help(const struct command *c) {
                                        "  --force         Drop the assignments the new count removes\n" : "",
                c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order\n" :
                c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" :
-               c->has_verbose ? "  -v, --verbose   Every drift, not the summary per PF\n" : "");
+               c->has_verbose ? "  -v, --verbose   Every drift, not the summary per PF\n"
+                                "  --wait          Wait until no operation is in progress\n" : "");
         if (c->has_columns) {
                 putchar('\n');
                 list_columns_help(stdout);
@@ -1450,7 +1503,7 @@ static int nic_option(const char *opt, const char *arg) {
 
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
-               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_EFFECTIVE,
+               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_WAIT, ARG_EFFECTIVE,
                ARG_NAMESPACE, ARG_RELEASE, ARG_NIC, ARG_NUMVFS, ARG_REPROGRAM };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -1481,6 +1534,7 @@ int main(int argc, char **argv) {
                 { "reprogram", required_argument, NULL, ARG_REPROGRAM },
                 { "output", required_argument, NULL, 'o' },
                 { "no-reconnect", no_argument, NULL, ARG_NO_RECONNECT },
+                { "wait", no_argument, NULL, ARG_WAIT },
                 { "effective", no_argument, NULL, ARG_EFFECTIVE },
                 { "verbose", no_argument, NULL, 'v' },
                 {}
@@ -1595,6 +1649,9 @@ int main(int argc, char **argv) {
                 case ARG_NO_RECONNECT:
                         arg_no_reconnect = true;
                         break;
+                case ARG_WAIT:
+                        arg_wait = true;
+                        break;
                 default:
                         return bad_option(o, argc, argv);
                 }
@@ -1642,6 +1699,8 @@ int main(int argc, char **argv) {
                 return usage_error(cmd->name, "-o only applies to list.");
         if (arg_verbose && !cmd->has_verbose)
                 return usage_error(cmd->name, "-v only applies to status.");
+        if (arg_wait && !cmd->has_verbose)
+                return usage_error(cmd->name, "--wait only applies to status.");
         if (arg_no_reconnect && !cmd->has_reconnect)
                 return usage_error(cmd->name, "--no-reconnect only applies to monitor.");
         if (arg_timeout_set && cmd->no_timeout)

@@ -30,6 +30,7 @@ if [ "$rc" != 0 ] && grep -q "fuse: device not found\|cannot mount" "$T/out"; th
 fi
 [ "$rc" = 0 ] || fail "the tour failed ($rc): $(tail -n 30 "$T/out")"
 grep -q "valid, 1 policy: fpga" "$T/out" || fail "config check step: $(cat "$T/out")"
+grep -q "^0000:01:00.0 *PF *qdma-pf *4/252 " "$T/out" || fail "the list after 'status --wait' does not show the policy's 4 VFs: $(cat "$T/out")"
 grep -q "driver-changed" "$T/out" || fail "the drift step shows no drift: $(cat "$T/out")"
 [ ! -e "$T/tour" ] || fail "the tour left $T/tour behind: $(ls -la "$T/tour" 2>&1)"
 grep -q "$T" /proc/self/mounts && fail "the tour left a mount behind"
