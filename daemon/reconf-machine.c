@@ -52,6 +52,7 @@ struct reconf_machine {
 
         enum numvfs_stage stage;
         bool wrote_zero;
+        bool class_released;            /* release_start ran (this run) */
         char **vfs;                     /* by index, n_vfs of them */
         unsigned n_vfs;
         unsigned vfs_gen;
@@ -597,6 +598,59 @@ void reconf_machine_numvfs_done(struct reconf_machine *rm, int r, const char *co
         numvfs_phase_done(rm, r, err ?: "out of memory");
 }
 
+/* The device class's release of the VFs the new count drops, each off
+ * its domain, before the numvfs write takes them: the class undoes what
+ * it set up (an NVMe secondary's namespaces) while the VF still exists to
+ * address. A rollback puts it back with the rest (provision, from the
+ * journaled record). A release that fails does not stop the reconf, the
+ * VF goes anyway: its item's message names what is left. A restart
+ * releases again (the class's release is idempotent). Returns whether
+ * releases were started (numvfs_start runs again once they are done). */
+static void release_phase_done(struct reconf_machine *rm) {
+        numvfs_start(rm);
+}
+
+static bool release_start(struct reconf_machine *rm) {
+        size_t m = rm->plan->n_items ? rm->plan->n_items : 1, n = 0;
+        _cleanup_free_ size_t *idx = calloc(m, sizeof(size_t));
+        _cleanup_free_ struct json_object **cls = calloc(m, sizeof(struct json_object *));
+        int r = -ENOMEM;
+
+        rm->class_released = true;
+        if (!rm->ops->release_class)
+                return false;
+        for (size_t i = 0; i < rm->plan->n_items; i++)
+                if (rm->plan->items[i].fate == SVFF_RECONF_RELEASED && rm->items[i].class_state &&
+                    rm->items[i].state != RECONF_ITEM_QUIESCE_FAILED && idx && cls) {
+                        idx[n] = i;
+                        cls[n++] = rm->items[i].class_state;
+                }
+        if (n == 0)
+                return false;
+        rm->phase_done = release_phase_done;
+        rm->submitting++;
+        rm->pending += n;
+        if (idx && cls)
+                r = rm->ops->release_class(rm->userdata, idx, n, cls);
+        if (r < 0) {
+                rm->pending -= n;
+                for (size_t k = 0; k < n; k++)
+                        set_message(&rm->items[idx[k]].message, "its device class's release was not started: %s",
+                                    errno_message(r));
+        }
+        rm->submitting--;
+        phase_maybe_done(rm);
+        return true;
+}
+
+void reconf_machine_forget_done(struct reconf_machine *rm, size_t i, int r, const char *message) {
+        if (i < rm->plan->n_items && r < 0)
+                set_message(&rm->items[i].message, "its device class's release failed: %s",
+                            message ?: strerror(-r));
+        rm->pending--;
+        phase_maybe_done(rm);
+}
+
 static void numvfs_start(struct reconf_machine *rm) {
         unsigned target;
         int r;
@@ -608,6 +662,8 @@ static void numvfs_start(struct reconf_machine *rm) {
                              resume_what(rm));
                 return;
         }
+        if (!rm->rollback && !rm->class_released && release_start(rm))
+                return;
         if (rm->reprogram && !rm->flashed && !rm->rollback) {
                 /* 0 first, always, also when the PF has none (a write of
                  * the count it has is no change): removing or unbinding a
@@ -1186,7 +1242,7 @@ static void restore_start(struct reconf_machine *rm) {
                         rm->items[i].state = RECONF_ITEM_RELEASED;
                         s = find_step(rm, SVFF_RECONF_PHASE_RESTORE, (int) i, SVFF_RECONF_DO_FORGET, 0);
                         if (s)
-                                step_report(rm, s, NULL, 0, NULL);
+                                step_report(rm, s, NULL, 0, rm->items[i].message);
                 }
         /* A VF not provisioned or not on the driver goes to no domain. */
         for (size_t i = 0; i < rm->plan->n_items; i++) {

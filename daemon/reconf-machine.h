@@ -144,6 +144,13 @@ struct reconf_ops {
          * device found in the domain. Each completes by
          * reconf_machine_restore_done(). */
         int (*restore)(void *userdata, const size_t *items, size_t n);
+        /* Undoes what the device class set up on the VFs of the
+         * released items[0..n), off their domains, before the numvfs
+         * write removes them; class_state[k] (borrowed) their journaled
+         * records. Optional (NULL: nothing to undo). Each completes by
+         * reconf_machine_forget_done(); a failure is said in the item's
+         * message, the reconf goes on. */
+        int (*release_class)(void *userdata, const size_t *items, size_t n, struct json_object *const *class_state);
         /* Makes the store say what reconf_machine_record() says for every
          * item, the PF's VFs as numvfs_done reported them (when
          * reconf_machine_vfs() changed), and journal (borrowed; NULL: the
@@ -228,6 +235,7 @@ void reconf_machine_provision_done(struct reconf_machine *rm, unsigned index, in
 void reconf_machine_bind_done(struct reconf_machine *rm, unsigned index, int r, const char *message);
 void reconf_machine_restore_done(struct reconf_machine *rm, size_t item, int r, const char *guest_address,
                                  const char *message);
+void reconf_machine_forget_done(struct reconf_machine *rm, size_t item, int r, const char *message);
 void reconf_machine_commit_done(struct reconf_machine *rm, int r, const char *message);
 void reconf_machine_pf_done(struct reconf_machine *rm, enum reconf_pf_op op, int r, const char *message);
 const char *reconf_pf_op_to_string(enum reconf_pf_op op);

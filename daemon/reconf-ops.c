@@ -328,6 +328,7 @@ struct pf_job {
         char **vfs;                     /* the addresses of idx */
         struct json_object **cls;       /* provision: the class records, refs */
         struct json_object *policy;     /* provision: the policy's class members */
+        size_t *items;                  /* release_class: the plan items of idx */
         size_t n;
         /* results */
         int r;
@@ -348,6 +349,7 @@ static void pf_job_free(struct pf_job *j) {
                 json_object_put(j->states ? j->states[k] : NULL);
         }
         free(j->idx);
+        free(j->items);
         free(j->vfs);
         free(j->cls);
         free(j->rs);
@@ -361,7 +363,8 @@ static void pf_job_free(struct pf_job *j) {
 
 static struct pf_job *pf_job_new(struct reconf_run *run, const unsigned *indexes, size_t n) {
         const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
-        const char *const *vfs = reconf_machine_vfs(run->rm, NULL, NULL);
+        unsigned n_vfs = 0;
+        const char *const *vfs = reconf_machine_vfs(run->rm, &n_vfs, NULL);
         struct pf_job *j = calloc(1, sizeof(*j));
 
         if (!j)
@@ -384,7 +387,8 @@ static struct pf_job *pf_job_new(struct reconf_run *run, const unsigned *indexes
         }
         for (size_t k = 0; k < n; k++) {
                 j->idx[k] = indexes[k];
-                j->vfs[k] = strdup(vfs ? vfs[indexes[k]] : "");
+                /* "" for a VF the new count removed (release_class) */
+                j->vfs[k] = strdup(vfs && indexes[k] < n_vfs ? vfs[indexes[k]] : "");
                 if (!j->vfs[k]) {
                         pf_job_free(j);
                         return NULL;
@@ -581,6 +585,76 @@ static int op_bind(void *userdata, const unsigned *indexes, size_t n) {
                 return -ENOMEM;
         run->env.phase(run->userdata, reconf_machine_phase(run->rm));
         r = worker_pool_submit(run->env.ops_pool, bind_run, j);
+        if (r < 0)
+                pf_job_free(j);
+        return r;
+}
+
+/* ---- the device class's release of the VFs the new count removed (ops pool) ---- */
+
+static void release_class_done(void *userdata) {
+        struct pf_job *j = userdata;
+        struct reconf_run *run = j->run;
+
+        forward_stop(run);
+        for (size_t k = 0; k < j->n; k++)
+                reconf_machine_forget_done(run->rm, j->items[k], j->rs[k], j->messages[k]);
+        pf_job_free(j);
+}
+
+static void release_class_run(void *userdata) {
+        struct pf_job *j = userdata;
+
+        for (size_t k = 0; k < j->n; k++) {
+                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+                if (fault_inject("fail-class-release", (unsigned) k + 1))
+                        j->rs[k] = svff_error_set(&err, -EIO, "VF %u of PF %s: injected failure", j->idx[k], j->pf);
+                else
+                        /* The journaled record's state: what the class set up. */
+                        j->rs[k] = classes_release_sync(j->run->env.ctx, j->pf, j->idx[k],
+                                                        json_object_object_get(j->cls[k], "state"), &err);
+                if (j->rs[k] < 0) {
+                        j->messages[k] = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
+                                                                        : strerror(-j->rs[k]));
+                        log_warning("VF %u of PF %s, released by the reconf: %s", j->idx[k], j->pf,
+                                    strna(j->messages[k]));
+                } else if (j->rs[k] > 0) {
+                        log_info("VF %u of PF %s, released by the reconf: its device class's setup undone.",
+                                 j->idx[k], j->pf);
+                        j->rs[k] = 0;
+                }
+                fault_point("after-class-release", (unsigned) k + 1);
+        }
+        (void) worker_pool_post(j->run->env.ops_pool, release_class_done, j);
+}
+
+static int op_release_class(void *userdata, const size_t *items, size_t n, struct json_object *const *class_state) {
+        struct reconf_run *run = userdata;
+        const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
+        _cleanup_free_ unsigned *indexes = calloc(n ? n : 1, sizeof(unsigned));
+        struct pf_job *j;
+        int r;
+
+        if (exiting(run))
+                return -ESHUTDOWN;
+        if (!indexes)
+                return -ENOMEM;
+        for (size_t k = 0; k < n; k++)
+                indexes[k] = plan->items[items[k]].index;
+        j = pf_job_new(run, indexes, n);
+        if (!j)
+                return -ENOMEM;
+        j->items = calloc(n ? n : 1, sizeof(*j->items));
+        if (!j->items) {
+                pf_job_free(j);
+                return -ENOMEM;
+        }
+        for (size_t k = 0; k < n; k++) {
+                j->items[k] = items[k];
+                j->cls[k] = svff_json_copy(class_state[k]);
+        }
+        r = worker_pool_submit(run->env.ops_pool, release_class_run, j);
         if (r < 0)
                 pf_job_free(j);
         return r;
@@ -1079,6 +1153,7 @@ static const struct reconf_ops real_ops = {
         .provision = op_provision,
         .bind = op_bind,
         .restore = op_restore,
+        .release_class = op_release_class,
         .commit = op_commit,
         .remove_pf = op_remove_pf,
         .flash = op_flash,

@@ -6,7 +6,8 @@
 # 'attach --namespace' provisions the namespace before the domain gets the
 # VF and records it with the assignment; a namespace already another VF's
 # is refused before libvirt is asked, nothing recorded; 'detach --release'
-# undoes it.
+# undoes it, and so does 'reconf --force' for the assignment it drops
+# (a failure of that release is said, the reconf done).
 . "$(dirname "$0")/libvirt-embed-lib.sh"
 
 define vm1 vm2
@@ -49,4 +50,35 @@ expect_eq "$(jget "$vf1['assigned_to']" <"$T/list.json")" None "VF 1's assignmen
 expect_eq "$(jget "$vf1['class']" <"$T/list.json")" None "VF 1's class record after detach --release"
 virsh_ dumpxml vm1 | grep -q "ua-svff" && fail "vm1 still has the hostdev after detach --release"
 check_vfs "after detach --release"
+
+# reconf --force: the assignment the new count drops gets its class's
+# release once the count is in place: namespace 2 leaves VF 1's
+# secondary, so VF 0 can have it (refused while VF 1's secondary had it).
+ctl init $PF 2 >"$T/out" 2>&1 || fail "init $PF 2 again: $(cat "$T/out")"
+ctl attach "$VF1" vm1 --namespace 2 >"$T/out" 2>&1 || fail "attach --namespace 2 again: $(cat "$T/out")"
+lines=$(wc -l <"$T/svffd.log")
+ctl reconf $PF 1 --force >"$T/out" 2>&1 || fail "reconf $PF 1 --force: $(cat "$T/out")"
+expect_eq "$(sys_numvfs $PF)" 1 "sriov_numvfs after reconf --force"
+tail -n +"$((lines + 1))" "$T/svffd.log" | grep -q "VF 1 of PF $PF, released by the reconf: its device class's setup undone" ||
+        fail "svffd did not run the class's release of VF 1: $(tail -n +"$((lines + 1))" "$T/svffd.log")"
+ctl attach "$VF0" vm2 --namespace 2 >"$T/out" 2>&1 ||
+        fail "namespace 2 is still VF 1's after reconf --force released it: $(cat "$T/out")"
+expect_eq "$(ctl list --json | jget "[v for p in d['pfs'] if p['address'] == '$PF' for v in p['vfs'] if v['index'] == 0][0]['class']['state']['namespaces']")" \
+        "[2]" "VF 0's namespaces (the assignment's, over the policy's) after taking VF 1's"
+ctl detach "$VF0" >"$T/out" 2>&1 || fail "detach $VF0: $(cat "$T/out")"
+
+# A class release that fails is said, and the reconf still goes through
+# (the VF is gone with its count; what is left is named).
+ctl reconf $PF 2 >"$T/out" 2>&1 || fail "reconf $PF 2: $(cat "$T/out")"
+VF1=$(sys_vf $PF 1)
+ctl attach "$VF1" vm1 --namespace 3 >"$T/out" 2>&1 || fail "attach --namespace 3: $(cat "$T/out")"
+stop_svffd || fail "svffd did not stop cleanly"
+SVFF_FAULT=fail-class-release-1; export SVFF_FAULT
+start_connected
+unset SVFF_FAULT
+ctl reconf $PF 1 --force --json >"$T/out.json" 2>"$T/err" || fail "reconf --force with a failing release: $(cat "$T/err")"
+grep -q "device class's release failed" "$T/out.json" ||
+        fail "the reply does not say the class's release failed: $(cat "$T/out.json")"
+expect_eq "$(sys_numvfs $PF)" 1 "sriov_numvfs after reconf --force with a failing release"
+check_vfs "after reconf --force"
 echo "PASS: test-libvirt-class"

@@ -67,14 +67,14 @@ void fault_set_stop(void (*fn)(void *userdata), void *userdata) {
 #define MAX_EVENTS 256
 #define MAX_RESTARTS 5
 
-enum step_kind { K_QUIESCE, K_NUMVFS0, K_NUMVFSN, K_PROVISION, K_BIND, K_RESTORE, K_COMMIT,
+enum step_kind { K_QUIESCE, K_NUMVFS0, K_NUMVFSN, K_PROVISION, K_BIND, K_RESTORE, K_COMMIT, K_RELEASE,
                  K_REMOVE, K_FLASH, K_RESCAN, K_IDENTITY, K_BINDPF, _K_MAX };
 #define K_RECONF_MAX K_REMOVE
 enum failure { F_NONE, F_ERROR, F_TIMEOUT, F_PARTIAL, F_LOST_DOMAIN, F_LOST_LIBVIRT, F_CRASH, F_CRASH_AFTER };
 enum order { O_SYNC, O_FIFO, O_LIFO };
 
 static const char *const kind_names[] = { "quiesce", "numvfs-0", "numvfs-N", "provision", "bind", "restore",
-                                          "commit", "remove-pf", "flash", "rescan", "check-identity", "bind-pf" };
+                                          "commit", "class-release", "remove-pf", "flash", "rescan", "check-identity", "bind-pf" };
 static const char *const failure_names[] = { "none", "error", "timeout", "partial", "lost-domain", "lost-libvirt",
                                              "crash", "crash-after-commit" };
 static const char *const order_names[] = { "sync", "fifo", "lifo" };
@@ -93,7 +93,7 @@ struct record {
         enum svff_pause_mode mode;
 };
 
-enum ev_type { EV_QUIESCE, EV_NUMVFS, EV_PROVISION, EV_BIND, EV_RESTORE, EV_COMMIT, EV_PF };
+enum ev_type { EV_QUIESCE, EV_NUMVFS, EV_PROVISION, EV_BIND, EV_RESTORE, EV_FORGET, EV_COMMIT, EV_PF };
 
 struct event {
         enum ev_type type;
@@ -117,6 +117,11 @@ struct world {
         struct dev dev[MAX_ITEMS];
         bool domain_gone[MAX_ITEMS];    /* by item: its domain */
         bool native[MAX_ITEMS];         /* its domain offers the device pause */
+        /* the device class: what it set up for each item's VF undone
+         * (release_class), and a release that failed */
+        bool class_released[MAX_ITEMS];
+        bool class_release_failed[MAX_ITEMS];
+        bool lost_setup[MAX_ITEMS];     /* its VF removed, its class setup in place */
         bool libvirt_gone;
         /* the store, as committed */
         char *journal;
@@ -282,6 +287,11 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                                             w->dev[i].index, w->plan->items[i].a.domain);
                         for (unsigned k = 0; k < MAX_VF; k++)
                                 w->drv[k] = DRV_NATIVE;
+                        for (size_t i = 0; i < w->plan->n_items; i++)
+                                if (w->plan->items[i].fate == SVFF_RECONF_RELEASED &&
+                                    w->plan->items[i].index < w->numvfs && !w->class_released[i] &&
+                                    !w->class_release_failed[i])
+                                        w->lost_setup[i] = true;
                         w->numvfs = make;
                 }
                 e.r = f == F_PARTIAL && n > 0 ? -ENOSPC : 0;
@@ -310,6 +320,10 @@ static int f_provision(void *userdata, const unsigned *indexes, size_t n, struct
                 else if (f == F_TIMEOUT && k == 0)
                         e.r = -ETIMEDOUT;
                 else {
+                        /* Set up again: a release before is undone. */
+                        for (size_t i = 0; i < w->plan->n_items; i++)
+                                if (w->plan->items[i].index == indexes[k])
+                                        w->class_released[i] = w->class_release_failed[i] = w->lost_setup[i] = false;
                         /* Class state as a class would return it, kept
                          * verbatim by the machine. */
                         e.state = json_object_new_object();
@@ -382,11 +396,56 @@ static int f_restore(void *userdata, const size_t *items, size_t n) {
                         if (holds_vf(w, index, i))
                                 bad(w, "VF %u given to domain '%s' while another domain holds it", index,
                                     w->plan->items[i].a.domain);
+                        if (w->class_released[i])
+                                bad(w, "VF %u given back to domain '%s' after its device class's release", index,
+                                    w->plan->items[i].a.domain);
                         w->dev[i] = (struct dev) { .present = true, .index = index };
                 }
                 if (e.r >= 0 && w->drv[index] != DRV_VFIO && w->dev[i].present && !w->dev[i].paused)
                         bad(w, "domain '%s' has VF %u back on another driver than vfio-pci",
                             w->plan->items[i].a.domain, index);
+                push(w, e);
+        }
+        return 0;
+}
+
+/* The device class's release of released items' VFs: while the VF
+ * exists, off its domain (a VF gone with its setup undone is what the
+ * checks require). F_CRASH: svffd killed before the first had any
+ * effect; F_CRASH_AFTER: after it. */
+static int f_release_class(void *userdata, const size_t *items, size_t n, struct json_object *const *cls) {
+        struct world *w = userdata;
+        enum failure f = inject(w, K_RELEASE);
+
+        if (f == F_CRASH) {
+                w->crashed = true;
+                return 0;
+        }
+        for (size_t k = 0; k < n; k++) {
+                size_t i = items[k];
+                struct event e = { .type = EV_FORGET, .item = i };
+
+                ck_assert_ptr_nonnull(cls[k]);
+                ck_assert_int_eq(json_object_get_int(json_object_object_get(cls[k], "item")), (int) i);
+                if (w->plan->items[i].fate != SVFF_RECONF_RELEASED)
+                        bad(w, "the device class's release run for item %zu, which survives", i);
+                if (w->dev[i].present)
+                        bad(w, "the device class's release of item %zu run while domain '%s' holds its VF", i,
+                            w->plan->items[i].a.domain);
+                if (w->plan->items[i].index >= w->numvfs) {
+                        /* Again after a restart: nothing left to undo.
+                         * Else the VF went with its setup in place. */
+                        if (!w->class_released[i] && !w->class_release_failed[i])
+                                bad(w, "the device class's release of item %zu run after its VF was gone", i);
+                } else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k > 0) || (f == F_TIMEOUT && k == 0)) {
+                        e.r = -EIO;
+                        w->class_release_failed[i] = true;
+                } else
+                        w->class_released[i] = true;
+                if (f == F_CRASH_AFTER) {
+                        w->crashed = true;
+                        return 0;
+                }
                 push(w, e);
         }
         return 0;
@@ -535,6 +594,7 @@ static const struct reconf_ops fake_ops = {
         .provision = f_provision,
         .bind = f_bind,
         .restore = f_restore,
+        .release_class = f_release_class,
         .commit = f_commit,
         .remove_pf = f_remove_pf,
         .flash = f_flash,
@@ -585,6 +645,9 @@ static void deliver(struct world *w, struct event *e) {
                 reconf_machine_restore_done(rm, e->item, e->r, e->r >= 0 ? w->plan->items[e->item].a.guest_address
                                                                          : NULL,
                                             e->r < 0 ? "fake restore failure" : NULL);
+                break;
+        case EV_FORGET:
+                reconf_machine_forget_done(rm, e->item, e->r, e->r < 0 ? "fake class release failure" : NULL);
                 break;
         case EV_COMMIT:
                 reconf_machine_commit_done(rm, e->r, e->r < 0 ? "fake commit failure" : NULL);
@@ -733,10 +796,16 @@ static void check_world(struct world *w, const char *name, bool final) {
                         ck_assert_msg(r->state != SVFF_ASSIGN_ATTACHED || w->domain_gone[i],
                                       "%s: item %zu is off its domain but recorded attached", name, i);
                 else
+                {
                         /* Neither in its domain nor recorded: only a VF
-                         * released by a reconf that went through. */
+                         * released by a reconf that went through, and
+                         * its device class's setup undone (or the
+                         * failure to reported). */
                         ck_assert_msg(it->fate == SVFF_RECONF_RELEASED && w->numvfs == w->plan->to,
                                       "%s: the assignment of item %zu ('%s') is lost", name, i, it->a.domain);
+                        ck_assert_msg((w->class_released[i] || w->class_release_failed[i]) && !w->lost_setup[i],
+                                      "%s: item %zu was released without its device class's release", name, i);
+                }
         }
 }
 
@@ -827,6 +896,15 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
                 ck_assert_int_eq(reconf_machine_set_reprogram(w->rm, "/images/new.bit", ids), 0);
                 json_object_put(ids);
         }
+        if (!journal_text)
+                /* Every assignment's VF has a class state, journaled
+                 * with it: provision and release_class get it back. */
+                for (size_t i = 0; i < w->plan->n_items; i++) {
+                        struct json_object *c = json_object_new_object();
+
+                        json_object_object_add(c, "item", json_object_new_int((int) i));
+                        reconf_machine_set_class(w->rm, i, c);
+                }
         if (start == S_REPROGRAM || start == S_RECONF)
                 reconf_machine_resume_reprogram(w->rm, start == S_REPROGRAM);
         if (journal_text)
@@ -976,6 +1054,12 @@ START_TEST(test_crashes) {
                                         run_case(&scenarios[s], o, K_COMMIT, f, at, 0, false, NULL, NULL);
                                         n_cases++;
                                 }
+                        /* svffd killed during the device class's release,
+                         * before and after it had its effect. */
+                        for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
+                                run_case(&scenarios[s], o, K_RELEASE, f, 1, 0, false, NULL, NULL);
+                                n_cases++;
+                        }
                         /* And a failed commit at each. */
                         for (unsigned at = 1; at <= commits; at++) {
                                 run_case(&scenarios[s], o, K_COMMIT, F_ERROR, at, 0, false, NULL, NULL);
