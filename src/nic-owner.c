@@ -12,8 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
+#include "json-util.h"
 #include "nic-owner.h"
 
 void svff_nic_owner_free(struct svff_nic_owner *o) {
@@ -571,7 +574,33 @@ int svff_nic_owner_find_nm(struct sd_bus *bus, const char *ifname, struct svff_n
         return 0;
 }
 
-/* ---- both ----------------------------------------------------------------- */
+/* ---- the Kubernetes SR-IOV network operator ------------------------------ */
+
+/* Its config daemon keeps what it applied to each PF it manages in
+ * etc/sriov-operator/pci/<PCI address>, a JSON object (numVfs, the VFs'
+ * groups...), and removes the file when no policy selects the PF. */
+static int scan_sriov_operator(const char *root, const char *pci_address, struct svff_nic_owner **ret) {
+        _cleanup_free_ char *file = NULL, *path = NULL, *detail = NULL;
+        _cleanup_(json_object_putp) struct json_object *applied = NULL;
+        int64_t numvfs;
+
+        if (!pci_address)
+                return 0;
+        if (asprintf(&file, "/etc/sriov-operator/pci/%s", pci_address) < 0 ||
+            asprintf(&path, "%s%s", streq(root, "/") ? "" : root, file) < 0)
+                return -ENOMEM;
+        if (access(path, F_OK) < 0)
+                return 0;
+        applied = json_object_from_file(path);
+        if (applied && svff_json_get_i64(applied, "numVfs", &numvfs) >= 0) {
+                if (asprintf(&detail, "numVfs=%" PRId64, numvfs) < 0)
+                        return -ENOMEM;
+        } else if (!(detail = strdup("its applied state")))
+                return -ENOMEM;
+        return owner_new("the Kubernetes SR-IOV network operator", file, &detail, ret);
+}
+
+/* ---- all of them ---------------------------------------------------------- */
 
 int svff_nic_owner_find_with(struct sd_bus *bus, const char *root, const char *ifname,
                              const char *pci_address, struct svff_nic_owner **ret) {
@@ -598,6 +627,9 @@ int svff_nic_owner_find_with(struct sd_bus *bus, const char *root, const char *i
         if (pci_address && asprintf(&path_match, "pci-%s", pci_address) < 0)
                 return -ENOMEM;
 
+        r = scan_sriov_operator(root, pci_address, ret);
+        if (r != 0)
+                return r;
         r = scan_dirs(root, nm_dirs, NULL, false, "NetworkManager", ifname, NULL, ret);
         if (r != 0)
                 return r;

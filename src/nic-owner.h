@@ -20,19 +20,23 @@
  *                   ([Match] Name=/Path=) with [SR-IOV], in etc/, run/ and
  *                   usr/lib/systemd/network, a file in an earlier one
  *                   hiding one of the same name later (and a link to
- *                   /dev/null masking it), as networkd reads them. */
+ *                   /dev/null masking it), as networkd reads them
+ *   the Kubernetes  etc/sriov-operator/pci/<PCI address>, where its
+ *   SR-IOV network  config daemon keeps what it applied to the PF
+ *   operator        (JSON, numVfs named)
+ * The operator's file is looked at first: it names the PF itself. */
 
 #include "macro.h"
 
 struct sd_bus;
 
 struct svff_nic_owner {
-        char *owner;            /* "NetworkManager", "systemd-networkd" */
+        char *owner;            /* "NetworkManager", "systemd-networkd", "the Kubernetes SR-IOV network operator" */
         /* Where the setting lives, for messages: a file, absolute as seen
          * on the host, or the connection NetworkManager reported live,
          * "connection 'pf0', UUID ...", and its file when it has one */
         char *file;
-        char *detail;           /* "sriov.total-vfs=4", "SR-IOVVirtualFunctions=4" */
+        char *detail;           /* "sriov.total-vfs=4", "SR-IOVVirtualFunctions=4", "numVfs=4" */
         /* the connection NetworkManager reported; NULL from files */
         char *connection_id;
         char *connection_uuid;

@@ -89,6 +89,30 @@ START_TEST(test_networkd_negated_match) {
 }
 END_TEST
 
+START_TEST(test_sriov_operator) {
+        _cleanup_(svff_nic_owner_freep) struct svff_nic_owner *o = NULL, *p = NULL;
+
+        /* Another PF's file says nothing about this one. */
+        fixture_file(root, "etc/sriov-operator/pci/0000:06:00.0", "{\"pciAddress\": \"0000:06:00.0\", \"numVfs\": 2}");
+        find("eth0", 0);
+        fixture_file(root, "etc/sriov-operator/pci/0000:05:00.0",
+                     "{\"pciAddress\": \"0000:05:00.0\", \"numVfs\": 8, \"name\": \"eth0\", "
+                     "\"vfGroups\": [{\"resourceName\": \"intelnics\", \"vfRange\": \"0-7\"}]}");
+        o = find("eth0", 1);
+        ck_assert_str_eq(o->owner, "the Kubernetes SR-IOV network operator");
+        ck_assert_str_eq(o->file, "/etc/sriov-operator/pci/0000:05:00.0");
+        ck_assert_str_eq(o->detail, "numVfs=8");
+
+        /* Named before a networkd file for the same interface; a file it
+         * does not parse is still its. */
+        fixture_file(root, "etc/systemd/network/50-pf.link", "[Match]\nOriginalName=eth0\n\n[Link]\nSR-IOVVirtualFunctions=7\n");
+        fixture_file(root, "etc/sriov-operator/pci/0000:05:00.0", "not json");
+        p = find("eth0", 1);
+        ck_assert_str_eq(p->owner, "the Kubernetes SR-IOV network operator");
+        ck_assert_str_eq(p->detail, "its applied state");
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("nic-owner");
         TCase *tc = tcase_create("core");
@@ -100,6 +124,7 @@ int main(void) {
         tcase_add_test(tc, test_networkmanager_keyfile);
         tcase_add_test(tc, test_networkd_link);
         tcase_add_test(tc, test_networkd_negated_match);
+        tcase_add_test(tc, test_sriov_operator);
         suite_add_tcase(s, tc);
 
         sr = srunner_create(s);
