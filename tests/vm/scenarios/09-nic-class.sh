@@ -16,7 +16,9 @@
 # VFs 0 and 1 assigned: every surviving VF has its recorded settings again
 # before its domain gets it back, at its guest address (the reconf's
 # provision step), and VF 3 still has what it had before svff, which its
-# release puts back.
+# release puts back. svffd SIGKILLed between the numvfs write and the
+# settings step (fault point after-numvfs-N) resumes the reconf at its
+# next start, to the same end state.
 
 [ "${SVFF_VM_NIC:-0}" = 1 ] || vm_fail "needs tests/vm/run --nic (QEMU 10's igb): it never skips"
 command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
@@ -168,6 +170,56 @@ assert_eq "after reconf: VF 2 MAC" 02:53:00:00:00:02 "$(vfmac 2)"
 assert_eq "after reconf: VF 3 has its own VLAN 7 again" 7 "$(vfvlan 3)"
 assert_eq "after reconf: VF 0 at its guest address in d1" "$before0" "$(vm_qpci_wait d1 "$v0")"
 assert_eq "after reconf: VF 1 at its guest address in d2" "$before1" "$(vm_qpci_wait d2 "$v1")"
+
+# ---- SIGKILL between the numvfs write and the settings step ----
+# svffd dies right after writing the new count, every VF recreated with
+# no settings; restarted, it resumes the reconf from its journal: the
+# same end state as a reconf that was never interrupted.
+if "$(vm_svff_bin svffd)" --version | grep -q '^+FAULT-POINTS$'; then
+        vm_log "reconf $pf 5 with svffd killed after the numvfs write"
+        vm_svffd_stop
+        SVFF_FAULT=after-numvfs-N
+        export SVFF_FAULT
+        vm_svffd_start "$config"
+        unset SVFF_FAULT
+        svffctl reconf "$pf" 5 >"$R/reconf-killed.out" 2>&1 && vm_fail "reconf survived SIGKILL at after-numvfs-N"
+        rc=0
+        wait "$svffd_pid" || rc=$?
+        svffd_pid=
+        assert_eq "svffd killed at after-numvfs-N (SIGKILL)" 137 "$rc"
+        assert_eq "after the kill: sriov_numvfs" 5 "$(cat "$P/sriov_numvfs")"
+        assert_eq "after the kill: VF 0 lost its MAC with the count" 00:00:00:00:00:00 "$(vfmac 0)"
+        vm_svffd_start "$config"
+        both_back() {
+                [ "$(svffctl list --json | jq '[.pfs[].vfs[] | select(.assigned_to.state == "attached")] | length')" = 2 ]
+        }
+        vm_wait 60 both_back || vm_fail "the assignments are not back 60 s after the restart: $(svffctl list)"
+        assert_eq "after the recovery: sriov_numvfs" 5 "$(cat "$P/sriov_numvfs")"
+        assert_eq "after the recovery: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
+        assert_eq "after the recovery: VF 0 VLAN" 100 "$(vfvlan 0)"
+        assert_eq "after the recovery: VF 0 QoS" 3 "$(vfqos 0)"
+        assert_eq "after the recovery: VF 0 trust" on "$(vftrust 0)"
+        assert_eq "after the recovery: VF 0 spoof checking" off "$(vfspoof 0)"
+        assert_eq "after the recovery: VF 1 MAC" 02:00:00:00:aa:02 "$(vfmac 1)"
+        assert_eq "after the recovery: VF 1 VLAN" 200 "$(vfvlan 1)"
+        assert_eq "after the recovery: VF 2 MAC" 02:53:00:00:00:02 "$(vfmac 2)"
+        assert_eq "after the recovery: VF 3 has its own VLAN 7" 7 "$(vfvlan 3)"
+        assert_eq "after the recovery: VF 4 MAC from the prefix" 02:53:00:00:00:04 "$(vfmac 4)"
+        for i in 0 1 2 3 4; do
+                assert_eq "after the recovery: VF $i on vfio-pci" vfio-pci \
+                        "$(basename "$(readlink "$P/virtfn$i/driver")")"
+        done
+        assert_eq "after the recovery: VF 0 at its guest address in d1" "$before0" "$(vm_qpci_wait d1 "$v0")"
+        assert_eq "after the recovery: VF 1 at its guest address in d2" "$before1" "$(vm_qpci_wait d2 "$v1")"
+        svffctl status --json >"$R/status-recovered.json" || vm_fail "svffctl status --json failed"
+        assert_eq "status: the reconf was recovered" resumed \
+                "$(jq -r --arg pf "$pf" '[.recovered[] | select(.pf == $pf)][0].outcome' "$R/status-recovered.json")"
+        assert_eq "status: no class drift after the recovery" 0 \
+                "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status-recovered.json")"
+        svffctl reconf "$pf" 4 >"$R/reconf4b.out" 2>&1 || { cat "$R/reconf4b.out"; vm_fail "reconf back to 4 failed"; }
+else
+        vm_log "NOTE: svffd has no fault points: the kill between the numvfs write and the settings is not checked"
+fi
 
 # ---- release: what each VF had before ----
 svffctl detach "$v0" >"$R/detach0.out" 2>&1 || { cat "$R/detach0.out"; vm_fail "svffctl detach $v0 failed"; }
