@@ -758,9 +758,22 @@ static int cmd_monitor(int argc, char **argv) {
                         if (r < 0)
                                 break;
                         r = monitor_reply(p, error, continues, &shutdown);
+                        if (r == 0 && shutdown) {
+                                /* svffd's last word before it stops: the
+                                 * stream ended as when the connection goes */
+                                r = -ECONNRESET;
+                                break;
+                        }
                         if (r != READ_MORE)
                                 return r;
                         r = 0;
+                }
+                if (arg_no_reconnect && shutdown) {
+                        _cleanup_json_ struct json_object *sp = json_object_new_object();
+
+                        json_object_object_add(sp, "socket", json_object_new_string(socket_path()));
+                        cli_error("io.svff.ctl.Unreachable", sp, "svffd at '%s' shut down.", socket_path());
+                        return EXIT_UNREACHABLE;
                 }
                 if (arg_no_reconnect)
                         return transport_error(r);

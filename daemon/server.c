@@ -960,6 +960,10 @@ int server_new(sd_event *event, const struct server_limits *limits,
 struct server *server_free(struct server *s) {
         if (!s)
                 return NULL;
+        /* What was queued last (the shutdown event to Monitor clients)
+         * goes out if the socket takes it now: never a wait. */
+        for (struct connection *c = s->connections; c; c = c->next)
+                (void) connection_flush(c);
         while (s->connections)
                 connection_free(s->connections);
         for (size_t i = 0; i < s->n_listen; i++) {

@@ -2,7 +2,8 @@
 # svffctl --json: errors are one JSON object on stderr with the error name
 # and parameters (svffd's errors and svffctl's own); init and reconf print
 # the same JSON lines (progress events, the result last); and monitor
-# follows svffd across a restart unless --no-reconnect.
+# follows svffd across a restart unless --no-reconnect (also when it
+# got svffd's shutdown event, the last of its stream).
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
@@ -68,6 +69,7 @@ wait_for grep -q subscribed "$T/mon.out" || fail "monitor did not subscribe"
 stop_svffd TERM || fail "svffd exit status"
 wait_for grep -q reconnecting "$T/mon.err" || fail "monitor did not say it reconnects: $(cat "$T/mon.err")"
 kill -0 $MON 2>/dev/null || fail "monitor exited when svffd stopped"
+grep -q '"event":"shutdown"' "$T/mon.out" || fail "monitor did not get svffd's shutdown event: $(cat "$T/mon.out")"
 start_svffd
 wait_for grep -q reconnected "$T/mon.err" || fail "monitor did not reconnect: $(cat "$T/mon.err")"
 ctl init $PF 2 >/dev/null 2>&1 || fail "init after the restart"
