@@ -73,6 +73,44 @@ static void add(struct json_object *a, const char *kind, const char *device, con
         json_object_array_add(a, d);
 }
 
+/* The journal entry of pf's reprogram that nothing resumes (its flash
+ * hook failed, or svffd stopped during it), or NULL: the PF may be off
+ * the bus and its assignments' VFs gone, which that one drift explains
+ * with the step that fixes them all. */
+static struct json_object *reprogram_interrupted(struct json_object *journal, const char *pf) {
+        struct json_object *entry, *rp = NULL;
+        const char *ph = NULL;
+
+        if (!journal || !pf || !json_object_object_get_ex(journal, pf, &entry))
+                return NULL;
+        (void) svff_json_get_string(entry, "phase", &ph);
+        if (!ph || !streq(ph, "interrupted") || svff_json_get_object(entry, "reprogram", &rp) < 0 || !rp)
+                return NULL;
+        return entry;
+}
+
+/* Whether vf is an assignment of pf's interrupted reprogram (its plan). */
+static bool in_interrupted_reprogram(struct json_object *journal, const char *vf) {
+        if (!journal)
+                return false;
+        json_object_object_foreach(journal, pf, entry) {
+                struct json_object *plan, *items;
+
+                if (!reprogram_interrupted(journal, pf) || !json_object_object_get_ex(entry, "plan", &plan) ||
+                    !json_object_object_get_ex(plan, "assignments", &items) ||
+                    !json_object_is_type(items, json_type_array))
+                        continue;
+                for (size_t i = 0; i < json_object_array_length(items); i++) {
+                        const char *v = NULL;
+
+                        if (svff_json_get_string(json_object_array_get_idx(items, i), "vf", &v) >= 0 && v &&
+                            streq(v, vf))
+                                return true;
+                }
+        }
+        return false;
+}
+
 struct json_object *reconcile_drift(struct manager *m) {
         struct json_object *a = json_object_new_array(), *jp;
         struct snapshot *s = m->snapshot;
@@ -83,12 +121,15 @@ struct json_object *reconcile_drift(struct manager *m) {
          * claiming every PF is gone would be a lie. */
         if (!s || s->error < 0)
                 return a;
+        jp = journal_entries(m);
 
         json_object_object_foreach(svff_store_pfs(m->store), pf, rec) {
                 const struct svff_pf *p = find_pf(s, pf);
                 unsigned want;
                 char e[16], g[16];
 
+                if (!p && reprogram_interrupted(jp, pf))
+                        continue;  /* its "interrupted" says why, and what to do */
                 if (!p) {
                         add(a, "pf-missing", pf, pf, NULL, NULL, NULL,
                             "PF %s is recorded but not present; its records are kept until it returns or is re-initialised",
@@ -136,7 +177,7 @@ struct json_object *reconcile_drift(struct manager *m) {
                 const char *dom = "?", *apf = NULL;
                 char next[160];
 
-                if (find_vf(s, avf))
+                if (find_vf(s, avf) || in_interrupted_reprogram(jp, avf))
                         continue;
                 (void) svff_json_get_string(arec, "domain", &dom);
                 if (svff_store_get_vf(m->store, avf, &apf, NULL) > 0 && apf && manager_find_operation(m, apf))
@@ -149,7 +190,6 @@ struct json_object *reconcile_drift(struct manager *m) {
                     "Domain '%s' is assigned VF %s, which does not exist; %s", dom, avf, next);
         }
 
-        jp = journal_entries(m);
         if (jp) {
                 json_object_object_foreach(jp, jpf, entry) {
                         const char *op = "operation", *drv = NULL;
@@ -182,7 +222,7 @@ struct json_object *reconcile_drift(struct manager *m) {
                                 struct json_object *rp = NULL;
 
                                 (void) svff_json_get_string(entry, "phase", &ph);
-                                if (ph && streq(ph, "interrupted") &&
+                                if (reprogram_interrupted(jp, jpf) &&
                                     svff_json_get_object(entry, "reprogram", &rp) >= 0 && rp) {
                                         /* Nothing resumes it: the flash is not
                                          * known to have succeeded. */

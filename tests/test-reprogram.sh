@@ -124,7 +124,7 @@ grep -q "Flash hook for PF $PF: writing $IMAGES/good.bit" "$T/svffd.log" || fail
 expect_eq "$(cat "$SYS/bus/pci/devices/$PF/sriov_totalvfs")" 8 "new sriov_totalvfs"
 
 # interrupted WHAT: the PF "reprogram interrupted", assignments paused
-# with their records, the drift and the journal say so.
+# with their records, the drift (that one entry) and the journal say so.
 interrupted() {
         expect_eq "$(phase)" interrupted "journal phase after $1"
         expect_eq "$(states)" "paused paused paused" "assignment states after $1"
@@ -132,6 +132,10 @@ interrupted() {
         ctl status --json > "$T/status.json" || fail "status after $1"
         jget '[x["message"] for x in d["drift"] if x["kind"] == "interrupted"][0]' < "$T/status.json" |
                 grep -q "reprogram interrupted" || fail "no interrupted drift after $1: $(cat "$T/status.json")"
+        # That one drift says it all: not also the PF missing, nor each
+        # assignment without its VF, each with another next step.
+        expect_eq "$(jget '[x["kind"] for x in d["drift"]]' < "$T/status.json")" "['interrupted']" \
+                "the drift after $1"
 }
 
 note "a failing hook: reprogram interrupted, then reprogram again"
