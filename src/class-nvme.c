@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "class.h"
 #include "class-nvme.h"
@@ -365,6 +366,9 @@ static int find_ctrl(struct svff_ctx *ctx, const struct svff_pf *pf, char **ret,
         return svff_error_set(err, -ENODEV, "PF %s has no nvmeN controller under its nvme/ directory", pf->address);
 }
 
+#define NVME_LIVE_WAIT_USEC (20 * USEC_PER_SEC)
+#define NVME_LIVE_POLL_USEC (50 * USEC_PER_MSEC)
+
 int svff_class_nvme_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, const struct svff_nvme_ops *ops,
                               void *userdata, struct svff_class_pf **ret, struct svff_error *err) {
         _cleanup_(nvme_closep) struct svff_class_pf *c = NULL;
@@ -390,7 +394,22 @@ int svff_class_nvme_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, co
         if (r < 0)
                 return r;
 
-        r = ops->open(userdata, c->ctrl, &c->handle);
+        /* The kernel's nvme_dev_open() answers EWOULDBLOCK until the
+         * controller is live: just after the PF was bound (a reprogram
+         * binds it again after the rescan) it is still being reset and
+         * connected, for a second or more under emulation. */
+        for (usec_t until = svff_now_usec() + NVME_LIVE_WAIT_USEC;;) {
+                r = ops->open(userdata, c->ctrl, &c->handle);
+                if (r != -EAGAIN || svff_now_usec() >= until)
+                        break;
+                (void) usleep(NVME_LIVE_POLL_USEC);
+        }
+        if (r == -EAGAIN) {
+                c->handle = NULL;
+                return svff_error_set_errno(err, r, "The controller /dev/%s of PF %s did not come up (not live after "
+                                            "%d s); try again once it has", c->ctrl, pf->address,
+                                            (int) (NVME_LIVE_WAIT_USEC / USEC_PER_SEC));
+        }
         if (r < 0) {
                 c->handle = NULL;
                 return svff_error_set_errno(err, r, "Cannot open /dev/%s, the admin queue of PF %s", c->ctrl,

@@ -126,6 +126,10 @@ static int st_open(void *userdata, const char *ctrl, void **ret) {
 
         if (s->open_refused)
                 return -EACCES;
+        if (s->open_not_live > 0) {
+                s->open_not_live--;
+                return -EAGAIN;
+        }
         s->opens++;
         *ret = s;
         return 0;

@@ -58,6 +58,9 @@ struct nvme_standin {
         unsigned fail_times;
         unsigned opens;
         bool open_refused;
+        /* the next opens answer EAGAIN, as nvme_dev_open() while the
+         * controller is not live yet */
+        unsigned open_not_live;
 };
 
 /* The VM tier's controller: sriov_max_vfs=4, sriov_vq_flexible=8,

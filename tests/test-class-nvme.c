@@ -162,6 +162,16 @@ START_TEST(test_open_qemu) {
 }
 END_TEST
 
+START_TEST(test_open_not_live_yet) {
+        /* Just bound (a reprogram's rescan): the kernel answers EAGAIN
+         * until the controller is live; the open waits for it. */
+        st.open_not_live = 3;
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, NULL), 0);
+        ck_assert_uint_eq(st.open_not_live, 0);
+        ck_assert_uint_eq(st.opens, 1);
+}
+END_TEST
+
 START_TEST(test_open_refusals) {
         struct svff_error err = SVFF_ERROR_NULL;
 
@@ -884,6 +894,7 @@ static Suite *class_nvme_suite(void) {
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_standin_is_qemu);
         tcase_add_test(tc, test_open_qemu);
+        tcase_add_test(tc, test_open_not_live_yet);
         tcase_add_test(tc, test_open_refusals);
         tcase_add_test(tc, test_provision_order);
         tcase_add_test(tc, test_provision_reassign);
