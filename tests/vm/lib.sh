@@ -340,6 +340,59 @@ vm_assigned_setup() {
         vm_log "$1 VFs assigned:$vfs"
 }
 
+# vm_state VF: svffd's record of VF's assignment ("STATE DOMAIN").
+vm_state() {
+        svffctl list --json | jq -r --arg vf "$1" \
+                '.pfs[].vfs[] | select(.address == $vf) | "\(.assigned_to.state) \(.assigned_to.domain)"'
+}
+
+# vm_check_kept WHEN: every assignment of vm_assigned_setup attached, on
+# vfio-pci, at the guest address it had ($before, from vm_places).
+vm_check_kept() {
+        when=$1
+        assert_eq "$when: every VF at the same guest address (query-pci)" "$before" "$(vm_places)"
+        set -- $doms
+        for v in $vfs; do
+                assert_eq "$when: VF $v on vfio-pci" vfio-pci \
+                        "$(basename "$(readlink "/sys/bus/pci/devices/$v/driver")")"
+                assert_eq "$when: VF $v assignment" "attached $1" "$(vm_state "$v")"
+                shift
+        done
+}
+
+# vm_svffd_start_faulted FAULT [CONFIG]: svffd restarted with the fault
+# point FAULT armed (SVFF_FAULT: it SIGKILLs itself there).
+vm_svffd_start_faulted() {
+        vm_svffd_stop
+        SVFF_FAULT=$1
+        export SVFF_FAULT
+        vm_svffd_start "${2:-}"
+        unset SVFF_FAULT
+}
+
+# vm_svffd_killed FAULT: svffd ended, killed at FAULT (128 + SIGKILL).
+vm_svffd_killed() {
+        rc=0
+        wait "$svffd_pid" || rc=$?
+        svffd_pid=
+        assert_eq "svffd killed at $1 (SIGKILL)" 137 "$rc"
+}
+
+# vm_have_fault_points: svffd is built with them (configure
+# --enable-fault-points; scripts/check does).
+vm_have_fault_points() { "$(vm_svff_bin svffd)" --version | grep -q '^+FAULT-POINTS$'; }
+
+# vm_nic_setup: the igb PF on its driver, up: pf, P and ifname set.
+vm_nic_setup() {
+        modprobe igb
+        modprobe vfio-pci
+        pf=$(vm_nic_pf) || vm_fail "no igb PF (8086:10c9): is this QEMU 10 with -device igb?"
+        P=/sys/bus/pci/devices/$pf
+        vm_wait 20 test -d "$P/net" || vm_fail "PF $pf did not come up on igb (dmesg: $(dmesg | tail -n 5))"
+        ifname=$(ls "$P/net" | head -n1)
+        ip link set "$ifname" up || true
+}
+
 # vm_places: each assignment as "VF DOMAIN query-pci-address", one line
 # each, in the order of $vfs and $doms (for before/after comparisons).
 vm_places() {

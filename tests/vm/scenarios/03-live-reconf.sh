@@ -17,22 +17,6 @@ echo "$before"
 ! echo "$before" | grep -q ' $' || vm_fail "a VF is missing from its domain's query-pci"
 [ "${1:-}" != setup-only ] || vm_skip "setup only"
 
-# state VF: svffd's record of VF's assignment ("STATE DOMAIN").
-state() {
-        svffctl list --json | jq -r --arg vf "$1" \
-                '.pfs[].vfs[] | select(.address == $vf) | "\(.assigned_to.state) \(.assigned_to.domain)"'
-}
-# check_kept WHEN: every assignment attached, at the address it had.
-check_kept() {
-        assert_eq "$1: every VF at the same guest address (query-pci)" "$before" "$(vm_places)"
-        set -- "$1" $doms
-        for v in $vfs; do
-                assert_eq "$1: VF $v on vfio-pci" vfio-pci "$(basename "$(readlink "/sys/bus/pci/devices/$v/driver")")"
-                assert_eq "$1: VF $v assignment" "attached $2" "$(state "$v")"
-                shift
-        done
-}
-
 vm_log "reconf $pf 2 without --force"
 rc=0
 svffctl reconf "$pf" 2 >"$SVFF_VM_RUNDIR/reconf2.out" 2>&1 || rc=$?
@@ -40,7 +24,7 @@ cat "$SVFF_VM_RUNDIR/reconf2.out"
 assert_eq "reconf PF 2 with 4 assigned, no --force: exit status" 1 "$rc"
 assert_true "the refusal names --force" grep -q -- --force "$SVFF_VM_RUNDIR/reconf2.out"
 assert_eq "numvfs after the refusal" 4 "$(cat "$P/sriov_numvfs")"
-check_kept "refused reconf"
+vm_check_kept "refused reconf"
 
 # A VF that is created anew has d3cold_allowed back at 1: the mark shows
 # that reconf really went through 0.
@@ -53,7 +37,7 @@ assert_eq "numvfs after reconf" 4 "$(cat "$P/sriov_numvfs")"
 for v in $vfs; do
         assert_eq "VF $v re-created (d3cold_allowed reset)" 1 "$(cat "/sys/bus/pci/devices/$v/d3cold_allowed")"
 done
-check_kept "reconf 4"
+vm_check_kept "reconf 4"
 
 # A guest that holds its VF: move the last one to 'hold' (ACPI hotplug,
 # no OS to answer the unplug).

@@ -159,18 +159,11 @@ assert_eq "status: no class drift after the second init" 0 \
         "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status.json")"
 
 # ---- SIGKILL between two VFs' class steps: the next init completes ----
-if "$(vm_svff_bin svffd)" --version | grep -q '^+FAULT-POINTS$'; then
+if vm_have_fault_points; then
         vm_log "init again with svffd killed after VF 1's class steps"
-        vm_svffd_stop
-        SVFF_FAULT=after-provision-2
-        export SVFF_FAULT
-        vm_svffd_start "$config"
-        unset SVFF_FAULT
+        vm_svffd_start_faulted after-provision-2 "$config"
         svffctl init "$pf" 4 >"$R/init-killed.out" 2>&1 && vm_fail "init survived SIGKILL at after-provision-2"
-        rc=0
-        wait "$svffd_pid" || rc=$?
-        svffd_pid=
-        assert_eq "svffd killed at after-provision-2 (SIGKILL)" 137 "$rc"
+        vm_svffd_killed after-provision-2
         vm_svffd_start "$config"
         svffctl status --json >"$R/status-killed.json" || vm_fail "svffctl status --json failed"
         assert_eq "status: the init is interrupted" 1 \

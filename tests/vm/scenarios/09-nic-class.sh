@@ -24,13 +24,7 @@
 command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
 command -v virsh >/dev/null || vm_fail "no virsh (package libvirt-clients)"
 command -v ip >/dev/null || vm_fail "no ip (package iproute2)"
-modprobe igb
-modprobe vfio-pci
-pf=$(vm_nic_pf) || vm_fail "no igb PF (8086:10c9): is this QEMU 10 with -device igb?"
-P=/sys/bus/pci/devices/$pf
-vm_wait 20 test -d "$P/net" || vm_fail "PF $pf did not come up on igb (dmesg: $(dmesg | tail -n 5))"
-ifname=$(ls "$P/net" | head -n1)
-ip link set "$ifname" up || true
+vm_nic_setup
 R=$SVFF_VM_RUNDIR
 assert_eq "igb PF $pf ($ifname) sriov_totalvfs" 7 "$(cat "$P/sriov_totalvfs")"
 vf_addr() { basename "$(readlink "$P/virtfn$1")"; }
@@ -161,32 +155,32 @@ assert_eq "after reconf to 5: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
 assert_eq "after reconf to 5: VF 1 VLAN" 200 "$(vfvlan 1)"
 assert_eq "after reconf to 5: VF 4 MAC from the prefix" 02:53:00:00:00:04 "$(vfmac 4)"
 svffctl reconf "$pf" 4 >"$R/reconf4.out" 2>&1 || { cat "$R/reconf4.out"; vm_fail "reconf to 4 failed"; }
-assert_eq "after reconf: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
-assert_eq "after reconf: VF 0 VLAN" 100 "$(vfvlan 0)"
-assert_eq "after reconf: VF 0 trust" on "$(vftrust 0)"
-assert_eq "after reconf: VF 0 spoof checking" off "$(vfspoof 0)"
-assert_eq "after reconf: VF 1 VLAN" 200 "$(vfvlan 1)"
-assert_eq "after reconf: VF 2 MAC" 02:53:00:00:00:02 "$(vfmac 2)"
-assert_eq "after reconf: VF 3 has its own VLAN 7 again" 7 "$(vfvlan 3)"
-assert_eq "after reconf: VF 0 at its guest address in d1" "$before0" "$(vm_qpci_wait d1 "$v0")"
-assert_eq "after reconf: VF 1 at its guest address in d2" "$before1" "$(vm_qpci_wait d2 "$v1")"
+# check_given WHEN: what each VF was given, as 'ip link show' has it, and
+# each domain's VF at its guest address.
+check_given() {
+        assert_eq "$1: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
+        assert_eq "$1: VF 0 VLAN" 100 "$(vfvlan 0)"
+        assert_eq "$1: VF 0 QoS" 3 "$(vfqos 0)"
+        assert_eq "$1: VF 0 trust" on "$(vftrust 0)"
+        assert_eq "$1: VF 0 spoof checking" off "$(vfspoof 0)"
+        assert_eq "$1: VF 1 MAC" 02:00:00:00:aa:02 "$(vfmac 1)"
+        assert_eq "$1: VF 1 VLAN" 200 "$(vfvlan 1)"
+        assert_eq "$1: VF 2 MAC" 02:53:00:00:00:02 "$(vfmac 2)"
+        assert_eq "$1: VF 3 has its own VLAN 7" 7 "$(vfvlan 3)"
+        assert_eq "$1: VF 0 at its guest address in d1" "$before0" "$(vm_qpci_wait d1 "$v0")"
+        assert_eq "$1: VF 1 at its guest address in d2" "$before1" "$(vm_qpci_wait d2 "$v1")"
+}
+check_given "after reconf"
 
 # ---- SIGKILL between the numvfs write and the settings step ----
 # svffd dies right after writing the new count, every VF recreated with
 # no settings; restarted, it resumes the reconf from its journal: the
 # same end state as a reconf that was never interrupted.
-if "$(vm_svff_bin svffd)" --version | grep -q '^+FAULT-POINTS$'; then
+if vm_have_fault_points; then
         vm_log "reconf $pf 5 with svffd killed after the numvfs write"
-        vm_svffd_stop
-        SVFF_FAULT=after-numvfs-N
-        export SVFF_FAULT
-        vm_svffd_start "$config"
-        unset SVFF_FAULT
+        vm_svffd_start_faulted after-numvfs-N "$config"
         svffctl reconf "$pf" 5 >"$R/reconf-killed.out" 2>&1 && vm_fail "reconf survived SIGKILL at after-numvfs-N"
-        rc=0
-        wait "$svffd_pid" || rc=$?
-        svffd_pid=
-        assert_eq "svffd killed at after-numvfs-N (SIGKILL)" 137 "$rc"
+        vm_svffd_killed after-numvfs-N
         assert_eq "after the kill: sriov_numvfs" 5 "$(cat "$P/sriov_numvfs")"
         assert_eq "after the kill: VF 0 lost its MAC with the count" 00:00:00:00:00:00 "$(vfmac 0)"
         vm_svffd_start "$config"
@@ -195,22 +189,12 @@ if "$(vm_svff_bin svffd)" --version | grep -q '^+FAULT-POINTS$'; then
         }
         vm_wait 60 both_back || vm_fail "the assignments are not back 60 s after the restart: $(svffctl list)"
         assert_eq "after the recovery: sriov_numvfs" 5 "$(cat "$P/sriov_numvfs")"
-        assert_eq "after the recovery: VF 0 MAC" 02:00:00:00:aa:01 "$(vfmac 0)"
-        assert_eq "after the recovery: VF 0 VLAN" 100 "$(vfvlan 0)"
-        assert_eq "after the recovery: VF 0 QoS" 3 "$(vfqos 0)"
-        assert_eq "after the recovery: VF 0 trust" on "$(vftrust 0)"
-        assert_eq "after the recovery: VF 0 spoof checking" off "$(vfspoof 0)"
-        assert_eq "after the recovery: VF 1 MAC" 02:00:00:00:aa:02 "$(vfmac 1)"
-        assert_eq "after the recovery: VF 1 VLAN" 200 "$(vfvlan 1)"
-        assert_eq "after the recovery: VF 2 MAC" 02:53:00:00:00:02 "$(vfmac 2)"
-        assert_eq "after the recovery: VF 3 has its own VLAN 7" 7 "$(vfvlan 3)"
+        check_given "after the recovery"
         assert_eq "after the recovery: VF 4 MAC from the prefix" 02:53:00:00:00:04 "$(vfmac 4)"
         for i in 0 1 2 3 4; do
                 assert_eq "after the recovery: VF $i on vfio-pci" vfio-pci \
                         "$(basename "$(readlink "$P/virtfn$i/driver")")"
         done
-        assert_eq "after the recovery: VF 0 at its guest address in d1" "$before0" "$(vm_qpci_wait d1 "$v0")"
-        assert_eq "after the recovery: VF 1 at its guest address in d2" "$before1" "$(vm_qpci_wait d2 "$v1")"
         svffctl status --json >"$R/status-recovered.json" || vm_fail "svffctl status --json failed"
         assert_eq "status: the reconf was recovered" resumed \
                 "$(jq -r --arg pf "$pf" '[.recovered[] | select(.pf == $pf)][0].outcome' "$R/status-recovered.json")"

@@ -37,18 +37,8 @@ before=$(vm_places)
 echo "$before"
 ! echo "$before" | grep -q ' $' || vm_fail "a VF is missing from its domain's query-pci"
 
-state() {
-        svffctl list --json | jq -r --arg vf "$1" \
-                '.pfs[].vfs[] | select(.address == $vf) | "\(.assigned_to.state) \(.assigned_to.domain)"'
-}
 check_kept() {
-        assert_eq "$1: every VF at the same guest address (query-pci)" "$before" "$(vm_places)"
-        set -- "$1" $doms
-        for v in $vfs; do
-                assert_eq "$1: VF $v on vfio-pci" vfio-pci "$(basename "$(readlink "/sys/bus/pci/devices/$v/driver")")"
-                assert_eq "$1: VF $v assignment" "attached $2" "$(state "$v")"
-                shift
-        done
+        vm_check_kept "$1"
         assert_eq "$1: PF driver" nvme "$(basename "$(readlink "$P/driver")")"
         assert_eq "$1: numvfs" 4 "$(cat "$P/sriov_numvfs")"
 }
