@@ -917,9 +917,10 @@ static int cmd_config(int argc, char **argv) {
                 }
                 for (size_t i = 0; r >= 0 && i < c.n_policies; i++)
                         json_object_array_add(pols, json_object_new_string(c.policies[i].name));
-                if (r >= 0) {
+                /* a file with errors was not applied: no warnings to give */
+                {
                         struct json_object *warnings = json_object_new_array();
-                        _cleanup_free_ char *w = c.warnings ? strdup(c.warnings) : NULL;
+                        _cleanup_free_ char *w = r >= 0 && c.warnings ? strdup(c.warnings) : NULL;
 
                         for (char *line = w ? strtok(w, "\n") : NULL; line; line = strtok(NULL, "\n"))
                                 json_object_array_add(warnings, json_object_new_string(line));
