@@ -223,6 +223,7 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
 struct key_pos {
         char *path;             /* "policies.fpga.numvfs" */
         size_t offset;
+        char *written;          /* the key as the file spells it, if not so */
 };
 
 struct parser {
@@ -259,18 +260,24 @@ static unsigned line_of(const char *data, size_t off) {
  * svff_json_scan_keys() over the same text, so a top-level key is not
  * confused with a nested one of the same name, nor with text in a
  * string. */
-static unsigned key_line(struct parser *p) {
+static const struct key_pos *key_pos(struct parser *p) {
         char name[1024];
         size_t len = 0;
 
         for (size_t i = 0; i < p->depth && len < sizeof(name); i++)
                 len += (size_t) snprintf(name + len, sizeof(name) - len, "%s%s", i ? "." : "", p->keys[i]);
         if (p->depth == 0)
-                return 1;
+                return NULL;
         for (size_t i = 0; i < p->n_positions; i++)
                 if (streq(p->positions[i].path, name))
-                        return line_of(p->data, p->positions[i].offset);
-        return 1;
+                        return &p->positions[i];
+        return NULL;
+}
+
+static unsigned key_line(struct parser *p) {
+        const struct key_pos *k = key_pos(p);
+
+        return k ? line_of(p->data, k->offset) : 1;
 }
 
 static void key_name(struct parser *p, char *buf, size_t size) {
@@ -321,7 +328,11 @@ static int key_error(struct parser *p, int r, const char *fmt, ...) {
         vsnprintf(what, sizeof(what), fmt, ap);
         va_end(ap);
         key_name(p, key, sizeof(key));
-        snprintf(msg, sizeof(msg), "key '%s' %s", key, what);
+        /* a key in the old spelling: the operator looks for what they wrote */
+        if (key_pos(p) && key_pos(p)->written)
+                snprintf(msg, sizeof(msg), "key '%s' (written '%s') %s", key, key_pos(p)->written, what);
+        else
+                snprintf(msg, sizeof(msg), "key '%s' %s", key, what);
         return add_error(p, r, key_line(p), msg);
 }
 
@@ -901,13 +912,21 @@ static int record_key(const char *const *path, size_t depth, const char *key, si
                 return -ENOMEM;
         }
         p->positions = n;
-        p->positions[p->n_positions++] = (struct key_pos) { .path = name, .offset = offset };
+        p->positions[p->n_positions] = (struct key_pos) { .path = name, .offset = offset };
+        if (keys_are_ours(path, depth) && strchr(key, '-') &&
+            !(p->positions[p->n_positions].written = strdup(key))) {
+                free(name);
+                return -ENOMEM;
+        }
+        p->n_positions++;
         return 0;
 }
 
 static void parser_done(struct parser *p) {
-        for (size_t i = 0; i < p->n_positions; i++)
+        for (size_t i = 0; i < p->n_positions; i++) {
                 free(p->positions[i].path);
+                free(p->positions[i].written);
+        }
         free(p->positions);
         p->positions = NULL;
         p->n_positions = 0;
@@ -996,9 +1015,14 @@ static int snake_keys(struct parser *p, struct json_object *o, struct json_objec
                         return -ENOMEM;
                 if (push(p, name) < 0)
                         return add_error(p, -EINVAL, 1, "nested too deeply");
-                if (!streq(name, key) && json_object_object_get_ex(o, name, NULL))
-                        k = key_error(p, -EINVAL, "is given twice, as '%s' (the old spelling) and '%s': keep '%s'",
-                                      key, name, name);
+                if (!streq(name, key) && json_object_object_get_ex(o, name, NULL)) {
+                        char full[256], msg[1024];
+
+                        key_name(p, full, sizeof(full));
+                        snprintf(msg, sizeof(msg), "key '%s' is given twice, as '%s' (the old spelling) and '%s': keep '%s'",
+                                 full, key, name, name);
+                        k = add_error(p, -EINVAL, key_line(p), msg);
+                }
                 else if (!streq(name, key))
                         k = add_warning(p, key_line(p), "'%s' is the old spelling of '%s'; it is still read for this release",
                                         key, name);

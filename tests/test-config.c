@@ -86,6 +86,10 @@ static const struct {
         const char *needle;
 } bad[] = {
         { "{ \"sockett\": \"/run/x\" }", ":1: key 'sockett' is unknown" },
+        /* a key in the old spelling is named as the file writes it too */
+        { "{ \"vf-drvier\": 1 }", ":1: key 'vf_drvier' (written 'vf-drvier') is unknown" },
+        { "{ \"policies\": { \"my-p\": { \"match\": { \"id\": \"10ee:903f\" },\n  \"vf-driver\": \"../x\" } } }",
+          ":2: key 'policies.my-p.vf_driver' (written 'vf-driver') must be a driver name" },
         { "{\n \"limits\": {\n  \"max_conections\": 3 } }", ":3: key 'limits.max_conections' is unknown" },
         { "{ \"workers\": \"two\" }", "key 'workers' must be an integer" },
         { "{ \"workers\": 0 }", "key 'workers' must be between 1 and 64" },

@@ -56,7 +56,7 @@ expect_eq "$(jget 'd["config_error"]' < "$T/status.json")" None "config error be
 printf '{ "log_level": "info", "limits": { "idle_timeout_sec": 30 } }\n' > "$T/svff.conf"
 kill -HUP "$SVFFD_PID"
 wait_for grep -q "Configuration reloaded" "$T/svffd.log" || fail "reload not logged"
-printf '{ "log_level": "chatty",\n  "bogus-key": 1 }\n' > "$T/svff.conf"
+printf '{ "log_level": "chatty",\n  "bogus_key": 1 }\n' > "$T/svff.conf"
 kill -HUP "$SVFFD_PID"
 wait_for grep -q "keeping the running one" "$T/svffd.log" || fail "bad reload not logged"
 ctl status --json > "$T/status.json"
