@@ -1022,8 +1022,7 @@ static int snake_keys(struct parser *p, struct json_object *o, struct json_objec
                         snprintf(msg, sizeof(msg), "key '%s' is given twice, as '%s' (the old spelling) and '%s': keep '%s'",
                                  full, key, name, name);
                         k = add_error(p, -EINVAL, key_line(p), msg);
-                }
-                else if (!streq(name, key))
+                } else if (!streq(name, key))
                         k = add_warning(p, key_line(p), "'%s' is the old spelling of '%s'; it is still read for this release",
                                         key, name);
                 if (k >= 0 && json_object_is_type(val, json_type_object))
