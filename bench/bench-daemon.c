@@ -762,7 +762,7 @@ int main(void) {
                 return EXIT_FAILURE;
         /* the default limits (1024 connections, 128 per uid, 256 KiB of
          * Monitor backlog), as an operator runs it */
-        fputs("{ \"log-level\": \"warning\" }\n", f);
+        fputs("{ \"log_level\": \"warning\" }\n", f);
         fclose(f);
         /* 500 idle connections beside 200 clients, and svffd inherits
          * this limit as its hard limit */

@@ -54,9 +54,9 @@ static int run(struct svff_ctx *ctx, unsigned numvfs, unsigned rounds, bool *ok)
                         char text[256];
 
                         snprintf(text, sizeof(text),
-                                 "{\"mac-prefix\": \"02:53:00:00\", \"vlan\": %u, \"qos\": 3, \"trust\": true,"
-                                 " \"spoofchk\": false, \"link-state\": \"enable\", \"rss-query\": true,"
-                                 " \"max-tx-rate\": 900}", 100 + i);
+                                 "{\"mac_prefix\": \"02:53:00:00\", \"vlan\": %u, \"qos\": 3, \"trust\": true,"
+                                 " \"spoofchk\": false, \"link_state\": \"enable\", \"rss_query\": true,"
+                                 " \"max_tx_rate\": 900}", 100 + i);
                         s = json_tokener_parse(text);
                         r = svff_class_nic.provision(c, &pf, i, s, &state, &err);
                         if (r >= 0)

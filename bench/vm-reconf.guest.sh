@@ -31,7 +31,7 @@ pf=$(vm_nvme_pf) || vm_fail "no NVMe PF"
 P=/sys/bus/pci/devices/$pf
 vm_wait 10 test -e "$P/driver" || vm_fail "PF $pf did not bind nvme"
 # libvirtd serves 5 calls of one client at once unless told otherwise;
-# svff.conf(5) says to raise it to svffd's libvirt-workers (16).
+# svff.conf(5) says to raise it to svffd's libvirt_workers (16).
 vm_libvirtd_start "max_client_requests = 16"
 doms=""
 for i in 1 2 3 4 5 6 7 8; do

@@ -180,7 +180,7 @@ static int connect_daemon(struct svff_varlink_client **ret) {
         if (r == -EACCES || r == -EPERM) {
                 cli_error("io.svff.ctl.PermissionDenied", p,
                           "cannot connect to svffd at '%s': %s. The socket is for root and svffd's admin "
-                          "group (admin-group in svff.conf); run as one of them.", socket_path(), strerror(-r));
+                          "group (admin_group in svff.conf); run as one of them.", socket_path(), strerror(-r));
                 return EXIT_PERMISSION;
         }
         if (r == -ENOENT || r == -ECONNREFUSED)
@@ -498,7 +498,7 @@ static int print_status(struct json_object *reply, const void *userdata) {
                         printf("libvirt:      %s (%s)\n", strna(jstr(lv, "uri")), conn ? "connected" : "not connected");
                 }
                 if (jint(reply, "snapshot_age_usec", -1) >= 0)
-                        printf("Snapshot:     taken %lld ms ago (list-max-age %lld ms)\n",
+                        printf("Snapshot:     taken %lld ms ago (list_max_age_msec %lld)\n",
                                jint(reply, "snapshot_age_usec", 0) / 1000,
                                jint(reply, "snapshot_max_age_usec", 0) / 1000);
         }
@@ -902,6 +902,10 @@ static int cmd_config(int argc, char **argv) {
         }
         /* A FILE named must exist, as for svffd --config. */
         r = svff_config_load(&c, path, argc != 3, &err);
+        /* Keys in an old spelling still work: say so on stderr, so
+         * that --effective and --json keep stdout clean. */
+        if (r >= 0 && c.warnings && !arg_json)
+                fprintf(stderr, "%s\n", c.warnings);
         if (r >= 0 && arg_effective) {
                 _cleanup_json_ struct json_object *e = svff_config_to_json(&c);
 
@@ -926,6 +930,15 @@ static int cmd_config(int argc, char **argv) {
                 }
                 for (size_t i = 0; r >= 0 && i < c.n_policies; i++)
                         json_object_array_add(pols, json_object_new_string(c.policies[i].name));
+                /* a file with errors was not applied: no warnings to give */
+                {
+                        struct json_object *warnings = json_object_new_array();
+                        _cleanup_free_ char *w = r >= 0 && c.warnings ? strdup(c.warnings) : NULL;
+
+                        for (char *line = w ? strtok(w, "\n") : NULL; line; line = strtok(NULL, "\n"))
+                                json_object_array_add(warnings, json_object_new_string(line));
+                        json_object_object_add(o, "warnings", warnings);
+                }
                 json_object_object_add(o, "file", json_object_new_string(path));
                 json_object_object_add(o, "valid", json_object_new_boolean(r >= 0));
                 json_object_object_add(o, "errors", errors);
@@ -1229,7 +1242,7 @@ static int cmd_reprogram(int argc, char **argv) {
                 return r;
         if (argv[2][0] != '/')
                 return usage_error(argv[0], "the image '%s' is not an absolute path (svffd checks it against its "
-                                   "flash-image-dir).", argv[2]);
+                                   "flash_image_dir).", argv[2]);
         params = json_object_new_object();
         if (!params)
                 return EXIT_FAILURE;
@@ -1292,7 +1305,7 @@ static const struct command commands[] = {
           cmd_status, .has_verbose = true },
         { "init", "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
-          "DRIVER (default: svffd's vf-driver, normally vfio-pci) and record the desired\n"
+          "DRIVER (default: svffd's vf_driver, normally vfio-pci) and record the desired\n"
           "state and each VF's original driver. An unknown driver, more VFs than the PF\n"
           "supports, or another count or driver over assigned VFs is refused before\n"
           "anything changes. The operator then owns the PF's VF count: no policy changes\n"
@@ -1326,7 +1339,7 @@ static const struct command commands[] = {
           cmd_attach, .has_attach_options = true },
         { "detach", "detach VF [--release]",
           "Remove VF from its domain, waiting for the guest to let go of it (svffd's\n"
-          "detach-timeout-sec). If the guest does not, the VF stays 'detaching' and the\n"
+          "detach_timeout_sec). If the guest does not, the VF stays 'detaching' and the\n"
           "command fails; run it again later. --release then runs 'svffctl release' on\n"
           "the VF (its device class undoes what it set up).", cmd_detach, .has_release = true },
         { "pause", "pause VF",
@@ -1353,11 +1366,11 @@ static const struct command commands[] = {
         { "reprogram", "reprogram PF IMAGE [--numvfs N] [--mode pause|detach] [--dry-run] [--force] [--json]",
           "Write IMAGE to PF (an FPGA's bitstream) inside the reconf window: every\n"
           "assignment quiesced as reconf does, the count set to 0, the PF's driver\n"
-          "unbound and the PF removed, svffd's flash-hook run on IMAGE (a file under\n"
-          "flash-image-dir), the bus rescanned until the PF is back at its address, its\n"
-          "identity checked against its policy's reprogram-ids, then N VFs (default:\n"
+          "unbound and the PF removed, svffd's flash_hook run on IMAGE (a file under\n"
+          "flash_image_dir), the bus rescanned until the PF is back at its address, its\n"
+          "identity checked against its policy's reprogram_ids, then N VFs (default:\n"
           "the count it has), vfio-pci and every assignment back at its guest address.\n"
-          "A hook that fails or passes flash-timeout-sec, or a PF that comes back as\n"
+          "A hook that fails or passes flash_timeout_sec, or a PF that comes back as\n"
           "its policy does not allow, leaves the PF 'reprogram interrupted' with its\n"
           "assignments paused: run reprogram again, or reconf to take the PF as it is.\n"
           "Progress and Ctrl-C as for init. Needs root or the admin group (--dry-run\n"
@@ -1492,7 +1505,7 @@ static int nic_option(const char *opt, const char *arg) {
                 if (proto) {
                         if (strcasecmp(proto, "802.1Q") && strcasecmp(proto, "802.1ad"))
                                 return usage_error("attach", "--vlan '%s': the protocol is 802.1Q or 802.1ad.", arg);
-                        json_object_object_add(arg_class, "vlan-proto", json_object_new_string(proto));
+                        json_object_object_add(arg_class, "vlan_proto", json_object_new_string(proto));
                 }
                 v = json_object_new_int((int) vlan);
         } else if (streq(opt, "trust") || streq(opt, "spoofchk")) {
@@ -1510,7 +1523,18 @@ static int nic_option(const char *opt, const char *arg) {
                 v = json_object_new_int64((int64_t) rate);
         } else
                 v = json_object_new_string(arg);      /* mac, link-state */
-        json_object_object_add(arg_class, opt, v);
+        /* The option is kebab-case as every option is; the setting it
+         * becomes snake_case as every JSON key. */
+        {
+                _cleanup_free_ char *key = svff_json_key_snake(opt);
+
+                if (!key) {
+                        json_object_put(v);
+                        fprintf(stderr, "svffctl: out of memory.\n");
+                        return EXIT_DAEMON_ERROR;
+                }
+                json_object_object_add(arg_class, key, v);
+        }
         return 0;
 }
 

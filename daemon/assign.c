@@ -1007,6 +1007,8 @@ static bool vf_taken(struct manager *m, const char *vf, struct call *call) {
 }
 
 static void attach_start(struct manager *m, struct call *call, const char *vf) {
+        const char *dup = NULL;
+        int r;
         struct json_object *params = call_request(call)->parameters;
         const char *domain = NULL, *ga = NULL, *drv = NULL;
         bool live = false, config = false, have_live, have_config;
@@ -1061,7 +1063,19 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
                         return;
                 }
                 snprintf(j->class_pf, sizeof(j->class_pf), "%s", pf);
-                if (json_object_deep_copy(csettings, &j->class_settings, NULL) < 0 ||
+                /* The keys are snake_case; kebab-case, that of earlier
+                 * releases, is still read for this one. */
+                r = svff_json_snake_keys(csettings, &j->class_settings, &dup);
+                if (r == -ENOTUNIQ) {
+                        _cleanup_free_ char *snake = svff_json_key_snake(dup);
+
+                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "class",
+                                    "Parameter 'class' gives '%s' twice, as '%s' (the old spelling) and '%s'; "
+                                    "give it once, as '%s'.", strna(snake), dup, strna(snake), strna(snake));
+                        job_free(j);
+                        return;
+                }
+                if (r < 0 ||
                     (crec && json_object_object_get_ex(crec, "settings", &csettings) && csettings &&
                      json_object_deep_copy(csettings, &j->class_policy, NULL) < 0)) {
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");

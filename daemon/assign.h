@@ -13,7 +13,7 @@
  *             domain; attach; read the guest address back
  *     main:   record, commit, reply
  *   Detach(vf): record "detaching", commit; detach and wait for the guest
- *     (deadline detach-timeout-sec); gone -> drop the record; past the
+ *     (deadline detach_timeout_sec); gone -> drop the record; past the
  *     deadline -> GuestNotReleased, the record stays "detaching".
  *   Pause(vf): native (the configured QMP device-pause command, if the
  *     domain's QEMU offers it) or detach-with-reservation; the record

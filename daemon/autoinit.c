@@ -17,7 +17,7 @@
 #include "reconfigure.h"
 #include "sysfs.h"
 
-/* A PF waiting for settle-msec of quiet, or for a fresh snapshot. */
+/* A PF waiting for settle_msec of quiet, or for a fresh snapshot. */
 struct pending {
         struct pending *next;
         struct autoinit *autoinit;

@@ -10,7 +10,7 @@
  *              and says READY=1 only once these are done);
  *   add/bind   a PF that appears (udev, or an injected event) gets its
  *              policy, or else the state svff recorded for it, once it
- *              has been quiet for settle-msec;
+ *              has been quiet for settle_msec;
  *   reload     the policies as changed, over the PFs present;
  *   remove     the PF and its assignments are absent: List shows them
  *              under "absent", Status as drift, Monitor as pf-removed;

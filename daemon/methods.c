@@ -554,7 +554,7 @@ static bool manage_check_call(struct manager *m, struct call *call) {
                 if (streq(m->snapshot->pfs[i]->address, pf))
                         p = m->snapshot->pfs[i];
         if (!p) {
-                /* Newer than the picture (hot-added within list-max-age):
+                /* Newer than the picture (hot-added within list_max_age_msec):
                  * a few small reads, rarer than the call itself. */
                 if (svff_pf_load(m->ctx, pf, &loaded, NULL) < 0)
                         return true;    /* gone, or no PF: the method says so */

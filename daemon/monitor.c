@@ -59,7 +59,7 @@ static void subscriber_gone(struct call *call, void *userdata) {
                 call_unref(call);
 }
 
-/* A subscriber fell behind by more than monitor-backlog-bytes and then
+/* A subscriber fell behind by more than monitor_backlog_bytes and then
  * read what was waiting: it gets one last event saying how many it
  * missed (so it knows to re-read the state with List), then the server
  * hangs up. */

@@ -17,7 +17,7 @@ int monitor_new(struct monitor **ret);
 /* Drops the subscribers (their calls outlive the bus). Accepts NULL. */
 struct monitor *monitor_free(struct monitor *b);
 
-/* Bytes a subscriber may lag by (monitor-backlog-bytes); for new
+/* Bytes a subscriber may lag by (monitor_backlog_bytes); for new
  * subscribers. */
 void monitor_set_backlog(struct monitor *b, size_t bytes);
 

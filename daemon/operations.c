@@ -90,8 +90,8 @@ struct init_op {
         unsigned numvfs;
         bool numvfs_announced;          /* numvfs-set sent before the class steps */
         char *driver;
-        usec_t numvfs_base, numvfs_per_vf;  /* numvfs-timeout-sec, numvfs-timeout-per-vf-msec */
-        usec_t bind_base, bind_per_vf;      /* bind-timeout-sec, bind-timeout-per-vf-msec */
+        usec_t numvfs_base, numvfs_per_vf;  /* numvfs_timeout_sec, numvfs_timeout_per_vf_msec */
+        usec_t bind_base, bind_per_vf;      /* bind_timeout_sec, bind_timeout_per_vf_msec */
         int autoprobe;                  /* -1: leave sriov_drivers_autoprobe off */
         char *reason;                   /* why, when no caller asked ("policy 'x'") */
         char *owner;                    /* recorded with the count; NULL keeps the PF's */
@@ -321,9 +321,9 @@ static void init_bind_run(void *userdata) {
                 if (svff_now_usec() >= deadline)
                         b->r = svff_error_set(&err, -ETIMEDOUT,
                                               "binding the %zu VFs of PF %s to %s did not finish within "
-                                              "%llu ms (bind-timeout-sec %llu s + bind-timeout-per-vf-msec "
+                                              "%llu ms (bind_timeout_sec %llu s + bind_timeout_per_vf_msec "
                                               "%llu ms x %zu VFs); %zu were bound: if the driver is only "
-                                              "slow, raise bind-timeout-per-vf-msec in svff.conf, else "
+                                              "slow, raise bind_timeout_per_vf_msec in svff.conf, else "
                                               "check dmesg",
                                               io->after->n_vfs, io->pf, io->driver,
                                               (unsigned long long) (budget / USEC_PER_MSEC),

@@ -774,7 +774,7 @@ static int pf_check_identity(struct pfop_job *j) {
                 ok = !*j->pf_id || streq(j->pf_id, id);
         if (!ok)
                 return svff_error_set(&j->err, -EPROTO, "it is %s, not one of the identities its policy's "
-                                      "reprogram-ids allow%s%s%s", id, *j->pf_id ? " (it was " : "",
+                                      "reprogram_ids allow%s%s%s", id, *j->pf_id ? " (it was " : "",
                                       *j->pf_id ? j->pf_id : "", *j->pf_id ? ")" : "");
         if (pf->totalvfs < j->numvfs)
                 return svff_error_set(&j->err, -ERANGE, "it is %s with sriov_totalvfs %u, fewer than the %u VFs "
@@ -873,7 +873,7 @@ static void pfop_run(void *userdata) {
                 };
 
                 if (!hook.path)
-                        j->r = svff_error_set(&j->err, -ENOEXEC, "no flash-hook is configured");
+                        j->r = svff_error_set(&j->err, -ENOEXEC, "no flash_hook is configured");
                 else
                         j->r = svff_flash_hook_run(run->env.ctx, &hook, j->pf, j->image, &j->err);
                 break;

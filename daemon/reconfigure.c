@@ -650,7 +650,7 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                 char id[16];
 
                 /* What the image may turn the PF into: its policy's
-                 * reprogram-ids, and what it is now. */
+                 * reprogram_ids, and what it is now. */
                 snprintf(id, sizeof(id), "%04x:%04x", found->vendor_id, found->device_id);
                 ids = json_object_new_array();
                 if (!ids || json_object_array_add(ids, json_object_new_string(id)) < 0) {
@@ -827,7 +827,7 @@ static bool reprogram_allowed(struct manager *m, struct call *call, const char *
 
         if (!m->config.flash_hook || !m->config.flash_image_dir) {
                 call_errorf(call, SVFF_ERROR_NO_FLASH_HOOK, "device", pf,
-                            "No flash hook is configured: set 'flash-hook' and 'flash-image-dir' in svff.conf(5).");
+                            "No flash hook is configured: set 'flash_hook' and 'flash_image_dir' in svff.conf(5).");
                 return false;
         }
         if (svff_flash_image_check(m->config.flash_image_dir, image, &err) < 0) {

@@ -918,7 +918,7 @@ static void server_update_max(struct server *s) {
                 if (budget < max) {
                         if (max != s->max_connections)
                                 log_notice("The file descriptor limit (%llu) leaves room for %" PRIu64
-                                           " connections, fewer than max-connections (%u).",
+                                           " connections, fewer than max_connections (%u).",
                                            (unsigned long long) rl.rlim_cur, budget, max);
                         max = (unsigned) budget;
                 }

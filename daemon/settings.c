@@ -53,6 +53,13 @@ int settings_read(const struct cmdline *cl, struct svff_config *ret, struct svff
         /* No config file at the default place: the defaults (and the
          * drop-ins, if any). */
         r = svff_config_load(&c, settings_path(cl), !cl->config_path_given, err);
+        if (r >= 0 && c.warnings) {
+                _cleanup_free_ char *w = strdup(c.warnings);
+                char *save = NULL;
+
+                for (char *line = w ? strtok_r(w, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save))
+                        log_warning("%s", line);
+        }
         if (r >= 0)
                 r = apply_cmdline(cl, &c);
         if (r < 0) {
@@ -72,8 +79,8 @@ int settings_keep_restart_only(const struct svff_config *running, struct svff_co
                 c->field = strdup(running->field);                                         \
         }
         KEEP(socket, "socket");
-        KEEP(state_dir, "state-dir");
-        KEEP(sysfs_root, "sysfs-root");
+        KEEP(state_dir, "state_dir");
+        KEEP(sysfs_root, "sysfs_root");
 #undef KEEP
         if (!c->socket || !c->state_dir || !c->sysfs_root)
                 return -ENOMEM;

@@ -32,7 +32,7 @@ const char *settings_path(const struct cmdline *c);
  * default place is fine). */
 int settings_read(const struct cmdline *c, struct svff_config *ret, struct svff_error *err);
 /* A reload's new settings: those used to set up what runs (socket,
- * state-dir, sysfs-root, the pool sizes) need a restart, so next keeps
+ * state_dir, sysfs_root, the pool sizes) need a restart, so next keeps
  * running's (logged). -ENOMEM. */
 int settings_keep_restart_only(const struct svff_config *running, struct svff_config *next);
 /* The admin group's id; false (logged) when there is none or it is not

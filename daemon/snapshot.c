@@ -420,7 +420,7 @@ void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
 }
 
 /* Whether s may answer a call that arrived at t: it holds svffd's own
- * changes and was taken no more than list-max-age before the call. An
+ * changes and was taken no more than list_max_age_msec before the call. An
  * old snapshot is never served while a refresh runs (the answer must
  * show what the host looks like now, e.g. the drift the operator just
  * caused), and an error is not served again once a refresh is due. */

@@ -58,7 +58,7 @@ struct snapshot_cache *snapshot_cache_free(struct snapshot_cache *c);
 /* The discovery thread's pool, for other short reads that must never
  * queue behind an init (a device class's drift check). */
 struct worker_pool *snapshot_cache_pool(struct snapshot_cache *c);
-/* How old a snapshot may be and still answer a call (list-max-age). */
+/* How old a snapshot may be and still answer a call (list_max_age_msec). */
 void snapshot_cache_set_max_age(struct snapshot_cache *c, uint64_t usec);
 /* The current snapshot (NULL before the first pass), and a number that
  * changes whenever it does. */
@@ -69,7 +69,7 @@ uint64_t snapshot_cache_id(struct snapshot_cache *c);
 int snapshot_cache_read_now(struct snapshot_cache *c);
 /* Records that svffd changed pf in sysfs (NULL: anything): later callers
  * wait for a pass that re-read it. Only the PFs changed are read again
- * when the rest of the snapshot is younger than list-max-age. */
+ * when the rest of the snapshot is younger than list_max_age_msec. */
 void snapshot_cache_changed(struct snapshot_cache *c, const char *pf);
 /* Puts pf (taken), which svffd just changed and knows exactly, into the
  * snapshot, sparing a pass. Only when no pass is running (a pass started
@@ -77,7 +77,7 @@ void snapshot_cache_changed(struct snapshot_cache *c, const char *pf);
  * the next pass reads it. */
 void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf);
 /* Runs fn(owner, call) once a snapshot fresh enough exists (now, or after
- * a pass): one with svffd's own changes, taken no more than list-max-age
+ * a pass): one with svffd's own changes, taken no more than list_max_age_msec
  * before the call arrived. An older one is not served while the refresh
  * runs. Takes a reference on call, which may be NULL for svffd's own
  * work. */

@@ -269,7 +269,7 @@ static int run(int argc, char *argv[]) {
         log_setup(LOG_TARGET_AUTO);
 
         /* Every client is a descriptor: the soft limit systemd leaves
-         * (1024) would cap connections below max-connections. */
+         * (1024) would cap connections below max_connections. */
         r = server_raise_fd_limit();
         if (r < 0)
                 log_warning_errno(r, "Failed to raise the file descriptor limit, ignoring: %m");

@@ -58,7 +58,7 @@ int udev_watch_new(sd_event *event, const char *sysfs_root, udev_pf_fn fn, void 
         int r;
 
         if (!streq(sysfs_root, "/sys")) {
-                log_debug("sysfs-root is '%s', not /sys: no udev monitor.", sysfs_root);
+                log_debug("sysfs_root is '%s', not /sys: no udev monitor.", sysfs_root);
                 *ret = NULL;
                 return 0;
         }

@@ -3,7 +3,7 @@
 
 /* The libudev monitor: PCI add, bind and remove events of PFs, handed to
  * the callback it is given (svffd passes them to auto-init). Only when
- * sysfs-root is /sys: libudev reads the real /sys and cannot watch a
+ * sysfs_root is /sys: libudev reads the real /sys and cannot watch a
  * simulated tree (tests inject their events instead, see autoinit.h).
  * Listens to udevd's events when udevd runs (after its rules), else to
  * the kernel's. */

@@ -5,22 +5,22 @@
  * Settings (policy defaults overlaid with the assignment's):
  *   "mac"          "02:00:00:00:00:01": unicast, not all-zero, not used by
  *                  another VF of the PF
- *   "mac-prefix"   "02:53:00:00": 1-5 bytes, the rest the VF index (big
+ *   "mac_prefix"   "02:53:00:00": 1-5 bytes, the rest the VF index (big
  *                  endian), so a VF keeps its MAC across reboots without an
  *                  assignment ("mac" wins)
- *   "vlan" 0-4095, "qos" 0-7, "vlan-proto" "802.1Q" | "802.1ad"
- *   "spoofchk", "trust", "rss-query": booleans
- *   "link-state"   "auto" | "enable" | "disable"
- *   "max-tx-rate", "min-tx-rate": Mbps, 0 = no limit
- *   "nic-strict"   true (default): an attribute the driver does not
+ *   "vlan" 0-4095, "qos" 0-7, "vlan_proto" "802.1Q" | "802.1ad"
+ *   "spoofchk", "trust", "rss_query": booleans
+ *   "link_state"   "auto" | "enable" | "disable"
+ *   "max_tx_rate", "min_tx_rate": Mbps, 0 = no limit
+ *   "nic_strict"   true (default): an attribute the driver does not
  *                  implement (EOPNOTSUPP) fails the step and nothing stays
  *                  applied; false: the others are applied and the state
  *                  lists it under "unsupported"
- *   "nic-release"  "restore" (default): release puts back what the VF had
+ *   "nic_release"  "restore" (default): release puts back what the VF had
  *                  before svff first set it; "defaults": the drivers'
  *                  defaults (no VLAN, spoof checking on, trust off, link
  *                  auto, no rate limit)
- *   "take-over"    true: manage the PF although NetworkManager or
+ *   "take_over"    true: manage the PF although NetworkManager or
  *                  systemd-networkd is configured for it (nic-owner.h)
  *   "state"        the VF's recorded state, when there is one: what it
  *                  had before svff ("saved") survives reconfs that way
@@ -71,8 +71,8 @@ static const unsigned attr_order[] = {
 };
 
 static const char *const known_keys[] = {
-        "mac", "mac-prefix", "vlan", "qos", "vlan-proto", "spoofchk", "trust", "rss-query",
-        "link-state", "max-tx-rate", "min-tx-rate", "nic-strict", "nic-release", "take-over",
+        "mac", "mac_prefix", "vlan", "qos", "vlan_proto", "spoofchk", "trust", "rss_query",
+        "link_state", "max_tx_rate", "min_tx_rate", "nic_strict", "nic_release", "take_over",
         "state", NULL,
 };
 
@@ -266,9 +266,9 @@ static int want_parse(const struct svff_class_pf *c, unsigned index, struct json
                                 ok = true;
                 if (!ok)
                         return bad(err, c, index, "unknown NIC setting", key,
-                                   "known: mac, mac-prefix, vlan, qos, vlan-proto, spoofchk, trust, "
-                                   "rss-query, link-state, max-tx-rate, min-tx-rate, nic-strict, "
-                                   "nic-release, take-over");
+                                   "known: mac, mac_prefix, vlan, qos, vlan_proto, spoofchk, trust, "
+                                   "rss_query, link_state, max_tx_rate, min_tx_rate, nic_strict, "
+                                   "nic_release, take_over");
         }
 
         r = svff_json_get_string(s, "mac", &str);
@@ -288,24 +288,24 @@ static int want_parse(const struct svff_class_pf *c, unsigned index, struct json
         } else if (r != -ENOENT)
                 return bad(err, c, index, "bad", "mac", "expected a string");
         else {
-                r = svff_json_get_string(s, "mac-prefix", &str);
+                r = svff_json_get_string(s, "mac_prefix", &str);
                 if (r == 0) {
                         r = mac_from_prefix(str, index, vf->mac);
                         if (r == -ERANGE)
-                                return bad(err, c, index, "the VF index does not fit after", "mac-prefix",
+                                return bad(err, c, index, "the VF index does not fit after", "mac_prefix",
                                            "use a shorter prefix");
                         if (r < 0)
-                                return bad(err, c, index, "malformed", "mac-prefix",
+                                return bad(err, c, index, "malformed", "mac_prefix",
                                            "expected 1 to 5 hex bytes such as 02:53:00:00");
                         if (svff_nl_mac_is_multicast(vf->mac))
-                                return bad(err, c, index, "multicast", "mac-prefix",
+                                return bad(err, c, index, "multicast", "mac_prefix",
                                            "the first byte must be even");
                         if (svff_nl_mac_is_zero(vf->mac))
-                                return bad(err, c, index, "all-zero MAC from", "mac-prefix",
+                                return bad(err, c, index, "all-zero MAC from", "mac_prefix",
                                            "a prefix of zeros gives VF 0 no MAC: start with 02");
                         vf->mask |= SVFF_NL_VF_MAC;
                 } else if (r != -ENOENT)
-                        return bad(err, c, index, "bad", "mac-prefix", "expected a string");
+                        return bad(err, c, index, "bad", "mac_prefix", "expected a string");
         }
 
         r = get_uint_key(s, "vlan", 4095, &u, &f_vlan, c, index, "a VLAN is 0 to 4095", err);
@@ -318,34 +318,34 @@ static int want_parse(const struct svff_class_pf *c, unsigned index, struct json
                 return r;
         if (f_qos)
                 vf->qos = (uint8_t) u;
-        r = svff_json_get_string(s, "vlan-proto", &str);
+        r = svff_json_get_string(s, "vlan_proto", &str);
         if (r == 0) {
                 if (strcasecmp(str, "802.1Q") == 0)
                         vf->vlan_proto = SVFF_NL_PROTO_8021Q;
                 else if (strcasecmp(str, "802.1ad") == 0)
                         vf->vlan_proto = SVFF_NL_PROTO_8021AD;
                 else
-                        return bad(err, c, index, "bad", "vlan-proto", "expected 802.1Q or 802.1ad");
+                        return bad(err, c, index, "bad", "vlan_proto", "expected 802.1Q or 802.1ad");
                 f_proto = true;
         } else if (r != -ENOENT)
-                return bad(err, c, index, "bad", "vlan-proto", "expected 802.1Q or 802.1ad");
+                return bad(err, c, index, "bad", "vlan_proto", "expected 802.1Q or 802.1ad");
         if ((f_qos || f_proto) && !f_vlan)
                 return bad(err, c, index, "a QoS or protocol without", "vlan", "give the VLAN too");
         if (f_vlan)
                 vf->mask |= SVFF_NL_VF_VLAN;
 
-        r = get_uint_key(s, "max-tx-rate", UINT32_MAX, &u, &f_max, c, index, "Mbps, 0 for no limit", err);
+        r = get_uint_key(s, "max_tx_rate", UINT32_MAX, &u, &f_max, c, index, "Mbps, 0 for no limit", err);
         if (r < 0)
                 return r;
         if (f_max)
                 vf->max_tx_rate = u;
-        r = get_uint_key(s, "min-tx-rate", UINT32_MAX, &u, &f_min, c, index, "Mbps, 0 for none", err);
+        r = get_uint_key(s, "min_tx_rate", UINT32_MAX, &u, &f_min, c, index, "Mbps, 0 for none", err);
         if (r < 0)
                 return r;
         if (f_min)
                 vf->min_tx_rate = u;
         if (f_min && vf->min_tx_rate && vf->max_tx_rate && vf->min_tx_rate > vf->max_tx_rate)
-                return bad(err, c, index, "min-tx-rate above", "max-tx-rate", "lower it");
+                return bad(err, c, index, "min_tx_rate above", "max_tx_rate", "lower it");
         if (f_min || f_max)
                 vf->mask |= SVFF_NL_VF_RATE;
 
@@ -362,13 +362,13 @@ static int want_parse(const struct svff_class_pf *c, unsigned index, struct json
         if (found)
                 vf->mask |= SVFF_NL_VF_TRUST;
         found = false;
-        r = get_bool_key(s, "rss-query", &vf->rss_query, &found, c, index, err);
+        r = get_bool_key(s, "rss_query", &vf->rss_query, &found, c, index, err);
         if (r < 0)
                 return r;
         if (found)
                 vf->mask |= SVFF_NL_VF_RSS_QUERY;
 
-        r = svff_json_get_string(s, "link-state", &str);
+        r = svff_json_get_string(s, "link_state", &str);
         if (r == 0) {
                 bool ok = false;
                 for (unsigned i = 0; i < ELEMENTSOF(link_states); i++)
@@ -377,25 +377,25 @@ static int want_parse(const struct svff_class_pf *c, unsigned index, struct json
                                 ok = true;
                         }
                 if (!ok)
-                        return bad(err, c, index, "bad", "link-state", "expected auto, enable or disable");
+                        return bad(err, c, index, "bad", "link_state", "expected auto, enable or disable");
                 vf->mask |= SVFF_NL_VF_LINK_STATE;
         } else if (r != -ENOENT)
-                return bad(err, c, index, "bad", "link-state", "expected auto, enable or disable");
+                return bad(err, c, index, "bad", "link_state", "expected auto, enable or disable");
 
-        r = get_bool_key(s, "nic-strict", &w->strict, NULL, c, index, err);
+        r = get_bool_key(s, "nic_strict", &w->strict, NULL, c, index, err);
         if (r < 0)
                 return r;
-        r = get_bool_key(s, "take-over", &w->take_over, NULL, c, index, err);
+        r = get_bool_key(s, "take_over", &w->take_over, NULL, c, index, err);
         if (r < 0)
                 return r;
-        r = svff_json_get_string(s, "nic-release", &str);
+        r = svff_json_get_string(s, "nic_release", &str);
         if (r == 0) {
                 if (streq(str, "defaults"))
                         w->release_defaults = true;
                 else if (!streq(str, "restore"))
-                        return bad(err, c, index, "bad", "nic-release", "expected restore or defaults");
+                        return bad(err, c, index, "bad", "nic_release", "expected restore or defaults");
         } else if (r != -ENOENT)
-                return bad(err, c, index, "bad", "nic-release", "expected restore or defaults");
+                return bad(err, c, index, "bad", "nic_release", "expected restore or defaults");
 
         struct json_object *state = NULL, *saved = NULL;
         if (json_object_object_get_ex(s, "state", &state) && json_object_is_type(state, json_type_object) &&
@@ -424,14 +424,14 @@ static void json_to_vf(struct json_object *o, unsigned index, struct svff_nl_vf 
                 vf->mask |= SVFF_NL_VF_VLAN;
                 if (svff_json_get_unsigned(o, "qos", &u) == 0 && u <= 7)
                         vf->qos = (uint8_t) u;
-                if (svff_json_get_string(o, "vlan-proto", &str) == 0 && strcasecmp(str, "802.1ad") == 0)
+                if (svff_json_get_string(o, "vlan_proto", &str) == 0 && strcasecmp(str, "802.1ad") == 0)
                         vf->vlan_proto = SVFF_NL_PROTO_8021AD;
         }
-        if (svff_json_get_unsigned(o, "max-tx-rate", &u) == 0) {
+        if (svff_json_get_unsigned(o, "max_tx_rate", &u) == 0) {
                 vf->max_tx_rate = u;
                 vf->mask |= SVFF_NL_VF_RATE;
         }
-        if (svff_json_get_unsigned(o, "min-tx-rate", &u) == 0) {
+        if (svff_json_get_unsigned(o, "min_tx_rate", &u) == 0) {
                 vf->min_tx_rate = u;
                 vf->mask |= SVFF_NL_VF_RATE;
         }
@@ -443,11 +443,11 @@ static void json_to_vf(struct json_object *o, unsigned index, struct svff_nl_vf 
                 vf->trust = b;
                 vf->mask |= SVFF_NL_VF_TRUST;
         }
-        if (svff_json_get_bool(o, "rss-query", &b) == 0) {
+        if (svff_json_get_bool(o, "rss_query", &b) == 0) {
                 vf->rss_query = b;
                 vf->mask |= SVFF_NL_VF_RSS_QUERY;
         }
-        if (svff_json_get_string(o, "link-state", &str) == 0)
+        if (svff_json_get_string(o, "link_state", &str) == 0)
                 for (unsigned i = 0; i < ELEMENTSOF(link_states); i++)
                         if (streq(str, link_states[i])) {
                                 vf->link_state = i;
@@ -478,20 +478,20 @@ static struct json_object *vf_to_json(const struct svff_nl_vf *vf, unsigned mask
         if (mask & SVFF_NL_VF_VLAN) {
                 r |= add(o, "vlan", json_object_new_int(vf->vlan));
                 r |= add(o, "qos", json_object_new_int(vf->qos));
-                r |= add(o, "vlan-proto", json_object_new_string(
+                r |= add(o, "vlan_proto", json_object_new_string(
                                  vf->vlan_proto == SVFF_NL_PROTO_8021AD ? "802.1ad" : "802.1Q"));
         }
         if (mask & SVFF_NL_VF_RATE) {
-                r |= add(o, "max-tx-rate", json_object_new_int64(vf->max_tx_rate));
-                r |= add(o, "min-tx-rate", json_object_new_int64(vf->min_tx_rate));
+                r |= add(o, "max_tx_rate", json_object_new_int64(vf->max_tx_rate));
+                r |= add(o, "min_tx_rate", json_object_new_int64(vf->min_tx_rate));
         }
         if (mask & SVFF_NL_VF_SPOOFCHK)
                 r |= add(o, "spoofchk", json_object_new_boolean(vf->spoofchk));
         if (mask & SVFF_NL_VF_LINK_STATE)
-                r |= add(o, "link-state", json_object_new_string(
+                r |= add(o, "link_state", json_object_new_string(
                                  vf->link_state < ELEMENTSOF(link_states) ? link_states[vf->link_state] : "auto"));
         if (mask & SVFF_NL_VF_RSS_QUERY)
-                r |= add(o, "rss-query", json_object_new_boolean(vf->rss_query));
+                r |= add(o, "rss_query", json_object_new_boolean(vf->rss_query));
         if (mask & SVFF_NL_VF_TRUST)
                 r |= add(o, "trust", json_object_new_boolean(vf->trust));
         return r ? NULL : TAKE_PTR(o);
@@ -643,12 +643,12 @@ static int refusal_error(struct svff_class_pf *c, const struct svff_pf *pf, cons
         char buf[48];
 
         if (f->bit == SVFF_NL_VF_RATE)
-                name = v->min_tx_rate ? "min-tx-rate/max-tx-rate" : "max-tx-rate";
+                name = v->min_tx_rate ? "min_tx_rate/max_tx_rate" : "max_tx_rate";
         if (f->r == -EOPNOTSUPP)
                 return svff_error_set(err, f->r,
                                       "VF %u of '%s' (PF %s): the driver %s does not implement %s "
                                       "(EOPNOTSUPP); remove '%s' from the settings, or set "
-                                      "\"nic-strict\": false in the PF's policy to apply the others "
+                                      "\"nic_strict\": false in the PF's policy to apply the others "
                                       "without it", v->index, c->ifname, c->address, strna(pf->driver),
                                       name, svff_nl_vf_field_name(f->bit));
         /* The kernel's own words (extended ack), when it gave any beyond
@@ -675,7 +675,7 @@ static int refusal_error(struct svff_class_pf *c, const struct svff_pf *pf, cons
                               field_value(v, f->bit, buf), strerrorname_np(-f->r) ?: "?", errtext,
                               text ? ": " : "", text ?: "",
                               f->bit == SVFF_NL_VF_RATE && v->min_tx_rate ?
-                              "; some NICs (igb) take no min-tx-rate: leave it 0" : "");
+                              "; some NICs (igb) take no min_tx_rate: leave it 0" : "");
 }
 
 static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
@@ -786,7 +786,7 @@ static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsi
                         }
                         for (size_t i = 0; i < n_refused; i++) {
                                 svff_log_debug(c->ctx, "VF %u of '%s': %s not implemented, ignoring "
-                                               "(nic-strict false): %s", index, c->ifname,
+                                               "(nic_strict false): %s", index, c->ifname,
                                                svff_nl_vf_field_name(refused[i].bit),
                                                svff_error_message(&refused[i].err));
                                 json_object_array_add(unsupported, json_object_new_string(
@@ -939,8 +939,8 @@ static int nic_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struct
                         return -ENOMEM;
                 /* NetworkManager's live answer names its connection */
                 if (owner->connection_uuid &&
-                    (add(ow, "connection-id", json_object_new_string(owner->connection_id)) < 0 ||
-                     add(ow, "connection-uuid", json_object_new_string(owner->connection_uuid)) < 0))
+                    (add(ow, "connection_id", json_object_new_string(owner->connection_id)) < 0 ||
+                     add(ow, "connection_uuid", json_object_new_string(owner->connection_uuid)) < 0))
                         return -ENOMEM;
                 if (add(p, "owner", TAKE_PTR(ow)) < 0)
                         return -ENOMEM;
@@ -1039,7 +1039,7 @@ static int nic_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned 
         if (owner && !take_over)
                 return svff_error_set(err, -EBUSY,
                                       "PF %s ('%s') is managed by %s (%s: %s): remove its SR-IOV "
-                                      "settings there, or set \"take-over\": true in svff's policy "
+                                      "settings there, or set \"take_over\": true in svff's policy "
                                       "for this PF", c->address, c->ifname, owner->owner, owner->file,
                                       strna(owner->detail));
 

@@ -16,14 +16,14 @@
  *                       default the per-VF maximum (VQFRSM/VIFRSM)
  *   "namespace"         NSID, or a list by VF index (null: none); never
  *                       created, only attached
- *   "primary-flexible"  let prepare shrink the primary's flexible share
+ *   "primary_flexible"  let prepare shrink the primary's flexible share
  *                       (a controller reset of the PF) when the pool is
  *                       short
- *   "scrub-on-release"  "none" (default) or "format": Format NVM of a
+ *   "scrub_on_release"  "none" (default) or "format": Format NVM of a
  *                       namespace private to the VF when it is released
  * State (what provision did and verify reads back):
  *   {"scid": 1, "secondary": "online", "vq": 2, "vi": 1,
- *    "namespaces": [1], "scrub-on-release": "format", "private": [1]} */
+ *    "namespaces": [1], "scrub_on_release": "format", "private": [1]} */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -113,11 +113,11 @@ static int settings_parse(struct json_object *settings, unsigned index, struct n
                 json_object_object_foreach(settings, key, val) {
                         (void) val;
                         if (!strcmp(key, "vq") || !strcmp(key, "vi") || !strcmp(key, "namespace") ||
-                            !strcmp(key, "primary-flexible") || !strcmp(key, "scrub-on-release"))
+                            !strcmp(key, "primary_flexible") || !strcmp(key, "scrub_on_release"))
                                 continue;
                         return svff_error_set(err, -EINVAL,
                                               "Unknown NVMe setting '%s': the NVMe class takes 'vq', 'vi', "
-                                              "'namespace', 'primary-flexible' and 'scrub-on-release'",
+                                              "'namespace', 'primary_flexible' and 'scrub_on_release'",
                                               key);
                 }
         }
@@ -161,21 +161,21 @@ static int settings_parse(struct json_object *settings, unsigned index, struct n
                 }
         }
 
-        if (settings && json_object_object_get_ex(settings, "primary-flexible", &v) && v) {
+        if (settings && json_object_object_get_ex(settings, "primary_flexible", &v) && v) {
                 if (!json_object_is_type(v, json_type_boolean))
-                        return svff_error_set(err, -EINVAL, "NVMe setting 'primary-flexible' must be true or false, not %s",
+                        return svff_error_set(err, -EINVAL, "NVMe setting 'primary_flexible' must be true or false, not %s",
                                               json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
                 s.primary_flexible = json_object_get_boolean(v);
         }
 
-        if (settings && json_object_object_get_ex(settings, "scrub-on-release", &v) && v) {
+        if (settings && json_object_object_get_ex(settings, "scrub_on_release", &v) && v) {
                 const char *m = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 
                 if (m && !strcmp(m, "format"))
                         s.scrub = true;
                 else if (!m || strcmp(m, "none"))
                         return svff_error_set(err, -EINVAL,
-                                              "NVMe setting 'scrub-on-release' is %s; it takes \"none\" or \"format\"",
+                                              "NVMe setting 'scrub_on_release' is %s; it takes \"none\" or \"format\"",
                                               json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
         }
 
@@ -510,8 +510,8 @@ static struct json_object *res_json(uint32_t total, uint32_t assigned, uint16_t 
         json_object_object_add(o, "primary", json_object_new_int(primary));
         json_object_object_add(o, "assigned", json_object_new_int64(assigned));
         json_object_object_add(o, "free", json_object_new_int64(free_ > 0 ? free_ : 0));
-        json_object_object_add(o, "per-vf-max", json_object_new_int(per_vf));
-        json_object_object_add(o, "primary-private", json_object_new_int(private_));
+        json_object_object_add(o, "per_vf_max", json_object_new_int(per_vf));
+        json_object_object_add(o, "primary_private", json_object_new_int(private_));
         return o;
 }
 
@@ -707,7 +707,7 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                         if (s.scrub && private_) {
                                 snprintf(detail, sizeof(detail),
                                          "VF %u: namespace %" PRIu32 " is formatted when the VF is released "
-                                         "(scrub-on-release): its data is erased",
+                                         "(scrub_on_release): its data is erased",
                                          i, s.nsid);
                                 json_object_array_add(warnings, json_object_new_string(detail));
                         }
@@ -746,7 +746,7 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                                               needs, c->ctrl, pf->address, have,
                                               (c->caps.vqrfap || c->caps.virfap) && !primary_flexible
                                                       ? ", or let svff shrink the primary's flexible share "
-                                                        "('primary-flexible': true; resets the PF's controller)"
+                                                        "('primary_flexible': true; resets the PF's controller)"
                                                       : "");
                 }
                 /* prepare gives the primary what the VFs leave */
@@ -979,7 +979,7 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
         json_object_object_add(state, "vi", json_object_new_int(v));
         json_object_object_add(state, "namespaces", u32_array(&s.nsid, s.nsid ? 1 : 0));
         if (s.scrub) {
-                json_object_object_add(state, "scrub-on-release", json_object_new_string("format"));
+                json_object_object_add(state, "scrub_on_release", json_object_new_string("format"));
                 json_object_object_add(state, "private", u32_array(&s.nsid, s.nsid && private_ ? 1 : 0));
         }
         *ret = TAKE_PTR(state);
@@ -1072,7 +1072,7 @@ static int nvme_release(struct svff_class_pf *c, const struct svff_pf *pf, unsig
         if (!l || !ns || !priv)
                 return -ENOMEM;
         if (state && json_object_is_type(state, json_type_object))
-                scrub = json_object_get_string(json_object_object_get(state, "scrub-on-release"));
+                scrub = json_object_get_string(json_object_object_get(state, "scrub_on_release"));
         if (!state || state_u32s(state, "namespaces", ns) < 0 || state_u32s(state, "private", priv) < 0)
                 return svff_error_set(err, -EINVAL, "VF %u of PF %s: the recorded NVMe state %s is not one svff wrote",
                                       index, pf->address,
@@ -1103,7 +1103,7 @@ static int nvme_release(struct svff_class_pf *c, const struct svff_pf *pf, unsig
                         if (cl.n > 0 && !(cl.n == 1 && cl.v[0] == c->cntlid))
                                 return svff_error_set(err, -EBUSY,
                                                       "VF %u of PF %s: namespace %" PRIu32 " was not formatted "
-                                                      "(scrub-on-release): controller %u has it now; detach it there "
+                                                      "(scrub_on_release): controller %u has it now; detach it there "
                                                       "and release again",
                                                       index, pf->address, priv->v[i], cl.v[0]);
                         /* Format NVM goes to a namespace attached to the
@@ -1114,7 +1114,7 @@ static int nvme_release(struct svff_class_pf *c, const struct svff_pf *pf, unsig
                         if (r != 0)
                                 return svff_error_set(err, status_errno(r),
                                                       "Formatting namespace %" PRIu32 " of VF %u on %s (PF %s, "
-                                                      "scrub-on-release) failed: %s; release the VF again",
+                                                      "scrub_on_release) failed: %s; release the VF again",
                                                       priv->v[i], index, c->ctrl, pf->address, status_str(r, buf));
                         r = c->ops->ns_attach(c->handle, priv->v[i], c->cntlid, false);
                         if (r != 0 && r != SVFF_NVME_SC_NS_NOT_ATTACHED)

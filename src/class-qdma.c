@@ -13,10 +13,10 @@
  *
  * Settings (policy defaults, merged with the assignment's):
  *   "qmax"     the PF's queue count (absent: left as it is)
- *   "vf-qmax"  queues kept for each VF's driver to ask for (default 0)
+ *   "vf_qmax"  queues kept for each VF's driver to ask for (default 0)
  *   "budget"   the device's queues (default 2048, the QDMA IP's maximum)
  *
- * State of a VF: {"pf-qmax": N or absent, "vf-qmax": N,
+ * State of a VF: {"pf_qmax": N or absent, "vf_qmax": N,
  *                 "contexts": "reset"}. */
 
 #include <errno.h>
@@ -80,10 +80,10 @@ static int qdma_check(struct json_object *settings, struct svff_error *err) {
         if (!json_object_is_type(settings, json_type_object))
                 return svff_error_set(err, -EINVAL, "The qdma class settings must be a JSON object");
         json_object_object_foreach(settings, key, val) {
-                if (strcmp(key, "qmax") != 0 && strcmp(key, "vf-qmax") != 0 &&
+                if (strcmp(key, "qmax") != 0 && strcmp(key, "vf_qmax") != 0 &&
                     strcmp(key, "budget") != 0)
                         return svff_error_set(err, -EINVAL,
-                                              "Unknown qdma setting '%s': use 'qmax', 'vf-qmax' or 'budget'",
+                                              "Unknown qdma setting '%s': use 'qmax', 'vf_qmax' or 'budget'",
                                               key);
                 if (svff_json_to_unsigned(val, &v) < 0)
                         return svff_error_set(err, -EINVAL,
@@ -117,7 +117,7 @@ static int qdma_settings_parse(struct json_object *settings, struct qdma_setting
         if (settings) {
                 if (svff_json_get_unsigned(settings, "qmax", &v) == 0)
                         s.qmax = (int) v;
-                (void) svff_json_get_unsigned(settings, "vf-qmax", &s.vf_qmax);
+                (void) svff_json_get_unsigned(settings, "vf_qmax", &s.vf_qmax);
                 (void) svff_json_get_unsigned(settings, "budget", &s.budget);
         }
         *ret = s;
@@ -283,7 +283,7 @@ static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
         if (pf_qmax + vf_total > pfs.budget)
                 return svff_error_set(err, -ENOSPC,
                                       "%u VFs need %llu queues and the PF %llu: %llu in all, beyond the "
-                                      "device's budget of %u queues on %s; lower 'vf-qmax' or 'qmax', "
+                                      "device's budget of %u queues on %s; lower 'vf_qmax' or 'qmax', "
                                       "or ask for fewer VFs",
                                       numvfs, vf_total, pf_qmax, pf_qmax + vf_total, pfs.budget, pf->address);
 
@@ -294,9 +294,9 @@ static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
         json_object_object_add(o, "steps", TAKE_PTR(steps));
         json_object_object_add(o, "needs", json_object_new_string(needs));
         if (pfs.qmax >= 0)
-                json_object_object_add(o, "pf-qmax", json_unsigned((unsigned) pfs.qmax));
+                json_object_object_add(o, "pf_qmax", json_unsigned((unsigned) pfs.qmax));
         json_object_object_add(o, "budget", json_unsigned(pfs.budget));
-        json_object_object_add(o, "vf-queues", json_object_new_int64((int64_t) vf_total));
+        json_object_object_add(o, "vf_queues", json_object_new_int64((int64_t) vf_total));
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -401,8 +401,8 @@ static int qdma_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
         if (!st)
                 return svff_error_set(err, -ENOMEM, "Out of memory");
         if (s.qmax >= 0)
-                json_object_object_add(st, "pf-qmax", json_unsigned((unsigned) s.qmax));
-        json_object_object_add(st, "vf-qmax", json_unsigned(s.vf_qmax));
+                json_object_object_add(st, "pf_qmax", json_unsigned((unsigned) s.qmax));
+        json_object_object_add(st, "vf_qmax", json_unsigned(s.vf_qmax));
         /* a VF that was just enabled has no queue contexts: its driver,
          * the guest's, must ask for them */
         json_object_object_add(st, "contexts", json_object_new_string("reset"));
@@ -415,7 +415,7 @@ static int qdma_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
         unsigned want, live, vf_want, vf_live;
         int r;
 
-        if (state && svff_json_get_unsigned(state, "pf-qmax", &want) == 0) {
+        if (state && svff_json_get_unsigned(state, "pf_qmax", &want) == 0) {
                 r = qdma_read_qmax(c, pf->address, &live);
                 if (r < 0)
                         return svff_error_set_errno(err, r, "Cannot read the queue count (qdma/qmax) of %s",
@@ -427,7 +427,7 @@ static int qdma_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
         }
         /* a VF's own count is readable only while the host drives it;
          * its driver may ask for less than was kept, never more */
-        if (index < pf->n_vfs && state && svff_json_get_unsigned(state, "vf-qmax", &vf_want) == 0 &&
+        if (index < pf->n_vfs && state && svff_json_get_unsigned(state, "vf_qmax", &vf_want) == 0 &&
             qdma_read_qmax(c, pf->vfs[index].address, &vf_live) >= 0 && vf_live > vf_want)
                 return svff_error_set(err, -EUCLEAN,
                                       "VF %u of %s (%s) holds %u queues, more than the %u kept for it",
@@ -455,9 +455,9 @@ static char *qdma_describe(struct json_object *state) {
 
         if (!state)
                 return strdup("no queues kept");
-        (void) svff_json_get_unsigned(state, "vf-qmax", &vf_qmax);
+        (void) svff_json_get_unsigned(state, "vf_qmax", &vf_qmax);
         (void) svff_json_get_string(state, "contexts", &contexts);
-        if (svff_json_get_unsigned(state, "pf-qmax", &pf_qmax) == 0 && asprintf(&pf, ", PF qmax %u", pf_qmax) < 0)
+        if (svff_json_get_unsigned(state, "pf_qmax", &pf_qmax) == 0 && asprintf(&pf, ", PF qmax %u", pf_qmax) < 0)
                 return NULL;
         if (contexts && strcmp(contexts, "reset") == 0) {
                 if (asprintf(&s, "%u queues kept%s; queue contexts reset: the guest's qdma-vf must "

@@ -121,6 +121,7 @@ void svff_config_done(struct svff_config *cfg) {
         free(cfg->manage_origin);
         free(cfg->flash_hook);
         free(cfg->flash_image_dir);
+        free(cfg->warnings);
         *cfg = (struct svff_config) {};
 }
 
@@ -181,8 +182,9 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
         c.policies = NULL;
         c.n_policies = 0;
         c.manage = NULL;
-        c.manage_origin = c.flash_hook = c.flash_image_dir = NULL;
+        c.manage_origin = c.flash_hook = c.flash_image_dir = c.warnings = NULL;
         if (strv_copy(from->manage, &c.manage) < 0 ||
+            dup_or_null(from->warnings, &c.warnings) < 0 ||
             dup_or_null(from->manage_origin, &c.manage_origin) < 0 ||
             dup_or_null(from->flash_hook, &c.flash_hook) < 0 ||
             dup_or_null(from->flash_image_dir, &c.flash_image_dir) < 0)
@@ -221,18 +223,28 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
 struct key_pos {
         char *path;             /* "policies.fpga.numvfs" */
         size_t offset;
+        char *written;          /* the key as the file spells it, if not so */
 };
 
 struct parser {
         const char *path;
         const char *data;
-        const char *keys[4];
+        const char *keys[8];
         size_t depth;
         char *errors;           /* one problem per line */
+        char *warnings;         /* the same, for what is read all the same */
         int first_r;
         struct key_pos *positions;  /* every key of the file, in order */
         size_t n_positions;
 };
+
+/* Whether the members of the object at path[0..depth) are keys of
+ * svff.conf, spelled snake_case (their kebab-case spelling of earlier
+ * releases is read with a warning), rather than names the operator
+ * chose: the policies' names, which are taken as written. */
+static bool keys_are_ours(const char *const *path, size_t depth) {
+        return !(depth == 1 && streq(path[0], "policies"));
+}
 
 /* Line of byte offset off in data (1-based). */
 static unsigned line_of(const char *data, size_t off) {
@@ -248,18 +260,24 @@ static unsigned line_of(const char *data, size_t off) {
  * svff_json_scan_keys() over the same text, so a top-level key is not
  * confused with a nested one of the same name, nor with text in a
  * string. */
-static unsigned key_line(struct parser *p) {
+static const struct key_pos *key_pos(struct parser *p) {
         char name[1024];
         size_t len = 0;
 
         for (size_t i = 0; i < p->depth && len < sizeof(name); i++)
                 len += (size_t) snprintf(name + len, sizeof(name) - len, "%s%s", i ? "." : "", p->keys[i]);
         if (p->depth == 0)
-                return 1;
+                return NULL;
         for (size_t i = 0; i < p->n_positions; i++)
                 if (streq(p->positions[i].path, name))
-                        return line_of(p->data, p->positions[i].offset);
-        return 1;
+                        return &p->positions[i];
+        return NULL;
+}
+
+static unsigned key_line(struct parser *p) {
+        const struct key_pos *k = key_pos(p);
+
+        return k ? line_of(p->data, k->offset) : 1;
 }
 
 static void key_name(struct parser *p, char *buf, size_t size) {
@@ -283,6 +301,23 @@ static int add_error(struct parser *p, int r, unsigned line, const char *msg) {
         return r;
 }
 
+static int add_warning(struct parser *p, unsigned line, const char *fmt, ...) _printf_(3, 4);
+static int add_warning(struct parser *p, unsigned line, const char *fmt, ...) {
+        char what[1024];
+        va_list ap;
+        char *n;
+
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        if (asprintf(&n, "%s%s%s:%u: %s", p->warnings ?: "", p->warnings ? "\n" : "", p->path, line,
+                     what) < 0)
+                return -ENOMEM;
+        free(p->warnings);
+        p->warnings = n;
+        return 0;
+}
+
 /* Records "FILE:LINE: key 'K' <problem>" for the key being looked at. */
 static int key_error(struct parser *p, int r, const char *fmt, ...) _printf_(3, 4);
 static int key_error(struct parser *p, int r, const char *fmt, ...) {
@@ -293,7 +328,11 @@ static int key_error(struct parser *p, int r, const char *fmt, ...) {
         vsnprintf(what, sizeof(what), fmt, ap);
         va_end(ap);
         key_name(p, key, sizeof(key));
-        snprintf(msg, sizeof(msg), "key '%s' %s", key, what);
+        /* a key in the old spelling: the operator looks for what they wrote */
+        if (key_pos(p) && key_pos(p)->written)
+                snprintf(msg, sizeof(msg), "key '%s' (written '%s') %s", key, key_pos(p)->written, what);
+        else
+                snprintf(msg, sizeof(msg), "key '%s' %s", key, what);
         return add_error(p, r, key_line(p), msg);
 }
 
@@ -452,7 +491,7 @@ static int parse_match(struct parser *p, struct json_object *o, struct svff_poli
         return 0;
 }
 
-/* "reprogram-ids": ["vvvv:dddd", ...], kept normalised (lower case, four
+/* "reprogram_ids": ["vvvv:dddd", ...], kept normalised (lower case, four
  * digits) so that the identity check compares strings. */
 static int get_id_list(struct parser *p, struct json_object *val, struct json_object **ret) {
         _cleanup_(json_object_putp) struct json_object *a = NULL;
@@ -492,7 +531,7 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                 k = get_uint(p, val, 0, 65535, &v);
                 if (k >= 0)
                         pol->numvfs = (int) v;
-        } else if (streq(key, "vf-driver"))
+        } else if (streq(key, "vf_driver"))
                 k = get_driver(p, val, &pol->vf_driver);
         else if (streq(key, "autoprobe")) {
                 k = get_bool(p, val, &b);
@@ -500,7 +539,7 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                         pol->autoprobe = b;
         } else if (streq(key, "pool"))
                 k = get_bool(p, val, &pol->pool);
-        else if (streq(key, "reprogram-ids"))
+        else if (streq(key, "reprogram_ids"))
                 k = get_id_list(p, val, &pol->reprogram_ids);
         else if (svff_class_by_name(key)) {
                 struct json_object *copy = NULL;
@@ -521,8 +560,8 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                 else
                         k = 0;
         } else
-                k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf-driver, autoprobe, pool, "
-                              "reprogram-ids, or settings named after a device class)");
+                k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf_driver, autoprobe, pool, "
+                              "reprogram_ids, or settings named after a device class)");
         return k;
 }
 
@@ -615,27 +654,27 @@ static int apply_limit(struct parser *p, const char *key, struct json_object *va
         uint64_t v;
         int k;
 
-        if (streq(key, "max-connections")) {
+        if (streq(key, "max_connections")) {
                 k = get_uint(p, val, 1, 65536, &v);
                 if (k >= 0)
                         c->limits.max_connections = (unsigned) v;
-        } else if (streq(key, "max-connections-per-uid")) {
+        } else if (streq(key, "max_connections_per_uid")) {
                 k = get_uint(p, val, 1, 65536, &v);
                 if (k >= 0)
                         c->limits.max_connections_per_uid = (unsigned) v;
-        } else if (streq(key, "max-message-bytes")) {
+        } else if (streq(key, "max_message_bytes")) {
                 k = get_uint(p, val, 1024, 64 * 1024 * 1024, &v);
                 if (k >= 0)
                         c->limits.max_message = (size_t) v;
-        } else if (streq(key, "idle-timeout-sec")) {
+        } else if (streq(key, "idle_timeout_sec")) {
                 k = get_uint(p, val, 0, 86400, &v);
                 if (k >= 0)
                         c->limits.idle_timeout_usec = v * 1000000ULL;
-        } else if (streq(key, "idle-timeout-msec")) {
+        } else if (streq(key, "idle_timeout_msec")) {
                 k = get_uint(p, val, 0, 86400000, &v);
                 if (k >= 0)
                         c->limits.idle_timeout_usec = v * 1000ULL;
-        } else if (streq(key, "monitor-backlog-bytes")) {
+        } else if (streq(key, "monitor_backlog_bytes")) {
                 /* past 4 MiB the server's cap on any peer's output
                  * (max_output) would cut the stream first, with no marker */
                 k = get_uint(p, val, 4096, 4 * 1024 * 1024, &v);
@@ -699,21 +738,21 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
 
         if (streq(key, "socket"))
                 k = get_string(p, val, &c->socket, false, PATH_MAX);
-        else if (streq(key, "state-dir"))
+        else if (streq(key, "state_dir"))
                 k = get_string(p, val, &c->state_dir, false, PATH_MAX);
-        else if (streq(key, "sysfs-root"))
+        else if (streq(key, "sysfs_root"))
                 k = get_string(p, val, &c->sysfs_root, false, PATH_MAX);
-        else if (streq(key, "libvirt-uri"))
+        else if (streq(key, "libvirt_uri"))
                 k = get_string(p, val, &c->libvirt_uri, false, PATH_MAX);
-        else if (streq(key, "admin-group"))
+        else if (streq(key, "admin_group"))
                 k = get_string(p, val, &c->admin_group, true, PATH_MAX);
-        else if (streq(key, "vf-driver"))
+        else if (streq(key, "vf_driver"))
                 k = get_driver(p, val, &c->vf_driver);
-        else if (streq(key, "device-pause-command"))
+        else if (streq(key, "device_pause_command"))
                 k = get_string(p, val, &c->device_pause_command, false, 128);
-        else if (streq(key, "device-unpause-command"))
+        else if (streq(key, "device_unpause_command"))
                 k = get_string(p, val, &c->device_unpause_command, false, 128);
-        else if (streq(key, "log-level")) {
+        else if (streq(key, "log_level")) {
                 int l = json_object_is_type(val, json_type_string)
                                 ? svff_log_level_from_string(json_object_get_string(val))
                                 : -EINVAL;
@@ -721,27 +760,27 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
                           : 0;
                 if (l >= 0)
                         c->log_level = l;
-        } else if (streq(key, "numvfs-timeout-sec"))
+        } else if (streq(key, "numvfs_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 3600, &c->numvfs_timeout_usec);
-        else if (streq(key, "numvfs-timeout-per-vf-msec"))
+        else if (streq(key, "numvfs_timeout_per_vf_msec"))
                 k = get_usec(p, val, 1000ULL, 0, 60000, &c->numvfs_timeout_per_vf_usec);
-        else if (streq(key, "bind-timeout-sec"))
+        else if (streq(key, "bind_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 3600, &c->bind_timeout_usec);
-        else if (streq(key, "bind-timeout-per-vf-msec"))
+        else if (streq(key, "bind_timeout_per_vf_msec"))
                 k = get_usec(p, val, 1000ULL, 0, 60000, &c->bind_timeout_per_vf_usec);
-        else if (streq(key, "detach-timeout-sec"))
+        else if (streq(key, "detach_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 3600, &c->detach_timeout_usec);
-        else if (streq(key, "qmp-timeout-sec"))
+        else if (streq(key, "qmp_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 600, &c->qmp_timeout_usec);
-        else if (streq(key, "settle-msec"))
+        else if (streq(key, "settle_msec"))
                 k = get_usec(p, val, 1000ULL, 0, 60000, &c->settle_usec);
-        else if (streq(key, "list-max-age-msec"))
+        else if (streq(key, "list_max_age_msec"))
                 k = get_usec(p, val, 1000ULL, 0, 3600000, &c->list_max_age_usec);
         else if (streq(key, "workers")) {
                 k = get_uint(p, val, 1, 64, &v);
                 if (k >= 0)
                         c->workers = (unsigned) v;
-        } else if (streq(key, "libvirt-workers")) {
+        } else if (streq(key, "libvirt_workers")) {
                 k = get_uint(p, val, 1, 256, &v);
                 if (k >= 0)
                         c->libvirt_workers = (unsigned) v;
@@ -751,11 +790,11 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
                 k = apply_policies(p, c, val);
         else if (streq(key, "manage"))
                 k = apply_manage(p, c, val);
-        else if (streq(key, "flash-hook"))
+        else if (streq(key, "flash_hook"))
                 k = get_abs_path(p, val, &c->flash_hook);
-        else if (streq(key, "flash-image-dir"))
+        else if (streq(key, "flash_image_dir"))
                 k = get_abs_path(p, val, &c->flash_image_dir);
-        else if (streq(key, "flash-timeout-sec"))
+        else if (streq(key, "flash_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 86400, &c->flash_timeout_usec);
         else
                 k = key_error(p, -EINVAL, "is unknown");
@@ -849,12 +888,20 @@ static int record_key(const char *const *path, size_t depth, const char *key, si
         size_t len = 0;
         FILE *f;
 
+        /* Positions are looked up by the snake_case names the keys are
+         * parsed under, whichever spelling the file uses. */
         f = open_memstream(&name, &len);
         if (!f)
                 return -ENOMEM;
-        for (size_t i = 0; i < depth; i++)
-                fprintf(f, "%s.", path[i]);
-        fputs(key, f);
+        for (size_t i = 0; i <= depth; i++) {
+                const char *k = i < depth ? path[i] : key;
+                bool ours = keys_are_ours(path, i);
+
+                for (; *k; k++)
+                        fputc(ours && *k == '-' ? '_' : *k, f);
+                if (i < depth)
+                        fputc('.', f);
+        }
         if (fclose(f) != 0) {
                 free(name);
                 return -ENOMEM;
@@ -865,13 +912,21 @@ static int record_key(const char *const *path, size_t depth, const char *key, si
                 return -ENOMEM;
         }
         p->positions = n;
-        p->positions[p->n_positions++] = (struct key_pos) { .path = name, .offset = offset };
+        p->positions[p->n_positions] = (struct key_pos) { .path = name, .offset = offset };
+        if (keys_are_ours(path, depth) && strchr(key, '-') &&
+            !(p->positions[p->n_positions].written = strdup(key))) {
+                free(name);
+                return -ENOMEM;
+        }
+        p->n_positions++;
         return 0;
 }
 
 static void parser_done(struct parser *p) {
-        for (size_t i = 0; i < p->n_positions; i++)
+        for (size_t i = 0; i < p->n_positions; i++) {
                 free(p->positions[i].path);
+                free(p->positions[i].written);
+        }
         free(p->positions);
         p->positions = NULL;
         p->n_positions = 0;
@@ -939,8 +994,59 @@ static int parse_json(struct parser *p, const char *data, size_t len, struct jso
         return 0;
 }
 
+/* A copy of the object o (a new reference in *ret) with svff's keys in
+ * snake_case, so that the parsers below and the device classes know one
+ * spelling. A kebab-case key is the spelling of earlier releases: read,
+ * with a warning naming both. Both spellings of one key in one object
+ * are a problem (which one is meant is anyone's guess), recorded and the
+ * old one dropped, so that the rest is still checked. */
+static int snake_keys(struct parser *p, struct json_object *o, struct json_object **ret) {
+        _cleanup_(json_object_putp) struct json_object *n = json_object_new_object();
+        int r = 0;
+
+        if (!n)
+                return -ENOMEM;
+        json_object_object_foreach(o, key, val) {
+                _cleanup_free_ char *name = keys_are_ours(p->keys, p->depth) ? svff_json_key_snake(key) : strdup(key);
+                struct json_object *v = NULL;
+                int k = 0;
+
+                if (!name)
+                        return -ENOMEM;
+                if (push(p, name) < 0)
+                        return add_error(p, -EINVAL, 1, "nested too deeply");
+                if (!streq(name, key) && json_object_object_get_ex(o, name, NULL)) {
+                        char full[256], msg[1024];
+
+                        key_name(p, full, sizeof(full));
+                        snprintf(msg, sizeof(msg), "key '%s' is given twice, as '%s' (the old spelling) and '%s': keep '%s'",
+                                 full, key, name, name);
+                        k = add_error(p, -EINVAL, key_line(p), msg);
+                } else if (!streq(name, key))
+                        k = add_warning(p, key_line(p), "'%s' is the old spelling of '%s'; it is still read for this release",
+                                        key, name);
+                if (k >= 0 && json_object_is_type(val, json_type_object))
+                        k = snake_keys(p, val, &v);
+                else if (k >= 0)
+                        v = json_object_get(val);
+                pop(p);
+                /* a value with a problem inside is kept, for the rest of
+                 * it to be checked */
+                if ((k >= 0 || v) && json_object_object_add(n, name, v) < 0) {
+                        json_object_put(v);
+                        k = -ENOMEM;
+                }
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        *ret = TAKE_PTR(n);
+        return r;
+}
+
 /* Applies one file over c (partly, when it fails: callers work on a
- * copy). Problems are appended to *errors. */
+ * copy). Problems are appended to *errors, warnings to c->warnings. */
 static int apply_file(struct svff_config *c, const char *path, char **errors,
                       struct svff_error *err) {
         _cleanup_free_ char *data = NULL;
@@ -954,12 +1060,25 @@ static int apply_file(struct svff_config *c, const char *path, char **errors,
                 return r;
         p.data = data;
         p.errors = *errors;
+        p.warnings = c->warnings;
         r = parse_json(&p, data, len, &root);
-        if (r >= 0 && root)
-                r = apply(&p, c, root);
+        if (r >= 0 && root && json_object_is_type(root, json_type_object)) {
+                struct json_object *snake = NULL;
+
+                r = snake_keys(&p, root, &snake);
+                json_object_put(root);
+                root = snake;
+        }
+        if (r != -ENOMEM && root) {
+                int k = apply(&p, c, root);
+
+                if (r >= 0)
+                        r = k;
+        }
         json_object_put(root);
         parser_done(&p);
         *errors = p.errors;
+        c->warnings = p.warnings;
         return r;
 }
 
@@ -978,6 +1097,7 @@ int svff_config_load_file(struct svff_config *cfg, const char *path, struct svff
         r = svff_config_copy(cfg, &c);
         if (r < 0)
                 return r;
+        c.warnings = mfree(c.warnings);
         r = apply_file(&c, path, &errors, err);
         if (r < 0) {
                 svff_config_done(&c);
@@ -1056,6 +1176,7 @@ int svff_config_load(struct svff_config *cfg, const char *path, bool missing_ok,
         r = svff_config_copy(cfg, &c);
         if (r < 0)
                 return r;
+        c.warnings = mfree(c.warnings);
 
         r = apply_file(&c, path, &errors, err);
         if (r == -ENOENT && missing_ok) {
@@ -1126,33 +1247,33 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
 #define MSEC(u) json_object_new_int64((int64_t) ((u) / 1000ULL))
 #define SEC(u) json_object_new_int64((int64_t) ((u) / 1000000ULL))
         ADD("socket", str_or_null(cfg->socket));
-        ADD("state-dir", str_or_null(cfg->state_dir));
-        ADD("sysfs-root", str_or_null(cfg->sysfs_root));
-        ADD("libvirt-uri", str_or_null(cfg->libvirt_uri));
-        ADD("log-level", str_or_null(svff_log_level_to_string(cfg->log_level)));
-        ADD("admin-group", str_or_null(cfg->admin_group));
-        ADD("vf-driver", str_or_null(cfg->vf_driver));
-        ADD("numvfs-timeout-sec", SEC(cfg->numvfs_timeout_usec));
-        ADD("numvfs-timeout-per-vf-msec", MSEC(cfg->numvfs_timeout_per_vf_usec));
-        ADD("bind-timeout-sec", SEC(cfg->bind_timeout_usec));
-        ADD("bind-timeout-per-vf-msec", MSEC(cfg->bind_timeout_per_vf_usec));
-        ADD("detach-timeout-sec", SEC(cfg->detach_timeout_usec));
-        ADD("qmp-timeout-sec", SEC(cfg->qmp_timeout_usec));
-        ADD("device-pause-command", str_or_null(cfg->device_pause_command));
-        ADD("device-unpause-command", str_or_null(cfg->device_unpause_command));
-        ADD("settle-msec", MSEC(cfg->settle_usec));
-        ADD("list-max-age-msec", MSEC(cfg->list_max_age_usec));
+        ADD("state_dir", str_or_null(cfg->state_dir));
+        ADD("sysfs_root", str_or_null(cfg->sysfs_root));
+        ADD("libvirt_uri", str_or_null(cfg->libvirt_uri));
+        ADD("log_level", str_or_null(svff_log_level_to_string(cfg->log_level)));
+        ADD("admin_group", str_or_null(cfg->admin_group));
+        ADD("vf_driver", str_or_null(cfg->vf_driver));
+        ADD("numvfs_timeout_sec", SEC(cfg->numvfs_timeout_usec));
+        ADD("numvfs_timeout_per_vf_msec", MSEC(cfg->numvfs_timeout_per_vf_usec));
+        ADD("bind_timeout_sec", SEC(cfg->bind_timeout_usec));
+        ADD("bind_timeout_per_vf_msec", MSEC(cfg->bind_timeout_per_vf_usec));
+        ADD("detach_timeout_sec", SEC(cfg->detach_timeout_usec));
+        ADD("qmp_timeout_sec", SEC(cfg->qmp_timeout_usec));
+        ADD("device_pause_command", str_or_null(cfg->device_pause_command));
+        ADD("device_unpause_command", str_or_null(cfg->device_unpause_command));
+        ADD("settle_msec", MSEC(cfg->settle_usec));
+        ADD("list_max_age_msec", MSEC(cfg->list_max_age_usec));
         ADD("workers", json_object_new_int64(cfg->workers));
-        ADD("libvirt-workers", json_object_new_int64(cfg->libvirt_workers));
+        ADD("libvirt_workers", json_object_new_int64(cfg->libvirt_workers));
         limits = json_object_new_object();
         if (limits) {
-                json_object_object_add(limits, "max-connections", json_object_new_int64(cfg->limits.max_connections));
-                json_object_object_add(limits, "max-connections-per-uid",
+                json_object_object_add(limits, "max_connections", json_object_new_int64(cfg->limits.max_connections));
+                json_object_object_add(limits, "max_connections_per_uid",
                                        json_object_new_int64(cfg->limits.max_connections_per_uid));
-                json_object_object_add(limits, "max-message-bytes",
+                json_object_object_add(limits, "max_message_bytes",
                                        json_object_new_int64((int64_t) cfg->limits.max_message));
-                json_object_object_add(limits, "idle-timeout-sec", SEC(cfg->limits.idle_timeout_usec));
-                json_object_object_add(limits, "monitor-backlog-bytes",
+                json_object_object_add(limits, "idle_timeout_sec", SEC(cfg->limits.idle_timeout_usec));
+                json_object_object_add(limits, "monitor_backlog_bytes",
                                        json_object_new_int64((int64_t) cfg->limits.monitor_backlog));
         }
         ADD("limits", limits);
@@ -1183,12 +1304,12 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
                 if (pol->numvfs >= 0)
                         json_object_object_add(po, "numvfs", json_object_new_int64(pol->numvfs));
                 if (pol->vf_driver)
-                        json_object_object_add(po, "vf-driver", json_object_new_string(pol->vf_driver));
+                        json_object_object_add(po, "vf_driver", json_object_new_string(pol->vf_driver));
                 if (pol->autoprobe >= 0)
                         json_object_object_add(po, "autoprobe", json_object_new_boolean(pol->autoprobe));
                 json_object_object_add(po, "pool", json_object_new_boolean(pol->pool));
                 if (pol->reprogram_ids)
-                        json_object_object_add(po, "reprogram-ids", json_object_get(pol->reprogram_ids));
+                        json_object_object_add(po, "reprogram_ids", json_object_get(pol->reprogram_ids));
                 if (pol->classes) {
                         json_object_object_foreach(pol->classes, cname, csettings)
                                 json_object_object_add(po, cname, json_object_get(csettings));
@@ -1205,9 +1326,9 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
                 ADD("manage", a);
         } else
                 ADD("manage", json_object_new_string("all"));
-        ADD("flash-hook", str_or_null(cfg->flash_hook));
-        ADD("flash-image-dir", str_or_null(cfg->flash_image_dir));
-        ADD("flash-timeout-sec", SEC(cfg->flash_timeout_usec));
+        ADD("flash_hook", str_or_null(cfg->flash_hook));
+        ADD("flash_image_dir", str_or_null(cfg->flash_image_dir));
+        ADD("flash_timeout_sec", SEC(cfg->flash_timeout_usec));
 #undef ADD
 #undef MSEC
 #undef SEC

@@ -9,38 +9,38 @@
  *
  *   {
  *     "socket": "/run/svff/svffd.sock",          (restart)
- *     "state-dir": "/var/lib/svff",              (restart)
- *     "sysfs-root": "/sys",                      (restart)
- *     "libvirt-uri": "qemu:///system",
- *     "log-level": "info",
- *     "admin-group": "svff",
- *     "vf-driver": "vfio-pci",
- *     "numvfs-timeout-sec": 30,                  base of a numvfs write's deadline,
- *     "numvfs-timeout-per-vf-msec": 200,         plus this per VF created or removed
- *     "bind-timeout-sec": 10,                    base of the deadline to bind a PF's VFs,
- *     "bind-timeout-per-vf-msec": 1000,          plus this per VF
- *     "detach-timeout-sec": 10,
- *     "qmp-timeout-sec": 5,
- *     "device-pause-command": "x-svff-device-pause",
- *     "device-unpause-command": "x-svff-device-unpause",
- *     "settle-msec": 500,
- *     "list-max-age-msec": 1000,
+ *     "state_dir": "/var/lib/svff",              (restart)
+ *     "sysfs_root": "/sys",                      (restart)
+ *     "libvirt_uri": "qemu:///system",
+ *     "log_level": "info",
+ *     "admin_group": "svff",
+ *     "vf_driver": "vfio-pci",
+ *     "numvfs_timeout_sec": 30,                  base of a numvfs write's deadline,
+ *     "numvfs_timeout_per_vf_msec": 200,         plus this per VF created or removed
+ *     "bind_timeout_sec": 10,                    base of the deadline to bind a PF's VFs,
+ *     "bind_timeout_per_vf_msec": 1000,          plus this per VF
+ *     "detach_timeout_sec": 10,
+ *     "qmp_timeout_sec": 5,
+ *     "device_pause_command": "x-svff-device-pause",
+ *     "device_unpause_command": "x-svff-device-unpause",
+ *     "settle_msec": 500,
+ *     "list_max_age_msec": 1000,
  *     "workers": 2,                              (restart)
- *     "libvirt-workers": 16,                     (restart)
- *     "limits": { "max-connections": 1024, "max-connections-per-uid": 128,
- *                 "max-message-bytes": 262144, "idle-timeout-sec": 60,
- *                 "monitor-backlog-bytes": 262144 },
+ *     "libvirt_workers": 16,                     (restart)
+ *     "limits": { "max_connections": 1024, "max_connections_per_uid": 128,
+ *                 "max_message_bytes": 262144, "idle_timeout_sec": 60,
+ *                 "monitor_backlog_bytes": 262144 },
  *     "manage": "all",                           or a list of rules (allowlist.h):
  *                                                ["10ee:903f", "0000:3b:00.0", "class:qdma"];
  *                                                other PFs are listed read-only
- *     "flash-hook": "/usr/libexec/svff/flash",   run to reprogram a PF (flash-hook.h);
- *     "flash-image-dir": "/var/lib/svff/images", null: none. Images must be under here
- *     "flash-timeout-sec": 600,
+ *     "flash_hook": "/usr/libexec/svff/flash",   run to reprogram a PF (flash-hook.h);
+ *     "flash_image_dir": "/var/lib/svff/images", null: none. Images must be under here
+ *     "flash_timeout_sec": 600,
  *     "policies": {
  *       "NAME": { "match": { "address": "0000:3b:00.0" }      one of these
  *                 "match": { "id": "10ee:903f" }
  *                 "match": { "interface": "ens1f0" },
- *                 "numvfs": 4, "vf-driver": "vfio-pci",
+ *                 "numvfs": 4, "vf_driver": "vfio-pci",
  *                 "autoprobe": false, "pool": true,
  *                 "nvme": { "vq": 2, "vi": 1, "namespace": 1 } },  per class
  *       "OTHER": null                                        drops OTHER
@@ -101,7 +101,7 @@ struct svff_policy {
         char *interface;
         unsigned vendor_id, device_id;
         int numvfs;             /* -1: leave the count alone */
-        char *vf_driver;        /* NULL: the global vf-driver */
+        char *vf_driver;        /* NULL: the global vf_driver */
         int autoprobe;          /* -1: leave alone, else 0/1 */
         bool pool;              /* VFs join the pool attach picks from */
         struct json_object *classes; /* {"<class>": settings}, or NULL */
@@ -145,6 +145,9 @@ struct svff_config {
         char *flash_hook;
         char *flash_image_dir;
         uint64_t flash_timeout_usec;
+        /* What the last load read but warns about (keys in the spelling
+         * of earlier releases), one "FILE:LINE: ..." a line, or NULL. */
+        char *warnings;
 };
 
 /* Fills cfg with the built-in defaults. */
@@ -167,7 +170,7 @@ int svff_config_load(struct svff_config *cfg, const char *path, bool missing_ok,
                      struct svff_error *err);
 
 /* cfg as an svff.conf would write it (every key, defaults included,
- * kebab-case as in the file; each policy with where it was defined):
+ * snake_case as in the file; each policy with where it was defined):
  * what svffd runs with after the file and its drop-ins. A new
  * reference, or NULL on out of memory. */
 struct json_object *svff_config_to_json(const struct svff_config *cfg);

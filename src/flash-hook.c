@@ -69,7 +69,7 @@ int svff_flash_image_check(const char *image_dir, const char *image, struct svff
 
         if (!image_dir || image_dir[0] != '/')
                 return svff_error_set(err, -EINVAL,
-                                      "No image directory is configured ('flash-image-dir' in svff.conf): "
+                                      "No image directory is configured ('flash_image_dir' in svff.conf): "
                                       "every image is refused");
         if (!image || image[0] != '/')
                 return svff_error_set(err, -EINVAL, "Image '%s' must be an absolute path", image ?: "");
@@ -81,7 +81,7 @@ int svff_flash_image_check(const char *image_dir, const char *image, struct svff
                 dl--;
         if (strncmp(image, image_dir, dl) != 0 || (image[dl] != '/' && dl > 1) || !image[dl + (dl > 1)])
                 return svff_error_set(err, -EPERM, "Image '%s' is not under the image directory '%.*s' "
-                                      "('flash-image-dir' in svff.conf)", image, (int) dl, image_dir);
+                                      "('flash_image_dir' in svff.conf)", image, (int) dl, image_dir);
 
         /* The configured directory itself may be reached through links
          * (the administrator chose it); nothing below it may. */
@@ -142,7 +142,7 @@ static int hook_check(const char *path, struct svff_error *err) {
         struct stat st;
 
         if (!path || path[0] != '/')
-                return svff_error_set(err, -ENOEXEC, "No flash hook is configured ('flash-hook' in svff.conf, "
+                return svff_error_set(err, -ENOEXEC, "No flash hook is configured ('flash_hook' in svff.conf, "
                                       "an absolute path)");
         if (stat(path, &st) < 0)
                 return svff_error_set_errno(err, -errno, "Cannot run the flash hook '%s'", path);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The flash hook: the executable svff.conf names ("flash-hook", never
+/* The flash hook: the executable svff.conf names ("flash_hook", never
  * given over the socket) that writes a new image to a PF that svffd has
  * taken off the bus, for the reprogram flow.
  *

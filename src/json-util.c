@@ -448,3 +448,75 @@ struct json_object *svff_json_copy(struct json_object *o) {
                 return NULL;
         return c;
 }
+
+char *svff_json_key_snake(const char *key) {
+        char *s = strdup(key);
+
+        for (char *c = s; c && *c; c++)
+                if (*c == '-')
+                        *c = '_';
+        return s;
+}
+
+int svff_json_snake_keys(struct json_object *v, struct json_object **ret, const char **ret_key) {
+        struct json_object *n;
+        int r;
+
+        if (json_object_is_type(v, json_type_array)) {
+                size_t len = json_object_array_length(v);
+
+                n = json_object_new_array_ext((int) len);
+                if (!n)
+                        return -ENOMEM;
+                for (size_t i = 0; i < len; i++) {
+                        struct json_object *e = NULL;
+
+                        r = svff_json_snake_keys(json_object_array_get_idx(v, i), &e, ret_key);
+                        if (r >= 0 && json_object_array_add(n, e) < 0) {
+                                json_object_put(e);
+                                r = -ENOMEM;
+                        }
+                        if (r < 0) {
+                                json_object_put(n);
+                                return r;
+                        }
+                }
+                *ret = n;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_object)) {
+                *ret = json_object_get(v);
+                return 0;
+        }
+        n = json_object_new_object();
+        if (!n)
+                return -ENOMEM;
+        json_object_object_foreach(v, key, val) {
+                _cleanup_free_ char *snake = svff_json_key_snake(key);
+                struct json_object *e = NULL;
+
+                if (!snake) {
+                        json_object_put(n);
+                        return -ENOMEM;
+                }
+                /* The two spellings of one key: which one is meant is
+                 * anyone's guess. */
+                if (!streq(snake, key) && json_object_object_get_ex(v, snake, NULL)) {
+                        if (ret_key)
+                                *ret_key = key;
+                        json_object_put(n);
+                        return -ENOTUNIQ;
+                }
+                r = svff_json_snake_keys(val, &e, ret_key);
+                if (r >= 0 && json_object_object_add(n, snake, e) < 0) {
+                        json_object_put(e);
+                        r = -ENOMEM;
+                }
+                if (r < 0) {
+                        json_object_put(n);
+                        return r;
+                }
+        }
+        *ret = n;
+        return 0;
+}

@@ -94,3 +94,18 @@ int svff_json_format(struct json_object *v, int flags, char **ret, size_t *ret_l
 
 /* A deep copy of o (a new reference), or NULL for NULL or out of memory. */
 struct json_object *svff_json_copy(struct json_object *o);
+
+/* svff's JSON keys are snake_case, in svff.conf as over varlink and in
+ * the store; earlier releases spelled the keys of svff.conf, of device
+ * class settings and of recorded class state in kebab-case, and those
+ * are still read for one release. */
+
+/* key with every '-' made '_' (malloc'ed), or NULL on out of memory. */
+char *svff_json_key_snake(const char *key);
+
+/* A copy of v, a new reference in *ret, with every object key at any
+ * depth in snake_case. An object that gives both spellings of one key
+ * is -ENOTUNIQ, with *ret_key (if non-NULL) its kebab spelling,
+ * borrowed from v; -ENOMEM. For settings and state whose keys are all
+ * svff's own: never for objects keyed by names users choose. */
+int svff_json_snake_keys(struct json_object *v, struct json_object **ret, const char **ret_key);

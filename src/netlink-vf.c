@@ -120,8 +120,8 @@ const char *svff_nl_vf_field_name(unsigned bit) {
         case SVFF_NL_VF_VLAN: return "vlan";
         case SVFF_NL_VF_RATE: return "tx-rate";
         case SVFF_NL_VF_SPOOFCHK: return "spoofchk";
-        case SVFF_NL_VF_LINK_STATE: return "link-state";
-        case SVFF_NL_VF_RSS_QUERY: return "rss-query";
+        case SVFF_NL_VF_LINK_STATE: return "link_state";
+        case SVFF_NL_VF_RSS_QUERY: return "rss_query";
         case SVFF_NL_VF_TRUST: return "trust";
         default: return "?";
         }

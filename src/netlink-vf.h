@@ -144,5 +144,6 @@ static inline bool svff_nl_mac_is_multicast(const uint8_t mac[static 6]) {
         return mac[0] & 1;
 }
 
-/* "mac", "vlan", ... for one SVFF_NL_VF_* bit. */
+/* "mac", "vlan", ... for one SVFF_NL_VF_* bit: the NIC class setting it
+ * comes from, as messages name it. */
 const char *svff_nl_vf_field_name(unsigned bit);

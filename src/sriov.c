@@ -102,23 +102,23 @@ static int write_numvfs(struct svff_ctx *ctx, const char *path, const char *pf, 
 
                 if (on_vfio > 0 && asprintf(&why, "the PF driver is slow or stuck, or one of the %u VFs on "
                                             "vfio-pci is still open by a VFIO user (QEMU); check dmesg, and "
-                                            "if it is only slow raise numvfs-timeout-per-vf-msec (or "
-                                            "numvfs-timeout-sec) in svff.conf", on_vfio) < 0)
+                                            "if it is only slow raise numvfs_timeout_per_vf_msec (or "
+                                            "numvfs_timeout_sec) in svff.conf", on_vfio) < 0)
                         why = NULL;
                 return svff_error_set(err, -ETIMEDOUT,
-                                      "%s on PF '%s' did not finish within %llu ms (numvfs-timeout-sec %llu s "
-                                      "+ numvfs-timeout-per-vf-msec %llu ms x %u VFs): %s. The write goes on "
+                                      "%s on PF '%s' did not finish within %llu ms (numvfs_timeout_sec %llu s "
+                                      "+ numvfs_timeout_per_vf_msec %llu ms x %u VFs): %s. The write goes on "
                                       "in the background",
                                       step, pf, (unsigned long long) (timeout_usec / USEC_PER_MSEC),
                                       (unsigned long long) (base_usec / USEC_PER_SEC),
                                       (unsigned long long) (per_vf_usec / USEC_PER_MSEC), work,
                                       why ?: n == 0 ? "no VF is on vfio-pci, so no VFIO user holds one: the PF "
                                                       "driver is slow or stuck; check dmesg, and if it is only "
-                                                      "slow raise numvfs-timeout-per-vf-msec (or "
-                                                      "numvfs-timeout-sec) in svff.conf"
+                                                      "slow raise numvfs_timeout_per_vf_msec (or "
+                                                      "numvfs_timeout_sec) in svff.conf"
                                                     : "the PF driver is slow or stuck; check dmesg, and if it is "
-                                                      "only slow raise numvfs-timeout-per-vf-msec (or "
-                                                      "numvfs-timeout-sec) in svff.conf");
+                                                      "only slow raise numvfs_timeout_per_vf_msec (or "
+                                                      "numvfs_timeout_sec) in svff.conf");
         }
         if (r == -EBUSY) {
                 _cleanup_free_ char *cause = NULL;

@@ -36,7 +36,7 @@ int svff_pf_set_numvfs(struct svff_ctx *ctx, const char *pf_address, unsigned nu
  * take base_usec plus per_vf_usec for every VF it creates or removes
  * (creating 252 VFs takes far longer than creating 4). A timeout's
  * message names both budgets by their svff.conf keys
- * (numvfs-timeout-sec, numvfs-timeout-per-vf-msec), so the operator
+ * (numvfs_timeout_sec, numvfs_timeout_per_vf_msec), so the operator
  * knows what to raise. */
 int svff_pf_set_numvfs_scaled(struct svff_ctx *ctx, const char *pf_address, unsigned numvfs,
                               usec_t base_usec, usec_t per_vf_usec, struct svff_error *err);

@@ -215,6 +215,47 @@ static int migrate(struct json_object *doc, uint64_t schema) {
         return 0;
 }
 
+/* Device classes' recorded settings and state ("class" objects, in VF
+ * and assignment records and in the journal) with snake_case keys: a
+ * store of an earlier release has kebab-case ones, which the classes
+ * read no longer. The next commit writes them back so. */
+static int snake_classes(struct json_object *v) {
+        if (json_object_is_type(v, json_type_array)) {
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        int r = snake_classes(json_object_array_get_idx(v, i));
+
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_object))
+                return 0;
+        json_object_object_foreach(v, key, val) {
+                struct json_object *n = NULL;
+                int r;
+
+                if (!streq(key, "class") || !json_object_is_type(val, json_type_object)) {
+                        r = snake_classes(val);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                r = svff_json_snake_keys(val, &n, NULL);
+                /* both spellings: no release wrote that; left as it is */
+                if (r == -ENOTUNIQ)
+                        continue;
+                if (r < 0)
+                        return r;
+                /* replaces the value in place, which the walk allows */
+                if (json_object_object_add(v, key, n) < 0) {
+                        json_object_put(n);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 #define RECOVERY "Refusing to start so as not to overwrite it: restore '%s.prev' or move the file aside."
 
 /* path NULL: a buffer, messages without the recovery advice. */
@@ -273,6 +314,8 @@ static int store_parse(const char *path, const char *data, size_t len, struct js
         if (r < 0)
                 return svff_error_set(err, r, "Out of memory loading store '%s'", name);
         r = migrate(doc, schema);
+        if (r >= 0)
+                r = snake_classes(doc);
         if (r < 0)
                 return svff_error_set(err, r, "Out of memory migrating store '%s'", name);
 

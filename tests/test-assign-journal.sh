@@ -180,7 +180,7 @@ stop_svffd
 note "libvirt unreachable at start-up"
 crash_at after-attach-libvirt attach "$VF3" vm2
 cp "$T/svff.conf" "$T/svff.conf.good"
-printf '{"libvirt-uri": "qemu:///system?socket=%s/no-libvirt-sock"}\n' "$T" > "$T/svff.conf"
+printf '{"libvirt_uri": "qemu:///system?socket=%s/no-libvirt-sock"}\n' "$T" > "$T/svff.conf"
 start_svffd
 wait_for grep -q "retrying in the background" "$T/svffd.log" || fail "svffd did not try libvirt"
 expect_eq "$(rec "$VF3" .intent)" attach "VF3's intent while libvirt is away"

@@ -128,7 +128,7 @@ START_TEST(test_provision_order_and_count) {
 
         log_reset();
         st = provision(1, "{\"mac\": \"02:00:00:00:00:01\", \"vlan\": 100, \"qos\": 3,"
-                          " \"trust\": true, \"spoofchk\": false, \"max-tx-rate\": 500}");
+                          " \"trust\": true, \"spoofchk\": false, \"max_tx_rate\": 500}");
         ck_assert_str_eq(f->log, "GS");
         ck_assert_int_eq(svff_class_nic.verify(c, &pf, 1, st, &err), 0);
         ck_assert_str_eq(f->log, "GSG");
@@ -165,12 +165,12 @@ START_TEST(test_validation_before_anything) {
                 { "{\"vlan\": -1}", "0 to 4095" },
                 { "{\"vlan\": 5, \"qos\": 8}", "0 to 7" },
                 { "{\"qos\": 2}", "without 'vlan'" },
-                { "{\"vlan\": 5, \"vlan-proto\": \"802.1x\"}", "802.1Q or 802.1ad" },
-                { "{\"link-state\": \"up\"}", "auto, enable or disable" },
+                { "{\"vlan\": 5, \"vlan_proto\": \"802.1x\"}", "802.1Q or 802.1ad" },
+                { "{\"link_state\": \"up\"}", "auto, enable or disable" },
                 { "{\"trust\": \"yes\"}", "true or false" },
-                { "{\"min-tx-rate\": 600, \"max-tx-rate\": 500}", "min-tx-rate above" },
-                { "{\"mac-prefix\": \"03:00\"}", "multicast 'mac-prefix'" },
-                { "{\"mac-prefix\": \"02:00:00:00:00\", \"vlan\": 1}", NULL },
+                { "{\"min_tx_rate\": 600, \"max_tx_rate\": 500}", "min_tx_rate above" },
+                { "{\"mac_prefix\": \"03:00\"}", "multicast 'mac_prefix'" },
+                { "{\"mac_prefix\": \"02:00:00:00:00\", \"vlan\": 1}", NULL },
                 { "{\"vlam\": 5}", "unknown NIC setting 'vlam'" },
         };
 
@@ -207,7 +207,7 @@ END_TEST
 /* A stable MAC from the policy's prefix and the VF index. */
 START_TEST(test_mac_prefix) {
         for (unsigned i = 0; i < 4; i++)
-                json_object_put(provision(i, "{\"mac-prefix\": \"02:53:00:00\"}"));
+                json_object_put(provision(i, "{\"mac_prefix\": \"02:53:00:00\"}"));
         for (unsigned i = 0; i < 4; i++) {
                 ck_assert_uint_eq(f->vfs[i].mac[0], 0x02);
                 ck_assert_uint_eq(f->vfs[i].mac[1], 0x53);
@@ -215,7 +215,7 @@ START_TEST(test_mac_prefix) {
                 ck_assert_uint_eq(f->vfs[i].mac[5], i);
         }
         /* The assignment's MAC wins. */
-        json_object_put(provision(2, "{\"mac-prefix\": \"02:53:00:00\", \"mac\": \"02:aa:00:00:00:02\"}"));
+        json_object_put(provision(2, "{\"mac_prefix\": \"02:53:00:00\", \"mac\": \"02:aa:00:00:00:02\"}"));
         ck_assert_uint_eq(f->vfs[2].mac[1], 0xaa);
 }
 END_TEST
@@ -333,9 +333,9 @@ START_TEST(test_release_restores) {
         ck_assert(f->vfs[2].spoofchk);
         ck_assert_uint_eq(f->last_set.mask & SVFF_NL_VF_MAC, 0);
 
-        /* "nic-release": "defaults" clears even what came before. */
+        /* "nic_release": "defaults" clears even what came before. */
         f->vfs[3].vlan = 9;
-        st3 = provision(3, "{\"vlan\": 100, \"nic-release\": \"defaults\"}");
+        st3 = provision(3, "{\"vlan\": 100, \"nic_release\": \"defaults\"}");
         ck_assert_int_eq(svff_class_nic.release(c, &pf, 3, st3, &err), 0);
         ck_assert_uint_eq(f->vfs[3].vlan, 0);
 
@@ -347,7 +347,7 @@ START_TEST(test_release_restores) {
 }
 END_TEST
 
-/* The driver lacks link-state: strict (the default) names EOPNOTSUPP
+/* The driver lacks link_state: strict (the default) names EOPNOTSUPP
  * and takes the rest back; non-strict keeps the rest and says so. */
 START_TEST(test_partial_failure) {
         _cleanup_(json_object_putp) struct json_object *st = NULL;
@@ -357,25 +357,25 @@ START_TEST(test_partial_failure) {
 
         f->refuse[__builtin_ctz(SVFF_NL_VF_LINK_STATE)] = -EOPNOTSUPP;
         log_reset();
-        ck_assert_int_eq(provision_fails(0, "{\"vlan\": 100, \"trust\": true, \"link-state\": \"enable\"}",
+        ck_assert_int_eq(provision_fails(0, "{\"vlan\": 100, \"trust\": true, \"link_state\": \"enable\"}",
                                          &err), -EOPNOTSUPP);
-        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "igb does not implement link-state (EOPNOTSUPP)"));
-        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "\"nic-strict\": false"));
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "igb does not implement link_state (EOPNOTSUPP)"));
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "\"nic_strict\": false"));
         /* read, the message, each attribute alone, the way back */
         ck_assert_str_eq(f->log, "GSSSSS");
         ck_assert_uint_eq(f->vfs[0].vlan, 0);
         ck_assert(!f->vfs[0].trust);
         svff_error_free(&err);
 
-        st = provision(0, "{\"vlan\": 100, \"trust\": true, \"link-state\": \"enable\", \"nic-strict\": false}");
+        st = provision(0, "{\"vlan\": 100, \"trust\": true, \"link_state\": \"enable\", \"nic_strict\": false}");
         ck_assert_uint_eq(f->vfs[0].vlan, 100);
         ck_assert(f->vfs[0].trust);
         ck_assert(json_object_object_get_ex(st, "unsupported", &u));
-        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(u, 0)), "link-state");
-        ck_assert(!json_object_object_get_ex(st, "link-state", NULL));
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(u, 0)), "link_state");
+        ck_assert(!json_object_object_get_ex(st, "link_state", NULL));
         ck_assert_int_eq(svff_class_nic.verify(c, &pf, 0, st, &err), 0);
         d = svff_class_nic.describe(st);
-        ck_assert_ptr_nonnull(strstr(d, "(unsupported: link-state)"));
+        ck_assert_ptr_nonnull(strstr(d, "(unsupported: link_state)"));
 }
 END_TEST
 
@@ -384,8 +384,8 @@ START_TEST(test_rate_refused) {
         struct svff_error err = SVFF_ERROR_NULL;
 
         f->refuse_min_rate = true;
-        ck_assert_int_eq(provision_fails(1, "{\"min-tx-rate\": 100, \"max-tx-rate\": 500}", &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "refused min-tx-rate/max-tx-rate max 500 min 100 Mbps (EINVAL"));
+        ck_assert_int_eq(provision_fails(1, "{\"min_tx_rate\": 100, \"max_tx_rate\": 500}", &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "refused min_tx_rate/max_tx_rate max 500 min 100 Mbps (EINVAL"));
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "min_tx_rate is not supported by this device"));
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "leave it 0"));
         svff_error_free(&err);
@@ -425,7 +425,7 @@ START_TEST(test_252_vfs_no_dump) {
                 _cleanup_(json_object_putp) struct json_object *st = NULL;
 
                 log_reset();
-                st = provision(i, "{\"mac-prefix\": \"02:53:00:00\", \"vlan\": 100}");
+                st = provision(i, "{\"mac_prefix\": \"02:53:00:00\", \"vlan\": 100}");
                 ck_assert_int_eq(svff_class_nic.verify(c, &pf, i, st, &err), 0);
                 ck_assert_str_eq(f->log, "S");
                 ck_assert_str_eq(S(st, "verified"), "ack");
@@ -456,7 +456,7 @@ START_TEST(test_plan) {
                 *taken = NULL, *take = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
 
-        ok = J("[{\"mac-prefix\": \"02:53:00:00\"}, {\"mac-prefix\": \"02:53:00:00\", \"vlan\": 5}, null]");
+        ok = J("[{\"mac_prefix\": \"02:53:00:00\"}, {\"mac_prefix\": \"02:53:00:00\", \"vlan\": 5}, null]");
         log_reset();
         ck_assert_int_eq(svff_class_nic.plan(c, &pf, 3, ok, &plan, &err), 0);
         ck_assert_int_eq(json_object_array_length(json_object_object_get(plan, "steps")), 2);
@@ -474,10 +474,10 @@ START_TEST(test_plan) {
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err),
                                      "managed by systemd-networkd (/etc/systemd/network/10-pf.link: "
                                      "SR-IOVVirtualFunctions=4)"));
-        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "\"take-over\": true"));
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "\"take_over\": true"));
         svff_error_free(&err);
 
-        take = J("[{\"take-over\": true}]");
+        take = J("[{\"take_over\": true}]");
         ck_assert_int_eq(svff_class_nic.plan(c, &pf, 1, take, &taken, &err), 0);
         ck_assert_ptr_nonnull(strstr(S(taken, "owner"), "taking over from systemd-networkd"));
 
@@ -500,7 +500,7 @@ START_TEST(test_check) {
         _cleanup_(json_object_putp) struct json_object *good = NULL, *bad = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
 
-        good = J("{\"mac-prefix\": \"02:53:00:00\", \"vlan\": 100, \"take-over\": true, \"nic-strict\": false}");
+        good = J("{\"mac_prefix\": \"02:53:00:00\", \"vlan\": 100, \"take_over\": true, \"nic_strict\": false}");
         ck_assert_int_eq(svff_class_nic.check(good, &err), 0);
         ck_assert_int_eq(svff_class_nic.check(NULL, &err), 0);
         bad = J("{\"vlan\": 5000}");

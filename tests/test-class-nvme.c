@@ -466,7 +466,7 @@ START_TEST(test_statuses) {
         };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
                 _cleanup_(json_object_putp) struct json_object *state =
-                        provision_ok(0, "{\"namespace\": 1, \"scrub-on-release\": \"format\"}");
+                        provision_ok(0, "{\"namespace\": 1, \"scrub_on_release\": \"format\"}");
                 struct svff_error err = SVFF_ERROR_NULL;
 
                 nvme_standin_fail(&st, rel[i].cmd, rel[i].status, 1);
@@ -554,7 +554,7 @@ START_TEST(test_partial_failure) {
         };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
                 _cleanup_(json_object_putp) struct json_object *state =
-                        provision_ok(0, "{\"namespace\": 3, \"scrub-on-release\": \"format\"}");
+                        provision_ok(0, "{\"namespace\": 3, \"scrub_on_release\": \"format\"}");
                 struct svff_error err = SVFF_ERROR_NULL;
 
                 st.ns[2].formats = 0;
@@ -594,11 +594,11 @@ START_TEST(test_release) {
         ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), 0);
         assert_log("ns-detach 1 c1");
 
-        /* scrub-on-release: recorded, and the private namespace is
+        /* scrub_on_release: recorded, and the private namespace is
          * formatted through the primary */
-        scrub = provision_ok(0, "{\"namespace\": 1, \"scrub-on-release\": \"format\"}");
+        scrub = provision_ok(0, "{\"namespace\": 1, \"scrub_on_release\": \"format\"}");
         assert_json_eq(scrub, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1],"
-                              " \"scrub-on-release\": \"format\", \"private\": [1]}");
+                              " \"scrub_on_release\": \"format\", \"private\": [1]}");
         clear_log();
         ck_assert_int_eq(nvme->release(c, &pf, 0, scrub, &err), 0);
         assert_log("ns-detach 1 c1; ns-attach 1 c0; format 1; ns-detach 1 c0; virt-mgmt offline c1");
@@ -607,7 +607,7 @@ START_TEST(test_release) {
         /* a namespace the host (the primary) also has is not private:
          * never formatted */
         nvme_standin_ns(&st, 2)->ctrls[nvme_standin_ns(&st, 2)->n_ctrls++] = 0;
-        shared = provision_ok(1, "{\"namespace\": 2, \"scrub-on-release\": \"format\"}");
+        shared = provision_ok(1, "{\"namespace\": 2, \"scrub_on_release\": \"format\"}");
         assert_json_eq(json_object_object_get(shared, "private"), "[]");
         clear_log();
         ck_assert_int_eq(nvme->release(c, &pf, 1, shared, &err), 0);
@@ -618,10 +618,10 @@ START_TEST(test_release) {
         /* attached elsewhere between provision and release: not
          * formatted, and said so */
         json_object_put(TAKE_PTR(scrub));
-        scrub = provision_ok(0, "{\"namespace\": 3, \"scrub-on-release\": \"format\"}");
+        scrub = provision_ok(0, "{\"namespace\": 3, \"scrub_on_release\": \"format\"}");
         nvme_standin_ns(&st, 3)->ctrls[nvme_standin_ns(&st, 3)->n_ctrls++] = 2;
         ck_assert_int_eq(nvme->release(c, &pf, 0, scrub, &err), -EBUSY);
-        assert_err(&err, "namespace 3 was not formatted (scrub-on-release): controller 2 has it now");
+        assert_err(&err, "namespace 3 was not formatted (scrub_on_release): controller 2 has it now");
         svff_error_free(&err);
         ck_assert_uint_eq(nvme_standin_ns(&st, 3)->formats, 0);
 
@@ -686,10 +686,10 @@ START_TEST(test_inspect) {
         assert_log("");
         assert_json_eq(json_object_object_get(o, "pf"),
                        "{\"controller\": \"nvme0\", \"cntlid\": 0, \"oacs\": 266, \"virtualization\": \"cns-14h\","
-                       " \"vq\": {\"total\": 8, \"primary\": 0, \"assigned\": 2, \"free\": 6, \"per-vf-max\": 2,"
-                       " \"primary-private\": 5},"
-                       " \"vi\": {\"total\": 4, \"primary\": 0, \"assigned\": 1, \"free\": 3, \"per-vf-max\": 1,"
-                       " \"primary-private\": 4},"
+                       " \"vq\": {\"total\": 8, \"primary\": 0, \"assigned\": 2, \"free\": 6, \"per_vf_max\": 2,"
+                       " \"primary_private\": 5},"
+                       " \"vi\": {\"total\": 4, \"primary\": 0, \"assigned\": 1, \"free\": 3, \"per_vf_max\": 1,"
+                       " \"primary_private\": 4},"
                        " \"secondaries\": 4, \"namespaces\": [1, 2, 3, 4]}");
         /* the VFs that exist, by index */
         assert_json_eq(json_object_object_get(o, "vfs"),
@@ -716,7 +716,7 @@ START_TEST(test_plan) {
 
         open_ok();
         ck_assert_int_eq(plan(4, "[{\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4]},"
-                                 " {\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4], \"scrub-on-release\": \"format\"}]",
+                                 " {\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4], \"scrub_on_release\": \"format\"}]",
                              &p, &err),
                          0);
         ck_assert_str_eq(json_object_get_string(json_object_object_get(p, "needs")),
@@ -811,11 +811,11 @@ START_TEST(test_primary_flexible) {
         ck_assert_int_eq(plan(4, NULL, &p, &err), -ENOSPC);
         assert_err(&err, "4 VFs need 8 VQ and 4 VI flexible resources; the primary controller nvme0 of PF " PF
                          " has 4 VQ free");
-        assert_err(&err, "'primary-flexible': true; resets the PF's controller");
+        assert_err(&err, "'primary_flexible': true; resets the PF's controller");
         svff_error_free(&err);
 
         /* allowed: the plan says what it costs the host */
-        ck_assert_int_eq(plan(4, "[{\"primary-flexible\": true}, null, null, null]", &p, &err), 0);
+        ck_assert_int_eq(plan(4, "[{\"primary_flexible\": true}, null, null, null]", &p, &err), 0);
         steps = json_object_object_get(p, "steps");
         last = json_object_array_get_idx(steps, json_object_array_length(steps) - 1);
         ck_assert(json_object_get_type(json_object_object_get(last, "vf")) == json_type_null);
@@ -825,7 +825,7 @@ START_TEST(test_primary_flexible) {
                          "shrink the primary controller's flexible share to 0 VQ and 0 VI, then reset nvme0"));
 
         /* prepare does it, before numvfs */
-        s = json("[{\"primary-flexible\": true}, null, null, null]");
+        s = json("[{\"primary_flexible\": true}, null, null, null]");
         ck_assert_int_eq(nvme->prepare(c, &pf, 4, s, &err), 0);
         assert_log("virt-mgmt primary vq 0; reset");
         ck_assert_uint_eq(st.caps.vqrfap, 0);
@@ -847,7 +847,7 @@ START_TEST(test_check_and_describe) {
                 const char *needle;     /* NULL: accepted */
         } cases[] = {
                 { "{}", NULL },
-                { "{\"vq\": 2, \"vi\": 1, \"namespace\": 1, \"primary-flexible\": false, \"scrub-on-release\": \"none\"}", NULL },
+                { "{\"vq\": 2, \"vi\": 1, \"namespace\": 1, \"primary_flexible\": false, \"scrub_on_release\": \"none\"}", NULL },
                 { "{\"namespace\": [1, null, 3]}", NULL },
                 { "{\"vq\": null}", NULL },
                 { "{\"vq\": \"2\"}", "'vq' must be a number" },
@@ -855,8 +855,8 @@ START_TEST(test_check_and_describe) {
                 { "{\"namespace\": 0}", "an NSID is 1 to 4294967294" },
                 { "{\"namespace\": [1, \"2\"]}", "takes an NSID, a list of them or null" },
                 { "{\"namespace\": [2, 2]}", "gives namespace 2 to VF 0 and VF 1" },
-                { "{\"primary-flexible\": \"yes\"}", "'primary-flexible' must be true or false" },
-                { "{\"scrub-on-release\": \"shred\"}", "takes \"none\" or \"format\"" },
+                { "{\"primary_flexible\": \"yes\"}", "'primary_flexible' must be true or false" },
+                { "{\"scrub_on_release\": \"shred\"}", "takes \"none\" or \"format\"" },
                 { "{\"mac\": \"02:00:00:00:00:01\"}", "Unknown NVMe setting 'mac'" },
         };
         _cleanup_(json_object_putp) struct json_object *off = json("{\"scid\": 2, \"secondary\": \"offline\", \"vq\": 0, \"vi\": 0, \"namespaces\": []}");

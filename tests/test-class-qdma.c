@@ -130,7 +130,7 @@ END_TEST
 /* The policy's qmax reaches the PF; the VF's state says its queues must
  * be asked for again, and verify sees the PF's count drift. */
 START_TEST(test_qmax_by_policy) {
-        _cleanup_(json_object_putp) struct json_object *s = settings("{\"qmax\": 256, \"vf-qmax\": 8}");
+        _cleanup_(json_object_putp) struct json_object *s = settings("{\"qmax\": 256, \"vf_qmax\": 8}");
         _cleanup_(json_object_putp) struct json_object *st = NULL, *st2 = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
         _cleanup_free_ char *line = NULL;
@@ -142,7 +142,7 @@ START_TEST(test_qmax_by_policy) {
         ck_assert_int_eq(cls->provision(cpf, pf, 0, s, &st, &err), 0);
         ck_assert_uint_eq(pf_qmax(), 256);
         ck_assert_str_eq(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN),
-                         "{\"pf-qmax\":256,\"vf-qmax\":8,\"contexts\":\"reset\"}");
+                         "{\"pf_qmax\":256,\"vf_qmax\":8,\"contexts\":\"reset\"}");
         ck_assert_int_eq(cls->verify(cpf, pf, 0, st, &err), 0);
 
         /* the second VF finds the PF done: no write */
@@ -162,16 +162,16 @@ START_TEST(test_qmax_by_policy) {
         /* no qmax in the policy: the PF's is left alone */
         json_object_put(st2);
         st2 = NULL;
-        ck_assert_int_eq(cls->provision(cpf, pf, 1, keep(settings("{\"vf-qmax\": 4}")), &st2, &err), 0);
+        ck_assert_int_eq(cls->provision(cpf, pf, 1, keep(settings("{\"vf_qmax\": 4}")), &st2, &err), 0);
         ck_assert_uint_eq(pf_qmax(), 300);
-        ck_assert(!json_object_object_get_ex(st2, "pf-qmax", NULL));
+        ck_assert(!json_object_object_get_ex(st2, "pf_qmax", NULL));
 }
 END_TEST
 
 START_TEST(test_budget_refusal) {
-        _cleanup_(json_object_putp) struct json_object *big = per_vf(252, "{\"qmax\": 512, \"vf-qmax\": 8}");
-        _cleanup_(json_object_putp) struct json_object *small = per_vf(4, "{\"qmax\": 512, \"vf-qmax\": 8}");
-        _cleanup_(json_object_putp) struct json_object *own = per_vf(4, "{\"vf-qmax\": 600, \"budget\": 4096}");
+        _cleanup_(json_object_putp) struct json_object *big = per_vf(252, "{\"qmax\": 512, \"vf_qmax\": 8}");
+        _cleanup_(json_object_putp) struct json_object *small = per_vf(4, "{\"qmax\": 512, \"vf_qmax\": 8}");
+        _cleanup_(json_object_putp) struct json_object *own = per_vf(4, "{\"vf_qmax\": 600, \"budget\": 4096}");
         _cleanup_(json_object_putp) struct json_object *plan = NULL, *plan2 = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
         const char *needs = NULL;
@@ -192,8 +192,8 @@ START_TEST(test_budget_refusal) {
         ck_assert_int_eq(svff_json_get_string(plan2, "needs", &needs), 0);
         ck_assert_str_eq(needs, "2912 of 4096 queues: PF 512, VFs 2400");
 
-        assert_error(cls->plan(cpf, pf, 1, keep(per_vf(1, "{\"vf-qmax\": -1}")), &plan2, &err), &err,
-                     -EINVAL, "'vf-qmax' takes a number of queues");
+        assert_error(cls->plan(cpf, pf, 1, keep(per_vf(1, "{\"vf_qmax\": -1}")), &plan2, &err), &err,
+                     -EINVAL, "'vf_qmax' takes a number of queues");
         svff_error_free(&err);
         assert_error(cls->plan(cpf, pf, 1, keep(per_vf(1, "{\"queues\": 4}")), &plan2, &err), &err,
                      -EINVAL, "Unknown qdma setting 'queues'");

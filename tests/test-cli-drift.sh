@@ -16,7 +16,7 @@
 
 PF=0000:20:00.0
 cat > "$T/svff.conf" <<'CONF'
-{ "settle-msec": 50, "numvfs-timeout-sec": 1, "numvfs-timeout-per-vf-msec": 2 }
+{ "settle_msec": 50, "numvfs_timeout_sec": 1, "numvfs_timeout_per_vf_msec": 2 }
 CONF
 start_pcisim scale
 start_svffd
@@ -78,7 +78,7 @@ note "240 VFs unbound behind svffd's back: one line"
 for vf in $(ls "$SYS/bus/pci/drivers/vfio-pci" | grep "^0000:20:"); do
         printf '%s' "$vf" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
 done
-# svffd sees it once its picture is list-max-age (1 s) old.
+# svffd sees it once its picture is list_max_age_msec (1 s) old.
 seen_unbound() { ctl status > "$T/status" && grep -q driver-changed "$T/status"; }
 wait_for seen_unbound || fail "no drift after the unbinds: $(cat "$T/status")"
 grep -q "^  $PF: driver-changed: 240 VFs unbound (expected vfio-pci)$" "$T/status" ||

@@ -27,11 +27,11 @@ python3 - "$T/eff.json" <<'PY' || fail "--effective: $(cat "$T/eff.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["workers"] == 5, d["workers"]                   # the drop-in wins
-assert d["vf-driver"] == "vfio-pci"                      # defaults are shown
-assert d["numvfs-timeout-sec"] == 30 and d["numvfs-timeout-per-vf-msec"] == 200
+assert d["vf_driver"] == "vfio-pci"                      # defaults are shown
+assert d["numvfs_timeout_sec"] == 30 and d["numvfs_timeout_per_vf_msec"] == 200
 assert d["policies"]["fpga"]["numvfs"] == 4
 assert d["policies"]["fpga"]["match"] == {"id": "10ee:903f"}
-assert d["limits"]["max-connections"] == 1024
+assert d["limits"]["max_connections"] == 1024
 PY
 
 # A drop-in svffd refuses: config check refuses it too, naming it.

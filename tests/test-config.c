@@ -58,10 +58,10 @@ START_TEST(test_valid) {
         struct svff_error err = SVFF_ERROR_NULL;
         struct svff_config c;
 
-        write_file("{ \"state-dir\": \"/srv/svff\", \"admin-group\": \"svff\", \"log-level\": \"debug\",\n"
-                   "  \"vf-driver\": \"vfio-pci\", \"numvfs-timeout-sec\": 5, \"workers\": 3,\n"
-                   "  \"limits\": { \"max-connections\": 10, \"idle-timeout-sec\": 2,\n"
-                   "              \"monitor-backlog-bytes\": 16384 } }\n\n");
+        write_file("{ \"state_dir\": \"/srv/svff\", \"admin_group\": \"svff\", \"log_level\": \"debug\",\n"
+                   "  \"vf_driver\": \"vfio-pci\", \"numvfs_timeout_sec\": 5, \"workers\": 3,\n"
+                   "  \"limits\": { \"max_connections\": 10, \"idle_timeout_sec\": 2,\n"
+                   "              \"monitor_backlog_bytes\": 16384 } }\n\n");
         ck_assert_int_eq(svff_config_init(&c), 0);
         ck_assert_int_eq(svff_config_load_file(&c, path, &err), 0);
         ck_assert_str_eq(c.state_dir, "/srv/svff");
@@ -86,17 +86,21 @@ static const struct {
         const char *needle;
 } bad[] = {
         { "{ \"sockett\": \"/run/x\" }", ":1: key 'sockett' is unknown" },
-        { "{\n \"limits\": {\n  \"max-conections\": 3 } }", ":3: key 'limits.max-conections' is unknown" },
+        /* a key in the old spelling is named as the file writes it too */
+        { "{ \"vf-drvier\": 1 }", ":1: key 'vf_drvier' (written 'vf-drvier') is unknown" },
+        { "{ \"policies\": { \"my-p\": { \"match\": { \"id\": \"10ee:903f\" },\n  \"vf-driver\": \"../x\" } } }",
+          ":2: key 'policies.my-p.vf_driver' (written 'vf-driver') must be a driver name" },
+        { "{\n \"limits\": {\n  \"max_conections\": 3 } }", ":3: key 'limits.max_conections' is unknown" },
         { "{ \"workers\": \"two\" }", "key 'workers' must be an integer" },
         { "{ \"workers\": 0 }", "key 'workers' must be between 1 and 64" },
-        { "{ \"libvirt-workers\": 0 }", "key 'libvirt-workers' must be between 1 and 256" },
+        { "{ \"libvirt_workers\": 0 }", "key 'libvirt_workers' must be between 1 and 256" },
         { "{ \"workers\": 99999999999999999999999 }", "'workers' must be between" },
-        { "{ \"limits\": { \"max-connections\": -1 } }", "'limits.max-connections' must be between" },
-        { "{ \"limits\": { \"monitor-backlog-bytes\": 100 } }", "'limits.monitor-backlog-bytes' must be between" },
-        { "{ \"log-level\": \"chatty\" }", "'log-level' must be one of" },
+        { "{ \"limits\": { \"max_connections\": -1 } }", "'limits.max_connections' must be between" },
+        { "{ \"limits\": { \"monitor_backlog_bytes\": 100 } }", "'limits.monitor_backlog_bytes' must be between" },
+        { "{ \"log_level\": \"chatty\" }", "'log_level' must be one of" },
         { "{ \"socket\": \"\" }", "'socket' must be a non-empty string" },
-        { "{ \"admin-group\": 7 }", "'admin-group' must be a non-empty string or null" },
-        { "{ \"vf-driver\": \"../x\" }", "'vf-driver' must be a driver name" },
+        { "{ \"admin_group\": 7 }", "'admin_group' must be a non-empty string or null" },
+        { "{ \"vf_driver\": \"../x\" }", "'vf_driver' must be a driver name" },
         { "[ 1, 2 ]", "top level must be a JSON object" },
         { "{\n  \"workers\": 2,\n  \"socket\" \"/x\"\n}", ":3:" },
         { "{ \"workers\": 2 } trailing", "trailing text" },
@@ -130,18 +134,18 @@ static const struct {
           ":2: key 'policies.a.numvfs' is given twice" },
         /* A top-level key is found at its own line, not at a nested key
          * of the same name above it. */
-        { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" },\n  \"vf-driver\": \"vfio-pci\" } },\n\n"
-          "  \"vf-driver\": \"no/slash\" }",
-          ":4: key 'vf-driver'" },
+        { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" },\n  \"vf_driver\": \"vfio-pci\" } },\n\n"
+          "  \"vf_driver\": \"no/slash\" }",
+          ":4: key 'vf_driver'" },
         { "{ \"workers\": 2 /* open", "comment is not closed" },
         /* manage and the flash hook */
         { "{ \"manage\": \"some\" }", "key 'manage' must be \"all\" or a list of rules" },
         { "{\n \"manage\": [\"10ee:903f\", \"class:gpu\"] }", ":2: key 'manage' item 1: No device class 'gpu'" },
         { "{ \"manage\": [\"10ee:903\"] }", "key 'manage' item 0: Manage rule '10ee:903' is none of" },
         { "{ \"manage\": [7] }", "key 'manage' item 0 must be a string" },
-        { "{ \"flash-hook\": \"flash.sh\" }", "key 'flash-hook' must be an absolute path or null" },
-        { "{ \"flash-image-dir\": 3 }", "key 'flash-image-dir' must be an absolute path or null" },
-        { "{ \"flash-timeout-sec\": 0 }", "key 'flash-timeout-sec' must be between 1 and 86400" },
+        { "{ \"flash_hook\": \"flash.sh\" }", "key 'flash_hook' must be an absolute path or null" },
+        { "{ \"flash_image_dir\": 3 }", "key 'flash_image_dir' must be an absolute path or null" },
+        { "{ \"flash_timeout_sec\": 0 }", "key 'flash_timeout_sec' must be between 1 and 86400" },
         { "{ \"workers\": 2 } x", "trailing text" },
 };
 
@@ -170,7 +174,7 @@ START_TEST(test_comments) {
         struct svff_error err = SVFF_ERROR_NULL;
         struct svff_config c;
 
-        write_file("// leading\n{ /* inline */ \"libvirt-uri\": \"qemu:///system\", // trailing\n"
+        write_file("// leading\n{ /* inline */ \"libvirt_uri\": \"qemu:///system\", // trailing\n"
                    "  \"workers\": 3 }\n// end\n");
         ck_assert_int_eq(svff_config_init(&c), 0);
         ck_assert_msg(svff_config_load_file(&c, path, &err) == 0, "%s", svff_error_message(&err));
@@ -210,12 +214,12 @@ START_TEST(test_all_errors) {
         struct svff_error err = SVFF_ERROR_NULL;
         struct svff_config c;
 
-        write_file("{\n  \"workers\": 0,\n  \"typo\": 1,\n  \"log-level\": \"x\"\n}\n");
+        write_file("{\n  \"workers\": 0,\n  \"typo\": 1,\n  \"log_level\": \"x\"\n}\n");
         ck_assert_int_eq(svff_config_init(&c), 0);
         ck_assert_int_lt(svff_config_load_file(&c, path, &err), 0);
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), ":2: key 'workers'"));
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), ":3: key 'typo' is unknown"));
-        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), ":4: key 'log-level'"));
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), ":4: key 'log_level'"));
         svff_error_free(&err);
         svff_config_done(&c);
 }
@@ -276,10 +280,10 @@ START_TEST(test_dropins) {
         snprintf(d, sizeof(d), "%s.d", path);
         ck_assert_int_eq(mkdir(d, 0755), 0);
         write_at("svff.conf.d/20-b.conf", "{ \"workers\": 5, \"policies\": { \"old\": null } }");
-        write_at("svff.conf.d/10-a.conf", "{ \"workers\": 4, \"log-level\": \"debug\", \"policies\": {"
+        write_at("svff.conf.d/10-a.conf", "{ \"workers\": 4, \"log_level\": \"debug\", \"policies\": {"
                  " \"fpga\": { \"match\": { \"id\": \"10ee:903f\" }, \"numvfs\": 8, \"pool\": false },"
                  " \"one\": { \"match\": { \"address\": \"0000:01:00.0\" }, \"numvfs\": 1,"
-                 " \"vf-driver\": \"qdma-vf\", \"autoprobe\": true } } }");
+                 " \"vf_driver\": \"qdma-vf\", \"autoprobe\": true } } }");
         write_at("svff.conf.d/30-c.conf.bak", "{ \"workers\": 9 }");
         write_at("svff.conf.d/.40-d.conf", "{ \"workers\": 9 }");
 
@@ -349,8 +353,8 @@ START_TEST(test_manage) {
         json_object_put(j);
 
         write_file("{\n  \"manage\": [\"10ee:903f\", \"03:00.0\", \"class:qdma\"],\n"
-                   "  \"flash-hook\": \"/usr/libexec/flash\", \"flash-image-dir\": \"/srv/images\",\n"
-                   "  \"flash-timeout-sec\": 30 }");
+                   "  \"flash_hook\": \"/usr/libexec/flash\", \"flash_image_dir\": \"/srv/images\",\n"
+                   "  \"flash_timeout_sec\": 30 }");
         ck_assert_int_eq(svff_config_load_file(&c, path, &err), 0);
         ck_assert_ptr_nonnull(c.manage);
         ck_assert_str_eq(c.manage[0], "10ee:903f");
@@ -371,7 +375,7 @@ START_TEST(test_manage) {
         ck_assert_str_eq(d.flash_image_dir, "/srv/images");
 
         /* a later file puts "all" back; [] manages nothing */
-        write_file("{ \"manage\": \"all\", \"flash-hook\": null }");
+        write_file("{ \"manage\": \"all\", \"flash_hook\": null }");
         ck_assert_int_eq(svff_config_load_file(&d, path, &err), 0);
         ck_assert_ptr_null(d.manage);
         ck_assert_ptr_null(d.flash_hook);
@@ -455,7 +459,7 @@ START_TEST(test_reprogram_ids) {
         struct svff_config a, b;
 
         write_file("{ \"policies\": { \"fpga\": { \"match\": { \"address\": \"0000:01:00.0\" },"
-                   " \"reprogram-ids\": [\"10EE:913F\", \"10ee:903f\"] } } }");
+                   " \"reprogram_ids\": [\"10EE:913F\", \"10ee:903f\"] } } }");
         ck_assert_int_eq(svff_config_init(&a), 0);
         ck_assert_int_eq(svff_config_load_file(&a, path, &err), 0);
         ck_assert_int_eq(svff_config_copy(&a, &b), 0);
@@ -466,12 +470,86 @@ START_TEST(test_reprogram_ids) {
         svff_config_done(&b);
 
         write_file("{ \"policies\": { \"fpga\": { \"match\": { \"address\": \"0000:01:00.0\" },"
-                   " \"reprogram-ids\": [\"10ee\"] } } }");
+                   " \"reprogram_ids\": [\"10ee\"] } } }");
         ck_assert_int_eq(svff_config_init(&a), 0);
         ck_assert_int_lt(svff_config_load_file(&a, path, &err), 0);
-        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "reprogram-ids"));
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "reprogram_ids"));
         svff_error_free(&err);
         svff_config_done(&a);
+}
+END_TEST
+
+/* snake_case is the spelling; kebab-case, that of earlier releases, is
+ * read as its snake twin with a warning naming both, at the key's line;
+ * both in one object are refused; policy names are taken as written. */
+START_TEST(test_spellings) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+        struct json_object *o, *v;
+
+        write_file("{ \"numvfs_timeout_sec\": 7, \"policies\": { \"my-fpga\": {\n"
+                   "  \"match\": { \"id\": \"1b36:0010\" }, \"vf_driver\": \"vfio-pci\",\n"
+                   "  \"nvme\": { \"vq\": 2, \"scrub_on_release\": \"format\" } } } }");
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_msg(svff_config_load_file(&c, path, &err) == 0, "%s", svff_error_message(&err));
+        ck_assert_ptr_null(c.warnings);
+        ck_assert_uint_eq(c.numvfs_timeout_usec, 7000000ULL);
+        ck_assert_str_eq(c.policies[0].name, "my-fpga");
+        svff_config_done(&c);
+
+        write_file("{\n  \"numvfs-timeout-sec\": 7,\n  \"limits\": { \"max-connections\": 9 },\n"
+                   "  \"policies\": { \"my-fpga\": {\n"
+                   "    \"match\": { \"id\": \"1b36:0010\" }, \"vf-driver\": \"qdma-vf\",\n"
+                   "    \"nvme\": { \"vq\": 2,\n"
+                   "      \"scrub-on-release\": \"format\" } } } }");
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_msg(svff_config_load_file(&c, path, &err) == 0, "%s", svff_error_message(&err));
+        ck_assert_uint_eq(c.numvfs_timeout_usec, 7000000ULL);
+        ck_assert_uint_eq(c.limits.max_connections, 9);
+        ck_assert_uint_eq(c.n_policies, 1);
+        ck_assert_str_eq(c.policies[0].name, "my-fpga");
+        ck_assert_str_eq(c.policies[0].vf_driver, "qdma-vf");
+        ck_assert(json_object_object_get_ex(c.policies[0].classes, "nvme", &v));
+        ck_assert(json_object_object_get_ex(v, "scrub_on_release", NULL));
+        ck_assert(!json_object_object_get_ex(v, "scrub-on-release", NULL));
+        ck_assert_ptr_nonnull(c.warnings);
+        ck_assert_msg(strstr(c.warnings, "svff.conf:2: 'numvfs-timeout-sec' is the old spelling of "
+                                         "'numvfs_timeout_sec'; it is still read for this release"),
+                      "%s", c.warnings);
+        ck_assert_msg(strstr(c.warnings, ":3: 'max-connections' is the old spelling of 'max_connections'"), "%s",
+                      c.warnings);
+        ck_assert_msg(strstr(c.warnings, ":5: 'vf-driver' is the old spelling of 'vf_driver'"), "%s", c.warnings);
+        ck_assert_msg(strstr(c.warnings, ":7: 'scrub-on-release' is the old spelling of 'scrub_on_release'"),
+                      "%s", c.warnings);
+        ck_assert_msg(!strstr(c.warnings, "my-fpga"), "%s", c.warnings);
+        /* what is written back is the new spelling */
+        o = svff_config_to_json(&c);
+        ck_assert(json_object_object_get_ex(o, "numvfs_timeout_sec", NULL));
+        ck_assert(!json_object_object_get_ex(o, "numvfs-timeout-sec", NULL));
+        ck_assert(json_object_object_get_ex(json_object_object_get(o, "policies"), "my-fpga", &v));
+        ck_assert(json_object_object_get_ex(v, "vf_driver", NULL));
+        json_object_put(o);
+        svff_config_done(&c);
+
+        static const struct { const char *text, *needle; } both[] = {
+                { "{ \"vf_driver\": \"vfio-pci\",\n  \"vf-driver\": \"vfio-pci\" }",
+                  ":1: key 'vf_driver' is given twice, as 'vf-driver' (the old spelling) and 'vf_driver'" },
+                { "{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" },\n"
+                  "  \"reprogram-ids\": [], \"reprogram_ids\": [] } } }",
+                  ":2: key 'policies.p.reprogram_ids' is given twice, as 'reprogram-ids'" },
+                { "{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" },\n"
+                  "  \"nvme\": { \"scrub_on_release\": \"none\", \"scrub-on-release\": \"format\" } } } }",
+                  "key 'policies.p.nvme.scrub_on_release' is given twice" },
+        };
+        for (size_t i = 0; i < sizeof(both) / sizeof(both[0]); i++) {
+                write_file(both[i].text);
+                ck_assert_int_eq(svff_config_init(&c), 0);
+                ck_assert_int_eq(svff_config_load_file(&c, path, &err), -EINVAL);
+                ck_assert_msg(strstr(svff_error_message(&err), both[i].needle), "'%s' lacks '%s'",
+                              svff_error_message(&err), both[i].needle);
+                svff_error_free(&err);
+                svff_config_done(&c);
+        }
 }
 END_TEST
 
@@ -495,6 +573,7 @@ int main(void) {
         tcase_add_test(tc, test_manage);
         tcase_add_test(tc, test_class_member);
         tcase_add_test(tc, test_reprogram_ids);
+        tcase_add_test(tc, test_spellings);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -21,7 +21,7 @@ FD_LIMIT=160
 start_pcisim qdma
 chmod 0755 "$T"
 # The idle timeout is short so that the test is; the fd limit, not
-# max-connections (1024), is what bounds connections here.
+# max_connections (1024), is what bounds connections here.
 # Members of the admin group share root's reserve: uid 65534 in group
 # 65534 checks that, where it can run svffctl.
 ADMIN_GROUP=$(getent group 65534 | cut -d: -f1)
@@ -33,9 +33,9 @@ else
         note "uid 65534 cannot run svffctl here: the admin group's reserve goes unchecked"
 fi
 cat > "$T/svff.conf" <<CONF
-{ "admin-group": "${ADMIN_GROUP:-root}",
-  "limits": { "idle-timeout-sec": 3, "max-connections-per-uid": 24,
-              "monitor-backlog-bytes": 16384 } }
+{ "admin_group": "${ADMIN_GROUP:-root}",
+  "limits": { "idle_timeout_sec": 3, "max_connections_per_uid": 24,
+              "monitor_backlog_bytes": 16384 } }
 CONF
 # soft and hard: svffd raises the soft limit to the hard one
 SVFFD_REAL=$SVFFD
@@ -289,7 +289,7 @@ subprocess.run(["prlimit", "--pid", str(PID), "--nofile=%s:%s" % (os.environ["FD
                check=True)
 emfile_lines = open(LOG, "rb").read().count(b"Failed to accept") - log_before
 check(1 <= emfile_lines <= 3, "EMFILE logged once per back-off period, not per attempt (%d lines)" % emfile_lines)
-# Discovery failed with EMFILE meanwhile. A list past list-max-age
+# Discovery failed with EMFILE meanwhile. A list past list_max_age_msec
 # (1 s) gets that picture once more while it is read again.
 time.sleep(1.2)
 subprocess.run([SVFFCTL, "--socket", SOCK, "list"], capture_output=True, timeout=10)

@@ -22,7 +22,7 @@ grep -qF "$T/bad.conf:2: key 'manage' item 1: No device class 'gpu'" "$T/err" ||
 
 cat > "$T/svff.conf" <<'CONF'
 {
-  "settle-msec": 50,
+  "settle_msec": 50,
   "manage": ["class:qdma", "0000:00:04.0"],
   "policies": {
     "nic": { "match": { "id": "8086:1521" }, "numvfs": 3 }

@@ -54,7 +54,7 @@ expect_eq "$(sys_driver "$VF0")" vfio-pci "driver after a refused release"
 grep -q "Refused io.svff.Init for pid [0-9]* uid 65534" "$T/svffd.log" || fail "refusal not logged"
 
 # Admin group by primary gid, applied by SIGHUP.
-printf '{ "admin-group": "%s" }\n' "$NOGROUP" > "$T/svff.conf"
+printf '{ "admin_group": "%s" }\n' "$NOGROUP" > "$T/svff.conf"
 kill -HUP "$SVFFD_PID"
 wait_for grep -q "Configuration reloaded" "$T/svffd.log" || fail "reload"
 as_nobody init $PF 3 >/dev/null || fail "init by a member of the admin group (primary gid)"

@@ -12,7 +12,7 @@ HOT=0000:02:00.0
 
 start_pcisim qdma
 cat > "$T/svff.conf" <<'CONF'
-{ "settle-msec": 50,
+{ "settle_msec": 50,
   "policies": { "hot": { "match": { "address": "0000:02:00.0" }, "numvfs": 3 } } }
 CONF
 start_svffd

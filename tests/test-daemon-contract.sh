@@ -24,7 +24,7 @@ VC="$top_builddir/tests/varlink-check/varlink-check"
 PF=0000:01:00.0
 start_pcisim qdma
 chmod 0755 "$T"
-printf '{ "numvfs-timeout-sec": 1 }\n' > "$T/svff.conf"
+printf '{ "numvfs_timeout_sec": 1 }\n' > "$T/svff.conf"
 start_svffd
 
 note "every member documented, enums, GetInfo's url"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Deadlines that scale with the work, and a start-up that says what it did:
-#   - a numvfs write may take numvfs-timeout-sec plus
-#     numvfs-timeout-per-vf-msec per VF: 16 VFs at 120 ms each pass a 1 s
+#   - a numvfs write may take numvfs_timeout_sec plus
+#     numvfs_timeout_per_vf_msec per VF: 16 VFs at 120 ms each pass a 1 s
 #     base with a 150 ms per-VF budget;
 #   - past that budget the init fails naming both keys and the one to
 #     raise; reconf --dry-run shows the deadlines it would run under;
@@ -14,11 +14,11 @@
 PF=0000:01:00.0
 cat > "$T/svff.conf" <<'CONF'
 {
-  "settle-msec": 50,
-  "numvfs-timeout-sec": 1,
-  "numvfs-timeout-per-vf-msec": 150,
-  "bind-timeout-sec": 5,
-  "bind-timeout-per-vf-msec": 500
+  "settle_msec": 50,
+  "numvfs_timeout_sec": 1,
+  "numvfs_timeout_per_vf_msec": 150,
+  "bind_timeout_sec": 5,
+  "bind_timeout_per_vf_msec": 500
 }
 CONF
 "$SVFFCTL" config check "$T/svff.conf" > "$T/out" 2>&1 || fail "the deadline keys are refused: $(cat "$T/out")"
@@ -42,9 +42,9 @@ pcisim_ctl latency vf_enable 300000
 rc=0
 ctl init $PF 20 > "$T/out" 2> "$T/err" || rc=$?
 [ "$rc" != 0 ] || fail "init 20 at 300 ms per VF passed a 4 s budget"
-grep -q "numvfs-timeout-sec 1 s + numvfs-timeout-per-vf-msec 150 ms x 20 VFs" "$T/err" ||
+grep -q "numvfs_timeout_sec 1 s + numvfs_timeout_per_vf_msec 150 ms x 20 VFs" "$T/err" ||
         fail "the timeout does not name the budget: $(cat "$T/err")"
-grep -q "raise numvfs-timeout-per-vf-msec" "$T/err" || fail "the timeout does not say what to raise: $(cat "$T/err")"
+grep -q "raise numvfs_timeout_per_vf_msec" "$T/err" || fail "the timeout does not say what to raise: $(cat "$T/err")"
 # The write goes on in pcisim; let it end before the next step.
 wait_for_s 20 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 20 ]" || fail "the write never ended"
 stop_svffd || true
@@ -54,9 +54,9 @@ rm -rf "$STATE"
 note "a policy whose init fails at start-up: drift, refusal and event"
 cat > "$T/svff.conf" <<'CONF'
 {
-  "settle-msec": 50,
-  "numvfs-timeout-sec": 1,
-  "numvfs-timeout-per-vf-msec": 10,
+  "settle_msec": 50,
+  "numvfs_timeout_sec": 1,
+  "numvfs_timeout_per_vf_msec": 10,
   "policies": { "fpga": { "match": { "id": "10ee:903f" }, "numvfs": 8 } }
 }
 CONF

@@ -1,5 +1,5 @@
 #!/bin/sh
-# list and status answer from a snapshot no older than list-max-age: a
+# list and status answer from a snapshot no older than list_max_age_msec: a
 # change made behind svffd's back (no uevent reaches it under pcisim)
 # shows in the first call made once the snapshot is older than that,
 # never only in a later one. status shows the snapshot's age and
@@ -8,14 +8,14 @@
 
 PF=0000:01:00.0
 cat > "$T/svff.conf" <<CONF
-{ "list-max-age-msec": 200, "libvirt-uri": "test:///nonexistent-$$" }
+{ "list_max_age_msec": 200, "libvirt_uri": "test:///nonexistent-$$" }
 CONF
 start_pcisim qdma
 start_svffd
 ctl init $PF 4 > /dev/null || fail "init 4"
 ctl list --json | jget 'd["pfs"][0]["numvfs"]' | grep -qx 4 || fail "list after init"
 
-note "the count changed by hand: the next list past list-max-age shows it"
+note "the count changed by hand: the next list past list_max_age_msec shows it"
 echo 0 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
 sleep 0.5
 ctl list --json > "$T/list.json"
@@ -35,6 +35,6 @@ note "status says the snapshot's age and libvirt's state"
 jget 'd["libvirt"]["connected"]' < "$T/status.json" | grep -qx False || fail "libvirt shown connected"
 ctl status > "$T/status.txt"
 grep -q "^libvirt: .*(not connected)" "$T/status.txt" || fail "status text lacks libvirt: $(cat "$T/status.txt")"
-grep -q "^Snapshot: *taken [0-9]* ms ago (list-max-age 200 ms)" "$T/status.txt" ||
+grep -q "^Snapshot: *taken [0-9]* ms ago (list_max_age_msec 200)" "$T/status.txt" ||
         fail "status text lacks the snapshot's age: $(cat "$T/status.txt")"
 exit 0

@@ -19,8 +19,8 @@ check_bad() {
 
 check_bad '{\n  "sockett": "/x"\n}' "2: key 'sockett' is unknown"
 check_bad '{\n  "workers": "two"\n}' "2: key 'workers' must be an integer"
-check_bad '{ "limits": {\n "idle-timeout-sec": 999999 } }' "2: key 'limits.idle-timeout-sec' must be between"
-check_bad '{ "log-level": "chatty" }' "1: key 'log-level' must be one of"
+check_bad '{ "limits": {\n "idle_timeout_sec": 999999 } }' "2: key 'limits.idle_timeout_sec' must be between"
+check_bad '{ "log_level": "chatty" }' "1: key 'log_level' must be one of"
 check_bad '{\n "workers": 2,\n "socket" "/x"\n}' "3: "
 check_bad '{ "workers": 2' "1: unexpected end of file"
 check_bad '[ 1 ]' "1: the top level must be a JSON object"
@@ -42,7 +42,7 @@ grep -q "bad.conf:2: key 'workers'" "$T/err" && grep -q "bad.conf:3: key 'typo'"
 cat > "$T/svff.conf" <<'CONF'
 // a test host
 {
-  "settle-msec": 50,
+  "settle_msec": 50,
   "policies": {
     "fpga": { "match": { "id": "10ee:903f" }, "numvfs": 4 },
     "other": { "match": { "interface": "ens9" }, "numvfs": 1, "pool": false }

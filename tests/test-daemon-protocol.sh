@@ -9,8 +9,8 @@
 
 start_pcisim qdma
 cat > "$T/svff.conf" <<'CONF'
-{ "limits": { "idle-timeout-msec": 700, "max-connections": 16,
-              "max-message-bytes": 65536 } }
+{ "limits": { "idle_timeout_msec": 700, "max_connections": 16,
+              "max_message_bytes": 65536 } }
 CONF
 start_svffd
 ctl init 0000:01:00.0 252 >/dev/null || fail "init 252"
@@ -188,7 +188,7 @@ check(len(r["parameters"]["pfs"][0]["vfs"]) == 252, "List still complete")
 # connection cap: 16 in total; the 17th waits in the backlog until one goes
 # (idle timeout lengthened first, through a config reload)
 with open(sys.argv[3], "w") as f:
-    f.write('{ "limits": { "idle-timeout-sec": 60, "max-connections": 16 } }')
+    f.write('{ "limits": { "idle_timeout_sec": 60, "max_connections": 16 } }')
 os.kill(int(sys.argv[2]), signal.SIGHUP)
 time.sleep(0.5)
 good = Peer()

@@ -11,9 +11,9 @@ OK=0000:10:00.0
 SLOW=0000:20:00.0
 cat > "$T/svff.conf" <<CONF
 {
-  "settle-msec": 50,
-  "numvfs-timeout-sec": 2,
-  "numvfs-timeout-per-vf-msec": 20,
+  "settle_msec": 50,
+  "numvfs_timeout_sec": 2,
+  "numvfs_timeout_per_vf_msec": 20,
   "policies": {
     "fits": { "match": { "address": "$OK" }, "numvfs": 16 },
     "too-slow": { "match": { "address": "$SLOW" }, "numvfs": 40 }
@@ -63,7 +63,7 @@ expect_eq "$(jget 'd["status"]["operations"]' < "$T/ready.json")" "[]" "operatio
 expect_eq "$(jget '[x["kind"] for x in d["status"]["drift"] if x["device"] == "'$SLOW'"]' < "$T/ready.json")" \
         "['policy-failed']" "$SLOW's drift at READY=1"
 jget '[o["refused"] for o in d["status"]["owners"] if o["pf"] == "'$SLOW'"][0]' < "$T/ready.json" |
-        grep -q "numvfs-timeout-per-vf-msec" || fail "the failure does not name the budget: $(cat "$T/ready.json")"
+        grep -q "numvfs_timeout_per_vf_msec" || fail "the failure does not name the budget: $(cat "$T/ready.json")"
 # The slow write goes on in pcisim; let it end before the cleanup.
 wait_for_s 20 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$SLOW/sriov_numvfs')\" = 40 ]" || fail "the slow write never ended"
 echo PASS

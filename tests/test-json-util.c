@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json-util.h"
@@ -253,6 +254,35 @@ START_TEST(test_scan_keys) {
 }
 END_TEST
 
+/* Every key at any depth, arrays' objects too, values untouched; both
+ * spellings of one key refused, naming the old one. */
+START_TEST(test_snake_keys) {
+        _cleanup_(json_object_putp) struct json_object *in = NULL, *out = NULL;
+        const char *dup = NULL;
+        char *k;
+
+        k = svff_json_key_snake("max-tx-rate");
+        ck_assert_str_eq(k, "max_tx_rate");
+        free(k);
+        in = json_tokener_parse("{\"max-tx-rate\": 100, \"link-state\": \"auto-x\", \"a_b\": null,"
+                                " \"n\": [{\"pf-qmax\": 1}, 2], \"o\": {\"vf-qmax\": [\"a-b\"]}}");
+        ck_assert_ptr_nonnull(in);
+        ck_assert_int_eq(svff_json_snake_keys(in, &out, &dup), 0);
+        ck_assert_str_eq(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN),
+                         "{\"max_tx_rate\":100,\"link_state\":\"auto-x\",\"a_b\":null,"
+                         "\"n\":[{\"pf_qmax\":1},2],\"o\":{\"vf_qmax\":[\"a-b\"]}}");
+        /* the input is left as it was */
+        ck_assert(json_object_object_get_ex(in, "max-tx-rate", NULL));
+        json_object_put(TAKE_PTR(in));
+        json_object_put(TAKE_PTR(out));
+
+        in = json_tokener_parse("{\"o\": {\"vf_qmax\": 1, \"vf-qmax\": 2}}");
+        ck_assert_int_eq(svff_json_snake_keys(in, &out, &dup), -ENOTUNIQ);
+        ck_assert_ptr_null(out);
+        ck_assert_str_eq(dup, "vf-qmax");
+}
+END_TEST
+
 static Suite *json_util_suite(void) {
         Suite *s = suite_create("json-util");
         TCase *tc = tcase_create("core");
@@ -263,6 +293,7 @@ static Suite *json_util_suite(void) {
         tcase_add_test(tc, test_getters);
         tcase_add_test(tc, test_format);
         tcase_add_test(tc, test_scan_keys);
+        tcase_add_test(tc, test_snake_keys);
         suite_add_tcase(s, tc);
         return s;
 }

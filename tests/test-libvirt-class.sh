@@ -42,6 +42,15 @@ check_vfs "after attach --namespace"
 rc=0
 varlink_call io.svff.Attach "{\"vf\": \"$VF0\", \"domain\": \"vm2\", \"class\": 1}" >"$T/out" || rc=$?
 grep -q '"org.varlink.service.InvalidParameter"' "$T/out" || fail "class that is not an object: $(cat "$T/out")"
+# Its keys are snake_case; both spellings of one key (the kebab-case of
+# earlier releases is still read) are refused before libvirt is asked.
+varlink_call io.svff.Attach "{\"vf\": \"$VF0\", \"domain\": \"vm2\",
+        \"class\": {\"scrub_on_release\": \"none\", \"scrub-on-release\": \"none\"}}" >"$T/out"
+grep -q '"org.varlink.service.InvalidParameter"' "$T/out" || fail "both spellings of a class key: $(cat "$T/out")"
+grep -q "gives 'scrub_on_release' twice, as 'scrub-on-release' (the old spelling)" "$T/svffd.log" ||
+        fail "the refusal of both spellings does not name them"
+expect_eq "$(ctl list --json | jget "[v for p in d['pfs'] if p['address'] == '$PF' for v in p['vfs'] if v['index'] == 0][0]['assigned_to']")" \
+        None "VF 0's assignment after the refusal"
 
 # detach --release: off the domain, the class's release, the record gone.
 ctl detach "$VF1" --release >"$T/out" 2>&1 || fail "detach --release: $(cat "$T/out")"

@@ -56,7 +56,7 @@ done
 
 PF=0000:01:00.0
 start_pcisim qdma
-printf '{"libvirt-uri": "%s"}\n' "$URI" > "$T/svff.conf"
+printf '{"libvirt_uri": "%s"}\n' "$URI" > "$T/svff.conf"
 start_svffd
 connected_n() { [ "$(grep -c "Connected to libvirt" "$T/svffd.log")" -ge "$1" ]; }
 wait_for connected_n 1 || fail "svffd did not connect"

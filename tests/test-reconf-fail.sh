@@ -15,7 +15,7 @@
 DOMAINS="vm1 vm2 vm3"
 define $DOMAINS
 start_pcisim qdma
-svff_conf ', "numvfs-timeout-sec": 1'
+svff_conf ', "numvfs_timeout_sec": 1'
 start_connected
 PF=0000:01:00.0
 ctl init $PF 4 >/dev/null || fail "init"
@@ -100,7 +100,7 @@ note "numvfs N fails (ENOMEM) after the 0 write: back to 4 VFs, every assignment
 # starts), the fault armed while it waits, then VF 3 let go: the write
 # of 4 -> 6 that follows is the one that fails.
 stop_svffd || fail "svffd exit status"
-svff_conf ', "numvfs-timeout-sec": 20'
+svff_conf ', "numvfs_timeout_sec": 20'
 start_connected
 pcisim_ctl hold "$VF3"
 ctl reconf $PF 6 --json > "$T/out.json" 2> "$T/err" &

@@ -15,7 +15,7 @@
 # the reconf.
 . "$(dirname "$0")/reconf-lib.sh"
 
-reconf_scene vm3 ', "numvfs-timeout-sec": 3'
+reconf_scene vm3 ', "numvfs_timeout_sec": 3'
 
 # fault point | the state the stop leaves (rolled-back: journal cleared,
 # count unchanged; kept: journal kept; done: the reconf completed) | what
@@ -89,7 +89,7 @@ if [ "$now" = 4 ]; then target=6; else target=4; fi
 # which waits for the one blocked in the write: not this time.
 asan_before=${ASAN_OPTIONS-}
 # PF uevents settle for 600 ms before auto-init looks (below).
-svff_conf ', "numvfs-timeout-sec": 3, "settle-msec": 600'
+svff_conf ', "numvfs_timeout_sec": 3, "settle_msec": 600'
 export SVFF_STOP_TIMEOUT_SEC=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 start_connected
 unset SVFF_STOP_TIMEOUT_SEC
@@ -120,7 +120,7 @@ pcisim_ctl release "$VF3"
 rc=0; wait "$SVFFD_PID" || rc=$?
 SVFFD_PID=""
 expect_eq "$rc" 0 "svffd's exit status after the stop deadline"
-svff_conf ', "numvfs-timeout-sec": 3'
+svff_conf ', "numvfs_timeout_sec": 3'
 start_connected
 wait_for_s 60 journal_none || fail "the journal was not cleared after the restart: $(journal)"
 expect_eq "$(sys_numvfs $PF)" "$target" "numvfs after completing"

@@ -46,8 +46,8 @@ printf 'reprogram %s %s %s qdma-pf' "\$pf" "\$what" "\$n" > '$SYS/.pcisim/ctl' |
 echo "done"
 EOF
 chmod 755 "$T/hook"
-svff_conf ", \"flash-hook\": \"$T/hook\", \"flash-image-dir\": \"$IMAGES\", \"flash-timeout-sec\": 3,
- \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, \"reprogram-ids\": [\"10ee:913f\"],
+svff_conf ", \"flash_hook\": \"$T/hook\", \"flash_image_dir\": \"$IMAGES\", \"flash_timeout_sec\": 3,
+ \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, \"reprogram_ids\": [\"10ee:913f\"],
  \"qdma\": { \"qmax\": 256 } } }"
 start_connected
 

@@ -640,6 +640,55 @@ START_TEST(test_class) {
 }
 END_TEST
 
+/* A store of the release before class keys were snake_case: its
+ * recorded class settings and state (VF and assignment records, and the
+ * reconf journal) read with snake_case keys, which the classes look for,
+ * and the next commit writes them so; what is not a key stays. */
+static const char kebab_store[] =
+        "{\"schema\":3,\"generation\":4,"
+        "\"pfs\":{\"0000:03:00.0\":{\"numvfs\":2,\"vf_driver\":\"vfio-pci\"}},"
+        "\"vfs\":{\"0000:03:00.1\":{\"pf\":\"0000:03:00.0\",\"index\":0,\"original_driver\":null,"
+        "\"driver\":\"vfio-pci\",\"class\":{\"name\":\"qdma\",\"settings\":{\"vf-qmax\":8},"
+        "\"state\":{\"pf-qmax\":64,\"vf-qmax\":8,\"owner\":{\"connection-id\":\"my-wired-1\"}}}}},"
+        "\"assignments\":{\"0000:03:00.1\":{\"uuid\":\"6a1b8e1c-0000-4000-8000-000000000001\",\"domain\":\"vm-1\","
+        "\"guest_address\":null,\"alias\":\"ua-svff-0000-03-00-1\",\"live\":true,\"config\":false,"
+        "\"state\":\"attached\",\"pause_mode\":null,\"intent\":null,"
+        "\"class\":{\"max-tx-rate\":100,\"link-state\":\"auto\"}}},"
+        "\"journal\":null}\n";
+
+START_TEST(test_class_old_spelling) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        _cleanup_(json_object_putp) struct json_object *disk = NULL;
+        _cleanup_free_ char *data = NULL;
+        struct json_object *c, *v;
+        size_t len;
+
+        ck_assert_int_eq(mkdir(statedir, 0700), 0);
+        write_file(statedir, "store.json", kebab_store, sizeof(kebab_store) - 1);
+        s = open_ok();
+        c = svff_store_get_vf_class(s, "0000:03:00.1");
+        ck_assert_ptr_nonnull(c);
+        ck_assert_str_eq(json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN),
+                         "{\"name\":\"qdma\",\"settings\":{\"vf_qmax\":8},"
+                         "\"state\":{\"pf_qmax\":64,\"vf_qmax\":8,\"owner\":{\"connection_id\":\"my-wired-1\"}}}");
+        c = svff_store_get_assignment_class(s, "0000:03:00.1");
+        ck_assert_ptr_nonnull(c);
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(c, "max_tx_rate")), 100);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(c, "link_state")), "auto");
+        ck_assert(!json_object_object_get_ex(c, "max-tx-rate", NULL));
+
+        commit_ok(s);
+        data = read_file(statedir, "store.json", &len);
+        ck_assert_ptr_null(strstr(data, "-qmax"));
+        ck_assert_ptr_null(strstr(data, "max-tx-rate"));
+        disk = json_tokener_parse(data);
+        ck_assert_ptr_nonnull(disk);
+        v = json_object_object_get(json_object_object_get(disk, "assignments"), "0000:03:00.1");
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(v, "domain")), "vm-1");
+        ck_assert(json_object_object_get_ex(json_object_object_get(v, "class"), "max_tx_rate", NULL));
+}
+END_TEST
+
 START_TEST(test_intent) {
         _cleanup_(svff_store_freep) struct svff_store *s = NULL;
         struct svff_assignment a = {
@@ -757,6 +806,7 @@ static Suite *store_suite(void) {
         tcase_add_test(tc, test_migrate_v1);
         tcase_add_test(tc, test_migrate_v2);
         tcase_add_test(tc, test_class);
+        tcase_add_test(tc, test_class_old_spelling);
         tcase_add_test(tc, test_intent);
         tcase_add_test(tc, test_resolve);
         suite_add_tcase(s, tc);

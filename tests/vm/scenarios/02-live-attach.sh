@@ -21,7 +21,7 @@ vm_cleanup 'for d in $doms hold; do virsh -q destroy "$d" >/dev/null 2>&1; done'
 vm_domains_start $doms hold
 
 # A short deadline: the ACPI domain is expected to miss it.
-vm_svffd_start '{ "detach-timeout-sec": 3 }'
+vm_svffd_start '{ "detach_timeout_sec": 3 }'
 svffctl init "$pf" 4 >/dev/null || vm_fail "svffctl init $pf 4 failed"
 vfs=""
 for i in 0 1 2 3; do

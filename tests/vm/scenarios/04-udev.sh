@@ -1,4 +1,4 @@
-# Real udev: systemd-udevd runs in the guest and svffd (sysfs-root /sys)
+# Real udev: systemd-udevd runs in the guest and svffd (sysfs_root /sys)
 # listens to it. A policy for the NVMe PF asks for 2 VFs on vfio-pci: svffd
 # applies it at start-up; the PF (its VFs off first) is then removed and
 # the bus rescanned, and on the real remove and add events svffd
@@ -22,9 +22,9 @@ assert_exists /run/udev/control
 vm_log "systemd-udevd running"
 
 # debug: svffd names its uevent source ("udev" when udevd runs).
-vm_svffd_start "{ \"log-level\": \"debug\", \"settle-msec\": 200,
+vm_svffd_start "{ \"log_level\": \"debug\", \"settle_msec\": 200,
   \"policies\": { \"nvme\": { \"match\": { \"address\": \"$pf\" },
-                              \"numvfs\": 2, \"vf-driver\": \"vfio-pci\" } } }"
+                              \"numvfs\": 2, \"vf_driver\": \"vfio-pci\" } } }"
 assert_true "svffd listens to udevd, not the bare kernel" \
         grep -q "Watching PCI uevents from udev\." "$SVFF_VM_RUNDIR/svffd.log"
 

@@ -6,7 +6,7 @@
 # (igb takes no min_tx_rate) names EINVAL and leaves the VF as it was;
 # attaching VFs live to nested domains with a MAC, a VLAN with QoS, trust
 # and spoof checking sets them before the domain gets the VF; igb has no
-# per-VF link state, so --link-state is named unsupported (nic-strict is
+# per-VF link state, so --link-state is named unsupported (nic_strict is
 # false in the policy) and the rest applied; release puts back what each
 # VF had before.
 #
@@ -30,7 +30,7 @@ assert_eq "igb PF $pf ($ifname) sriov_totalvfs" 7 "$(cat "$P/sriov_totalvfs")"
 vf_addr() { basename "$(readlink "$P/virtfn$1")"; }
 
 # vfline I: VF I's line of 'ip link show' ("vf 0 link/ether ..., vlan 100,
-# qos 3, spoof checking off, link-state auto, trust on").
+# qos 3, spoof checking off, link_state auto, trust on").
 vfline() {
         ip link show "$ifname" >"$R/iplink.txt"
         sed -n "s/^ *vf $1 *\(.*\)/\1/p" "$R/iplink.txt" | tr -s ' '
@@ -55,7 +55,7 @@ vm_cleanup 'for d in d1 d2; do virsh -q destroy "$d" >/dev/null 2>&1; done'
 vm_domains_start d1 d2
 
 config=$(jq -n --arg pf "$pf" '{ policies: { nic: { match: { address: $pf },
-        nic: { "mac-prefix": "02:53:00:00", "nic-strict": false } } } }')
+        nic: { "mac_prefix": "02:53:00:00", "nic_strict": false } } } }')
 vm_svffd_start "$config"
 
 # ---- another manager's file for the PF: refused, naming it ----
@@ -104,8 +104,8 @@ v2=$(vf_addr 2)
 rc=0
 svffctl attach "$v2" d2 --vlan 300 --min-tx-rate 100 >"$R/attach-refused.out" 2>&1 || rc=$?
 assert_true "attach with --min-tx-rate on igb fails (exit $rc)" test "$rc" != 0
-assert_true "the refusal names EINVAL and min-tx-rate" \
-        grep -q "refused min-tx-rate.*EINVAL" "$R/attach-refused.out"
+assert_true "the refusal names EINVAL and min_tx_rate" \
+        grep -q "refused min_tx_rate.*EINVAL" "$R/attach-refused.out"
 assert_eq "after the refusal: VF 2 has no VLAN" "" "$(vfvlan 2)"
 assert_eq "after the refusal: VF 2 not in d2" "" "$(vm_qpci d2 "$v2")"
 
@@ -129,7 +129,7 @@ assert_true "VF 1 in d2's query-pci" test -n "$(vm_qpci_wait d2 "$v1")"
 cp "$R/iplink.txt" "$R/iplink-after-attach.txt"
 svffctl list --json >"$R/list-attached.json" || vm_fail "svffctl list --json failed"
 q1=".pfs[] | select(.address == \"$pf\") | .vfs[] | select(.index == 1) | .class.state"
-assert_eq "list --json: VF 1's link-state named unsupported (igb)" '["link-state"]' \
+assert_eq "list --json: VF 1's link_state named unsupported (igb)" '["link_state"]' \
         "$(jq -c "$q1.unsupported" "$R/list-attached.json")"
 svffctl list >"$R/list-attached.txt" || vm_fail "svffctl list failed"
 assert_true "list shows VF 0's MAC and VLAN" \
