@@ -28,7 +28,7 @@ done
 vm_cleanup 'for d in $doms; do virsh -q destroy "$d" >/dev/null 2>&1; done'
 vm_domains_start $doms
 vm_svffd_start "$(jq -n --arg pf "$pf" '{ policies: { bench: { match: { address: $pf },
-        nic: { "mac-prefix": "02:53:00:00", "nic-strict": false } } } }')"
+        nic: { mac_prefix: "02:53:00:00", nic_strict: false } } } }')"
 svffctl init "$pf" "$n" >/dev/null || vm_fail "svffctl init $pf $n failed"
 for i in $(seq 0 $((n - 1))); do
         v=$(basename "$(readlink "$P/virtfn$i")")

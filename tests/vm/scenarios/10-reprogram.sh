@@ -32,7 +32,7 @@ echo "hook: flashed"
 EOF
 chmod 755 "$hook"
 
-vm_assigned_setup 4 "{ \"flash-hook\": \"$hook\", \"flash-image-dir\": \"$images\", \"flash-timeout-sec\": 60 }"
+vm_assigned_setup 4 "{ \"flash_hook\": \"$hook\", \"flash_image_dir\": \"$images\", \"flash_timeout_sec\": 60 }"
 before=$(vm_places)
 echo "$before"
 ! echo "$before" | grep -q ' $' || vm_fail "a VF is missing from its domain's query-pci"
