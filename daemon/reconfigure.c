@@ -250,8 +250,13 @@ static void env_step(void *userdata, struct json_object *step, int item, int r, 
         struct operation *op = userdata;
         struct reconf_run *run = op->data;
         struct json_object *ev = reconf_run_event(run, r < 0 ? "reconf-step-failed" : "reconf-step");
+        const char *action = NULL;
 
-        op->done++;
+        /* A device class's provision of a VF is no step of the plan
+         * (total counts those): done never passes total. */
+        (void) svff_json_get_string(step, "action", &action);
+        if (!action || !streq(action, "provision"))
+                op->done++;
         op->phase = reconf_machine_phase(run->rm);
         if (!ev)
                 return;

@@ -78,7 +78,16 @@ ctl detach "$VF0" >"$T/out" 2>&1 || fail "detach $VF0: $(cat "$T/out")"
 
 # A class release that fails is said, and the reconf still goes through
 # (the VF is gone with its count; what is left is named).
-ctl reconf $PF 2 >"$T/out" 2>&1 || fail "reconf $PF 2: $(cat "$T/out")"
+ctl --json reconf $PF 2 >"$T/reconf2.json" 2>"$T/out" || fail "reconf $PF 2: $(cat "$T/out")"
+# Its progress counts the plan's steps: the class's provision of each
+# VF is reported, but never takes done past total.
+python3 - "$T/reconf2.json" <<'PY' || fail "reconf progress past its total: $(cat "$T/reconf2.json")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+steps = [e for e in ev if e.get("event") in ("reconf-step", "reconf-step-failed")]
+assert any(e.get("action") == "provision" for e in steps), "no provision step reported"
+assert all(e["done"] <= e["total"] for e in steps), [(e["done"], e["total"]) for e in steps]
+PY
 VF1=$(sys_vf $PF 1)
 ctl attach "$VF1" vm1 --namespace 3 >"$T/out" 2>&1 || fail "attach --namespace 3: $(cat "$T/out")"
 stop_svffd || fail "svffd did not stop cleanly"
