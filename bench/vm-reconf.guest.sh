@@ -11,6 +11,11 @@
 #    set-override per VF, dpdk-devbind.py -b on all.
 # 3. The CPU time of svff's store commit loop (bench-store), which
 #    bench/vm-reconf also measures on the host: TCG's inflation.
+# 4. The reprogram window with 4 assigned VFs (the NVMe PF stands in for
+#    an FPGA, the flash hook only sleeps): svffd's 'svffctl reprogram'
+#    beside a plain reconf cycle and beside the serial procedure of the
+#    SVFF paper (detach all, numvfs 0, remove, flash, rescan, re-attach one
+#    by one); the overhead beyond the hook, and remove + rescan + rebind.
 
 [ "$SVFF_VM_VFS" -ge 8 ] || vm_fail "needs tests/vm/run --vfs 8"
 for c in jq virsh driverctl dpdk-devbind.py; do
@@ -18,12 +23,7 @@ for c in jq virsh driverctl dpdk-devbind.py; do
 done
 fig=$SVFF_VM_RUNDIR/figures.txt
 : >"$fig"
-say() { printf '%s\n' "$*" | tee -a "$fig"; }
-now() { date +%s.%N; }
-since() { echo "$1 $(now)" | awk '{ printf "%.2f", $2 - $1 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
-# min A B...: the smallest of the figures.
-min() { printf '%s\n' "$@" | sort -g | head -n1; }
+. "$SVFF_VM_SRCDIR/bench/vm-lib.sh"
 
 modprobe nvme
 modprobe vfio-pci
@@ -191,25 +191,6 @@ cpu_by_whom() {
 }
 ticks=$(getconf CLK_TCK)
 
-# phases FILE: the reconf's phases from svffd's monitor events, each as
-# seconds since the reconf started: "quiesce Q, numvfs N, provision P,
-# bind B, restore R". Provision (the NVMe class's step, per VF) runs from
-# the end of numvfs to its last VF's step; the journal write of the class
-# state that follows it counts in bind.
-phases() {
-        jq -r 'select(.timestamp_usec) | "\(.timestamp_usec) \(.event) \(.phase // "-") \(.action // "-")"' "$1" |
-                awk '$2 == "reconf-started" { t0 = $1 }
-                     t0 && $3 == "quiesce" { q = $1 } t0 && $4 == "numvfs" { n = $1 }
-                     t0 && $3 == "provision" { p = $1 }
-                     t0 && $4 == "bind" { b = $1 } t0 && $3 == "restore" { r = $1 }
-                     END { if (!p) p = n; if (!b) b = p; if (!q) q = t0
-                           printf "quiesce %.2f, numvfs %.2f, provision %.2f, bind %.2f, restore %.2f",
-                                  (q - t0) / 1e6, (n - q) / 1e6, (p - n) / 1e6, (b - p) / 1e6, (r - b) / 1e6 }'
-}
-# provision_s FILE: the provision phase of the reconf in FILE, seconds.
-provision_s() {
-        phases "$1" | sed -n 's/.*provision \([0-9.]*\),.*/\1/p'
-}
 have_reconf() { svffctl reconf --help >/dev/null 2>&1; }
 
 # downtimes FILE: each domain's device downtime in the cycle, from the
@@ -407,3 +388,97 @@ else
         say "Ratios"
 fi
 say "  serial 8 VFs / 1 VF:        $(ratio "$serial_8" "$serial_1")   (the paper's serial procedure: 7.5 from 1 to 10 VFs)"
+
+# ---- the reprogram window ----
+
+# rp_steps FILE: the reprogram's steps from svffd's monitor stream, each
+# "ACTION +S" (seconds since the reprogram started, at the step's end).
+rp_steps() {
+        jq -r 'select(.timestamp_usec) | "\(.timestamp_usec) \(.event) \(.action // "-")"' "$1" |
+                awk '$2 == "reconf-started" { t0 = $1 }
+                     t0 && $2 == "reconf-step" && $3 != "-" { printf "%s +%.2f\n", $3, ($1 - t0) / 1e6 }'
+}
+# rp_at FILE ACTION: when (s since the start) the reprogram's ACTION step ended.
+rp_at() { rp_steps "$1" | awk -v a="$2" '$1 == a { sub(/^\+/, "", $2); print $2; exit }'; }
+
+hook_s=2
+hook=/run/bench-flash-hook
+images=/run/bench-images
+mkdir -p "$images"
+chmod 755 "$images"
+echo image >"$images/a.bin"
+printf '#!/bin/sh\ndate +%%s.%%N >>/run/bench-hook.times\nsleep %s\ndate +%%s.%%N >>/run/bench-hook.times\n' \
+        "$hook_s" >"$hook"
+chmod 755 "$hook"
+hook_took() { awk 'NR == 1 { a = $1 } NR == 2 { printf "%.2f", $1 - a }' /run/bench-hook.times; }
+
+say ""
+if svffctl reprogram --help >/dev/null 2>&1; then
+        say "The reprogram window, 4 assigned VFs (the NVMe PF stands in for an FPGA; the hook sleeps $hook_s s)"
+        vm_svffd_stop
+        vm_svffd_start "$(jq -n --arg h "$hook" --arg d "$images" '{ flash_hook: $h, flash_image_dir: $d }')"
+        set -- $(vfs 4)
+        svffctl init "$pf" 4 >/dev/null || vm_fail "svffctl init $pf 4 failed"
+        i=1
+        for v in "$@"; do
+                svffctl attach "$v" "d$i" >/dev/null || vm_fail "svffctl attach $v d$i failed"
+                i=$((i + 1))
+        done
+        before=$(addresses "$@")
+        t0=$(now)
+        svffd_reconf 4 || vm_fail "svffctl reconf $pf 4 failed"
+        t_plain=$(since "$t0")
+        mon=$SVFF_VM_RUNDIR/monitor-reprogram.json
+        "$svffctl" --socket "$SVFF_SOCKET" monitor --json >"$mon" &
+        mpid=$!
+        sleep 0.5
+        rm -f /run/bench-hook.times
+        t0=$(now)
+        svffctl reprogram "$pf" "$images/a.bin" >"$SVFF_VM_RUNDIR/reprogram.out" 2>&1 ||
+                { cat "$SVFF_VM_RUNDIR/reprogram.out"; vm_fail "svffctl reprogram $pf failed"; }
+        t_rp=$(since "$t0")
+        sleep 0.2
+        kill "$mpid"
+        wait "$mpid" 2>/dev/null || true
+        [ "$(addresses "$@")" = "$before" ] || vm_fail "reprogram: guest addresses changed"
+        h=$(hook_took)
+        rp_steps "$mon" >"$SVFF_VM_RUNDIR/reprogram-steps.txt"
+        # remove + rescan + rebind: from numvfs 0 to the PF off the bus,
+        # and from the hook's end to the PF's driver bound again.
+        t_remove=$(awk -v a="$(rp_at "$mon" remove_pf)" -v b="$(rp_at "$mon" numvfs)" 'BEGIN { printf "%.2f", a - b }')
+        t_back=$(awk -v a="$(rp_at "$mon" bind_pf)" -v b="$(rp_at "$mon" flash)" 'BEGIN { printf "%.2f", a - b }')
+        for v in "$@"; do svffctl detach "$v" >/dev/null || vm_fail "svffctl detach $v failed"; done
+        svffctl init "$pf" 0 >/dev/null || vm_fail "svffctl init $pf 0 failed"
+
+        # The serial procedure, by hand, the same hook.
+        for v in "$@"; do hostdev_xml "$v"; done
+        numvfs 4
+        serial_rebind "$@"
+        serial_attach "$@"
+        before=$(addresses "$@")
+        rm -f /run/bench-hook.times
+        t0=$(now)
+        serial_detach "$@"
+        numvfs 0
+        echo 1 >"$P/remove"
+        "$hook" "$pf" "$images/a.bin" 0
+        echo 1 >/sys/bus/pci/rescan
+        vm_wait 30 test -e "$P/driver" || vm_fail "serial: PF $pf did not come back on nvme"
+        numvfs 4
+        serial_rebind "$@"
+        serial_attach "$@"
+        t_serial=$(since "$t0")
+        [ "$(addresses "$@")" = "$before" ] || vm_fail "serial reprogram: guest addresses changed"
+        hs=$(hook_took)
+        serial_detach "$@"
+        numvfs 0
+
+        say "  svffd   reprogram:   $t_rp s; beyond the hook ($h s): $(echo "$t_rp $h" | awk '{ printf "%.2f", $1 - $2 }') s"
+        say "                       remove (numvfs 0 to the PF off the bus) $t_remove s, rescan + rebind (hook's end to PF driver bound) $t_back s"
+        say "                       steps: $(tr '\n' ' ' <"$SVFF_VM_RUNDIR/reprogram-steps.txt")"
+        say "  svffd   plain reconf cycle 4 -> 0 -> 4: $t_plain s; the window adds $(echo "$t_rp $h $t_plain" | awk '{ printf "%.2f", $1 - $2 - $3 }') s to it"
+        say "  serial  reprogram:   $t_serial s; beyond the hook ($hs s): $(echo "$t_serial $hs" | awk '{ printf "%.2f", $1 - $2 }') s"
+        say "  svffd / serial (beyond the hook): $(ratio "$(echo "$t_rp $h" | awk '{ print $1 - $2 }')" "$(echo "$t_serial $hs" | awk '{ print $1 - $2 }')")"
+else
+        say "svffd reprogram: not available in this build"
+fi
