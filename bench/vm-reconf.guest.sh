@@ -328,6 +328,8 @@ bind_tool() {
         min $times
 }
 
+# $1 = reprogram (bench/vm-reconf BUILDDIR reprogram): only section 4.
+if [ "${1:-}" != reprogram ]; then
 say "Reconf cycles N -> 0 -> N, N assigned VFs, one per OS-less nested domain"
 for n in 1 4 8; do serial_cycle "$n"; done
 
@@ -388,6 +390,7 @@ else
         say "Ratios"
 fi
 say "  serial 8 VFs / 1 VF:        $(ratio "$serial_8" "$serial_1")   (the paper's serial procedure: 7.5 from 1 to 10 VFs)"
+fi
 
 # ---- the reprogram window ----
 
@@ -413,10 +416,10 @@ chmod 755 "$hook"
 hook_took() { awk 'NR == 1 { a = $1 } NR == 2 { printf "%.2f", $1 - a }' /run/bench-hook.times; }
 
 say ""
+[ -z "${svffd_pid:-}" ] || vm_svffd_stop
+vm_svffd_start "$(jq -n --arg h "$hook" --arg d "$images" '{ flash_hook: $h, flash_image_dir: $d }')"
 if svffctl reprogram --help >/dev/null 2>&1; then
         say "The reprogram window, 4 assigned VFs (the NVMe PF stands in for an FPGA; the hook sleeps $hook_s s)"
-        vm_svffd_stop
-        vm_svffd_start "$(jq -n --arg h "$hook" --arg d "$images" '{ flash_hook: $h, flash_image_dir: $d }')"
         set -- $(vfs 4)
         svffctl init "$pf" 4 >/dev/null || vm_fail "svffctl init $pf 4 failed"
         i=1
@@ -449,6 +452,9 @@ if svffctl reprogram --help >/dev/null 2>&1; then
         t_back=$(awk -v a="$(rp_at "$mon" bind_pf)" -v b="$(rp_at "$mon" flash)" 'BEGIN { printf "%.2f", a - b }')
         for v in "$@"; do svffctl detach "$v" >/dev/null || vm_fail "svffctl detach $v failed"; done
         svffctl init "$pf" 0 >/dev/null || vm_fail "svffctl init $pf 0 failed"
+        # The serial procedure runs alone: svffd would put back the count
+        # it recorded when the PF changes under it.
+        vm_svffd_stop
 
         # The serial procedure, by hand, the same hook.
         for v in "$@"; do hostdev_xml "$v"; done
