@@ -302,7 +302,7 @@ static int nl_reply(struct svff_nl *nl, uint32_t seq, bool want_link, const char
                     void **ret_buf, const struct nlmsghdr **ret_nlh, struct svff_error *err) {
         for (;;) {
                 _cleanup_free_ void *buf = NULL;
-                size_t size;
+                size_t size = 0;
                 int r, len;
 
                 r = nl_recv(nl, &buf, &size);
