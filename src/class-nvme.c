@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "class.h"
@@ -449,17 +451,79 @@ int svff_class_nvme_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, co
         return 0;
 }
 
+/* The device number sysfs gives the PF's controller ctrl (its
+ * nvme/<ctrl>/dev, "MAJOR:MINOR"): 1 and *ret, 0 when it gives none, as
+ * a simulated tree (--sysfs-root), whose PF is not the host's. */
+static int ctrl_devnum(struct svff_ctx *ctx, const struct svff_pf *pf, const char *ctrl, dev_t *ret) {
+        _cleanup_free_ char *s = NULL;
+        unsigned maj, min;
+        int r;
+
+        r = svff_sysfs_readf(svff_ctx_get_rootfd(ctx), &s, "bus/pci/devices/%s/nvme/%s/dev", pf->address, ctrl);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (sscanf(s, "%u:%u", &maj, &min) != 2)
+                return -EINVAL;
+        *ret = makedev(maj, min);
+        return 1;
+}
+
 static int nvme_open(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_class_pf **ret,
                      struct svff_error *err) {
+        _cleanup_free_ char *ctrl = NULL, *node = NULL;
+        struct stat st;
+        dev_t dev = 0;
+        int r;
+
+        /* /dev/<ctrl> must be this PF's controller: admin commands to
+         * another one (a host disk's, for a PF of another tree) would
+         * change a device svff was never asked to touch. */
+        if (pf->driver && !strcmp(pf->driver, "nvme")) {
+                r = find_ctrl(ctx, pf, &ctrl, err);
+                if (r < 0)
+                        return r;
+                r = ctrl_devnum(ctx, pf, ctrl, &dev);
+                if (r <= 0)
+                        return svff_error_set(err, r < 0 ? r : -ENXIO, "PF %s: sysfs gives no device number for its "
+                                              "controller %s, so /dev/%s cannot be told to be its admin queue",
+                                              pf->address, ctrl, ctrl);
+                if (asprintf(&node, "/dev/%s", ctrl) < 0)
+                        return -ENOMEM;
+                if (stat(node, &st) < 0)
+                        return svff_error_set_errno(err, -errno, "Cannot open %s, the admin queue of PF %s", node,
+                                                    pf->address);
+                if (!S_ISCHR(st.st_mode) || st.st_rdev != dev)
+                        return svff_error_set(err, -ENXIO, "PF %s: %s is not its controller's device (%u:%u, sysfs "
+                                              "gives %u:%u); svff sends no admin command to it", pf->address, node,
+                                              major(st.st_rdev), minor(st.st_rdev), major(dev), minor(dev));
+        }
         return svff_class_nvme_open_with(ctx, pf, &svff_nvme_ops_libnvme, NULL, ret, err);
 }
 
 /* PCI class 01h (mass storage), subclass 08h (non-volatile memory). The
  * driver is not part of the match: an NVMe PF on another driver is
  * refused by open, by name, instead of being handed out as a bare PCI
- * function whose VFs would be dead controllers. */
+ * function whose VFs would be dead controllers. A PF on nvme whose
+ * controller has no device number in sysfs is not the host's (a
+ * simulated tree): no admin queue reaches it, and it stays a bare PCI
+ * function, as a simulated NIC does. */
 static bool nvme_match(struct svff_ctx *ctx, const struct svff_pf *pf) {
-        return (pf->class >> 8) == 0x0108;
+        _cleanup_free_ char *ctrl = NULL;
+        dev_t dev;
+
+        if ((pf->class >> 8) != 0x0108)
+                return false;
+#ifdef SVFF_FAULT_POINTS
+        /* Test builds: the stand-in for the admin queue (daemon/classes.c)
+         * is every NVMe PF's controller. */
+        if (getenv("SVFF_TEST_NVME_STANDIN") && !strcmp(getenv("SVFF_TEST_NVME_STANDIN"), "1"))
+                return true;
+#endif
+        if (!pf->driver || strcmp(pf->driver, "nvme") || find_ctrl(ctx, pf, &ctrl, NULL) < 0)
+                return true;    /* open says why not */
+        return ctrl_devnum(ctx, pf, ctrl, &dev) != 0;
 }
 
 /* ---- state -------------------------------------------------------------- */

@@ -162,6 +162,37 @@ START_TEST(test_open_qemu) {
 }
 END_TEST
 
+START_TEST(test_match_only_a_reachable_controller) {
+        /* No device number for the controller in sysfs: a simulated
+         * tree's PF, not the host's. It stays a bare PCI function: no
+         * admin command goes to a host /dev/nvme0 in its name. */
+        unsetenv("SVFF_TEST_NVME_STANDIN");
+        ck_assert_ptr_null(svff_class_find(ctx, &pf));
+        /* The tests' stand-in is every NVMe PF's controller. */
+        setenv("SVFF_TEST_NVME_STANDIN", "1", 1);
+        ck_assert_ptr_eq(svff_class_find(ctx, &pf), nvme);
+        unsetenv("SVFF_TEST_NVME_STANDIN");
+        /* Not on nvme: matched, and open refuses it by name. */
+        pf.driver = (char *) "vfio-pci";
+        ck_assert_ptr_eq(svff_class_find(ctx, &pf), nvme);
+        pf.driver = (char *) "nvme";
+
+        /* With a device number it is the host's: matched, and opened only
+         * when /dev/nvme0 is that very character device (a number no
+         * host device has here). */
+        fixture_file(root, "devices/pci0000:00/" PF "/nvme/nvme0/dev", "4095:1048575\n");
+        ck_assert_ptr_eq(svff_class_find(ctx, &pf), nvme);
+        {
+                struct svff_error err = SVFF_ERROR_NULL;
+
+                ck_assert_int_lt(nvme->open(ctx, &pf, &c, &err), 0);
+                ck_assert_ptr_null(c);
+                ck_assert_msg(strstr(svff_error_message(&err), "/dev/nvme0"), "%s", svff_error_message(&err));
+                svff_error_free(&err);
+        }
+}
+END_TEST
+
 START_TEST(test_open_not_live_yet) {
         /* Just bound (a reprogram's rescan): the kernel answers EAGAIN
          * until the controller is live; the open waits for it. */
@@ -895,6 +926,7 @@ static Suite *class_nvme_suite(void) {
         tcase_add_test(tc, test_standin_is_qemu);
         tcase_add_test(tc, test_open_qemu);
         tcase_add_test(tc, test_open_not_live_yet);
+        tcase_add_test(tc, test_match_only_a_reachable_controller);
         tcase_add_test(tc, test_open_refusals);
         tcase_add_test(tc, test_provision_order);
         tcase_add_test(tc, test_provision_reassign);
