@@ -521,7 +521,7 @@ static bool nvme_match(struct svff_ctx *ctx, const struct svff_pf *pf) {
         if (getenv("SVFF_TEST_NVME_STANDIN") && !strcmp(getenv("SVFF_TEST_NVME_STANDIN"), "1"))
                 return true;
 #endif
-        if (!pf->driver || strcmp(pf->driver, "nvme") || find_ctrl(ctx, pf, &ctrl, NULL) < 0)
+        if (!ctx || !pf->driver || strcmp(pf->driver, "nvme") || find_ctrl(ctx, pf, &ctrl, NULL) < 0)
                 return true;    /* open says why not */
         return ctrl_devnum(ctx, pf, ctrl, &dev) != 0;
 }
