@@ -56,7 +56,7 @@ done
 # Every VF still has what it was given.
 ip link show "$ifname" >"$SVFF_VM_RUNDIR/iplink.txt"
 for i in $(seq 0 $((n - 1))); do
-        grep -q "vf $i .*02:00:00:00:bb:0$i, vlan 10$i" "$SVFF_VM_RUNDIR/iplink.txt" ||
+        grep -q "vf $i .*02:00:00:00:bb:0$i.*, vlan 10$i" "$SVFF_VM_RUNDIR/iplink.txt" ||
                 vm_fail "VF $i lost its settings: $(grep "vf $i " "$SVFF_VM_RUNDIR/iplink.txt")"
 done
 set -- $(sort -g "$SVFF_VM_RUNDIR/cycles" | sed -n "$(((reps + 1) / 2))p")
