@@ -430,7 +430,7 @@ START_TEST(test_class_member) {
         json_object_put(o);
         svff_config_done(&b);
 
-        static const struct { const char *text, *needle; } bad[] = {
+        static const struct { const char *text, *needle; } bad_class[] = {
                 { "{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" }, \"nvme\": 5 } } }",
                   "policies.p.nvme' must be an object" },
                 { "{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" }, \"nvme\": { \"bogus\": 1 } } } }",
@@ -440,12 +440,12 @@ START_TEST(test_class_member) {
                 { "{ \"policies\": { \"p\": { \"match\": { \"id\": \"1b36:0010\" }, \"nvmx\": { } } } }",
                   "policies.p.nvmx' is unknown" },
         };
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                write_file(bad[i].text);
+        for (size_t i = 0; i < sizeof(bad_class) / sizeof(bad_class[0]); i++) {
+                write_file(bad_class[i].text);
                 ck_assert_int_eq(svff_config_init(&a), 0);
                 ck_assert_int_lt(svff_config_load_file(&a, path, &err), 0);
-                ck_assert_msg(strstr(svff_error_message(&err), bad[i].needle), "'%s' lacks '%s'",
-                              svff_error_message(&err), bad[i].needle);
+                ck_assert_msg(strstr(svff_error_message(&err), bad_class[i].needle), "'%s' lacks '%s'",
+                              svff_error_message(&err), bad_class[i].needle);
                 ck_assert_uint_eq(a.n_policies, 0);
                 svff_error_free(&err);
                 svff_config_done(&a);
