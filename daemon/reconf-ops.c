@@ -387,7 +387,8 @@ static struct pf_job *pf_job_new(struct reconf_run *run, const unsigned *indexes
         }
         for (size_t k = 0; k < n; k++) {
                 j->idx[k] = indexes[k];
-                /* "" for a VF the new count removed (release_class) */
+                /* "" for a VF not read back yet: release_class runs
+                 * before the numvfs write */
                 j->vfs[k] = strdup(vfs && indexes[k] < n_vfs ? vfs[indexes[k]] : "");
                 if (!j->vfs[k]) {
                         pf_job_free(j);
@@ -590,7 +591,7 @@ static int op_bind(void *userdata, const unsigned *indexes, size_t n) {
         return r;
 }
 
-/* ---- the device class's release of the VFs the new count removed (ops pool) ---- */
+/* ---- the device class's release of the VFs the new count drops, before the write (ops pool) ---- */
 
 static void release_class_done(void *userdata) {
         struct pf_job *j = userdata;
