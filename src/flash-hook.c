@@ -59,7 +59,7 @@ static bool path_plain(const char *p) {
         return true;
 }
 
-int svff_flash_image_check(const char *image_dir, const char *image, struct svff_error *err) {
+int svff_flash_image_stat(const char *image_dir, const char *image, struct stat *ret, struct svff_error *err) {
         _cleanup_close_ int dfd = -EBADF;
         _cleanup_free_ char *rel = NULL;
         size_t dl;
@@ -135,7 +135,46 @@ int svff_flash_image_check(const char *image_dir, const char *image, struct svff
                                       "file itself", image);
         if (!S_ISREG(st.st_mode))
                 return svff_error_set(err, -EINVAL, "Image '%s' is not a regular file", image);
+        if (ret)
+                *ret = st;
         return 0;
+}
+
+int svff_flash_image_check(const char *image_dir, const char *image, struct svff_error *err) {
+        return svff_flash_image_stat(image_dir, image, NULL, err);
+}
+
+struct json_object *svff_flash_image_identity(const char *image, const struct stat *st) {
+        struct json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        if (json_object_object_add(o, "path", json_object_new_string(image)) < 0 ||
+            json_object_object_add(o, "dev", json_object_new_int64((int64_t) st->st_dev)) < 0 ||
+            json_object_object_add(o, "ino", json_object_new_int64((int64_t) st->st_ino)) < 0 ||
+            json_object_object_add(o, "size", json_object_new_int64((int64_t) st->st_size)) < 0 ||
+            json_object_object_add(o, "mtime_nsec", json_object_new_int64(
+                                           (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec)) < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+bool svff_flash_image_same(struct json_object *a, struct json_object *b) {
+        static const char *const keys[] = { "dev", "ino", "size", "mtime_nsec" };
+        struct json_object *va, *vb;
+
+        if (!a || !b || !json_object_object_get_ex(a, "path", &va) || !json_object_object_get_ex(b, "path", &vb) ||
+            !json_object_is_type(va, json_type_string) || !json_object_is_type(vb, json_type_string) ||
+            !streq(json_object_get_string(va), json_object_get_string(vb)))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (!json_object_object_get_ex(a, keys[i], &va) || !json_object_object_get_ex(b, keys[i], &vb) ||
+                    !json_object_is_type(va, json_type_int) || !json_object_is_type(vb, json_type_int) ||
+                    json_object_get_int64(va) != json_object_get_int64(vb))
+                        return false;
+        return true;
 }
 
 static int hook_check(const char *path, struct svff_error *err) {

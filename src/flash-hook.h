@@ -21,7 +21,10 @@
  * child of it outlives the flash. Only exit status 0 is success: svff
  * never guesses that a flash succeeded. */
 
+#include <json-c/json.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "context.h"
 #include "error.h"
@@ -50,6 +53,17 @@ struct svff_flash_hook {
  *   -ENOENT    missing
  * err names the image and the rule. */
 int svff_flash_image_check(const char *image_dir, const char *image, struct svff_error *err);
+/* The same, with the image's lstat in ret (may be NULL). */
+int svff_flash_image_stat(const char *image_dir, const char *image, struct stat *ret, struct svff_error *err);
+
+/* Which file an image is, without reading it: {path, dev, ino, size,
+ * mtime_nsec} from its lstat, as the store records the image last
+ * flashed to a PF. A file replaced, rewritten or touched is another
+ * image. NULL: out of memory. */
+struct json_object *svff_flash_image_identity(const char *image, const struct stat *st);
+/* Whether two identities name the same image, unchanged. An identity
+ * missing a key matches nothing. */
+bool svff_flash_image_same(struct json_object *a, struct json_object *b);
 
 /* Checks the image, then runs the hook on pf and waits for it.
  *   0          exit status 0

@@ -256,6 +256,58 @@ START_TEST(test_image_paths) {
 }
 END_TEST
 
+/* Which file an image is: the same file unchanged matches, one touched,
+ * rewritten or put in its place does not, and a partial record matches
+ * nothing. */
+START_TEST(test_image_identity) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *a, *b, *c, *d;
+        struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = 1000000000, .tv_nsec = 5 } };
+        struct stat st;
+        char p[400];
+
+        ck_assert_int_eq(svff_flash_image_stat(images, image, &st, &err), 0);
+        a = svff_flash_image_identity(image, &st);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_int_eq(svff_flash_image_stat(images, image, &st, &err), 0);
+        b = svff_flash_image_identity(image, &st);
+        ck_assert(svff_flash_image_same(a, b));
+        ck_assert(!svff_flash_image_same(a, NULL));
+
+        /* touched */
+        ck_assert_int_eq(utimensat(AT_FDCWD, image, times, 0), 0);
+        ck_assert_int_eq(svff_flash_image_stat(images, image, &st, &err), 0);
+        c = svff_flash_image_identity(image, &st);
+        ck_assert(!svff_flash_image_same(a, c));
+
+        /* another file put in its place, with the same time */
+        snprintf(p, sizeof(p), "%s/new.bit", images);
+        write_file(p, "x", 0644);
+        ck_assert_int_eq(utimensat(AT_FDCWD, p, times, 0), 0);
+        ck_assert_int_eq(rename(p, image), 0);
+        ck_assert_int_eq(svff_flash_image_stat(images, image, &st, &err), 0);
+        d = svff_flash_image_identity(image, &st);
+        ck_assert(!svff_flash_image_same(c, d));
+
+        /* the same file under another name is another image */
+        json_object_object_add(b, "path", json_object_new_string(p));
+        ck_assert(!svff_flash_image_same(a, b));
+        json_object_object_add(b, "path", json_object_new_string(image));
+        ck_assert(svff_flash_image_same(a, b));
+        json_object_object_del(b, "ino");
+        ck_assert(!svff_flash_image_same(a, b));
+        ck_assert(!svff_flash_image_same(b, b));
+
+        /* a refused image has no identity */
+        ck_assert_int_eq(svff_flash_image_stat(images, "/nonexistent/x.bit", &st, &err), -EPERM);
+        svff_error_free(&err);
+        json_object_put(a);
+        json_object_put(b);
+        json_object_put(c);
+        json_object_put(d);
+}
+END_TEST
+
 START_TEST(test_hook_checks) {
         struct svff_error err = SVFF_ERROR_NULL;
         struct svff_flash_hook h = { .path = "flash", .image_dir = images, .timeout_usec = USEC_PER_SEC };
@@ -294,6 +346,7 @@ int main(void) {
         tcase_add_test(tc, test_timeout);
         tcase_add_test(tc, test_image_paths);
         tcase_add_test(tc, test_hook_checks);
+        tcase_add_test(tc, test_image_identity);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
