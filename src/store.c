@@ -54,6 +54,7 @@ static const char *type_word(int r) {
 }
 
 static int check_pf(const char *key, struct json_object *rec, char **ret_detail) {
+        struct json_object *v;
         const char *s;
         unsigned u;
         int r;
@@ -66,6 +67,11 @@ static int check_pf(const char *key, struct json_object *rec, char **ret_detail)
         r = svff_json_get_string(rec, "vf_driver", &s);
         if (r < 0)
                 return detail(ret_detail, "'pfs.%s.vf_driver' is %s", key, type_word(r));
+        r = svff_json_get_object(rec, "image", &v);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0 || (v && svff_json_get_string(v, "path", &s) < 0))
+                return detail(ret_detail, "'pfs.%s.image' is not an image record", key);
         return 0;
 }
 
@@ -755,6 +761,33 @@ int svff_store_set_pf_owner(struct svff_store *s, const char *pf, const char *ow
         if (!json_object_object_get_ex(svff_store_pfs(s), pf, &rec) || !json_object_is_type(rec, json_type_object))
                 return -ENOENT;
         return put(rec, "owner", json_object_new_string(owner), false);
+}
+
+struct json_object *svff_store_get_pf_image(struct svff_store *s, const char *pf) {
+        struct json_object *rec, *v;
+
+        if (!s || !pf || !json_object_object_get_ex(svff_store_pfs(s), pf, &rec) ||
+            !json_object_object_get_ex(rec, "image", &v) || !json_object_is_type(v, json_type_object))
+                return NULL;
+        return v;
+}
+
+int svff_store_set_pf_image(struct svff_store *s, const char *pf, struct json_object *image) {
+        struct json_object *rec;
+
+        if (!s || !pf || (image && !json_object_is_type(image, json_type_object))) {
+                json_object_put(image);
+                return -EINVAL;
+        }
+        if (!json_object_object_get_ex(svff_store_pfs(s), pf, &rec) || !json_object_is_type(rec, json_type_object)) {
+                json_object_put(image);
+                return -ENOENT;
+        }
+        if (!image) {
+                json_object_object_del(rec, "image");
+                return 0;
+        }
+        return put(rec, "image", image, false);
 }
 
 int svff_store_set_vf(struct svff_store *s, const char *vf, const char *pf, unsigned index,

@@ -109,6 +109,14 @@ void svff_store_remove_pf(struct svff_store *s, const char *pf);
 #define SVFF_PF_OWNER_POLICY_PREFIX "policy:"
 const char *svff_store_get_pf_owner(struct svff_store *s, const char *pf);
 int svff_store_set_pf_owner(struct svff_store *s, const char *pf, const char *owner);
+/* The image svff last flashed to the PF, as svff_flash_image_identity()
+ * gave it before the hook ran ({path, dev, ino, size, mtime_nsec}),
+ * borrowed; NULL when none is recorded: never flashed by svff, or a
+ * flash began and did not complete. Optional in the record (schema 1).
+ * set takes image (NULL drops the record's), -ENOENT when pf has no
+ * record. */
+struct json_object *svff_store_get_pf_image(struct svff_store *s, const char *pf);
+int svff_store_set_pf_image(struct svff_store *s, const char *pf, struct json_object *image);
 
 /* The "class" object of vf's record, borrowed (valid until the record
  * changes), or NULL when it has none. set takes ownership of cls (NULL,

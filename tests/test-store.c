@@ -192,6 +192,38 @@ START_TEST(test_pf_owner) {
 }
 END_TEST
 
+/* The image svff last flashed to a PF: kept beside the record's other
+ * fields, dropped on request, optional when read. */
+START_TEST(test_pf_image) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        struct json_object *img;
+
+        s = open_ok();
+        img = json_tokener_parse("{\"path\":\"/images/a.bit\",\"dev\":1,\"ino\":2,\"size\":3,\"mtime_nsec\":4}");
+        ck_assert_int_eq(svff_store_set_pf_image(s, "0000:03:00.0", json_object_get(img)), -ENOENT);
+        ck_assert_int_eq(svff_store_set_pf(s, "0000:03:00.0", 4, "vfio-pci"), 0);
+        ck_assert_ptr_null(svff_store_get_pf_image(s, "0000:03:00.0"));
+        ck_assert_int_eq(svff_store_set_pf_image(s, "0000:03:00.0", json_object_new_array()), -EINVAL);
+        ck_assert_int_eq(svff_store_set_pf_image(s, "0000:03:00.0", json_object_get(img)), 0);
+        ck_assert_int_eq(svff_store_set_pf_owner(s, "0000:03:00.0", "policy:fpga"), 0);
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+
+        s = open_ok();
+        ck_assert(json_object_equal(svff_store_get_pf_image(s, "0000:03:00.0"), img));
+        ck_assert_int_eq(svff_store_set_pf(s, "0000:03:00.0", 2, "vfio-pci"), 0);
+        ck_assert(json_object_equal(svff_store_get_pf_image(s, "0000:03:00.0"), img));
+        ck_assert_int_eq(svff_store_set_pf_image(s, "0000:03:00.0", NULL), 0);
+        ck_assert_ptr_null(svff_store_get_pf_image(s, "0000:03:00.0"));
+        ck_assert_str_eq(svff_store_get_pf_owner(s, "0000:03:00.0"), "policy:fpga");
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+        s = open_ok();
+        ck_assert_ptr_null(svff_store_get_pf_image(s, "0000:03:00.0"));
+        json_object_put(img);
+}
+END_TEST
+
 START_TEST(test_generations) {
         _cleanup_(svff_store_freep) struct svff_store *s = NULL;
 
@@ -377,6 +409,10 @@ START_TEST(test_refuse_types) {
                -EBADMSG, "pfs.p.numvfs");
         REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":{\"p\":{\"numvfs\":1}}}", -EBADMSG, "pfs.p.vf_driver");
         REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":{\"p\":[]}}", -EBADMSG, "pfs.p");
+        REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":{\"p\":{\"numvfs\":1,\"vf_driver\":\"x\",\"image\":\"/a.bit\"}}}",
+               -EBADMSG, "'pfs.p.image' is not an image record");
+        REFUSE("{\"schema\":1,\"generation\":0,\"pfs\":{\"p\":{\"numvfs\":1,\"vf_driver\":\"x\",\"image\":{\"ino\":1}}}}",
+               -EBADMSG, "'pfs.p.image' is not an image record");
         REFUSE("{\"schema\":1,\"generation\":0,\"vfs\":{\"v\":{\"pf\":\"p\",\"index\":0,\"original_driver\":5,"
                "\"driver\":\"vfio-pci\"}}}",
                -EBADMSG, "vfs.v.original_driver");
@@ -794,6 +830,7 @@ static Suite *store_suite(void) {
         tcase_add_test(tc, test_empty);
         tcase_add_test(tc, test_roundtrip);
         tcase_add_test(tc, test_pf_owner);
+        tcase_add_test(tc, test_pf_image);
         tcase_add_test(tc, test_generations);
         tcase_add_test(tc, test_commit_refuses_bad_edit);
         tcase_add_test(tc, test_refuse_truncated);
