@@ -102,6 +102,7 @@ static void policy_done(struct svff_policy *p) {
         free(p->vf_driver);
         json_object_put(p->classes);
         json_object_put(p->reprogram_ids);
+        free(p->image);
         *p = (struct svff_policy) {};
 }
 
@@ -159,12 +160,12 @@ static int strv_copy(char *const *from, char ***ret) {
 static int policy_copy(const struct svff_policy *from, struct svff_policy *to) {
         struct svff_policy p = *from;
 
-        p.name = p.origin = p.interface = p.vf_driver = NULL;
+        p.name = p.origin = p.interface = p.vf_driver = p.image = NULL;
         p.classes = p.reprogram_ids = NULL;
         if (dup_or_null(from->name, &p.name) < 0 || dup_or_null(from->origin, &p.origin) < 0 ||
             (from->reprogram_ids && json_object_deep_copy(from->reprogram_ids, &p.reprogram_ids, NULL) < 0) ||
             dup_or_null(from->interface, &p.interface) < 0 ||
-            dup_or_null(from->vf_driver, &p.vf_driver) < 0 ||
+            dup_or_null(from->vf_driver, &p.vf_driver) < 0 || dup_or_null(from->image, &p.image) < 0 ||
             (from->classes && json_object_deep_copy(from->classes, &p.classes, NULL) < 0)) {
                 policy_done(&p);
                 return -ENOMEM;
@@ -519,6 +520,8 @@ static int get_id_list(struct parser *p, struct json_object *val, struct json_ob
         return 0;
 }
 
+static int get_abs_path(struct parser *p, struct json_object *v, char **slot);
+
 static int parse_policy_key(struct parser *p, const char *key, struct json_object *val, void *userdata) {
         struct svff_policy *pol = userdata;
         uint64_t v;
@@ -541,6 +544,10 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                 k = get_bool(p, val, &pol->pool);
         else if (streq(key, "reprogram_ids"))
                 k = get_id_list(p, val, &pol->reprogram_ids);
+        else if (streq(key, "image"))
+                /* Checked against flash_image_dir when it is applied:
+                 * the file may come and go. */
+                k = get_abs_path(p, val, &pol->image);
         else if (svff_class_by_name(key)) {
                 struct json_object *copy = NULL;
 
@@ -561,7 +568,7 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                         k = 0;
         } else
                 k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf_driver, autoprobe, pool, "
-                              "reprogram_ids, or settings named after a device class)");
+                              "reprogram_ids, image, or settings named after a device class)");
         return k;
 }
 
@@ -1310,6 +1317,8 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
                 json_object_object_add(po, "pool", json_object_new_boolean(pol->pool));
                 if (pol->reprogram_ids)
                         json_object_object_add(po, "reprogram_ids", json_object_get(pol->reprogram_ids));
+                if (pol->image)
+                        json_object_object_add(po, "image", json_object_new_string(pol->image));
                 if (pol->classes) {
                         json_object_object_foreach(pol->classes, cname, csettings)
                                 json_object_object_add(po, cname, json_object_get(csettings));

@@ -108,6 +108,10 @@ struct svff_policy {
         /* The identities ("vvvv:dddd", lower case) a reprogram of the PF
          * may leave it with, a JSON array; NULL: only the one it has. */
         struct json_object *reprogram_ids;
+        /* The image the PF must hold (an absolute path under
+         * flash_image_dir), flashed by the policy's init unless the store
+         * says svff last flashed this very file to it; NULL: none. */
+        char *image;
 };
 
 struct svff_config {

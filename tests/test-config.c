@@ -479,6 +479,33 @@ START_TEST(test_reprogram_ids) {
 }
 END_TEST
 
+START_TEST(test_policy_image) {
+        /* An absolute path, copied with the policy; a relative one refused
+         * by name. Whether it is under flash_image_dir is checked when the
+         * policy applies: the file may come and go. */
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config a, b;
+
+        write_file("{ \"policies\": { \"fpga\": { \"match\": { \"address\": \"0000:01:00.0\" },"
+                   " \"numvfs\": 4, \"image\": \"/var/lib/svff/images/a.bit\" } } }");
+        ck_assert_int_eq(svff_config_init(&a), 0);
+        ck_assert_int_eq(svff_config_load_file(&a, path, &err), 0);
+        ck_assert_int_eq(svff_config_copy(&a, &b), 0);
+        svff_config_done(&a);
+        ck_assert_str_eq(b.policies[0].image, "/var/lib/svff/images/a.bit");
+        svff_config_done(&b);
+
+        write_file("{ \"policies\": { \"fpga\": { \"match\": { \"address\": \"0000:01:00.0\" },"
+                   " \"image\": \"a.bit\" } } }");
+        ck_assert_int_eq(svff_config_init(&a), 0);
+        ck_assert_int_lt(svff_config_load_file(&a, path, &err), 0);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "policies.fpga.image"));
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "absolute path"));
+        svff_error_free(&err);
+        svff_config_done(&a);
+}
+END_TEST
+
 /* snake_case is the spelling; kebab-case, that of earlier releases, is
  * read as its snake twin with a warning naming both, at the key's line;
  * both in one object are refused; policy names are taken as written. */
@@ -573,6 +600,7 @@ int main(void) {
         tcase_add_test(tc, test_manage);
         tcase_add_test(tc, test_class_member);
         tcase_add_test(tc, test_reprogram_ids);
+        tcase_add_test(tc, test_policy_image);
         tcase_add_test(tc, test_spellings);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
