@@ -3,12 +3,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <systemd/sd-daemon.h>
 
 #include "allowlist.h"
 #include "autoinit.h"
+#include "flash-hook.h"
 #include "interface.h"
 #include "json-util.h"
 #include "log.h"
@@ -231,6 +233,93 @@ static bool assignments_need_restore(struct manager *m, const struct svff_pf *pf
         return false;
 }
 
+/* Whether the store records an assignment of a VF of pf, present or
+ * not. */
+static bool pf_assigned(struct manager *m, const char *pf) {
+        json_object_object_foreach(svff_store_assignments(m->store), vf, asg) {
+                const char *vpf = NULL;
+
+                (void) asg;
+                if (svff_store_get_vf(m->store, vf, &vpf, NULL) > 0 && vpf && streq(vpf, pf))
+                        return true;
+        }
+        return false;
+}
+
+/* A policy names an image: unless the store says svff last flashed that
+ * very file to the PF, its init is a reprogram (quiesce, numvfs 0,
+ * remove, flash, rescan, check, bind, then the policy's count). Returns
+ * 1 when the reprogram was started, 0 when the PF holds the image (the
+ * count is applied as usual), -EAGAIN when nothing may be done now (the
+ * refusal is recorded), -EBUSY when an operation on the PF is in
+ * progress. */
+static int apply_image(struct manager *m, const struct svff_pf *pf, const struct svff_policy *pol, bool startup) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_(json_object_putp) struct json_object *identity = NULL;
+        struct json_object *stored = svff_store_get_pf_image(m->store, pf->address);
+        const char *driver = pol->vf_driver ?: m->config.vf_driver, *had = NULL;
+        char reason[512], msg[1400];
+        struct operation *op = NULL;
+        struct stat st;
+        int r;
+
+        snprintf(reason, sizeof(reason), "policy '%s' (%s)", pol->name, pol->origin);
+        if (!m->config.flash_hook || !m->config.flash_image_dir)
+                snprintf(msg, sizeof(msg), "%s names image '%s', but no flash hook is configured: set 'flash_hook' "
+                         "and 'flash_image_dir' in svff.conf(5); not applied", reason, pol->image);
+        else if (svff_flash_image_stat(m->config.flash_image_dir, pol->image, &st, &err) < 0)
+                snprintf(msg, sizeof(msg), "%s names an image svff cannot flash: %s; not applied", reason,
+                         svff_error_message(&err));
+        else if (!(identity = svff_flash_image_identity(pol->image, &st)))
+                return log_oom();
+        else if (svff_flash_image_same(stored, identity)) {
+                log_debug("PF %s holds image '%s' (%s), as svff flashed it.", pf->address, pol->image, reason);
+                return 0;
+        } else {
+                if (stored)
+                        (void) svff_json_get_string(stored, "path", &had);
+                if (pf_assigned(m, pf->address))
+                        snprintf(msg, sizeof(msg), "%s names image '%s', which svff has not flashed to the PF as it "
+                                 "is now (%s%s%s), but VFs of the PF are assigned; not applied: 'svffctl reprogram "
+                                 "%s %s' flashes it keeping them", reason, pol->image, had ? "it holds '" : "",
+                                 had ?: "no flash recorded", had ? "', or a file changed since" : "", pf->address,
+                                 pol->image);
+                else if (!pf->driver) {
+                        log_info("PF %s has no driver yet; %s waits for it to bind before it flashes '%s'.",
+                                 pf->address, reason, pol->image);
+                        return -EAGAIN;
+                } else {
+                        r = reconf_reprogram_own(m, pf->address, pol->image, pol->numvfs, driver, reason, &op, &err);
+                        if (r == -EBUSY && manager_find_operation(m, pf->address))
+                                return -EBUSY;
+                        if (r >= 0) {
+                                log_notice("PF %s: %s names image '%s', %s; reprogramming it.", pf->address, reason,
+                                           pol->image, had ? "another than the one svff flashed last" :
+                                           "which svff has no record of flashing to it");
+                                if (op) {
+                                        op->finished = init_done;
+                                        if (startup && m->autoinit) {
+                                                unsigned to = pol->numvfs >= 0 ? (unsigned) pol->numvfs : pf->numvfs;
+
+                                                op->startup = true;
+                                                m->autoinit->startup_budget +=
+                                                        m->config.flash_timeout_usec +
+                                                        operation_init_budget(m, pf->numvfs, 0) +
+                                                        operation_init_budget(m, 0, to);
+                                        }
+                                }
+                                return 1;
+                        }
+                        snprintf(msg, sizeof(msg), "%s names image '%s', but its reprogram could not start: %s; "
+                                 "not applied", reason, pol->image, svff_error_message(&err));
+                }
+        }
+        log_warning("PF %s: %s.", pf->address, msg);
+        emit(m, "policy-failed", pf->address, "%s", msg);
+        set_refusal(m, pf->address, msg);
+        return -EAGAIN;
+}
+
 static bool has_assignments(struct manager *m, const struct svff_pf *pf) {
         for (size_t i = 0; i < pf->n_vfs; i++)
                 if (json_object_object_get_ex(svff_store_assignments(m->store), pf->vfs[i].address, NULL))
@@ -268,6 +357,11 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
                                       pf->netdev);
         owner = autoinit_pf_owner(m, pf->address, pol, owner_buf, sizeof(owner_buf));
         set_refusal(m, pf->address, NULL);
+        if (pol && pol->image && (!owner || !streq(owner, SVFF_PF_OWNER_OPERATOR))) {
+                r = apply_image(m, pf, pol, startup);
+                if (r != 0)
+                        return r == -EAGAIN ? 0 : r;
+        }
         if (pol && pol->numvfs >= 0 && owner && !streq(owner, SVFF_PF_OWNER_OPERATOR)) {
                 numvfs = (unsigned) pol->numvfs;
                 driver = pol->vf_driver ?: m->config.vf_driver;
@@ -333,7 +427,7 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
                 struct operation *op = manager_find_operation(m, pf->address);
 
                 if (op) {
-                        operation_init_set_done(op, init_done);
+                        op->finished = init_done;
                         if (startup && m->autoinit) {
                                 op->startup = true;
                                 m->autoinit->startup_budget +=
@@ -501,11 +595,19 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
              n_records, n_assigned);
 }
 
-void autoinit_reload(struct manager *m) {
+static void reload_with_snapshot(struct manager *m, struct call *call) {
+        (void) call;
         if (!m->autoinit || !m->snapshot || m->snapshot->error < 0)
                 return;
         for (size_t i = 0; i < m->snapshot->n_pfs; i++)
                 (void) apply(m, m->snapshot->pfs[i], false, false);
+}
+
+void autoinit_reload(struct manager *m) {
+        /* The host as it is now: a PF an operation (a reprogram) took
+         * off the bus and brought back is not in an older snapshot. */
+        if (m->autoinit)
+                manager_with_snapshot(m, NULL, reload_with_snapshot);
 }
 
 unsigned autoinit_startup(struct manager *m) {

@@ -12,6 +12,10 @@
  *              policy, or else the state svff recorded for it, once it
  *              has been quiet for settle_msec;
  *   reload     the policies as changed, over the PFs present;
+ *   image      a policy naming an image reprograms the PF (see
+ *              reconfigure.h) unless the store records that very file
+ *              as the one svff flashed last; never while VFs of the PF
+ *              are assigned (refused: 'svffctl reprogram' keeps them);
  *   remove     the PF and its assignments are absent: List shows them
  *              under "absent", Status as drift, Monitor as pf-removed;
  *              the store keeps every record.
@@ -65,8 +69,9 @@ const char *autoinit_pf_failed(struct manager *m, const char *pf);
  * operations it started. */
 unsigned autoinit_startup(struct manager *m);
 
-/* After a reload: the policies, as they now read, over the current
- * snapshot. */
+/* After a reload: the policies, as they now read, over a snapshot no
+ * older than the last change svffd knows of (at once when the current
+ * one is, else once the next is taken). */
 void autoinit_reload(struct manager *m);
 
 #ifdef SVFF_FAULT_POINTS

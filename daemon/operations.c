@@ -95,7 +95,6 @@ struct init_op {
         int autoprobe;                  /* -1: leave sriov_drivers_autoprobe off */
         char *reason;                   /* why, when no caller asked ("policy 'x'") */
         char *owner;                    /* recorded with the count; NULL keeps the PF's */
-        operation_init_done_fn done;
         struct json_object *class_policy;       /* the policy's class members (copy) */
         struct json_object *class_assignments;  /* {"<index>": an assignment's settings} */
         struct json_object *class_recorded;     /* {"<VF>": its class record} before the init */
@@ -196,8 +195,8 @@ no_shortcut:
                 manager_emit(m, NULL, ev);
         }
 
-        if (io->done)
-                io->done(m, io->pf, error ? json_object_get_string(json_object_object_get(parameters, "message")) ?: error
+        if (op->finished)
+                op->finished(m, io->pf, error ? json_object_get_string(json_object_object_get(parameters, "message")) ?: error
                                           : NULL);
 
         /* Without a caller (a policy), the log and the events are all
@@ -910,13 +909,6 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
                 init_finish(io, SVFF_ERROR_SHUTTING_DOWN, p, true);
         }
         return 0;
-}
-
-void operation_init_set_done(struct operation *op, operation_init_done_fn fn) {
-        struct init_op *io = op->data;
-
-        if (io && streq(op->kind, "init"))
-                io->done = fn;
 }
 
 uint64_t operation_init_budget(struct manager *m, unsigned from, unsigned to) {

@@ -43,13 +43,6 @@ const char *operation_error_name(int r);
 int operation_init_start(struct manager *m, struct call *call, const char *pf, unsigned numvfs,
                          const char *driver, int autoprobe, const char *reason, const char *owner);
 
-/* Called on the main thread when an Init ends, before its operation is
- * removed (so before READY=1 for a start-up one): message is NULL on
- * success, else why it failed. For whoever started an Init without a
- * caller and must remember its outcome (autoinit: Status). */
-typedef void (*operation_init_done_fn)(struct manager *m, const char *pf, const char *message);
-void operation_init_set_done(struct operation *op, operation_init_done_fn fn);
-
 /* How long an Init from `from` VFs to `to` may take at most under the
  * current config: the deadlines of the numvfs writes (through 0 when
  * the count changes) plus the binding's. */

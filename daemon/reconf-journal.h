@@ -9,7 +9,8 @@
  *     "numvfs": TARGET, "started_usec": N, "plan": PLAN (src/reconf.h),
  *     "rollback": { "numvfs": COUNT, "reason": "..." | null }?,
  *     "class": { "<VF index>": CLASS-STATE, ... }?,
- *     "reprogram": { "image": PATH, "ids": ["vvvv:dddd", ...],
+ *     "reprogram": { "image": PATH, "image_identity": IDENTITY?,
+ *                    "ids": ["vvvv:dddd", ...],
  *                    "flashed": BOOL, "reason": "..." | null }? }
  *
  * A reprogram adds the phases "remove" (the VFs are gone, the PF is being
@@ -17,6 +18,10 @@
  * "rescan" (the hook succeeded) and "interrupted" (the flash is not known
  * to have succeeded, or the PF did not come back as the policy allows:
  * the assignments stay paused until reprogram or reconf runs again).
+ * IDENTITY is which file the image was ({path, dev, ino, size,
+ * mtime_nsec}, src/flash-hook.h): the store's "image" of the PF drops
+ * when the journal enters "flash" and is set from it when the journal
+ * says "flashed".
  *
  * "rollback" is written before the first step of a rollback; an entry in
  * phase "rollback" without it (an older svffd) goes back to the plan's

@@ -66,6 +66,7 @@ struct reconf_machine {
         bool flashed;                   /* the hook succeeded and the PF is back, bound */
         bool interrupted;
         char *image;
+        struct json_object *image_identity; /* which file it was, or NULL */
         struct json_object *ids;        /* allowed identities, or NULL */
         char *reprogram_reason;         /* why it was interrupted */
         const char *journal_phase;      /* recovery: the phase found (a literal) */
@@ -717,6 +718,8 @@ static int journal_reprogram(struct reconf_machine *rm) {
         if (!o)
                 return -ENOMEM;
         json_object_object_add(o, "image", json_object_new_string(rm->image));
+        if (rm->image_identity)
+                json_object_object_add(o, "image_identity", json_object_get(rm->image_identity));
         json_object_object_add(o, "ids", rm->ids ? json_object_get(rm->ids) : NULL);
         json_object_object_add(o, "flashed", json_object_new_boolean(rm->flashed));
         json_object_object_add(o, "reason", rm->reprogram_reason ? json_object_new_string(rm->reprogram_reason)
@@ -963,6 +966,11 @@ static bool reprogram_recover(struct reconf_machine *rm) {
                 free(rm->reprogram_reason);
                 rm->reprogram_reason = NULL;
                 rm->flashed = false;
+                if (!streq(rm->resume_at, "remove")) {
+                        /* No flash: what the device holds is unknown. */
+                        json_object_put(rm->image_identity);
+                        rm->image_identity = NULL;
+                }
                 (void) journal_reprogram(rm);
                 if (streq(rm->resume_at, "remove")) {
                         (void) journal_phase(rm, "remove");
@@ -997,13 +1005,16 @@ static bool reprogram_recover(struct reconf_machine *rm) {
         return false;
 }
 
-int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *ids) {
+int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *identity,
+                                 struct json_object *ids) {
         char *s = strdup(image);
 
         if (!s)
                 return -ENOMEM;
         free(rm->image);
         rm->image = s;
+        json_object_put(rm->image_identity);
+        rm->image_identity = json_object_get(identity);
         if (ids) {
                 json_object_put(rm->ids);
                 rm->ids = json_object_get(ids);
@@ -1384,7 +1395,7 @@ struct reconf_machine *reconf_machine_new(struct svff_reconf_plan *plan, const s
                 rm->rollback_reason = journal->rollback_reason;
                 rm->journal_phase = phase_literal(journal->phase);
                 if (journal->reprogram) {
-                        struct json_object *ids = NULL;
+                        struct json_object *ids = NULL, *identity = NULL;
 
                         rm->reprogram = true;
                         rm->flashed = journal->reprogram_flashed;
@@ -1395,6 +1406,10 @@ struct reconf_machine *reconf_machine_new(struct svff_reconf_plan *plan, const s
                         if (json_object_object_get_ex(journal->reprogram, "ids", &ids) &&
                             json_object_is_type(ids, json_type_array) &&
                             json_object_deep_copy(ids, &rm->ids, NULL) < 0)
+                                return reconf_machine_free(rm);
+                        if (json_object_object_get_ex(journal->reprogram, "image_identity", &identity) &&
+                            json_object_is_type(identity, json_type_object) &&
+                            json_object_deep_copy(identity, &rm->image_identity, NULL) < 0)
                                 return reconf_machine_free(rm);
                         if (!rm->image || journal_reprogram(rm) < 0)
                                 return reconf_machine_free(rm);
@@ -1433,6 +1448,7 @@ struct reconf_machine *reconf_machine_free(struct reconf_machine *rm) {
         free(rm->vf_failed);
         free(rm->bind_message);
         free(rm->image);
+        json_object_put(rm->image_identity);
         json_object_put(rm->ids);
         free(rm->reprogram_reason);
         free(rm->message);

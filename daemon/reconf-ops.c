@@ -1060,6 +1060,38 @@ static void apply_record(struct reconf_run *run, size_t i) {
         (void) svff_store_set_assignment(store, rec.vf, &a);
 }
 
+/* What the PF holds, in the same commit as the journal that says it:
+ * nothing known once the hook may run (phase "flash"), the image the
+ * reprogram was asked for once the flash succeeded and the PF came back
+ * as allowed ("flashed"). A start-up compares a policy's image with it
+ * and flashes only when they differ, so a record must never claim more
+ * than the journal knows. */
+static void record_image(struct reconf_run *run, struct json_object *journal) {
+        const char *pf = reconf_machine_plan(run->rm)->pf, *phase = NULL;
+        struct json_object *rp = NULL, *identity = NULL;
+        bool flashed = false;
+        int r = 0;
+
+        if (!journal || svff_json_get_object(journal, "reprogram", &rp) < 0 || !rp)
+                return;
+        (void) svff_json_get_bool(rp, "flashed", &flashed);
+        (void) svff_json_get_string(journal, "phase", &phase);
+        if (flashed) {
+                if (json_object_object_get_ex(rp, "image_identity", &identity) &&
+                    json_object_is_type(identity, json_type_object)) {
+                        struct json_object *stored = svff_store_get_pf_image(run->env.store, pf);
+
+                        if (!stored || !json_object_equal(stored, identity))
+                                r = svff_store_set_pf_image(run->env.store, pf, svff_json_copy(identity));
+                } else if (svff_store_get_pf_image(run->env.store, pf))
+                        /* flashed, but which file it was is not known */
+                        r = svff_store_set_pf_image(run->env.store, pf, NULL);
+        } else if (phase && streq(phase, "flash") && svff_store_get_pf_image(run->env.store, pf))
+                r = svff_store_set_pf_image(run->env.store, pf, NULL);
+        if (r < 0 && r != -ENOENT)
+                log_error("Recording the image of PF %s failed, continuing: %s", pf, strerror(-r));
+}
+
 static int commit_now(struct reconf_run *run, struct json_object *journal, struct svff_error *err) {
         const char *pf = reconf_machine_plan(run->rm)->pf;
         unsigned gen;
@@ -1078,6 +1110,7 @@ static int commit_now(struct reconf_run *run, struct json_object *journal, struc
         }
         for (size_t i = 0; i < reconf_machine_plan(run->rm)->n_items; i++)
                 apply_record(run, i);
+        record_image(run, journal);
         return run->env.commit(run->userdata, pf, json_object_get(journal), err);
 }
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "assign.h"
@@ -192,6 +194,8 @@ static void reconf_finished(struct reconf_run *run) {
                         call_reply(op->call, p);
         }
         json_object_put(p);
+        if (op->finished)
+                op->finished(m, plan->pf, error ? msg : NULL);
         manager_remove_operation(m, op);
         reconf_run_free(run);
 }
@@ -304,13 +308,14 @@ enum { RESUME_NONE, RESUME_RESCAN, RESUME_REMOVE };
 /* Takes plan; borrows journal, the decoded entry to recover from (NULL:
  * a new reconf, journaled first by the machine). With a call, every
  * failure is answered. image: a reprogram's (NULL: a reconf, or a
- * recovery's own), ids the identities it may leave the PF with
- * (borrowed). resume: for an interrupted reprogram's journal, go on from
- * the removal (a reprogram again) or the rescan (a reconf). */
+ * recovery's own), identity which file it is and ids the identities it
+ * may leave the PF with (both borrowed). resume: for an interrupted
+ * reprogram's journal, go on from the removal (a reprogram again) or the
+ * rescan (a reconf). ret_op (may be NULL): the operation started. */
 
 static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan,
-                        const struct reconf_journal *journal, const char *image, struct json_object *ids,
-                        int resume) {
+                        const struct reconf_journal *journal, const char *image, struct json_object *identity,
+                        struct json_object *ids, int resume, struct operation **ret_op) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         bool recovery = journal != NULL;
         _cleanup_(json_object_putp) struct json_object *class_policy = NULL;
@@ -366,7 +371,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 return r;
         }
         plan = NULL;
-        if ((image && reconf_machine_set_reprogram(run->rm, image, ids) < 0)) {
+        if ((image && reconf_machine_set_reprogram(run->rm, image, identity, ids) < 0)) {
                 if (call)
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 reconf_run_free(run);
@@ -420,6 +425,8 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 op->phase = reconf_machine_phase(run->rm);
                 /* A reprogram's five PF steps are not the plan's. */
                 op->total = (unsigned) p->n_steps + (reconf_machine_reprogram(run->rm) ? 5 : 0);
+                if (ret_op)
+                        *ret_op = op;
         }
         {
                 const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
@@ -615,39 +622,89 @@ static void reply_plan_refused(struct call *call, const struct svff_reconf_plan 
         json_object_put(params);
 }
 
-static void reconf_with_snapshot(struct manager *m, struct call *call) {
-        struct json_object *params = call_request(call)->parameters;
+/* What a Reconf or Reprogram asks for, from its call or from svffd
+ * itself (a policy naming an image). */
+struct reconf_request {
+        const char *pf;
+        bool keep_numvfs;               /* a reprogram keeping the count */
+        unsigned numvfs;
+        enum svff_reconf_mode mode;
+        bool force, dry_run;
+        const char *image;              /* a reprogram's */
+        const char *driver;             /* for the VFs; NULL: the stored one, else the global */
+        const char *reason;             /* svffd's own: why, for the log */
+};
+
+/* A request refused: answered when there is a call, and said in err. */
+static void refuse(struct call *call, struct svff_error *err, const char *error, const char *key, const char *value,
+                   const char *fmt, ...) _printf_(6, 7);
+static void refuse(struct call *call, struct svff_error *err, const char *error, const char *key, const char *value,
+                   const char *fmt, ...) {
+        char msg[MESSAGE_MAX];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (call)
+                call_errorf(call, error, key, value, "%s", msg);
+        if (err)
+                (void) svff_error_set(err, -EINVAL, "%s", msg);
+}
+
+/* The image's identity once it passes the checks (the hook is
+ * svff.conf's, never the caller's; the image is checked before anything
+ * is touched), else NULL, refused. */
+static struct json_object *image_identity(struct manager *m, struct call *call, const char *pf, const char *image,
+                                          struct svff_error *ret_err) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *identity;
+        struct stat st;
+
+        if (!m->config.flash_hook || !m->config.flash_image_dir) {
+                refuse(call, ret_err, SVFF_ERROR_NO_FLASH_HOOK, "device", pf,
+                       "No flash hook is configured: set 'flash_hook' and 'flash_image_dir' in svff.conf(5).");
+                return NULL;
+        }
+        if (svff_flash_image_stat(m->config.flash_image_dir, image, &st, &err) < 0) {
+                refuse(call, ret_err, SVFF_ERROR_INVALID_IMAGE, "image", image, "%s", svff_error_message(&err));
+                return NULL;
+        }
+        identity = svff_flash_image_identity(image, &st);
+        if (!identity)
+                refuse(call, ret_err, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+        return identity;
+}
+
+/* Plans req against the current snapshot and starts it (or, with a
+ * call, answers its dry run). call NULL: svffd's own, refusals only in
+ * err. Returns 0 once started or answered, else a -errno. */
+static int request_start(struct manager *m, struct call *call, const struct reconf_request *req,
+                         struct operation **ret_op, struct svff_error *err) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
         _cleanup_free_ struct svff_reconf_item *items = NULL;
         _cleanup_free_ char *bad = NULL;
         const struct svff_pf *found = NULL;
         struct svff_reconf_input in = {};
-        const char *pf = NULL, *mode_s = NULL, *driver = NULL, *image = NULL;
-        _cleanup_(json_object_putp) struct json_object *ids = NULL;
-        bool dry_run = false, force = false;
+        const char *pf = req->pf, *driver = req->driver, *image = req->image;
+        _cleanup_(json_object_putp) struct json_object *ids = NULL, *identity = NULL;
+        bool dry_run = req->dry_run && call;   /* answered to a caller only */
         struct operation *op;
-        unsigned numvfs = 0;
+        unsigned numvfs = req->numvfs;
         size_t n = 0;
-        int r, mode = SVFF_RECONF_PAUSE;
-
-        (void) svff_json_get_string(params, "pf", &pf);
-        (void) svff_json_get_string(params, "image", &image);
-        (void) svff_json_get_bool(params, "dry_run", &dry_run);
-        (void) svff_json_get_bool(params, "force", &force);
-        if (svff_json_get_string_or_null(params, "mode", &mode_s) >= 0 && mode_s)
-                mode = svff_reconf_mode_from_string(mode_s);
+        int r;
 
         for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
                 if (streq(m->snapshot->pfs[i]->address, pf))
                         found = m->snapshot->pfs[i];
         if (!found) {
-                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
-                            "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", pf);
-                return;
+                refuse(call, err, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
+                       "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", pf);
+                return -ENODEV;
         }
         /* A reprogram keeps the count unless told: the new image's
          * sriov_totalvfs is checked once the PF is back. */
-        if (svff_json_get_unsigned(params, "numvfs", &numvfs) < 0)
+        if (req->keep_numvfs)
                 numvfs = found->numvfs;
         if (image) {
                 const struct svff_policy *pol = svff_config_find_policy(&m->config, pf, found->vendor_id,
@@ -656,11 +713,14 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
 
                 /* What the image may turn the PF into: its policy's
                  * reprogram_ids, and what it is now. */
+                identity = image_identity(m, call, pf, image, err);
+                if (!identity)
+                        return -EINVAL;
                 snprintf(id, sizeof(id), "%04x:%04x", found->vendor_id, found->device_id);
                 ids = json_object_new_array();
                 if (!ids || json_object_array_add(ids, json_object_new_string(id)) < 0) {
-                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
-                        return;
+                        refuse(call, err, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        return -ENOMEM;
                 }
                 for (size_t i = 0; pol && pol->reprogram_ids && i < json_object_array_length(pol->reprogram_ids);
                      i++) {
@@ -671,36 +731,36 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                 }
         }
         if (!image && numvfs > found->totalvfs) {
-                call_errorf(call, SVFF_ERROR_TOO_MANY_VFS, "device", pf,
-                            "PF %s supports at most %u VFs (sriov_totalvfs: its driver's limit, which may be "
-                            "below the device's), not %u.", pf, found->totalvfs, numvfs);
-                return;
+                refuse(call, err, SVFF_ERROR_TOO_MANY_VFS, "device", pf,
+                       "PF %s supports at most %u VFs (sriov_totalvfs: its driver's limit, which may be "
+                       "below the device's), not %u.", pf, found->totalvfs, numvfs);
+                return -ERANGE;
         }
         if (!dry_run && (op = manager_find_operation(m, pf))) {
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
-                            "A %s of PF %s is in progress (%s, %u/%u); wait for it ('svffctl status').", op->kind,
-                            pf, op->phase, op->done, op->total);
-                return;
+                refuse(call, err, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                       "A %s of PF %s is in progress (%s, %u/%u); wait for it ('svffctl status').", op->kind,
+                       pf, op->phase, op->done, op->total);
+                return -EBUSY;
         }
-        if (!dry_run && assign_pf_changing(m, pf, call))
-                return;
+        if (!dry_run && call && assign_pf_changing(m, pf, call))
+                return -EBUSY;
         r = collect_items(m, pf, &items, &n, &bad);
         if (r < 0) {
-                call_errorf(call, r == -ENOMEM ? SVFF_ERROR_INTERNAL : SVFF_ERROR_STORE, "path",
-                            svff_store_path(m->store), "The records of VF %s in '%s' cannot be read.", strna(bad),
-                            svff_store_path(m->store));
-                return;
+                refuse(call, err, r == -ENOMEM ? SVFF_ERROR_INTERNAL : SVFF_ERROR_STORE, "path",
+                       svff_store_path(m->store), "The records of VF %s in '%s' cannot be read.", strna(bad),
+                       svff_store_path(m->store));
+                return r;
         }
-        if (svff_store_get_pf(m->store, pf, NULL, &driver) <= 0 || !driver)
+        if (!driver && (svff_store_get_pf(m->store, pf, NULL, &driver) <= 0 || !driver))
                 driver = m->config.vf_driver;
         in = (struct svff_reconf_input) {
                 .pf = pf, .numvfs = found->numvfs, .driver = driver, .items = items, .n_items = n,
         };
-        r = svff_reconf_plan_new(&in, numvfs, (enum svff_reconf_mode) mode, force, &plan);
+        r = svff_reconf_plan_new(&in, numvfs, req->mode, req->force, &plan);
         if (r < 0) {
-                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Planning the reconf of PF %s failed: %s.", pf,
-                            strerror(-r));
-                return;
+                refuse(call, err, SVFF_ERROR_INTERNAL, NULL, NULL, "Planning the reconf of PF %s failed: %s.", pf,
+                       strerror(-r));
+                return r;
         }
         if (dry_run) {
                 struct json_object *p = json_object_new_object();
@@ -745,20 +805,52 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                         call_unref(call);
                 else {
                         json_object_object_add(call_request(call)->parameters, "x-svff-dry-run-reply", p);
-                        return;
+                        return 0;
                 }
                 json_object_object_del(p, "x-svff-new-vfs");
                 call_reply(call, p);
                 json_object_put(p);
-                return;
+                return 0;
         }
         if (!svff_reconf_plan_ok(plan)) {
-                reply_plan_refused(call, plan);
-                return;
+                if (call)
+                        reply_plan_refused(call, plan);
+                refuse(NULL, err, NULL, NULL, NULL, "%u assignment(s) of PF %s would lose their VF",
+                       plan->n_refused + plan->n_blocked, pf);
+                return -EBUSY;
         }
-        log_info("%s of PF %s to %u VFs requested by uid %u%s%s.", image ? "Reprogram" : "Reconf", pf, numvfs,
-                 (unsigned) call_peer(call)->uid, image ? ", image " : "", image ?: "");
-        (void) reconf_start(m, call, TAKE_PTR(plan), NULL, image, ids, RESUME_NONE);
+        if (call)
+                log_info("%s of PF %s to %u VFs requested by uid %u%s%s.", image ? "Reprogram" : "Reconf", pf, numvfs,
+                         (unsigned) call_peer(call)->uid, image ? ", image " : "", image ?: "");
+        else
+                log_info("%s of PF %s to %u VFs for %s%s%s.", image ? "Reprogram" : "Reconf", pf, numvfs,
+                         strna(req->reason), image ? ", image " : "", image ?: "");
+        return reconf_start(m, call, TAKE_PTR(plan), NULL, image, identity, ids, RESUME_NONE, ret_op);
+}
+
+static void reconf_with_snapshot(struct manager *m, struct call *call) {
+        struct json_object *params = call_request(call)->parameters;
+        struct reconf_request req = { .mode = SVFF_RECONF_PAUSE };
+        const char *mode_s = NULL;
+
+        (void) svff_json_get_string(params, "pf", &req.pf);
+        (void) svff_json_get_string(params, "image", &req.image);
+        (void) svff_json_get_bool(params, "dry_run", &req.dry_run);
+        (void) svff_json_get_bool(params, "force", &req.force);
+        if (svff_json_get_string_or_null(params, "mode", &mode_s) >= 0 && mode_s)
+                req.mode = (enum svff_reconf_mode) svff_reconf_mode_from_string(mode_s);
+        req.keep_numvfs = svff_json_get_unsigned(params, "numvfs", &req.numvfs) < 0;
+        (void) request_start(m, call, &req, NULL, NULL);
+}
+
+int reconf_reprogram_own(struct manager *m, const char *pf, const char *image, int numvfs, const char *driver,
+                         const char *reason, struct operation **ret_op, struct svff_error *err) {
+        struct reconf_request req = {
+                .pf = pf, .keep_numvfs = numvfs < 0, .numvfs = numvfs < 0 ? 0 : (unsigned) numvfs,
+                .mode = SVFF_RECONF_PAUSE, .image = image, .driver = driver, .reason = reason,
+        };
+
+        return request_start(m, NULL, &req, ret_op, err);
 }
 
 /* Whether e is a reprogram that nothing resumes by itself. */
@@ -771,7 +863,7 @@ static bool journal_interrupted(struct json_object *e) {
 
 /* Resumes the journaled reconf of pf (entry e); call may be NULL. */
 static int resume_journal(struct manager *m, struct call *call, const char *pf, struct json_object *e,
-                          const char *image, int resume) {
+                          const char *image, struct json_object *identity, int resume) {
         struct reconf_journal j = {};
         int r;
 
@@ -786,7 +878,7 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
                                     svff_store_path(m->store));
                 return -EBADMSG;
         }
-        r = reconf_start(m, call, TAKE_PTR(j.plan), &j, image, NULL, resume);
+        r = reconf_start(m, call, TAKE_PTR(j.plan), &j, image, identity, NULL, resume, NULL);
         reconf_journal_done(&j);
         return r;
 }
@@ -821,25 +913,8 @@ void reconf_recover(struct manager *m) {
                 struct json_object *entry = journal_get(m, todo[i]);
 
                 if (entry)
-                        (void) resume_journal(m, NULL, todo[i], entry, NULL, RESUME_NONE);
+                        (void) resume_journal(m, NULL, todo[i], entry, NULL, NULL, RESUME_NONE);
         }
-}
-
-/* The hook is svff.conf's, never the caller's; the image is checked
- * before anything is touched. */
-static bool reprogram_allowed(struct manager *m, struct call *call, const char *pf, const char *image) {
-        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-
-        if (!m->config.flash_hook || !m->config.flash_image_dir) {
-                call_errorf(call, SVFF_ERROR_NO_FLASH_HOOK, "device", pf,
-                            "No flash hook is configured: set 'flash_hook' and 'flash_image_dir' in svff.conf(5).");
-                return false;
-        }
-        if (svff_flash_image_check(m->config.flash_image_dir, image, &err) < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_IMAGE, "image", image, "%s", svff_error_message(&err));
-                return false;
-        }
-        return true;
 }
 
 /* dry_run, force and mode, as Reconf and Reprogram both take them;
@@ -921,7 +996,7 @@ void method_reconf(struct manager *m, struct call *call) {
                 }
                 log_info("Completing the interrupted reconf of PF %s as requested by uid %u.", pf,
                          (unsigned) call_peer(call)->uid);
-                (void) resume_journal(m, call, pf, e, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE);
+                (void) resume_journal(m, call, pf, e, NULL, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE);
                 return;
         }
         manager_with_snapshot(m, call, reconf_with_snapshot);
@@ -930,6 +1005,7 @@ void method_reconf(struct manager *m, struct call *call) {
 void method_reprogram(struct manager *m, struct call *call) {
         static const char *const allowed[] = { "pf", "image", "numvfs", "mode", "dry_run", "force", NULL };
         struct json_object *params = call_request(call)->parameters, *v, *e;
+        _cleanup_(json_object_putp) struct json_object *identity = NULL;
         char pf[SVFF_PCI_ADDR_STRLEN];
         const char *image = NULL, *jop = NULL;
         unsigned numvfs = 0;
@@ -953,7 +1029,8 @@ void method_reprogram(struct manager *m, struct call *call) {
         }
         if (!check_flags(call, params))
                 return;
-        if (!reprogram_allowed(m, call, pf, image))
+        identity = image_identity(m, call, pf, image, NULL);
+        if (!identity)
                 return;
         json_object_object_add(params, "pf", json_object_new_string(pf));
 
@@ -975,7 +1052,7 @@ void method_reprogram(struct manager *m, struct call *call) {
                 }
                 log_info("Reprogramming PF %s again after an interrupted reprogram, image %s, as requested by uid "
                          "%u.", pf, image, (unsigned) call_peer(call)->uid);
-                (void) resume_journal(m, call, pf, e, image, RESUME_REMOVE);
+                (void) resume_journal(m, call, pf, e, image, identity, RESUME_REMOVE);
                 return;
         }
         manager_with_snapshot(m, call, reconf_with_snapshot);

@@ -65,6 +65,16 @@
 void method_reconf(struct manager *m, struct call *call);
 void method_reprogram(struct manager *m, struct call *call);
 
+/* Starts a reprogram of pf that svffd itself decided on (a policy
+ * naming an image), on the current snapshot: to numvfs VFs (-1: the
+ * count it has) on driver (NULL: the stored one, else the global),
+ * pausing every assignment as Reprogram does. reason says why, for the
+ * log. 0 with *ret_op (may be NULL) the operation; else a -errno and err
+ * says why nothing was started: -EBUSY an operation on pf, -EINVAL the
+ * image or the flash hook refused. */
+int reconf_reprogram_own(struct manager *m, const char *pf, const char *image, int numvfs, const char *driver,
+                         const char *reason, struct operation **ret_op, struct svff_error *err);
+
 /* Starts recovery of every journaled reconf without an operation (after
  * a crash), when libvirt is connected. Safe to call repeatedly. */
 void reconf_recover(struct manager *m);

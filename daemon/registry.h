@@ -26,6 +26,10 @@ struct operation {
         struct call *call;      /* the caller (NULL: svffd's own, e.g. a policy) */
         bool startup;           /* READY=1 waits for it */
         void *data;             /* the operation's own state */
+        /* Called on the main thread as it ends, before its removal:
+         * message NULL on success, else why it failed. For whoever
+         * started it without a caller (autoinit: Status). */
+        void (*finished)(struct manager *m, const char *pf, const char *message);
 };
 
 struct registry;

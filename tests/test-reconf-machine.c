@@ -125,6 +125,7 @@ struct world {
         bool libvirt_gone;
         /* the store, as committed */
         char *journal;
+        bool image_unknown;             /* a reconf took the PF as it came back */
         struct record rec[MAX_ITEMS];
         char bad[512];                  /* the first invariant broken on the way */
 
@@ -538,7 +539,26 @@ static int f_bind_pf(void *userdata) {
         return f_pf(userdata, RECONF_PF_BIND, K_BINDPF);
 }
 
+#define IMAGE_IDENTITY "{\"path\":\"/images/new.bit\",\"dev\":1,\"ino\":7,\"size\":9,\"mtime_nsec\":3}"
+
 static void apply_commit(struct world *w, struct json_object *journal) {
+        struct json_object *rp, *id;
+
+        /* Which file the image is goes with the reprogram, through every
+         * restart; a reconf that takes the PF without a flash drops it, so
+         * the store never records an image the device may not hold. */
+        if (journal && json_object_object_get_ex(journal, "reprogram", &rp)) {
+                bool has = json_object_object_get_ex(rp, "image_identity", &id);
+
+                if (has == w->image_unknown)
+                        bad(w, "the journal's reprogram %s an image identity", has ? "has" : "lost");
+                if (has) {
+                        _cleanup_(json_object_putp) struct json_object *want = json_tokener_parse(IMAGE_IDENTITY);
+
+                        if (!json_object_equal(id, want))
+                                bad(w, "the journal's image identity changed: %s", json_object_to_json_string(id));
+                }
+        }
         free(w->journal);
         w->journal = journal ? strdup(json_object_to_json_string(journal)) : NULL;
         for (size_t i = 0; i < w->plan->n_items; i++) {
@@ -893,7 +913,10 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
 
                 json_object_array_add(ids, json_object_new_string("10ee:903f"));
                 json_object_array_add(ids, json_object_new_string("10ee:913f"));
-                ck_assert_int_eq(reconf_machine_set_reprogram(w->rm, "/images/new.bit", ids), 0);
+                struct json_object *identity = json_tokener_parse(IMAGE_IDENTITY);
+
+                ck_assert_int_eq(reconf_machine_set_reprogram(w->rm, "/images/new.bit", identity, ids), 0);
+                json_object_put(identity);
                 json_object_put(ids);
         }
         if (!journal_text)
@@ -907,6 +930,8 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
                 }
         if (start == S_REPROGRAM || start == S_RECONF)
                 reconf_machine_resume_reprogram(w->rm, start == S_REPROGRAM);
+        if (start == S_RECONF)
+                w->image_unknown = true;
         if (journal_text)
                 for (size_t i = 0; i < w->plan->n_items; i++)
                         reconf_machine_recover_item(w->rm, i, w->rec[i].present,

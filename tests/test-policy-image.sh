@@ -1,0 +1,214 @@
+#!/bin/sh
+# A policy naming an image, on pcisim's QDMA PF: svffd's own init
+# reprograms the PF (numvfs 0, removed, flashed, rescanned, checked,
+# bound, then the policy's count), records which file it flashed, and
+# flashes again only when the policy names another image or the file
+# changed. It never flashes behind assigned VFs, refuses an image it
+# cannot flash, leaves a failed flash "reprogram interrupted" without
+# running the hook again, and a kill after the flash still records the
+# image once the reprogram resumes.
+#
+# The hook is a test script, standing in for a vendor's flash tool (no
+# FPGA here): it tells pcisim what the device comes back as.
+. "$(dirname "$0")/reconf-lib.sh"
+
+DOMAINS="vm1"
+define $DOMAINS
+start_pcisim qdma
+PF=0000:01:00.0
+IMAGES="$T/images"
+mkdir -p "$IMAGES"
+chmod 755 "$IMAGES"
+echo "913f 8" > "$IMAGES/good.bit"
+echo "913f 8 v2" > "$IMAGES/good2.bit"
+echo "fail" > "$IMAGES/fail.bit"
+echo "kill" > "$IMAGES/kill.bit"
+echo "913f 8" > "$T/outside.bit"
+cat > "$T/hook" <<EOF
+#!/bin/sh
+# flash hook stand-in: PF IMAGE DEADLINE
+pf=\$1 image=\$2
+if [ -e '$SYS/bus/pci/devices/'"\$pf" ]; then where=on-bus; else where=removed; fi
+echo "hook \$pf \$image \$where" >> '$T/hook.log'
+read -r what n rest < "\$image"
+case \$what in
+fail) echo "flash failed: bad bitstream"; exit 1 ;;
+kill) kill -9 \$PPID; sleep 1; exit 0 ;;
+esac
+printf 'reprogram %s %s %s qdma-pf' "\$pf" "\$what" "\$n" > '$SYS/.pcisim/ctl' || exit 2
+EOF
+chmod 755 "$T/hook"
+touch "$T/hook.log"
+
+# conf IMAGE [HOOK]: the policy "fpga" of the PF, 4 VFs from IMAGE.
+conf() {
+        svff_conf ", \"flash_hook\": ${2-\"$T/hook\"}, \"flash_image_dir\": \"$IMAGES\", \"flash_timeout_sec\": 5,
+ \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, \"numvfs\": 4, \"image\": \"$1\",
+ \"reprogram_ids\": [\"10ee:913f\"] } }"
+}
+runs() { wc -l < "$T/hook.log"; }
+sys_id() { cat "$SYS/bus/pci/devices/$1/device"; }
+phase() { store_py 'j = d.get("journal") or {}; e = (j.get("pfs") or {}).get("'$PF'"); print(e["phase"] if e else None)'; }
+stored_image() { store_py 'print((d["pfs"].get("'$PF'", {}).get("image") or {}).get("path"))'; }
+stored_mtime() { store_py 'print((d["pfs"].get("'$PF'", {}).get("image") or {}).get("mtime_nsec"))'; }
+refused() { ctl status --json | jget '[o["refused"] for o in d["owners"] if o["pf"] == "'$PF'"][0]'; }
+idle() { ctl status --wait --timeout 60 >/dev/null; }
+# hup: svffd reads svff.conf again and applies the policies.
+hup() {
+        n=$(grep -c "Configuration reloaded" "$T/svffd.log" || true)
+        kill -HUP "$SVFFD_PID"
+        wait_for_s 20 hup_seen "$n" || fail "svffd did not reload its config"
+}
+hup_seen() { [ "$(grep -c "Configuration reloaded" "$T/svffd.log")" -gt "$1" ]; }
+# flashed_state IMAGE WHAT: the PF as IMAGE leaves it, with the policy's
+# 4 VFs on vfio-pci, no journal, and IMAGE recorded as flashed.
+flashed_state() {
+        expect_eq "$(sys_id $PF)" 0x913f "PF device id ($2)"
+        expect_eq "$(sys_numvfs $PF)" 4 "numvfs ($2)"
+        expect_eq "$(sys_driver $PF)" qdma-pf "PF driver ($2)"
+        check_vfio $PF
+        expect_eq "$(journal)" None "journal ($2)"
+        expect_eq "$(stored_image)" "$1" "the image recorded ($2)"
+}
+
+note "start-up: the policy's image is flashed before its VFs exist"
+conf "$IMAGES/good.bit"
+start_connected
+varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound &&
+        skip "svffd was built without --enable-fault-points"
+idle || fail "svffd stayed busy after start-up"
+expect_eq "$(runs)" 1 "hook runs at start-up"
+grep -q "^hook $PF $IMAGES/good.bit removed$" "$T/hook.log" || fail "hook arguments: $(cat "$T/hook.log")"
+flashed_state "$IMAGES/good.bit" "start-up"
+expect_eq "$(refused)" None "refusal after start-up"
+grep -q "Reprogram of PF $PF to 4 VFs for policy 'fpga'" "$T/svffd.log" || fail "the log does not say why it flashed"
+
+note "a restart with that image in place flashes nothing"
+stop_svffd || fail "svffd exit status"
+start_connected
+idle || fail "svffd stayed busy after its restart"
+expect_eq "$(runs)" 1 "hook runs after a restart"
+flashed_state "$IMAGES/good.bit" "restart"
+
+note "the file changed: a reload flashes it again"
+m=$(stored_mtime)
+touch -d '+1 hour' "$IMAGES/good.bit"
+hup
+idle || fail "svffd stayed busy after the reload"
+expect_eq "$(runs)" 2 "hook runs after the image changed"
+flashed_state "$IMAGES/good.bit" "changed image"
+[ "$(stored_mtime)" != "$m" ] || fail "the record still has the old file's mtime"
+
+note "an image svffd cannot flash: refused by name, nothing touched"
+for img in "$T/outside.bit" "$IMAGES/none.bit"; do
+        conf "$img"
+        hup
+        idle || fail "svffd stayed busy"
+        refused | grep -q "policy 'fpga' .* names an image svff cannot flash: .*$img" ||
+                fail "refusal of $img: $(refused)"
+        expect_eq "$(runs)" 2 "hook runs with $img"
+        flashed_state "$IMAGES/good.bit" "refused $img"
+done
+conf "$IMAGES/good2.bit" null
+hup
+idle || fail "svffd stayed busy"
+refused | grep -q "names image '$IMAGES/good2.bit', but no flash hook is configured: set 'flash_hook'" ||
+        fail "refusal without a hook: $(refused)"
+expect_eq "$(runs)" 2 "hook runs without a hook configured"
+
+note "another image while a VF is assigned: refused, the operator's reprogram keeps the assignment"
+VF0=$(sys_vf $PF 0)
+ctl attach "$VF0" vm1 --guest-address 05:00.0 >/dev/null || fail "attach VF0"
+before=$(assignments_snapshot)
+conf "$IMAGES/good2.bit"
+hup
+idle || fail "svffd stayed busy"
+refused | grep -q "names image '$IMAGES/good2.bit', which svff has not flashed to the PF as it is now (it holds '$IMAGES/good.bit'.*VFs of the PF are assigned; not applied: 'svffctl reprogram $PF $IMAGES/good2.bit'" ||
+        fail "refusal with an assignment: $(refused)"
+expect_eq "$(runs)" 2 "hook runs behind an assignment"
+flashed_state "$IMAGES/good.bit" "refused behind an assignment"
+expect_eq "$(assignments_snapshot)" "$before" "the assignment after the refusal"
+ctl reprogram $PF "$IMAGES/good2.bit" >/dev/null 2> "$T/err" || fail "reprogram: $(cat "$T/err")"
+expect_eq "$(runs)" 3 "hook runs after the operator's reprogram"
+flashed_state "$IMAGES/good2.bit" "the operator's reprogram"
+expect_eq "$(assignments_snapshot)" "$before" "the assignment after the reprogram"
+hup
+idle || fail "svffd stayed busy"
+expect_eq "$(runs)" 3 "hook runs once the policy's image is in place"
+expect_eq "$(refused)" None "refusal once the policy's image is in place"
+ctl detach "$VF0" >/dev/null || fail "detach VF0"
+stop_svffd || fail "svffd exit status"
+DOMAINS=vm1 check_xml
+start_connected
+idle || fail "svffd stayed busy"
+
+note "a failing flash: interrupted, its record dropped, never run again by itself"
+conf "$IMAGES/fail.bit"
+hup
+wait_for_s 30 sh -c "[ \"\$(python3 -c 'import json; d=json.load(open(\"$STATE/store.json\")); print(((d.get(\"journal\") or {}).get(\"pfs\") or {}).get(\"$PF\", {}).get(\"phase\"))')\" = interrupted ]" ||
+        fail "the failed flash is not journaled interrupted: $(phase)"
+idle || fail "svffd stayed busy"
+expect_eq "$(runs)" 4 "hook runs with the failing image"
+expect_eq "$(stored_image)" None "the image recorded after a failed flash"
+ctl status --json > "$T/status.json" || fail "status"
+# The PF is off the bus: the interrupted reprogram is its one drift,
+# the policy's failure in it.
+expect_eq "$(jget '[x["kind"] for x in d["drift"]]' < "$T/status.json")" "['interrupted']" "the drift"
+stop_svffd || fail "svffd exit status"
+start_connected
+idle || fail "svffd stayed busy"
+expect_eq "$(runs)" 4 "hook runs after a restart with the flash interrupted"
+expect_eq "$(phase)" interrupted "journal phase after the restart"
+conf "$IMAGES/good.bit"
+hup
+idle || fail "svffd stayed busy"
+expect_eq "$(runs)" 4 "hook runs on a reload with the flash interrupted"
+ctl reprogram $PF "$IMAGES/good.bit" >/dev/null 2> "$T/err" || fail "reprogram after the failure: $(cat "$T/err")"
+flashed_state "$IMAGES/good.bit" "reprogram after the failure"
+expect_eq "$(runs)" 5 "hook runs after the operator's reprogram"
+
+note "svffd killed while the policy's hook runs: interrupted, the hook not run again"
+conf "$IMAGES/kill.bit"
+kill -HUP "$SVFFD_PID"
+wait_for_s 30 svffd_gone || fail "svffd was not killed by the hook"
+wait "$SVFFD_PID" 2>/dev/null || true
+SVFFD_PID=""
+varlink_check stop || fail "svffd's replies break its interface"
+expect_eq "$(runs)" 6 "hook runs before the kill"
+expect_eq "$(stored_image)" None "the image recorded while the hook ran"
+start_connected
+idle || fail "svffd stayed busy"
+expect_eq "$(phase)" interrupted "journal phase after the kill"
+expect_eq "$(runs)" 6 "hook runs after the restart"
+conf "$IMAGES/good.bit"
+ctl reprogram $PF "$IMAGES/good.bit" >/dev/null 2> "$T/err" || fail "reprogram after the kill: $(cat "$T/err")"
+flashed_state "$IMAGES/good.bit" "reprogram after the kill"
+runs_before=$(runs)
+
+note "svffd killed after the policy's flash: the resumed reprogram records the image"
+stop_svffd || fail "svffd exit status"
+SVFF_FAULT=after-flash; export SVFF_FAULT
+start_connected
+unset SVFF_FAULT
+idle || fail "svffd stayed busy"
+conf "$IMAGES/good2.bit"
+kill -HUP "$SVFFD_PID"
+wait_for_s 30 svffd_gone || fail "svffd was not killed after the flash"
+wait "$SVFFD_PID" 2>/dev/null || true
+SVFFD_PID=""
+varlink_check stop || fail "svffd's replies break its interface"
+grep -qE "fault point 'after-flash' \([0-9]*\) reached, killing svffd" "$T/svffd.log" ||
+        fail "svffd was not killed after the flash"
+expect_eq "$(runs)" $((runs_before + 1)) "hook runs before the kill"
+expect_eq "$(phase)" rescan "journal phase after the kill"
+start_connected
+wait_for_s 20 journal_none || fail "the reprogram did not resume: journal phase $(phase)"
+idle || fail "svffd stayed busy"
+flashed_state "$IMAGES/good2.bit" "resumed after the flash"
+expect_eq "$(runs)" $((runs_before + 1)) "hook runs after the resumed reprogram"
+stop_svffd || fail "svffd exit status"
+start_connected
+idle || fail "svffd stayed busy"
+expect_eq "$(runs)" $((runs_before + 1)) "hook runs at the next start"
+stop_svffd || fail "svffd exit status"
+echo "PASS"
