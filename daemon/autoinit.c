@@ -165,7 +165,7 @@ static void emit(struct manager *m, const char *name, const char *pf, const char
         _printf_(4, 5);
 static void emit(struct manager *m, const char *name, const char *pf, const char *fmt, ...) {
         struct json_object *e = json_object_new_object();
-        char msg[512];
+        char msg[1536];
         va_list ap;
 
         if (!e)
@@ -246,6 +246,10 @@ static bool pf_assigned(struct manager *m, const char *pf) {
         return false;
 }
 
+/* What a reprogram takes beyond the hook and the numvfs writes: the
+ * PF's removal, the rescan's wait for it (reconf-ops.c) and its bind. */
+#define RESCAN_BUDGET_USEC (40 * USEC_PER_SEC)
+
 /* A policy names an image: unless the store says svff last flashed that
  * very file to the PF, its init is a reprogram (quiesce, numvfs 0,
  * remove, flash, rescan, check, bind, then the policy's count). Returns
@@ -273,7 +277,7 @@ static int apply_image(struct manager *m, const struct svff_pf *pf, const struct
         else if (!(identity = svff_flash_image_identity(pol->image, &st)))
                 return log_oom();
         else if (svff_flash_image_same(stored, identity)) {
-                log_debug("PF %s holds image '%s' (%s), as svff flashed it.", pf->address, pol->image, reason);
+                log_info("PF %s holds image '%s' (%s), as svff flashed it.", pf->address, pol->image, reason);
                 return 0;
         } else {
                 if (stored)
@@ -289,21 +293,29 @@ static int apply_image(struct manager *m, const struct svff_pf *pf, const struct
                                  pf->address, reason, pol->image);
                         return -EAGAIN;
                 } else {
-                        r = reconf_reprogram_own(m, pf->address, pol->image, pol->numvfs, driver, reason, &op, &err);
+                        char owner[256];
+
+                        snprintf(owner, sizeof(owner), SVFF_PF_OWNER_POLICY_PREFIX "%s", pol->name);
+                        r = reconf_reprogram_own(m, pf->address, pol->image, pol->numvfs, driver, reason, owner,
+                                                 &err);
                         if (r == -EBUSY && manager_find_operation(m, pf->address))
                                 return -EBUSY;
                         if (r >= 0) {
                                 log_notice("PF %s: %s names image '%s', %s; reprogramming it.", pf->address, reason,
-                                           pol->image, had ? "another than the one svff flashed last" :
-                                           "which svff has no record of flashing to it");
-                                if (op) {
+                                           pol->image,
+                                           !had ? "which svff has no record of flashing to it"
+                                           : streq(had, pol->image) ? "which changed since svff flashed it"
+                                                                    : "not the one svff flashed last");
+                                /* It may have ended already. */
+                                op = manager_find_operation(m, pf->address);
+                                if (op && op->data && streq(op->kind, "reprogram")) {
                                         op->finished = init_done;
                                         if (startup && m->autoinit) {
                                                 unsigned to = pol->numvfs >= 0 ? (unsigned) pol->numvfs : pf->numvfs;
 
                                                 op->startup = true;
                                                 m->autoinit->startup_budget +=
-                                                        m->config.flash_timeout_usec +
+                                                        m->config.flash_timeout_usec + RESCAN_BUDGET_USEC +
                                                         operation_init_budget(m, pf->numvfs, 0) +
                                                         operation_init_budget(m, 0, to);
                                         }

@@ -633,6 +633,7 @@ struct reconf_request {
         const char *image;              /* a reprogram's */
         const char *driver;             /* for the VFs; NULL: the stored one, else the global */
         const char *reason;             /* svffd's own: why, for the log */
+        const char *owner;              /* svffd's own: who owns the count from now on */
 };
 
 /* A request refused: answered when there is a call, and said in err. */
@@ -680,7 +681,7 @@ static struct json_object *image_identity(struct manager *m, struct call *call, 
  * call, answers its dry run). call NULL: svffd's own, refusals only in
  * err. Returns 0 once started or answered, else a -errno. */
 static int request_start(struct manager *m, struct call *call, const struct reconf_request *req,
-                         struct operation **ret_op, struct svff_error *err) {
+                         struct svff_error *err) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
         _cleanup_free_ struct svff_reconf_item *items = NULL;
         _cleanup_free_ char *bad = NULL;
@@ -742,8 +743,11 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                        pf, op->phase, op->done, op->total);
                 return -EBUSY;
         }
-        if (!dry_run && call && assign_pf_changing(m, pf, call))
+        if (!dry_run && assign_pf_changing(m, pf, call)) {
+                refuse(NULL, err, NULL, NULL, NULL, "an attach, detach, pause or unpause of a VF of PF %s is in "
+                       "progress", pf);
                 return -EBUSY;
+        }
         r = collect_items(m, pf, &items, &n, &bad);
         if (r < 0) {
                 refuse(call, err, r == -ENOMEM ? SVFF_ERROR_INTERNAL : SVFF_ERROR_STORE, "path",
@@ -825,7 +829,19 @@ static int request_start(struct manager *m, struct call *call, const struct reco
         else
                 log_info("%s of PF %s to %u VFs for %s%s%s.", image ? "Reprogram" : "Reconf", pf, numvfs,
                          strna(req->reason), image ? ", image " : "", image ?: "");
-        return reconf_start(m, call, TAKE_PTR(plan), NULL, image, identity, ids, RESUME_NONE, ret_op);
+        if (req->owner) {
+                /* Recorded with the reconf's first commit: the policy
+                 * acts on the count (and a recovery goes on without
+                 * knowing who asked). */
+                if (svff_store_get_pf(m->store, pf, NULL, NULL) <= 0)
+                        (void) svff_store_set_pf(m->store, pf, found->numvfs, driver);
+                (void) svff_store_set_pf_owner(m->store, pf, req->owner);
+        }
+        r = reconf_start(m, call, TAKE_PTR(plan), NULL, image, identity, ids, RESUME_NONE, NULL);
+        if (r < 0 && err && !svff_error_is_set(err))
+                (void) svff_error_set(err, r, "starting the %s of PF %s failed: %s", image ? "reprogram" : "reconf",
+                                      pf, r == -ENOTCONN ? "libvirt is not connected" : strerror(-r));
+        return r;
 }
 
 static void reconf_with_snapshot(struct manager *m, struct call *call) {
@@ -840,17 +856,17 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
         if (svff_json_get_string_or_null(params, "mode", &mode_s) >= 0 && mode_s)
                 req.mode = (enum svff_reconf_mode) svff_reconf_mode_from_string(mode_s);
         req.keep_numvfs = svff_json_get_unsigned(params, "numvfs", &req.numvfs) < 0;
-        (void) request_start(m, call, &req, NULL, NULL);
+        (void) request_start(m, call, &req, NULL);
 }
 
 int reconf_reprogram_own(struct manager *m, const char *pf, const char *image, int numvfs, const char *driver,
-                         const char *reason, struct operation **ret_op, struct svff_error *err) {
+                         const char *reason, const char *owner, struct svff_error *err) {
         struct reconf_request req = {
                 .pf = pf, .keep_numvfs = numvfs < 0, .numvfs = numvfs < 0 ? 0 : (unsigned) numvfs,
-                .mode = SVFF_RECONF_PAUSE, .image = image, .driver = driver, .reason = reason,
+                .mode = SVFF_RECONF_PAUSE, .image = image, .driver = driver, .reason = reason, .owner = owner,
         };
 
-        return request_start(m, NULL, &req, ret_op, err);
+        return request_start(m, NULL, &req, err);
 }
 
 /* Whether e is a reprogram that nothing resumes by itself. */

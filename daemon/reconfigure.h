@@ -69,11 +69,13 @@ void method_reprogram(struct manager *m, struct call *call);
  * naming an image), on the current snapshot: to numvfs VFs (-1: the
  * count it has) on driver (NULL: the stored one, else the global),
  * pausing every assignment as Reprogram does. reason says why, for the
- * log. 0 with *ret_op (may be NULL) the operation; else a -errno and err
- * says why nothing was started: -EBUSY an operation on pf, -EINVAL the
- * image or the flash hook refused. */
+ * log; owner (may be NULL) is recorded as the owner of the PF's count
+ * (see autoinit.h). 0 once started (manager_find_operation() has it
+ * while it runs); else a -errno and err says why nothing was started:
+ * -EBUSY something on pf is in progress, -EINVAL the image or the flash
+ * hook refused. */
 int reconf_reprogram_own(struct manager *m, const char *pf, const char *image, int numvfs, const char *driver,
-                         const char *reason, struct operation **ret_op, struct svff_error *err);
+                         const char *reason, const char *owner, struct svff_error *err);
 
 /* Starts recovery of every journaled reconf without an operation (after
  * a crash), when libvirt is connected. Safe to call repeatedly. */

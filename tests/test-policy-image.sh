@@ -40,10 +40,11 @@ EOF
 chmod 755 "$T/hook"
 touch "$T/hook.log"
 
-# conf IMAGE [HOOK]: the policy "fpga" of the PF, 4 VFs from IMAGE.
+# conf IMAGE [HOOK [COUNT]]: the policy "fpga" of the PF, COUNT (default
+# "numvfs": 4) from IMAGE.
 conf() {
         svff_conf ", \"flash_hook\": ${2-\"$T/hook\"}, \"flash_image_dir\": \"$IMAGES\", \"flash_timeout_sec\": 5,
- \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, \"numvfs\": 4, \"image\": \"$1\",
+ \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, ${3-\"numvfs\": 4,} \"image\": \"$1\",
  \"reprogram_ids\": [\"10ee:913f\"] } }"
 }
 runs() { wc -l < "$T/hook.log"; }
@@ -210,5 +211,28 @@ stop_svffd || fail "svffd exit status"
 start_connected
 idle || fail "svffd stayed busy"
 expect_eq "$(runs)" $((runs_before + 1)) "hook runs at the next start"
+
+note "the policy's count changes with its image: both applied, the PF still the policy's"
+conf "$IMAGES/good.bit" "\"$T/hook\"" '"numvfs": 2,'
+hup
+idle || fail "svffd stayed busy"
+expect_eq "$(runs)" $((runs_before + 2)) "hook runs for the new count and image"
+expect_eq "$(sys_numvfs $PF)" 2 "numvfs of the policy's new count"
+expect_eq "$(stored_image)" "$IMAGES/good.bit" "the image recorded with the new count"
+owner() { ctl status --json | jget '[o["owner"] for o in d["owners"] if o["pf"] == "'$PF'"][0]'; }
+expect_eq "$(owner)" "policy:fpga" "the owner after the policy's reprogram"
+
+note "a policy with an image and no count: flashed keeping the count, and each change of the file flashed"
+conf "$IMAGES/good2.bit" "\"$T/hook\"" ""
+hup
+idle || fail "svffd stayed busy"
+expect_eq "$(runs)" $((runs_before + 3)) "hook runs for an image without a count"
+expect_eq "$(sys_numvfs $PF)" 2 "numvfs kept by a policy without a count"
+expect_eq "$(stored_image)" "$IMAGES/good2.bit" "the image recorded without a count"
+touch -d '+2 hours' "$IMAGES/good2.bit"
+hup
+idle || fail "svffd stayed busy"
+expect_eq "$(runs)" $((runs_before + 4)) "hook runs once the file changed"
+expect_eq "$(journal)" None "journal after the image-only policy"
 stop_svffd || fail "svffd exit status"
 echo "PASS"
