@@ -91,3 +91,57 @@ svffctl reprogram "$pf" "$images/a.bin" >"$R/reprogram-again.out" 2>&1 ||
 check_kept "after reprogram again"
 svffctl status --json >"$R/status.json" || vm_fail "svffctl status --json failed"
 assert_eq "status: no drift after reprogram again" 0 "$(jq '.drift | length' "$R/status.json")"
+
+# ---- a policy naming the image: the one svff flashed is not flashed
+# again; another waits for the assignments to go, then start-up flashes
+# it before the VFs exist ----
+policy() {
+        echo "{ \"flash_hook\": \"$hook\", \"flash_image_dir\": \"$images\", \"flash_timeout_sec\": 60,
+ \"policies\": { \"fpga\": { \"match\": { \"address\": \"$pf\" }, \"numvfs\": 4, \"image\": \"$1\" } } }"
+}
+assert_eq "the store records the image reprogram flashed" "$images/a.bin" \
+        "$(jq -r --arg pf "$pf" '.pfs[$pf].image.path' /run/svff-state/store.json)"
+vm_svffd_stop
+: >/run/svff-flash-hook.seen
+vm_svffd_start "$(policy "$images/a.bin")"
+# 'svffctl init' set the count: the operator's, until handed back.
+svffctl init "$pf" --policy >/dev/null || vm_fail "svffctl init $pf --policy failed"
+assert_eq "the PF's count is the policy's" "policy:fpga" \
+        "$(svffctl status --json | jq -r --arg pf "$pf" '.owners[] | select(.pf == $pf) | .owner')"
+vm_svffd_stop
+vm_svffd_start "$(policy "$images/a.bin")"
+svffctl status --wait --timeout 120 >/dev/null || vm_fail "svffd stayed busy after its start"
+assert_true "svffd saw the policy's image in place" grep -q "holds image '$images/a.bin'" "$R/svffd.log"
+assert_eq "a start with the policy's image in place runs no hook" "" "$(cat /run/svff-flash-hook.seen)"
+check_kept "after a start with the policy's image in place"
+echo "another image" >"$images/b.bin"
+vm_svffd_stop
+vm_svffd_start "$(policy "$images/b.bin")"
+svffctl status --wait --timeout 120 >/dev/null || vm_fail "svffd stayed busy after its start"
+assert_eq "another image behind assigned VFs runs no hook" "" "$(cat /run/svff-flash-hook.seen)"
+svffctl status --json >"$R/status-policy.json" || vm_fail "svffctl status --json failed"
+assert_true "status: the policy is refused, the assignments named" \
+        jq -e --arg pf "$pf" '.owners[] | select(.pf == $pf) | .refused | test("VFs of the PF are assigned")' \
+        "$R/status-policy.json"
+check_kept "after the refused policy"
+# The domains go; with their assignments released, the next start
+# flashes the policy's image.
+for d in $doms; do virsh -q destroy "$d" >/dev/null || vm_fail "virsh destroy $d"; done
+for v in $vfs; do svffctl detach "$v" >/dev/null || vm_fail "svffctl detach $v failed"; done
+vm_svffd_stop
+t=$(vm_now)
+vm_svffd_start "$(policy "$images/b.bin")"
+svffctl status --wait --timeout 180 >/dev/null || vm_fail "svffd stayed busy after its start"
+vm_log "start-up with the policy's reprogram took $(echo "$t $(vm_now)" | awk '{ printf "%.2f", $2 - $1 }') s"
+assert_eq "start-up ran the hook once, with the PF and its VFs gone" "$pf gone, 0 VFs" \
+        "$(cat /run/svff-flash-hook.seen)"
+assert_eq "after the policy's reprogram: PF driver" nvme "$(basename "$(readlink "$P/driver")")"
+assert_eq "after the policy's reprogram: numvfs" 4 "$(cat "$P/sriov_numvfs")"
+assert_eq "the store records the policy's image" "$images/b.bin" \
+        "$(jq -r --arg pf "$pf" '.pfs[$pf].image.path' /run/svff-state/store.json)"
+assert_eq "no journal after the policy's reprogram" null "$(jq -c '.journal' /run/svff-state/store.json)"
+vm_svffd_stop
+vm_svffd_start "$(policy "$images/b.bin")"
+svffctl status --wait --timeout 120 >/dev/null || vm_fail "svffd stayed busy after its start"
+assert_eq "the next start runs no hook" "$pf gone, 0 VFs" "$(cat /run/svff-flash-hook.seen)"
+vm_svffd_stop
