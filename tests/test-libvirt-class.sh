@@ -76,6 +76,35 @@ expect_eq "$(ctl list --json | jget "[v for p in d['pfs'] if p['address'] == '$P
         "[2]" "VF 0's namespaces (the assignment's, over the policy's) after taking VF 1's"
 ctl detach "$VF0" >"$T/out" 2>&1 || fail "detach $VF0: $(cat "$T/out")"
 
+# svffd killed right after that release: the restart resumes the reconf
+# from its journal, releases again (a release is idempotent) and the
+# namespace is free; VF 0 gives it back with its own release.
+ctl reconf $PF 2 >"$T/out" 2>&1 || fail "reconf $PF 2 before the kill: $(cat "$T/out")"
+VF1=$(sys_vf $PF 1)
+ctl attach "$VF1" vm1 --namespace 3 >"$T/out" 2>&1 || fail "attach --namespace 3 before the kill: $(cat "$T/out")"
+stop_svffd || fail "svffd did not stop cleanly"
+SVFF_FAULT=after-class-release-1; export SVFF_FAULT
+start_connected
+unset SVFF_FAULT
+rc=0
+ctl reconf $PF 1 --force >"$T/out" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "svffd survived its fault point after-class-release-1: $(cat "$T/out")"
+grep -qE "fault point 'after-class-release' \([0-9]*\) reached, killing svffd" "$T/svffd.log" ||
+        fail "svffd was not killed after the class's release"
+wait "$SVFFD_PID" 2>/dev/null || true
+SVFFD_PID=""
+varlink_check stop || fail "svffd's replies break its interface"
+start_connected
+journal_left() { python3 -c "import json; d=json.load(open('$STATE/store.json')); print(bool(((d.get('journal') or {}).get('pfs') or {})))"; }
+no_journal() { [ "$(journal_left)" = False ]; }
+wait_for_s 20 no_journal ||
+        fail "the reconf did not resume after the kill: journal $(journal_left)"
+expect_eq "$(sys_numvfs $PF)" 1 "sriov_numvfs after the resumed reconf --force"
+ctl attach "$VF0" vm2 --namespace 3 >"$T/out" 2>&1 ||
+        fail "namespace 3 is still VF 1's after the resumed reconf --force: $(cat "$T/out")"
+ctl detach "$VF0" --release >"$T/out" 2>&1 || fail "detach --release $VF0 after the kill: $(cat "$T/out")"
+check_vfs "after the kill after the class's release"
+
 # A class release that fails is said, and the reconf still goes through
 # (the VF is gone with its count; what is left is named).
 ctl --json reconf $PF 2 >"$T/reconf2.json" 2>"$T/out" || fail "reconf $PF 2: $(cat "$T/out")"
