@@ -707,17 +707,29 @@ static void notice(const char *fmt, ...) {
                 fprintf(stderr, "%ssvffctl: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", msg);
 }
 
-/* userdata: set when svffd announced its shutdown. */
+/* How svffd ended a Monitor stream, if it said so. */
+struct monitor_end {
+        bool shutdown;                  /* it is stopping */
+        int64_t dropped;                /* > 0: we fell behind, that many events lost */
+};
+
 static int monitor_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
-        bool *shutdown = userdata;
-        struct json_object *ev;
+        struct monitor_end *end = userdata;
+        struct json_object *ev, *n;
 
         if (error)
                 return report_error(error, p);
         if (json_object_object_get_ex(p, "event", &ev)) {
+                const char *name = jstr(ev, "event");
+
                 print_event(ev);
-                if (jstr(ev, "event") && streq(jstr(ev, "event"), "shutdown"))
-                        *shutdown = true;
+                if (name && streq(name, "shutdown"))
+                        end->shutdown = true;
+                else if (name && streq(name, "events-dropped")) {
+                        end->dropped = json_object_object_get_ex(ev, "dropped", &n) ? json_object_get_int64(n) : 0;
+                        if (end->dropped <= 0)
+                                end->dropped = 1;
+                }
         }
         return continues ? READ_MORE : 0;
 }
@@ -733,7 +745,7 @@ static int cmd_monitor(int argc, char **argv) {
                 return usage_error("monitor", "takes no arguments; see 'svffctl monitor --help'.");
         for (;;) {
                 _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *c = NULL;
-                bool shutdown = false;
+                struct monitor_end end = {};
                 int r;
 
                 if (reconnecting) {
@@ -757,10 +769,11 @@ static int cmd_monitor(int argc, char **argv) {
                         r = svff_varlink_client_read(c, 0, &p, &error, &continues);
                         if (r < 0)
                                 break;
-                        r = monitor_reply(p, error, continues, &shutdown);
-                        if (r == 0 && shutdown) {
-                                /* svffd's last word before it stops: the
-                                 * stream ended as when the connection goes */
+                        r = monitor_reply(p, error, continues, &end);
+                        if (r == 0 && (end.shutdown || end.dropped > 0)) {
+                                /* svffd's last word on this stream (it
+                                 * stops, or we fell behind): it ended as
+                                 * when the connection goes */
                                 r = -ECONNRESET;
                                 break;
                         }
@@ -768,7 +781,26 @@ static int cmd_monitor(int argc, char **argv) {
                                 return r;
                         r = 0;
                 }
-                if (arg_no_reconnect && shutdown) {
+                if (end.dropped > 0) {
+                        /* Whoever reads us did not keep up: the events in
+                         * between are lost, which a script must not take
+                         * for a quiet host. */
+                        if (arg_no_reconnect) {
+                                _cleanup_json_ struct json_object *dp = json_object_new_object();
+
+                                json_object_object_add(dp, "dropped", json_object_new_int64(end.dropped));
+                                cli_error("io.svff.ctl.EventsDropped", dp,
+                                          "fell behind svffd's events: %lld were dropped and svffd ended the "
+                                          "stream (its monitor_backlog_bytes, svff.conf(5)); read the output "
+                                          "faster.", (long long) end.dropped);
+                                return EXIT_DAEMON_ERROR;
+                        }
+                        notice("fell behind svffd's events: %lld were dropped; subscribing again "
+                               "(--no-reconnect exits instead).", (long long) end.dropped);
+                        reconnecting = true;
+                        continue;
+                }
+                if (arg_no_reconnect && end.shutdown) {
                         _cleanup_json_ struct json_object *sp = json_object_new_object();
 
                         json_object_object_add(sp, "socket", json_object_new_string(socket_path()));
@@ -778,7 +810,7 @@ static int cmd_monitor(int argc, char **argv) {
                 if (arg_no_reconnect)
                         return transport_error(r);
                 notice("lost svffd (%s); reconnecting (--no-reconnect exits instead).",
-                       shutdown ? "it shut down" : strerror(-r));
+                       end.shutdown ? "it shut down" : strerror(-r));
                 reconnecting = true;
         }
 }

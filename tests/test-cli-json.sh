@@ -81,4 +81,48 @@ for l in open(sys.argv[1]):
     assert "notice" in json.loads(l)
 PY
 kill $MON; BG_PIDS=""
+
+note "monitor falls behind: it says how many events were dropped and subscribes again; --no-reconnect exits 1"
+# svffd's smallest backlog, and a reader that does not read: monitor's
+# output goes to a FIFO read only once the inits are done.
+stop_svffd TERM || fail "svffd exit status"
+echo '{ "limits": { "monitor_backlog_bytes": 4096 } }' > "$T/svff.conf"
+start_svffd
+for how in reconnect no-reconnect; do
+        mkfifo "$T/mon.$how"
+        opt=""; [ $how = no-reconnect ] && opt=--no-reconnect
+        "${SVFFCTL_REAL:-$SVFFCTL}" --socket "$SOCK" monitor --json $opt > "$T/mon.$how" 2> "$T/mon.$how.err" &
+        MON=$!
+        BG_PIDS="$MON"
+        exec 3< "$T/mon.$how"
+        for n in 64 0 64 0 64 0 64 0 64 0 64 0; do ctl init $PF $n >/dev/null || fail "init $PF $n"; done
+        cat <&3 > "$T/mon.$how.out" &
+        BG_PIDS="$MON $!"
+        exec 3<&-
+        wait_for grep -q '"event":"events-dropped"' "$T/mon.$how.out" ||
+                fail "monitor ($how) never fell behind: $(tail -c 300 "$T/mon.$how.out")"
+        if [ $how = reconnect ]; then
+                wait_for grep -q "fell behind svffd's events: [0-9]* were dropped; subscribing again" \
+                        "$T/mon.$how.err" || fail "monitor did not say it fell behind: $(cat "$T/mon.$how.err")"
+                # Drained now: subscribed again, it follows what comes next.
+                ctl init $PF 2 >/dev/null || fail "init after the drop"
+                after_drop() { python3 - "$T/mon.$how.out" <<'PY'
+import json, sys
+ev = [json.loads(l).get("event") for l in open(sys.argv[1]) if l.strip()]
+last = len(ev) - 1 - ev[::-1].index("events-dropped")
+sys.exit(0 if "subscribed" in ev[last:] and "init-done" in ev[last:] else 1)
+PY
+                }
+                wait_for after_drop || fail "monitor did not follow svffd again: $(tail -n 3 "$T/mon.$how.out")"
+                kill -0 $MON 2>/dev/null || fail "monitor exited after falling behind"
+                kill $MON
+                wait $MON 2>/dev/null || true
+        else
+                rc=0; wait $MON || rc=$?
+                expect_eq "$rc" 1 "monitor --no-reconnect's exit status after falling behind"
+                jget 'd["error"]' < "$T/mon.$how.err" | grep -qx io.svff.ctl.EventsDropped ||
+                        fail "monitor --no-reconnect's error: $(cat "$T/mon.$how.err")"
+        fi
+        BG_PIDS=""
+done
 echo "PASS"
