@@ -896,7 +896,10 @@ void reconf_machine_pf_done(struct reconf_machine *rm, enum reconf_pf_op op, int
                         return;
                 }
                 /* From here a crash cannot be resumed: the hook may have
-                 * started. */
+                 * started, and what the device holds is unknown. */
+                json_object_put(rm->image_identity);
+                rm->image_identity = NULL;
+                (void) journal_reprogram(rm);
                 (void) journal_phase(rm, "flash");
                 commit_hard(rm, flash_committed);
                 return;
@@ -906,6 +909,8 @@ void reconf_machine_pf_done(struct reconf_machine *rm, enum reconf_pf_op op, int
                                                                   : "the flash hook failed (%s)", strna(err));
                         return;
                 }
+                /* Which file the hook flashed, if the ops could tell. */
+                (void) journal_reprogram(rm);
                 (void) journal_phase(rm, "rescan");
                 commit_hard(rm, rescan_committed);
                 return;
@@ -966,11 +971,10 @@ static bool reprogram_recover(struct reconf_machine *rm) {
                 free(rm->reprogram_reason);
                 rm->reprogram_reason = NULL;
                 rm->flashed = false;
-                if (!streq(rm->resume_at, "remove")) {
-                        /* No flash: what the device holds is unknown. */
-                        json_object_put(rm->image_identity);
-                        rm->image_identity = NULL;
-                }
+                /* A flash again, or none (the device as it comes
+                 * back): either way what it holds is not known yet. */
+                json_object_put(rm->image_identity);
+                rm->image_identity = NULL;
                 (void) journal_reprogram(rm);
                 if (streq(rm->resume_at, "remove")) {
                         (void) journal_phase(rm, "remove");
@@ -1005,22 +1009,28 @@ static bool reprogram_recover(struct reconf_machine *rm) {
         return false;
 }
 
-int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *identity,
-                                 struct json_object *ids) {
+int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *ids) {
         char *s = strdup(image);
 
         if (!s)
                 return -ENOMEM;
         free(rm->image);
         rm->image = s;
+        /* Another image, or the same one again: nothing is known of it
+         * until its flash completes. */
         json_object_put(rm->image_identity);
-        rm->image_identity = json_object_get(identity);
+        rm->image_identity = NULL;
         if (ids) {
                 json_object_put(rm->ids);
                 rm->ids = json_object_get(ids);
         }
         rm->reprogram = true;
         return journal_reprogram(rm);
+}
+
+void reconf_machine_set_image_identity(struct reconf_machine *rm, struct json_object *identity) {
+        json_object_put(rm->image_identity);
+        rm->image_identity = json_object_get(identity);
 }
 
 void reconf_machine_resume_reprogram(struct reconf_machine *rm, bool flash) {

@@ -200,14 +200,16 @@ void reconf_machine_recover_item(struct reconf_machine *rm, size_t i, bool recor
                                  enum svff_assign_state state, enum svff_pause_mode mode);
 /* Before start: makes the run a reprogram with image, checking the PF
  * against ids (a JSON array, reference taken; NULL: those the journal
- * recorded, else its own identity). identity (reference taken, may be
- * NULL) says which file the image was when the reprogram was asked for
- * (svff_flash_image_identity()); it is journaled with the image, for the
- * store's record of what the PF holds once the flash is known to have
- * succeeded. -ENOMEM. On a recovery the journal's reprogram is kept
- * unless this is called (a new image for an interrupted reprogram). */
-int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *identity,
-                                 struct json_object *ids);
+ * recorded, else its own identity). -ENOMEM. On a recovery the
+ * journal's reprogram is kept unless this is called (a new image for an
+ * interrupted reprogram). */
+int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *ids);
+/* Which file the flash hook wrote (svff_flash_image_identity(), a
+ * reference taken; NULL: not known), given by the ops before they
+ * complete the flash: journaled with the reprogram from the rescan on,
+ * for the store's record of what the PF holds. Dropped when a flash
+ * begins. */
+void reconf_machine_set_image_identity(struct reconf_machine *rm, struct json_object *identity);
 /* Before start of a recovery of an interrupted reprogram: go on from the
  * removal (a reprogram again, flash: true) or from the rescan without a
  * flash (a reconf). */

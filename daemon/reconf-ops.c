@@ -672,6 +672,7 @@ struct pfop_job {
         struct json_object *class_policy;       /* a copy, or NULL */
         unsigned numvfs;
         char pf_id[16];                 /* remove: what the PF was */
+        struct json_object *identity;   /* flash: the file the hook wrote, or NULL */
         int r;
         struct svff_error err;
 };
@@ -682,8 +683,36 @@ static void pfop_job_free(struct pfop_job *j) {
         free(j->image);
         json_object_put(j->ids);
         json_object_put(j->class_policy);
+        json_object_put(j->identity);
         svff_error_free(&j->err);
         free(j);
+}
+
+static bool same_file(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Runs the hook. svffd never reads the image, so which file the hook
+ * wrote is known only when the file was the same one, unchanged, before
+ * and after it ran. */
+static int flash(struct pfop_job *j, const struct svff_flash_hook *hook) {
+        struct stat before, after;
+        bool known;
+        int r;
+
+        known = svff_flash_image_stat(hook->image_dir, j->image, &before, NULL) >= 0;
+        r = svff_flash_hook_run(j->run->env.ctx, hook, j->pf, j->image, &j->err);
+        if (r < 0)
+                return r;
+        known = known && svff_flash_image_stat(hook->image_dir, j->image, &after, NULL) >= 0 &&
+                same_file(&before, &after);
+        if (known)
+                j->identity = svff_flash_image_identity(j->image, &after);
+        else
+                log_warning("Image '%s' changed while the flash hook ran: PF %s is not recorded as holding it.",
+                            j->image, j->pf);
+        return 0;
 }
 
 static void flash_output(void *userdata, const char *line) {
@@ -851,6 +880,8 @@ static void pfop_done(void *userdata) {
         run->env.sysfs_changed(run->userdata, j->pf);
         if (j->op == RECONF_PF_REMOVE && j->r >= 0 && *j->pf_id)
                 memcpy(run->pf_id, j->pf_id, sizeof(run->pf_id));
+        if (j->op == RECONF_PF_FLASH && j->r >= 0)
+                reconf_machine_set_image_identity(run->rm, j->identity);
         forward_stop(run);
         reconf_machine_pf_done(run->rm, j->op, j->r, svff_error_is_set(&j->err) ? svff_error_message(&j->err) : NULL);
         pfop_job_free(j);
@@ -876,7 +907,7 @@ static void pfop_run(void *userdata) {
                 if (!hook.path)
                         j->r = svff_error_set(&j->err, -ENOEXEC, "no flash_hook is configured");
                 else
-                        j->r = svff_flash_hook_run(run->env.ctx, &hook, j->pf, j->image, &j->err);
+                        j->r = flash(j, &hook);
                 break;
         }
         case RECONF_PF_RESCAN:

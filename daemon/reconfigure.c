@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "assign.h"
@@ -308,14 +307,14 @@ enum { RESUME_NONE, RESUME_RESCAN, RESUME_REMOVE };
 /* Takes plan; borrows journal, the decoded entry to recover from (NULL:
  * a new reconf, journaled first by the machine). With a call, every
  * failure is answered. image: a reprogram's (NULL: a reconf, or a
- * recovery's own), identity which file it is and ids the identities it
- * may leave the PF with (both borrowed). resume: for an interrupted
+ * recovery's own), ids the identities it may leave the PF with
+ * (borrowed). resume: for an interrupted
  * reprogram's journal, go on from the removal (a reprogram again) or the
  * rescan (a reconf). ret_op (may be NULL): the operation started. */
 
 static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan,
-                        const struct reconf_journal *journal, const char *image, struct json_object *identity,
-                        struct json_object *ids, int resume, struct operation **ret_op) {
+                        const struct reconf_journal *journal, const char *image, struct json_object *ids,
+                        int resume, struct operation **ret_op) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         bool recovery = journal != NULL;
         _cleanup_(json_object_putp) struct json_object *class_policy = NULL;
@@ -371,7 +370,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 return r;
         }
         plan = NULL;
-        if ((image && reconf_machine_set_reprogram(run->rm, image, identity, ids) < 0)) {
+        if ((image && reconf_machine_set_reprogram(run->rm, image, ids) < 0)) {
                 if (call)
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 reconf_run_free(run);
@@ -653,28 +652,23 @@ static void refuse(struct call *call, struct svff_error *err, const char *error,
                 (void) svff_error_set(err, -EINVAL, "%s", msg);
 }
 
-/* The image's identity once it passes the checks (the hook is
- * svff.conf's, never the caller's; the image is checked before anything
- * is touched), else NULL, refused. */
-static struct json_object *image_identity(struct manager *m, struct call *call, const char *pf, const char *image,
-                                          struct svff_error *ret_err) {
+/* Whether the image passes the checks (the hook is svff.conf's, never
+ * the caller's; the image is checked before anything is touched), else
+ * refused. */
+static bool image_allowed(struct manager *m, struct call *call, const char *pf, const char *image,
+                          struct svff_error *ret_err) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-        struct json_object *identity;
-        struct stat st;
 
         if (!m->config.flash_hook || !m->config.flash_image_dir) {
                 refuse(call, ret_err, SVFF_ERROR_NO_FLASH_HOOK, "device", pf,
                        "No flash hook is configured: set 'flash_hook' and 'flash_image_dir' in svff.conf(5).");
-                return NULL;
+                return false;
         }
-        if (svff_flash_image_stat(m->config.flash_image_dir, image, &st, &err) < 0) {
+        if (svff_flash_image_check(m->config.flash_image_dir, image, &err) < 0) {
                 refuse(call, ret_err, SVFF_ERROR_INVALID_IMAGE, "image", image, "%s", svff_error_message(&err));
-                return NULL;
+                return false;
         }
-        identity = svff_flash_image_identity(image, &st);
-        if (!identity)
-                refuse(call, ret_err, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
-        return identity;
+        return true;
 }
 
 /* Plans req against the current snapshot and starts it (or, with a
@@ -688,7 +682,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
         const struct svff_pf *found = NULL;
         struct svff_reconf_input in = {};
         const char *pf = req->pf, *driver = req->driver, *image = req->image;
-        _cleanup_(json_object_putp) struct json_object *ids = NULL, *identity = NULL;
+        _cleanup_(json_object_putp) struct json_object *ids = NULL;
         bool dry_run = req->dry_run && call;   /* answered to a caller only */
         struct operation *op;
         unsigned numvfs = req->numvfs;
@@ -714,8 +708,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
 
                 /* What the image may turn the PF into: its policy's
                  * reprogram_ids, and what it is now. */
-                identity = image_identity(m, call, pf, image, err);
-                if (!identity)
+                if (!image_allowed(m, call, pf, image, err))
                         return -EINVAL;
                 snprintf(id, sizeof(id), "%04x:%04x", found->vendor_id, found->device_id);
                 ids = json_object_new_array();
@@ -837,7 +830,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                         (void) svff_store_set_pf(m->store, pf, found->numvfs, driver);
                 (void) svff_store_set_pf_owner(m->store, pf, req->owner);
         }
-        r = reconf_start(m, call, TAKE_PTR(plan), NULL, image, identity, ids, RESUME_NONE, NULL);
+        r = reconf_start(m, call, TAKE_PTR(plan), NULL, image, ids, RESUME_NONE, NULL);
         if (r < 0 && err && !svff_error_is_set(err))
                 (void) svff_error_set(err, r, "starting the %s of PF %s failed: %s", image ? "reprogram" : "reconf",
                                       pf, r == -ENOTCONN ? "libvirt is not connected" : strerror(-r));
@@ -879,7 +872,7 @@ static bool journal_interrupted(struct json_object *e) {
 
 /* Resumes the journaled reconf of pf (entry e); call may be NULL. */
 static int resume_journal(struct manager *m, struct call *call, const char *pf, struct json_object *e,
-                          const char *image, struct json_object *identity, int resume) {
+                          const char *image, int resume) {
         struct reconf_journal j = {};
         int r;
 
@@ -894,7 +887,7 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
                                     svff_store_path(m->store));
                 return -EBADMSG;
         }
-        r = reconf_start(m, call, TAKE_PTR(j.plan), &j, image, identity, NULL, resume, NULL);
+        r = reconf_start(m, call, TAKE_PTR(j.plan), &j, image, NULL, resume, NULL);
         reconf_journal_done(&j);
         return r;
 }
@@ -929,7 +922,7 @@ void reconf_recover(struct manager *m) {
                 struct json_object *entry = journal_get(m, todo[i]);
 
                 if (entry)
-                        (void) resume_journal(m, NULL, todo[i], entry, NULL, NULL, RESUME_NONE);
+                        (void) resume_journal(m, NULL, todo[i], entry, NULL, RESUME_NONE);
         }
 }
 
@@ -1012,7 +1005,7 @@ void method_reconf(struct manager *m, struct call *call) {
                 }
                 log_info("Completing the interrupted reconf of PF %s as requested by uid %u.", pf,
                          (unsigned) call_peer(call)->uid);
-                (void) resume_journal(m, call, pf, e, NULL, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE);
+                (void) resume_journal(m, call, pf, e, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE);
                 return;
         }
         manager_with_snapshot(m, call, reconf_with_snapshot);
@@ -1021,7 +1014,6 @@ void method_reconf(struct manager *m, struct call *call) {
 void method_reprogram(struct manager *m, struct call *call) {
         static const char *const allowed[] = { "pf", "image", "numvfs", "mode", "dry_run", "force", NULL };
         struct json_object *params = call_request(call)->parameters, *v, *e;
-        _cleanup_(json_object_putp) struct json_object *identity = NULL;
         char pf[SVFF_PCI_ADDR_STRLEN];
         const char *image = NULL, *jop = NULL;
         unsigned numvfs = 0;
@@ -1045,8 +1037,7 @@ void method_reprogram(struct manager *m, struct call *call) {
         }
         if (!check_flags(call, params))
                 return;
-        identity = image_identity(m, call, pf, image, NULL);
-        if (!identity)
+        if (!image_allowed(m, call, pf, image, NULL))
                 return;
         json_object_object_add(params, "pf", json_object_new_string(pf));
 
@@ -1068,7 +1059,7 @@ void method_reprogram(struct manager *m, struct call *call) {
                 }
                 log_info("Reprogramming PF %s again after an interrupted reprogram, image %s, as requested by uid "
                          "%u.", pf, image, (unsigned) call_peer(call)->uid);
-                (void) resume_journal(m, call, pf, e, image, identity, RESUME_REMOVE);
+                (void) resume_journal(m, call, pf, e, image, RESUME_REMOVE);
                 return;
         }
         manager_with_snapshot(m, call, reconf_with_snapshot);

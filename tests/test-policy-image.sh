@@ -21,6 +21,7 @@ mkdir -p "$IMAGES"
 chmod 755 "$IMAGES"
 echo "913f 8" > "$IMAGES/good.bit"
 echo "913f 8 v2" > "$IMAGES/good2.bit"
+echo "913f 8 touch" > "$IMAGES/touched.bit"
 echo "fail" > "$IMAGES/fail.bit"
 echo "kill" > "$IMAGES/kill.bit"
 echo "913f 8" > "$T/outside.bit"
@@ -31,6 +32,7 @@ pf=\$1 image=\$2
 if [ -e '$SYS/bus/pci/devices/'"\$pf" ]; then where=on-bus; else where=removed; fi
 echo "hook \$pf \$image \$where" >> '$T/hook.log'
 read -r what n rest < "\$image"
+[ "\$rest" = touch ] && touch -d '+5 hours' "\$image"
 case \$what in
 fail) echo "flash failed: bad bitstream"; exit 1 ;;
 kill) kill -9 \$PPID; sleep 1; exit 0 ;;
@@ -234,5 +236,15 @@ hup
 idle || fail "svffd stayed busy"
 expect_eq "$(runs)" $((runs_before + 4)) "hook runs once the file changed"
 expect_eq "$(journal)" None "journal after the image-only policy"
+
+note "the image changed while the hook ran: the PF is not recorded as holding it"
+conf "$IMAGES/touched.bit"
+hup
+idle || fail "svffd stayed busy"
+expect_eq "$(runs)" $((runs_before + 5)) "hook runs for an image changed under it"
+expect_eq "$(journal)" None "journal after the flash of a changing image"
+expect_eq "$(stored_image)" None "the image recorded after it changed under the hook"
+grep -q "Image '$IMAGES/touched.bit' changed while the flash hook ran: PF $PF is not recorded as holding it" \
+        "$T/svffd.log" || fail "svffd did not say the image changed under the hook"
 stop_svffd || fail "svffd exit status"
 echo "PASS"

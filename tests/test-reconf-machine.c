@@ -544,14 +544,23 @@ static int f_bind_pf(void *userdata) {
 static void apply_commit(struct world *w, struct json_object *journal) {
         struct json_object *rp, *id;
 
-        /* Which file the image is goes with the reprogram, through every
-         * restart; a reconf that takes the PF without a flash drops it, so
-         * the store never records an image the device may not hold. */
+        /* Which file the hook wrote goes with the reprogram from the
+         * completed flash on, through every restart; it is gone while a
+         * flash may run, and a reconf that takes the PF without a flash
+         * has none: the store never records an image the device may not
+         * hold. */
         if (journal && json_object_object_get_ex(journal, "reprogram", &rp)) {
-                bool has = json_object_object_get_ex(rp, "image_identity", &id);
+                bool has = json_object_object_get_ex(rp, "image_identity", &id), flashed = false;
+                const char *phase = NULL;
 
-                if (has == w->image_unknown)
-                        bad(w, "the journal's reprogram %s an image identity", has ? "has" : "lost");
+                (void) svff_json_get_bool(rp, "flashed", &flashed);
+                (void) svff_json_get_string(journal, "phase", &phase);
+                if (flashed && !has && !w->image_unknown)
+                        bad(w, "the journal says flashed without the image's identity");
+                if (has && (w->flashes == 0 || w->image_unknown || (phase && (streq(phase, "flash") ||
+                                                                              streq(phase, "remove")))))
+                        bad(w, "the journal has an image identity in phase %s, %u flash(es) done%s", strna(phase),
+                            w->flashes, w->image_unknown ? ", the PF taken as it came back" : "");
                 if (has) {
                         _cleanup_(json_object_putp) struct json_object *want = json_tokener_parse(IMAGE_IDENTITY);
 
@@ -675,6 +684,13 @@ static void deliver(struct world *w, struct event *e) {
         case EV_PF:
                 if (e->r >= 0)
                         done_token(w, "%s", reconf_pf_op_to_string(e->op));
+                if (e->op == RECONF_PF_FLASH && e->r >= 0) {
+                        /* The ops tell which file the hook wrote. */
+                        struct json_object *id = json_tokener_parse(IMAGE_IDENTITY);
+
+                        reconf_machine_set_image_identity(rm, id);
+                        json_object_put(id);
+                }
                 reconf_machine_pf_done(rm, e->op, e->r, e->r < 0 ? "fake PF step failure" : NULL);
                 break;
         }
@@ -913,10 +929,7 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
 
                 json_object_array_add(ids, json_object_new_string("10ee:903f"));
                 json_object_array_add(ids, json_object_new_string("10ee:913f"));
-                struct json_object *identity = json_tokener_parse(IMAGE_IDENTITY);
-
-                ck_assert_int_eq(reconf_machine_set_reprogram(w->rm, "/images/new.bit", identity, ids), 0);
-                json_object_put(identity);
+                ck_assert_int_eq(reconf_machine_set_reprogram(w->rm, "/images/new.bit", ids), 0);
                 json_object_put(ids);
         }
         if (!journal_text)
