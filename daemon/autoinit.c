@@ -233,19 +233,6 @@ static bool assignments_need_restore(struct manager *m, const struct svff_pf *pf
         return false;
 }
 
-/* Whether the store records an assignment of a VF of pf, present or
- * not. */
-static bool pf_assigned(struct manager *m, const char *pf) {
-        json_object_object_foreach(svff_store_assignments(m->store), vf, asg) {
-                const char *vpf = NULL;
-
-                (void) asg;
-                if (svff_store_get_vf(m->store, vf, &vpf, NULL) > 0 && vpf && streq(vpf, pf))
-                        return true;
-        }
-        return false;
-}
-
 /* What a reprogram takes beyond the hook and the numvfs writes: the
  * PF's removal, the rescan's wait for it (reconf-ops.c) and its bind. */
 #define RESCAN_BUDGET_USEC (40 * USEC_PER_SEC)
@@ -282,7 +269,8 @@ static int apply_image(struct manager *m, const struct svff_pf *pf, const struct
         } else {
                 if (stored)
                         (void) svff_json_get_string(stored, "path", &had);
-                if (pf_assigned(m, pf->address))
+                /* present or not: the store's records */
+                if (reconf_pf_has_assignments(m, pf->address))
                         snprintf(msg, sizeof(msg), "%s names image '%s', which svff has not flashed to the PF as it "
                                  "is now (%s%s%s), but VFs of the PF are assigned; not applied: 'svffctl reprogram "
                                  "%s %s' flashes it keeping them", reason, pol->image, had ? "it holds '" : "",

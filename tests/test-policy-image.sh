@@ -63,6 +63,14 @@ hup() {
         wait_for_s 20 hup_seen "$n" || fail "svffd did not reload its config"
 }
 hup_seen() { [ "$(grep -c "Configuration reloaded" "$T/svffd.log")" -gt "$1" ]; }
+# hup_killed WHEN: the reload starts a reprogram that kills svffd WHEN.
+hup_killed() {
+        kill -HUP "$SVFFD_PID"
+        wait_for_s 30 svffd_gone || fail "svffd was not killed $1"
+        wait "$SVFFD_PID" 2>/dev/null || true
+        SVFFD_PID=""
+        varlink_check stop || fail "svffd's replies break its interface"
+}
 # flashed_state IMAGE WHAT: the PF as IMAGE leaves it, with the policy's
 # 4 VFs on vfio-pci, no journal, and IMAGE recorded as flashed.
 flashed_state() {
@@ -172,11 +180,7 @@ expect_eq "$(runs)" 5 "hook runs after the operator's reprogram"
 
 note "svffd killed while the policy's hook runs: interrupted, the hook not run again"
 conf "$IMAGES/kill.bit"
-kill -HUP "$SVFFD_PID"
-wait_for_s 30 svffd_gone || fail "svffd was not killed by the hook"
-wait "$SVFFD_PID" 2>/dev/null || true
-SVFFD_PID=""
-varlink_check stop || fail "svffd's replies break its interface"
+hup_killed "by the hook"
 expect_eq "$(runs)" 6 "hook runs before the kill"
 expect_eq "$(stored_image)" None "the image recorded while the hook ran"
 start_connected
@@ -195,11 +199,7 @@ start_connected
 unset SVFF_FAULT
 idle || fail "svffd stayed busy"
 conf "$IMAGES/good2.bit"
-kill -HUP "$SVFFD_PID"
-wait_for_s 30 svffd_gone || fail "svffd was not killed after the flash"
-wait "$SVFFD_PID" 2>/dev/null || true
-SVFFD_PID=""
-varlink_check stop || fail "svffd's replies break its interface"
+hup_killed "after the flash"
 grep -qE "fault point 'after-flash' \([0-9]*\) reached, killing svffd" "$T/svffd.log" ||
         fail "svffd was not killed after the flash"
 expect_eq "$(runs)" $((runs_before + 1)) "hook runs before the kill"
