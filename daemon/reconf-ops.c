@@ -688,30 +688,27 @@ static void pfop_job_free(struct pfop_job *j) {
         free(j);
 }
 
-static bool same_file(const struct stat *a, const struct stat *b) {
-        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
 /* Runs the hook. svffd never reads the image, so which file the hook
  * wrote is known only when the file was the same one, unchanged, before
  * and after it ran. */
 static int flash(struct pfop_job *j, const struct svff_flash_hook *hook) {
-        struct stat before, after;
-        bool known;
+        _cleanup_(json_object_putp) struct json_object *before = NULL;
+        struct stat st;
         int r;
 
-        known = svff_flash_image_stat(hook->image_dir, j->image, &before, NULL) >= 0;
+        if (svff_flash_image_stat(hook->image_dir, j->image, &st, NULL) >= 0)
+                before = svff_flash_image_identity(j->image, &st);
         r = svff_flash_hook_run(j->run->env.ctx, hook, j->pf, j->image, &j->err);
         if (r < 0)
                 return r;
-        known = known && svff_flash_image_stat(hook->image_dir, j->image, &after, NULL) >= 0 &&
-                same_file(&before, &after);
-        if (known)
-                j->identity = svff_flash_image_identity(j->image, &after);
-        else
+        if (svff_flash_image_stat(hook->image_dir, j->image, &st, NULL) >= 0)
+                j->identity = svff_flash_image_identity(j->image, &st);
+        if (!svff_flash_image_same(before, j->identity)) {
+                json_object_put(j->identity);
+                j->identity = NULL;
                 log_warning("Image '%s' changed while the flash hook ran: PF %s is not recorded as holding it.",
                             j->image, j->pf);
+        }
         return 0;
 }
 
@@ -1092,9 +1089,9 @@ static void apply_record(struct reconf_run *run, size_t i) {
 }
 
 /* What the PF holds, in the same commit as the journal that says it:
- * nothing known once the hook may run (phase "flash"), the image the
- * reprogram was asked for once the flash succeeded and the PF came back
- * as allowed ("flashed"). A start-up compares a policy's image with it
+ * nothing known once the hook may run (phase "flash"), the file the hook
+ * wrote (the journal's image identity, if known) once the flash
+ * succeeded and the PF came back as allowed ("flashed"). A start-up compares a policy's image with it
  * and flashes only when they differ, so a record must never claim more
  * than the journal knows. */
 static void record_image(struct reconf_run *run, struct json_object *journal) {

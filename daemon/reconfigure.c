@@ -308,13 +308,12 @@ enum { RESUME_NONE, RESUME_RESCAN, RESUME_REMOVE };
  * a new reconf, journaled first by the machine). With a call, every
  * failure is answered. image: a reprogram's (NULL: a reconf, or a
  * recovery's own), ids the identities it may leave the PF with
- * (borrowed). resume: for an interrupted
- * reprogram's journal, go on from the removal (a reprogram again) or the
- * rescan (a reconf). ret_op (may be NULL): the operation started. */
+ * (borrowed). resume: for an interrupted reprogram's journal, go on from
+ * the removal (a reprogram again) or the rescan (a reconf). */
 
 static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan,
                         const struct reconf_journal *journal, const char *image, struct json_object *ids,
-                        int resume, struct operation **ret_op) {
+                        int resume) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         bool recovery = journal != NULL;
         _cleanup_(json_object_putp) struct json_object *class_policy = NULL;
@@ -424,8 +423,6 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 op->phase = reconf_machine_phase(run->rm);
                 /* A reprogram's five PF steps are not the plan's. */
                 op->total = (unsigned) p->n_steps + (reconf_machine_reprogram(run->rm) ? 5 : 0);
-                if (ret_op)
-                        *ret_op = op;
         }
         {
                 const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
@@ -830,7 +827,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                         (void) svff_store_set_pf(m->store, pf, found->numvfs, driver);
                 (void) svff_store_set_pf_owner(m->store, pf, req->owner);
         }
-        r = reconf_start(m, call, TAKE_PTR(plan), NULL, image, ids, RESUME_NONE, NULL);
+        r = reconf_start(m, call, TAKE_PTR(plan), NULL, image, ids, RESUME_NONE);
         if (r < 0 && err && !svff_error_is_set(err))
                 (void) svff_error_set(err, r, "starting the %s of PF %s failed: %s", image ? "reprogram" : "reconf",
                                       pf, r == -ENOTCONN ? "libvirt is not connected" : strerror(-r));
@@ -887,7 +884,7 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
                                     svff_store_path(m->store));
                 return -EBADMSG;
         }
-        r = reconf_start(m, call, TAKE_PTR(j.plan), &j, image, NULL, resume, NULL);
+        r = reconf_start(m, call, TAKE_PTR(j.plan), &j, image, NULL, resume);
         reconf_journal_done(&j);
         return r;
 }
