@@ -40,6 +40,33 @@ reconf_scene() {
 }
 
 
+# flash_hook_standin: $T/hook, standing in for a vendor's flash tool (no
+# FPGA here) on pcisim's QDMA PF. Each run is logged to $T/hook.log as
+# "hook PF IMAGE DEADLINE on-bus|removed"; what it does is the image's
+# first line: "DEVICE TOTALVFS [touch]" has pcisim bring the PF back as
+# 10ee:DEVICE with TOTALVFS VFs (touch: the image changes while the hook
+# runs), "fail" exits 1, "slow" passes any deadline, "kill" kills svffd.
+flash_hook_standin() {
+        cat > "$T/hook" <<EOF
+#!/bin/sh
+# flash hook stand-in: PF IMAGE DEADLINE
+pf=\$1 image=\$2
+if [ -e '$SYS/bus/pci/devices/'"\$pf" ]; then where=on-bus; else where=removed; fi
+echo "hook \$pf \$image \$3 \$where" >> '$T/hook.log'
+echo "writing \$image to \$pf"
+read -r what n rest < "\$image"
+[ "\$rest" = touch ] && touch -d '+5 hours' "\$image"
+case \$what in
+fail) echo "flash failed: bad bitstream"; exit 1 ;;
+slow) sleep 30; exit 0 ;;
+kill) kill -9 \$PPID; sleep 1; exit 0 ;;
+esac
+printf 'reprogram %s %s %s qdma-pf' "\$pf" "\$what" "\$n" > '$SYS/.pcisim/ctl' || exit 2
+echo "done"
+EOF
+        chmod 755 "$T/hook"
+}
+
 # Records VF -> "domain guest_address alias state" for later comparison.
 assignments_snapshot() {
         store_py 'print("\n".join(sorted("%s %s %s %s %s" % (v, a["domain"], a["guest_address"], a["alias"], a["state"]) for v, a in d["assignments"].items())))'

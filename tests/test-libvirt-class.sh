@@ -11,6 +11,14 @@
 . "$(dirname "$0")/libvirt-embed-lib.sh"
 
 define vm1 vm2
+# restart_faulted POINT: svffd stopped, then started with fault point
+# POINT armed.
+restart_faulted() {
+        stop_svffd || fail "svffd did not stop cleanly"
+        SVFF_FAULT=$1; export SVFF_FAULT
+        start_connected
+        unset SVFF_FAULT
+}
 PF=0000:00:04.0
 start_pcisim nvme
 svff_conf ", \"policies\": { \"disks\": { \"match\": { \"address\": \"$PF\" },
@@ -82,10 +90,7 @@ ctl detach "$VF0" >"$T/out" 2>&1 || fail "detach $VF0: $(cat "$T/out")"
 ctl reconf $PF 2 >"$T/out" 2>&1 || fail "reconf $PF 2 before the kill: $(cat "$T/out")"
 VF1=$(sys_vf $PF 1)
 ctl attach "$VF1" vm1 --namespace 3 >"$T/out" 2>&1 || fail "attach --namespace 3 before the kill: $(cat "$T/out")"
-stop_svffd || fail "svffd did not stop cleanly"
-SVFF_FAULT=after-class-release-1; export SVFF_FAULT
-start_connected
-unset SVFF_FAULT
+restart_faulted after-class-release-1
 rc=0
 ctl reconf $PF 1 --force >"$T/out" 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "svffd survived its fault point after-class-release-1: $(cat "$T/out")"
@@ -119,10 +124,7 @@ assert all(e["done"] <= e["total"] for e in steps), [(e["done"], e["total"]) for
 PY
 VF1=$(sys_vf $PF 1)
 ctl attach "$VF1" vm1 --namespace 3 >"$T/out" 2>&1 || fail "attach --namespace 3: $(cat "$T/out")"
-stop_svffd || fail "svffd did not stop cleanly"
-SVFF_FAULT=fail-class-release-1; export SVFF_FAULT
-start_connected
-unset SVFF_FAULT
+restart_faulted fail-class-release-1
 ctl reconf $PF 1 --force --json >"$T/out.json" 2>"$T/err" || fail "reconf --force with a failing release: $(cat "$T/err")"
 grep -q "device class's release failed" "$T/out.json" ||
         fail "the reply does not say the class's release failed: $(cat "$T/out.json")"

@@ -8,8 +8,7 @@
 # running the hook again, and a kill after the flash still records the
 # image once the reprogram resumes.
 #
-# The hook is a test script, standing in for a vendor's flash tool (no
-# FPGA here): it tells pcisim what the device comes back as.
+# The hook is reconf-lib.sh's stand-in for a vendor's flash tool.
 . "$(dirname "$0")/reconf-lib.sh"
 
 DOMAINS="vm1"
@@ -25,21 +24,7 @@ echo "913f 8 touch" > "$IMAGES/touched.bit"
 echo "fail" > "$IMAGES/fail.bit"
 echo "kill" > "$IMAGES/kill.bit"
 echo "913f 8" > "$T/outside.bit"
-cat > "$T/hook" <<EOF
-#!/bin/sh
-# flash hook stand-in: PF IMAGE DEADLINE
-pf=\$1 image=\$2
-if [ -e '$SYS/bus/pci/devices/'"\$pf" ]; then where=on-bus; else where=removed; fi
-echo "hook \$pf \$image \$where" >> '$T/hook.log'
-read -r what n rest < "\$image"
-[ "\$rest" = touch ] && touch -d '+5 hours' "\$image"
-case \$what in
-fail) echo "flash failed: bad bitstream"; exit 1 ;;
-kill) kill -9 \$PPID; sleep 1; exit 0 ;;
-esac
-printf 'reprogram %s %s %s qdma-pf' "\$pf" "\$what" "\$n" > '$SYS/.pcisim/ctl' || exit 2
-EOF
-chmod 755 "$T/hook"
+flash_hook_standin
 touch "$T/hook.log"
 
 # conf IMAGE [HOOK [COUNT]]: the policy "fpga" of the PF, COUNT (default
@@ -89,7 +74,7 @@ varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound &&
         skip "svffd was built without --enable-fault-points"
 idle || fail "svffd stayed busy after start-up"
 expect_eq "$(runs)" 1 "hook runs at start-up"
-grep -q "^hook $PF $IMAGES/good.bit removed$" "$T/hook.log" || fail "hook arguments: $(cat "$T/hook.log")"
+grep -q "^hook $PF $IMAGES/good.bit [0-9]* removed$" "$T/hook.log" || fail "hook arguments: $(cat "$T/hook.log")"
 flashed_state "$IMAGES/good.bit" "start-up"
 expect_eq "$(refused)" None "refusal after start-up"
 grep -q "Reprogram of PF $PF to 4 VFs for policy 'fpga'" "$T/svffd.log" || fail "the log does not say why it flashed"

@@ -8,9 +8,9 @@
 # its assignments paused, and reprogram or reconf takes it up again), and
 # svffd killed at every step, the hook included.
 #
-# The hook is a test script, standing in for a vendor's flash tool (no
-# FPGA here): it reads what the image asks of it and tells pcisim what
-# the device comes back as.
+# The hook is reconf-lib.sh's stand-in for a vendor's flash tool: it
+# reads what the image asks of it and tells pcisim what the device comes
+# back as.
 . "$(dirname "$0")/reconf-lib.sh"
 
 DOMAINS="vm1 vm2 vm3"
@@ -29,23 +29,7 @@ echo "slow" > "$IMAGES/slow.bit"
 echo "kill" > "$IMAGES/kill.bit"
 ln -s "$IMAGES/good.bit" "$IMAGES/link.bit"
 echo "913f 8" > "$T/outside.bit"
-cat > "$T/hook" <<EOF
-#!/bin/sh
-# flash hook stand-in: PF IMAGE DEADLINE
-pf=\$1 image=\$2
-if [ -e '$SYS/bus/pci/devices/'"\$pf" ]; then where=on-bus; else where=removed; fi
-echo "hook \$pf \$image \$3 \$where" >> '$T/hook.log'
-echo "writing \$image to \$pf"
-read -r what n < "\$image"
-case \$what in
-fail) echo "flash failed: bad bitstream"; exit 1 ;;
-slow) sleep 30; exit 0 ;;
-kill) kill -9 \$PPID; sleep 1; exit 0 ;;
-esac
-printf 'reprogram %s %s %s qdma-pf' "\$pf" "\$what" "\$n" > '$SYS/.pcisim/ctl' || exit 2
-echo "done"
-EOF
-chmod 755 "$T/hook"
+flash_hook_standin
 svff_conf ", \"flash_hook\": \"$T/hook\", \"flash_image_dir\": \"$IMAGES\", \"flash_timeout_sec\": 3,
  \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, \"reprogram_ids\": [\"10ee:913f\"],
  \"qdma\": { \"qmax\": 256 } } }"
