@@ -231,5 +231,26 @@ expect_eq "$(journal)" None "journal after the flash of a changing image"
 expect_eq "$(stored_image)" None "the image recorded after it changed under the hook"
 grep -q "Image '$IMAGES/touched.bit' changed while the flash hook ran: PF $PF is not recorded as holding it" \
         "$T/svffd.log" || fail "svffd did not say the image changed under the hook"
+
+note "svffd stopped (SIGTERM) during the policy's reprogram at start-up: it ends at a safe point, the next start goes on"
+stop_svffd || fail "svffd exit status"
+conf "$IMAGES/good.bit"
+# Not start_svffd: the stop may come before svffd answers a call.
+SVFF_FAULT=after-flash SVFF_FAULT_ACTION=term \
+        "$SVFFD" --socket "$SOCK" --state-dir "$STATE" --sysfs-root "$SYS" --config "$T/svff.conf" \
+        --log-level debug >>"$T/svffd.log" 2>&1 &
+SVFFD_PID=$!
+rc=0; wait "$SVFFD_PID" || rc=$?
+SVFFD_PID=""
+expect_eq "$rc" 0 "svffd's exit status after a stop during the policy's reprogram"
+grep -qE "fault point 'after-flash' \([0-9]*\) reached, sending SIGTERM" "$T/svffd.log" ||
+        fail "the stop after the flash was never reached"
+expect_eq "$(runs)" $((runs_before + 6)) "hook runs before the stop"
+expect_eq "$(phase)" rescan "journal phase after the stop"
+start_connected
+wait_for_s 20 journal_none || fail "the reprogram did not resume after the stop: journal phase $(phase)"
+idle || fail "svffd stayed busy"
+flashed_state "$IMAGES/good.bit" "resumed after a stop"
+expect_eq "$(runs)" $((runs_before + 6)) "hook runs after the resumed reprogram"
 stop_svffd || fail "svffd exit status"
 echo "PASS"
