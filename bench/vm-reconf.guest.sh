@@ -264,15 +264,21 @@ svffd_measure() {
         } >"$out"
 }
 
-svffd_cycle() {
-        n=$1
-        set -- $(vfs "$n")
-        svffctl init "$pf" "$n" >/dev/null || vm_fail "svffctl init $pf $n failed"
+# assign_all VF...: svffd inits the PF with that many VFs and gives the
+# i-th to domain di.
+assign_all() {
+        svffctl init "$pf" "$#" >/dev/null || vm_fail "svffctl init $pf $# failed"
         i=1
         for v in "$@"; do
                 svffctl attach "$v" "d$i" >/dev/null || vm_fail "svffctl attach $v d$i failed"
                 i=$((i + 1))
         done
+}
+
+svffd_cycle() {
+        n=$1
+        set -- $(vfs "$n")
+        assign_all "$@"
         before=$(addresses "$@")
         case "$before" in *";;"*|";"*) vm_fail "svffd $n: a VF is missing from query-pci: $before" ;; esac
 
@@ -421,12 +427,7 @@ vm_svffd_start "$(jq -n --arg h "$hook" --arg d "$images" '{ flash_hook: $h, fla
 if svffctl reprogram --help >/dev/null 2>&1; then
         say "The reprogram window, 4 assigned VFs (the NVMe PF stands in for an FPGA; the hook sleeps $hook_s s)"
         set -- $(vfs 4)
-        svffctl init "$pf" 4 >/dev/null || vm_fail "svffctl init $pf 4 failed"
-        i=1
-        for v in "$@"; do
-                svffctl attach "$v" "d$i" >/dev/null || vm_fail "svffctl attach $v d$i failed"
-                i=$((i + 1))
-        done
+        assign_all "$@"
         before=$(addresses "$@")
         t0=$(now)
         svffd_reconf 4 || vm_fail "svffctl reconf $pf 4 failed"
