@@ -84,13 +84,20 @@ struct job {
         bool have_probe;
         char *store_message;            /* why the final commit failed */
 
-        /* attach: the device-class settings the assignment adds, and
-         * what provisioning them returned (PREPARE, before libvirt). */
+        /* The VF's device class (class_pf set: it has one): the
+         * settings the assignment asks for (attach, unpause), the PF's
+         * policy's, the VF's class record as it was, and the record the
+         * class step made. Attach and detach hand the VF over (what an
+         * earlier tenant left is released and reset) after the intent
+         * is journaled; unpause provisions the assignment again. */
         struct json_object *class_settings;
         struct json_object *class_policy;
+        struct json_object *class_recorded;
         struct json_object *class_rec;
         char class_pf[SVFF_PCI_ADDR_STRLEN];
         unsigned class_index;
+        bool class_ran;                 /* the class step touched the device */
+        char *class_message;            /* why a detach's hand-back failed */
 
         /* A detach another operation asked for (assign_detach()): it
          * answers done, not a call, once, when the job ends. */
@@ -123,6 +130,8 @@ static void job_free(struct job *j) {
         json_object_put(j->class_settings);
         json_object_put(j->class_policy);
         json_object_put(j->class_rec);
+        json_object_put(j->class_recorded);
+        free(j->class_message);
         svff_error_free(&j->err);
         free(j);
 }
@@ -295,24 +304,6 @@ static void attach_prepare(struct job *j) {
 
         if (check_vfio(j) < 0 || check_group(j) < 0)
                 return;
-        if (j->class_settings) {
-                /* What the assignment adds is in place before libvirt
-                 * hands the VF to the guest. */
-                int r = classes_provision_sync(j->ctx, j->class_pf, j->class_index, j->class_policy,
-                                               j->class_settings, &j->class_rec, &j->err);
-
-                if (r == 0)
-                        r = fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
-                                 "VF %s has no device class (PF %s is a bare PCI function here): class settings "
-                                 "such as --namespace do not apply to it", j->vf, j->class_pf);
-                else if (r < 0)
-                        /* Settings the class refused are the caller's;
-                         * the rest is the device's. */
-                        r = fail(j, r == -EINVAL ? SVFF_ERROR_DEVICE_REFUSED
-                                    : r == -EBUSY ? SVFF_ERROR_DEVICE_BUSY : SVFF_ERROR_OPERATION_FAILED, r, NULL);
-                if (r < 0)
-                        return;
-        }
         if (flags == 0)
                 flags = (j->info.active ? SVFF_HV_LIVE : 0) | (j->info.persistent ? SVFF_HV_CONFIG : 0);
         if ((flags & SVFF_HV_LIVE) && !j->info.active) {
@@ -336,6 +327,55 @@ static void attach_prepare(struct job *j) {
         snprintf(j->rec.domain, sizeof(j->rec.domain), "%s", j->info.name);
         snprintf(j->rec.alias, sizeof(j->rec.alias), "%s", alias);
         snprintf(j->rec.guest_address, sizeof(j->rec.guest_address), "%s", j->guest_address);
+}
+
+/* Fails j for a class step's r (< 0), or for class settings given to a
+ * VF without a class (r == 0). */
+static int class_fail(struct job *j, int r) {
+        if (r == 0)
+                return fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
+                            "VF %s has no device class (PF %s is a bare PCI function here): class settings "
+                            "such as --namespace do not apply to it", j->vf, j->class_pf);
+        /* Settings the class refused are the caller's; the rest is the
+         * device's. */
+        return fail(j, r == -EINVAL ? SVFF_ERROR_DEVICE_REFUSED
+                       : r == -EBUSY ? SVFF_ERROR_DEVICE_BUSY : SVFF_ERROR_OPERATION_FAILED, r, NULL);
+}
+
+/* The VF gets exactly the policy's settings overlaid with the
+ * assignment's before libvirt hands it to the guest: whatever an
+ * earlier tenant left on the device is released first (read from the
+ * device, not the record). */
+static void attach_class(struct job *j) {
+        int r;
+
+        if (!*j->class_pf)
+                return;
+        j->class_ran = true;
+        r = classes_handover_sync(j->ctx, j->class_pf, j->class_index, j->class_policy, j->class_settings,
+                                  j->class_recorded, &j->class_rec, &j->err);
+        if (r < 0 || (r == 0 && j->class_settings))
+                (void) class_fail(j, r);
+}
+
+/* A failed attach (or a detach) hands the VF back to the pool with the
+ * policy's settings only; the record it made replaces the VF's. */
+static void class_hand_back(struct job *j) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *rec = NULL;
+        int r;
+
+        if (!*j->class_pf)
+                return;
+        r = classes_handover_sync(j->ctx, j->class_pf, j->class_index, j->class_policy, NULL,
+                                  j->class_rec ?: j->class_recorded, &rec, &err);
+        if (r < 0) {
+                free(j->class_message);
+                j->class_message = strdup(svff_error_message(&err));
+                return;
+        }
+        json_object_put(j->class_rec);
+        j->class_rec = rec;
 }
 
 static void attach_act(struct job *j, virDomainPtr dom) {
@@ -399,6 +439,17 @@ static void unpause_run(struct job *j, virDomainPtr dom) {
         unsigned flags;
         int r;
 
+        /* The VF may have been made anew meanwhile (a reconf that lost
+         * it, then one that brought it back): it gets its assignment's
+         * class state again before the guest sees it. */
+        if (*j->class_pf) {
+                r = classes_ensure_sync(j->ctx, j->class_pf, j->class_index, j->class_policy, j->class_settings,
+                                        j->class_recorded, &j->class_rec, &j->err);
+                if (r < 0) {
+                        (void) class_fail(j, r);
+                        return;
+                }
+        }
         if (j->rec.pause_mode == SVFF_PAUSE_NATIVE) {
                 _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
 
@@ -514,9 +565,17 @@ static void job_run(void *userdata) {
                 undo_run(j);
                 probe_run(j);
         } else if (j->kind == JOB_ATTACH && j->phase == PHASE_ACT) {
-                attach_act(j, j->dom);
-                if (j->r < 0)
+                attach_class(j);
+                if (j->r >= 0)
+                        attach_act(j, j->dom);
+                if (j->r < 0) {
                         probe_run(j);
+                        /* Not in the domain: nothing of the attach stays
+                         * on the device either. */
+                        if (j->class_ran && j->have_probe && j->probe.r >= 0 && !j->probe.found_live &&
+                            !j->probe.found_config)
+                                class_hand_back(j);
+                }
         } else {
                 r = svff_hv_lookup(j->conn, j->domain_id, &j->info, &dom, &j->err);
                 if (r == -ENOENT && j->kind == JOB_DETACH) {
@@ -537,6 +596,10 @@ static void job_run(void *userdata) {
                         unpause_run(j, dom);
                 if (j->kind != JOB_ATTACH && j->r < 0)
                         probe_run(j);
+                /* Out of the domain: its class state goes before the VF
+                 * is back in the pool (scrub_on_release applies). */
+                if (j->kind == JOB_DETACH && j->r >= 0)
+                        class_hand_back(j);
         }
         if (worker_pool_post(hv_pool(j->m->hv), job_done, j) < 0)
                 log_error("Lost the result of a %s of VF %s: out of memory.", job_names[j->kind], j->vf);
@@ -702,6 +765,10 @@ static void act_failed(struct job *j) {
         char ev[64];
 
         log_warning("%s of VF %s failed: %s", kind, j->vf, msg);
+        /* What the class step left on the device is what the VF's
+         * record says (the policy's again when the attach was undone). */
+        if (j->class_rec)
+                (void) classes_record_vf(m, j->vf, TAKE_PTR(j->class_rec));
         if (!j->have_probe || j->probe.r < 0) {
                 log_warning("Cannot read domain '%s' to see where VF %s is; the %s stays journaled and the VF "
                             "stays out of the pool until svffd can.", a.domain, j->vf, kind);
@@ -746,14 +813,19 @@ static void act_done(struct job *j) {
                 j->rec.pause_mode = j->kind == JOB_PAUSE ? j->mode : SVFF_PAUSE_NONE;
         }
         store_put(m, j->vf, &j->rec, j->kind != JOB_DETACH);
-        if (j->kind == JOB_ATTACH && j->class_rec) {
+        if (j->kind == JOB_ATTACH && j->class_rec && j->class_settings) {
                 struct json_object *state = NULL;
 
                 (void) json_object_object_get_ex(j->class_rec, "state", &state);
                 (void) classes_record_assignment(m, j->vf, json_object_get(j->class_settings),
                                                  json_object_get(state));
-                (void) classes_record_vf(m, j->vf, TAKE_PTR(j->class_rec));
         }
+        if (j->class_rec)
+                (void) classes_record_vf(m, j->vf, TAKE_PTR(j->class_rec));
+        if (j->kind == JOB_DETACH && j->class_message)
+                log_warning("VF %s left domain '%s', but its class state could not be released: %s. The VF's "
+                            "next attach releases it before anything else.", j->vf, j->rec.domain,
+                            j->class_message);
         if (commit_final(j, &err) < 0) {
                 j->store_message = strdup(svff_error_message(&err));
                 if (j->kind != JOB_DETACH && job_resubmit(j, PHASE_UNDO) >= 0)
@@ -1006,6 +1078,27 @@ static bool vf_taken(struct manager *m, const char *vf, struct call *call) {
         return true;
 }
 
+/* Fills j's class fields for VF j->vf (its store record vrec): the PF
+ * and index, the PF's policy's settings (what every tenant gets; never
+ * what the VF's record says an earlier tenant had), and the VF's class
+ * record. -ENOENT when svff did not set the VF up; 0 with class_pf
+ * empty when the VF has no class record and none is asked for. */
+static int job_class_setup(struct manager *m, struct job *j, struct json_object *vrec) {
+        struct json_object *crec = classes_vf_record(m, j->vf);
+        const char *pf = NULL;
+
+        if (!crec && !j->class_settings)
+                return 0;
+        if (!vrec || svff_store_get_vf(m->store, j->vf, &pf, NULL) <= 0 || !pf ||
+            svff_json_get_unsigned(vrec, "index", &j->class_index) < 0)
+                return -ENOENT;
+        if (crec && json_object_deep_copy(crec, &j->class_recorded, NULL) < 0)
+                return -ENOMEM;
+        snprintf(j->class_pf, sizeof(j->class_pf), "%s", pf);
+        j->class_policy = classes_policy_settings(m, pf);
+        return 0;
+}
+
 static void attach_start(struct manager *m, struct call *call, const char *vf) {
         const char *dup = NULL;
         int r;
@@ -1049,20 +1142,6 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
                 j->may_bind = true;
         if (json_object_object_get_ex(params, "class", &csettings) && csettings &&
             json_object_object_length(csettings) > 0) {
-                const char *pf = NULL;
-                struct json_object *crec = classes_vf_record(m, vf);
-
-                /* The VF's own settings (the policy's, as provisioned)
-                 * under the assignment's: what it had stays. */
-                if (svff_store_get_vf(m->store, vf, &pf, NULL) <= 0 || !pf ||
-                    svff_json_get_unsigned(rec, "index", &j->class_index) < 0) {
-                        call_errorf(call, SVFF_ERROR_NOT_MANAGED, "device", vf,
-                                    "VF %s was not set up by svff ('svffctl init'), so it has no device class to "
-                                    "provision the class settings with.", vf);
-                        job_free(j);
-                        return;
-                }
-                snprintf(j->class_pf, sizeof(j->class_pf), "%s", pf);
                 /* The keys are snake_case; kebab-case, that of earlier
                  * releases, is still read for this one. */
                 r = svff_json_snake_keys(csettings, &j->class_settings, &dup);
@@ -1075,27 +1154,24 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
                         job_free(j);
                         return;
                 }
-                if (r < 0 ||
-                    (crec && json_object_object_get_ex(crec, "settings", &csettings) && csettings &&
-                     json_object_deep_copy(csettings, &j->class_policy, NULL) < 0)) {
+                if (r < 0) {
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                         job_free(j);
                         return;
                 }
-                /* classes_provision_sync() takes the policy as class
-                 * members: wrap the VF's recorded settings under the
-                 * class's name. */
-                if (j->class_policy) {
-                        const char *cname = NULL;
-                        struct json_object *w = json_object_new_object();
-
-                        (void) svff_json_get_string(crec, "name", &cname);
-                        if (w && cname)
-                                json_object_object_add(w, cname, TAKE_PTR(j->class_policy));
-                        json_object_put(j->class_policy);
-                        j->class_policy = w;
-                } else
-                        j->class_policy = classes_policy_settings(m, pf);
+        }
+        r = job_class_setup(m, j, rec);
+        if (r == -ENOMEM) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                job_free(j);
+                return;
+        }
+        if (r < 0 && j->class_settings) {
+                call_errorf(call, SVFF_ERROR_NOT_MANAGED, "device", vf,
+                            "VF %s was not set up by svff ('svffctl init'), so it has no device class to "
+                            "provision the class settings with.", vf);
+                job_free(j);
+                return;
         }
         job_submit(m, j);
 }
@@ -1225,6 +1301,26 @@ static struct job *vf_job_new(struct manager *m, struct call *call, enum job_kin
                 if (json_object_object_get_ex(svff_store_vfs(m->store), vf, &vrec) &&
                     svff_json_get_string(vrec, "driver", &drv) >= 0 && streq(drv, VFIO_DRIVER))
                         j->may_bind = true;
+        }
+        if (kind == JOB_DETACH || kind == JOB_UNPAUSE) {
+                struct json_object *vrec = NULL, *acls, *settings;
+
+                acls = svff_store_get_assignment_class(m->store, vf);
+                if (kind == JOB_UNPAUSE && acls && json_object_object_get_ex(acls, "settings", &settings) &&
+                    json_object_is_type(settings, json_type_object) &&
+                    json_object_deep_copy(settings, &j->class_settings, NULL) < 0) {
+                        job_free(j);
+                        if (call)
+                                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        return NULL;
+                }
+                (void) json_object_object_get_ex(svff_store_vfs(m->store), vf, &vrec);
+                if (job_class_setup(m, j, vrec) == -ENOMEM) {
+                        job_free(j);
+                        if (call)
+                                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        return NULL;
+                }
         }
         return j;
 }

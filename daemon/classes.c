@@ -108,7 +108,36 @@ struct opened {
         struct svff_class_pf *c;
 };
 
+#ifdef SVFF_FAULT_POINTS
+/* Test builds: the stand-in's model after each step, as
+ * $SVFF_TEST_NVME_STANDIN_DUMP/<pf>, so a test reads the device and not
+ * svff's records. Replaced whole: a reader sees one step's end. */
+static void standin_dump(const struct opened *o) {
+        const char *dir = getenv("SVFF_TEST_NVME_STANDIN_DUMP");
+        _cleanup_free_ char *path = NULL, *tmp = NULL;
+        struct nvme_standin *model;
+        FILE *f;
+
+        if (!dir || !o->class || !streq(o->class->name, "nvme") || !o->pf ||
+            !(model = standin_for(o->pf->address)))
+                return;
+        if (asprintf(&path, "%s/%s", dir, o->pf->address) < 0 || asprintf(&tmp, "%s.tmp", path) < 0)
+                return;
+        f = fopen(tmp, "we");
+        if (!f)
+                return;
+        nvme_standin_dump(model, f);
+        if (fclose(f) == 0)
+                (void) rename(tmp, path);
+}
+#else
+static void standin_dump(const struct opened *o) {
+        (void) o;
+}
+#endif
+
 static void opened_done(struct opened *o) {
+        standin_dump(o);
         if (o->class && o->class->close && o->c)
                 o->class->close(o->c);
         if (o->lock)
@@ -231,9 +260,12 @@ int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, 
         return r < 0 ? r : 1;
 }
 
+/* handover: the VF goes to another tenant (or back to the pool), so
+ * what recorded says it holds is released first, unless the VF is
+ * verified to be exactly as asked already. */
 static int ensure_opened(struct opened *op, unsigned index, struct json_object *policy,
-                         struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
-                         struct svff_error *err) {
+                         struct json_object *assignment, struct json_object *recorded, bool handover,
+                         struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL, *state = NULL, *rec = NULL;
         struct json_object *rsettings = NULL, *rstate = NULL;
         const char *rname = NULL;
@@ -263,6 +295,12 @@ static int ensure_opened(struct opened *op, unsigned index, struct json_object *
                         }
                         goto finish;
                 }
+        }
+        if (handover && o.class->release && recorded && svff_json_get_string(recorded, "name", &rname) >= 0 &&
+            streq(rname, o.class->name) && json_object_object_get_ex(recorded, "state", &rstate) && rstate) {
+                r = o.class->release(o.c, o.pf, index, rstate, err);
+                if (r < 0)
+                        goto finish;
         }
         if (o.class->provision) {
                 _cleanup_(json_object_putp) struct json_object *given = NULL;
@@ -308,7 +346,21 @@ int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, st
         r = opened_open(ctx, pf, false, &o, err);
         if (r <= 0)
                 return r;
-        r = ensure_opened(&o, index, policy, assignment, recorded, ret, err);
+        r = ensure_opened(&o, index, policy, assignment, recorded, false, ret, err);
+        opened_done(&o);
+        return r;
+}
+
+int classes_handover_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
+                          struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                          struct svff_error *err) {
+        struct opened o;
+        int r;
+
+        r = opened_open(ctx, pf, false, &o, err);
+        if (r <= 0)
+                return r;
+        r = ensure_opened(&o, index, policy, assignment, recorded, true, ret, err);
         opened_done(&o);
         return r;
 }
@@ -348,7 +400,7 @@ int classes_ensure_open(struct classes_open *co, unsigned index, struct json_obj
                         struct svff_error *err) {
         if (!co)
                 return 0;
-        return ensure_opened(&co->o, index, policy, assignment, recorded, ret, err);
+        return ensure_opened(&co->o, index, policy, assignment, recorded, false, ret, err);
 }
 
 int classes_provision_recorded_open(struct classes_open *co, unsigned index, struct json_object *record,
@@ -370,7 +422,7 @@ int classes_provision_recorded_open(struct classes_open *co, unsigned index, str
                 json_object_object_add(wrapped, name, json_object_get(settings));
                 policy = wrapped;
         }
-        r = ensure_opened(&co->o, index, policy, NULL, record, ret, err);
+        r = ensure_opened(&co->o, index, policy, NULL, record, false, ret, err);
         json_object_put(wrapped);
         return r;
 }

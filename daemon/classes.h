@@ -53,6 +53,15 @@ int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, 
 int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
                         struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
                         struct svff_error *err);
+/* classes_ensure_sync() for a VF that changes hands (an attach, a
+ * detach back to the pool, an unpause): unless the VF is verified to be
+ * exactly as asked already, what recorded says it holds is released
+ * first (an NVMe VF's namespaces, with their scrub; a NIC VF's MAC and
+ * VLAN), and provision sets exactly the settings, resetting whatever
+ * else the device shows. recorded is the VF's class record. */
+int classes_handover_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
+                          struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                          struct svff_error *err);
 /* Provision, then verify, VF index: *ret is {"name": ..., "settings":
  * ..., "state": ...}, what classes_record_vf() records. */
 int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,

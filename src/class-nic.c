@@ -32,9 +32,12 @@
  * 64 KiB attribute, so the set's acknowledgement is the verification and
  * no whole-PF read is made).
  *
- * An all-zero MAC is never written: where a VF had none before svff,
- * release leaves the MAC svff gave it (drivers refuse the zero MAC or
- * take it as "none"; a VF disable clears it).
+ * An all-zero MAC is written only to hand a VF on: release leaves the
+ * MAC svff gave a VF that had none before (drivers refuse the zero MAC
+ * or take it as "none"; a VF disable clears it), and the next tenant's
+ * provision clears it when neither its settings nor the VF's own give
+ * one. A driver that refuses the zero MAC then fails the hand-over:
+ * give the policy a "mac_prefix", and every tenant a MAC of its own.
  *
  * libvirt: svff hands a VF to a domain as a plain <hostdev>, for which
  * libvirt sets neither MAC nor VLAN, so this class sets all of them, in
@@ -740,6 +743,23 @@ static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsi
                 if ((bits & SVFF_NL_VF_MAC) && svff_nl_mac_is_zero(own.mac))
                         bits &= ~SVFF_NL_VF_MAC;
                 vf_take(&want, &own, vf_diff(me, &own, bits));
+        }
+
+        /* A VF handed on (its recorded state given) holds exactly these
+         * settings: what an earlier tenant set and these do not ask for
+         * goes back to what the VF had of its own, else to the drivers'
+         * defaults (no MAC, no VLAN, no rate, spoof checking on, trust
+         * off). It is recorded, so verify reads it back too. */
+        if (w.has_saved && me) {
+                struct svff_nl_vf base;
+                unsigned reset;
+
+                vf_defaults(&base, index);
+                reset = vf_diff(me, &base, me->mask & ~want.mask);
+                if ((me->mask & SVFF_NL_VF_MAC) && !(want.mask & SVFF_NL_VF_MAC) && !svff_nl_mac_is_zero(me->mac))
+                        reset |= SVFF_NL_VF_MAC;
+                vf_take(&want, &base, reset);
+                vf_take(&w.vf, &base, reset);
         }
 
         to_set = me ? vf_diff(me, &want, want.mask) | (want.mask & ~me->mask) : want.mask;

@@ -920,6 +920,63 @@ static int virt(struct svff_class_pf *c, unsigned index, const struct svff_nvme_
         return status_errno(r);
 }
 
+/* The namespaces attached to secondary scid other than keep (0: none),
+ * into *ret: what an earlier tenant of the VF, or a hand, left there. */
+static int strays_of(struct svff_class_pf *c, uint16_t scid, const struct ids *keep, struct ids *ret,
+                     struct svff_error *err) {
+        _cleanup_free_ struct ids *nss = malloc(sizeof(*nss));
+        _cleanup_free_ struct ctrls *cl = malloc(sizeof(*cl));
+        int r;
+
+        if (!nss || !cl)
+                return -ENOMEM;
+        ret->n = 0;
+        if (!(c->oacs & SVFF_NVME_OACS_NS_MGMT))
+                return 0;       /* no namespace was ever attached by command */
+        r = read_namespaces(c, nss, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < nss->n; i++) {
+                if (ids_has(keep, nss->v[i]))
+                        continue;
+                r = read_ns_ctrls(c, nss->v[i], cl, err);
+                if (r < 0)
+                        return r;
+                if (ctrls_has(cl, scid))
+                        ret->v[ret->n++] = nss->v[i];
+        }
+        return 0;
+}
+
+/* A VF holds exactly the namespace its settings name: every other one
+ * attached to its secondary is detached, so no tenant gets the disk of
+ * the one before. */
+static int detach_others(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index, uint16_t scid,
+                         uint32_t nsid, struct svff_error *err) {
+        _cleanup_free_ struct ids *strays = malloc(sizeof(*strays));
+        struct ids keep = { .n = nsid ? 1 : 0, .v = { nsid } };
+        char buf[64];
+        int r;
+
+        if (!strays)
+                return -ENOMEM;
+        r = strays_of(c, scid, &keep, strays, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < strays->n; i++) {
+                r = c->ops->ns_attach(c->handle, strays->v[i], scid, false);
+                if (r != 0 && r != SVFF_NVME_SC_NS_NOT_ATTACHED)
+                        return svff_error_set(err, status_errno(r),
+                                              "Detaching namespace %" PRIu32 ", which VF %u's settings do not name, "
+                                              "from its secondary controller %u on %s (PF %s) failed: %s; the VF "
+                                              "cannot be handed over with it",
+                                              strays->v[i], index, scid, c->ctrl, pf->address, status_str(r, buf));
+                svff_log_debug(c->ctx, "VF %u of PF %s: detached namespace %" PRIu32 " its settings do not name",
+                               index, pf->address, strays->v[i]);
+        }
+        return 0;
+}
+
 static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
                           struct json_object *settings, struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *state = NULL;
@@ -1033,6 +1090,9 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                                               "%s (PF %s) failed: %s",
                                               s.nsid, index, sc.scid, c->ctrl, pf->address, status_str(r, buf));
         }
+        r = detach_others(c, pf, index, sc.scid, s.nsid, err);
+        if (r < 0)
+                return r;
 
         state = json_object_new_object();
         if (!state)
@@ -1080,12 +1140,12 @@ static int state_int(struct json_object *state, const char *key) {
 static int nvme_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index, struct json_object *state,
                        struct svff_error *err) {
         _cleanup_free_ struct secondaries *l = malloc(sizeof(*l));
-        _cleanup_free_ struct ids *want_ns = malloc(sizeof(*want_ns));
+        _cleanup_free_ struct ids *want_ns = malloc(sizeof(*want_ns)), *strays = malloc(sizeof(*strays));
         const struct svff_nvme_secondary *e;
         const char *secondary;
         int vq, vi, r;
 
-        if (!l || !want_ns)
+        if (!l || !want_ns || !strays)
                 return -ENOMEM;
         if (!state || state_u32s(state, "namespaces", want_ns) < 0)
                 return svff_error_set(err, -EINVAL, "VF %u of PF %s: the recorded NVMe state %s is not one svff wrote",
@@ -1120,6 +1180,19 @@ static int nvme_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
                                               "secondary controller %u (detached behind svff's back?); provision the "
                                               "VF again",
                                               index, pf->address, want_ns->v[i], e->scid);
+        }
+        /* exactly what was recorded: one more is another tenant's disk */
+        r = strays_of(c, e->scid, want_ns, strays, err);
+        if (r < 0)
+                return r;
+        if (strays->n > 0) {
+                _cleanup_free_ char *names = ids_format(strays);
+
+                return svff_error_set(err, -EUCLEAN,
+                                      "VF %u of PF %s: namespace %s is attached to its secondary controller %u but "
+                                      "not recorded for it (left by an earlier tenant, or attached by hand); "
+                                      "provision the VF again",
+                                      index, pf->address, strna(names), e->scid);
         }
         return 0;
 }

@@ -2,6 +2,7 @@
 /* A stand-in for an NVMe PF's admin queue: see nvme-standin.h. */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,18 @@ char *nvme_standin_take_log(struct nvme_standin *s, bool all) {
         free(s->log);
         s->log = NULL;
         return out;
+}
+
+void nvme_standin_dump(const struct nvme_standin *s, FILE *f) {
+        for (size_t i = 0; i < s->n_ns; i++) {
+                fprintf(f, "ns %" PRIu32 ":", s->ns[i].nsid);
+                for (size_t k = 0; k < s->ns[i].n_ctrls; k++)
+                        fprintf(f, " %u", s->ns[i].ctrls[k]);
+                fputc('\n', f);
+        }
+        for (size_t i = 0; i < s->n_sec; i++)
+                fprintf(f, "sc %u %s %u %u\n", s->sec[i].scid, s->sec[i].online ? "online" : "offline",
+                        s->sec[i].nvq, s->sec[i].nvi);
 }
 
 static int st_open(void *userdata, const char *ctrl, void **ret) {

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "nvme-adapter.h"
 
@@ -73,6 +74,12 @@ void nvme_standin_done(struct nvme_standin *s);
 void nvme_standin_set_numvfs(struct nvme_standin *s, unsigned n);
 
 void nvme_standin_fail(struct nvme_standin *s, const char *prefix, int status, unsigned times);
+
+/* The model as the device would answer it, one line each: "ns NSID:
+ * CNTLID..." (the controllers that have the namespace) and "sc SCID
+ * online|offline VQ VI", for tests that check the device, not svff's
+ * records. */
+void nvme_standin_dump(const struct nvme_standin *s, FILE *f);
 
 /* The commands logged since the last call, joined by "; ". Reads
  * (identify-*, ns-list, ns-ctrls) are left out unless all. The log is
