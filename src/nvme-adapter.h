@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "macro.h"
 
@@ -95,6 +96,13 @@ struct svff_nvme_ops {
          * operations take. */
         int (*open)(void *userdata, const char *ctrl, void **ret);
         void (*close)(void *handle);
+        /* The device number of the character device the handle has open
+         * (fstat of the fd for the real table): 1 and *ret; 0 when the
+         * handle has no device node (a stand-in for a simulated tree's
+         * controller); -ENOTTY when what it has open is no character
+         * device. The class compares it with the PF's controller in
+         * sysfs before every batch of commands. */
+        int (*devnum)(void *handle, dev_t *ret);
 
         int (*identify_ctrl)(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oacs);
         int (*primary_caps)(void *handle, struct svff_nvme_primary_caps *ret);

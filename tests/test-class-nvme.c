@@ -5,8 +5,10 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "class.h"
 #include "class-nvme.h"
@@ -266,6 +268,174 @@ START_TEST(test_open_refusals) {
 
         /* nothing was changed by any of them */
         assert_log("");
+}
+END_TEST
+
+/* ---- the controller's identity ------------------------------------------- */
+
+/* The kernel's nvme char devices: major 242 here, minor the instance
+ * ("nvme3" is 242:3). */
+#define NVME_MAJOR 242
+#define CTRL_DIR "devices/pci0000:00/" PF "/nvme/"
+
+/* Another controller of the host, a disk of its own: the instance
+ * number the PF's controller leaves, and its /dev name, may go to it. */
+static struct nvme_standin host_disk;
+
+/* sysfs: the PF's controller (nvme0 so far) is nvme<minor>. */
+static void sysfs_ctrl(unsigned minor) {
+        _cleanup_free_ char *from = NULL, *to = NULL;
+        char dev[32];
+
+        snprintf(dev, sizeof(dev), "%u:%u\n", NVME_MAJOR, minor);
+        fixture_file(root, CTRL_DIR "nvme0/dev", dev);
+        if (minor == 0)
+                return;
+        ck_assert_int_ge(asprintf(&from, "%s/" CTRL_DIR "nvme0", root), 0);
+        ck_assert_int_ge(asprintf(&to, "%s/" CTRL_DIR "nvme%u", root, minor), 0);
+        ck_assert_int_eq(rename(from, to), 0);
+}
+
+/* The PF's controller is nvme<minor>, in sysfs and in /dev. */
+static void pf_ctrl(unsigned minor) {
+        sysfs_ctrl(minor);
+        snprintf(st.name, sizeof(st.name), "nvme%u", minor);
+        st.dev = makedev(NVME_MAJOR, minor);
+}
+
+/* The host's disk controller takes instance minor, /dev/nvme<minor>. */
+static void host_disk_is(unsigned minor) {
+        nvme_standin_init_qemu(&host_disk);
+        snprintf(host_disk.name, sizeof(host_disk.name), "nvme%u", minor);
+        host_disk.dev = makedev(NVME_MAJOR, minor);
+        /* its namespace 1 is the host's */
+        host_disk.ns[0].ctrls[host_disk.ns[0].n_ctrls++] = 0;
+        st.next_ctrl = &host_disk;
+}
+
+static void assert_host_disk_untouched(void) {
+        _cleanup_free_ char *log = nvme_standin_take_log(&host_disk, true);
+
+        /* opened (to be told apart) at most; no command */
+        ck_assert_msg(!*log, "commands reached the host's disk controller: %s", log);
+        ck_assert_uint_eq(host_disk.ns[0].formats, 0);
+}
+
+/* While the open waits for the PF's controller to come up, the
+ * controller is replaced: the PF's comes back as nvme1, and the host's
+ * disk takes instance 0, with /dev/nvme0. */
+static void renumber_at_second_open(struct nvme_standin *s, unsigned n) {
+        if (n != 2)
+                return;
+        pf_ctrl(1);
+        host_disk_is(0);
+}
+
+START_TEST(test_open_renumbered) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        int r;
+
+        pf_ctrl(0);
+        st.open_not_live = 1;
+        st.on_open = renumber_at_second_open;
+        r = svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err);
+        assert_host_disk_untouched();
+        ck_assert_int_eq(r, -ENXIO);
+        ck_assert_ptr_null(c);
+        assert_err(&err, "PF " PF ": /dev/nvme0 (242:0) is not its controller nvme1 (242:1 in sysfs)");
+        assert_err(&err, "svff sends no admin command to it");
+        svff_error_free(&err);
+
+        /* again: the PF's own controller, by its own name */
+        st.on_open = NULL;
+        open_ok();
+        ck_assert_uint_eq(st.opens, 1);
+        assert_host_disk_untouched();
+        numvfs(1);
+        json_object_put(provision_ok(0, "{\"namespace\": 1}"));
+        ck_assert(nvme_standin_attached(&st, 1, 1));
+        assert_host_disk_untouched();
+        nvme_standin_done(&host_disk);
+}
+END_TEST
+
+START_TEST(test_open_wrong_node) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        /* sysfs: the PF's controller is nvme0; /dev/nvme0 is a node of
+         * another number, the host's disk's */
+        pf_ctrl(0);
+        snprintf(st.name, sizeof(st.name), "nvme7");
+        host_disk_is(0);
+        host_disk.dev = makedev(NVME_MAJOR, 5);
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -ENXIO);
+        assert_err(&err, "PF " PF ": /dev/nvme0 (242:5) is not its controller nvme0 (242:0 in sysfs)");
+        svff_error_free(&err);
+        assert_host_disk_untouched();
+
+        /* a handle with no device number against a controller with one */
+        host_disk.dev = 0;
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -ENXIO);
+        assert_err(&err, "is not its controller nvme0");
+        svff_error_free(&err);
+        assert_host_disk_untouched();
+        nvme_standin_done(&host_disk);
+        ck_assert_uint_eq(st.opens, 0);
+}
+END_TEST
+
+/* A PF held open over many steps: every batch of commands first checks
+ * that the handle is the PF's controller still. */
+START_TEST(test_renumbered_while_open) {
+        _cleanup_(json_object_putp) struct json_object *state = NULL, *s = NULL, *o = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ char *log = NULL;
+
+        pf_ctrl(0);
+        open_ok();
+        numvfs(2);
+        state = provision_ok(0, "{\"namespace\": 1}");
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, state, &err), 0);
+        clear_log();
+
+        /* the PF's controller was reset and came back as nvme1: the
+         * handle is the controller that went */
+        sysfs_ctrl(1);
+        ck_assert_ptr_null(provision(1, "{\"namespace\": 2}", -ENXIO, &err));
+        assert_err(&err, "PF " PF ": /dev/nvme0 (242:0) is not its controller nvme1 (242:1 in sysfs)");
+        svff_error_free(&err);
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, state, &err), -ENXIO);
+        svff_error_free(&err);
+        ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), -ENXIO);
+        svff_error_free(&err);
+        ck_assert_int_eq(nvme->inspect(c, &pf, &o, &err), -ENXIO);
+        svff_error_free(&err);
+        ck_assert_int_eq(nvme->plan(c, &pf, 2, NULL, &o, &err), -ENXIO);
+        svff_error_free(&err);
+        s = json("[{\"primary_flexible\": true}, null]");
+        ck_assert_int_eq(nvme->prepare(c, &pf, 2, s, &err), -ENXIO);
+        svff_error_free(&err);
+        ck_assert_ptr_null(o);
+        /* not one command, reads included */
+        log = nvme_standin_take_log(&st, true);
+        ck_assert_str_eq(log, "");
+        ck_assert(nvme_standin_attached(&st, 1, 1));
+        assert_secondary(1, true, 2, 1);
+}
+END_TEST
+
+/* The real table: the device number of what the fd has open. */
+START_TEST(test_libnvme_devnum) {
+        const struct svff_nvme_ops *o = &svff_nvme_ops_libnvme;
+        void *h = NULL;
+        dev_t dev = 0;
+
+        ck_assert_int_eq(o->open(NULL, "null", &h), 0);
+        ck_assert_int_eq(o->devnum(h, &dev), 1);
+        ck_assert_uint_eq(major(dev), 1);
+        ck_assert_uint_eq(minor(dev), 3);
+        o->close(h);
+        ck_assert_int_eq(o->open(NULL, "../etc/passwd", &h), -EINVAL);
 }
 END_TEST
 
@@ -928,6 +1098,10 @@ static Suite *class_nvme_suite(void) {
         tcase_add_test(tc, test_open_not_live_yet);
         tcase_add_test(tc, test_match_only_a_reachable_controller);
         tcase_add_test(tc, test_open_refusals);
+        tcase_add_test(tc, test_open_renumbered);
+        tcase_add_test(tc, test_open_wrong_node);
+        tcase_add_test(tc, test_renumbered_while_open);
+        tcase_add_test(tc, test_libnvme_devnum);
         tcase_add_test(tc, test_provision_order);
         tcase_add_test(tc, test_provision_reassign);
         tcase_add_test(tc, test_provision_refusals);
