@@ -19,8 +19,10 @@
  *   "primary_flexible"  let prepare shrink the primary's flexible share
  *                       (a controller reset of the PF) when the pool is
  *                       short
- *   "scrub_on_release"  "none" (default) or "format": Format NVM of a
- *                       namespace private to the VF when it is released
+ *   "scrub_on_release"  "none" (default) or "format", which plan and
+ *                       provision refuse for a namespace private to the
+ *                       VF (SCRUB_WHY): svff formats none through the
+ *                       host's controller
  * State (what provision did and verify reads back):
  *   {"scid": 1, "secondary": "online", "vq": 2, "vi": 1,
  *    "namespaces": [1], "scrub_on_release": "format", "private": [1]} */
@@ -688,10 +690,22 @@ static struct json_object *step(int vf, const char *action, const char *detail) 
         return o;
 }
 
-/* Whether nsid can go to VF index: it exists, and no other VF's
- * secondary has it. */
+/* Why svff formats no namespace of a VF's own (scrub_on_release
+ * "format"): Format NVM runs on a controller the namespace is attached
+ * to; the VF's secondary controller is reached only through the VF's own
+ * driver (the guest's, or vfio-pci while svff holds the VF), and
+ * attaching a guest's namespace to the host's primary controller, even
+ * for the format, hands the host the guest's disk. */
+#define SCRUB_WHY                                                                                               \
+        "Format NVM runs only on a controller the namespace is attached to, the VF's own secondary "          \
+        "controller %u, which only the VF's driver reaches (the guest's, or vfio-pci while svff holds the VF); " \
+        "svff does not attach a guest's namespace to the host's controller %s to format it"
+
+/* Whether nsid can go to VF index: it exists, neither the host's own
+ * (primary) controller nor another VF's secondary has it, and scrub
+ * (scrub_on_release "format") is not asked for a namespace of its own. */
 static int check_namespace(struct svff_class_pf *c, const struct secondaries *l, const struct ids *nss,
-                           unsigned index, uint32_t nsid, bool *ret_private, struct svff_error *err) {
+                           unsigned index, uint32_t nsid, bool scrub, bool *ret_private, struct svff_error *err) {
         _cleanup_free_ struct ctrls *cl = malloc(sizeof(*cl));
         _cleanup_free_ char *known = NULL;
         const struct svff_nvme_secondary *mine = secondary_of(l, index);
@@ -722,6 +736,16 @@ static int check_namespace(struct svff_class_pf *c, const struct secondaries *l,
                 if (mine && cl->v[i] == mine->scid)
                         continue;
                 private_ = false;
+                /* the host's own disk: a guest would share it with the
+                 * host, which reads and writes it behind the guest */
+                if (cl->v[i] == c->cntlid)
+                        return svff_error_set(err, -EBUSY,
+                                              "VF %u of PF %s: namespace %" PRIu32 " is attached to the host's own "
+                                              "controller %s (controller %u, the PF's primary); svff gives a guest "
+                                              "no namespace the host has: name another namespace, or detach it from "
+                                              "the host first ('nvme detach-ns /dev/%s -n %" PRIu32 " -c %u') once "
+                                              "the host no longer uses it",
+                                              index, c->address, nsid, c->ctrl, cl->v[i], c->ctrl, nsid, cl->v[i]);
                 if (other && other->vfn > 0)
                         return svff_error_set(err, -EBUSY,
                                               "VF %u of PF %s: namespace %" PRIu32 " is already attached to controller "
@@ -729,6 +753,12 @@ static int check_namespace(struct svff_class_pf *c, const struct secondaries *l,
                                               "or name another namespace",
                                               index, c->address, nsid, cl->v[i], other->vfn - 1u);
         }
+        if (scrub && private_)
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "VF %u of PF %s: 'scrub_on_release' \"format\" cannot be kept for namespace "
+                                      "%" PRIu32 ": " SCRUB_WHY ". Erase it from within the guest before its "
+                                      "release, or set 'scrub_on_release' to \"none\"",
+                                      index, c->address, nsid, mine ? mine->scid : index + 1u, c->ctrl);
         if (ret_private)
                 *ret_private = private_;
         return 0;
@@ -779,7 +809,6 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
         for (unsigned i = 0; i < numvfs; i++) {
                 struct nvme_settings s;
                 unsigned q, v;
-                bool private_ = false;
 
                 r = settings_parse(settings_at(settings, i), i, &s, err);
                 if (r < 0)
@@ -800,18 +829,11 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                 json_object_array_add(steps, step(i, "assign", detail));
                 json_object_array_add(steps, step(i, "online", "bring the secondary online, read it back"));
                 if (s.nsid) {
-                        r = check_namespace(c, l, nss, i, s.nsid, &private_, err);
+                        r = check_namespace(c, l, nss, i, s.nsid, s.scrub, NULL, err);
                         if (r < 0)
                                 return r;
                         snprintf(detail, sizeof(detail), "attach namespace %" PRIu32, s.nsid);
                         json_object_array_add(steps, step(i, "attach-namespace", detail));
-                        if (s.scrub && private_) {
-                                snprintf(detail, sizeof(detail),
-                                         "VF %u: namespace %" PRIu32 " is formatted when the VF is released "
-                                         "(scrub_on_release): its data is erased",
-                                         i, s.nsid);
-                                json_object_array_add(warnings, json_object_new_string(detail));
-                        }
                 }
         }
 
@@ -1000,7 +1022,7 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                 r = read_namespaces(c, nss, err);
                 if (r < 0)
                         return r;
-                r = check_namespace(c, l, nss, index, s.nsid, &private_, err);
+                r = check_namespace(c, l, nss, index, s.nsid, s.scrub, &private_, err);
                 if (r < 0)
                         return r;
         }
@@ -1194,43 +1216,23 @@ static int nvme_release(struct svff_class_pf *c, const struct svff_pf *pf, unsig
                                               ns->v[i], index, scid, c->ctrl, pf->address, status_str(r, buf));
         }
 
-        if (scrub && !strcmp(scrub, "format"))
-                for (size_t i = 0; i < priv->n; i++) {
-                        struct ctrls cl;
-
-                        r = read_ns_ctrls(c, priv->v[i], &cl, err);
-                        if (r < 0)
-                                return r;
-                        if (cl.n > 0 && !(cl.n == 1 && cl.v[0] == c->cntlid))
-                                return svff_error_set(err, -EBUSY,
-                                                      "VF %u of PF %s: namespace %" PRIu32 " was not formatted "
-                                                      "(scrub_on_release): controller %u has it now; detach it there "
-                                                      "and release again",
-                                                      index, pf->address, priv->v[i], cl.v[0]);
-                        /* Format NVM goes to a namespace attached to the
-                         * controller that runs it: the primary, briefly */
-                        r = c->ops->ns_attach(c->handle, priv->v[i], c->cntlid, true);
-                        if (r == 0 || r == SVFF_NVME_SC_NS_ALREADY_ATTACHED)
-                                r = c->ops->format(c->handle, priv->v[i]);
-                        if (r != 0)
-                                return svff_error_set(err, status_errno(r),
-                                                      "Formatting namespace %" PRIu32 " of VF %u on %s (PF %s, "
-                                                      "scrub_on_release) failed: %s; release the VF again",
-                                                      priv->v[i], index, c->ctrl, pf->address, status_str(r, buf));
-                        r = c->ops->ns_attach(c->handle, priv->v[i], c->cntlid, false);
-                        if (r != 0 && r != SVFF_NVME_SC_NS_NOT_ATTACHED)
-                                return svff_error_set(err, status_errno(r),
-                                                      "Detaching namespace %" PRIu32 " from the primary controller of "
-                                                      "%s (PF %s) after its format failed: %s",
-                                                      priv->v[i], c->ctrl, pf->address, status_str(r, buf));
-                }
-
         /* a VF that is gone has nothing left to take offline */
         if (e && (e->online || e->nvq || e->nvi)) {
                 r = virt(c, index, e, SVFF_NVME_VIRT_OFFLINE, SVFF_NVME_RES_VQ, 0, err);
                 if (r < 0)
                         return r;
         }
+
+        /* Recorded by an svff that formatted through the host's primary
+         * controller; plan and provision refuse it now. The namespace
+         * left the VF above: the next tenant gets nothing of it. */
+        if (scrub && !strcmp(scrub, "format") && priv->n > 0)
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "VF %u of PF %s: namespace %" PRIu32 " was not formatted (scrub_on_release): "
+                                      SCRUB_WHY ". It is detached from the VF and still holds the guest's data: "
+                                      "erase it by hand",
+                                      index, pf->address, priv->v[0], scid >= 0 ? (unsigned) scid : index + 1u,
+                                      c->ctrl);
         return 0;
 }
 

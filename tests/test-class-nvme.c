@@ -659,15 +659,11 @@ START_TEST(test_statuses) {
                 int want;
                 const char *name;
         } rel[] = {
-                { "format 1", SVFF_NVME_SC_FORMAT_IN_PROGRESS, -EBUSY, "Format In Progress (NVMe status 0x084)" },
-                { "format 1", SVFF_NVME_SC_NS_WRITE_PROTECTED, -EROFS, "Namespace is Write Protected (NVMe status 0x020)" },
-                { "format 1", SVFF_NVME_SC_INVALID_FORMAT, -EIO, "Invalid Format (NVMe status 0x10a)" },
                 { "ns-detach 1 c1", SVFF_NVME_SC_INTERNAL, -EIO, "Detaching namespace 1 from VF 0's secondary" },
                 { "virt-mgmt offline c1", SVFF_NVME_SC_INVALID_CTRL_ID, -ENODEV, "Invalid Controller Identifier" },
         };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
-                _cleanup_(json_object_putp) struct json_object *state =
-                        provision_ok(0, "{\"namespace\": 1, \"scrub_on_release\": \"format\"}");
+                _cleanup_(json_object_putp) struct json_object *state = provision_ok(0, "{\"namespace\": 1}");
                 struct svff_error err = SVFF_ERROR_NULL;
 
                 nvme_standin_fail(&st, rel[i].cmd, rel[i].status, 1);
@@ -750,15 +746,11 @@ START_TEST(test_partial_failure) {
         }
 
         /* release, interrupted at each of its steps and repeated */
-        static const char *const rel[] = {
-                "ns-detach 3 c1", "ns-attach 3 c0", "format 3", "ns-detach 3 c0", "virt-mgmt offline c1",
-        };
+        static const char *const rel[] = { "ns-detach 3 c1", "virt-mgmt offline c1" };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
-                _cleanup_(json_object_putp) struct json_object *state =
-                        provision_ok(0, "{\"namespace\": 3, \"scrub_on_release\": \"format\"}");
+                _cleanup_(json_object_putp) struct json_object *state = provision_ok(0, "{\"namespace\": 3}");
                 struct svff_error err = SVFF_ERROR_NULL;
 
-                st.ns[2].formats = 0;
                 clear_log();
                 nvme_standin_fail(&st, rel[i], -EINTR, 1);
                 ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), -EINTR);
@@ -767,10 +759,6 @@ START_TEST(test_partial_failure) {
                 assert_secondary(1, false, 0, 0);
                 ck_assert(!nvme_standin_attached(&st, 3, 1));
                 ck_assert(!nvme_standin_attached(&st, 3, 0));
-                /* formatted once, or twice where the format itself was
-                 * done and only the step after it interrupted */
-                ck_assert_uint_ge(st.ns[2].formats, 1);
-                ck_assert_uint_le(st.ns[2].formats, i >= 3 ? 2 : 1);
         }
 }
 END_TEST
@@ -778,7 +766,7 @@ END_TEST
 /* ---- release --------------------------------------------------------------- */
 
 START_TEST(test_release) {
-        _cleanup_(json_object_putp) struct json_object *state = NULL, *scrub = NULL, *shared = NULL;
+        _cleanup_(json_object_putp) struct json_object *state = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
 
         open_ok();
@@ -794,37 +782,6 @@ START_TEST(test_release) {
         /* again: nothing left to do, nothing refused */
         ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), 0);
         assert_log("ns-detach 1 c1");
-
-        /* scrub_on_release: recorded, and the private namespace is
-         * formatted through the primary */
-        scrub = provision_ok(0, "{\"namespace\": 1, \"scrub_on_release\": \"format\"}");
-        assert_json_eq(scrub, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1],"
-                              " \"scrub_on_release\": \"format\", \"private\": [1]}");
-        clear_log();
-        ck_assert_int_eq(nvme->release(c, &pf, 0, scrub, &err), 0);
-        assert_log("ns-detach 1 c1; ns-attach 1 c0; format 1; ns-detach 1 c0; virt-mgmt offline c1");
-        ck_assert_uint_eq(nvme_standin_ns(&st, 1)->formats, 1);
-
-        /* a namespace the host (the primary) also has is not private:
-         * never formatted */
-        nvme_standin_ns(&st, 2)->ctrls[nvme_standin_ns(&st, 2)->n_ctrls++] = 0;
-        shared = provision_ok(1, "{\"namespace\": 2, \"scrub_on_release\": \"format\"}");
-        assert_json_eq(json_object_object_get(shared, "private"), "[]");
-        clear_log();
-        ck_assert_int_eq(nvme->release(c, &pf, 1, shared, &err), 0);
-        assert_log("ns-detach 2 c2; virt-mgmt offline c2");
-        ck_assert_uint_eq(nvme_standin_ns(&st, 2)->formats, 0);
-        ck_assert(nvme_standin_attached(&st, 2, 0));
-
-        /* attached elsewhere between provision and release: not
-         * formatted, and said so */
-        json_object_put(TAKE_PTR(scrub));
-        scrub = provision_ok(0, "{\"namespace\": 3, \"scrub_on_release\": \"format\"}");
-        nvme_standin_ns(&st, 3)->ctrls[nvme_standin_ns(&st, 3)->n_ctrls++] = 2;
-        ck_assert_int_eq(nvme->release(c, &pf, 0, scrub, &err), -EBUSY);
-        assert_err(&err, "namespace 3 was not formatted (scrub_on_release): controller 2 has it now");
-        svff_error_free(&err);
-        ck_assert_uint_eq(nvme_standin_ns(&st, 3)->formats, 0);
 
         /* a VF that is gone (numvfs lowered): nothing to take offline */
         json_object_put(TAKE_PTR(state));
@@ -917,7 +874,7 @@ START_TEST(test_plan) {
 
         open_ok();
         ck_assert_int_eq(plan(4, "[{\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4]},"
-                                 " {\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4], \"scrub_on_release\": \"format\"}]",
+                                 " {\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4]}]",
                              &p, &err),
                          0);
         ck_assert_str_eq(json_object_get_string(json_object_object_get(p, "needs")),
@@ -929,10 +886,7 @@ START_TEST(test_plan) {
                        "{\"vf\": 0, \"action\": \"assign\", \"detail\": \"secondary controller of VFN 1: 1 VI, 2 VQ\"}");
         assert_json_eq(json_object_array_get_idx(steps, 11),
                        "{\"vf\": 3, \"action\": \"attach-namespace\", \"detail\": \"attach namespace 4\"}");
-        /* the plan warns before a release formats anything */
-        ck_assert_uint_eq(json_object_array_length(json_object_object_get(p, "warnings")), 1);
-        ck_assert(strstr(json_object_get_string(json_object_array_get_idx(json_object_object_get(p, "warnings"), 0)),
-                         "namespace 4 is formatted when the VF is released"));
+        ck_assert_uint_eq(json_object_array_length(json_object_object_get(p, "warnings")), 0);
         json_object_put(TAKE_PTR(p));
 
         /* NULL settings: the defaults for every VF */
@@ -1042,6 +996,87 @@ START_TEST(test_primary_flexible) {
 }
 END_TEST
 
+/* A namespace the host's own (primary) controller has attached is the
+ * host's disk: refused for a guest, before anything is touched. */
+START_TEST(test_host_namespace_refused) {
+        _cleanup_(json_object_putp) struct json_object *p = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct standin_ns *ns2 = nvme_standin_ns(&st, 2);
+
+        ns2->ctrls[ns2->n_ctrls++] = 0;
+        open_ok();
+        numvfs(2);
+        ck_assert_int_eq(plan(2, "[{\"namespace\": 2}, null]", &p, &err), -EBUSY);
+        assert_err(&err, "VF 0 of PF " PF ": namespace 2 is attached to the host's own controller nvme0 (controller "
+                         "0, the PF's primary)");
+        svff_error_free(&err);
+        ck_assert_ptr_null(p);
+        provision(1, "{\"namespace\": 2, \"scrub_on_release\": \"format\"}", -EBUSY, &err);
+        assert_err(&err, "VF 1 of PF " PF ": namespace 2 is attached to the host's own controller nvme0");
+        assert_err(&err, "'nvme detach-ns /dev/nvme0 -n 2 -c 0'");
+        svff_error_free(&err);
+        assert_log("");
+        assert_secondary(2, false, 0, 0);
+        ck_assert(!nvme_standin_attached(&st, 2, 2));
+        ck_assert(nvme_standin_attached(&st, 2, 0));
+        ck_assert_uint_eq(ns2->formats, 0);
+
+        /* a namespace no controller has is no one's */
+        json_object_put(provision_ok(1, "{\"namespace\": 3}"));
+        ck_assert(nvme_standin_attached(&st, 3, 2));
+}
+END_TEST
+
+/* scrub_on_release "format": Format NVM runs on a controller the
+ * namespace is attached to; svff reaches none but the host's, and never
+ * hands the host a guest's namespace for it. */
+START_TEST(test_scrub_refused) {
+        _cleanup_(json_object_putp) struct json_object *p = NULL, *state = NULL, *old = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        open_ok();
+        numvfs(2);
+        /* a state an earlier svff recorded, to format through the host:
+         * the namespace leaves the VF, is never attached to the host's
+         * controller, is not formatted, and release says so */
+        json_object_put(provision_ok(0, "{\"namespace\": 1}"));
+        old = json("{\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1],"
+                   " \"scrub_on_release\": \"format\", \"private\": [1]}");
+        clear_log();
+        ck_assert_int_eq(nvme->release(c, &pf, 0, old, &err), -EOPNOTSUPP);
+        assert_err(&err, "VF 0 of PF " PF ": namespace 1 was not formatted (scrub_on_release)");
+        assert_err(&err, "It is detached from the VF and still holds the guest's data");
+        svff_error_free(&err);
+        assert_log("ns-detach 1 c1; virt-mgmt offline c1");
+        ck_assert(!nvme_standin_attached(&st, 1, 0));
+        ck_assert(!nvme_standin_attached(&st, 1, 1));
+        ck_assert_uint_eq(nvme_standin_ns(&st, 1)->formats, 0);
+        assert_secondary(1, false, 0, 0);
+
+        /* refused by the plan and by provision, before anything */
+        ck_assert_int_eq(plan(2, "[{\"namespace\": 1, \"scrub_on_release\": \"format\"}, null]", &p, &err),
+                         -EOPNOTSUPP);
+        assert_err(&err, "VF 0 of PF " PF ": 'scrub_on_release' \"format\" cannot be kept for namespace 1");
+        assert_err(&err, "svff does not attach a guest's namespace to the host's controller nvme0");
+        assert_err(&err, "set 'scrub_on_release' to \"none\"");
+        svff_error_free(&err);
+        ck_assert_ptr_null(p);
+        provision(0, "{\"namespace\": 1, \"scrub_on_release\": \"format\"}", -EOPNOTSUPP, &err);
+        assert_err(&err, "the VF's own secondary controller 1");
+        svff_error_free(&err);
+        assert_log("");
+        assert_secondary(1, false, 0, 0);
+        ck_assert(!nvme_standin_attached(&st, 1, 1));
+
+        /* no namespace: nothing to format */
+        state = provision_ok(0, "{\"scrub_on_release\": \"format\"}");
+        clear_log();
+        ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), 0);
+        assert_log("virt-mgmt offline c1");
+        assert_secondary(1, false, 0, 0);
+}
+END_TEST
+
 START_TEST(test_check_and_describe) {
         static const struct {
                 const char *settings;
@@ -1110,6 +1145,8 @@ static Suite *class_nvme_suite(void) {
         tcase_add_test(tc, test_statuses);
         tcase_add_test(tc, test_partial_failure);
         tcase_add_test(tc, test_release);
+        tcase_add_test(tc, test_host_namespace_refused);
+        tcase_add_test(tc, test_scrub_refused);
         tcase_add_test(tc, test_verify_drift);
         tcase_add_test(tc, test_inspect);
         tcase_add_test(tc, test_plan);
