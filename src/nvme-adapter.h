@@ -116,7 +116,10 @@ struct svff_nvme_ops {
         int (*ns_list)(void *handle, uint32_t *ret, size_t max, size_t *ret_n);
         /* The controllers nsid is attached to (CNS 12h). */
         int (*ns_ctrls)(void *handle, uint32_t nsid, uint16_t *ret, size_t max, size_t *ret_n);
-        /* Format NVM of nsid in its current LBA format, erasing user data. */
+        /* Format NVM of nsid in its current LBA format, erasing user
+         * data. It runs only on a controller nsid is attached to: the
+         * class sends none to the primary for a VF's namespace, which
+         * would have to be attached to the host for it. */
         int (*format)(void *handle, uint32_t nsid);
         /* Controller reset of the primary: applies a Primary Controller
          * Flexible Allocation, and disrupts the host's own use of it. */
