@@ -49,6 +49,10 @@ static void c_close(void *handle) {
         nvme_standin_ops.close(counter.handle);
 }
 
+static int c_devnum(void *handle, dev_t *ret) {
+        return nvme_standin_ops.devnum(counter.handle, ret);
+}
+
 static int c_identify_ctrl(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oacs) {
         counter.reads++;
         return nvme_standin_ops.identify_ctrl(counter.handle, ret_cntlid, ret_oacs);
@@ -98,6 +102,7 @@ static int c_reset(void *handle) {
 static const struct svff_nvme_ops counting_ops = {
         .open = c_open,
         .close = c_close,
+        .devnum = c_devnum,
         .identify_ctrl = c_identify_ctrl,
         .primary_caps = c_primary_caps,
         .secondary_list = c_secondary_list,

@@ -19,8 +19,10 @@
  *   "primary_flexible"  let prepare shrink the primary's flexible share
  *                       (a controller reset of the PF) when the pool is
  *                       short
- *   "scrub_on_release"  "none" (default) or "format": Format NVM of a
- *                       namespace private to the VF when it is released
+ *   "scrub_on_release"  "none" (default) or "format", which plan and
+ *                       provision refuse for a namespace private to the
+ *                       VF (SCRUB_WHY): svff formats none through the
+ *                       host's controller
  * State (what provision did and verify reads back):
  *   {"scid": 1, "secondary": "online", "vq": 2, "vi": 1,
  *    "namespaces": [1], "scrub_on_release": "format", "private": [1]} */
@@ -30,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -345,27 +346,88 @@ static void nvme_close(struct svff_class_pf *c) {
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_class_pf *, nvme_close);
 
 /* The PF's controller: its nvme/ directory holds one entry, "nvmeN". */
-static int find_ctrl(struct svff_ctx *ctx, const struct svff_pf *pf, char **ret, struct svff_error *err) {
+static int find_ctrl(struct svff_ctx *ctx, const char *address, char **ret, struct svff_error *err) {
         _cleanup_(strv_freep) char **l = NULL;
         _cleanup_free_ char *path = NULL;
         int r;
 
-        if (asprintf(&path, "bus/pci/devices/%s/nvme", pf->address) < 0)
+        if (asprintf(&path, "bus/pci/devices/%s/nvme", address) < 0)
                 return -ENOMEM;
         r = svff_sysfs_list_dir(svff_ctx_get_rootfd(ctx), path, &l);
         if (r == -ENOENT || (r >= 0 && !l[0]))
                 return svff_error_set(err, -ENODEV,
                                       "PF %s is on the nvme driver but has no controller under its nvme/ directory "
                                       "(it may be resetting or have failed to start): check 'dmesg' and try again",
-                                      pf->address);
+                                      address);
         if (r < 0)
-                return svff_error_set_errno(err, r, "Cannot read the nvme/ directory of PF %s", pf->address);
+                return svff_error_set_errno(err, r, "Cannot read the nvme/ directory of PF %s", address);
         for (char **i = l; *i; i++)
                 if (!strncmp(*i, "nvme", 4)) {
                         *ret = strdup(*i);
                         return *ret ? 0 : -ENOMEM;
                 }
-        return svff_error_set(err, -ENODEV, "PF %s has no nvmeN controller under its nvme/ directory", pf->address);
+        return svff_error_set(err, -ENODEV, "PF %s has no nvmeN controller under its nvme/ directory", address);
+}
+
+/* The device number sysfs gives the PF's controller ctrl (its
+ * nvme/<ctrl>/dev, "MAJOR:MINOR"): 1 and *ret, 0 when it gives none, as
+ * a simulated tree (--sysfs-root), whose PF is not the host's. */
+static int ctrl_devnum(struct svff_ctx *ctx, const char *address, const char *ctrl, dev_t *ret) {
+        _cleanup_free_ char *s = NULL;
+        unsigned maj, min;
+        int r;
+
+        r = svff_sysfs_readf(svff_ctx_get_rootfd(ctx), &s, "bus/pci/devices/%s/nvme/%s/dev", address, ctrl);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (sscanf(s, "%u:%u", &maj, &min) != 2)
+                return -EINVAL;
+        *ret = makedev(maj, min);
+        return 1;
+}
+
+/* Whether the admin queue c has open is the PF's controller now: the
+ * controller under the PF's own nvme/ directory, looked up again, and
+ * its device number in sysfs, against the number of the character
+ * device the handle has open. A controller that goes away (a reset that
+ * fails, the PF rebound or removed) frees its instance number, and with
+ * it its /dev name, for the next controller to come up, a host disk's
+ * maybe: the name alone says nothing. Run after the open and before
+ * every batch of commands; a mismatch sends none. Where neither side has
+ * a number (a stand-in for a simulated tree's controller) there is
+ * nothing to tell apart. */
+static int ctrl_check(struct svff_class_pf *c, struct svff_error *err) {
+        _cleanup_free_ char *ctrl = NULL;
+        dev_t want = 0, have = 0;
+        int w, h, r;
+
+        r = find_ctrl(c->ctx, c->address, &ctrl, err);
+        if (r < 0)
+                return r;
+        w = ctrl_devnum(c->ctx, c->address, ctrl, &want);
+        if (w < 0)
+                return svff_error_set_errno(err, w, "PF %s: cannot read the device number of its controller %s",
+                                            c->address, ctrl);
+        h = c->ops->devnum ? c->ops->devnum(c->handle, &have) : 0;
+        if (h < 0)
+                return svff_error_set_errno(err, h, "PF %s: cannot tell which device /dev/%s, opened as the admin "
+                                            "queue of its controller %s, is; svff sends no admin command to it",
+                                            c->address, c->ctrl, ctrl);
+        if (w == 0 && h != 0)
+                return svff_error_set(err, -ENXIO, "PF %s: sysfs gives no device number for its controller %s, so "
+                                      "/dev/%s cannot be told to be its admin queue; svff sends no admin command "
+                                      "to it",
+                                      c->address, ctrl, c->ctrl);
+        if (w != 0 && (h == 0 || have != want))
+                return svff_error_set(err, -ENXIO, "PF %s: /dev/%s (%u:%u) is not its controller %s (%u:%u in sysfs): "
+                                      "the controllers were renumbered (a reset, a rebind, a hot-plug) under svff; "
+                                      "svff sends no admin command to it: try again once the PF's controller is up",
+                                      c->address, c->ctrl, major(have), minor(have), ctrl, major(want), minor(want));
+        free(c->ctrl);
+        c->ctrl = TAKE_PTR(ctrl);
+        return 0;
 }
 
 #define NVME_LIVE_WAIT_USEC (20 * USEC_PER_SEC)
@@ -392,15 +454,17 @@ int svff_class_nvme_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, co
         c->ops = ops;
         snprintf(c->address, sizeof(c->address), "%s", pf->address);
 
-        r = find_ctrl(ctx, pf, &c->ctrl, err);
-        if (r < 0)
-                return r;
-
         /* The kernel's nvme_dev_open() answers EWOULDBLOCK until the
          * controller is live: just after the PF was bound (a reprogram
          * binds it again after the rescan) it is still being reset and
-         * connected, for a second or more under emulation. */
+         * connected, for a second or more under emulation. Each try
+         * looks the controller up under the PF again: the one it waits
+         * for may be replaced meanwhile, and its name taken. */
         for (usec_t until = svff_now_usec() + NVME_LIVE_WAIT_USEC;;) {
+                c->ctrl = mfree(c->ctrl);
+                r = find_ctrl(ctx, pf->address, &c->ctrl, err);
+                if (r < 0)
+                        return r;
                 r = ops->open(userdata, c->ctrl, &c->handle);
                 if (r != -EAGAIN || svff_now_usec() >= until)
                         break;
@@ -417,6 +481,9 @@ int svff_class_nvme_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, co
                 return svff_error_set_errno(err, r, "Cannot open /dev/%s, the admin queue of PF %s", c->ctrl,
                                             pf->address);
         }
+        r = ctrl_check(c, err);
+        if (r < 0)
+                return r;
 
         r = ops->identify_ctrl(c->handle, &c->cntlid, &c->oacs);
         if (r != 0) {
@@ -451,53 +518,24 @@ int svff_class_nvme_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, co
         return 0;
 }
 
-/* The device number sysfs gives the PF's controller ctrl (its
- * nvme/<ctrl>/dev, "MAJOR:MINOR"): 1 and *ret, 0 when it gives none, as
- * a simulated tree (--sysfs-root), whose PF is not the host's. */
-static int ctrl_devnum(struct svff_ctx *ctx, const struct svff_pf *pf, const char *ctrl, dev_t *ret) {
-        _cleanup_free_ char *s = NULL;
-        unsigned maj, min;
-        int r;
-
-        r = svff_sysfs_readf(svff_ctx_get_rootfd(ctx), &s, "bus/pci/devices/%s/nvme/%s/dev", pf->address, ctrl);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        if (sscanf(s, "%u:%u", &maj, &min) != 2)
-                return -EINVAL;
-        *ret = makedev(maj, min);
-        return 1;
-}
-
 static int nvme_open(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_class_pf **ret,
                      struct svff_error *err) {
-        _cleanup_free_ char *ctrl = NULL, *node = NULL;
-        struct stat st;
-        dev_t dev = 0;
+        _cleanup_free_ char *ctrl = NULL;
+        dev_t dev;
         int r;
 
-        /* /dev/<ctrl> must be this PF's controller: admin commands to
-         * another one (a host disk's, for a PF of another tree) would
-         * change a device svff was never asked to touch. */
+        /* A controller sysfs gives no device number is not the host's
+         * (a simulated tree): no /dev node in its name is even opened.
+         * The one opened is checked by its number (ctrl_check()). */
         if (pf->driver && !strcmp(pf->driver, "nvme")) {
-                r = find_ctrl(ctx, pf, &ctrl, err);
+                r = find_ctrl(ctx, pf->address, &ctrl, err);
                 if (r < 0)
                         return r;
-                r = ctrl_devnum(ctx, pf, ctrl, &dev);
+                r = ctrl_devnum(ctx, pf->address, ctrl, &dev);
                 if (r <= 0)
                         return svff_error_set(err, r < 0 ? r : -ENXIO, "PF %s: sysfs gives no device number for its "
                                               "controller %s, so /dev/%s cannot be told to be its admin queue",
                                               pf->address, ctrl, ctrl);
-                if (asprintf(&node, "/dev/%s", ctrl) < 0)
-                        return -ENOMEM;
-                if (stat(node, &st) < 0)
-                        return svff_error_set_errno(err, -errno, "Cannot open %s, the admin queue of PF %s", node,
-                                                    pf->address);
-                if (!S_ISCHR(st.st_mode) || st.st_rdev != dev)
-                        return svff_error_set(err, -ENXIO, "PF %s: %s is not its controller's device (%u:%u, sysfs "
-                                              "gives %u:%u); svff sends no admin command to it", pf->address, node,
-                                              major(st.st_rdev), minor(st.st_rdev), major(dev), minor(dev));
         }
         return svff_class_nvme_open_with(ctx, pf, &svff_nvme_ops_libnvme, NULL, ret, err);
 }
@@ -521,9 +559,9 @@ static bool nvme_match(struct svff_ctx *ctx, const struct svff_pf *pf) {
         if (getenv("SVFF_TEST_NVME_STANDIN") && !strcmp(getenv("SVFF_TEST_NVME_STANDIN"), "1"))
                 return true;
 #endif
-        if (!ctx || !pf->driver || strcmp(pf->driver, "nvme") || find_ctrl(ctx, pf, &ctrl, NULL) < 0)
+        if (!ctx || !pf->driver || strcmp(pf->driver, "nvme") || find_ctrl(ctx, pf->address, &ctrl, NULL) < 0)
                 return true;    /* open says why not */
-        return ctrl_devnum(ctx, pf, ctrl, &dev) != 0;
+        return ctrl_devnum(ctx, pf->address, ctrl, &dev) != 0;
 }
 
 /* ---- state -------------------------------------------------------------- */
@@ -651,10 +689,22 @@ static struct json_object *step(int vf, const char *action, const char *detail) 
         return o;
 }
 
-/* Whether nsid can go to VF index: it exists, and no other VF's
- * secondary has it. */
+/* Why svff formats no namespace of a VF's own (scrub_on_release
+ * "format"): Format NVM runs on a controller the namespace is attached
+ * to; the VF's secondary controller is reached only through the VF's own
+ * driver (the guest's, or vfio-pci while svff holds the VF), and
+ * attaching a guest's namespace to the host's primary controller, even
+ * for the format, hands the host the guest's disk. */
+#define SCRUB_WHY                                                                                               \
+        "Format NVM runs only on a controller the namespace is attached to, the VF's own secondary "          \
+        "controller %u, which only the VF's driver reaches (the guest's, or vfio-pci while svff holds the VF); " \
+        "svff does not attach a guest's namespace to the host's controller %s to format it"
+
+/* Whether nsid can go to VF index: it exists, neither the host's own
+ * (primary) controller nor another VF's secondary has it, and scrub
+ * (scrub_on_release "format") is not asked for a namespace of its own. */
 static int check_namespace(struct svff_class_pf *c, const struct secondaries *l, const struct ids *nss,
-                           unsigned index, uint32_t nsid, bool *ret_private, struct svff_error *err) {
+                           unsigned index, uint32_t nsid, bool scrub, bool *ret_private, struct svff_error *err) {
         _cleanup_free_ struct ctrls *cl = malloc(sizeof(*cl));
         _cleanup_free_ char *known = NULL;
         const struct svff_nvme_secondary *mine = secondary_of(l, index);
@@ -685,6 +735,16 @@ static int check_namespace(struct svff_class_pf *c, const struct secondaries *l,
                 if (mine && cl->v[i] == mine->scid)
                         continue;
                 private_ = false;
+                /* the host's own disk: a guest would share it with the
+                 * host, which reads and writes it behind the guest */
+                if (cl->v[i] == c->cntlid)
+                        return svff_error_set(err, -EBUSY,
+                                              "VF %u of PF %s: namespace %" PRIu32 " is attached to the host's own "
+                                              "controller %s (controller %u, the PF's primary); svff gives a guest "
+                                              "no namespace the host has: name another namespace, or detach it from "
+                                              "the host first ('nvme detach-ns /dev/%s -n %" PRIu32 " -c %u') once "
+                                              "the host no longer uses it",
+                                              index, c->address, nsid, c->ctrl, cl->v[i], c->ctrl, nsid, cl->v[i]);
                 if (other && other->vfn > 0)
                         return svff_error_set(err, -EBUSY,
                                               "VF %u of PF %s: namespace %" PRIu32 " is already attached to controller "
@@ -692,6 +752,12 @@ static int check_namespace(struct svff_class_pf *c, const struct secondaries *l,
                                               "or name another namespace",
                                               index, c->address, nsid, cl->v[i], other->vfn - 1u);
         }
+        if (scrub && private_)
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "VF %u of PF %s: 'scrub_on_release' \"format\" cannot be kept for namespace "
+                                      "%" PRIu32 ": " SCRUB_WHY ". Erase it from within the guest before its "
+                                      "release, or set 'scrub_on_release' to \"none\"",
+                                      index, c->address, nsid, mine ? mine->scid : index + 1u, c->ctrl);
         if (ret_private)
                 *ret_private = private_;
         return 0;
@@ -742,7 +808,6 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
         for (unsigned i = 0; i < numvfs; i++) {
                 struct nvme_settings s;
                 unsigned q, v;
-                bool private_ = false;
 
                 r = settings_parse(settings_at(settings, i), i, &s, err);
                 if (r < 0)
@@ -763,18 +828,11 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                 json_object_array_add(steps, step(i, "assign", detail));
                 json_object_array_add(steps, step(i, "online", "bring the secondary online, read it back"));
                 if (s.nsid) {
-                        r = check_namespace(c, l, nss, i, s.nsid, &private_, err);
+                        r = check_namespace(c, l, nss, i, s.nsid, s.scrub, NULL, err);
                         if (r < 0)
                                 return r;
                         snprintf(detail, sizeof(detail), "attach namespace %" PRIu32, s.nsid);
                         json_object_array_add(steps, step(i, "attach-namespace", detail));
-                        if (s.scrub && private_) {
-                                snprintf(detail, sizeof(detail),
-                                         "VF %u: namespace %" PRIu32 " is formatted when the VF is released "
-                                         "(scrub_on_release): its data is erased",
-                                         i, s.nsid);
-                                json_object_array_add(warnings, json_object_new_string(detail));
-                        }
                 }
         }
 
@@ -1020,7 +1078,7 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                 r = read_namespaces(c, nss, err);
                 if (r < 0)
                         return r;
-                r = check_namespace(c, l, nss, index, s.nsid, &private_, err);
+                r = check_namespace(c, l, nss, index, s.nsid, s.scrub, &private_, err);
                 if (r < 0)
                         return r;
         }
@@ -1230,43 +1288,23 @@ static int nvme_release(struct svff_class_pf *c, const struct svff_pf *pf, unsig
                                               ns->v[i], index, scid, c->ctrl, pf->address, status_str(r, buf));
         }
 
-        if (scrub && !strcmp(scrub, "format"))
-                for (size_t i = 0; i < priv->n; i++) {
-                        struct ctrls cl;
-
-                        r = read_ns_ctrls(c, priv->v[i], &cl, err);
-                        if (r < 0)
-                                return r;
-                        if (cl.n > 0 && !(cl.n == 1 && cl.v[0] == c->cntlid))
-                                return svff_error_set(err, -EBUSY,
-                                                      "VF %u of PF %s: namespace %" PRIu32 " was not formatted "
-                                                      "(scrub_on_release): controller %u has it now; detach it there "
-                                                      "and release again",
-                                                      index, pf->address, priv->v[i], cl.v[0]);
-                        /* Format NVM goes to a namespace attached to the
-                         * controller that runs it: the primary, briefly */
-                        r = c->ops->ns_attach(c->handle, priv->v[i], c->cntlid, true);
-                        if (r == 0 || r == SVFF_NVME_SC_NS_ALREADY_ATTACHED)
-                                r = c->ops->format(c->handle, priv->v[i]);
-                        if (r != 0)
-                                return svff_error_set(err, status_errno(r),
-                                                      "Formatting namespace %" PRIu32 " of VF %u on %s (PF %s, "
-                                                      "scrub_on_release) failed: %s; release the VF again",
-                                                      priv->v[i], index, c->ctrl, pf->address, status_str(r, buf));
-                        r = c->ops->ns_attach(c->handle, priv->v[i], c->cntlid, false);
-                        if (r != 0 && r != SVFF_NVME_SC_NS_NOT_ATTACHED)
-                                return svff_error_set(err, status_errno(r),
-                                                      "Detaching namespace %" PRIu32 " from the primary controller of "
-                                                      "%s (PF %s) after its format failed: %s",
-                                                      priv->v[i], c->ctrl, pf->address, status_str(r, buf));
-                }
-
         /* a VF that is gone has nothing left to take offline */
         if (e && (e->online || e->nvq || e->nvi)) {
                 r = virt(c, index, e, SVFF_NVME_VIRT_OFFLINE, SVFF_NVME_RES_VQ, 0, err);
                 if (r < 0)
                         return r;
         }
+
+        /* Recorded by an svff that formatted through the host's primary
+         * controller; plan and provision refuse it now. The namespace
+         * left the VF above: the next tenant gets nothing of it. */
+        if (scrub && !strcmp(scrub, "format") && priv->n > 0)
+                return svff_error_set(err, -EOPNOTSUPP,
+                                      "VF %u of PF %s: namespace %" PRIu32 " was not formatted (scrub_on_release): "
+                                      SCRUB_WHY ". It is detached from the VF and still holds the guest's data: "
+                                      "erase it by hand",
+                                      index, pf->address, priv->v[0], scid >= 0 ? (unsigned) scid : index + 1u,
+                                      c->ctrl);
         return 0;
 }
 
@@ -1295,17 +1333,61 @@ static char *nvme_describe(struct json_object *state) {
         return s;
 }
 
+/* ---- every batch of commands behind ctrl_check() ------------------------ */
+
+static int checked_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struct json_object **ret,
+                           struct svff_error *err) {
+        int r = ctrl_check(c, err);
+
+        return r < 0 ? r : nvme_inspect(c, pf, ret, err);
+}
+
+static int checked_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
+                        struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+        int r = ctrl_check(c, err);
+
+        return r < 0 ? r : nvme_plan(c, pf, numvfs, settings, ret, err);
+}
+
+static int checked_prepare(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
+                           struct json_object *settings, struct svff_error *err) {
+        int r = ctrl_check(c, err);
+
+        return r < 0 ? r : nvme_prepare(c, pf, numvfs, settings, err);
+}
+
+static int checked_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                             struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+        int r = ctrl_check(c, err);
+
+        return r < 0 ? r : nvme_provision(c, pf, index, settings, ret, err);
+}
+
+static int checked_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                          struct json_object *state, struct svff_error *err) {
+        int r = ctrl_check(c, err);
+
+        return r < 0 ? r : nvme_verify(c, pf, index, state, err);
+}
+
+static int checked_release(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
+                           struct json_object *state, struct svff_error *err) {
+        int r = ctrl_check(c, err);
+
+        return r < 0 ? r : nvme_release(c, pf, index, state, err);
+}
+
 const struct svff_class svff_class_nvme = {
         .name = "nvme",
         .match = nvme_match,
         .open = nvme_open,
         .close = nvme_close,
-        .inspect = nvme_inspect,
-        .plan = nvme_plan,
-        .provision = nvme_provision,
-        .verify = nvme_verify,
-        .release = nvme_release,
+        .inspect = checked_inspect,
+        .plan = checked_plan,
+        .provision = checked_provision,
+        .verify = checked_verify,
+        .release = checked_release,
         .describe = nvme_describe,
         .check = nvme_check,
-        .prepare = nvme_prepare,
+        .prepare = checked_prepare,
 };

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <libnvme.h>
 
 #include "nvme-adapter.h"
@@ -82,6 +83,18 @@ static void ln_close(void *handle) {
         if (h->fd >= 0)
                 close(h->fd);
         free(h);
+}
+
+static int ln_devnum(void *handle, dev_t *ret) {
+        struct handle *h = handle;
+        struct stat st;
+
+        if (fstat(h->fd, &st) < 0)
+                return -errno;
+        if (!S_ISCHR(st.st_mode))
+                return -ENOTTY;
+        *ret = st.st_rdev;
+        return 1;
 }
 
 static int ln_identify_ctrl(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oacs) {
@@ -254,6 +267,7 @@ static int ln_reset(void *handle) {
 const struct svff_nvme_ops svff_nvme_ops_libnvme = {
         .open = ln_open,
         .close = ln_close,
+        .devnum = ln_devnum,
         .identify_ctrl = ln_identify_ctrl,
         .primary_caps = ln_primary_caps,
         .secondary_list = ln_secondary_list,

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "macro.h"
 
@@ -95,6 +96,13 @@ struct svff_nvme_ops {
          * operations take. */
         int (*open)(void *userdata, const char *ctrl, void **ret);
         void (*close)(void *handle);
+        /* The device number of the character device the handle has open
+         * (fstat of the fd for the real table): 1 and *ret; 0 when the
+         * handle has no device node (a stand-in for a simulated tree's
+         * controller); -ENOTTY when what it has open is no character
+         * device. The class compares it with the PF's controller in
+         * sysfs before every batch of commands. */
+        int (*devnum)(void *handle, dev_t *ret);
 
         int (*identify_ctrl)(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oacs);
         int (*primary_caps)(void *handle, struct svff_nvme_primary_caps *ret);
@@ -108,7 +116,10 @@ struct svff_nvme_ops {
         int (*ns_list)(void *handle, uint32_t *ret, size_t max, size_t *ret_n);
         /* The controllers nsid is attached to (CNS 12h). */
         int (*ns_ctrls)(void *handle, uint32_t nsid, uint16_t *ret, size_t max, size_t *ret_n);
-        /* Format NVM of nsid in its current LBA format, erasing user data. */
+        /* Format NVM of nsid in its current LBA format, erasing user
+         * data. It runs only on a controller nsid is attached to: the
+         * class sends none to the primary for a VF's namespace, which
+         * would have to be attached to the host for it. */
         int (*format)(void *handle, uint32_t nsid);
         /* Controller reset of the primary: applies a Primary Controller
          * Flexible Allocation, and disrupts the host's own use of it. */

@@ -135,20 +135,38 @@ void nvme_standin_dump(const struct nvme_standin *s, FILE *f) {
 }
 
 static int st_open(void *userdata, const char *ctrl, void **ret) {
-        struct nvme_standin *s = userdata;
+        struct nvme_standin *s = userdata, *t;
 
-        if (s->open_refused)
+        s->open_calls++;
+        if (s->on_open)
+                s->on_open(s, s->open_calls);
+        /* the controller /dev/<ctrl> is now */
+        for (t = s; t; t = t->next_ctrl)
+                if (!t->name[0] || !strcmp(t->name, ctrl))
+                        break;
+        if (!t)
+                return -ENOENT;
+        if (t->open_refused)
                 return -EACCES;
-        if (s->open_not_live > 0) {
-                s->open_not_live--;
+        if (t->open_not_live > 0) {
+                t->open_not_live--;
                 return -EAGAIN;
         }
-        s->opens++;
-        *ret = s;
+        t->opens++;
+        *ret = t;
         return 0;
 }
 
 static void st_close(void *handle) {
+}
+
+static int st_devnum(void *handle, dev_t *ret) {
+        struct nvme_standin *s = handle;
+
+        if (s->dev == 0)
+                return 0;
+        *ret = s->dev;
+        return 1;
 }
 
 static int st_identify_ctrl(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oacs) {
@@ -349,6 +367,7 @@ static int st_reset(void *handle) {
 const struct svff_nvme_ops nvme_standin_ops = {
         .open = st_open,
         .close = st_close,
+        .devnum = st_devnum,
         .identify_ctrl = st_identify_ctrl,
         .primary_caps = st_primary_caps,
         .secondary_list = st_secondary_list,

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "nvme-adapter.h"
 
@@ -62,6 +63,20 @@ struct nvme_standin {
         /* the next opens answer EAGAIN, as nvme_dev_open() while the
          * controller is not live yet */
         unsigned open_not_live;
+
+        /* /dev as open sees it, for a test to renumber controllers:
+         * name is this controller's instance ("nvme0"; empty: it answers
+         * to any name, one controller alone), dev its character device's
+         * number (0: none, as a simulated tree's controller has),
+         * next_ctrl the host's other controllers, which open finds by
+         * name, and whose handles then get the commands. on_open, when
+         * set, runs at every open (the count of them so far given),
+         * before the name is looked up. */
+        char name[16];
+        dev_t dev;
+        struct nvme_standin *next_ctrl;
+        void (*on_open)(struct nvme_standin *s, unsigned n);
+        unsigned open_calls;
 };
 
 /* The VM tier's controller: sriov_max_vfs=4, sriov_vq_flexible=8,

@@ -5,8 +5,10 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "class.h"
 #include "class-nvme.h"
@@ -269,6 +271,174 @@ START_TEST(test_open_refusals) {
 }
 END_TEST
 
+/* ---- the controller's identity ------------------------------------------- */
+
+/* The kernel's nvme char devices: major 242 here, minor the instance
+ * ("nvme3" is 242:3). */
+#define NVME_MAJOR 242
+#define CTRL_DIR "devices/pci0000:00/" PF "/nvme/"
+
+/* Another controller of the host, a disk of its own: the instance
+ * number the PF's controller leaves, and its /dev name, may go to it. */
+static struct nvme_standin host_disk;
+
+/* sysfs: the PF's controller (nvme0 so far) is nvme<minor>. */
+static void sysfs_ctrl(unsigned minor) {
+        _cleanup_free_ char *from = NULL, *to = NULL;
+        char dev[32];
+
+        snprintf(dev, sizeof(dev), "%u:%u\n", NVME_MAJOR, minor);
+        fixture_file(root, CTRL_DIR "nvme0/dev", dev);
+        if (minor == 0)
+                return;
+        ck_assert_int_ge(asprintf(&from, "%s/" CTRL_DIR "nvme0", root), 0);
+        ck_assert_int_ge(asprintf(&to, "%s/" CTRL_DIR "nvme%u", root, minor), 0);
+        ck_assert_int_eq(rename(from, to), 0);
+}
+
+/* The PF's controller is nvme<minor>, in sysfs and in /dev. */
+static void pf_ctrl(unsigned minor) {
+        sysfs_ctrl(minor);
+        snprintf(st.name, sizeof(st.name), "nvme%u", minor);
+        st.dev = makedev(NVME_MAJOR, minor);
+}
+
+/* The host's disk controller takes instance minor, /dev/nvme<minor>. */
+static void host_disk_is(unsigned minor) {
+        nvme_standin_init_qemu(&host_disk);
+        snprintf(host_disk.name, sizeof(host_disk.name), "nvme%u", minor);
+        host_disk.dev = makedev(NVME_MAJOR, minor);
+        /* its namespace 1 is the host's */
+        host_disk.ns[0].ctrls[host_disk.ns[0].n_ctrls++] = 0;
+        st.next_ctrl = &host_disk;
+}
+
+static void assert_host_disk_untouched(void) {
+        _cleanup_free_ char *log = nvme_standin_take_log(&host_disk, true);
+
+        /* opened (to be told apart) at most; no command */
+        ck_assert_msg(!*log, "commands reached the host's disk controller: %s", log);
+        ck_assert_uint_eq(host_disk.ns[0].formats, 0);
+}
+
+/* While the open waits for the PF's controller to come up, the
+ * controller is replaced: the PF's comes back as nvme1, and the host's
+ * disk takes instance 0, with /dev/nvme0. */
+static void renumber_at_second_open(struct nvme_standin *s, unsigned n) {
+        if (n != 2)
+                return;
+        pf_ctrl(1);
+        host_disk_is(0);
+}
+
+START_TEST(test_open_renumbered) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        int r;
+
+        pf_ctrl(0);
+        st.open_not_live = 1;
+        st.on_open = renumber_at_second_open;
+        r = svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err);
+        assert_host_disk_untouched();
+        ck_assert_int_eq(r, -ENXIO);
+        ck_assert_ptr_null(c);
+        assert_err(&err, "PF " PF ": /dev/nvme0 (242:0) is not its controller nvme1 (242:1 in sysfs)");
+        assert_err(&err, "svff sends no admin command to it");
+        svff_error_free(&err);
+
+        /* again: the PF's own controller, by its own name */
+        st.on_open = NULL;
+        open_ok();
+        ck_assert_uint_eq(st.opens, 1);
+        assert_host_disk_untouched();
+        numvfs(1);
+        json_object_put(provision_ok(0, "{\"namespace\": 1}"));
+        ck_assert(nvme_standin_attached(&st, 1, 1));
+        assert_host_disk_untouched();
+        nvme_standin_done(&host_disk);
+}
+END_TEST
+
+START_TEST(test_open_wrong_node) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        /* sysfs: the PF's controller is nvme0; /dev/nvme0 is a node of
+         * another number, the host's disk's */
+        pf_ctrl(0);
+        snprintf(st.name, sizeof(st.name), "nvme7");
+        host_disk_is(0);
+        host_disk.dev = makedev(NVME_MAJOR, 5);
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -ENXIO);
+        assert_err(&err, "PF " PF ": /dev/nvme0 (242:5) is not its controller nvme0 (242:0 in sysfs)");
+        svff_error_free(&err);
+        assert_host_disk_untouched();
+
+        /* a handle with no device number against a controller with one */
+        host_disk.dev = 0;
+        ck_assert_int_eq(svff_class_nvme_open_with(ctx, &pf, &nvme_standin_ops, &st, &c, &err), -ENXIO);
+        assert_err(&err, "is not its controller nvme0");
+        svff_error_free(&err);
+        assert_host_disk_untouched();
+        nvme_standin_done(&host_disk);
+        ck_assert_uint_eq(st.opens, 0);
+}
+END_TEST
+
+/* A PF held open over many steps: every batch of commands first checks
+ * that the handle is the PF's controller still. */
+START_TEST(test_renumbered_while_open) {
+        _cleanup_(json_object_putp) struct json_object *state = NULL, *s = NULL, *o = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ char *log = NULL;
+
+        pf_ctrl(0);
+        open_ok();
+        numvfs(2);
+        state = provision_ok(0, "{\"namespace\": 1}");
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, state, &err), 0);
+        clear_log();
+
+        /* the PF's controller was reset and came back as nvme1: the
+         * handle is the controller that went */
+        sysfs_ctrl(1);
+        ck_assert_ptr_null(provision(1, "{\"namespace\": 2}", -ENXIO, &err));
+        assert_err(&err, "PF " PF ": /dev/nvme0 (242:0) is not its controller nvme1 (242:1 in sysfs)");
+        svff_error_free(&err);
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, state, &err), -ENXIO);
+        svff_error_free(&err);
+        ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), -ENXIO);
+        svff_error_free(&err);
+        ck_assert_int_eq(nvme->inspect(c, &pf, &o, &err), -ENXIO);
+        svff_error_free(&err);
+        ck_assert_int_eq(nvme->plan(c, &pf, 2, NULL, &o, &err), -ENXIO);
+        svff_error_free(&err);
+        s = json("[{\"primary_flexible\": true}, null]");
+        ck_assert_int_eq(nvme->prepare(c, &pf, 2, s, &err), -ENXIO);
+        svff_error_free(&err);
+        ck_assert_ptr_null(o);
+        /* not one command, reads included */
+        log = nvme_standin_take_log(&st, true);
+        ck_assert_str_eq(log, "");
+        ck_assert(nvme_standin_attached(&st, 1, 1));
+        assert_secondary(1, true, 2, 1);
+}
+END_TEST
+
+/* The real table: the device number of what the fd has open. */
+START_TEST(test_libnvme_devnum) {
+        const struct svff_nvme_ops *o = &svff_nvme_ops_libnvme;
+        void *h = NULL;
+        dev_t dev = 0;
+
+        ck_assert_int_eq(o->open(NULL, "null", &h), 0);
+        ck_assert_int_eq(o->devnum(h, &dev), 1);
+        ck_assert_uint_eq(major(dev), 1);
+        ck_assert_uint_eq(minor(dev), 3);
+        o->close(h);
+        ck_assert_int_eq(o->open(NULL, "../etc/passwd", &h), -EINVAL);
+}
+END_TEST
+
 /* ---- provision ------------------------------------------------------------- */
 
 START_TEST(test_provision_order) {
@@ -489,15 +659,11 @@ START_TEST(test_statuses) {
                 int want;
                 const char *name;
         } rel[] = {
-                { "format 1", SVFF_NVME_SC_FORMAT_IN_PROGRESS, -EBUSY, "Format In Progress (NVMe status 0x084)" },
-                { "format 1", SVFF_NVME_SC_NS_WRITE_PROTECTED, -EROFS, "Namespace is Write Protected (NVMe status 0x020)" },
-                { "format 1", SVFF_NVME_SC_INVALID_FORMAT, -EIO, "Invalid Format (NVMe status 0x10a)" },
                 { "ns-detach 1 c1", SVFF_NVME_SC_INTERNAL, -EIO, "Detaching namespace 1 from VF 0's secondary" },
                 { "virt-mgmt offline c1", SVFF_NVME_SC_INVALID_CTRL_ID, -ENODEV, "Invalid Controller Identifier" },
         };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
-                _cleanup_(json_object_putp) struct json_object *state =
-                        provision_ok(0, "{\"namespace\": 1, \"scrub_on_release\": \"format\"}");
+                _cleanup_(json_object_putp) struct json_object *state = provision_ok(0, "{\"namespace\": 1}");
                 struct svff_error err = SVFF_ERROR_NULL;
 
                 nvme_standin_fail(&st, rel[i].cmd, rel[i].status, 1);
@@ -580,15 +746,11 @@ START_TEST(test_partial_failure) {
         }
 
         /* release, interrupted at each of its steps and repeated */
-        static const char *const rel[] = {
-                "ns-detach 3 c1", "ns-attach 3 c0", "format 3", "ns-detach 3 c0", "virt-mgmt offline c1",
-        };
+        static const char *const rel[] = { "ns-detach 3 c1", "virt-mgmt offline c1" };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
-                _cleanup_(json_object_putp) struct json_object *state =
-                        provision_ok(0, "{\"namespace\": 3, \"scrub_on_release\": \"format\"}");
+                _cleanup_(json_object_putp) struct json_object *state = provision_ok(0, "{\"namespace\": 3}");
                 struct svff_error err = SVFF_ERROR_NULL;
 
-                st.ns[2].formats = 0;
                 clear_log();
                 nvme_standin_fail(&st, rel[i], -EINTR, 1);
                 ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), -EINTR);
@@ -597,10 +759,6 @@ START_TEST(test_partial_failure) {
                 assert_secondary(1, false, 0, 0);
                 ck_assert(!nvme_standin_attached(&st, 3, 1));
                 ck_assert(!nvme_standin_attached(&st, 3, 0));
-                /* formatted once, or twice where the format itself was
-                 * done and only the step after it interrupted */
-                ck_assert_uint_ge(st.ns[2].formats, 1);
-                ck_assert_uint_le(st.ns[2].formats, i >= 3 ? 2 : 1);
         }
 }
 END_TEST
@@ -608,7 +766,7 @@ END_TEST
 /* ---- release --------------------------------------------------------------- */
 
 START_TEST(test_release) {
-        _cleanup_(json_object_putp) struct json_object *state = NULL, *scrub = NULL, *shared = NULL;
+        _cleanup_(json_object_putp) struct json_object *state = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
 
         open_ok();
@@ -624,37 +782,6 @@ START_TEST(test_release) {
         /* again: nothing left to do, nothing refused */
         ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), 0);
         assert_log("ns-detach 1 c1");
-
-        /* scrub_on_release: recorded, and the private namespace is
-         * formatted through the primary */
-        scrub = provision_ok(0, "{\"namespace\": 1, \"scrub_on_release\": \"format\"}");
-        assert_json_eq(scrub, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1],"
-                              " \"scrub_on_release\": \"format\", \"private\": [1]}");
-        clear_log();
-        ck_assert_int_eq(nvme->release(c, &pf, 0, scrub, &err), 0);
-        assert_log("ns-detach 1 c1; ns-attach 1 c0; format 1; ns-detach 1 c0; virt-mgmt offline c1");
-        ck_assert_uint_eq(nvme_standin_ns(&st, 1)->formats, 1);
-
-        /* a namespace the host (the primary) also has is not private:
-         * never formatted */
-        nvme_standin_ns(&st, 2)->ctrls[nvme_standin_ns(&st, 2)->n_ctrls++] = 0;
-        shared = provision_ok(1, "{\"namespace\": 2, \"scrub_on_release\": \"format\"}");
-        assert_json_eq(json_object_object_get(shared, "private"), "[]");
-        clear_log();
-        ck_assert_int_eq(nvme->release(c, &pf, 1, shared, &err), 0);
-        assert_log("ns-detach 2 c2; virt-mgmt offline c2");
-        ck_assert_uint_eq(nvme_standin_ns(&st, 2)->formats, 0);
-        ck_assert(nvme_standin_attached(&st, 2, 0));
-
-        /* attached elsewhere between provision and release: not
-         * formatted, and said so */
-        json_object_put(TAKE_PTR(scrub));
-        scrub = provision_ok(0, "{\"namespace\": 3, \"scrub_on_release\": \"format\"}");
-        nvme_standin_ns(&st, 3)->ctrls[nvme_standin_ns(&st, 3)->n_ctrls++] = 2;
-        ck_assert_int_eq(nvme->release(c, &pf, 0, scrub, &err), -EBUSY);
-        assert_err(&err, "namespace 3 was not formatted (scrub_on_release): controller 2 has it now");
-        svff_error_free(&err);
-        ck_assert_uint_eq(nvme_standin_ns(&st, 3)->formats, 0);
 
         /* a VF that is gone (numvfs lowered): nothing to take offline */
         json_object_put(TAKE_PTR(state));
@@ -747,7 +874,7 @@ START_TEST(test_plan) {
 
         open_ok();
         ck_assert_int_eq(plan(4, "[{\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4]},"
-                                 " {\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4], \"scrub_on_release\": \"format\"}]",
+                                 " {\"namespace\": [1, 2, 3, 4]}, {\"namespace\": [1, 2, 3, 4]}]",
                              &p, &err),
                          0);
         ck_assert_str_eq(json_object_get_string(json_object_object_get(p, "needs")),
@@ -759,10 +886,7 @@ START_TEST(test_plan) {
                        "{\"vf\": 0, \"action\": \"assign\", \"detail\": \"secondary controller of VFN 1: 1 VI, 2 VQ\"}");
         assert_json_eq(json_object_array_get_idx(steps, 11),
                        "{\"vf\": 3, \"action\": \"attach-namespace\", \"detail\": \"attach namespace 4\"}");
-        /* the plan warns before a release formats anything */
-        ck_assert_uint_eq(json_object_array_length(json_object_object_get(p, "warnings")), 1);
-        ck_assert(strstr(json_object_get_string(json_object_array_get_idx(json_object_object_get(p, "warnings"), 0)),
-                         "namespace 4 is formatted when the VF is released"));
+        ck_assert_uint_eq(json_object_array_length(json_object_object_get(p, "warnings")), 0);
         json_object_put(TAKE_PTR(p));
 
         /* NULL settings: the defaults for every VF */
@@ -872,6 +996,87 @@ START_TEST(test_primary_flexible) {
 }
 END_TEST
 
+/* A namespace the host's own (primary) controller has attached is the
+ * host's disk: refused for a guest, before anything is touched. */
+START_TEST(test_host_namespace_refused) {
+        _cleanup_(json_object_putp) struct json_object *p = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct standin_ns *ns2 = nvme_standin_ns(&st, 2);
+
+        ns2->ctrls[ns2->n_ctrls++] = 0;
+        open_ok();
+        numvfs(2);
+        ck_assert_int_eq(plan(2, "[{\"namespace\": 2}, null]", &p, &err), -EBUSY);
+        assert_err(&err, "VF 0 of PF " PF ": namespace 2 is attached to the host's own controller nvme0 (controller "
+                         "0, the PF's primary)");
+        svff_error_free(&err);
+        ck_assert_ptr_null(p);
+        provision(1, "{\"namespace\": 2, \"scrub_on_release\": \"format\"}", -EBUSY, &err);
+        assert_err(&err, "VF 1 of PF " PF ": namespace 2 is attached to the host's own controller nvme0");
+        assert_err(&err, "'nvme detach-ns /dev/nvme0 -n 2 -c 0'");
+        svff_error_free(&err);
+        assert_log("");
+        assert_secondary(2, false, 0, 0);
+        ck_assert(!nvme_standin_attached(&st, 2, 2));
+        ck_assert(nvme_standin_attached(&st, 2, 0));
+        ck_assert_uint_eq(ns2->formats, 0);
+
+        /* a namespace no controller has is no one's */
+        json_object_put(provision_ok(1, "{\"namespace\": 3}"));
+        ck_assert(nvme_standin_attached(&st, 3, 2));
+}
+END_TEST
+
+/* scrub_on_release "format": Format NVM runs on a controller the
+ * namespace is attached to; svff reaches none but the host's, and never
+ * hands the host a guest's namespace for it. */
+START_TEST(test_scrub_refused) {
+        _cleanup_(json_object_putp) struct json_object *p = NULL, *state = NULL, *old = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        open_ok();
+        numvfs(2);
+        /* a state an earlier svff recorded, to format through the host:
+         * the namespace leaves the VF, is never attached to the host's
+         * controller, is not formatted, and release says so */
+        json_object_put(provision_ok(0, "{\"namespace\": 1}"));
+        old = json("{\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1],"
+                   " \"scrub_on_release\": \"format\", \"private\": [1]}");
+        clear_log();
+        ck_assert_int_eq(nvme->release(c, &pf, 0, old, &err), -EOPNOTSUPP);
+        assert_err(&err, "VF 0 of PF " PF ": namespace 1 was not formatted (scrub_on_release)");
+        assert_err(&err, "It is detached from the VF and still holds the guest's data");
+        svff_error_free(&err);
+        assert_log("ns-detach 1 c1; virt-mgmt offline c1");
+        ck_assert(!nvme_standin_attached(&st, 1, 0));
+        ck_assert(!nvme_standin_attached(&st, 1, 1));
+        ck_assert_uint_eq(nvme_standin_ns(&st, 1)->formats, 0);
+        assert_secondary(1, false, 0, 0);
+
+        /* refused by the plan and by provision, before anything */
+        ck_assert_int_eq(plan(2, "[{\"namespace\": 1, \"scrub_on_release\": \"format\"}, null]", &p, &err),
+                         -EOPNOTSUPP);
+        assert_err(&err, "VF 0 of PF " PF ": 'scrub_on_release' \"format\" cannot be kept for namespace 1");
+        assert_err(&err, "svff does not attach a guest's namespace to the host's controller nvme0");
+        assert_err(&err, "set 'scrub_on_release' to \"none\"");
+        svff_error_free(&err);
+        ck_assert_ptr_null(p);
+        provision(0, "{\"namespace\": 1, \"scrub_on_release\": \"format\"}", -EOPNOTSUPP, &err);
+        assert_err(&err, "the VF's own secondary controller 1");
+        svff_error_free(&err);
+        assert_log("");
+        assert_secondary(1, false, 0, 0);
+        ck_assert(!nvme_standin_attached(&st, 1, 1));
+
+        /* no namespace: nothing to format */
+        state = provision_ok(0, "{\"scrub_on_release\": \"format\"}");
+        clear_log();
+        ck_assert_int_eq(nvme->release(c, &pf, 0, state, &err), 0);
+        assert_log("virt-mgmt offline c1");
+        assert_secondary(1, false, 0, 0);
+}
+END_TEST
+
 START_TEST(test_check_and_describe) {
         static const struct {
                 const char *settings;
@@ -928,6 +1133,10 @@ static Suite *class_nvme_suite(void) {
         tcase_add_test(tc, test_open_not_live_yet);
         tcase_add_test(tc, test_match_only_a_reachable_controller);
         tcase_add_test(tc, test_open_refusals);
+        tcase_add_test(tc, test_open_renumbered);
+        tcase_add_test(tc, test_open_wrong_node);
+        tcase_add_test(tc, test_renumbered_while_open);
+        tcase_add_test(tc, test_libnvme_devnum);
         tcase_add_test(tc, test_provision_order);
         tcase_add_test(tc, test_provision_reassign);
         tcase_add_test(tc, test_provision_refusals);
@@ -936,6 +1145,8 @@ static Suite *class_nvme_suite(void) {
         tcase_add_test(tc, test_statuses);
         tcase_add_test(tc, test_partial_failure);
         tcase_add_test(tc, test_release);
+        tcase_add_test(tc, test_host_namespace_refused);
+        tcase_add_test(tc, test_scrub_refused);
         tcase_add_test(tc, test_verify_drift);
         tcase_add_test(tc, test_inspect);
         tcase_add_test(tc, test_plan);
