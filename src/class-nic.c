@@ -760,6 +760,7 @@ static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsi
                         reset |= SVFF_NL_VF_MAC;
                 vf_take(&want, &base, reset);
                 vf_take(&w.vf, &base, reset);
+                want.clear_mac = reset & SVFF_NL_VF_MAC;
         }
 
         to_set = me ? vf_diff(me, &want, want.mask) | (want.mask & ~me->mask) : want.mask;
@@ -852,6 +853,25 @@ static int nic_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsigne
         if (!me)
                 return svff_error_set(err, -EUCLEAN, "VF %u of '%s' (PF %s) is gone: the PF has %zu VFs",
                                       index, c->ifname, c->address, n_live);
+        /* Exactly the state: what it does not set is the VF's own (as
+         * saved) or the drivers' default, so a VLAN, a rate or trust that
+         * the settings never asked for (an earlier tenant's, a hand's) is
+         * drift too. */
+        {
+                struct svff_nl_vf base, own;
+                struct json_object *saved = NULL;
+                const unsigned guarded = SVFF_NL_VF_VLAN | SVFF_NL_VF_RATE | SVFF_NL_VF_SPOOFCHK | SVFF_NL_VF_TRUST;
+
+                vf_defaults(&base, index);
+                if (json_object_object_get_ex(state, "saved", &saved) && json_object_is_type(saved, json_type_object)) {
+                        json_to_vf(saved, index, &own);
+                        vf_take(&base, &own, own.mask & guarded);
+                }
+                base.mask = 0;
+                vf_take(&base, &rec, rec.mask);
+                base.mask = rec.mask | (guarded & ~rec.mask);
+                rec = base;
+        }
         d = vf_diff(me, &rec, rec.mask & me->mask);
         if (!d)
                 return 0;

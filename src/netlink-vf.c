@@ -184,7 +184,7 @@ int svff_nl_vf_set_encode(void *buf, size_t size, uint32_t seq, const char *ifna
 
         if (size < SVFF_NL_VF_SET_BUFSIZE || !ifname || strlen(ifname) >= IFNAMSIZ)
                 return -EINVAL;
-        if ((vf->mask & SVFF_NL_VF_MAC) && svff_nl_mac_is_zero(vf->mac))
+        if ((vf->mask & SVFF_NL_VF_MAC) && svff_nl_mac_is_zero(vf->mac) && !vf->clear_mac)
                 return -EINVAL;
 
         memset(buf, 0, SVFF_NL_VF_SET_BUFSIZE);
@@ -344,7 +344,7 @@ int svff_nl_vf_set(struct svff_nl *nl, const char *ifname, const struct svff_nl_
         int len, r;
 
         snprintf(what, sizeof(what), "VF %u of '%s'", vf->index, ifname);
-        if ((vf->mask & SVFF_NL_VF_MAC) && svff_nl_mac_is_zero(vf->mac))
+        if ((vf->mask & SVFF_NL_VF_MAC) && svff_nl_mac_is_zero(vf->mac) && !vf->clear_mac)
                 return svff_error_set(err, -EINVAL, "%s: refusing to write the all-zero MAC "
                                       "(drivers refuse it or take it as 'none')", what);
         len = svff_nl_vf_set_encode(buf, sizeof(buf), seq, ifname, vf);

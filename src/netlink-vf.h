@@ -68,6 +68,10 @@ struct svff_nl_vf {
         bool trust;
         bool rss_query;
         uint32_t link_state;            /* SVFF_NL_LINK_* */
+        /* With SVFF_NL_VF_MAC and an all-zero mac: clear the MAC on
+         * purpose (a VF handed to its next tenant), which drivers take
+         * as "none". Without it an all-zero MAC is refused unsent. */
+        bool clear_mac;
 };
 
 /* The socket, or a stand-in. send() hands over one request; recv() is

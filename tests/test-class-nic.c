@@ -305,6 +305,65 @@ START_TEST(test_reconf_wipe_keeps_own) {
 }
 END_TEST
 
+/* A VF handed to another tenant, the previous one never released (its
+ * domain undefined, say): provision with the VF's recorded state gives
+ * exactly the new settings, read from the driver: the policy's MAC, no
+ * VLAN, no rate, trust off, spoof checking on. A stray setting is then
+ * drift. */
+START_TEST(test_hand_over) {
+        _cleanup_(json_object_putp) struct json_object *pool = NULL, *a = NULL, *b = NULL, *pool2 = NULL,
+                *c2 = NULL, *d = NULL;
+        _cleanup_free_ char *sa = NULL, *sb = NULL, *sc = NULL, *sd = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        pool = provision(1, "{\"mac_prefix\": \"02:53:00:00\"}");
+        ck_assert_uint_eq(f->vfs[1].mac[1], 0x53);
+        ck_assert_int_ge(asprintf(&sa, "{\"mac_prefix\": \"02:53:00:00\", \"mac\": \"02:aa:00:00:00:01\", "
+                                  "\"vlan\": 100, \"trust\": true, \"spoofchk\": false, \"max_tx_rate\": 500, "
+                                  "\"state\": %s}", json_object_to_json_string(pool)), 0);
+        a = provision(1, sa);
+        ck_assert_uint_eq(f->vfs[1].mac[1], 0xaa);
+        ck_assert_uint_eq(f->vfs[1].vlan, 100);
+        ck_assert(f->vfs[1].trust);
+
+        ck_assert_int_ge(asprintf(&sb, "{\"mac_prefix\": \"02:53:00:00\", \"state\": %s}",
+                                  json_object_to_json_string(a)), 0);
+        b = provision(1, sb);
+        ck_assert_uint_eq(f->vfs[1].mac[1], 0x53);
+        ck_assert_uint_eq(f->vfs[1].mac[5], 0x01);
+        ck_assert_uint_eq(f->vfs[1].vlan, 0);
+        ck_assert(!f->vfs[1].trust);
+        ck_assert(f->vfs[1].spoofchk);
+        ck_assert_uint_eq(f->vfs[1].max_tx_rate, 0);
+        ck_assert_int_eq(svff_class_nic.verify(c, &pf, 1, b, &err), 0);
+
+        /* a VLAN set behind svff's back is drift, though B asked for none */
+        f->vfs[1].vlan = 5;
+        ck_assert_int_eq(svff_class_nic.verify(c, &pf, 1, b, &err), -EUCLEAN);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "vlan is 5"));
+        svff_error_free(&err);
+        f->vfs[1].vlan = 0;
+
+        /* No MAC from the policy or the VF's own: the earlier tenant's
+         * MAC is cleared (the drivers take zeros as none)... */
+        pool2 = provision(2, "{}");
+        ck_assert_int_ge(asprintf(&sc, "{\"mac\": \"02:aa:00:00:00:02\", \"state\": %s}",
+                                  json_object_to_json_string(pool2)), 0);
+        c2 = provision(2, sc);
+        ck_assert_uint_eq(f->vfs[2].mac[1], 0xaa);
+        ck_assert_int_ge(asprintf(&sd, "{\"state\": %s}", json_object_to_json_string(c2)), 0);
+        d = provision(2, sd);
+        ck_assert_uint_eq(f->vfs[2].mac[1], 0);
+        ck_assert_uint_eq(f->vfs[2].mac[5], 0);
+        /* ... and a driver that refuses zeros fails the hand-over, by name */
+        f->vfs[2].mac[1] = 0xaa;
+        f->refuse_zero_mac = true;
+        ck_assert_int_lt(provision_fails(2, sd, &err), 0);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "mac"));
+        svff_error_free(&err);
+}
+END_TEST
+
 START_TEST(test_release_restores) {
         _cleanup_(json_object_putp) struct json_object *st = NULL, *st2 = NULL, *st3 = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
@@ -525,6 +584,7 @@ int main(void) {
         tcase_add_test(tc, test_idempotent_reprovision);
         tcase_add_test(tc, test_reconf_wipe);
         tcase_add_test(tc, test_reconf_wipe_keeps_own);
+        tcase_add_test(tc, test_hand_over);
         tcase_add_test(tc, test_release_restores);
         tcase_add_test(tc, test_partial_failure);
         tcase_add_test(tc, test_rate_refused);

@@ -802,6 +802,36 @@ START_TEST(test_release) {
 }
 END_TEST
 
+/* A VF holds exactly the namespace its settings name: provision detaches
+ * what an earlier tenant (or a hand) left on its secondary, and verify
+ * calls a namespace nobody recorded drift. Read from the stand-in. */
+START_TEST(test_exactly_its_namespace) {
+        _cleanup_(json_object_putp) struct json_object *state = NULL, *none = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        open_ok();
+        numvfs(2);
+        json_object_put(provision_ok(1, "{\"namespace\": 2}"));
+        ck_assert_uint_eq(nvme_standin_ns(&st, 2)->n_ctrls, 1);
+
+        /* the next tenant asks for namespace 3: 2 does not stay beside it */
+        state = provision_ok(1, "{\"namespace\": 3}");
+        ck_assert_uint_eq(nvme_standin_ns(&st, 2)->n_ctrls, 0);
+        ck_assert_uint_eq(nvme_standin_ns(&st, 3)->n_ctrls, 1);
+        ck_assert_int_eq(nvme->verify(c, &pf, 1, state, &err), 0);
+
+        /* and one asking for none gets none */
+        none = provision_ok(1, "{}");
+        ck_assert_uint_eq(nvme_standin_ns(&st, 3)->n_ctrls, 0);
+
+        /* namespace 4 attached to the VF behind svff's back */
+        ck_assert_int_eq(nvme_standin_ops.ns_attach(&st, 4, 2, true), 0);
+        ck_assert_int_eq(nvme->verify(c, &pf, 1, none, &err), -EUCLEAN);
+        assert_err(&err, "namespace 4 is attached to its secondary controller 2 but not recorded for it");
+        svff_error_free(&err);
+}
+END_TEST
+
 START_TEST(test_verify_drift) {
         _cleanup_(json_object_putp) struct json_object *state = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
@@ -1147,6 +1177,7 @@ static Suite *class_nvme_suite(void) {
         tcase_add_test(tc, test_release);
         tcase_add_test(tc, test_host_namespace_refused);
         tcase_add_test(tc, test_scrub_refused);
+        tcase_add_test(tc, test_exactly_its_namespace);
         tcase_add_test(tc, test_verify_drift);
         tcase_add_test(tc, test_inspect);
         tcase_add_test(tc, test_plan);
