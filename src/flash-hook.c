@@ -154,7 +154,9 @@ struct json_object *svff_flash_image_identity(const char *image, const struct st
             json_object_object_add(o, "ino", json_object_new_int64((int64_t) st->st_ino)) < 0 ||
             json_object_object_add(o, "size", json_object_new_int64((int64_t) st->st_size)) < 0 ||
             json_object_object_add(o, "mtime_nsec", json_object_new_int64(
-                                           (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec)) < 0) {
+                                           (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec)) < 0 ||
+            json_object_object_add(o, "ctime_nsec", json_object_new_int64(
+                                           (int64_t) st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec)) < 0) {
                 json_object_put(o);
                 return NULL;
         }
@@ -162,7 +164,10 @@ struct json_object *svff_flash_image_identity(const char *image, const struct st
 }
 
 bool svff_flash_image_same(struct json_object *a, struct json_object *b) {
-        static const char *const keys[] = { "dev", "ino", "size", "mtime_nsec" };
+        /* mtime can be set back; ctime cannot. An identity recorded
+         * before ctime was part of it lacks the key and so matches
+         * nothing: the image is flashed again rather than trusted. */
+        static const char *const keys[] = { "dev", "ino", "size", "mtime_nsec", "ctime_nsec" };
         struct json_object *va, *vb;
 
         if (!a || !b || !json_object_object_get_ex(a, "path", &va) || !json_object_object_get_ex(b, "path", &vb) ||

@@ -57,12 +57,14 @@ int svff_flash_image_check(const char *image_dir, const char *image, struct svff
 int svff_flash_image_stat(const char *image_dir, const char *image, struct stat *ret, struct svff_error *err);
 
 /* Which file an image is, without reading it: {path, dev, ino, size,
- * mtime_nsec} from its lstat, as the store records the image last
- * flashed to a PF. A file replaced, rewritten or touched is another
- * image. NULL: out of memory. */
+ * mtime_nsec, ctime_nsec} from its lstat, as the store records the
+ * image last flashed to a PF. A file replaced, rewritten or touched is
+ * another image, even with its mtime put back (the ctime changes with
+ * any write or utimensat, and no one can set it). NULL: out of memory. */
 struct json_object *svff_flash_image_identity(const char *image, const struct stat *st);
 /* Whether two identities name the same image, unchanged. An identity
- * missing a key matches nothing. */
+ * missing a key (one recorded before ctime_nsec was part of it) matches
+ * nothing. */
 bool svff_flash_image_same(struct json_object *a, struct json_object *b);
 
 /* Checks the image, then runs the hook on pf and waits for it.

@@ -289,6 +289,43 @@ START_TEST(test_image_identity) {
         d = svff_flash_image_identity(image, &st);
         ck_assert(!svff_flash_image_same(c, d));
 
+        /* rewritten in place, same size, its mtime put back: only the
+         * ctime, which no one can set, tells */
+        {
+                struct timespec keep[2] = { st.st_atim, st.st_mtim };
+                struct stat st2;
+                struct json_object *e;
+                int fd;
+
+                ck_assert_int_eq(usleep(20000), 0);
+                fd = open(image, O_WRONLY | O_CLOEXEC);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(pwrite(fd, "y", 1, 0), 1);
+                ck_assert_int_eq(close(fd), 0);
+                ck_assert_int_eq(utimensat(AT_FDCWD, image, keep, 0), 0);
+                ck_assert_int_eq(svff_flash_image_stat(images, image, &st2, &err), 0);
+                ck_assert_int_eq(st2.st_ino, st.st_ino);
+                ck_assert_int_eq(st2.st_size, st.st_size);
+                ck_assert(st2.st_mtim.tv_sec == st.st_mtim.tv_sec && st2.st_mtim.tv_nsec == st.st_mtim.tv_nsec);
+                e = svff_flash_image_identity(image, &st2);
+                ck_assert_ptr_nonnull(e);
+                ck_assert_msg(!svff_flash_image_same(d, e), "a rewrite in place was taken for the same image: %s",
+                              json_object_to_json_string(e));
+                json_object_put(e);
+        }
+
+        /* an identity recorded before the ctime was part of it is
+         * another image: flashed again rather than trusted */
+        {
+                struct json_object *old = NULL;
+
+                ck_assert_int_eq(json_object_deep_copy(a, &old, NULL), 0);
+                json_object_object_del(old, "ctime_nsec");
+                ck_assert(!svff_flash_image_same(old, a));
+                ck_assert(!svff_flash_image_same(a, old));
+                json_object_put(old);
+        }
+
         /* the same file under another name is another image */
         json_object_object_add(b, "path", json_object_new_string(p));
         ck_assert(!svff_flash_image_same(a, b));
