@@ -296,13 +296,27 @@ static int check_group(struct job *j) {
         return 0;
 }
 
+/* A guest address the domain's machine keeps for its own device:
+ * libvirt puts a VF there in the persistent definition and refuses it
+ * only when the domain starts. */
+static int check_guest_address(struct job *j, virDomainPtr dom) {
+        int r = svff_hv_guest_address_check(dom, j->info.persistent, *j->guest_address ? j->guest_address : NULL,
+                                            &j->err);
+
+        if (r == -EADDRINUSE)
+                return fail(j, SVFF_ERROR_GUEST_ADDRESS_TAKEN, r, NULL);
+        if (r < 0)
+                return fail_hv(j, r);
+        return 0;
+}
+
 /* The checks and the flags, before anything is journaled: a refusal here
  * changes nothing anywhere. Fills j->rec with the assignment asked for. */
-static void attach_prepare(struct job *j) {
+static void attach_prepare(struct job *j, virDomainPtr dom) {
         char alias[SVFF_ALIAS_MAX];
         unsigned flags = j->flags;
 
-        if (check_vfio(j) < 0 || check_group(j) < 0)
+        if (check_vfio(j) < 0 || check_group(j) < 0 || check_guest_address(j, dom) < 0)
                 return;
         if (flags == 0)
                 flags = (j->info.active ? SVFF_HV_LIVE : 0) | (j->info.persistent ? SVFF_HV_CONFIG : 0);
@@ -585,7 +599,7 @@ static void job_run(void *userdata) {
                 } else if (r < 0)
                         fail_hv(j, r);
                 else if (j->kind == JOB_ATTACH) {
-                        attach_prepare(j);
+                        attach_prepare(j, dom);
                         if (j->r >= 0)
                                 j->dom = TAKE_PTR(dom);
                 } else if (j->kind == JOB_DETACH)
@@ -655,6 +669,8 @@ static void reply_job_error(struct job *j) {
                 json_object_object_add(p, "parameter", json_object_new_string("domain"));
         else
                 json_object_object_add(p, "device", json_object_new_string(j->vf));
+        if (streq(error, SVFF_ERROR_GUEST_ADDRESS_TAKEN))
+                json_object_object_add(p, "guest_address", json_object_new_string(j->guest_address));
         /* org.varlink.service.InvalidParameter declares no message. */
         if (streq(error, SVFF_ERROR_INVALID_PARAMETER))
                 log_debug("%s: %s", error, msg);

@@ -610,29 +610,23 @@ char *classes_describe(const char *class_name, struct json_object *state) {
         return class->describe(state);
 }
 
-/* ---- main thread: one step as an operation's sub-step ---- */
-
-enum step_kind { STEP_PROVISION, STEP_RELEASE, STEP_PLAN };
+/* ---- main thread: a dry run's class plan on the ops pool ---- */
 
 struct step {
-        enum step_kind kind;
         struct manager *m;
         struct svff_ctx *ctx;
         struct worker_pool *pool;
         char pf[SVFF_PCI_ADDR_STRLEN];
-        char vf[SVFF_PCI_ADDR_STRLEN];  /* found by the worker for provision */
-        unsigned index;                 /* VF index; plan: numvfs */
+        unsigned numvfs;
         struct json_object *policy;     /* policy class members */
-        struct json_object *assignments; /* plan: by index; provision: the VF's settings */
-        struct json_object *state;      /* release: as recorded */
-        classes_done_fn done;
+        struct json_object *assignments; /* by index */
         classes_plan_fn plan_done;
         void *userdata;
 
         int r;
         struct svff_error err;
         struct json_object *result;
-        const char *class_name;         /* plan: the PF's class, even when it refused */
+        const char *class_name;         /* the PF's class, even when it refused */
 };
 
 static void step_free(struct step *s) {
@@ -641,166 +635,55 @@ static void step_free(struct step *s) {
         svff_ctx_unref(s->ctx);
         json_object_put(s->policy);
         json_object_put(s->assignments);
-        json_object_put(s->state);
         json_object_put(s->result);
         svff_error_free(&s->err);
         free(s);
 }
 
-/* The VF recorded at index of pf, or NULL. */
-static const char *vf_at_index(struct manager *m, const char *pf, unsigned index) {
-        json_object_object_foreach(svff_store_vfs(m->store), vf, rec) {
-                const char *vpf;
-                unsigned i;
-
-                if (svff_json_get_string(rec, "pf", &vpf) >= 0 && streq(vpf, pf) &&
-                    svff_json_get_unsigned(rec, "index", &i) >= 0 && i == index)
-                        return vf;
-        }
-        return NULL;
-}
-
 static void step_done(void *userdata) {
-        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct step *s = userdata;
-        struct manager *m = s->m;
         const char *msg = s->r < 0 ? svff_error_message(&s->err) : NULL;
+        struct json_object *cp = s->r > 0 ? json_object_get(s->result) : NULL;
         int r = s->r;
 
-        if (s->kind == STEP_PLAN) {
-                struct json_object *cp = r > 0 ? json_object_get(s->result) : NULL;
-
-                if (r < 0 && s->class_name && (cp = json_object_new_object())) {
-                        json_object_object_add(cp, "class", json_object_new_string(s->class_name));
-                        json_object_object_add(cp, "refused", json_object_new_string(strna(msg)));
-                }
-                s->plan_done(m, r < 0 ? r : 0, msg, cp, s->userdata);
-                step_free(s);
-                return;
+        if (r < 0 && s->class_name && (cp = json_object_new_object())) {
+                json_object_object_add(cp, "class", json_object_new_string(s->class_name));
+                json_object_object_add(cp, "refused", json_object_new_string(strna(msg)));
         }
-        manager_sysfs_changed(m, s->pf);
-        if (r > 0) {
-                if (s->kind == STEP_PROVISION) {
-                        log_info("VF %s (%s): %s provisioned and verified.", s->vf, s->pf,
-                                 strna(json_object_get_string(json_object_object_get(s->result, "name"))));
-                        r = classes_record_vf(m, s->vf, TAKE_PTR(s->result));
-                        if (r == -ENOENT)
-                                r = 0;  /* no record to keep it in: nothing svff owns */
-                } else
-                        r = classes_record_vf(m, s->vf, NULL);
-                if (r >= 0)
-                        r = manager_commit(m, &err);
-                if (r < 0)
-                        msg = svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r);
-        }
-        s->done(m, r < 0 ? r : 0, msg, s->userdata);
+        s->plan_done(s->m, r < 0 ? r : 0, msg, cp, s->userdata);
         step_free(s);
 }
 
 static void step_run(void *userdata) {
         struct step *s = userdata;
-        _cleanup_(svff_pf_freep) struct svff_pf *p = NULL;
 
-        switch (s->kind) {
-        case STEP_PROVISION:
-                s->r = svff_pf_load(s->ctx, s->pf, &p, &s->err);
-                if (s->r >= 0) {
-                        if (s->index >= p->n_vfs || p->vfs[s->index].index != s->index)
-                                s->r = svff_error_set(&s->err, -ENODEV, "PF %s has no VF %u to provision",
-                                                      s->pf, s->index);
-                        else
-                                snprintf(s->vf, sizeof(s->vf), "%s", p->vfs[s->index].address);
-                }
-                if (s->r >= 0)
-                        s->r = classes_provision_sync(s->ctx, s->pf, s->index, s->policy,
-                                                      s->assignments, &s->result, &s->err);
-                break;
-        case STEP_RELEASE:
-                s->r = classes_release_sync(s->ctx, s->pf, s->index, s->state, &s->err);
-                break;
-        case STEP_PLAN:
-                s->r = classes_plan_sync(s->ctx, s->pf, s->index, s->policy, s->assignments,
-                                         &s->result, &s->class_name, &s->err);
-                break;
-        }
+        s->r = classes_plan_sync(s->ctx, s->pf, s->numvfs, s->policy, s->assignments, &s->result,
+                                 &s->class_name, &s->err);
         if (worker_pool_post(s->pool, step_done, s) < 0)
                 step_free(s);  /* the caller's done cannot run: svffd is out of memory */
 }
 
-static struct step *step_new(struct manager *m, enum step_kind kind, const char *pf, unsigned index) {
+int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
         struct step *s = calloc(1, sizeof(*s));
+        int r;
 
         if (!s)
-                return NULL;
-        s->kind = kind;
+                return -ENOMEM;
         s->m = m;
         s->ctx = svff_ctx_ref(m->ctx);
         s->pool = m->ops_pool;
         snprintf(s->pf, sizeof(s->pf), "%s", pf);
-        s->index = index;
-        return s;
-}
-
-static int step_submit(struct step *s) {
-        int r = worker_pool_submit(s->pool, step_run, s);
-
-        if (r < 0)
-                step_free(s);
-        return r < 0 ? -ESHUTDOWN : 0;
-}
-
-int classes_provision_start(struct manager *m, const char *pf, unsigned index, classes_done_fn done,
-                            void *userdata) {
-        struct step *s = step_new(m, STEP_PROVISION, pf, index);
-        const char *vf;
-
-        if (!s)
-                return -ENOMEM;
-        s->done = done;
-        s->userdata = userdata;
-        s->policy = classes_policy_settings(m, pf);
-        vf = vf_at_index(m, pf, index);
-        if (vf) {
-                struct json_object *cls = svff_store_get_assignment_class(m->store, vf), *settings;
-
-                if (cls && json_object_object_get_ex(cls, "settings", &settings) && settings)
-                        (void) json_object_deep_copy(settings, &s->assignments, NULL);
-        }
-        return step_submit(s);
-}
-
-int classes_release_start(struct manager *m, const char *vf, classes_done_fn done, void *userdata) {
-        struct json_object *rec, *state = classes_vf_state(m, vf);
-        const char *pf;
-        unsigned index;
-        struct step *s;
-
-        if (!json_object_object_get_ex(svff_store_vfs(m->store), vf, &rec) ||
-            svff_json_get_string(rec, "pf", &pf) < 0 || svff_json_get_unsigned(rec, "index", &index) < 0)
-                return -ENOENT;
-        s = step_new(m, STEP_RELEASE, pf, index);
-        if (!s)
-                return -ENOMEM;
-        snprintf(s->vf, sizeof(s->vf), "%s", vf);
-        s->done = done;
-        s->userdata = userdata;
-        if (state && json_object_deep_copy(state, &s->state, NULL) < 0) {
-                step_free(s);
-                return -ENOMEM;
-        }
-        return step_submit(s);
-}
-
-int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
-        struct step *s = step_new(m, STEP_PLAN, pf, numvfs);
-
-        if (!s)
-                return -ENOMEM;
+        s->numvfs = numvfs;
         s->plan_done = done;
         s->userdata = userdata;
         s->policy = classes_policy_settings(m, pf);
         s->assignments = classes_assignment_settings(m, pf);
-        return step_submit(s);
+        r = worker_pool_submit(s->pool, step_run, s);
+        if (r < 0) {
+                step_free(s);
+                return -ESHUTDOWN;
+        }
+        return 0;
 }
 
 /* ---- main thread: drift for status ---- */

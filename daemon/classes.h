@@ -121,26 +121,7 @@ int classes_record_assignment(struct manager *m, const char *vf, struct json_obj
 /* The class's one-line description of state (malloc'ed) or NULL. */
 char *classes_describe(const char *class_name, struct json_object *state);
 
-/* ---- main thread: one step as an operation's sub-step ---- */
-
-/* Called on the main thread when a step ends: r < 0 with message when
- * it failed (nothing more was done). */
-typedef void (*classes_done_fn)(struct manager *m, int r, const char *message, void *userdata);
-
-/* Provisions and verifies VF index of pf with the settings of the PF's
- * policy and of the VF's assignment, as recorded, on the ops pool;
- * then records the new state in the VF's record and its assignment's,
- * commits, and calls done. This is a reconf's provision step (after
- * the numvfs write, before vfio-pci): a PF without a class completes
- * at once with 0 (done still runs from the event loop, never from
- * inside this call). -ENOMEM or -ESHUTDOWN: nothing was started and
- * done will not run. */
-int classes_provision_start(struct manager *m, const char *pf, unsigned index, classes_done_fn done,
-                            void *userdata);
-
-/* Releases VF vf's class state as recorded (drops it from the records
- * on success, commits), then done. The same contract. */
-int classes_release_start(struct manager *m, const char *vf, classes_done_fn done, void *userdata);
+/* ---- main thread: a dry run's class plan ---- */
 
 /* The class steps numvfs VFs of pf would run, for a dry-run plan (Reconf's
  * class_plan): done gets class_plan (taken), the class's plan ({"class":

@@ -32,6 +32,7 @@
 #define SVFF_ERROR_GROUP_SHARED "io.svff.GroupShared"
 #define SVFF_ERROR_GROUP_NOT_VIABLE "io.svff.GroupNotViable"
 #define SVFF_ERROR_NO_FREE_VF "io.svff.NoFreeVf"
+#define SVFF_ERROR_GUEST_ADDRESS_TAKEN "io.svff.GuestAddressTaken"
 #define SVFF_ERROR_GUEST_NOT_RELEASED "io.svff.GuestNotReleased"
 #define SVFF_ERROR_HYPERVISOR_UNAVAILABLE "io.svff.HypervisorUnavailable"
 #define SVFF_ERROR_HYPERVISOR "io.svff.HypervisorError"

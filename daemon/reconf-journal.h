@@ -19,10 +19,10 @@
  * to have succeeded, or the PF did not come back as the policy allows:
  * the assignments stay paused until reprogram or reconf runs again).
  * IDENTITY is which file the hook wrote ({path, dev, ino, size,
- * mtime_nsec}, src/flash-hook.h), there from the rescan on when the file
- * was the same before and after the hook ran: the store's "image" of the
- * PF drops when the journal enters "flash" and is set from it when the
- * journal says "flashed".
+ * mtime_nsec, ctime_nsec}, src/flash-hook.h), there from the rescan on
+ * when the file was the same before and after the hook ran: the store's
+ * "image" of the PF drops when the journal enters "flash" and is set
+ * from it when the journal says "flashed".
  *
  * "rollback" is written before the first step of a rollback; an entry in
  * phase "rollback" without it (an older svffd) goes back to the plan's

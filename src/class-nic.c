@@ -968,7 +968,7 @@ static int nic_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struct
         if (add(p, "ifname", json_object_new_string(c->ifname)) < 0)
                 return -ENOMEM;
 
-        r = svff_nic_owner_find(c->config_root, c->ifname, c->address, &owner);
+        r = svff_nic_owner_find(c->config_root, c->ifname, c->address, &owner, err);
         if (r < 0)
                 return r;
         if (owner) {
@@ -1072,7 +1072,9 @@ static int nic_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned 
         }
 
         /* Another manager would undo svff's VF count and settings. */
-        r = svff_nic_owner_find(c->config_root, c->ifname, c->address, &owner);
+        r = svff_nic_owner_find(c->config_root, c->ifname, c->address, &owner, err);
+        if (r < 0 && svff_error_is_set(err))
+                return r;       /* a file refused: the message names it */
         if (r < 0)
                 return svff_error_set_errno(err, r, "PF %s: cannot read the network managers' files",
                                             c->address);

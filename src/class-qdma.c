@@ -15,6 +15,7 @@
  *   "qmax"     the PF's queue count (absent: left as it is)
  *   "vf_qmax"  queues kept for each VF's driver to ask for (default 0)
  *   "budget"   the device's queues (default 2048, the QDMA IP's maximum)
+ * each at most QDMA_QUEUES_MAX.
  *
  * State of a VF: {"pf_qmax": N or absent, "vf_qmax": N,
  *                 "contexts": "reset"}. */
@@ -29,6 +30,9 @@
 #include "sysfs.h"
 
 #define QDMA_BUDGET_DEFAULT 2048u
+/* Far above any QDMA IP's queue count, low enough that no sum of them
+ * overflows. */
+#define QDMA_QUEUES_MAX 65536u
 #define QDMA_VENDOR 0x10ee
 
 struct svff_class_pf {
@@ -37,7 +41,8 @@ struct svff_class_pf {
 };
 
 struct qdma_settings {
-        int qmax;                       /* -1: leave the PF's alone */
+        bool has_qmax;                  /* false: leave the PF's alone */
+        unsigned qmax;
         unsigned vf_qmax;
         unsigned budget;
 };
@@ -72,8 +77,10 @@ static bool qdma_match(struct svff_ctx *ctx, const struct svff_pf *pf) {
 }
 
 static int qdma_check(struct json_object *settings, struct svff_error *err) {
-        unsigned qmax = 0, budget = QDMA_BUDGET_DEFAULT, v;
+        unsigned qmax = 0, budget = QDMA_BUDGET_DEFAULT;
         bool has_qmax = false;
+        uint64_t v;
+        int r;
 
         if (!settings)
                 return 0;
@@ -85,10 +92,18 @@ static int qdma_check(struct json_object *settings, struct svff_error *err) {
                         return svff_error_set(err, -EINVAL,
                                               "Unknown qdma setting '%s': use 'qmax', 'vf_qmax' or 'budget'",
                                               key);
-                if (svff_json_to_unsigned(val, &v) < 0)
+                r = svff_json_to_u64(val, &v);
+                if (r == -ERANGE && json_object_get_double(val) > 0)
+                        r = 0, v = UINT64_MAX;  /* beyond 64 bits: out of range below */
+                if (r < 0)
                         return svff_error_set(err, -EINVAL,
                                               "qdma setting '%s' takes a number of queues, not '%s'",
                                               key, json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN));
+                if (v > QDMA_QUEUES_MAX)
+                        return svff_error_set(err, -ERANGE,
+                                              "qdma setting '%s' %s is out of range: at most %u queues",
+                                              key, json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN),
+                                              QDMA_QUEUES_MAX);
                 if (strcmp(key, "qmax") == 0) {
                         qmax = v;
                         has_qmax = true;
@@ -107,16 +122,14 @@ static int qdma_check(struct json_object *settings, struct svff_error *err) {
 
 static int qdma_settings_parse(struct json_object *settings, struct qdma_settings *ret,
                                struct svff_error *err) {
-        struct qdma_settings s = { .qmax = -1, .budget = QDMA_BUDGET_DEFAULT };
-        unsigned v;
+        struct qdma_settings s = { .budget = QDMA_BUDGET_DEFAULT };
         int r;
 
         r = qdma_check(settings, err);
         if (r < 0)
                 return r;
         if (settings) {
-                if (svff_json_get_unsigned(settings, "qmax", &v) == 0)
-                        s.qmax = (int) v;
+                s.has_qmax = svff_json_get_unsigned(settings, "qmax", &s.qmax) == 0;
                 (void) svff_json_get_unsigned(settings, "vf_qmax", &s.vf_qmax);
                 (void) svff_json_get_unsigned(settings, "budget", &s.budget);
         }
@@ -230,7 +243,7 @@ static int qdma_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struc
 static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
                      struct json_object *settings, struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *o = NULL, *steps = NULL;
-        struct qdma_settings pfs = { .qmax = -1, .budget = QDMA_BUDGET_DEFAULT };
+        struct qdma_settings pfs = { .budget = QDMA_BUDGET_DEFAULT };
         unsigned long long vf_total = 0, pf_qmax;
         _cleanup_free_ char *needs = NULL;
         unsigned live = 0;
@@ -254,8 +267,10 @@ static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                         return r;
                 if (i == 0 || (s && json_object_object_get_ex(s, "budget", NULL)))
                         pfs.budget = vs.budget;
-                if (pfs.qmax < 0)
+                if (!pfs.has_qmax) {
+                        pfs.has_qmax = vs.has_qmax;
                         pfs.qmax = vs.qmax;
+                }
                 vf_total += vs.vf_qmax;
                 if (vs.vf_qmax > 0) {
                         struct json_object *step = json_object_new_object();
@@ -273,8 +288,8 @@ static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                 }
         }
 
-        if (pfs.qmax >= 0)
-                pf_qmax = (unsigned) pfs.qmax;
+        if (pfs.has_qmax)
+                pf_qmax = pfs.qmax;
         else if (qdma_read_qmax(c, pf->address, &live) >= 0)
                 pf_qmax = live;
         else
@@ -293,8 +308,8 @@ static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                 return svff_error_set(err, -ENOMEM, "Out of memory planning %s", pf->address);
         json_object_object_add(o, "steps", TAKE_PTR(steps));
         json_object_object_add(o, "needs", json_object_new_string(needs));
-        if (pfs.qmax >= 0)
-                json_object_object_add(o, "pf_qmax", json_unsigned((unsigned) pfs.qmax));
+        if (pfs.has_qmax)
+                json_object_object_add(o, "pf_qmax", json_unsigned(pfs.qmax));
         json_object_object_add(o, "budget", json_unsigned(pfs.budget));
         json_object_object_add(o, "vf_queues", json_object_new_int64((int64_t) vf_total));
         *ret = TAKE_PTR(o);
@@ -375,8 +390,8 @@ static int qdma_prepare(struct svff_class_pf *c, const struct svff_pf *pf, unsig
                 r = qdma_settings_parse(vs, &s, err);
                 if (r < 0)
                         return r;
-                if (s.qmax >= 0)
-                        return qdma_set_pf_qmax(c, pf, (unsigned) s.qmax, err);
+                if (s.has_qmax)
+                        return qdma_set_pf_qmax(c, pf, s.qmax, err);
         }
         return 0;
 }
@@ -390,8 +405,8 @@ static int qdma_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
         r = qdma_settings_parse(settings, &s, err);
         if (r < 0)
                 return r;
-        if (s.qmax >= 0) {
-                r = qdma_set_pf_qmax(c, pf, (unsigned) s.qmax, err);
+        if (s.has_qmax) {
+                r = qdma_set_pf_qmax(c, pf, s.qmax, err);
                 if (r < 0)
                         return r;
         }
@@ -400,8 +415,8 @@ static int qdma_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
         st = json_object_new_object();
         if (!st)
                 return svff_error_set(err, -ENOMEM, "Out of memory");
-        if (s.qmax >= 0)
-                json_object_object_add(st, "pf_qmax", json_unsigned((unsigned) s.qmax));
+        if (s.has_qmax)
+                json_object_object_add(st, "pf_qmax", json_unsigned(s.qmax));
         json_object_object_add(st, "vf_qmax", json_unsigned(s.vf_qmax));
         /* a VF that was just enabled has no queue contexts: its driver,
          * the guest's, must ask for them */

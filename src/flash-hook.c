@@ -154,7 +154,9 @@ struct json_object *svff_flash_image_identity(const char *image, const struct st
             json_object_object_add(o, "ino", json_object_new_int64((int64_t) st->st_ino)) < 0 ||
             json_object_object_add(o, "size", json_object_new_int64((int64_t) st->st_size)) < 0 ||
             json_object_object_add(o, "mtime_nsec", json_object_new_int64(
-                                           (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec)) < 0) {
+                                           (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec)) < 0 ||
+            json_object_object_add(o, "ctime_nsec", json_object_new_int64(
+                                           (int64_t) st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec)) < 0) {
                 json_object_put(o);
                 return NULL;
         }
@@ -162,7 +164,10 @@ struct json_object *svff_flash_image_identity(const char *image, const struct st
 }
 
 bool svff_flash_image_same(struct json_object *a, struct json_object *b) {
-        static const char *const keys[] = { "dev", "ino", "size", "mtime_nsec" };
+        /* mtime can be set back; ctime cannot. An identity recorded
+         * before ctime was part of it lacks the key and so matches
+         * nothing: the image is flashed again rather than trusted. */
+        static const char *const keys[] = { "dev", "ino", "size", "mtime_nsec", "ctime_nsec" };
         struct json_object *va, *vb;
 
         if (!a || !b || !json_object_object_get_ex(a, "path", &va) || !json_object_object_get_ex(b, "path", &vb) ||
@@ -251,6 +256,32 @@ static bool output_drain(struct output *o, int fd) {
         }
 }
 
+/* Whether the hook, its process group's leader, has ended, leaving it
+ * unreaped: 1 ended, 0 running, -ECHILD when something else in the
+ * process reaped it. */
+static int hook_ended(pid_t pid) {
+        for (;;) {
+                siginfo_t si = {};
+
+                if (waitid(P_PID, (id_t) pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0)
+                        return si.si_pid == pid;
+                if (errno != EINTR)
+                        return -errno;
+        }
+}
+
+/* Kills the hook's process group, then reaps its leader. The group's id
+ * is the leader's pid, which cannot be reused while the leader is
+ * unreaped: killing first is what makes the kill reach the hook's
+ * group and no one else's. */
+static int hook_kill_reap(pid_t pid, int *ret_status) {
+        (void) kill(-pid, SIGKILL);
+        while (waitpid(pid, ret_status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return 0;
+}
+
 int svff_flash_hook_run(struct svff_ctx *ctx, const struct svff_flash_hook *hook, const char *pf,
                         const char *image, struct svff_error *err) {
         _cleanup_close_ int rfd = -EBADF, wfd = -EBADF;
@@ -329,14 +360,10 @@ int svff_flash_hook_run(struct svff_ctx *ctx, const struct svff_flash_hook *hook
         while (!exited) {
                 usec_t now = svff_now_usec();
                 struct pollfd p = { .fd = rfd, .events = POLLIN };
-                pid_t w;
                 int ms;
 
                 if (now >= deadline) {
                         killed = true;
-                        (void) kill(-pid, SIGKILL);
-                        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                                ;
                         break;
                 }
                 ms = (int) MIN((deadline - now + 999) / 1000, 100);
@@ -344,17 +371,25 @@ int svff_flash_hook_run(struct svff_ctx *ctx, const struct svff_flash_hook *hook
                         eof = !output_drain(o, rfd);
                 else if (eof)
                         (void) poll(NULL, 0, ms);
-                w = waitpid(pid, &status, WNOHANG);
-                if (w == pid)
-                        exited = true;
-                else if (w < 0 && errno != EINTR)
-                        return svff_error_set_errno(err, -errno, "Lost the flash hook '%s' (pid %d)", hook->path,
-                                                    (int) pid);
+                r = hook_ended(pid);
+                if (r < 0) {
+                        /* Reaped behind svff's back: its group may live on.
+                         * The group keeps the id taken while any member
+                         * lives, so this reaches nothing but what is left
+                         * of it. */
+                        (void) kill(-pid, SIGKILL);
+                        return svff_error_set_errno(err, r, "Lost the flash hook '%s' (pid %d); what it started "
+                                                    "was killed", hook->path, (int) pid);
+                }
+                exited = r > 0;
         }
-        /* What it wrote before it ended, then nothing of it may stay. */
+        /* Nothing of it may stay; what it wrote before is in the pipe. */
+        r = hook_kill_reap(pid, &status);
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Lost the flash hook '%s' (pid %d); what it started was "
+                                            "killed", hook->path, (int) pid);
         if (!eof)
                 (void) output_drain(o, rfd);
-        (void) kill(-pid, SIGKILL);
         if (o->len > 0)
                 output_line(o);
 

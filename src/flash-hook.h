@@ -18,7 +18,8 @@
  * on one pipe, each line of which goes to the output callback. It runs in
  * a process group of its own, killed with SIGKILL (children included) at
  * the deadline, and killed too once the hook itself has exited, so no
- * child of it outlives the flash. Only exit status 0 is success: svff
+ * child of it outlives the flash. The group is killed before the hook is
+ * reaped, while its pid (the group's id) cannot be reused. Only exit status 0 is success: svff
  * never guesses that a flash succeeded. */
 
 #include <json-c/json.h>
@@ -57,12 +58,14 @@ int svff_flash_image_check(const char *image_dir, const char *image, struct svff
 int svff_flash_image_stat(const char *image_dir, const char *image, struct stat *ret, struct svff_error *err);
 
 /* Which file an image is, without reading it: {path, dev, ino, size,
- * mtime_nsec} from its lstat, as the store records the image last
- * flashed to a PF. A file replaced, rewritten or touched is another
- * image. NULL: out of memory. */
+ * mtime_nsec, ctime_nsec} from its lstat, as the store records the
+ * image last flashed to a PF. A file replaced, rewritten or touched is
+ * another image, even with its mtime put back (the ctime changes with
+ * any write or utimensat, and no one can set it). NULL: out of memory. */
 struct json_object *svff_flash_image_identity(const char *image, const struct stat *st);
 /* Whether two identities name the same image, unchanged. An identity
- * missing a key matches nothing. */
+ * missing a key (one recorded before ctime_nsec was part of it) matches
+ * nothing. */
 bool svff_flash_image_same(struct json_object *a, struct json_object *b);
 
 /* Checks the image, then runs the hook on pf and waits for it.
@@ -70,6 +73,8 @@ bool svff_flash_image_same(struct json_object *a, struct json_object *b);
  *   -EIO       another exit status, or killed by a signal: err says which,
  *              with the hook's last line of output
  *   -ETIMEDOUT the deadline passed: the hook and its children are killed
+ *   -ECHILD    something else in the process reaped the hook: what it
+ *              started is killed all the same
  *   -ENOEXEC / -ENOENT / -EACCES / -EPERM   the hook cannot be run (not
  *              an absolute path to an executable regular file, or writable
  *              by group or others)

@@ -224,6 +224,82 @@ int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hos
         return 0;
 }
 
+int svff_hv_machine_in_xml(const char *xml, char **ret) {
+        _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
+        _cleanup_(xml_freep) xmlChar *machine = NULL;
+        xmlNodePtr type;
+        size_t len;
+        char *m;
+
+        if (!xml || !ret)
+                return -EINVAL;
+        len = strlen(xml);
+        if (len > DOMAIN_XML_MAX)
+                return -EBADMSG;
+        doc = xmlReadMemory(xml, (int) len, "domain.xml", NULL,
+                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+        if (!doc)
+                return -EBADMSG;
+        type = child(child(xmlDocGetRootElement(doc), "os"), "type");
+        machine = type ? xmlGetProp(type, BAD_CAST "machine") : NULL;
+        if (!machine)
+                return 0;
+        m = strdup((const char *) machine);
+        if (!m)
+                return -ENOMEM;
+        *ret = m;
+        return 1;
+}
+
+/* QEMU's PC machines, i440FX and Q35, under their aliases and their
+ * versioned names. */
+static bool machine_is_pc(const char *machine) {
+        return streq(machine, "pc") || streq(machine, "q35") || strncmp(machine, "pc-i440fx-", 10) == 0 ||
+               strncmp(machine, "pc-q35-", 7) == 0;
+}
+
+const char *svff_hv_guest_slot_owner(const char *machine, const char *guest_address) {
+        struct svff_pci_addr a;
+
+        if (!machine || !guest_address || svff_pci_addr_parse(guest_address, &a) < 0)
+                return NULL;
+        if (machine_is_pc(machine) && a.domain == 0 && a.bus == 0 && a.slot == 0)
+                return "the host bridge";
+        return NULL;
+}
+
+int svff_hv_guest_address_check(virDomainPtr dom, bool persistent, const char *guest_address,
+                                struct svff_error *err) {
+        _cleanup_free_ char *xml = NULL, *machine = NULL;
+        const char *owner;
+        int r;
+
+        if (!guest_address)
+                return 0;
+        xml = virDomainGetXMLDesc(dom, persistent ? VIR_DOMAIN_XML_INACTIVE : 0);
+        if (!xml) {
+                char what[SVFF_DOMAIN_NAME_MAX + 64];
+
+                snprintf(what, sizeof(what), "Reading the XML of domain '%s'", strna(virDomainGetName(dom)));
+                return svff_hv_error_from_libvirt(err, what);
+        }
+        r = svff_hv_machine_in_xml(xml, &machine);
+        if (r == -EBADMSG)
+                return svff_error_set(err, r, "libvirt returned XML for domain '%s' that does not parse",
+                                      strna(virDomainGetName(dom)));
+        if (r < 0)
+                return svff_error_set_errno(err, r, "Reading the machine type of domain '%s'",
+                                            strna(virDomainGetName(dom)));
+        owner = svff_hv_guest_slot_owner(machine, guest_address);
+        if (owner)
+                return svff_error_set(err, -EADDRINUSE,
+                                      "Guest address '%s' is the slot of %s on domain '%s' (machine '%s'): "
+                                      "choose another slot, or leave the guest address out and let libvirt "
+                                      "choose one", guest_address, owner, strna(virDomainGetName(dom)),
+                                      machine);
+        return 0;
+}
+
 int svff_hv_error_from_libvirt(struct svff_error *err, const char *what) {
         virErrorPtr e = virGetLastError();
         int r;

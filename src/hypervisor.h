@@ -78,6 +78,24 @@ int svff_hv_hostdev_xml(const char *vf, const char *alias, const char *guest_add
  * not XML. */
 int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret);
 
+/* The machine type of a domain XML document (/domain/os/type/@machine):
+ * 1 and *ret (malloc'd), 0 when it names none, -EBADMSG when the
+ * document is not XML, -ENOMEM. */
+int svff_hv_machine_in_xml(const char *xml, char **ret);
+
+/* What the guest's machine type keeps at guest_address, so a VF cannot
+ * go there ("the host bridge": slot 0 of bus 0 on QEMU's pc and q35
+ * machines, where libvirt refuses the device only when the domain
+ * starts), or NULL. */
+const char *svff_hv_guest_slot_owner(const char *machine, const char *guest_address);
+
+/* Checks guest_address (NULL: none asked, 0) against dom's machine type,
+ * read from its persistent definition when persistent, else the live
+ * one: -EADDRINUSE with a message naming the address, what holds it and
+ * the machine; libvirt's errors as svff_hv_error_from_libvirt(). */
+int svff_hv_guest_address_check(virDomainPtr dom, bool persistent, const char *guest_address,
+                                struct svff_error *err);
+
 /* Stores the message and -errno for libvirt's last error on this thread
  * (what, e.g. "Attaching VF 0000:01:00.4 to 'vm1'", is prefixed) in err
  * and returns the -errno. */

@@ -16,8 +16,12 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
+#include "error.h"
 #include "json-util.h"
 #include "nic-owner.h"
+
+/* Another tool's file: far above any keyfile, unit or operator state. */
+#define OTHER_FILE_MAX (64 * 1024)
 
 void svff_nic_owner_free(struct svff_nic_owner *o) {
         if (!o)
@@ -28,6 +32,62 @@ void svff_nic_owner_free(struct svff_nic_owner *o) {
         free(o->connection_id);
         free(o->connection_uuid);
         free(o);
+}
+
+/* Reads another tool's file, full its path and shown what messages name
+ * (the host's spelling), without trusting what is there: opened
+ * non-blocking (a FIFO answers at once), not through a symbolic link
+ * when nofollow, only a regular file, at most OTHER_FILE_MAX bytes.
+ * 1 with its text (NUL-terminated) and length, 0 when it is missing,
+ * else a refusal naming it: -ELOOP a link (nofollow), -EINVAL not a
+ * regular file, -EFBIG too large, or the errno of the open or read. */
+static int read_other_file(const char *full, const char *shown, bool nofollow, char **ret, size_t *ret_len,
+                           struct svff_error *err) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t n = 0;
+
+        fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                if (errno == ELOOP && nofollow)
+                        return svff_error_set(err, -ELOOP, "'%s' is a symbolic link: svff reads only the file "
+                                              "itself there; remove it or put the file in its place", shown);
+                return svff_error_set_errno(err, -errno, "Cannot read '%s'", shown);
+        }
+        if (fstat(fd, &st) < 0)
+                return svff_error_set_errno(err, -errno, "Cannot read '%s'", shown);
+        if (!S_ISREG(st.st_mode))
+                return svff_error_set(err, -EINVAL, "'%s' is not a regular file: svff reads only regular files "
+                                      "there; remove it", shown);
+        if (st.st_size > OTHER_FILE_MAX)
+                return svff_error_set(err, -EFBIG, "'%s' is larger than %u KiB (%lld bytes): svff does not read "
+                                      "it; remove it or make it smaller", shown, OTHER_FILE_MAX / 1024,
+                                      (long long) st.st_size);
+        buf = malloc(OTHER_FILE_MAX + 2);
+        if (!buf)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        /* it may grow after the fstat: the cap holds for what is read */
+        while (n <= OTHER_FILE_MAX) {
+                ssize_t k = read(fd, buf + n, OTHER_FILE_MAX + 1 - n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return svff_error_set_errno(err, -errno, "Cannot read '%s'", shown);
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        if (n > OTHER_FILE_MAX)
+                return svff_error_set(err, -EFBIG, "'%s' is larger than %u KiB: svff does not read it; remove "
+                                      "it or make it smaller", shown, OTHER_FILE_MAX / 1024);
+        buf[n] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = n;
+        return 1;
 }
 
 /* What one keyfile or unit file says about the interface. */
@@ -87,18 +147,18 @@ static int set_detail(struct ini_scan *sc, const char *fmt, ...) {
         return 0;
 }
 
-static int ini_scan_file(int fd, struct ini_scan *sc) {
+static int ini_scan_text(const char *text, size_t len, struct ini_scan *sc) {
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
         char section[64] = "";
         size_t cap = 0;
         int r;
 
-        f = fdopen(fd, "re");
-        if (!f) {
-                close(fd);
+        if (len == 0)
+                return 0;
+        f = fmemopen((void *) text, len, "r");
+        if (!f)
                 return -errno;
-        }
         while (getline(&line, &cap, f) >= 0) {
                 char *l = strip(line), *eq, *key, *val;
 
@@ -218,12 +278,13 @@ static int list_dir(const char *dir, const char *suffix, char ***names, size_t *
         return 0;
 }
 
-/* path is root-relative; file_shown what the message names. */
-static int scan_one(const char *root, const char *path, struct ini_scan *sc) {
-        _cleanup_free_ char *full = NULL;
+/* path is root-relative and what messages name. */
+static int scan_one(const char *root, const char *path, struct ini_scan *sc, struct svff_error *err) {
+        _cleanup_free_ char *full = NULL, *text = NULL;
         char target[16];
+        size_t len;
         ssize_t l;
-        int fd;
+        int r;
 
         if (asprintf(&full, "%s%s", streq(root, "/") ? "" : root, path) < 0)
                 return -ENOMEM;
@@ -234,20 +295,17 @@ static int scan_one(const char *root, const char *path, struct ini_scan *sc) {
                 if (streq(target, "/dev/null"))
                         return 0;
         }
-        fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return 0;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                close(fd);
-                return 0;
-        }
-        return ini_scan_file(fd, sc);
+        /* Both read their directories through links, so svff does too:
+         * what the link reaches must be a regular file all the same. */
+        r = read_other_file(full, path, false, &text, &len, err);
+        if (r <= 0)
+                return r;
+        return ini_scan_text(text, len, sc);
 }
 
 static int scan_dirs(const char *root, const char *const *dirs, const char *suffix, bool networkd,
                      const char *owner, const char *ifname, const char *path_match,
-                     struct svff_nic_owner **ret) {
+                     struct svff_nic_owner **ret, struct svff_error *err) {
         _cleanup_strv_free_ char **names = NULL;
         size_t n = 0;
         int r;
@@ -280,7 +338,7 @@ static int scan_dirs(const char *root, const char *const *dirs, const char *suff
                         .networkd = networkd,
                 };
 
-                r = scan_one(root, names[i], &sc);
+                r = scan_one(root, names[i], &sc, err);
                 if (r < 0) {
                         free(sc.detail);
                         return r;
@@ -579,19 +637,24 @@ int svff_nic_owner_find_nm(struct sd_bus *bus, const char *ifname, struct svff_n
 /* Its config daemon keeps what it applied to each PF it manages in
  * etc/sriov-operator/pci/<PCI address>, a JSON object (numVfs, the VFs'
  * groups...), and removes the file when no policy selects the PF. */
-static int scan_sriov_operator(const char *root, const char *pci_address, struct svff_nic_owner **ret) {
-        _cleanup_free_ char *file = NULL, *path = NULL, *detail = NULL;
+static int scan_sriov_operator(const char *root, const char *pci_address, struct svff_nic_owner **ret,
+                               struct svff_error *err) {
+        _cleanup_free_ char *file = NULL, *path = NULL, *detail = NULL, *text = NULL;
         _cleanup_(json_object_putp) struct json_object *applied = NULL;
         int64_t numvfs;
+        size_t len;
+        int r;
 
         if (!pci_address)
                 return 0;
         if (asprintf(&file, "/etc/sriov-operator/pci/%s", pci_address) < 0 ||
             asprintf(&path, "%s%s", streq(root, "/") ? "" : root, file) < 0)
                 return -ENOMEM;
-        if (access(path, F_OK) < 0)
-                return 0;
-        applied = json_object_from_file(path);
+        /* the operator writes the file itself: a link is not its */
+        r = read_other_file(path, file, true, &text, &len, err);
+        if (r <= 0)
+                return r;
+        applied = json_tokener_parse(text);
         if (applied && svff_json_get_i64(applied, "numVfs", &numvfs) >= 0) {
                 if (asprintf(&detail, "numVfs=%" PRId64, numvfs) < 0)
                         return -ENOMEM;
@@ -603,7 +666,7 @@ static int scan_sriov_operator(const char *root, const char *pci_address, struct
 /* ---- all of them ---------------------------------------------------------- */
 
 int svff_nic_owner_find_with(struct sd_bus *bus, const char *root, const char *ifname,
-                             const char *pci_address, struct svff_nic_owner **ret) {
+                             const char *pci_address, struct svff_nic_owner **ret, struct svff_error *err) {
         static const char *const nm_dirs[] = {
                 "/etc/NetworkManager/system-connections",
                 "/run/NetworkManager/system-connections",
@@ -627,26 +690,26 @@ int svff_nic_owner_find_with(struct sd_bus *bus, const char *root, const char *i
         if (pci_address && asprintf(&path_match, "pci-%s", pci_address) < 0)
                 return -ENOMEM;
 
-        r = scan_sriov_operator(root, pci_address, ret);
+        r = scan_sriov_operator(root, pci_address, ret, err);
         if (r != 0)
                 return r;
-        r = scan_dirs(root, nm_dirs, NULL, false, "NetworkManager", ifname, NULL, ret);
+        r = scan_dirs(root, nm_dirs, NULL, false, "NetworkManager", ifname, NULL, ret, err);
         if (r != 0)
                 return r;
-        r = scan_dirs(root, networkd_dirs, ".link", true, "systemd-networkd", ifname, path_match, ret);
+        r = scan_dirs(root, networkd_dirs, ".link", true, "systemd-networkd", ifname, path_match, ret, err);
         if (r != 0)
                 return r;
         return scan_dirs(root, networkd_dirs, ".network", true, "systemd-networkd", ifname, path_match,
-                         ret);
+                         ret, err);
 }
 
 int svff_nic_owner_find(const char *root, const char *ifname, const char *pci_address,
-                        struct svff_nic_owner **ret) {
+                        struct svff_nic_owner **ret, struct svff_error *err) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 
         /* The system bus's NetworkManager manages the host's devices, not
          * a scratch tree's; no system bus is no NetworkManager. */
         if ((!root || !*root || streq(root, "/")) && sd_bus_open_system(&bus) < 0)
                 bus = NULL;
-        return svff_nic_owner_find_with(bus, root, ifname, pci_address, ret);
+        return svff_nic_owner_find_with(bus, root, ifname, pci_address, ret, err);
 }

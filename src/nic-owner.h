@@ -24,8 +24,16 @@
  *   the Kubernetes  etc/sriov-operator/pci/<PCI address>, where its
  *   SR-IOV network  config daemon keeps what it applied to the PF
  *   operator        (JSON, numVfs named)
- * The operator's file is looked at first: it names the PF itself. */
+ * The operator's file is looked at first: it names the PF itself.
+ *
+ * Those files are other tools', so none is trusted: each is opened
+ * non-blocking and must be a regular file of at most 64 KiB, and the
+ * operator's must not be a symbolic link (keyfiles and networkd files
+ * may be, as those tools read them through links). Anything else there
+ * (a FIFO, a link to a device, a huge file) is refused by name rather
+ * than read or skipped. */
 
+#include "error.h"
 #include "macro.h"
 
 struct sd_bus;
@@ -43,14 +51,17 @@ struct svff_nic_owner {
 };
 
 /* The first manager configured for ifname (PCI address pci_address, may
- * be NULL): 1 and *ret, 0 when none (*ret untouched), -ENOMEM. Files that
- * cannot be read are skipped. With root "/" (the host), NetworkManager
- * on the system bus is asked first; a scratch root has none. */
+ * be NULL): 1 and *ret, 0 when none (*ret untouched), -ENOMEM, or a file
+ * refused as above (err names it and says what to do): -EINVAL not a
+ * regular file, -ELOOP the operator's file a link, -EFBIG larger than
+ * 64 KiB, or why it could not be opened or read. With root "/" (the
+ * host), NetworkManager on the system bus is asked first; a scratch root
+ * has none. */
 int svff_nic_owner_find(const char *root, const char *ifname, const char *pci_address,
-                        struct svff_nic_owner **ret);
+                        struct svff_nic_owner **ret, struct svff_error *err);
 /* The same with NetworkManager asked on bus (borrowed; NULL: not asked). */
 int svff_nic_owner_find_with(struct sd_bus *bus, const char *root, const char *ifname,
-                             const char *pci_address, struct svff_nic_owner **ret);
+                             const char *pci_address, struct svff_nic_owner **ret, struct svff_error *err);
 
 /* NetworkManager's live view of ifname, over bus (borrowed): its device
  * (GetDeviceByIpIface), the settings connection of its active connection,

@@ -110,7 +110,9 @@ void svff_store_remove_pf(struct svff_store *s, const char *pf);
 const char *svff_store_get_pf_owner(struct svff_store *s, const char *pf);
 int svff_store_set_pf_owner(struct svff_store *s, const char *pf, const char *owner);
 /* The image svff last flashed to the PF, as svff_flash_image_identity()
- * gave it around the hook's run ({path, dev, ino, size, mtime_nsec}),
+ * gave it around the hook's run ({path, dev, ino, size, mtime_nsec,
+ * ctime_nsec}; a record from before ctime_nsec loads as it is and names
+ * no image svff_flash_image_same() matches),
  * borrowed; NULL when none is recorded: never flashed by svff, or a
  * flash began and did not complete. Optional in the record (schema 1).
  * set takes image (NULL drops the record's), -ENOENT when pf has no

@@ -6,8 +6,11 @@
  * any whole-PF dump. */
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "class-nic.h"
 #include "fixture-util.h"
@@ -550,6 +553,20 @@ START_TEST(test_plan) {
         ck_assert_str_eq(S(o, "file"), "/etc/systemd/network/10-pf.link");
         ck_assert(json_object_object_get_ex(json_object_object_get(in, "vfs"), "3", &v));
         ck_assert_str_eq(S(v, "mac"), "00:00:00:00:00:00");
+
+        /* A file the owner check refuses stops the plan, named. */
+        {
+                _cleanup_free_ char *fifo = NULL;
+
+                fixture_mkdir(root, "etc/sriov-operator/pci");
+                ck_assert_int_ge(asprintf(&fifo, "%s/etc/sriov-operator/pci/0000:05:00.0", root), 0);
+                ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+                ck_assert_int_eq(svff_class_nic.plan(c, &pf, 1, take, &taken, &err), -EINVAL);
+                ck_assert_msg(strstr(svff_error_message(&err), "'/etc/sriov-operator/pci/0000:05:00.0' is not a "
+                                     "regular file"), "%s", svff_error_message(&err));
+                svff_error_free(&err);
+                ck_assert_int_eq(unlink(fifo), 0);
+        }
 }
 END_TEST
 

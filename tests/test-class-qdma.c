@@ -208,6 +208,38 @@ START_TEST(test_budget_refusal) {
 }
 END_TEST
 
+/* A count beyond what svff accepts is refused by name, never read as
+ * "leave the PF's qmax alone". */
+START_TEST(test_out_of_range) {
+        _cleanup_(json_object_putp) struct json_object *plan = NULL, *st = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        static const char *const bad[] = {
+                "{\"qmax\": 3000000000, \"budget\": 4294967295}",
+                "{\"qmax\": 2147483648, \"budget\": 4294967295}",
+                "{\"budget\": 4294967296}",
+                "{\"budget\": 65537}",
+                "{\"vf_qmax\": 18446744073709551615}",
+        };
+        static const char *const names[] = { "'qmax' 3000000000", "'qmax' 2147483648", "'budget' 4294967296",
+                                             "'budget' 65537", "'vf_qmax' 18446744073709551615" };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                assert_error(svff_class_check(cls, keep(settings(bad[i])), &err), &err, -ERANGE, names[i]);
+                ck_assert_msg(strstr(svff_error_message(&err), "at most 65536"), "%s", svff_error_message(&err));
+                svff_error_free(&err);
+                assert_error(cls->plan(cpf, pf, 1, keep(per_vf(1, bad[i])), &plan, &err), &err, -ERANGE, names[i]);
+                ck_assert_ptr_null(plan);
+                svff_error_free(&err);
+                assert_error(cls->provision(cpf, pf, 0, keep(settings(bad[i])), &st, &err), &err, -ERANGE,
+                             names[i]);
+                ck_assert_ptr_null(st);
+                svff_error_free(&err);
+        }
+        ck_assert_uint_eq(pf_qmax(), 512);
+        ck_assert_int_eq(svff_class_check(cls, keep(settings("{\"budget\": 65536, \"qmax\": 65536}")), &err), 0);
+}
+END_TEST
+
 /* A started queue keeps qmax: EBUSY naming it, one write and no more. */
 START_TEST(test_active_queues) {
         _cleanup_(json_object_putp) struct json_object *s = settings("{\"qmax\": 128}");
@@ -287,6 +319,7 @@ int main(void) {
         tcase_add_test(tc, test_match);
         tcase_add_test(tc, test_qmax_by_policy);
         tcase_add_test(tc, test_budget_refusal);
+        tcase_add_test(tc, test_out_of_range);
         tcase_add_test(tc, test_active_queues);
         tcase_add_test(tc, test_device_refuses);
         suite_add_tcase(s, tc);

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The flash hook runner with small hook scripts: success (its arguments,
  * environment and output), failure, a hook past its deadline (killed
- * with its children), and images refused by path: outside the
+ * with its children), a hook reaped behind the runner's back (its
+ * group killed all the same), and images refused by path: outside the
  * directory, through a symbolic link, with "..", not a regular file, in
- * a directory others can write. */
+ * a directory others can write.
+ *
+ * kill(), waitpid() and waitid() are wrapped here to see the order the
+ * runner calls them in: a process group is killed only while its
+ * leader is unreaped, so its id cannot have been reused. */
 
 #include <check.h>
 #include <errno.h>
@@ -13,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +32,37 @@ static char dir[] = "/tmp/svff-flash-test.XXXXXX";
 static char images[256], image[300], hookp[300];
 static char *lines;             /* the hook's output, one a line */
 static struct svff_ctx *ctx;
+
+/* Pids this process reaped, and kills of their groups after that. */
+static pid_t reaped[64];
+static unsigned n_reaped, late_group_kills;
+
+static void note_reaped(pid_t pid) {
+        if (pid > 0 && n_reaped < ELEMENTSOF(reaped))
+                reaped[n_reaped++] = pid;
+}
+
+int kill(pid_t pid, int sig) {
+        for (unsigned i = 0; pid < -1 && i < n_reaped; i++)
+                if (reaped[i] == -pid)
+                        late_group_kills++;
+        return (int) syscall(SYS_kill, pid, sig);
+}
+
+pid_t waitpid(pid_t pid, int *status, int options) {
+        pid_t r = (pid_t) syscall(SYS_wait4, pid, status, options, NULL);
+
+        note_reaped(r);
+        return r;
+}
+
+int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options) {
+        int r = (int) syscall(SYS_waitid, idtype, id, info, options, NULL);
+
+        if (r == 0 && !(options & WNOWAIT))
+                note_reaped(info->si_pid);
+        return r;
+}
 
 static void collect(void *userdata, const char *line) {
         char *j = NULL;
@@ -107,6 +145,27 @@ static void assert_error(int r, const struct svff_error *err, int code, const ch
                       svff_error_message(err), needle);
 }
 
+/* The pid the hook wrote to pidfile is gone: reaped by init or a
+ * zombie at most, never still running. */
+static void assert_gone(const char *pidfile) {
+        char *s = NULL, *st = NULL, stat_path[64];
+        long child;
+
+        ck_assert_int_eq(read_text(pidfile, &s), 0);
+        child = strtol(s, NULL, 10);
+        free(s);
+        ck_assert_int_gt(child, 1);
+        snprintf(stat_path, sizeof(stat_path), "/proc/%ld/stat", child);
+        for (int i = 0; i < 100 && read_text(stat_path, &st) == 0 && !strstr(st, ") Z "); i++) {
+                st = mfree(st);
+                usleep(20000);
+        }
+        st = mfree(st);
+        ck_assert_msg(read_text(stat_path, &st) < 0 || strstr(st, ") Z "), "the hook's child %ld outlived it: %s",
+                      child, st);
+        free(st);
+}
+
 START_TEST(test_success) {
         struct svff_error err = SVFF_ERROR_NULL;
         long long deadline = 0;
@@ -151,9 +210,8 @@ END_TEST
 /* Past its deadline the hook is killed, and what it started with it. */
 START_TEST(test_timeout) {
         struct svff_error err = SVFF_ERROR_NULL;
-        char pidfile[320], *cmd = NULL, *s = NULL;
+        char pidfile[320], *cmd = NULL;
         uint64_t t0;
-        long child = 0;
         int r;
 
         snprintf(pidfile, sizeof(pidfile), "%s/child.pid", dir);
@@ -168,30 +226,8 @@ START_TEST(test_timeout) {
         ck_assert_uint_lt(svff_now_usec() - t0, 5 * USEC_PER_SEC);
         svff_error_free(&err);
 
-        ck_assert_int_eq(read_text(pidfile, &s), 0);
-        child = strtol(s, NULL, 10);
-        free(s);
-        ck_assert_int_gt(child, 1);
-        /* reaped by init or a zombie at most: never still sleeping */
-        for (int i = 0; i < 100 && kill((pid_t) child, 0) == 0; i++) {
-                char *st = NULL, stat_path[64];
-
-                snprintf(stat_path, sizeof(stat_path), "/proc/%ld/stat", child);
-                if (read_text(stat_path, &st) == 0 && strstr(st, ") Z ")) {
-                        free(st);
-                        break;
-                }
-                free(st);
-                usleep(20000);
-        }
-        {
-                char *st = NULL, stat_path[64];
-
-                snprintf(stat_path, sizeof(stat_path), "/proc/%ld/stat", child);
-                ck_assert_msg(read_text(stat_path, &st) < 0 || strstr(st, ") Z "),
-                              "the hook's child %ld outlived it: %s", child, st);
-                free(st);
-        }
+        assert_gone(pidfile);
+        ck_assert_msg(late_group_kills == 0, "the hook's group was killed after its leader was reaped");
 
         /* A hook that exits at once leaves no child behind either. */
         ck_assert_int_ge(asprintf(&cmd, "sleep 600 &\necho $! > '%s'\nexit 0", pidfile), 0);
@@ -199,6 +235,30 @@ START_TEST(test_timeout) {
         free(cmd);
         ck_assert_int_eq(run(image, 20 * USEC_PER_SEC, &err), 0);
         ck_assert_uint_lt(svff_now_usec() - t0, 10 * USEC_PER_SEC);
+        assert_gone(pidfile);
+        ck_assert_msg(late_group_kills == 0, "the hook's group was killed after its leader was reaped");
+}
+END_TEST
+
+/* Something else in the process reaped the hook (here: SIGCHLD
+ * ignored, so the kernel does): the runner says so, and what the hook
+ * started does not outlive it. */
+START_TEST(test_lost_hook) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+        char pidfile[320], *cmd = NULL;
+        int r;
+
+        snprintf(pidfile, sizeof(pidfile), "%s/child.pid", dir);
+        ck_assert_int_ge(asprintf(&cmd, "sleep 600 &\necho $! > '%s'\nexit 0", pidfile), 0);
+        hook_script(cmd);
+        free(cmd);
+        ck_assert_int_eq(sigaction(SIGCHLD, &ign, &old), 0);
+        r = run(image, 20 * USEC_PER_SEC, &err);
+        ck_assert_int_eq(sigaction(SIGCHLD, &old, NULL), 0);
+        assert_error(r, &err, -ECHILD, "Lost the flash hook");
+        svff_error_free(&err);
+        assert_gone(pidfile);
 }
 END_TEST
 
@@ -289,6 +349,43 @@ START_TEST(test_image_identity) {
         d = svff_flash_image_identity(image, &st);
         ck_assert(!svff_flash_image_same(c, d));
 
+        /* rewritten in place, same size, its mtime put back: only the
+         * ctime, which no one can set, tells */
+        {
+                struct timespec keep[2] = { st.st_atim, st.st_mtim };
+                struct stat st2;
+                struct json_object *e;
+                int fd;
+
+                ck_assert_int_eq(usleep(20000), 0);
+                fd = open(image, O_WRONLY | O_CLOEXEC);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(pwrite(fd, "y", 1, 0), 1);
+                ck_assert_int_eq(close(fd), 0);
+                ck_assert_int_eq(utimensat(AT_FDCWD, image, keep, 0), 0);
+                ck_assert_int_eq(svff_flash_image_stat(images, image, &st2, &err), 0);
+                ck_assert_int_eq(st2.st_ino, st.st_ino);
+                ck_assert_int_eq(st2.st_size, st.st_size);
+                ck_assert(st2.st_mtim.tv_sec == st.st_mtim.tv_sec && st2.st_mtim.tv_nsec == st.st_mtim.tv_nsec);
+                e = svff_flash_image_identity(image, &st2);
+                ck_assert_ptr_nonnull(e);
+                ck_assert_msg(!svff_flash_image_same(d, e), "a rewrite in place was taken for the same image: %s",
+                              json_object_to_json_string(e));
+                json_object_put(e);
+        }
+
+        /* an identity recorded before the ctime was part of it is
+         * another image: flashed again rather than trusted */
+        {
+                struct json_object *old = NULL;
+
+                ck_assert_int_eq(json_object_deep_copy(a, &old, NULL), 0);
+                json_object_object_del(old, "ctime_nsec");
+                ck_assert(!svff_flash_image_same(old, a));
+                ck_assert(!svff_flash_image_same(a, old));
+                json_object_put(old);
+        }
+
         /* the same file under another name is another image */
         json_object_object_add(b, "path", json_object_new_string(p));
         ck_assert(!svff_flash_image_same(a, b));
@@ -344,6 +441,7 @@ int main(void) {
         tcase_add_test(tc, test_success);
         tcase_add_test(tc, test_failure);
         tcase_add_test(tc, test_timeout);
+        tcase_add_test(tc, test_lost_hook);
         tcase_add_test(tc, test_image_paths);
         tcase_add_test(tc, test_hook_checks);
         tcase_add_test(tc, test_image_identity);

@@ -139,6 +139,30 @@ static const char domain_xml[] =
         "</devices></domain>";
 #define UUID "5a3e1c2d-0000-4000-8000-5f5f00000001"
 
+/* The slot a guest's machine keeps for its own device. */
+START_TEST(test_guest_slot) {
+        char *m = NULL;
+
+        ck_assert_int_eq(svff_hv_machine_in_xml("<domain><os><type arch='x86_64' machine='pc-q35-8.2'>hvm</type>"
+                                                "</os></domain>", &m), 1);
+        ck_assert_str_eq(m, "pc-q35-8.2");
+        free(m);
+        ck_assert_int_eq(svff_hv_machine_in_xml("<domain><os><type>hvm</type></os></domain>", &m), 0);
+        ck_assert_int_eq(svff_hv_machine_in_xml("<domain", &m), -EBADMSG);
+
+        ck_assert_str_eq(svff_hv_guest_slot_owner("q35", "00:00.0"), "the host bridge");
+        ck_assert_str_eq(svff_hv_guest_slot_owner("pc-q35-8.2", "0000:00:00.3"), "the host bridge");
+        ck_assert_str_eq(svff_hv_guest_slot_owner("pc-i440fx-9.0", "00:00.0"), "the host bridge");
+        ck_assert_str_eq(svff_hv_guest_slot_owner("pc", "00:00.0"), "the host bridge");
+        ck_assert_ptr_null(svff_hv_guest_slot_owner("q35", "00:01.0"));
+        ck_assert_ptr_null(svff_hv_guest_slot_owner("q35", "05:00.0"));
+        ck_assert_ptr_null(svff_hv_guest_slot_owner("q35", "0001:00:00.0"));
+        ck_assert_ptr_null(svff_hv_guest_slot_owner("virt", "00:00.0"));
+        ck_assert_ptr_null(svff_hv_guest_slot_owner("pcx", "00:00.0"));
+        ck_assert_ptr_null(svff_hv_guest_slot_owner(NULL, "00:00.0"));
+}
+END_TEST
+
 START_TEST(test_test_driver_lifecycle) {
         char dir[] = "/tmp/svff-hv.XXXXXX";
         struct svff_error err = SVFF_ERROR_NULL;
@@ -258,6 +282,7 @@ int main(void) {
 
         tcase_add_test(tc, test_alias);
         tcase_add_test(tc, test_hostdev_xml);
+        tcase_add_test(tc, test_guest_slot);
         tcase_add_test(tc, test_test_driver_lifecycle);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);

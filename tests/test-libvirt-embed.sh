@@ -52,6 +52,17 @@ expect_eq "$rc" 1 "unknown domain"
 grep -q "No domain 'no-such-vm'" "$T/err" || fail "unknown domain: $(cat "$T/err")"
 rc=0; ctl attach "$VF2" vm1 --guest-address 1:2:3 2> "$T/err" || rc=$?
 expect_eq "$rc" 2 "bad guest address (a usage error, svffctl(8))"
+# Over varlink, where svffctl's own check does not run: slot 0 of bus 0 is
+# the host bridge of vm1's q35 machine, refused by name before anything
+# is journaled (libvirt would take it into the definition, and refuse it
+# only when the domain starts).
+varlink_call io.svff.Attach "{\"vf\": \"$VF2\", \"domain\": \"vm1\", \"guest_address\": \"00:00.0\"}" \
+        > "$T/reply.json"
+expect_eq "$(jget 'd.get("error")' < "$T/reply.json")" io.svff.GuestAddressTaken "attach at 00:00.0 over varlink"
+expect_eq "$(jget 'd["parameters"]["guest_address"]' < "$T/reply.json")" 0000:00:00.0 "refused guest address"
+jget 'd["parameters"]["message"]' < "$T/reply.json" |
+        grep -q "^Guest address '0000:00:00.0' is the slot of the host bridge on domain 'vm1' (machine '[^']*q35[^']*')" ||
+        fail "00:00.0 refusal: $(cat "$T/reply.json")"
 # A VF svff did not set up for vfio-pci (released above) is refused, not rebound
 rc=0; ctl attach "$VF3" vm1 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "VF not on vfio-pci"

@@ -134,7 +134,7 @@ START_TEST(test_no_networkmanager_falls_through) {
         /* the bus runs, NetworkManager is not on it */
         find_nm("eth2", 0);
         keyfile();
-        ck_assert_int_eq(svff_nic_owner_find_with(bus, root, "eth2", "0000:05:00.0", &o), 1);
+        ck_assert_int_eq(svff_nic_owner_find_with(bus, root, "eth2", "0000:05:00.0", &o, NULL), 1);
         ck_assert_str_eq(o->owner, "NetworkManager");
         ck_assert_str_eq(o->file, "/etc/NetworkManager/system-connections/pf.nmconnection");
         ck_assert_str_eq(o->detail, "sriov.total-vfs=2");
@@ -150,15 +150,15 @@ START_TEST(test_live_before_files) {
         /* NetworkManager's view wins where it names a connection... */
         fixture_file(root, "etc/NetworkManager/system-connections/eth0.nmconnection",
                      "[connection]\nid=old\ninterface-name=eth0\n\n[sriov]\ntotal-vfs=7\n");
-        ck_assert_int_eq(svff_nic_owner_find_with(bus, root, "eth0", NULL, &o), 1);
+        ck_assert_int_eq(svff_nic_owner_find_with(bus, root, "eth0", NULL, &o, NULL), 1);
         ck_assert_str_eq(o->connection_id, "pf-eth0");
         ck_assert_str_eq(o->detail, "sriov.total-vfs=4");
         /* ...and the files still decide where it names none (a keyfile it
          * has not loaded yet) */
-        ck_assert_int_eq(svff_nic_owner_find_with(bus, root, "eth2", NULL, &p), 1);
+        ck_assert_int_eq(svff_nic_owner_find_with(bus, root, "eth2", NULL, &p, NULL), 1);
         ck_assert_str_eq(p->file, "/etc/NetworkManager/system-connections/pf.nmconnection");
         /* and nothing anywhere is nothing */
-        ck_assert_int_eq(svff_nic_owner_find_with(bus, root, "eth9", NULL, &q), 0);
+        ck_assert_int_eq(svff_nic_owner_find_with(bus, root, "eth9", NULL, &q, NULL), 0);
         ck_assert_ptr_null(q);
 }
 END_TEST
