@@ -20,6 +20,10 @@
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:00:04.0
+# The stand-in's model, as the device would answer it (daemon/classes.c).
+SVFF_TEST_NVME_STANDIN_DUMP="$T/standin"
+mkdir -p "$SVFF_TEST_NVME_STANDIN_DUMP"
+export SVFF_TEST_NVME_STANDIN_DUMP
 start_pcisim nvme
 
 policy() {
@@ -88,7 +92,8 @@ expect_eq "$(tail -n +"$((lines + 1))" "$T/svffd.log" | grep -c "nvme class prov
 vf0=$(sys_vf "$PF" 0)
 ctl release "$vf0" >"$T/release.out" 2>&1 || fail "release $vf0: $(cat "$T/release.out")"
 grep -q "\"$vf0\"" "$STATE/store.json" && fail "VF 0's record survived its release"
-grep -q "secondary" "$T/svffd.log" || true
+expect_eq "$(awk '$1 == "sc" && $2 == 1 { print $3 " " $4 " " $5 }' "$SVFF_TEST_NVME_STANDIN_DUMP/$PF")" "offline 0 0" \
+        "VF 0's secondary controller on the device after its release"
 ctl status --json >"$T/status.json" || fail "status --json after release"
 expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" <"$T/status.json")" 0 \
         "class drift after release"
