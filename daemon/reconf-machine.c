@@ -465,12 +465,16 @@ static void numvfs_phase_done(struct reconf_machine *rm, int r, const char *err)
                              rm->plan->pf, rm->plan->to, rm->rollback ? "finish its rollback" : "complete it");
                 return;
         }
-        if (r < 0 && !rm->rollback && !rm->recovery && rm->wrote_zero && rm->n_now == 0) {
+        if (r < 0 && !rm->rollback && rm->wrote_zero &&
+            (rm->n_now == 0 || (rm->recovery && rm->n_now == rm->plan->from))) {
                 /* The VFs are gone and the new count was refused: back to
                  * the count the reconf started from, journaled as a
                  * rollback before the write, then every assignment put
-                 * back. (A driver that created only part of the VFs
-                 * accepted the write: what exists is bound and restored.) */
+                 * back. A recovery does the same: it writes the count
+                 * wherever the crash left it, so it may also find the
+                 * PF still at the old count. (A driver that created only
+                 * part of the VFs accepted the write: what exists is
+                 * bound and restored.) */
                 set_message(&rm->message, "%s; PF %s went back to %u VFs", err, rm->plan->pf, rm->plan->from);
                 rm->error = RECONF_ERR_FAILED;
                 rollback_set(rm);

@@ -147,6 +147,8 @@ struct world {
         /* what the fake saw done, as log tokens, delivered ones only */
         char done_log[64][32];
         size_t n_done;
+        /* the kernel refusing the new count once, on a restart */
+        bool refuse_recovery, refused_recovery;
 };
 
 static const char *vf_addr(unsigned index) {
@@ -250,6 +252,22 @@ static int f_quiesce(void *userdata, const size_t *items, size_t n) {
         return 0;
 }
 
+/* A count change, through 0: every VF goes. */
+static void through_zero(struct world *w, unsigned n) {
+        /* A natively paused device let go of its VF (that is what the
+         * device pause is for). */
+        for (size_t i = 0; i < w->plan->n_items; i++)
+                if (w->dev[i].present && !w->dev[i].paused && w->dev[i].index < w->numvfs)
+                        bad(w, "numvfs %u destroyed VF %u while domain '%s' held it", n, w->dev[i].index,
+                            w->plan->items[i].a.domain);
+        for (unsigned k = 0; k < MAX_VF; k++)
+                w->drv[k] = DRV_NATIVE;
+        for (size_t i = 0; i < w->plan->n_items; i++)
+                if (w->plan->items[i].fate == SVFF_RECONF_RELEASED && w->plan->items[i].index < w->numvfs &&
+                    !w->class_released[i] && !w->class_release_failed[i])
+                        w->lost_setup[i] = true;
+}
+
 static int f_set_numvfs(void *userdata, unsigned n) {
         struct world *w = userdata;
         enum failure f = inject(w, n == 0 ? K_NUMVFS0 : K_NUMVFSN);
@@ -269,6 +287,19 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                 lose_domain(w, 0);
         if (f == F_LOST_LIBVIRT)
                 w->libvirt_gone = e.lost_libvirt = true;
+        if (w->refuse_recovery && !w->refused_recovery && reconf_machine_recovery(w->rm) &&
+            !reconf_machine_rollback(w->rm) && n == w->plan->to && n != w->numvfs) {
+                /* A restart's write of the new count: the kernel takes
+                 * the 0 it goes through, then refuses the count (ENOMEM
+                 * from the driver), leaving the PF without VFs. */
+                through_zero(w, n);
+                w->numvfs = 0;
+                w->refused_recovery = true;
+                e.r = -ENOMEM;
+                e.n_vfs = 0;
+                push(w, e);
+                return 0;
+        }
         if (f == F_TIMEOUT) {
                 e.r = -ETIMEDOUT;       /* still pending: nothing changed yet */
                 e.n_vfs = -1;
@@ -279,20 +310,7 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                 unsigned make = f == F_PARTIAL && n > 0 ? n - 1 : n;
 
                 if (w->numvfs != n) {
-                        /* Through 0: every VF goes. */
-                        /* A natively paused device let go of its VF (that is
-                         * what the device pause is for). */
-                        for (size_t i = 0; i < w->plan->n_items; i++)
-                                if (w->dev[i].present && !w->dev[i].paused && w->dev[i].index < w->numvfs)
-                                        bad(w, "numvfs %u destroyed VF %u while domain '%s' held it", n,
-                                            w->dev[i].index, w->plan->items[i].a.domain);
-                        for (unsigned k = 0; k < MAX_VF; k++)
-                                w->drv[k] = DRV_NATIVE;
-                        for (size_t i = 0; i < w->plan->n_items; i++)
-                                if (w->plan->items[i].fate == SVFF_RECONF_RELEASED &&
-                                    w->plan->items[i].index < w->numvfs && !w->class_released[i] &&
-                                    !w->class_release_failed[i])
-                                        w->lost_setup[i] = true;
+                        through_zero(w, n);
                         w->numvfs = make;
                 }
                 e.r = f == F_PARTIAL && n > 0 ? -ENOSPC : 0;
@@ -972,6 +990,10 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
 }
 
 static unsigned n_cases;
+/* Whether the cases refuse the first new count a restart writes, and how
+ * many were refused so. */
+static bool refuse_recovery;
+static unsigned n_refused_recovery;
 
 /* Runs a case, then restarts from the journal (without failures, libvirt
  * back) until none is left, checking after each run. */
@@ -997,6 +1019,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         w.fail_at = at;
         w.stop_at = stop_at;
         w.stop_now = stop_now;
+        w.refuse_recovery = refuse_recovery;
 
         run_once(&w, plan, NULL, name, sc->reprogram, S_NEW);
         check_world(&w, name, !w.journal);
@@ -1050,6 +1073,20 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
                       "%s: the PF ended at %u VFs", name, w.numvfs);
         ck_assert_msg(!w.pf_gone && !w.pf_unbound, "%s: the PF ended %s", name,
                       w.pf_gone ? "off the bus" : "without its driver");
+        if (w.refused_recovery) {
+                /* A refused count on recovery rolls back: the old count,
+                 * every assignment in its domain again and recorded so. */
+                n_refused_recovery++;
+                ck_assert_msg(w.numvfs == sc->from, "%s: the restart's count was refused, the PF ended at %u VFs, "
+                              "not %u", name, w.numvfs, sc->from);
+                for (size_t i = 0; i < w.plan->n_items; i++)
+                        ck_assert_msg(w.dev[i].present && !w.dev[i].paused && w.rec[i].present &&
+                                      w.rec[i].state == SVFF_ASSIGN_ATTACHED,
+                                      "%s: the restart's count was refused, item %zu ('%s') is not back: %s, "
+                                      "recorded %s", name, i, w.plan->items[i].a.domain,
+                                      !w.dev[i].present ? "off its domain" : w.dev[i].paused ? "paused" : "in it",
+                                      w.rec[i].present ? svff_assign_state_to_string(w.rec[i].state) : "nowhere");
+        }
         reconf_machine_free(w.rm);
         free(w.journal);
 }
@@ -1104,6 +1141,34 @@ START_TEST(test_crashes) {
                                 n_cases++;
                         }
                 }
+}
+END_TEST
+
+START_TEST(test_recovery_refused) {
+        /* A crash at every journal write, then a restart whose write of
+         * the new count the kernel refuses: the recovery rolls back as a
+         * live reconf does, to the old count with every assignment back. */
+        refuse_recovery = true;
+        for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
+                for (enum order o = O_SYNC; o <= O_LIFO; o++) {
+                        unsigned commits = 0;
+
+                        run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, 0, false, &commits, NULL);
+                        for (unsigned at = 1; at <= commits; at++)
+                                for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
+                                        run_case(&scenarios[s], o, K_COMMIT, f, at, 0, false, NULL, NULL);
+                                        n_cases++;
+                                }
+                        if (scenarios[s].reprogram)
+                                for (enum step_kind k = K_REMOVE; k < _K_MAX; k++)
+                                        for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
+                                                run_case(&scenarios[s], o, k, f, 1, 0, false, NULL, NULL);
+                                                n_cases++;
+                                        }
+                }
+        refuse_recovery = false;
+        /* Not vacuous: restarts did write the new count, and were refused. */
+        ck_assert_uint_gt(n_refused_recovery, 0);
 }
 END_TEST
 
@@ -1284,6 +1349,7 @@ int main(void) {
         tcase_add_test(tc, test_crashes);
         tcase_add_test(tc, test_stops);
         tcase_add_test(tc, test_reprogram_crashes);
+        tcase_add_test(tc, test_recovery_refused);
         tcase_add_test(tc, test_reprogram_interrupted);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
