@@ -25,8 +25,9 @@
  *
  * Who owns a PF's VF count (manager_pf_owner()). A policy with a VF
  * count owns the count of the PFs it matches until an operator's
- * explicit Init or Release takes it over; the PF's store record then
- * says "operator" (else
+ * explicit Init, Reconf or Release takes it over (a Reconf once the PF
+ * took its count: one refused or rolled back leaves the owner as it
+ * was); the PF's store record then says "operator" (else
  * "policy:<name>"), and no policy changes that PF's count or bindings
  * again, at start-up, on reload or when it comes back: it is handled as
  * a PF without a policy. Init with policy=true hands the count back to

@@ -951,6 +951,12 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
                 json_object_put(ids);
         }
         if (!journal_text)
+                /* Whoever asked owns the count once it went through. */
+                ck_assert_int_eq(reconf_machine_set_owner(w->rm, "operator"), 0);
+        else
+                ck_assert_msg(reconf_machine_owner(w->rm) && streq(reconf_machine_owner(w->rm), "operator"),
+                              "%s: the journal lost who owns the count", name);
+        if (!journal_text)
                 /* Every assignment's VF has a class state, journaled
                  * with it: provision and release_class get it back. */
                 for (size_t i = 0; i < w->plan->n_items; i++) {
@@ -978,6 +984,12 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
         if (ended) {
                 check_log(w, name);
                 check_outcome(w, name);
+                /* The owner goes to whoever asked only for the count
+                 * they asked for: never when it was rolled back. */
+                ck_assert_msg(!reconf_machine_count_set(w->rm) ||
+                              (!reconf_machine_rollback(w->rm) && w->numvfs == w->plan->to),
+                              "%s: the count counts as set, the PF has %u VFs%s", name, w->numvfs,
+                              reconf_machine_rollback(w->rm) ? " after a rollback" : "");
                 ck_assert_msg(reconf_machine_journal_kept(w->rm) == (w->journal != NULL) ||
                               reconf_machine_result(w->rm, NULL) == RECONF_ERR_STORE,
                               "%s: the machine says the journal is %s, the store %s", name,
