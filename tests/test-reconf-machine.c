@@ -147,8 +147,10 @@ struct world {
         /* what the fake saw done, as log tokens, delivered ones only */
         char done_log[64][32];
         size_t n_done;
-        /* the kernel refusing the new count once, on a restart */
+        /* the kernel refusing the new count once, on a restart; then
+         * (lose) libvirt gone at the rollback's first restore */
         bool refuse_recovery, refused_recovery;
+        bool lose_after_refusal, lost_after_refusal;
 };
 
 static const char *vf_addr(unsigned index) {
@@ -385,6 +387,10 @@ static int f_restore(void *userdata, const size_t *items, size_t n) {
                 lose_domain(w, items[0]);
         if (f == F_LOST_LIBVIRT)
                 w->libvirt_gone = true;
+        if (w->lose_after_refusal && w->refused_recovery && !w->lost_after_refusal) {
+                w->libvirt_gone = true;
+                w->lost_after_refusal = true;
+        }
         for (size_t k = 0; k < n; k++) {
                 size_t i = items[k];
                 const struct reconf_item *s = reconf_machine_item(w->rm, i);
@@ -1004,8 +1010,8 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
 static unsigned n_cases;
 /* Whether the cases refuse the first new count a restart writes, and how
  * many were refused so. */
-static bool refuse_recovery;
-static unsigned n_refused_recovery;
+static bool refuse_recovery, lose_after_refusal;
+static unsigned n_refused_recovery, n_lost_after_refusal;
 
 /* Runs a case, then restarts from the journal (without failures, libvirt
  * back) until none is left, checking after each run. */
@@ -1016,7 +1022,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         struct svff_reconf_input in = { .pf = PF, .numvfs = sc->from, .driver = "vfio-pci", .items = items,
                                         .n_items = n };
         struct svff_reconf_plan *plan = NULL;
-        bool reported = false;
+        bool reported = false, lost;
         struct world w;
         char name[256];
 
@@ -1032,6 +1038,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         w.stop_at = stop_at;
         w.stop_now = stop_now;
         w.refuse_recovery = refuse_recovery;
+        w.lose_after_refusal = lose_after_refusal;
 
         run_once(&w, plan, NULL, name, sc->reprogram, S_NEW);
         check_world(&w, name, !w.journal);
@@ -1061,8 +1068,14 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
                 w.libvirt_gone = false;
                 snprintf(rname, sizeof(rname), "%s restart %u (%s)", name, r + 1,
                          start == S_RECOVER ? "recovery" : start == S_REPROGRAM ? "reprogram again" : "reconf");
+                lost = w.lost_after_refusal;
                 run_once(&w, NULL, journal, rname, sc->reprogram, start);
                 check_world(&w, rname, !w.journal);
+                /* The rollback's journal stays until every assignment is
+                 * back: libvirt lost during its restores keeps it. */
+                if (w.lost_after_refusal && !lost)
+                        ck_assert_msg(w.journal, "%s: the count was refused, libvirt lost during the rollback, and "
+                                      "the journal was cleared", rname);
                 if (reported) {
                         /* Never resumed by itself, never guessed flashed:
                          * no hook, the journal kept, the PF said to be
@@ -1089,6 +1102,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
                 /* A refused count on recovery rolls back: the old count,
                  * every assignment in its domain again and recorded so. */
                 n_refused_recovery++;
+                n_lost_after_refusal += w.lost_after_refusal;
                 ck_assert_msg(w.numvfs == sc->from, "%s: the restart's count was refused, the PF ended at %u VFs, "
                               "not %u", name, w.numvfs, sc->from);
                 for (size_t i = 0; i < w.plan->n_items; i++)
@@ -1159,27 +1173,34 @@ END_TEST
 START_TEST(test_recovery_refused) {
         /* A crash at every journal write, then a restart whose write of
          * the new count the kernel refuses: the recovery rolls back as a
-         * live reconf does, to the old count with every assignment back. */
+         * live reconf does, to the old count with every assignment back;
+         * and with libvirt lost during that rollback's restores, its
+         * journal stays for the next restart. */
         refuse_recovery = true;
-        for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
-                for (enum order o = O_SYNC; o <= O_LIFO; o++) {
-                        unsigned commits = 0;
+        for (int lose = 0; lose <= 1; lose++) {
+                lose_after_refusal = lose;
+                for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
+                        for (enum order o = O_SYNC; o <= O_LIFO; o++) {
+                                unsigned commits = 0;
 
-                        run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, 0, false, &commits, NULL);
-                        for (unsigned at = 1; at <= commits; at++)
-                                for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
-                                        run_case(&scenarios[s], o, K_COMMIT, f, at, 0, false, NULL, NULL);
-                                        n_cases++;
-                                }
-                        if (scenarios[s].reprogram)
-                                for (enum step_kind k = K_REMOVE; k < _K_MAX; k++)
+                                run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, 0, false, &commits, NULL);
+                                for (unsigned at = 1; at <= commits; at++)
                                         for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
-                                                run_case(&scenarios[s], o, k, f, 1, 0, false, NULL, NULL);
+                                                run_case(&scenarios[s], o, K_COMMIT, f, at, 0, false, NULL, NULL);
                                                 n_cases++;
                                         }
-                }
-        refuse_recovery = false;
-        /* Not vacuous: restarts did write the new count, and were refused. */
+                                if (scenarios[s].reprogram)
+                                        for (enum step_kind k = K_REMOVE; k < _K_MAX; k++)
+                                                for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
+                                                        run_case(&scenarios[s], o, k, f, 1, 0, false, NULL, NULL);
+                                                        n_cases++;
+                                                }
+                        }
+        }
+        refuse_recovery = lose_after_refusal = false;
+        /* Not vacuous: restarts did write the new count, were refused,
+         * and lost libvirt during the rollback. */
+        ck_assert_uint_gt(n_lost_after_refusal, 0);
         ck_assert_uint_gt(n_refused_recovery, 0);
 }
 END_TEST
