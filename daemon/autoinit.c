@@ -140,27 +140,6 @@ const char *autoinit_pf_failed(struct manager *m, const char *pf) {
         return NULL;
 }
 
-const char *autoinit_pf_owner(struct manager *m, const char *pf, const struct svff_policy *pol, char *buf,
-                              size_t n) {
-        const char *stored = svff_store_get_pf_owner(m->store, pf);
-        bool counts = pol && pol->numvfs >= 0;
-        unsigned numvfs = 0;
-        int r;
-
-        if (stored && streq(stored, SVFF_PF_OWNER_OPERATOR))
-                return SVFF_PF_OWNER_OPERATOR;
-        r = svff_store_get_pf(m->store, pf, &numvfs, NULL);
-        if (counts && (stored || r <= 0 || numvfs == (unsigned) pol->numvfs)) {
-                snprintf(buf, n, SVFF_PF_OWNER_POLICY_PREFIX "%s", pol->name);
-                return buf;
-        }
-        /* A record from before owners: set by hand, or by a policy
-         * that has changed since; the operator's either way. */
-        if (!stored && r > 0)
-                return SVFF_PF_OWNER_OPERATOR;
-        return NULL;
-}
-
 static void emit(struct manager *m, const char *name, const char *pf, const char *fmt, ...)
         _printf_(4, 5);
 static void emit(struct manager *m, const char *name, const char *pf, const char *fmt, ...) {
@@ -355,7 +334,7 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
         }
         pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id,
                                       pf->netdev);
-        owner = autoinit_pf_owner(m, pf->address, pol, owner_buf, sizeof(owner_buf));
+        owner = manager_pf_owner(m, pf->address, pol, owner_buf, sizeof(owner_buf));
         set_refusal(m, pf->address, NULL);
         if (pol && pol->image && (!owner || !streq(owner, SVFF_PF_OWNER_OPERATOR))) {
                 r = apply_image(m, pf, pol, startup);

@@ -23,9 +23,11 @@
  * Auto-init never changes the VF count of a PF with assigned VFs, nor
  * binds them elsewhere: it refuses, and Status shows the refusal.
  *
- * Who owns a PF's VF count. A policy with a VF count owns the count of
- * the PFs it matches until an operator's explicit Init or Release takes
- * it over; the PF's store record then says "operator" (else
+ * Who owns a PF's VF count (manager_pf_owner()). A policy with a VF
+ * count owns the count of the PFs it matches until an operator's
+ * explicit Init, Reconf or Release takes it over (a Reconf once the PF
+ * took its count: one refused or rolled back leaves the owner as it
+ * was); the PF's store record then says "operator" (else
  * "policy:<name>"), and no policy changes that PF's count or bindings
  * again, at start-up, on reload or when it comes back: it is handled as
  * a PF without a policy. Init with policy=true hands the count back to
@@ -50,12 +52,6 @@ struct autoinit *autoinit_free(struct autoinit *a);
  * address the device's PCI address. VFs and devices without SR-IOV are
  * ignored. */
 void autoinit_handle_uevent(struct manager *m, const char *action, const char *address);
-
-/* Who owns pf's count: "operator", "policy:<name>" (in buf, n bytes)
- * or NULL (no policy with a count matches and no operator set it). pol
- * is the policy matching pf, or NULL. */
-const char *autoinit_pf_owner(struct manager *m, const char *pf, const struct svff_policy *pol, char *buf,
-                              size_t n);
 
 /* Why the owning policy was last refused on pf (its VFs are assigned),
  * or NULL. Borrowed until the next pass over pf. */

@@ -204,6 +204,27 @@ int manager_commit(struct manager *m, struct svff_error *err) {
         return r;
 }
 
+const char *manager_pf_owner(struct manager *m, const char *pf, const struct svff_policy *pol, char *buf,
+                             size_t n) {
+        const char *stored = svff_store_get_pf_owner(m->store, pf);
+        bool counts = pol && pol->numvfs >= 0;
+        unsigned numvfs = 0;
+        int r;
+
+        if (stored && streq(stored, SVFF_PF_OWNER_OPERATOR))
+                return SVFF_PF_OWNER_OPERATOR;
+        r = svff_store_get_pf(m->store, pf, &numvfs, NULL);
+        if (counts && (stored || r <= 0 || numvfs == (unsigned) pol->numvfs)) {
+                snprintf(buf, n, SVFF_PF_OWNER_POLICY_PREFIX "%s", pol->name);
+                return buf;
+        }
+        /* A record from before owners: set by hand, or by a policy
+         * that has changed since; the operator's either way. */
+        if (!stored && r > 0)
+                return SVFF_PF_OWNER_OPERATOR;
+        return NULL;
+}
+
 /* ---- snapshots ---- */
 
 static void snapshot_changed(struct manager *m, struct snapshot *s) {

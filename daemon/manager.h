@@ -127,6 +127,11 @@ void manager_server_limits(struct manager *m, struct server_limits *ret);
 int manager_open_store(struct manager *m);
 /* Commits; on failure logs and fills err. */
 int manager_commit(struct manager *m, struct svff_error *err);
+/* Who owns pf's VF count (see autoinit.h): "operator", "policy:<name>"
+ * (in buf, n bytes) or NULL (no policy with a count matches and no
+ * operator set it). pol is the policy matching pf, or NULL. */
+const char *manager_pf_owner(struct manager *m, const char *pf, const struct svff_policy *pol, char *buf,
+                             size_t n);
 
 /* Snapshots (snapshot.h), for the executors. manager_start_discovery
  * creates the cache (needs m->ctx); the rest pass through to it. */

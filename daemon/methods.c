@@ -164,7 +164,7 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
                 return NULL;
         desired = json_desired(m, pf->address);
         pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id, pf->netdev);
-        owner = autoinit_pf_owner(m, pf->address, pol, buf, sizeof(buf));
+        owner = manager_pf_owner(m, pf->address, pol, buf, sizeof(buf));
 
         json_object_object_add(o, "address", json_object_new_string(pf->address));
         json_object_object_add(o, "vendor_id", hex(pf->vendor_id, 4));
@@ -348,7 +348,7 @@ static struct json_object *json_owners(struct manager *m) {
                 pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id, pf->netdev);
                 json_object_object_add(o, "pf", json_object_new_string(pf->address));
                 json_object_object_add(o, "numvfs", json_object_new_int64(pf->numvfs));
-                owner = autoinit_pf_owner(m, pf->address, pol, buf, sizeof(buf));
+                owner = manager_pf_owner(m, pf->address, pol, buf, sizeof(buf));
                 json_object_object_add(o, "owner", str_or_null(owner));
                 json_object_object_add(o, "policy", pol && pol->numvfs >= 0 ? json_object_new_string(pol->name)
                                                                             : NULL);

@@ -934,6 +934,10 @@ struct release_op {
         char *driver;   /* recorded target driver */
         char *domain;   /* force: the domain it was detached from first */
         struct json_object *class_state;  /* as recorded: what the class's release undoes */
+        /* Before the release's commit: the VF's record and the PF's
+         * owner (NULL: it had none), put back when it does not happen. */
+        struct json_object *vf_rec, *prev_owner;
+        bool had_owner;
         int r;
         struct svff_error err;
 };
@@ -944,8 +948,61 @@ static void release_op_free(struct release_op *ro) {
         free(ro->driver);
         free(ro->domain);
         json_object_put(ro->class_state);
+        json_object_put(ro->vf_rec);
+        json_object_put(ro->prev_owner);
         svff_error_free(&ro->err);
         free(ro);
+}
+
+/* Puts back, in memory, the records release_commit() changed. */
+static void release_put_back(struct release_op *ro) {
+        struct svff_store *store = ro->op->manager->store;
+        struct json_object *pf_rec;
+
+        if (ro->vf_rec) {
+                struct json_object *rec = TAKE_PTR(ro->vf_rec);
+
+                if (json_object_object_add(svff_store_vfs(store), ro->vf, rec) < 0) {
+                        json_object_put(rec);
+                        log_oom();
+                }
+        }
+        if (!json_object_object_get_ex(svff_store_pfs(store), ro->pf, &pf_rec) ||
+            !json_object_is_type(pf_rec, json_type_object))
+                return;
+        if (!ro->had_owner)
+                json_object_object_del(pf_rec, "owner");
+        else if (json_object_object_add(pf_rec, "owner", json_object_get(ro->prev_owner)) < 0) {
+                json_object_put(ro->prev_owner);
+                log_oom();
+        }
+}
+
+/* The release, committed before the VF is touched (as attach, detach,
+ * pause and unpause commit their intent first): the VF leaves svff's
+ * records, and the operator, who changed the PF by hand, owns its count
+ * (its policy no longer rebinds the VF behind their back, see
+ * autoinit.h). A store that cannot be written refuses the release with
+ * nothing changed; memory is put back as the disk still has it. */
+static int release_commit(struct release_op *ro, struct svff_error *err) {
+        struct manager *m = ro->op->manager;
+        struct json_object *rec, *owner;
+        int r;
+
+        if (json_object_object_get_ex(svff_store_vfs(m->store), ro->vf, &rec) &&
+            json_object_deep_copy(rec, &ro->vf_rec, NULL) < 0)
+                return svff_error_set(err, -ENOMEM, "Out of memory.");
+        if (json_object_object_get_ex(svff_store_pfs(m->store), ro->pf, &rec) &&
+            json_object_object_get_ex(rec, "owner", &owner)) {
+                ro->had_owner = true;
+                ro->prev_owner = json_object_get(owner);
+        }
+        svff_store_remove_vf(m->store, ro->vf);
+        (void) svff_store_set_pf_owner(m->store, ro->pf, SVFF_PF_OWNER_OPERATOR);
+        r = manager_commit(m, err);
+        if (r < 0)
+                release_put_back(ro);
+        return r;
 }
 
 static void release_done(void *userdata) {
@@ -953,12 +1010,17 @@ static void release_done(void *userdata) {
         struct operation *op = ro->op;
         struct manager *m = op->manager;
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-        _cleanup_free_ char *prev_owner = NULL;
         struct json_object *p, *ev;
 
         manager_sysfs_changed(m, ro->pf);
 
         if (ro->r < 0) {
+                /* Not released: the records as they were, on disk too. */
+                release_put_back(ro);
+                if (manager_commit(m, &err) < 0)
+                        log_error("VF %s was not released, and putting its record back in '%s' failed: %s; "
+                                  "until a commit succeeds, the store on disk says it was released.", ro->vf,
+                                  svff_store_path(m->store), svff_error_message(&err));
                 ev = event_new("release-failed", ro->vf, ro->pf);
                 if (ev) {
                         json_object_object_add(ev, "error", json_object_new_string(operation_error_name(ro->r)));
@@ -966,28 +1028,6 @@ static void release_done(void *userdata) {
                 }
                 manager_emit(m, op, ev);
                 reply_error(op->call, ro->r, ro->vf, svff_error_message(&ro->err));
-                goto finish;
-        }
-
-        svff_store_remove_vf(m->store, ro->vf);
-        /* The operator changed the PF by hand: its policy no longer
-         * rebinds the VF behind their back (see autoinit.h). */
-        {
-                const char *o = svff_store_get_pf_owner(m->store, ro->pf);
-
-                prev_owner = o ? strdup(o) : NULL;
-        }
-        (void) svff_store_set_pf_owner(m->store, ro->pf, SVFF_PF_OWNER_OPERATOR);
-        if (manager_commit(m, &err) < 0) {
-                /* Keep memory and disk telling the same story. */
-                (void) svff_store_set_vf(m->store, ro->vf, ro->pf, ro->index, ro->orig, ro->driver);
-                if (prev_owner)
-                        (void) svff_store_set_pf_owner(m->store, ro->pf, prev_owner);
-                p = json_object_new_object();
-                json_object_object_add(p, "path", json_object_new_string(svff_store_path(m->store)));
-                json_object_object_add(p, "message", json_object_new_string(svff_error_message(&err)));
-                call_error(op->call, SVFF_ERROR_STORE, p);
-                json_object_put(p);
                 goto finish;
         }
 
@@ -1023,11 +1063,32 @@ static void release_run(void *userdata) {
 
 static void release_submit(struct release_op *ro) {
         struct operation *op = ro->op;
+        struct manager *m = op->manager;
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
 
+        op->phase = "commit";
+        if (release_commit(ro, &err) < 0) {
+                if (ro->domain)
+                        call_errorf(op->call, SVFF_ERROR_STORE, "path", svff_store_path(m->store),
+                                    "VF %s was detached from domain '%s' but not released: recording the release "
+                                    "in '%s' failed: %s; the VF stays on %s.", ro->vf, ro->domain,
+                                    svff_store_path(m->store), svff_error_message(&err), ro->driver);
+                else
+                        call_errorf(op->call, SVFF_ERROR_STORE, "path", svff_store_path(m->store),
+                                    "VF %s was not released: recording the release in '%s' failed: %s; nothing "
+                                    "was changed.", ro->vf, svff_store_path(m->store), svff_error_message(&err));
+                manager_remove_operation(m, op);
+                release_op_free(ro);
+                return;
+        }
         op->phase = "restore";
         if (worker_pool_submit(ro->pool, release_run, ro) < 0) {
+                release_put_back(ro);
+                if (manager_commit(m, &err) < 0)
+                        log_error("VF %s was not released, and putting its record back in '%s' failed: %s.", ro->vf,
+                                  svff_store_path(m->store), svff_error_message(&err));
                 call_errorf(op->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
-                manager_remove_operation(op->manager, op);
+                manager_remove_operation(m, op);
                 release_op_free(ro);
         }
 }

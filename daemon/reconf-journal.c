@@ -91,12 +91,29 @@ int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret) {
                 (void) svff_json_get_bool(j.reprogram, "flashed", &j.reprogram_flashed);
                 (void) svff_json_get_string_or_null(j.reprogram, "reason", &j.reprogram_reason);
         }
+        if (svff_json_get_string(e, "owner", &j.owner) < 0)
+                j.owner = NULL;
         /* A reprogram's own phase means nothing without its record. */
         if ((phase_reprogram(j.phase) && !j.reprogram) || (j.reprogram && !j.reprogram_image)) {
                 svff_reconf_plan_free(j.plan);
                 return -EBADMSG;
         }
         *ret = j;
+        return 0;
+}
+
+int reconf_journal_set_owner(struct json_object *e, const char *owner) {
+        struct json_object *o;
+
+        if (!owner) {
+                json_object_object_del(e, "owner");
+                return 0;
+        }
+        o = json_object_new_string(owner);
+        if (!o || json_object_object_add(e, "owner", o) < 0) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
         return 0;
 }
 

@@ -11,7 +11,8 @@
  *     "class": { "<VF index>": CLASS-STATE, ... }?,
  *     "reprogram": { "image": PATH, "image_identity": IDENTITY?,
  *                    "ids": ["vvvv:dddd", ...],
- *                    "flashed": BOOL, "reason": "..." | null }? }
+ *                    "flashed": BOOL, "reason": "..." | null }?,
+ *     "owner": "operator" | "policy:<name>"? }
  *
  * A reprogram adds the phases "remove" (the VFs are gone, the PF is being
  * taken off the bus), "flash" (the hook may be running: never resumed),
@@ -31,7 +32,12 @@
  * "provision" (the VFs exist, their device-class provisioning may have
  * started) and "class" (each surviving VF's device-class state, a JSON
  * object of its class, src/class.h, kept verbatim) are later additions:
- * an entry without them reads as before. */
+ * an entry without them reads as before.
+ *
+ * "owner" (a later addition too) is who owns the PF's VF count once the
+ * reconf has gone through: whoever asked for it, so that a recovery
+ * records the same owner as the run it completes. An entry without it
+ * leaves the owner as it is. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,6 +61,7 @@ struct reconf_journal {
         const char *reprogram_image;
         bool reprogram_flashed;
         const char *reprogram_reason;
+        const char *owner;              /* borrowed, may be NULL */
 };
 
 /* A new entry in phase for plan, or NULL (out of memory). */
@@ -70,6 +77,10 @@ int reconf_journal_set_rollback(struct json_object *e, unsigned numvfs, const ch
  * phase). ret is untouched on failure. */
 int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret);
 void reconf_journal_done(struct reconf_journal *j);
+
+/* Sets who owns the PF's count once the reconf went through (NULL:
+ * removes it). -ENOMEM. */
+int reconf_journal_set_owner(struct json_object *e, const char *owner);
 
 /* Sets (state taken, NULL: removes) the class state of the VF at index
  * in e. -ENOMEM. */

@@ -52,6 +52,7 @@ struct reconf_machine {
 
         enum numvfs_stage stage;
         bool wrote_zero;
+        bool count_set;                 /* the new count was written, not rolled back */
         bool class_released;            /* release_start ran (this run) */
         char **vfs;                     /* by index, n_vfs of them */
         unsigned n_vfs;
@@ -465,12 +466,16 @@ static void numvfs_phase_done(struct reconf_machine *rm, int r, const char *err)
                              rm->plan->pf, rm->plan->to, rm->rollback ? "finish its rollback" : "complete it");
                 return;
         }
-        if (r < 0 && !rm->rollback && !rm->recovery && rm->wrote_zero && rm->n_now == 0) {
+        if (r < 0 && !rm->rollback && rm->wrote_zero &&
+            (rm->n_now == 0 || (rm->recovery && rm->n_now == rm->plan->from))) {
                 /* The VFs are gone and the new count was refused: back to
                  * the count the reconf started from, journaled as a
                  * rollback before the write, then every assignment put
-                 * back. (A driver that created only part of the VFs
-                 * accepted the write: what exists is bound and restored.) */
+                 * back. A recovery does the same: it writes the count
+                 * wherever the crash left it, so it may also find the
+                 * PF still at the old count. (A driver that created only
+                 * part of the VFs accepted the write: what exists is
+                 * bound and restored.) */
                 set_message(&rm->message, "%s; PF %s went back to %u VFs", err, rm->plan->pf, rm->plan->from);
                 rm->error = RECONF_ERR_FAILED;
                 rollback_set(rm);
@@ -478,6 +483,8 @@ static void numvfs_phase_done(struct reconf_machine *rm, int r, const char *err)
                 commit_hard(rm, refused_committed);
                 return;
         }
+        if (r >= 0 && !rm->rollback)
+                rm->count_set = true;
         if (r < 0 && rm->rollback) {
                 /* Going back failed too: the journal stays, so the next
                  * start (or the same Reconf) tries again. */
@@ -1033,6 +1040,20 @@ void reconf_machine_set_image_identity(struct reconf_machine *rm, struct json_ob
         rm->image_identity = json_object_get(identity);
 }
 
+int reconf_machine_set_owner(struct reconf_machine *rm, const char *owner) {
+        return reconf_journal_set_owner(rm->journal, owner);
+}
+
+const char *reconf_machine_owner(const struct reconf_machine *rm) {
+        const char *owner = NULL;
+
+        return svff_json_get_string(rm->journal, "owner", &owner) >= 0 ? owner : NULL;
+}
+
+bool reconf_machine_count_set(const struct reconf_machine *rm) {
+        return rm->count_set;
+}
+
 void reconf_machine_resume_reprogram(struct reconf_machine *rm, bool flash) {
         rm->resume_at = flash ? "remove" : "rescan";
 }
@@ -1433,6 +1454,8 @@ struct reconf_machine *reconf_machine_new(struct svff_reconf_plan *plan, const s
                         if (reconf_journal_set_rollback(rm->journal, rm->rollback_to, journal->rollback_reason) < 0)
                                 return reconf_machine_free(rm);
                 }
+                if (journal->owner && reconf_journal_set_owner(rm->journal, journal->owner) < 0)
+                        return reconf_machine_free(rm);
                 for (size_t i = 0; i < plan->n_items; i++) {
                         struct json_object *c = reconf_journal_get_class(journal, plan->items[i].index);
 

@@ -214,6 +214,15 @@ void reconf_machine_set_image_identity(struct reconf_machine *rm, struct json_ob
  * removal (a reprogram again, flash: true) or from the rescan without a
  * flash (a reconf). */
 void reconf_machine_resume_reprogram(struct reconf_machine *rm, bool flash);
+/* Before start: who owns the PF's VF count once the reconf went through
+ * ("operator", "policy:<name>"; NULL: the journal's, if any), journaled
+ * with the plan so that a recovery records the same. -ENOMEM. */
+int reconf_machine_set_owner(struct reconf_machine *rm, const char *owner);
+/* That owner (NULL: none, the PF's stays as it is). */
+const char *reconf_machine_owner(const struct reconf_machine *rm);
+/* Whether the PF took the new count (this run or the one it recovers),
+ * rather than rolling back or stopping short of it. */
+bool reconf_machine_count_set(const struct reconf_machine *rm);
 /* Whether the run is a reprogram, and whether it ended (or found the
  * journal) interrupted. */
 bool reconf_machine_reprogram(const struct reconf_machine *rm);

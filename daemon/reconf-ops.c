@@ -1120,6 +1120,23 @@ static void record_image(struct reconf_run *run, struct json_object *journal) {
                 log_error("Recording the image of PF %s failed, continuing: %s", pf, strerror(-r));
 }
 
+/* Who owns the PF's count, in the commit that ends the reconf: whoever
+ * asked for it (the journal's owner) once the PF took the new count. A
+ * reconf refused or rolled back leaves the owner as it was, and one
+ * whose journal stays (not every assignment settled) records it when it
+ * is completed. */
+static void record_owner(struct reconf_run *run, struct json_object *journal) {
+        const char *pf = reconf_machine_plan(run->rm)->pf, *owner = reconf_machine_owner(run->rm);
+        int r;
+
+        if (journal || !owner || !reconf_machine_count_set(run->rm))
+                return;
+        r = svff_store_set_pf_owner(run->env.store, pf, owner);
+        if (r < 0)
+                log_error("Recording '%s' as the owner of the VF count of PF %s failed, continuing: %s", owner, pf,
+                          strerror(-r));
+}
+
 static int commit_now(struct reconf_run *run, struct json_object *journal, struct svff_error *err) {
         const char *pf = reconf_machine_plan(run->rm)->pf;
         unsigned gen;
@@ -1139,6 +1156,7 @@ static int commit_now(struct reconf_run *run, struct json_object *journal, struc
         for (size_t i = 0; i < reconf_machine_plan(run->rm)->n_items; i++)
                 apply_record(run, i);
         record_image(run, journal);
+        record_owner(run, journal);
         return run->env.commit(run->userdata, pf, json_object_get(journal), err);
 }
 

@@ -309,11 +309,13 @@ enum { RESUME_NONE, RESUME_RESCAN, RESUME_REMOVE };
  * failure is answered. image: a reprogram's (NULL: a reconf, or a
  * recovery's own), ids the identities it may leave the PF with
  * (borrowed). resume: for an interrupted reprogram's journal, go on from
- * the removal (a reprogram again) or the rescan (a reconf). */
+ * the removal (a reprogram again) or the rescan (a reconf). owner: who
+ * owns the PF's count once the reconf went through (NULL: the journal's,
+ * if any). */
 
 static int reconf_start(struct manager *m, struct call *call, struct svff_reconf_plan *plan,
                         const struct reconf_journal *journal, const char *image, struct json_object *ids,
-                        int resume) {
+                        int resume, const char *owner) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         bool recovery = journal != NULL;
         _cleanup_(json_object_putp) struct json_object *class_policy = NULL;
@@ -369,7 +371,8 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 return r;
         }
         plan = NULL;
-        if ((image && reconf_machine_set_reprogram(run->rm, image, ids) < 0)) {
+        if ((image && reconf_machine_set_reprogram(run->rm, image, ids) < 0) ||
+            (owner && reconf_machine_set_owner(run->rm, owner) < 0)) {
                 if (call)
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 reconf_run_free(run);
@@ -668,6 +671,28 @@ static bool image_allowed(struct manager *m, struct call *call, const char *pf, 
         return true;
 }
 
+/* The owner of pf's count as it is now, made explicit before an
+ * operator's reconf: the PF record the reconf writes must not change it
+ * (a record of another count than the policy's, without an owner, reads
+ * as one from before owners: the operator's) unless the reconf goes
+ * through, which then records the operator (reconf-ops.c,
+ * record_owner()). */
+static void pin_owner(struct manager *m, const struct svff_pf *found, const char *driver) {
+        const struct svff_policy *pol;
+        const char *owner;
+        char buf[256];
+
+        if (svff_store_get_pf_owner(m->store, found->address))
+                return;
+        pol = svff_config_find_policy(&m->config, found->address, found->vendor_id, found->device_id, found->netdev);
+        owner = manager_pf_owner(m, found->address, pol, buf, sizeof(buf));
+        if (!owner)
+                return;
+        if (svff_store_get_pf(m->store, found->address, NULL, NULL) <= 0)
+                (void) svff_store_set_pf(m->store, found->address, found->numvfs, driver);
+        (void) svff_store_set_pf_owner(m->store, found->address, owner);
+}
+
 /* Plans req against the current snapshot and starts it (or, with a
  * call, answers its dry run). call NULL: svffd's own, refusals only in
  * err. Returns 0 once started or answered, else a -errno. */
@@ -821,13 +846,16 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                          strna(req->reason), image ? ", image " : "", image ?: "");
         if (req->owner) {
                 /* Recorded with the reconf's first commit: the policy
-                 * acts on the count (and a recovery goes on without
-                 * knowing who asked). */
+                 * acts on the count. */
                 if (svff_store_get_pf(m->store, pf, NULL, NULL) <= 0)
                         (void) svff_store_set_pf(m->store, pf, found->numvfs, driver);
                 (void) svff_store_set_pf_owner(m->store, pf, req->owner);
-        }
-        r = reconf_start(m, call, TAKE_PTR(plan), NULL, image, ids, RESUME_NONE);
+        } else
+                pin_owner(m, found, driver);
+        /* The count is the operator's once it goes through, unless a
+         * reprogram keeps the one the PF has. */
+        r = reconf_start(m, call, TAKE_PTR(plan), NULL, image, ids, RESUME_NONE,
+                         req->owner ?: (req->keep_numvfs ? NULL : SVFF_PF_OWNER_OPERATOR));
         if (r < 0 && err && !svff_error_is_set(err))
                 (void) svff_error_set(err, r, "starting the %s of PF %s failed: %s", image ? "reprogram" : "reconf",
                                       pf, r == -ENOTCONN ? "libvirt is not connected" : strerror(-r));
@@ -867,9 +895,10 @@ static bool journal_interrupted(struct json_object *e) {
                json_object_object_get_ex(e, "reprogram", NULL);
 }
 
-/* Resumes the journaled reconf of pf (entry e); call may be NULL. */
+/* Resumes the journaled reconf of pf (entry e); call may be NULL.
+ * owner: who owns the count once it goes through (NULL: the journal's). */
 static int resume_journal(struct manager *m, struct call *call, const char *pf, struct json_object *e,
-                          const char *image, int resume) {
+                          const char *image, int resume, const char *owner) {
         struct reconf_journal j = {};
         int r;
 
@@ -884,7 +913,7 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
                                     svff_store_path(m->store));
                 return -EBADMSG;
         }
-        r = reconf_start(m, call, TAKE_PTR(j.plan), &j, image, NULL, resume);
+        r = reconf_start(m, call, TAKE_PTR(j.plan), &j, image, NULL, resume, owner);
         reconf_journal_done(&j);
         return r;
 }
@@ -919,7 +948,7 @@ void reconf_recover(struct manager *m) {
                 struct json_object *entry = journal_get(m, todo[i]);
 
                 if (entry)
-                        (void) resume_journal(m, NULL, todo[i], entry, NULL, RESUME_NONE);
+                        (void) resume_journal(m, NULL, todo[i], entry, NULL, RESUME_NONE, NULL);
         }
 }
 
@@ -1002,7 +1031,8 @@ void method_reconf(struct manager *m, struct call *call) {
                 }
                 log_info("Completing the interrupted reconf of PF %s as requested by uid %u.", pf,
                          (unsigned) call_peer(call)->uid);
-                (void) resume_journal(m, call, pf, e, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE);
+                (void) resume_journal(m, call, pf, e, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE,
+                                      SVFF_PF_OWNER_OPERATOR);
                 return;
         }
         manager_with_snapshot(m, call, reconf_with_snapshot);
@@ -1056,7 +1086,10 @@ void method_reprogram(struct manager *m, struct call *call) {
                 }
                 log_info("Reprogramming PF %s again after an interrupted reprogram, image %s, as requested by uid "
                          "%u.", pf, image, (unsigned) call_peer(call)->uid);
-                (void) resume_journal(m, call, pf, e, image, RESUME_REMOVE);
+                /* The count is the operator's only when they gave one. */
+                (void) resume_journal(m, call, pf, e, image, RESUME_REMOVE,
+                                      json_object_object_get_ex(params, "numvfs", &v) && v ? SVFF_PF_OWNER_OPERATOR
+                                                                                           : NULL);
                 return;
         }
         manager_with_snapshot(m, call, reconf_with_snapshot);

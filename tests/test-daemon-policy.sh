@@ -4,6 +4,8 @@
 # svffd refuses to start on one; a PF policy is applied at start-up
 # (pcisim shows the VFs on vfio-pci); an invalid reload keeps the running
 # config and shows in status; a valid reload applies a changed policy.
+# Who owns the count: an operator's init, reconf or release takes it from
+# the policy (a refused reconf does not), init --policy hands it back.
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
@@ -146,6 +148,28 @@ expect_eq "$(owner)" policy:fpga "owner after init --policy"
 rc=0; ctl init $PF 3 --policy 2> "$T/err" || rc=$?
 expect_eq "$rc" 2 "init --policy with a count"
 
+# A reconf the kernel refuses changes nothing, the owner included: the
+# count stays the policy's.
+pcisim_ctl fail $PF sriov_numvfs EIO 1
+rc=0; ctl reconf $PF 3 > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "reconf refused by the kernel"
+grep -q "nothing was changed" "$T/err" || fail "refused reconf: $(cat "$T/err")"
+expect_eq "$(sys_numvfs $PF)" 2 "numvfs after a refused reconf"
+expect_eq "$(owner)" policy:fpga "owner after a refused reconf"
+reload
+expect_eq "$(owner)" policy:fpga "owner after a refused reconf and a reload"
+# A reconf that goes through makes the operator the owner, as an init
+# does: a reload keeps the operator's count.
+ctl reconf $PF 3 > "$T/out" || fail "reconf over the policy: $(cat "$T/out")"
+expect_eq "$(sys_numvfs $PF)" 3 "numvfs after a reconf over the policy"
+expect_eq "$(owner)" operator "owner after a reconf"
+reload
+expect_eq "$(sys_numvfs $PF)" 3 "numvfs after a reload over an operator's reconf"
+expect_eq "$(owner)" operator "owner after a reconf and a reload"
+ctl init $PF --policy > /dev/null || fail "init --policy after the reconf"
+expect_eq "$(sys_numvfs $PF)" 2 "numvfs after init --policy over the reconf"
+expect_eq "$(owner)" policy:fpga "owner after init --policy over the reconf"
+
 # A release is an operator's change too: a reload does not rebind the VF.
 VF1=$(sys_vf $PF 1)
 ctl release "$VF1" > /dev/null || fail "release"
@@ -192,5 +216,24 @@ sleep 0.3
 wait_for settled
 expect_eq "$(sys_numvfs $PF)" 2 "numvfs with an old record and another policy count"
 expect_eq "$(owner)" operator "owner of an old record with another count"
+
+# A policy that cannot apply (more VFs than the PF has) still owns the
+# count of a PF svff has no record of: a reconf the kernel refuses leaves
+# it so, and records no count of its own.
+stop_svffd TERM || fail "svffd exit status"
+rm -f "$STATE/store.json" "$STATE/store.json.prev"
+echo 0 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
+cat > "$T/svff.conf" <<'CONF'
+{ "settle_msec": 50, "policies": { "fpga": { "match": { "id": "10ee:903f" }, "numvfs": 300 } } }
+CONF
+start_svffd
+wait_for settled || fail "start-up with a policy that cannot apply"
+expect_eq "$(owner)" policy:fpga "owner of an unrecorded PF with a policy that cannot apply"
+pcisim_ctl fail $PF sriov_numvfs EIO 1
+rc=0; ctl reconf $PF 3 > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "reconf of an unrecorded PF refused by the kernel"
+grep -q "nothing was changed" "$T/err" || fail "refused reconf: $(cat "$T/err")"
+expect_eq "$(sys_numvfs $PF)" 0 "numvfs after the refused reconf of an unrecorded PF"
+expect_eq "$(owner)" policy:fpga "owner after the refused reconf of an unrecorded PF"
 
 echo "PASS"

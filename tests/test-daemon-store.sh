@@ -2,7 +2,8 @@
 # Store faults: a truncated, corrupt, wrongly typed or newer-schema store
 # makes svffd refuse to start with a message naming the file, and the file
 # stays byte for byte as it was. A full disk on commit fails the call
-# cleanly (StoreError, sysfs untouched) and the store stays readable.
+# cleanly (StoreError, sysfs untouched) and the store stays readable; so
+# does a release, which is recorded before the VF is unbound.
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
@@ -104,6 +105,25 @@ if mkdir -p "$T/small" && mount -t tmpfs -o size=64k tmpfs "$T/small" 2>/dev/nul
         rm -f "$T/small/filler"
         ctl init $PF 3 >/dev/null || fail "init after space was freed"
         expect_eq "$(sys_numvfs $PF)" 3 "numvfs after space was freed"
+        # A release that cannot be recorded is refused before the VF is
+        # touched: it stays on vfio-pci, as pcisim's sysfs shows, and svff
+        # keeps its record.
+        VF=$(sys_vf $PF 0)
+        gen=$(jget 'd["generation"]' < "$T/small/store.json")
+        dd if=/dev/zero of="$T/small/filler" bs=4k 2>/dev/null || true
+        rc=0; ctl release "$VF" > "$T/out" 2> "$T/err" || rc=$?
+        expect_eq "$rc" 1 "release on a full disk"
+        expect_eq "$(sys_driver "$VF")" vfio-pci "driver of VF $VF after the refused release"
+        expect_eq "$(cat "$SYS/bus/pci/devices/$VF/driver_override")" vfio-pci \
+                "driver_override of VF $VF after the refused release"
+        grep -q "VF $VF was not released: recording the release in '$T/small/store.json' failed" "$T/err" ||
+                fail "release refusal: $(cat "$T/err")"
+        expect_eq "$(jget 'd["generation"]' < "$T/small/store.json")" "$gen" "store after the refused release"
+        expect_eq "$(ctl list --json | jget '[v["managed"] for v in d["pfs"][0]["vfs"] if v["address"] == "'"$VF"'"]')" \
+                "[True]" "VF $VF recorded after the refused release"
+        rm -f "$T/small/filler"
+        ctl release "$VF" > "$T/out" || fail "release after space was freed: $(cat "$T/out")"
+        [ "$(sys_driver "$VF")" != vfio-pci ] || fail "VF $VF still on vfio-pci after its release"
         stop_svffd TERM
         umount "$T/small"
         STATE="$T/state"

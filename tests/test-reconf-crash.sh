@@ -84,4 +84,38 @@ after-reattach-1  kill  rolled-back numvfs
 after-reattach-2  abort rolled-back numvfs
 after-rollback-journal kill rolled-back numvfs
 TABLE
+
+# Killed after the 0 write, then the restart's write of the new count
+# refused by the kernel (pcisim ENOMEM): the recovery rolls back as a live
+# reconf does, to the old count, every assignment attached again.
+now=$(sys_numvfs $PF)
+if [ "$now" = 4 ]; then target=6; else target=4; fi
+note "after-numvfs-0 (kill), then the restart's $target refused: back to $now"
+export SVFF_FAULT=after-numvfs-0
+start_connected
+unset SVFF_FAULT
+rc=0; ctl reconf $PF $target > "$T/out" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "refused on restart: the reconf succeeded although svffd was to die: $(cat "$T/out")"
+wait_for svffd_gone || fail "refused on restart: svffd did not die at the fault point: $(cat "$T/out")"
+rc=0; wait "$SVFFD_PID" || rc=$?
+SVFFD_PID=""
+expect_eq "$rc" 137 "refused on restart: svffd's exit status (SIGKILL)"
+expect_eq "$(sys_numvfs $PF)" 0 "refused on restart: numvfs after the kill"
+expect_eq "$(store_py 'print(d["journal"]["pfs"]["'$PF'"]["phase"])')" numvfs "refused on restart: journal phase"
+pcisim_ctl fail $PF sriov_numvfs ENOMEM 1
+start_connected
+wait_for_s 60 journal_none || fail "refused on restart: the journal was not cleared: $(journal)"
+expect_eq "$(sys_numvfs $PF)" "$now" "refused on restart: numvfs after the recovery"
+check_vfio $PF
+expect_eq "$(assignments_snapshot)" "$before" "refused on restart: assignments after the recovery"
+ctl status --json > "$T/status.json"
+jget 'd["recovered"][0]["message"]' < "$T/status.json" > "$T/recovered"
+grep -q "went back to $now VFs" "$T/recovered" || fail "refused on restart: recovered: $(cat "$T/recovered")"
+grep -q "3 assignment(s) have their VF, 0 do not" "$T/recovered" ||
+        fail "refused on restart: recovered: $(cat "$T/recovered")"
+expect_eq "$(jget 'sorted(set(a["outcome"] for a in d["recovered"][0]["assignments"]))' < "$T/status.json")" \
+        "['rolled-back']" "refused on restart: each assignment's outcome"
+expect_eq "$(jget 'len(d["drift"])' < "$T/status.json")" 0 "refused on restart: drift after recovery"
+stop_svffd || fail "refused on restart: svffd exit status"
+check_xml
 echo "PASS"

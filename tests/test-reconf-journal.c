@@ -125,6 +125,30 @@ START_TEST(test_rollback_record) {
 }
 END_TEST
 
+START_TEST(test_owner) {
+        /* Who owns the count once the reconf goes through: read back as
+         * written; an entry of an older svffd has none. */
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan_4_to_6();
+        struct json_object *e = reparse(reconf_journal_encode(p, "numvfs", 1));
+        struct reconf_journal j = {};
+
+        ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+        ck_assert_ptr_null(j.owner);
+        reconf_journal_done(&j);
+        ck_assert_int_eq(reconf_journal_set_owner(e, "policy:fpga"), 0);
+        ck_assert_int_eq(reconf_journal_set_owner(e, "operator"), 0);
+        e = reparse(e);
+        ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+        ck_assert_str_eq(j.owner, "operator");
+        reconf_journal_done(&j);
+        ck_assert_int_eq(reconf_journal_set_owner(e, NULL), 0);
+        ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+        ck_assert_ptr_null(j.owner);
+        reconf_journal_done(&j);
+        json_object_put(e);
+}
+END_TEST
+
 START_TEST(test_rollback_from_older_svffd) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan_4_to_6();
         struct json_object *e = reparse(reconf_journal_encode(p, "rollback", 1));
@@ -232,6 +256,7 @@ static Suite *reconf_journal_suite(void) {
         tcase_add_test(tc, test_round_trip);
         tcase_add_test(tc, test_provision_and_class);
         tcase_add_test(tc, test_rollback_record);
+        tcase_add_test(tc, test_owner);
         tcase_add_test(tc, test_rollback_from_older_svffd);
         tcase_add_test(tc, test_not_reconf);
         tcase_add_test(tc, test_unreadable);

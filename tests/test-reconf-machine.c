@@ -147,6 +147,10 @@ struct world {
         /* what the fake saw done, as log tokens, delivered ones only */
         char done_log[64][32];
         size_t n_done;
+        /* the kernel refusing the new count once, on a restart; then
+         * (lose) libvirt gone at the rollback's first restore */
+        bool refuse_recovery, refused_recovery;
+        bool lose_after_refusal, lost_after_refusal;
 };
 
 static const char *vf_addr(unsigned index) {
@@ -250,6 +254,22 @@ static int f_quiesce(void *userdata, const size_t *items, size_t n) {
         return 0;
 }
 
+/* A count change, through 0: every VF goes. */
+static void through_zero(struct world *w, unsigned n) {
+        /* A natively paused device let go of its VF (that is what the
+         * device pause is for). */
+        for (size_t i = 0; i < w->plan->n_items; i++)
+                if (w->dev[i].present && !w->dev[i].paused && w->dev[i].index < w->numvfs)
+                        bad(w, "numvfs %u destroyed VF %u while domain '%s' held it", n, w->dev[i].index,
+                            w->plan->items[i].a.domain);
+        for (unsigned k = 0; k < MAX_VF; k++)
+                w->drv[k] = DRV_NATIVE;
+        for (size_t i = 0; i < w->plan->n_items; i++)
+                if (w->plan->items[i].fate == SVFF_RECONF_RELEASED && w->plan->items[i].index < w->numvfs &&
+                    !w->class_released[i] && !w->class_release_failed[i])
+                        w->lost_setup[i] = true;
+}
+
 static int f_set_numvfs(void *userdata, unsigned n) {
         struct world *w = userdata;
         enum failure f = inject(w, n == 0 ? K_NUMVFS0 : K_NUMVFSN);
@@ -269,6 +289,19 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                 lose_domain(w, 0);
         if (f == F_LOST_LIBVIRT)
                 w->libvirt_gone = e.lost_libvirt = true;
+        if (w->refuse_recovery && !w->refused_recovery && reconf_machine_recovery(w->rm) &&
+            !reconf_machine_rollback(w->rm) && n == w->plan->to && n != w->numvfs) {
+                /* A restart's write of the new count: the kernel takes
+                 * the 0 it goes through, then refuses the count (ENOMEM
+                 * from the driver), leaving the PF without VFs. */
+                through_zero(w, n);
+                w->numvfs = 0;
+                w->refused_recovery = true;
+                e.r = -ENOMEM;
+                e.n_vfs = 0;
+                push(w, e);
+                return 0;
+        }
         if (f == F_TIMEOUT) {
                 e.r = -ETIMEDOUT;       /* still pending: nothing changed yet */
                 e.n_vfs = -1;
@@ -279,20 +312,7 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                 unsigned make = f == F_PARTIAL && n > 0 ? n - 1 : n;
 
                 if (w->numvfs != n) {
-                        /* Through 0: every VF goes. */
-                        /* A natively paused device let go of its VF (that is
-                         * what the device pause is for). */
-                        for (size_t i = 0; i < w->plan->n_items; i++)
-                                if (w->dev[i].present && !w->dev[i].paused && w->dev[i].index < w->numvfs)
-                                        bad(w, "numvfs %u destroyed VF %u while domain '%s' held it", n,
-                                            w->dev[i].index, w->plan->items[i].a.domain);
-                        for (unsigned k = 0; k < MAX_VF; k++)
-                                w->drv[k] = DRV_NATIVE;
-                        for (size_t i = 0; i < w->plan->n_items; i++)
-                                if (w->plan->items[i].fate == SVFF_RECONF_RELEASED &&
-                                    w->plan->items[i].index < w->numvfs && !w->class_released[i] &&
-                                    !w->class_release_failed[i])
-                                        w->lost_setup[i] = true;
+                        through_zero(w, n);
                         w->numvfs = make;
                 }
                 e.r = f == F_PARTIAL && n > 0 ? -ENOSPC : 0;
@@ -367,6 +387,10 @@ static int f_restore(void *userdata, const size_t *items, size_t n) {
                 lose_domain(w, items[0]);
         if (f == F_LOST_LIBVIRT)
                 w->libvirt_gone = true;
+        if (w->lose_after_refusal && w->refused_recovery && !w->lost_after_refusal) {
+                w->libvirt_gone = true;
+                w->lost_after_refusal = true;
+        }
         for (size_t k = 0; k < n; k++) {
                 size_t i = items[k];
                 const struct reconf_item *s = reconf_machine_item(w->rm, i);
@@ -933,6 +957,12 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
                 json_object_put(ids);
         }
         if (!journal_text)
+                /* Whoever asked owns the count once it went through. */
+                ck_assert_int_eq(reconf_machine_set_owner(w->rm, "operator"), 0);
+        else
+                ck_assert_msg(reconf_machine_owner(w->rm) && streq(reconf_machine_owner(w->rm), "operator"),
+                              "%s: the journal lost who owns the count", name);
+        if (!journal_text)
                 /* Every assignment's VF has a class state, journaled
                  * with it: provision and release_class get it back. */
                 for (size_t i = 0; i < w->plan->n_items; i++) {
@@ -960,6 +990,12 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
         if (ended) {
                 check_log(w, name);
                 check_outcome(w, name);
+                /* The owner goes to whoever asked only for the count
+                 * they asked for: never when it was rolled back. */
+                ck_assert_msg(!reconf_machine_count_set(w->rm) ||
+                              (!reconf_machine_rollback(w->rm) && w->numvfs == w->plan->to),
+                              "%s: the count counts as set, the PF has %u VFs%s", name, w->numvfs,
+                              reconf_machine_rollback(w->rm) ? " after a rollback" : "");
                 ck_assert_msg(reconf_machine_journal_kept(w->rm) == (w->journal != NULL) ||
                               reconf_machine_result(w->rm, NULL) == RECONF_ERR_STORE,
                               "%s: the machine says the journal is %s, the store %s", name,
@@ -972,6 +1008,10 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
 }
 
 static unsigned n_cases;
+/* Whether the cases refuse the first new count a restart writes, and how
+ * many were refused so. */
+static bool refuse_recovery, lose_after_refusal;
+static unsigned n_refused_recovery, n_lost_after_refusal;
 
 /* Runs a case, then restarts from the journal (without failures, libvirt
  * back) until none is left, checking after each run. */
@@ -982,7 +1022,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         struct svff_reconf_input in = { .pf = PF, .numvfs = sc->from, .driver = "vfio-pci", .items = items,
                                         .n_items = n };
         struct svff_reconf_plan *plan = NULL;
-        bool reported = false;
+        bool reported = false, lost;
         struct world w;
         char name[256];
 
@@ -997,6 +1037,8 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         w.fail_at = at;
         w.stop_at = stop_at;
         w.stop_now = stop_now;
+        w.refuse_recovery = refuse_recovery;
+        w.lose_after_refusal = lose_after_refusal;
 
         run_once(&w, plan, NULL, name, sc->reprogram, S_NEW);
         check_world(&w, name, !w.journal);
@@ -1026,8 +1068,14 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
                 w.libvirt_gone = false;
                 snprintf(rname, sizeof(rname), "%s restart %u (%s)", name, r + 1,
                          start == S_RECOVER ? "recovery" : start == S_REPROGRAM ? "reprogram again" : "reconf");
+                lost = w.lost_after_refusal;
                 run_once(&w, NULL, journal, rname, sc->reprogram, start);
                 check_world(&w, rname, !w.journal);
+                /* The rollback's journal stays until every assignment is
+                 * back: libvirt lost during its restores keeps it. */
+                if (w.lost_after_refusal && !lost)
+                        ck_assert_msg(w.journal, "%s: the count was refused, libvirt lost during the rollback, and "
+                                      "the journal was cleared", rname);
                 if (reported) {
                         /* Never resumed by itself, never guessed flashed:
                          * no hook, the journal kept, the PF said to be
@@ -1050,6 +1098,21 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
                       "%s: the PF ended at %u VFs", name, w.numvfs);
         ck_assert_msg(!w.pf_gone && !w.pf_unbound, "%s: the PF ended %s", name,
                       w.pf_gone ? "off the bus" : "without its driver");
+        if (w.refused_recovery) {
+                /* A refused count on recovery rolls back: the old count,
+                 * every assignment in its domain again and recorded so. */
+                n_refused_recovery++;
+                n_lost_after_refusal += w.lost_after_refusal;
+                ck_assert_msg(w.numvfs == sc->from, "%s: the restart's count was refused, the PF ended at %u VFs, "
+                              "not %u", name, w.numvfs, sc->from);
+                for (size_t i = 0; i < w.plan->n_items; i++)
+                        ck_assert_msg(w.dev[i].present && !w.dev[i].paused && w.rec[i].present &&
+                                      w.rec[i].state == SVFF_ASSIGN_ATTACHED,
+                                      "%s: the restart's count was refused, item %zu ('%s') is not back: %s, "
+                                      "recorded %s", name, i, w.plan->items[i].a.domain,
+                                      !w.dev[i].present ? "off its domain" : w.dev[i].paused ? "paused" : "in it",
+                                      w.rec[i].present ? svff_assign_state_to_string(w.rec[i].state) : "nowhere");
+        }
         reconf_machine_free(w.rm);
         free(w.journal);
 }
@@ -1104,6 +1167,41 @@ START_TEST(test_crashes) {
                                 n_cases++;
                         }
                 }
+}
+END_TEST
+
+START_TEST(test_recovery_refused) {
+        /* A crash at every journal write, then a restart whose write of
+         * the new count the kernel refuses: the recovery rolls back as a
+         * live reconf does, to the old count with every assignment back;
+         * and with libvirt lost during that rollback's restores, its
+         * journal stays for the next restart. */
+        refuse_recovery = true;
+        for (int lose = 0; lose <= 1; lose++) {
+                lose_after_refusal = lose;
+                for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
+                        for (enum order o = O_SYNC; o <= O_LIFO; o++) {
+                                unsigned commits = 0;
+
+                                run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, 0, false, &commits, NULL);
+                                for (unsigned at = 1; at <= commits; at++)
+                                        for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
+                                                run_case(&scenarios[s], o, K_COMMIT, f, at, 0, false, NULL, NULL);
+                                                n_cases++;
+                                        }
+                                if (scenarios[s].reprogram)
+                                        for (enum step_kind k = K_REMOVE; k < _K_MAX; k++)
+                                                for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
+                                                        run_case(&scenarios[s], o, k, f, 1, 0, false, NULL, NULL);
+                                                        n_cases++;
+                                                }
+                        }
+        }
+        refuse_recovery = lose_after_refusal = false;
+        /* Not vacuous: restarts did write the new count, were refused,
+         * and lost libvirt during the rollback. */
+        ck_assert_uint_gt(n_lost_after_refusal, 0);
+        ck_assert_uint_gt(n_refused_recovery, 0);
 }
 END_TEST
 
@@ -1284,6 +1382,7 @@ int main(void) {
         tcase_add_test(tc, test_crashes);
         tcase_add_test(tc, test_stops);
         tcase_add_test(tc, test_reprogram_crashes);
+        tcase_add_test(tc, test_recovery_refused);
         tcase_add_test(tc, test_reprogram_interrupted);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
