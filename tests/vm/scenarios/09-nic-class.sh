@@ -205,8 +205,22 @@ else
         vm_log "NOTE: svffd has no fault points: the kill between the numvfs write and the settings is not checked"
 fi
 
-# ---- release: what each VF had before ----
+# ---- hand-over: a plain detach gives the VF back to the pool as the
+# policy has it, and the next domain gets nothing of the first's ----
 svffctl detach "$v0" >"$R/detach0.out" 2>&1 || { cat "$R/detach0.out"; vm_fail "svffctl detach $v0 failed"; }
+handed_over() {
+        assert_eq "$1: VF 0 MAC is the policy's" 02:53:00:00:00:00 "$(vfmac 0)"
+        assert_eq "$1: VF 0 has no VLAN" "" "$(vfvlan 0)"
+        assert_eq "$1: VF 0 trust" off "$(vftrust 0)"
+        assert_eq "$1: VF 0 spoof checking" on "$(vfspoof 0)"
+}
+handed_over "after a plain detach from d1"
+svffctl attach "$v0" d2 >"$R/attach0-d2.out" 2>&1 || { cat "$R/attach0-d2.out"; vm_fail "svffctl attach $v0 d2 failed"; }
+handed_over "attached to d2 with no settings"
+vm_log "VF 0 in d2: $(vfline 0)"
+svffctl detach "$v0" >"$R/detach0-d2.out" 2>&1 || { cat "$R/detach0-d2.out"; vm_fail "svffctl detach $v0 from d2 failed"; }
+
+# ---- release: what each VF had before ----
 svffctl release "$v0" >"$R/release0.out" 2>&1 || { cat "$R/release0.out"; vm_fail "svffctl release $v0 failed"; }
 assert_eq "after release: VF 0 back to its policy MAC" 02:53:00:00:00:00 "$(vfmac 0)"
 assert_eq "after release: VF 0 has no VLAN" "" "$(vfvlan 0)"
