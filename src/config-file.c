@@ -17,6 +17,7 @@
 #include "class.h"
 #include "config-file.h"
 #include "json-util.h"
+#include "utf8.h"
 #include "varlink.h"
 
 #define CONFIG_FILE_MAX (1024 * 1024)
@@ -289,10 +290,14 @@ static void key_name(struct parser *p, char *buf, size_t size) {
                 len += (size_t) snprintf(buf + len, size - len, "%s%s", i ? "." : "", p->keys[i]);
 }
 
-static int add_error(struct parser *p, int r, unsigned line, const char *msg) {
+/* column 0: the line only */
+static int add_error_at(struct parser *p, int r, unsigned line, unsigned column, const char *msg) {
+        char col[16] = "";
         char *n;
 
-        if (asprintf(&n, "%s%s%s:%u: %s", p->errors ?: "", p->errors ? "\n" : "", p->path, line,
+        if (column > 0)
+                snprintf(col, sizeof(col), "%u:", column);
+        if (asprintf(&n, "%s%s%s:%u:%s %s", p->errors ?: "", p->errors ? "\n" : "", p->path, line, col,
                      msg) < 0)
                 return -ENOMEM;
         free(p->errors);
@@ -300,6 +305,10 @@ static int add_error(struct parser *p, int r, unsigned line, const char *msg) {
         if (p->first_r == 0)
                 p->first_r = r;
         return r;
+}
+
+static int add_error(struct parser *p, int r, unsigned line, const char *msg) {
+        return add_error_at(p, r, line, 0, msg);
 }
 
 static int add_warning(struct parser *p, unsigned line, const char *fmt, ...) _printf_(3, 4);
@@ -939,6 +948,33 @@ static void parser_done(struct parser *p) {
         p->n_positions = 0;
 }
 
+/* svff.conf is UTF-8 text: the first NUL byte or byte that is not
+ * UTF-8 is refused by line and column (in characters), before anything
+ * else reads the text. */
+static int check_bytes(struct parser *p, const char *data, size_t len) {
+        size_t off = 0, bad;
+        unsigned column = 1;
+        bool cut;
+        char msg[64];
+
+        while (off < len) {
+                size_t k = svff_utf8_sequence(data + off, len - off, &bad, &cut);
+
+                if (k == 0 || data[off] == 0)
+                        break;
+                column = data[off] == '\n' ? 1 : column + 1;
+                off += k;
+        }
+        if (off == len)
+                return 0;
+        if (data[off] == 0)
+                snprintf(msg, sizeof(msg), "a NUL byte: the file must be UTF-8 text");
+        else
+                snprintf(msg, sizeof(msg), "byte 0x%02x is not UTF-8: the file must be UTF-8 text",
+                         (unsigned char) data[off]);
+        return add_error_at(p, -EINVAL, line_of(data, off), column, msg);
+}
+
 /* Parses data into *ret; NULL for a file with nothing but whitespace and
  * comments. The strict parser every other JSON of svff goes through
  * (svff_json_parse()), after the comments svff.conf allows: trailing
@@ -951,9 +987,11 @@ static int parse_json(struct parser *p, const char *data, size_t len, struct jso
         size_t off = 0;
         int r;
 
-        text = strndup(data, len);
+        text = malloc(len + 1);
         if (!text)
                 return -ENOMEM;
+        memcpy(text, data, len);
+        text[len] = 0;
         if (!blank_comments(text, len))
                 return add_error(p, -EINVAL, line_of(data, len), "a comment is not closed");
         if (strspn(text, " \t\r\n") == len) {
@@ -1054,21 +1092,18 @@ static int snake_keys(struct parser *p, struct json_object *o, struct json_objec
 
 /* Applies one file over c (partly, when it fails: callers work on a
  * copy). Problems are appended to *errors, warnings to c->warnings. */
-static int apply_file(struct svff_config *c, const char *path, char **errors,
-                      struct svff_error *err) {
-        _cleanup_free_ char *data = NULL;
+static int apply_data(struct svff_config *c, const char *path, const char *data, size_t len,
+                      char **errors) {
         struct parser p = { .path = path };
         struct json_object *root = NULL;
-        size_t len = 0;
         int r;
 
-        r = read_file(path, &data, &len, err);
-        if (r < 0)
-                return r;
         p.data = data;
         p.errors = *errors;
         p.warnings = c->warnings;
-        r = parse_json(&p, data, len, &root);
+        r = check_bytes(&p, data, len);
+        if (r >= 0)
+                r = parse_json(&p, data, len, &root);
         if (r >= 0 && root && json_object_is_type(root, json_type_object)) {
                 struct json_object *snake = NULL;
 
@@ -1089,6 +1124,18 @@ static int apply_file(struct svff_config *c, const char *path, char **errors,
         return r;
 }
 
+static int apply_file(struct svff_config *c, const char *path, char **errors,
+                      struct svff_error *err) {
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r;
+
+        r = read_file(path, &data, &len, err);
+        if (r < 0)
+                return r;
+        return apply_data(c, path, data, len, errors);
+}
+
 static int finish(int r, char *errors, struct svff_error *err) {
         if (r < 0 && errors)
                 svff_error_set(err, r, "%s", errors);
@@ -1106,6 +1153,30 @@ int svff_config_load_file(struct svff_config *cfg, const char *path, struct svff
                 return r;
         c.warnings = mfree(c.warnings);
         r = apply_file(&c, path, &errors, err);
+        if (r < 0) {
+                svff_config_done(&c);
+                return finish(r, errors, err);
+        }
+        svff_config_done(cfg);
+        *cfg = c;
+        return finish(0, errors, err);
+}
+
+int svff_config_load_data(struct svff_config *cfg, const char *name, const char *data, size_t len,
+                          struct svff_error *err) {
+        struct svff_config c;
+        char *errors = NULL;
+        int r;
+
+        if (!cfg || !name || (!data && len > 0))
+                return svff_error_set(err, -EINVAL, "Invalid arguments to svff_config_load_data()");
+        if (len > CONFIG_FILE_MAX)
+                return svff_error_set(err, -EFBIG, "%s: larger than %d bytes", name, CONFIG_FILE_MAX);
+        r = svff_config_copy(cfg, &c);
+        if (r < 0)
+                return r;
+        c.warnings = mfree(c.warnings);
+        r = apply_data(&c, name, data ?: "", len, &errors);
         if (r < 0) {
                 svff_config_done(&c);
                 return finish(r, errors, err);
