@@ -23,6 +23,7 @@
 #define CONFIG_FILE_MAX (1024 * 1024)
 #define CONFIG_DROPINS_MAX 256
 #define POLICIES_MAX 1024
+#define POLICY_NAME_MAX 64
 #define DRIVER_NAME_MAX 64
 #define IFNAME_MAX 15
 
@@ -282,12 +283,17 @@ static unsigned key_line(struct parser *p) {
         return k ? line_of(p->data, k->offset) : 1;
 }
 
+/* The key's path for a message, each name as a terminal may show it
+ * (a key is any JSON string: control characters are escaped). */
 static void key_name(struct parser *p, char *buf, size_t size) {
         size_t len = 0;
 
         buf[0] = 0;
-        for (size_t i = 0; i < p->depth && len < size; i++)
-                len += (size_t) snprintf(buf + len, size - len, "%s%s", i ? "." : "", p->keys[i]);
+        for (size_t i = 0; i < p->depth && len < size; i++) {
+                _cleanup_free_ char *k = svff_utf8_escape(p->keys[i], false);
+
+                len += (size_t) snprintf(buf + len, size - len, "%s%s", i ? "." : "", k ?: "?");
+        }
 }
 
 /* column 0: the line only */
@@ -339,9 +345,11 @@ static int key_error(struct parser *p, int r, const char *fmt, ...) {
         va_end(ap);
         key_name(p, key, sizeof(key));
         /* a key in the old spelling: the operator looks for what they wrote */
-        if (key_pos(p) && key_pos(p)->written)
-                snprintf(msg, sizeof(msg), "key '%s' (written '%s') %s", key, key_pos(p)->written, what);
-        else
+        if (key_pos(p) && key_pos(p)->written) {
+                _cleanup_free_ char *w = svff_utf8_escape(key_pos(p)->written, false);
+
+                snprintf(msg, sizeof(msg), "key '%s' (written '%s') %s", key, w ?: "?", what);
+        } else
                 snprintf(msg, sizeof(msg), "key '%s' %s", key, what);
         return add_error(p, r, key_line(p), msg);
 }
@@ -639,12 +647,32 @@ static int put_policy(struct svff_config *c, struct svff_policy *pol) {
         return 0;
 }
 
+/* A policy's name is shown by svffctl, in logs and in the store's owner
+ * ("policy:NAME"): 1 to POLICY_NAME_MAX letters, digits and "-_.:@", so
+ * that it can neither act on a terminal nor read as something else. */
+static bool policy_name_valid(const char *name) {
+        size_t n = strlen(name);
+
+        return n > 0 && n <= POLICY_NAME_MAX &&
+               strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@") == n;
+}
+
 /* One named policy: null drops it. */
 static int apply_policy(struct parser *p, const char *name, struct json_object *val, void *userdata) {
         struct svff_config *c = userdata;
         struct svff_policy pol;
         int k;
 
+        if (!policy_name_valid(name)) {
+                char msg[128];
+
+                if (*name)
+                        return key_error(p, -EINVAL, "is not a policy name: use 1 to %d letters, digits, "
+                                         "'-', '_', '.', ':' or '@'", POLICY_NAME_MAX);
+                snprintf(msg, sizeof(msg), "a policy's name is empty: name it with 1 to %d letters, digits, "
+                         "'-', '_', '.', ':' or '@'", POLICY_NAME_MAX);
+                return add_error(p, -EINVAL, key_line(p), msg);
+        }
         if (!val) {
                 drop_policy(c, name);
                 return 0;
@@ -1016,16 +1044,18 @@ static int parse_json(struct parser *p, const char *data, size_t len, struct jso
         }
         r = svff_json_scan_keys(text, len, record_key, p, &off);
         if (r == -ENOTUNIQ) {
-                const char *name = "?";
+                _cleanup_free_ char *name = NULL;
 
                 for (size_t i = 0; i < p->n_positions; i++)
-                        if (p->positions[i].offset == off)
-                                name = p->positions[i].path;
+                        if (p->positions[i].offset == off) {
+                                free(name);
+                                name = svff_utf8_escape(p->positions[i].path, false);
+                        }
                 json_object_put(root);
                 {
                         char msg[1200];
 
-                        snprintf(msg, sizeof(msg), "key '%s' is given twice (the first would be ignored)", name);
+                        snprintf(msg, sizeof(msg), "key '%s' is given twice (the first would be ignored)", name ?: "?");
                         return add_error(p, -EINVAL, line_of(data, off), msg);
                 }
         }
@@ -1060,16 +1090,21 @@ static int snake_keys(struct parser *p, struct json_object *o, struct json_objec
                         return -ENOMEM;
                 if (push(p, name) < 0)
                         return add_error(p, -EINVAL, 1, "nested too deeply");
-                if (!streq(name, key) && json_object_object_get_ex(o, name, NULL)) {
+                if (!streq(name, key)) {
+                        _cleanup_free_ char *ek = svff_utf8_escape(key, false), *en = svff_utf8_escape(name, false);
                         char full[256], msg[1024];
 
-                        key_name(p, full, sizeof(full));
-                        snprintf(msg, sizeof(msg), "key '%s' is given twice, as '%s' (the old spelling) and '%s': keep '%s'",
-                                 full, key, name, name);
-                        k = add_error(p, -EINVAL, key_line(p), msg);
-                } else if (!streq(name, key))
-                        k = add_warning(p, key_line(p), "'%s' is the old spelling of '%s'; it is still read for this release",
-                                        key, name);
+                        if (!ek || !en)
+                                return -ENOMEM;
+                        if (json_object_object_get_ex(o, name, NULL)) {
+                                key_name(p, full, sizeof(full));
+                                snprintf(msg, sizeof(msg), "key '%s' is given twice, as '%s' (the old spelling) and "
+                                         "'%s': keep '%s'", full, ek, en, en);
+                                k = add_error(p, -EINVAL, key_line(p), msg);
+                        } else
+                                k = add_warning(p, key_line(p), "'%s' is the old spelling of '%s'; it is still read "
+                                                "for this release", ek, en);
+                }
                 if (k >= 0 && json_object_is_type(val, json_type_object))
                         k = snake_keys(p, val, &v);
                 else if (k >= 0)

@@ -126,6 +126,20 @@ static const struct {
           "key 'policies.a.pool' must be true or false" },
         { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" }, \"numfs\": 2 } } }",
           "key 'policies.a.numfs' is unknown" },
+        /* policy names: a documented set, nothing a terminal acts on,
+         * shown escaped in the message itself */
+        { "{ \"policies\": {\n \"\": { \"match\": { \"id\": \"10ee:903f\" } } } }", ":2: a policy's name is empty" },
+        { "{ \"policies\": { \"a\\u001b[31m\": { \"match\": { \"id\": \"10ee:903f\" } } } }",
+          "key 'policies.a\\x1b[31m' is not a policy name: use 1 to 64 letters, digits, '-', '_', '.', ':' or '@'" },
+        { "{ \"policies\": { \"x\\u0007\\n\": { \"match\": { \"id\": \"10ee:903f\" } } } }",
+          "key 'policies.x\\x07\\x0a' is not a policy name" },
+        { "{ \"policies\": { \"\\u202egpf\": { \"match\": { \"id\": \"10ee:903f\" } } } }",
+          "key 'policies.\\u202egpf' is not a policy name" },
+        { "{ \"policies\": { \"a b\": null } }", "key 'policies.a b' is not a policy name" },
+        { "{ \"policies\": { \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": null } }",
+          "is not a policy name" },
+        /* any other key is escaped too */
+        { "{ \"work\\u001bers\": 1 }", "key 'work\\x1bers' is unknown" },
         /* The strict parser the rest of svff uses: no trailing comma, no
          * key twice (json-c would keep the last one silently). */
         { "{\n  \"workers\": 2,\n}", ":3: " },
@@ -506,6 +520,31 @@ START_TEST(test_policy_image) {
 }
 END_TEST
 
+/* The longest policy name, and every kind of character a name may hold. */
+START_TEST(test_policy_names) {
+        static const char *const names[] = {
+                "fpga", "my-fpga_2", "rack.3:slot@a", "0",
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        };
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+
+        ck_assert_uint_eq(strlen(names[4]), 64);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char text[256];
+
+                snprintf(text, sizeof(text), "{ \"policies\": { \"%s\": { \"match\": { \"id\": \"10ee:903f\" } } } }",
+                         names[i]);
+                write_file(text);
+                ck_assert_int_eq(svff_config_init(&c), 0);
+                ck_assert_msg(svff_config_load_file(&c, path, &err) == 0, "%s", svff_error_message(&err));
+                ck_assert_uint_eq(c.n_policies, 1);
+                ck_assert_str_eq(c.policies[0].name, names[i]);
+                svff_config_done(&c);
+        }
+}
+END_TEST
+
 /* snake_case is the spelling; kebab-case, that of earlier releases, is
  * read as its snake twin with a warning naming both, at the key's line;
  * both in one object are refused; policy names are taken as written. */
@@ -668,6 +707,7 @@ int main(void) {
         tcase_add_test(tc, test_reprogram_ids);
         tcase_add_test(tc, test_policy_image);
         tcase_add_test(tc, test_spellings);
+        tcase_add_test(tc, test_policy_names);
         tcase_add_loop_test(tc, test_bytes, 0, (int) (sizeof(bad_bytes) / sizeof(bad_bytes[0])));
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
