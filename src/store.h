@@ -75,8 +75,9 @@ uint64_t svff_store_generation(struct svff_store *s);
 /* Writes the document as generation+1. On failure (-ENOSPC, -EIO, ...) the
  * generation is unchanged and store.json still holds the previous,
  * valid document; no temp file is left. -EINVAL (nothing written) when
- * an edit left a record of the wrong shape, which the next open would
- * refuse. One exception: if only the final fsync of the directory
+ * an edit left a record of the wrong shape, or a string (a key or a
+ * value, at any depth) that is not well-formed UTF-8, which the next
+ * open would refuse; err names it. One exception: if only the final fsync of the directory
  * fails, store.json already holds the new document (its durability is
  * unknown) and the generation has advanced with it. */
 int svff_store_commit(struct svff_store *s, struct svff_error *err);
