@@ -910,9 +910,10 @@ int svff_store_set_vf(struct svff_store *s, const char *vf, const char *pf, unsi
         r = put(rec, "pf", json_object_new_string(pf), false);
         if (r >= 0)
                 r = put(rec, "index", json_object_new_int64(index), false);
+        /* as sysfs names it: text from a device, which JSON cannot hold
+         * unless it is UTF-8 */
         if (r >= 0)
-                r = put(rec, "original_driver",
-                        original_driver ? json_object_new_string(original_driver) : NULL,
+                r = put(rec, "original_driver", original_driver ? svff_json_new_text(original_driver) : NULL,
                         !original_driver);
         if (r >= 0)
                 r = put(rec, "driver", json_object_new_string(driver), false);

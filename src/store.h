@@ -88,7 +88,9 @@ struct json_object *svff_store_pfs(struct svff_store *s);
 struct json_object *svff_store_vfs(struct svff_store *s);
 struct json_object *svff_store_assignments(struct svff_store *s);
 
-/* Typed helpers for the records above. */
+/* Typed helpers for the records above. A VF's original driver, read
+ * from sysfs, is recorded made valid UTF-8 (U+FFFD for each ill-formed
+ * sequence), as JSON requires. */
 int svff_store_set_pf(struct svff_store *s, const char *pf, unsigned numvfs, const char *vf_driver);
 int svff_store_set_vf(struct svff_store *s, const char *vf, const char *pf, unsigned index,
                       const char *original_driver, const char *driver);

@@ -429,6 +429,16 @@ START_TEST(test_commit_refuses_not_utf8) {
                 json_object_object_del(svff_store_pfs(s), "\xff");
         }
 
+        /* a driver's name from sysfs is recorded valid */
+        {
+                const char *orig = NULL;
+
+                ck_assert_int_eq(svff_store_set_vf(s, "0000:03:00.1", "0000:03:00.0", 0, "qdma\xe9vf", "vfio-pci"), 0);
+                commit_ok(s);
+                ck_assert_int_eq(svff_store_get_vf(s, "0000:03:00.1", NULL, &orig), 1);
+                ck_assert_str_eq(orig, "qdma\xef\xbf\xbdvf");
+        }
+
         /* valid text from outside, U+FFFD included, is written and read back */
         {
                 const char *key;
