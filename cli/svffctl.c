@@ -28,6 +28,7 @@
 #include "reconf.h"
 #include "sriov.h"
 #include "table.h"
+#include "utf8.h"
 #include "varlink.h"
 
 #define SOCKET_DEFAULT "/run/svff/svffd.sock"  /* svffd's default, not prefix-relative */
@@ -168,6 +169,44 @@ unsigned output_width(FILE *f) {
 }
 
 /* ---- talking to svffd ---- */
+
+/* Every string of a reply (names, messages, a hook's last line) as a
+ * terminal may show it: svffd passes on text it did not write, and a
+ * control character in it would act on the terminal instead of being
+ * read. Line breaks stay, for messages of several lines; tables escape
+ * them too. --json prints the reply as it came. */
+static int escape_strings(struct json_object *v) {
+        switch (json_object_get_type(v)) {
+        case json_type_string: {
+                _cleanup_free_ char *e = svff_utf8_escape(json_object_get_string(v), true);
+
+                if (!e)
+                        return -ENOMEM;
+                if (!streq(e, json_object_get_string(v)) && json_object_set_string(v, e) == 0)
+                        return -ENOMEM;
+                return 0;
+        }
+        case json_type_object:
+                json_object_object_foreach(v, key, val) {
+                        int r = escape_strings(val);
+
+                        (void) key;
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        case json_type_array:
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        int r = escape_strings(json_object_array_get_idx(v, i));
+
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        default:
+                return 0;
+        }
+}
 
 static int connect_daemon(struct svff_varlink_client **ret) {
         _cleanup_json_ struct json_object *p = json_object_new_object();
@@ -342,6 +381,8 @@ static int call_run(const struct call *call) {
                                 progress_tick(call->progress);
                         continue;
                 }
+                if (r >= 0 && !arg_json)
+                        r = escape_strings(p);
                 if (r < 0) {
                         if (call->progress)
                                 progress_clear(call->progress);
@@ -767,6 +808,8 @@ static int cmd_monitor(int argc, char **argv) {
                         bool continues;
 
                         r = svff_varlink_client_read(c, 0, &p, &error, &continues);
+                        if (r >= 0 && !arg_json)
+                                r = escape_strings(p);
                         if (r < 0)
                                 break;
                         r = monitor_reply(p, error, continues, &end);
@@ -915,6 +958,14 @@ static int cmd_init(int argc, char **argv) {
 
 /* ---- config ---- */
 
+/* Text from the files (keys, values) on a line of its own, control
+ * characters escaped, line breaks kept. */
+static void print_escaped(FILE *f, const char *text) {
+        _cleanup_free_ char *e = svff_utf8_escape(text, true);
+
+        fprintf(f, "%s\n", strna(e));
+}
+
 /* Checks the file svffd would read, or FILE, with its drop-ins (FILE.d/)
  * exactly as 'svffd --config FILE' reads them, with svffd's own parser:
  * no daemon involved. --effective prints the settings that result. */
@@ -937,7 +988,7 @@ static int cmd_config(int argc, char **argv) {
         /* Keys in an old spelling still work: say so on stderr, so
          * that --effective and --json keep stdout clean. */
         if (r >= 0 && c.warnings && !arg_json)
-                fprintf(stderr, "%s\n", c.warnings);
+                print_escaped(stderr, c.warnings);
         if (r >= 0 && arg_effective) {
                 _cleanup_json_ struct json_object *e = svff_config_to_json(&c);
 
@@ -977,12 +1028,15 @@ static int cmd_config(int argc, char **argv) {
                 json_object_object_add(o, "policies", pols);
                 print_json(stdout, o);
         } else if (r < 0)
-                fprintf(stderr, "%s\n", svff_error_message(&err));
+                print_escaped(stderr, svff_error_message(&err));
         else {
                 printf("%s (and drop-ins): valid, %zu polic%s", path,
                        c.n_policies, c.n_policies == 1 ? "y" : "ies");
-                for (size_t i = 0; i < c.n_policies; i++)
-                        printf("%s%s", i ? ", " : ": ", c.policies[i].name);
+                for (size_t i = 0; i < c.n_policies; i++) {
+                        _cleanup_free_ char *name = svff_utf8_escape(c.policies[i].name, false);
+
+                        printf("%s%s", i ? ", " : ": ", strna(name));
+                }
                 printf(".\n");
         }
         svff_config_done(&c);

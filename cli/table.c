@@ -5,6 +5,7 @@
 
 #include "macro.h"
 #include "table.h"
+#include "utf8.h"
 
 struct table {
         unsigned n_columns;
@@ -26,7 +27,8 @@ static int append(struct table *t, const char *const *cells) {
                 t->alloc = a;
         }
         for (unsigned c = 0; c < t->n_columns; c++) {
-                char *s = strdup(cells[c] ?: "-");
+                /* one line per row, whatever the cell holds */
+                char *s = svff_utf8_escape(cells[c] ?: "-", false);
                 size_t w;
 
                 if (!s)

@@ -3,7 +3,8 @@
 
 /* A text table for terminals: columns padded to their widest cell,
  * separated by gap spaces (two unless set), no trailing blanks. Cells are
- * copied. */
+ * copied, with control characters (newlines included) escaped
+ * (svff_utf8_escape()). */
 
 #include <stdbool.h>
 #include <stdio.h>

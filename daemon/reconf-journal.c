@@ -32,7 +32,7 @@ int reconf_journal_set_rollback(struct json_object *e, unsigned numvfs, const ch
         if (!rb)
                 return -ENOMEM;
         json_object_object_add(rb, "numvfs", json_object_new_int64(numvfs));
-        json_object_object_add(rb, "reason", reason ? json_object_new_string(reason) : NULL);
+        json_object_object_add(rb, "reason", reason ? svff_json_new_text(reason) : NULL);
         if (json_object_object_add(e, "rollback", rb) < 0) {
                 json_object_put(rb);
                 return -ENOMEM;

@@ -729,8 +729,8 @@ static int journal_reprogram(struct reconf_machine *rm) {
                 json_object_object_add(o, "image_identity", json_object_get(rm->image_identity));
         json_object_object_add(o, "ids", rm->ids ? json_object_get(rm->ids) : NULL);
         json_object_object_add(o, "flashed", json_object_new_boolean(rm->flashed));
-        json_object_object_add(o, "reason", rm->reprogram_reason ? json_object_new_string(rm->reprogram_reason)
-                                                                 : NULL);
+        /* it quotes the hook's last line, whatever the hook printed */
+        json_object_object_add(o, "reason", rm->reprogram_reason ? svff_json_new_text(rm->reprogram_reason) : NULL);
         return json_object_object_add(rm->journal, "reprogram", o);
 }
 

@@ -17,11 +17,13 @@
 #include "class.h"
 #include "config-file.h"
 #include "json-util.h"
+#include "utf8.h"
 #include "varlink.h"
 
 #define CONFIG_FILE_MAX (1024 * 1024)
 #define CONFIG_DROPINS_MAX 256
 #define POLICIES_MAX 1024
+#define POLICY_NAME_MAX 64
 #define DRIVER_NAME_MAX 64
 #define IFNAME_MAX 15
 
@@ -281,18 +283,27 @@ static unsigned key_line(struct parser *p) {
         return k ? line_of(p->data, k->offset) : 1;
 }
 
+/* The key's path for a message, each name as a terminal may show it
+ * (a key is any JSON string: control characters are escaped). */
 static void key_name(struct parser *p, char *buf, size_t size) {
         size_t len = 0;
 
         buf[0] = 0;
-        for (size_t i = 0; i < p->depth && len < size; i++)
-                len += (size_t) snprintf(buf + len, size - len, "%s%s", i ? "." : "", p->keys[i]);
+        for (size_t i = 0; i < p->depth && len < size; i++) {
+                _cleanup_free_ char *k = svff_utf8_escape(p->keys[i], false);
+
+                len += (size_t) snprintf(buf + len, size - len, "%s%s", i ? "." : "", k ?: "?");
+        }
 }
 
-static int add_error(struct parser *p, int r, unsigned line, const char *msg) {
+/* column 0: the line only */
+static int add_error_at(struct parser *p, int r, unsigned line, unsigned column, const char *msg) {
+        char col[16] = "";
         char *n;
 
-        if (asprintf(&n, "%s%s%s:%u: %s", p->errors ?: "", p->errors ? "\n" : "", p->path, line,
+        if (column > 0)
+                snprintf(col, sizeof(col), "%u:", column);
+        if (asprintf(&n, "%s%s%s:%u:%s %s", p->errors ?: "", p->errors ? "\n" : "", p->path, line, col,
                      msg) < 0)
                 return -ENOMEM;
         free(p->errors);
@@ -300,6 +311,10 @@ static int add_error(struct parser *p, int r, unsigned line, const char *msg) {
         if (p->first_r == 0)
                 p->first_r = r;
         return r;
+}
+
+static int add_error(struct parser *p, int r, unsigned line, const char *msg) {
+        return add_error_at(p, r, line, 0, msg);
 }
 
 static int add_warning(struct parser *p, unsigned line, const char *fmt, ...) _printf_(3, 4);
@@ -330,9 +345,11 @@ static int key_error(struct parser *p, int r, const char *fmt, ...) {
         va_end(ap);
         key_name(p, key, sizeof(key));
         /* a key in the old spelling: the operator looks for what they wrote */
-        if (key_pos(p) && key_pos(p)->written)
-                snprintf(msg, sizeof(msg), "key '%s' (written '%s') %s", key, key_pos(p)->written, what);
-        else
+        if (key_pos(p) && key_pos(p)->written) {
+                _cleanup_free_ char *w = svff_utf8_escape(key_pos(p)->written, false);
+
+                snprintf(msg, sizeof(msg), "key '%s' (written '%s') %s", key, w ?: "?", what);
+        } else
                 snprintf(msg, sizeof(msg), "key '%s' %s", key, what);
         return add_error(p, r, key_line(p), msg);
 }
@@ -630,12 +647,32 @@ static int put_policy(struct svff_config *c, struct svff_policy *pol) {
         return 0;
 }
 
+/* A policy's name is shown by svffctl, in logs and in the store's owner
+ * ("policy:NAME"): 1 to POLICY_NAME_MAX letters, digits and "-_.:@", so
+ * that it can neither act on a terminal nor read as something else. */
+static bool policy_name_valid(const char *name) {
+        size_t n = strlen(name);
+
+        return n > 0 && n <= POLICY_NAME_MAX &&
+               strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@") == n;
+}
+
 /* One named policy: null drops it. */
 static int apply_policy(struct parser *p, const char *name, struct json_object *val, void *userdata) {
         struct svff_config *c = userdata;
         struct svff_policy pol;
         int k;
 
+        if (!policy_name_valid(name)) {
+                char msg[128];
+
+                if (*name)
+                        return key_error(p, -EINVAL, "is not a policy name: use 1 to %d letters, digits, "
+                                         "'-', '_', '.', ':' or '@'", POLICY_NAME_MAX);
+                snprintf(msg, sizeof(msg), "a policy's name is empty: name it with 1 to %d letters, digits, "
+                         "'-', '_', '.', ':' or '@'", POLICY_NAME_MAX);
+                return add_error(p, -EINVAL, key_line(p), msg);
+        }
         if (!val) {
                 drop_policy(c, name);
                 return 0;
@@ -939,6 +976,33 @@ static void parser_done(struct parser *p) {
         p->n_positions = 0;
 }
 
+/* svff.conf is UTF-8 text: the first NUL byte or byte that is not
+ * UTF-8 is refused by line and column (in characters), before anything
+ * else reads the text. */
+static int check_bytes(struct parser *p, const char *data, size_t len) {
+        size_t off = 0, bad;
+        unsigned column = 1;
+        bool cut;
+        char msg[64];
+
+        while (off < len) {
+                size_t k = svff_utf8_sequence(data + off, len - off, &bad, &cut);
+
+                if (k == 0 || data[off] == 0)
+                        break;
+                column = data[off] == '\n' ? 1 : column + 1;
+                off += k;
+        }
+        if (off == len)
+                return 0;
+        if (data[off] == 0)
+                snprintf(msg, sizeof(msg), "a NUL byte: the file must be UTF-8 text");
+        else
+                snprintf(msg, sizeof(msg), "byte 0x%02x is not UTF-8: the file must be UTF-8 text",
+                         (unsigned char) data[off]);
+        return add_error_at(p, -EINVAL, line_of(data, off), column, msg);
+}
+
 /* Parses data into *ret; NULL for a file with nothing but whitespace and
  * comments. The strict parser every other JSON of svff goes through
  * (svff_json_parse()), after the comments svff.conf allows: trailing
@@ -951,9 +1015,11 @@ static int parse_json(struct parser *p, const char *data, size_t len, struct jso
         size_t off = 0;
         int r;
 
-        text = strndup(data, len);
+        text = malloc(len + 1);
         if (!text)
                 return -ENOMEM;
+        memcpy(text, data, len);
+        text[len] = 0;
         if (!blank_comments(text, len))
                 return add_error(p, -EINVAL, line_of(data, len), "a comment is not closed");
         if (strspn(text, " \t\r\n") == len) {
@@ -978,16 +1044,18 @@ static int parse_json(struct parser *p, const char *data, size_t len, struct jso
         }
         r = svff_json_scan_keys(text, len, record_key, p, &off);
         if (r == -ENOTUNIQ) {
-                const char *name = "?";
+                _cleanup_free_ char *name = NULL;
 
                 for (size_t i = 0; i < p->n_positions; i++)
-                        if (p->positions[i].offset == off)
-                                name = p->positions[i].path;
+                        if (p->positions[i].offset == off) {
+                                free(name);
+                                name = svff_utf8_escape(p->positions[i].path, false);
+                        }
                 json_object_put(root);
                 {
                         char msg[1200];
 
-                        snprintf(msg, sizeof(msg), "key '%s' is given twice (the first would be ignored)", name);
+                        snprintf(msg, sizeof(msg), "key '%s' is given twice (the first would be ignored)", name ?: "?");
                         return add_error(p, -EINVAL, line_of(data, off), msg);
                 }
         }
@@ -1022,16 +1090,21 @@ static int snake_keys(struct parser *p, struct json_object *o, struct json_objec
                         return -ENOMEM;
                 if (push(p, name) < 0)
                         return add_error(p, -EINVAL, 1, "nested too deeply");
-                if (!streq(name, key) && json_object_object_get_ex(o, name, NULL)) {
+                if (!streq(name, key)) {
+                        _cleanup_free_ char *ek = svff_utf8_escape(key, false), *en = svff_utf8_escape(name, false);
                         char full[256], msg[1024];
 
-                        key_name(p, full, sizeof(full));
-                        snprintf(msg, sizeof(msg), "key '%s' is given twice, as '%s' (the old spelling) and '%s': keep '%s'",
-                                 full, key, name, name);
-                        k = add_error(p, -EINVAL, key_line(p), msg);
-                } else if (!streq(name, key))
-                        k = add_warning(p, key_line(p), "'%s' is the old spelling of '%s'; it is still read for this release",
-                                        key, name);
+                        if (!ek || !en)
+                                return -ENOMEM;
+                        if (json_object_object_get_ex(o, name, NULL)) {
+                                key_name(p, full, sizeof(full));
+                                snprintf(msg, sizeof(msg), "key '%s' is given twice, as '%s' (the old spelling) and "
+                                         "'%s': keep '%s'", full, ek, en, en);
+                                k = add_error(p, -EINVAL, key_line(p), msg);
+                        } else
+                                k = add_warning(p, key_line(p), "'%s' is the old spelling of '%s'; it is still read "
+                                                "for this release", ek, en);
+                }
                 if (k >= 0 && json_object_is_type(val, json_type_object))
                         k = snake_keys(p, val, &v);
                 else if (k >= 0)
@@ -1054,21 +1127,18 @@ static int snake_keys(struct parser *p, struct json_object *o, struct json_objec
 
 /* Applies one file over c (partly, when it fails: callers work on a
  * copy). Problems are appended to *errors, warnings to c->warnings. */
-static int apply_file(struct svff_config *c, const char *path, char **errors,
-                      struct svff_error *err) {
-        _cleanup_free_ char *data = NULL;
+static int apply_data(struct svff_config *c, const char *path, const char *data, size_t len,
+                      char **errors) {
         struct parser p = { .path = path };
         struct json_object *root = NULL;
-        size_t len = 0;
         int r;
 
-        r = read_file(path, &data, &len, err);
-        if (r < 0)
-                return r;
         p.data = data;
         p.errors = *errors;
         p.warnings = c->warnings;
-        r = parse_json(&p, data, len, &root);
+        r = check_bytes(&p, data, len);
+        if (r >= 0)
+                r = parse_json(&p, data, len, &root);
         if (r >= 0 && root && json_object_is_type(root, json_type_object)) {
                 struct json_object *snake = NULL;
 
@@ -1089,6 +1159,18 @@ static int apply_file(struct svff_config *c, const char *path, char **errors,
         return r;
 }
 
+static int apply_file(struct svff_config *c, const char *path, char **errors,
+                      struct svff_error *err) {
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r;
+
+        r = read_file(path, &data, &len, err);
+        if (r < 0)
+                return r;
+        return apply_data(c, path, data, len, errors);
+}
+
 static int finish(int r, char *errors, struct svff_error *err) {
         if (r < 0 && errors)
                 svff_error_set(err, r, "%s", errors);
@@ -1106,6 +1188,30 @@ int svff_config_load_file(struct svff_config *cfg, const char *path, struct svff
                 return r;
         c.warnings = mfree(c.warnings);
         r = apply_file(&c, path, &errors, err);
+        if (r < 0) {
+                svff_config_done(&c);
+                return finish(r, errors, err);
+        }
+        svff_config_done(cfg);
+        *cfg = c;
+        return finish(0, errors, err);
+}
+
+int svff_config_load_data(struct svff_config *cfg, const char *name, const char *data, size_t len,
+                          struct svff_error *err) {
+        struct svff_config c;
+        char *errors = NULL;
+        int r;
+
+        if (!cfg || !name || (!data && len > 0))
+                return svff_error_set(err, -EINVAL, "Invalid arguments to svff_config_load_data()");
+        if (len > CONFIG_FILE_MAX)
+                return svff_error_set(err, -EFBIG, "%s: larger than %d bytes", name, CONFIG_FILE_MAX);
+        r = svff_config_copy(cfg, &c);
+        if (r < 0)
+                return r;
+        c.warnings = mfree(c.warnings);
+        r = apply_data(&c, name, data ?: "", len, &errors);
         if (r < 0) {
                 svff_config_done(&c);
                 return finish(r, errors, err);

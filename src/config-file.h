@@ -55,7 +55,9 @@
  *
  * Unknown keys and values of the wrong type are errors naming the file,
  * the key and its line: a typo must not silently leave a default in
- * place. An empty file (or /dev/null) sets nothing. */
+ * place. An empty file (or /dev/null) sets nothing. A file is UTF-8
+ * text: a NUL byte or a byte that is not UTF-8 is an error naming the
+ * file, the line and the column. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -166,6 +168,11 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to);
  * problem, each "FILE:LINE: key 'K' ..." (the line where the key is, or
  * where the parser stopped). */
 int svff_config_load_file(struct svff_config *cfg, const char *path, struct svff_error *err);
+
+/* The same for data[0, len), the text of a file called name (for
+ * messages), as if read from it: fuzzing, tests. */
+int svff_config_load_data(struct svff_config *cfg, const char *name, const char *data, size_t len,
+                          struct svff_error *err);
 
 /* Applies path, then every PATH.d/ *.conf in lexical order. A missing
  * path is -ENOENT unless missing_ok; a missing drop-in directory is

@@ -18,6 +18,7 @@
 
 #include "flash-hook.h"
 #include "sysfs.h"
+#include "utf8.h"
 
 /* A directory an image may come from: writable by its owner alone, and
  * that owner root or svffd, so no one else can swap what the hook reads
@@ -205,20 +206,29 @@ struct output {
         char line[SVFF_FLASH_LINE_MAX + 1];
         size_t len;
         bool cut;                       /* dropping the rest of a long line */
-        char last[SVFF_FLASH_LINE_MAX + 1];
+        char last[SVFF_FLASH_LINE_MAX * 3 + 1];  /* made valid: U+FFFD is 3 bytes */
         struct svff_ctx *ctx;
         const struct svff_flash_hook *hook;
         const char *pf;
 };
 
 static void output_line(struct output *o) {
-        o->line[o->len] = '\0';
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+
+        /* The line goes into logs, messages and the store's journal, all
+         * UTF-8: a vendor tool printing Latin-1 must not make them
+         * unreadable. */
+        if (svff_utf8_make_valid(o->line, o->len, false, &line, &n) < 0) {
+                o->len = 0;
+                return;
+        }
         if (o->hook->output)
-                o->hook->output(o->hook->userdata, o->line);
+                o->hook->output(o->hook->userdata, line);
         else
-                svff_log_debug(o->ctx, "Flash hook on %s: %s", o->pf, o->line);
-        if (o->len > 0)
-                memcpy(o->last, o->line, o->len + 1);
+                svff_log_debug(o->ctx, "Flash hook on %s: %s", o->pf, line);
+        if (n > 0)
+                memcpy(o->last, line, n + 1);
         o->len = 0;
 }
 

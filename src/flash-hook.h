@@ -31,7 +31,8 @@
 #include "error.h"
 
 /* One line of the hook's output, without its newline (at most
- * SVFF_FLASH_LINE_MAX bytes; a longer line is cut). */
+ * SVFF_FLASH_LINE_MAX bytes read; a longer line is cut), made valid
+ * UTF-8: every ill-formed sequence U+FFFD. */
 typedef void (*svff_flash_output_fn)(void *userdata, const char *line);
 
 #define SVFF_FLASH_LINE_MAX 1024

@@ -8,6 +8,7 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "utf8.h"
 
 static inline void json_tokener_freep(struct json_tokener **t) {
         if (*t)
@@ -447,6 +448,12 @@ struct json_object *svff_json_copy(struct json_object *o) {
         if (!o || json_object_deep_copy(o, &c, NULL) < 0)
                 return NULL;
         return c;
+}
+
+struct json_object *svff_json_new_text(const char *s) {
+        _cleanup_free_ char *v = svff_utf8_dup_valid(s);
+
+        return v ? json_object_new_string(v) : NULL;
 }
 
 char *svff_json_key_snake(const char *key) {

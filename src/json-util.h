@@ -92,6 +92,12 @@ bool svff_json_is_clean_string(struct json_object *v);
  * bytes without the NUL. */
 int svff_json_format(struct json_object *v, int flags, char **ret, size_t *ret_len);
 
+/* A JSON string of text svff did not compose (a hook's output, a device's
+ * strings, or a message quoting them), made valid UTF-8, every
+ * ill-formed sequence U+FFFD (utf8.h): what the store's loader and a
+ * varlink peer take. NULL for NULL or out of memory. */
+struct json_object *svff_json_new_text(const char *s);
+
 /* A deep copy of o (a new reference), or NULL for NULL or out of memory. */
 struct json_object *svff_json_copy(struct json_object *o);
 

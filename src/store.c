@@ -13,6 +13,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "store.h"
+#include "utf8.h"
 
 #define STORE_TMP SVFF_STORE_FILE ".tmp"
 #define STORE_PREV SVFF_STORE_FILE ".prev"
@@ -580,6 +581,102 @@ static int set_generation(struct json_object *doc, uint64_t g) {
         return 0;
 }
 
+/* A path of keys being built, for a message. */
+struct key_path {
+        char *p;
+        size_t len, alloc;
+};
+
+static bool key_path_push(struct key_path *k, const char *fmt, ...) _printf_(2, 3);
+static bool key_path_push(struct key_path *k, const char *fmt, ...) {
+        _cleanup_free_ char *part = NULL;
+        va_list ap;
+        size_t n;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&part, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return false;
+        n = (size_t) r;
+        if (k->len + n + 1 > k->alloc) {
+                size_t a = (k->len + n + 1) * 2;
+                char *np = realloc(k->p, a);
+
+                if (!np)
+                        return false;
+                k->p = np;
+                k->alloc = a;
+        }
+        memcpy(k->p + k->len, part, n + 1);
+        k->len += n;
+        return true;
+}
+
+/* The first string (a key or a value) at any depth of v that is not
+ * UTF-8, its path ("journal.pfs.0000:01:00.0.reprogram.reason", "[2]"
+ * for an array element) in k: 1; 0 when there is none; -ENOMEM. */
+static int find_bad_string(struct json_object *v, struct key_path *k) {
+        size_t n, at = k->len;
+        int r;
+
+        switch (json_object_get_type(v)) {
+        case json_type_string:
+                n = (size_t) json_object_get_string_len(v);
+                return svff_utf8_valid_length(json_object_get_string(v), n) != n;
+        case json_type_object:
+                json_object_object_foreach(v, key, val) {
+                        if (!key_path_push(k, "%s%s", at > 0 ? "." : "", key))
+                                return -ENOMEM;
+                        if (svff_utf8_valid_length(key, strlen(key)) != strlen(key))
+                                return 1;
+                        r = find_bad_string(val, k);
+                        if (r != 0)
+                                return r;
+                        k->len = at;
+                        k->p[at] = 0;
+                }
+                return 0;
+        case json_type_array:
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        if (!key_path_push(k, "[%zu]", i))
+                                return -ENOMEM;
+                        r = find_bad_string(json_object_array_get_idx(v, i), k);
+                        if (r != 0)
+                                return r;
+                        k->len = at;
+                        k->p[at] = 0;
+                }
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+/* Whether the next svff_store_open() takes text, the serialised doc: 0;
+ * else -EBADMSG and a malloc'd description of why not in *ret_detail, or
+ * -ENOMEM. Strings must be well-formed UTF-8 (RFC 3629), which is
+ * stricter than json-c's check (it takes overlong forms and
+ * surrogates): other readers of the file are not as lenient. */
+static int loads_again(struct json_object *doc, const char *text, size_t len, char **ret_detail) {
+        _cleanup_(json_object_putp) struct json_object *again = NULL;
+        _cleanup_(svff_error_free) struct svff_error perr = SVFF_ERROR_NULL;
+        struct key_path k = {};
+        int r;
+
+        r = find_bad_string(doc, &k);
+        if (r > 0)
+                r = detail(ret_detail, "'%s' is not valid UTF-8", k.p ?: "");
+        free(k.p);
+        if (r != 0)
+                return r;
+        r = store_parse(NULL, text, len, &again, NULL, &perr);
+        if (r >= 0 || r == -ENOMEM)
+                return r < 0 ? r : 0;
+        return detail(ret_detail, "the next start would refuse it: %s", svff_error_message(&perr));
+}
+
 static int commit_doc(struct svff_store *s, uint64_t generation, struct svff_error *err) {
         _cleanup_free_ char *why = NULL;
         const char *text;
@@ -603,6 +700,15 @@ static int commit_doc(struct svff_store *s, uint64_t generation, struct svff_err
                                                  &len);
         if (!text)
                 return svff_error_set(err, -ENOMEM, "Out of memory");
+        /* Nor what the loader would refuse for its text: a string that is
+         * not UTF-8 (text from outside that was not made valid first),
+         * a number or a depth it does not take. */
+        r = loads_again(s->doc, text, len, &why);
+        if (r < 0) {
+                if (!why)
+                        return svff_error_set(err, -ENOMEM, "Out of memory");
+                return svff_error_set(err, -EINVAL, "Refusing to write store '%s': %s", s->path, why);
+        }
 
         /* json-c's buffer ends in a NUL; the file ends in a newline */
         {
@@ -804,9 +910,10 @@ int svff_store_set_vf(struct svff_store *s, const char *vf, const char *pf, unsi
         r = put(rec, "pf", json_object_new_string(pf), false);
         if (r >= 0)
                 r = put(rec, "index", json_object_new_int64(index), false);
+        /* as sysfs names it: text from a device, which JSON cannot hold
+         * unless it is UTF-8 */
         if (r >= 0)
-                r = put(rec, "original_driver",
-                        original_driver ? json_object_new_string(original_driver) : NULL,
+                r = put(rec, "original_driver", original_driver ? svff_json_new_text(original_driver) : NULL,
                         !original_driver);
         if (r >= 0)
                 r = put(rec, "driver", json_object_new_string(driver), false);

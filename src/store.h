@@ -75,8 +75,9 @@ uint64_t svff_store_generation(struct svff_store *s);
 /* Writes the document as generation+1. On failure (-ENOSPC, -EIO, ...) the
  * generation is unchanged and store.json still holds the previous,
  * valid document; no temp file is left. -EINVAL (nothing written) when
- * an edit left a record of the wrong shape, which the next open would
- * refuse. One exception: if only the final fsync of the directory
+ * an edit left a record of the wrong shape, or a string (a key or a
+ * value, at any depth) that is not well-formed UTF-8, which the next
+ * open would refuse; err names it. One exception: if only the final fsync of the directory
  * fails, store.json already holds the new document (its durability is
  * unknown) and the generation has advanced with it. */
 int svff_store_commit(struct svff_store *s, struct svff_error *err);
@@ -87,7 +88,9 @@ struct json_object *svff_store_pfs(struct svff_store *s);
 struct json_object *svff_store_vfs(struct svff_store *s);
 struct json_object *svff_store_assignments(struct svff_store *s);
 
-/* Typed helpers for the records above. */
+/* Typed helpers for the records above. A VF's original driver, read
+ * from sysfs, is recorded made valid UTF-8 (U+FFFD for each ill-formed
+ * sequence), as JSON requires. */
 int svff_store_set_pf(struct svff_store *s, const char *pf, unsigned numvfs, const char *vf_driver);
 int svff_store_set_vf(struct svff_store *s, const char *vf, const char *pf, unsigned index,
                       const char *original_driver, const char *driver);

@@ -12,6 +12,7 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "utf8.h"
 #include "varlink.h"
 
 /* Buffers grown for one big message are given back once drained, so an
@@ -303,55 +304,6 @@ void svff_varlink_call_done(struct svff_varlink_call *c) {
         *c = (struct svff_varlink_call) {};
 }
 
-/* The well-formed UTF-8 sequence at s (RFC 3629: shortest form, no
- * surrogates, at most U+10FFFF): returns its length; or 0 and in
- * *ret_bad the bytes to give up on, *ret_cut telling whether they are a
- * character cut short (a lead byte and fewer continuation bytes than it
- * announces, then the end or a byte that is no continuation). */
-static size_t utf8_sequence(const unsigned char *s, size_t n, size_t *ret_bad, bool *ret_cut) {
-        unsigned char lo = 0x80, hi = 0xbf;
-        size_t need, i;
-
-        if (s[0] < 0x80)
-                return 1;
-        if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                need = 1;
-        else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-                need = 2;
-                if (s[0] == 0xe0)
-                        lo = 0xa0;      /* overlong */
-                else if (s[0] == 0xed)
-                        hi = 0x9f;      /* surrogates */
-        } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-                need = 3;
-                if (s[0] == 0xf0)
-                        lo = 0x90;      /* overlong */
-                else if (s[0] == 0xf4)
-                        hi = 0x8f;      /* past U+10FFFF */
-        } else {
-                *ret_bad = 1;
-                *ret_cut = false;
-                return 0;
-        }
-
-        for (i = 1; i <= need; i++) {
-                if (i >= n || s[i] < 0x80 || s[i] > 0xbf) {
-                        /* interrupted: what a byte-counted cut leaves */
-                        *ret_bad = i;
-                        *ret_cut = true;
-                        return 0;
-                }
-                if (s[i] < lo || s[i] > hi) {
-                        *ret_bad = i;
-                        *ret_cut = false;
-                        return 0;
-                }
-                lo = 0x80;
-                hi = 0xbf;
-        }
-        return need + 1;
-}
-
 /* Makes *s (n bytes, NUL-terminated) valid UTF-8, as JSON text must be
  * and as peers check: svffd puts strings into messages that it did not
  * compose in full (parameters cut with "%.64s", sysfs contents). A
@@ -359,43 +311,17 @@ static size_t utf8_sequence(const unsigned char *s, size_t n, size_t *ret_bad, b
  * character before; any other invalid sequence becomes U+FFFD. JSON
  * outside strings is ASCII, so this can work on the encoded text. */
 static int utf8_make_valid(char **s, size_t *n) {
-        const unsigned char *p = (const unsigned char *) *s;
-        size_t i = 0, o = 0, bad;
         char *out;
-        bool cut;
+        int r;
 
         /* the common case: nothing to change, no copy */
-        for (size_t k; i < *n && (k = utf8_sequence(p + i, *n - i, &bad, &cut)) > 0;)
-                i += k;
-        if (i == *n)
+        if (svff_utf8_valid_length(*s, *n) == *n)
                 return 0;
-
-        if (*n > (SIZE_MAX - 1) / 3)
-                return -ENOMEM;
-        out = malloc(*n * 3 + 1);
-        if (!out)
-                return -ENOMEM;
-        memcpy(out, p, i);
-        o = i;
-        while (i < *n) {
-                size_t k = utf8_sequence(p + i, *n - i, &bad, &cut);
-
-                if (k > 0) {
-                        memcpy(out + o, p + i, k);
-                        o += k;
-                        i += k;
-                        continue;
-                }
-                if (!cut) {
-                        memcpy(out + o, "\xef\xbf\xbd", 3);
-                        o += 3;
-                }
-                i += bad;
-        }
-        out[o] = 0;
+        r = svff_utf8_make_valid(*s, *n, true, &out, n);
+        if (r < 0)
+                return r;
         free(*s);
         *s = out;
-        *n = o;
         return 0;
 }
 

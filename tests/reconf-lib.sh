@@ -45,7 +45,9 @@ reconf_scene() {
 # "hook PF IMAGE DEADLINE on-bus|removed"; what it does is the image's
 # first line: "DEVICE TOTALVFS [touch]" has pcisim bring the PF back as
 # 10ee:DEVICE with TOTALVFS VFs (touch: the image changes while the hook
-# runs), "fail" exits 1, "slow" passes any deadline, "kill" kills svffd.
+# runs), "fail" exits 1, "slow" passes any deadline, "kill" kills svffd,
+# "latin1" exits 1 with a last line that is not UTF-8 and holds control
+# characters (ESC, U+202E), as a vendor's tool might print.
 flash_hook_standin() {
         cat > "$T/hook" <<EOF
 #!/bin/sh
@@ -58,6 +60,7 @@ read -r what n rest < "\$image"
 [ "\$rest" = touch ] && touch -d '+5 hours' "\$image"
 case \$what in
 fail) echo "flash failed: bad bitstream"; exit 1 ;;
+latin1) printf 'flash failed: caf\351 \033[2J\342\200\256 \377\n'; exit 1 ;;
 slow) sleep 30; exit 0 ;;
 kill) kill -9 \$PPID; sleep 1; exit 0 ;;
 esac

@@ -47,6 +47,43 @@ rc=0
 [ "$rc" = 1 ] || fail "svffd started over the bad drop-in (exit $rc)"
 grep -qF "20-typo.conf:2: key 'workerz'" "$T/svffd.out" || fail "svffd's refusal: $(cat "$T/svffd.out")"
 
+# Any bytes: a drop-in with a NUL byte after a comment, or a byte that is
+# not UTF-8, is refused by file, line and column, without a crash.
+rm "$T/svff.conf.d/20-typo.conf"
+printf '{\n  "workers": 3 // three\0 and more text after the NUL byte, past the copy\n}\n' \
+        > "$T/svff.conf.d/30-nul.conf"
+rc=0
+"$SVFFCTL" config check "$T/svff.conf" > "$T/out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "config check of a NUL byte: exit $rc: $(cat "$T/out")"
+grep -qF "$T/svff.conf.d/30-nul.conf:2:24: a NUL byte" "$T/out" ||
+        fail "config check does not name the NUL byte: $(cat "$T/out")"
+rc=0
+"$SVFFD" --config "$T/svff.conf" --state-dir "$T/state" --sysfs-root "$T" --socket "$T/x.sock" \
+        > "$T/svffd.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "svffd over a NUL byte: exit $rc: $(cat "$T/svffd.out")"
+grep -qF "30-nul.conf:2:24: a NUL byte" "$T/svffd.out" || fail "svffd's refusal: $(cat "$T/svffd.out")"
+printf '{ "admin_group": "caf\351" }\n' > "$T/svff.conf.d/30-nul.conf"
+rc=0
+"$SVFFCTL" config check "$T/svff.conf" > "$T/out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "config check of Latin-1: exit $rc: $(cat "$T/out")"
+grep -qF "$T/svff.conf.d/30-nul.conf:1:22: byte 0xe9 is not UTF-8" "$T/out" ||
+        fail "config check does not name the byte: $(cat "$T/out")"
+rm "$T/svff.conf.d/30-nul.conf"
+
+# What config check quotes from a file reaches the terminal escaped: a
+# policy's name (refused) and a value with ESC, BEL and U+202E in it.
+printf '{ "manage": ["\\u001b[2J\\u0007\\u202e"], "policies": { "a\\u001b[31m": null } }\n' \
+        > "$T/svff.conf.d/40-esc.conf"
+rc=0
+"$SVFFCTL" config check "$T/svff.conf" > "$T/out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "config check of control characters: exit $rc: $(cat -v "$T/out")"
+grep -qF "40-esc.conf:1: key 'manage' item 0: Manage rule '\x1b[2J\x07\u202e'" "$T/out" ||
+        fail "the rule not escaped: $(cat -v "$T/out")"
+grep -qF "40-esc.conf:1: key 'policies.a\x1b[31m' is not a policy name" "$T/out" ||
+        fail "the policy name not escaped: $(cat -v "$T/out")"
+grep -q "$(printf '[\033\007]')" "$T/out" && fail "config check printed a control character: $(cat -v "$T/out")"
+rm "$T/svff.conf.d/40-esc.conf"
+
 # A FILE named must exist, as for svffd --config.
 "$SVFFCTL" config check "$T/missing.conf" > "$T/out" 2>&1 && fail "a missing FILE passed: $(cat "$T/out")"
 echo PASS

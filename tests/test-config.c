@@ -126,6 +126,20 @@ static const struct {
           "key 'policies.a.pool' must be true or false" },
         { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" }, \"numfs\": 2 } } }",
           "key 'policies.a.numfs' is unknown" },
+        /* policy names: a documented set, nothing a terminal acts on,
+         * shown escaped in the message itself */
+        { "{ \"policies\": {\n \"\": { \"match\": { \"id\": \"10ee:903f\" } } } }", ":2: a policy's name is empty" },
+        { "{ \"policies\": { \"a\\u001b[31m\": { \"match\": { \"id\": \"10ee:903f\" } } } }",
+          "key 'policies.a\\x1b[31m' is not a policy name: use 1 to 64 letters, digits, '-', '_', '.', ':' or '@'" },
+        { "{ \"policies\": { \"x\\u0007\\n\": { \"match\": { \"id\": \"10ee:903f\" } } } }",
+          "key 'policies.x\\x07\\x0a' is not a policy name" },
+        { "{ \"policies\": { \"\\u202egpf\": { \"match\": { \"id\": \"10ee:903f\" } } } }",
+          "key 'policies.\\u202egpf' is not a policy name" },
+        { "{ \"policies\": { \"a b\": null } }", "key 'policies.a b' is not a policy name" },
+        { "{ \"policies\": { \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": null } }",
+          "is not a policy name" },
+        /* any other key is escaped too */
+        { "{ \"work\\u001bers\": 1 }", "key 'work\\x1bers' is unknown" },
         /* The strict parser the rest of svff uses: no trailing comma, no
          * key twice (json-c would keep the last one silently). */
         { "{\n  \"workers\": 2,\n}", ":3: " },
@@ -506,6 +520,31 @@ START_TEST(test_policy_image) {
 }
 END_TEST
 
+/* The longest policy name, and every kind of character a name may hold. */
+START_TEST(test_policy_names) {
+        static const char *const names[] = {
+                "fpga", "my-fpga_2", "rack.3:slot@a", "0",
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        };
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+
+        ck_assert_uint_eq(strlen(names[4]), 64);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char text[256];
+
+                snprintf(text, sizeof(text), "{ \"policies\": { \"%s\": { \"match\": { \"id\": \"10ee:903f\" } } } }",
+                         names[i]);
+                write_file(text);
+                ck_assert_int_eq(svff_config_init(&c), 0);
+                ck_assert_msg(svff_config_load_file(&c, path, &err) == 0, "%s", svff_error_message(&err));
+                ck_assert_uint_eq(c.n_policies, 1);
+                ck_assert_str_eq(c.policies[0].name, names[i]);
+                svff_config_done(&c);
+        }
+}
+END_TEST
+
 /* snake_case is the spelling; kebab-case, that of earlier releases, is
  * read as its snake twin with a warning naming both, at the key's line;
  * both in one object are refused; policy names are taken as written. */
@@ -580,6 +619,72 @@ START_TEST(test_spellings) {
 }
 END_TEST
 
+/* The reader takes any bytes: a NUL byte or a sequence that is not
+ * UTF-8 is refused by file, line and column (in characters), before
+ * anything else looks at the text. A NUL after a comment once sent the
+ * comment blanking past the end of the copy it worked on. */
+static const struct {
+        const char *text;
+        size_t len;
+        const char *needle;
+} bad_bytes[] = {
+#define T(s, needle) { s, sizeof(s) - 1, needle }
+        T("{ \"workers\": 2 } // x\0yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\n",
+          ":1:22: a NUL byte"),
+        T("{\n  \"workers\": 2,\n\0 \"socket\": \"/x\" }", ":3:1: a NUL byte"),
+        T("{ \"workers\": 2 }\n/* a\0b */\n", ":2:5: a NUL byte"),
+        T("{ \"admin_group\": \"gr\xff\" }", ":1:21: byte 0xff is not UTF-8"),
+        /* the column counts characters, not bytes */
+        T("{\n \"admin_group\": \"\xc3\xa9\xc3\xa9\xe9t\xc3\xa9\" }", ":2:20: byte 0xe9 is not UTF-8"),
+        /* overlong, a surrogate, past U+10FFFF, cut short at the end */
+        T("{ \"admin_group\": \"\xc0\xaf\" }", ":1:19: byte 0xc0 is not UTF-8"),
+        T("// \xed\xa0\x80\n{}", ":1:4: byte 0xed is not UTF-8"),
+        T("{} // \xf4\x90\x80\x80", ":1:7: byte 0xf4 is not UTF-8"),
+        T("{} // \xe2\x82", ":1:7: byte 0xe2 is not UTF-8"),
+#undef T
+};
+
+static void write_bytes(const char *p, const char *data, size_t len) {
+        FILE *f = fopen(p, "we");
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+        fclose(f);
+}
+
+START_TEST(test_bytes) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config c;
+        char d[512], dropin[600];
+
+        /* the file itself */
+        write_bytes(path, bad_bytes[_i].text, bad_bytes[_i].len);
+        ck_assert_int_eq(svff_config_init(&c), 0);
+        ck_assert_int_eq(svff_config_load_file(&c, path, &err), -EINVAL);
+        ck_assert_msg(strstr(svff_error_message(&err), path) &&
+                      strstr(svff_error_message(&err), bad_bytes[_i].needle), "'%s' lacks '%s'",
+                      svff_error_message(&err), bad_bytes[_i].needle);
+        ck_assert_uint_eq(c.workers, 2);
+        svff_error_free(&err);
+
+        /* a drop-in, named as such */
+        write_file("{ \"workers\": 3 }\n");
+        snprintf(d, sizeof(d), "%s.d", path);
+        snprintf(dropin, sizeof(dropin), "%s/50-bytes.conf", d);
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        write_bytes(dropin, bad_bytes[_i].text, bad_bytes[_i].len);
+        ck_assert_int_eq(svff_config_load(&c, path, false, &err), -EINVAL);
+        ck_assert_msg(strstr(svff_error_message(&err), "50-bytes.conf") &&
+                      strstr(svff_error_message(&err), bad_bytes[_i].needle), "'%s' lacks '%s'",
+                      svff_error_message(&err), bad_bytes[_i].needle);
+        ck_assert_uint_eq(c.workers, 2);
+        svff_error_free(&err);
+        svff_config_done(&c);
+        ck_assert_int_eq(unlink(dropin), 0);
+        ck_assert_int_eq(rmdir(d), 0);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("config");
         TCase *tc = tcase_create("config");
@@ -602,6 +707,8 @@ int main(void) {
         tcase_add_test(tc, test_reprogram_ids);
         tcase_add_test(tc, test_policy_image);
         tcase_add_test(tc, test_spellings);
+        tcase_add_test(tc, test_policy_names);
+        tcase_add_loop_test(tc, test_bytes, 0, (int) (sizeof(bad_bytes) / sizeof(bad_bytes[0])));
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

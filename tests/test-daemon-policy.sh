@@ -92,6 +92,21 @@ ctl list --json | jget 'd["pfs"][0]["policy"]' | grep -qx fpga || fail "policy l
 expect_eq "$(sys_numvfs $PF)" 4 "numvfs after a bad reload"
 grep -q "keeping the running one" "$T/svffd.log" || fail "the bad reload is not logged"
 
+# A reload over a drop-in with a NUL byte: refused by file, line and
+# column, and svffd lives on with the running config.
+cp "$T/good.conf" "$T/svff.conf"
+mkdir -p "$T/svff.conf.d"
+printf '{\n  "settle_msec": 60 // a comment\0 and text after the NUL byte, past the copy\n}\n' \
+        > "$T/svff.conf.d/50-nul.conf"
+kill -HUP "$SVFFD_PID"
+wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' status --json | grep -q '50-nul.conf:2:'" ||
+        fail "status lacks the NUL byte's refusal: $(ctl status --json)"
+ctl status | grep -qF "$T/svff.conf.d/50-nul.conf:2:33: a NUL byte" ||
+        fail "human status does not name the NUL byte: $(ctl status)"
+kill -0 "$SVFFD_PID" || fail "svffd died reloading a NUL byte"
+expect_eq "$(sys_numvfs $PF)" 4 "numvfs after a reload over a NUL byte"
+rm "$T/svff.conf.d/50-nul.conf"
+
 # A valid reload clears the error and applies the changed policy.
 sed 's/"numvfs": 4/"numvfs": 2/' "$T/good.conf" > "$T/svff.conf"
 kill -HUP "$SVFFD_PID"

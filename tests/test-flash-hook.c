@@ -207,6 +207,21 @@ START_TEST(test_failure) {
 }
 END_TEST
 
+/* What the hook prints goes into logs, messages and the store's journal,
+ * all UTF-8: a Latin-1 line, or a byte that is no text at all, arrives
+ * with U+FFFD for each bad sequence. */
+START_TEST(test_output_not_utf8) {
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        hook_script("printf 'caf\\351 ok\\n\\342\\202\\254 \\342\\202\\n'\nprintf '\\377\\n'\nexit 1");
+        assert_error(run(image, 20 * USEC_PER_SEC, &err), &err, -EIO,
+                     "failed with exit status 1; its last line: '\xef\xbf\xbd'");
+        ck_assert_msg(lines && streq(lines, "caf\xef\xbf\xbd ok\n\xe2\x82\xac \xef\xbf\xbd\n\xef\xbf\xbd\n"),
+                      "output: %s", strna(lines));
+        svff_error_free(&err);
+}
+END_TEST
+
 /* Past its deadline the hook is killed, and what it started with it. */
 START_TEST(test_timeout) {
         struct svff_error err = SVFF_ERROR_NULL;
@@ -440,6 +455,7 @@ int main(void) {
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_success);
         tcase_add_test(tc, test_failure);
+        tcase_add_test(tc, test_output_not_utf8);
         tcase_add_test(tc, test_timeout);
         tcase_add_test(tc, test_lost_hook);
         tcase_add_test(tc, test_image_paths);

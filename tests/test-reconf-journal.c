@@ -122,6 +122,16 @@ START_TEST(test_rollback_record) {
         ck_assert_ptr_null(j.rollback_reason);
         reconf_journal_done(&j);
         json_object_put(e);
+
+        /* A reason quoting text from outside: valid UTF-8 in the record,
+         * as the store's loader requires. */
+        e = reconf_journal_encode(p, "rollback", 1);
+        ck_assert_int_eq(reconf_journal_set_rollback(e, 4, "hook: caf\xe9 \xff"), 0);
+        e = reparse(e);
+        ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+        ck_assert_str_eq(j.rollback_reason, "hook: caf\xef\xbf\xbd \xef\xbf\xbd");
+        reconf_journal_done(&j);
+        json_object_put(e);
 }
 END_TEST
 

@@ -25,6 +25,7 @@ chmod 755 "$IMAGES"
 echo "913f 8" > "$IMAGES/good.bit"
 echo "9fff 8" > "$IMAGES/bad.bit"
 echo "fail" > "$IMAGES/fail.bit"
+echo "latin1" > "$IMAGES/latin1.bit"
 echo "slow" > "$IMAGES/slow.bit"
 echo "kill" > "$IMAGES/kill.bit"
 ln -s "$IMAGES/good.bit" "$IMAGES/link.bit"
@@ -131,6 +132,27 @@ interrupted "a failing hook"
 [ -e "$SYS/bus/pci/devices/$PF" ] && fail "PF back on the bus after a failed flash"
 ctl reprogram $PF "$IMAGES/good.bit" >/dev/null 2> "$T/err" || fail "reprogram after the failure: $(cat "$T/err")"
 good_state "reprogram after a failing hook"
+
+note "a hook whose last line is not UTF-8: the store stays readable, svffd starts again, the terminal sees escapes"
+rc=0; ctl reprogram $PF "$IMAGES/latin1.bit" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "reprogram with a hook printing Latin-1"
+# U+FFFD for each bad byte (svffd), ESC and U+202E escaped (svffctl)
+fffd=$(printf '\357\277\275')
+grep -qF "flash failed: caf$fffd \\x1b[2J\\u202e $fffd" "$T/err" || fail "the hook's last line: $(cat -v "$T/err")"
+grep -q "$(printf '\033')" "$T/err" && fail "svffctl printed a raw ESC: $(cat -v "$T/err")"
+interrupted "a hook printing Latin-1"
+expect_eq "$(store_py 'print(d["journal"]["pfs"]["'$PF'"]["reprogram"]["reason"].count("\ufffd"))')" 2 \
+        "U+FFFD in the journal's reason"
+stop_svffd || fail "svffd exit status"
+start_connected
+interrupted "a restart after a hook printing Latin-1"
+ctl status --json | jget '[x["message"] for x in d["drift"] if x["kind"] == "interrupted"][0]' |
+        grep -qF "flash failed: caf$fffd" || fail "status after the restart: $(ctl status --json)"
+ctl status > "$T/status.txt" || fail "human status"
+grep -qF "caf$fffd \\x1b[2J\\u202e $fffd" "$T/status.txt" || fail "human status: $(cat -v "$T/status.txt")"
+grep -q "$(printf '\033')" "$T/status.txt" && fail "status printed a raw ESC: $(cat -v "$T/status.txt")"
+ctl reprogram $PF "$IMAGES/good.bit" >/dev/null 2> "$T/err" || fail "reprogram after Latin-1: $(cat "$T/err")"
+good_state "reprogram after a hook printing Latin-1"
 
 note "a hook past its deadline: killed, interrupted, then reconf takes the PF as it is"
 rc=0; ctl reprogram $PF "$IMAGES/slow.bit" 2> "$T/err" || rc=$?

@@ -288,6 +288,173 @@ START_TEST(test_commit_refuses_bad_edit) {
 }
 END_TEST
 
+/* The writer never writes what the loader would refuse: every string
+ * field of every record, a key of a record and one deep in class state,
+ * each given the worst a device, a hook or a file could put there (a
+ * Latin-1 byte, a byte that starts nothing, an overlong form, a
+ * surrogate, a code point past U+10FFFF, a character cut short), is
+ * refused by its path, with the file as it was; the same fields with
+ * valid text (U+FFFD included) are written and read back. */
+static const char *const string_fields[] = {
+        "pfs.0000:03:00.0.vf_driver",
+        "pfs.0000:03:00.0.owner",
+        "pfs.0000:03:00.0.image.path",
+        "vfs.0000:03:00.1.pf",
+        "vfs.0000:03:00.1.original_driver",
+        "vfs.0000:03:00.1.driver",
+        "vfs.0000:03:00.1.class.name",
+        "vfs.0000:03:00.1.class.state.secondary",
+        "assignments.0000:03:00.1.uuid",
+        "assignments.0000:03:00.1.domain",
+        "assignments.0000:03:00.1.guest_address",
+        "assignments.0000:03:00.1.alias",
+        "assignments.0000:03:00.1.state",
+        "assignments.0000:03:00.1.pause_mode",
+        "assignments.0000:03:00.1.class.mac",
+        "journal.op",
+        "journal.pfs.0000:03:00.0.phase",
+        "journal.pfs.0000:03:00.0.reprogram.reason",
+        "journal.pfs.0000:03:00.0.rollback.reason",
+};
+
+static const char *const worst[] = {
+        "caf\xe9", "\xff", "\x80", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "flash failed: \xe2\x82",
+};
+
+/* The parent object of the dotted path in s's document (keys hold no
+ * dot but the PCI addresses, which are matched whole), and in *ret_key
+ * its last key. */
+static struct json_object *field_parent(struct svff_store *s, const char *path, const char **ret_key) {
+        static const char *const addrs[] = { "0000:03:00.0", "0000:03:00.1" };
+        struct json_object *o;
+        const char *p = strchr(path, '.') + 1;
+
+        if (strncmp(path, "pfs.", 4) == 0)
+                o = svff_store_pfs(s);
+        else if (strncmp(path, "vfs.", 4) == 0)
+                o = svff_store_vfs(s);
+        else if (strncmp(path, "assignments.", 12) == 0)
+                o = svff_store_assignments(s);
+        else
+                o = svff_store_journal(s);
+        for (;;) {
+                const char *dot = NULL;
+                char key[64];
+
+                for (size_t i = 0; i < ELEMENTSOF(addrs); i++)
+                        if (strncmp(p, addrs[i], strlen(addrs[i])) == 0)
+                                dot = p[strlen(addrs[i])] == '.' ? p + strlen(addrs[i]) : NULL;
+                if (!dot)
+                        dot = strchr(p, '.');
+                if (!dot) {
+                        *ret_key = p;
+                        return o;
+                }
+                snprintf(key, sizeof(key), "%.*s", (int) (dot - p), p);
+                ck_assert_msg(json_object_object_get_ex(o, key, &o), "no '%s' in '%s'", key, path);
+                p = dot + 1;
+        }
+}
+
+START_TEST(test_commit_refuses_not_utf8) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        _cleanup_free_ char *before = NULL;
+        struct svff_assignment a = {
+                .uuid = "6a1b8e1c-0000-4000-8000-000000000001",
+                .domain = "vm1",
+                .guest_address = "0000:05:00.0",
+                .alias = "ua-svff-0000-03-00-1",
+                .live = true,
+                .state = SVFF_ASSIGN_PAUSED,
+                .pause_mode = SVFF_PAUSE_DETACH,
+        };
+
+        s = open_ok();
+        ck_assert_int_eq(svff_store_set_pf(s, "0000:03:00.0", 2, "vfio-pci"), 0);
+        ck_assert_int_eq(svff_store_set_pf_owner(s, "0000:03:00.0", "policy:fpga"), 0);
+        ck_assert_int_eq(svff_store_set_pf_image(s, "0000:03:00.0", json_tokener_parse("{\"path\":\"/i/a.bit\"}")), 0);
+        ck_assert_int_eq(svff_store_set_vf(s, "0000:03:00.1", "0000:03:00.0", 0, "qdma-vf", "vfio-pci"), 0);
+        ck_assert_int_eq(svff_store_set_vf_class(s, "0000:03:00.1", json_tokener_parse(
+                "{\"name\":\"nvme\",\"settings\":{},\"state\":{\"secondary\":\"online\"}}")), 0);
+        ck_assert_int_eq(svff_store_set_assignment(s, "0000:03:00.1", &a), 0);
+        ck_assert_int_eq(svff_store_set_assignment_class(s, "0000:03:00.1",
+                                                         json_tokener_parse("{\"mac\":\"52:54:00:00:00:01\"}")), 0);
+        svff_store_set_journal(s, json_tokener_parse(
+                "{\"op\":\"reconf\",\"pfs\":{\"0000:03:00.0\":{\"phase\":\"interrupted\","
+                "\"reprogram\":{\"reason\":\"flash failed\"},\"rollback\":{\"reason\":\"refused\"}}}}"));
+        commit_ok(s);
+        before = read_file(statedir, "store.json", NULL);
+
+        for (size_t f = 0; f < ELEMENTSOF(string_fields); f++) {
+                const char *key;
+                struct json_object *parent = field_parent(s, string_fields[f], &key);
+                struct json_object *was = NULL;
+
+                ck_assert_msg(json_object_object_get_ex(parent, key, &was) && json_object_is_type(was, json_type_string),
+                              "'%s' is no string field", string_fields[f]);
+                was = json_object_get(was);
+                for (size_t w = 0; w < ELEMENTSOF(worst); w++) {
+                        struct svff_error err = SVFF_ERROR_NULL;
+                        _cleanup_free_ char *after = NULL;
+
+                        json_object_object_add(parent, key, json_object_new_string(worst[w]));
+                        ck_assert_msg(svff_store_commit(s, &err) == -EINVAL, "%s = worst[%zu] was written",
+                                      string_fields[f], w);
+                        ck_assert_msg(strstr(svff_error_message(&err), string_fields[f]) &&
+                                      strstr(svff_error_message(&err), "Refusing to write store"),
+                                      "%s = worst[%zu]: '%s'", string_fields[f], w, svff_error_message(&err));
+                        svff_error_free(&err);
+                        ck_assert_uint_eq(svff_store_generation(s), 1);
+                        after = read_file(statedir, "store.json", NULL);
+                        ck_assert_str_eq(before, after);
+                }
+                json_object_object_add(parent, key, was);
+        }
+
+        /* keys: a record's, and one deep in a class's state */
+        {
+                struct svff_error err = SVFF_ERROR_NULL;
+                const char *x;
+                struct json_object *st = field_parent(s, "vfs.0000:03:00.1.class.state.x", &x);
+
+                json_object_object_add(st, "caf\xe9", json_object_new_int(1));
+                ck_assert_int_eq(svff_store_commit(s, &err), -EINVAL);
+                ck_assert_msg(strstr(svff_error_message(&err), "'vfs.0000:03:00.1.class.state.caf"), "%s",
+                              svff_error_message(&err));
+                svff_error_free(&err);
+                json_object_object_del(st, "caf\xe9");
+                json_object_object_add(svff_store_pfs(s), "\xff", json_object_new_object());
+                ck_assert_int_eq(svff_store_commit(s, &err), -EINVAL);
+                svff_error_free(&err);
+                json_object_object_del(svff_store_pfs(s), "\xff");
+        }
+
+        /* a driver's name from sysfs is recorded valid */
+        {
+                const char *orig = NULL;
+
+                ck_assert_int_eq(svff_store_set_vf(s, "0000:03:00.1", "0000:03:00.0", 0, "qdma\xe9vf", "vfio-pci"), 0);
+                commit_ok(s);
+                ck_assert_int_eq(svff_store_get_vf(s, "0000:03:00.1", NULL, &orig), 1);
+                ck_assert_str_eq(orig, "qdma\xef\xbf\xbdvf");
+        }
+
+        /* valid text from outside, U+FFFD included, is written and read back */
+        {
+                const char *key;
+                struct json_object *parent = field_parent(s, "journal.pfs.0000:03:00.0.reprogram.reason", &key);
+
+                json_object_object_add(parent, key, json_object_new_string("caf\xef\xbf\xbd \xe2\x82\xac \xf0\x9f\x94\xa5"));
+                commit_ok(s);
+                svff_store_free(TAKE_PTR(s));
+                s = open_ok();
+                parent = field_parent(s, "journal.pfs.0000:03:00.0.reprogram.reason", &key);
+                ck_assert_str_eq(json_object_get_string(json_object_object_get(parent, key)),
+                                 "caf\xef\xbf\xbd \xe2\x82\xac \xf0\x9f\x94\xa5");
+        }
+}
+END_TEST
+
 /* Writes data as the store, tries to open it, and checks the refusal:
  * the errno, a message naming the file and the way out, and the file
  * (and the directory) exactly as they were. */
@@ -833,6 +1000,7 @@ static Suite *store_suite(void) {
         tcase_add_test(tc, test_pf_image);
         tcase_add_test(tc, test_generations);
         tcase_add_test(tc, test_commit_refuses_bad_edit);
+        tcase_add_test(tc, test_commit_refuses_not_utf8);
         tcase_add_test(tc, test_refuse_truncated);
         tcase_add_test(tc, test_refuse_bitflips);
         tcase_add_test(tc, test_refuse_types);
