@@ -198,6 +198,24 @@ echo vfio-pci >"$P/virtfn0/driver_override"
 echo "$vf0" >/sys/bus/pci/drivers_probe
 vm_wait 10 test "$(basename "$(readlink "$P/virtfn0/driver")")" = vfio-pci || vm_fail "VF 0 not back on vfio-pci"
 
+# ---- hand-over: a plain detach takes the assignment's namespace off
+# the VF, and the next domain gets nothing of the first's ----
+vf3=$(vf_addr 3)
+scid3=$(secondary 3 secondary-controller-identifier)
+vm_domain_define d2
+svffctl attach "$vf3" d1 --namespace 4 >"$R/attach-again.out" 2>&1 ||
+        { cat "$R/attach-again.out"; vm_fail "attach --namespace 4 failed"; }
+assert_eq "attached: namespace 4 attached to VF 3's secondary" "$scid3" "$(ctrls_of 4)"
+svffctl detach "$vf3" >"$R/detach-plain.out" 2>&1 || { cat "$R/detach-plain.out"; vm_fail "plain detach of VF 3 failed"; }
+assert_eq "after a plain detach: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
+assert_eq "after a plain detach: VF 3 secondary online, in the pool" 1 "$(secondary 3 secondary-controller-state)"
+svffctl attach "$vf3" d2 >"$R/attach-d2.out" 2>&1 || { cat "$R/attach-d2.out"; vm_fail "attach of VF 3 to d2 failed"; }
+for n in 1 2 3 4; do
+        assert_true "VF 3 in d2: namespace $n is not on its secondary $scid3" \
+                sh -c "! echo ' $(ctrls_of "$n") ' | grep -q ' $scid3 '"
+done
+svffctl detach "$vf3" >"$R/detach-d2.out" 2>&1 || { cat "$R/detach-d2.out"; vm_fail "detach of VF 3 from d2 failed"; }
+
 # ---- attach --namespace: what the assignment adds, before libvirt ----
 vf3=$(vf_addr 3)
 scid3=$(secondary 3 secondary-controller-identifier)
@@ -216,22 +234,6 @@ svffctl detach "$vf3" --release >"$R/release-force.out" 2>&1 ||
         { cat "$R/release-force.out"; vm_fail "detach --release of VF 3 failed"; }
 assert_eq "after detach --release: VF 3 secondary offline (0)" 0 "$(secondary 3 secondary-controller-state)"
 assert_eq "after detach --release: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
-
-# ---- hand-over: a plain detach takes the assignment's namespace off
-# the VF, and the next domain gets nothing of the first's ----
-vm_domain_define d2
-svffctl attach "$vf3" d1 --namespace 4 >"$R/attach-again.out" 2>&1 ||
-        { cat "$R/attach-again.out"; vm_fail "attach --namespace 4 again failed"; }
-assert_eq "attached again: namespace 4 attached to VF 3's secondary" "$scid3" "$(ctrls_of 4)"
-svffctl detach "$vf3" >"$R/detach-plain.out" 2>&1 || { cat "$R/detach-plain.out"; vm_fail "plain detach of VF 3 failed"; }
-assert_eq "after a plain detach: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
-assert_eq "after a plain detach: VF 3 secondary online, in the pool" 1 "$(secondary 3 secondary-controller-state)"
-svffctl attach "$vf3" d2 >"$R/attach-d2.out" 2>&1 || { cat "$R/attach-d2.out"; vm_fail "attach of VF 3 to d2 failed"; }
-for n in 1 2 3 4; do
-        assert_true "VF 3 in d2: namespace $n is not on its secondary $scid3" \
-                sh -c "! echo ' $(ctrls_of "$n") ' | grep -q ' $scid3 '"
-done
-svffctl detach "$vf3" >"$R/detach-d2.out" 2>&1 || { cat "$R/detach-d2.out"; vm_fail "detach of VF 3 from d2 failed"; }
 
 # ---- release: secondary offline, namespace detached ----
 for i in 0 1 2; do
