@@ -1438,6 +1438,91 @@ void method_unpause(struct manager *m, struct call *call) {
 
 /* ---- lifecycle ---- */
 
+/* A VF back in the pool without a detach (its domain undefined, or
+ * stopped with a live-only assignment): its class state goes all the
+ * same, on a worker, as a detach's does. Should this fail or not start,
+ * the VF's next attach releases it first. */
+struct hand_back {
+        struct manager *m;
+        struct svff_ctx *ctx;
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        unsigned index;
+        struct json_object *policy, *recorded, *rec;
+        struct svff_error err;
+        int r;
+};
+
+static void hand_back_free(struct hand_back *hb) {
+        svff_ctx_unref(hb->ctx);
+        json_object_put(hb->policy);
+        json_object_put(hb->recorded);
+        json_object_put(hb->rec);
+        svff_error_free(&hb->err);
+        free(hb);
+}
+
+static void hand_back_done(void *userdata) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct hand_back *hb = userdata;
+        struct manager *m = hb->m;
+
+        hv_vf_clear_busy(m->hv, hb->vf);
+        if (hb->r < 0)
+                log_warning("VF %s is back in the pool, but its class state could not be released: %s. The VF's "
+                            "next attach releases it before anything else.", hb->vf, svff_error_message(&hb->err));
+        else if (hb->rec && !json_object_object_get_ex(svff_store_assignments(m->store), hb->vf, NULL)) {
+                (void) classes_record_vf(m, hb->vf, TAKE_PTR(hb->rec));
+                if (manager_commit(m, &err) < 0)
+                        log_warning("Recording the class state of VF %s back in the pool failed: %s", hb->vf,
+                                    svff_error_message(&err));
+                else
+                        log_info("VF %s back in the pool: its assignment's class state released.", hb->vf);
+        }
+        hand_back_free(hb);
+}
+
+static void hand_back_run(void *userdata) {
+        struct hand_back *hb = userdata;
+
+        hb->r = classes_handover_sync(hb->ctx, hb->pf, hb->index, hb->policy, NULL, hb->recorded, &hb->rec,
+                                      &hb->err);
+        if (worker_pool_post(hv_pool(hb->m->hv), hand_back_done, hb) < 0)
+                log_error("Lost the class release of VF %s: out of memory.", hb->vf);
+}
+
+static void hand_back_start(struct manager *m, const char *vf) {
+        struct json_object *crec = classes_vf_record(m, vf), *vrec = NULL;
+        struct hand_back *hb;
+        const char *pf = NULL;
+
+        if (!crec || svff_store_get_vf(m->store, vf, &pf, NULL) <= 0 || !pf ||
+            !json_object_object_get_ex(svff_store_vfs(m->store), vf, &vrec))
+                return;
+        hb = calloc(1, sizeof(*hb));
+        if (!hb)
+                return;
+        hb->m = m;
+        hb->ctx = svff_ctx_ref(m->ctx);
+        snprintf(hb->vf, sizeof(hb->vf), "%s", vf);
+        snprintf(hb->pf, sizeof(hb->pf), "%s", pf);
+        hb->policy = classes_policy_settings(m, pf);
+        if (svff_json_get_unsigned(vrec, "index", &hb->index) < 0 ||
+            json_object_deep_copy(crec, &hb->recorded, NULL) < 0) {
+                hand_back_free(hb);
+                return;
+        }
+        /* an attach or detach of the VF now waits for this */
+        if (hv_vf_set_busy(m->hv, vf) < 0) {
+                hand_back_free(hb);
+                return;
+        }
+        if (worker_pool_submit(hv_pool(m->hv), hand_back_run, hb) < 0) {
+                hv_vf_clear_busy(m->hv, vf);
+                hand_back_free(hb);
+        }
+}
+
 static void on_change(const char *vf, const struct svff_assignment *a, enum svff_assign_outcome o, void *userdata) {
         struct manager *m = userdata;
 
@@ -1455,10 +1540,12 @@ static void on_change(const char *vf, const struct svff_assignment *a, enum svff
         case SVFF_ASSIGN_CLOSED:
                 log_info("Domain '%s' stopped: its live-only assignment of VF %s is closed.", a->domain, vf);
                 emit(m, "assignment-closed", vf, a, NULL, NULL, "domain stopped; the live-only assignment is closed");
+                hand_back_start(m, vf);
                 break;
         case SVFF_ASSIGN_RELEASED:
                 log_info("Domain '%s' was undefined: VF %s is back in the pool.", a->domain, vf);
                 emit(m, "vf-unassigned", vf, a, NULL, NULL, "domain undefined; the VF is back in the pool");
+                hand_back_start(m, vf);
                 break;
         }
 }
