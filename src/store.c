@@ -654,14 +654,13 @@ static int find_bad_string(struct json_object *v, struct key_path *k) {
         }
 }
 
-/* Whether the next svff_store_open() takes text, the serialised doc: 0;
- * else -EBADMSG and a malloc'd description of why not in *ret_detail, or
- * -ENOMEM. Strings must be well-formed UTF-8 (RFC 3629), which is
- * stricter than json-c's check (it takes overlong forms and
- * surrogates): other readers of the file are not as lenient. */
-static int loads_again(struct json_object *doc, const char *text, size_t len, char **ret_detail) {
-        _cleanup_(json_object_putp) struct json_object *again = NULL;
-        _cleanup_(svff_error_free) struct svff_error perr = SVFF_ERROR_NULL;
+/* Whether every key and string of doc is well-formed UTF-8 (RFC 3629),
+ * as the next svff_store_open() insists: 0; else -EBADMSG and a malloc'd
+ * description of why not in *ret_detail, or -ENOMEM. Stricter than
+ * json-c's check (it takes overlong forms and surrogates): other readers
+ * of the file are not as lenient. A walk, not a second parse of the
+ * serialised text, so a commit costs one serialisation. */
+static int strings_valid(struct json_object *doc, char **ret_detail) {
         struct key_path k = {};
         int r;
 
@@ -669,12 +668,7 @@ static int loads_again(struct json_object *doc, const char *text, size_t len, ch
         if (r > 0)
                 r = detail(ret_detail, "'%s' is not valid UTF-8", k.p ?: "");
         free(k.p);
-        if (r != 0)
-                return r;
-        r = store_parse(NULL, text, len, &again, NULL, &perr);
-        if (r >= 0 || r == -ENOMEM)
-                return r < 0 ? r : 0;
-        return detail(ret_detail, "the next start would refuse it: %s", svff_error_message(&perr));
+        return r;
 }
 
 static int commit_doc(struct svff_store *s, uint64_t generation, struct svff_error *err) {
@@ -689,6 +683,8 @@ static int commit_doc(struct svff_store *s, uint64_t generation, struct svff_err
 
         /* Never write what the next start would refuse to load. */
         r = validate(s->doc, &why);
+        if (r >= 0)
+                r = strings_valid(s->doc, &why);
         if (r < 0) {
                 if (!why)
                         return svff_error_set(err, -ENOMEM, "Out of memory");
@@ -703,12 +699,6 @@ static int commit_doc(struct svff_store *s, uint64_t generation, struct svff_err
         /* Nor what the loader would refuse for its text: a string that is
          * not UTF-8 (text from outside that was not made valid first),
          * a number or a depth it does not take. */
-        r = loads_again(s->doc, text, len, &why);
-        if (r < 0) {
-                if (!why)
-                        return svff_error_set(err, -ENOMEM, "Out of memory");
-                return svff_error_set(err, -EINVAL, "Refusing to write store '%s': %s", s->path, why);
-        }
 
         /* json-c's buffer ends in a NUL; the file ends in a newline */
         {
