@@ -1039,6 +1039,8 @@ void method_reconf(struct manager *m, struct call *call) {
                         return;
                 json_object_object_add(params, "image", json_object_new_string(image));
                 json_object_object_del(params, "reprogram");
+                /* A reprogram always goes through 0. */
+                json_object_object_del(params, "cycle");
                 method_reprogram(m, call);
                 return;
         }
