@@ -56,6 +56,7 @@ static const char *arg_pf = NULL;
 static const char *arg_mode = NULL;
 static bool arg_dry_run = false;
 static bool arg_force = false;
+static bool arg_cycle = false;
 static bool arg_release = false;
 static bool arg_policy = false;
 static const char *arg_numvfs = NULL;
@@ -255,6 +256,14 @@ static bool error_is(const char *error, const char *name) {
  * org.varlink.service.InvalidParameter names only the parameter. */
 static struct json_object *sent_params;
 
+/* What a parameter svffd found malformed must be, for those svffctl
+ * passes on as given (InvalidParameter carries no message). */
+static const char *invalid_hint(const char *param) {
+        if (streq(param, "driver"))
+                return "a driver name (letters, digits, '_', '-' and '.', as under /sys/bus/pci/drivers/)";
+        return NULL;
+}
+
 /* Prints a daemon error to stderr; returns the exit code for it. */
 static int report_error(const char *error, struct json_object *p) {
         const char *msg = jstr(p, "message");
@@ -277,6 +286,9 @@ static int report_error(const char *error, struct json_object *p) {
                 fprintf(stderr, "svffctl: svffd refused the call: it changes devices.\n");
         else if (msg)
                 fprintf(stderr, "svffctl: %s\n", msg);
+        else if (param && jstr(sent_params, param) && invalid_hint(param))
+                fprintf(stderr, "svffctl: '%s' is not %s; nothing was changed.\n", jstr(sent_params, param),
+                        invalid_hint(param));
         else if (param && jstr(sent_params, param))
                 fprintf(stderr, "svffctl: svffd rejected %s '%s' (%s); its debug log says why.\n", param,
                         jstr(sent_params, param), error);
@@ -922,9 +934,14 @@ static int init_reply(struct json_object *p, const char *error, bool continues, 
                 return report_error(error, p);
         if (arg_json)
                 print_json(stdout, p);
-        else
+        else {
                 printf("PF %s: %lld VFs on %s.\n", strna(jstr(p, "pf")), jint(p, "numvfs", 0),
                        strna(jstr(p, "driver")));
+                if (jstr(p, "policy"))
+                        printf("This init takes PF %s's VF count from policy '%s': no reload changes it now. "
+                               "'svffctl init %s --policy' hands it back.\n", strna(jstr(p, "pf")),
+                               jstr(p, "policy"), strna(jstr(p, "pf")));
+        }
         return 0;
 }
 
@@ -1299,6 +1316,8 @@ static int cmd_reconf(int argc, char **argv) {
                 json_object_object_add(params, "force", json_object_new_boolean(true));
         if (arg_reprogram)
                 json_object_object_add(params, "reprogram", json_object_new_string(arg_reprogram));
+        if (arg_cycle)
+                json_object_object_add(params, "cycle", json_object_new_boolean(true));
         if (arg_dry_run) {
                 json_object_object_add(params, "dry_run", json_object_new_boolean(true));
                 return call_run(&(struct call) {
@@ -1435,7 +1454,7 @@ static const struct command commands[] = {
         { "unpause", "unpause VF",
           "End a pause: in place for a native pause, else by re-attaching the VF at the\n"
           "reserved guest address with the same alias.", cmd_unpause },
-        { "reconf", "reconf PF NUMVFS [--mode pause|detach] [--dry-run] [--force] [--json]",
+        { "reconf", "reconf PF NUMVFS [--mode pause|detach] [--dry-run] [--force] [--cycle] [--json]",
           "Change PF's VF count to NUMVFS while every domain keeps its VFs. --mode says\n"
           "how reconf takes the VFs off their domains: pause (the default: each VF gets a\n"
           "native or a detach pause) or detach (every assigned VF detached), in parallel\n"
@@ -1447,7 +1466,8 @@ static const struct command commands[] = {
           "nothing. A failure ends in the best consistent state and names each domain\n"
           "that does not have its VF, and why. Progress and Ctrl-C as for init. Needs\n"
           "root or the admin group (not for --dry-run). --reprogram IMAGE makes it a\n"
-          "reprogram to NUMVFS VFs (see reprogram).",
+          "reprogram to NUMVFS VFs (see reprogram). At the count PF has already it does\n"
+          "nothing and says so; --cycle runs the full cycle through 0 anyway.",
           cmd_reconf, .has_reconf_options = true },
         { "reprogram", "reprogram PF IMAGE [--numvfs N] [--mode pause|detach] [--dry-run] [--force] [--json]",
           "Write IMAGE to PF (an FPGA's bitstream) inside the reconf window: every\n"
@@ -1518,7 +1538,8 @@ static void command_help(const struct command *c) {
                c->has_release ? "  --release       Then 'svffctl release' the VF\n" : "",
                c->has_policy ? "  --policy        Apply the PF's policy; it owns the count again\n" : "",
                streq(c->name, "reprogram") ? "  --numvfs=N      The VF count afterwards (default: the count now)\n" :
-               streq(c->name, "reconf") ? "  --reprogram=IMAGE  Reprogram the PF with IMAGE on the way\n" : "",
+               streq(c->name, "reconf") ? "  --reprogram=IMAGE  Reprogram the PF with IMAGE on the way\n"
+                                          "  --cycle         At the count the PF has, go through 0 anyway\n" : "",
                c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
                                        "  --force         Drop the assignments the new count removes\n" : "",
@@ -1626,7 +1647,7 @@ static int nic_option(const char *opt, const char *arg) {
 
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
-               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_POLICY, ARG_NO_RECONNECT, ARG_WAIT, ARG_EFFECTIVE,
+               ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_CYCLE, ARG_POLICY, ARG_NO_RECONNECT, ARG_WAIT, ARG_EFFECTIVE,
                ARG_NAMESPACE, ARG_RELEASE, ARG_NIC, ARG_NUMVFS, ARG_REPROGRAM };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -1652,6 +1673,7 @@ int main(int argc, char **argv) {
                 { "mode", required_argument, NULL, ARG_MODE },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "force", no_argument, NULL, ARG_FORCE },
+                { "cycle", no_argument, NULL, ARG_CYCLE },
                 { "policy", no_argument, NULL, ARG_POLICY },
                 { "numvfs", required_argument, NULL, ARG_NUMVFS },
                 { "reprogram", required_argument, NULL, ARG_REPROGRAM },
@@ -1751,6 +1773,9 @@ int main(int argc, char **argv) {
                 case ARG_FORCE:
                         arg_force = true;
                         break;
+                case ARG_CYCLE:
+                        arg_cycle = true;
+                        break;
                 case ARG_RELEASE:
                         arg_release = true;
                         break;
@@ -1810,6 +1835,8 @@ int main(int argc, char **argv) {
                                    "argument).");
         if (arg_reprogram && !streq(cmd->name, "reconf"))
                 return usage_error(cmd->name, "--reprogram only applies to reconf.");
+        if (arg_cycle && !streq(cmd->name, "reconf"))
+                return usage_error(cmd->name, "--cycle only applies to reconf.");
         if (arg_release && !cmd->has_release)
                 return usage_error(cmd->name, "--release only applies to detach.");
         if (arg_force && !cmd->has_reconf_options && !cmd->has_force)

@@ -321,13 +321,16 @@ static void attach_prepare(struct job *j, virDomainPtr dom) {
         if (flags == 0)
                 flags = (j->info.active ? SVFF_HV_LIVE : 0) | (j->info.persistent ? SVFF_HV_CONFIG : 0);
         if ((flags & SVFF_HV_LIVE) && !j->info.active) {
-                fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
-                     "Domain '%s' is not running: a live attach needs a running domain (use --config)", j->info.name);
+                fail(j, SVFF_ERROR_DOMAIN_NOT_RUNNING, -EINVAL,
+                     "Domain '%s' is not running: a live attach needs a running domain; start it "
+                     "('virsh start %s') or attach with --config. Nothing was changed.", j->info.name,
+                     j->info.name);
                 return;
         }
         if ((flags & SVFF_HV_CONFIG) && !j->info.persistent) {
-                fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
-                     "Domain '%s' is transient: it has no persistent definition for --config", j->info.name);
+                fail(j, SVFF_ERROR_DOMAIN_TRANSIENT, -EINVAL,
+                     "Domain '%s' is transient: it has no persistent definition for --config; attach with "
+                     "--live. Nothing was changed.", j->info.name);
                 return;
         }
         j->flags = flags;
@@ -347,9 +350,10 @@ static void attach_prepare(struct job *j, virDomainPtr dom) {
  * VF without a class (r == 0). */
 static int class_fail(struct job *j, int r) {
         if (r == 0)
-                return fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
+                return fail(j, SVFF_ERROR_NO_DEVICE_CLASS, -EINVAL,
                             "VF %s has no device class (PF %s is a bare PCI function here): class settings "
-                            "such as --namespace do not apply to it", j->vf, j->class_pf);
+                            "such as --namespace, --mac or --vlan do not apply to it; attach it without them. "
+                            "Nothing was changed.", j->vf, j->class_pf);
         /* Settings the class refused are the caller's; the rest is the
          * device's. */
         return fail(j, r == -EINVAL ? SVFF_ERROR_DEVICE_REFUSED
@@ -478,9 +482,9 @@ static void unpause_run(struct job *j, virDomainPtr dom) {
         j->mode = SVFF_PAUSE_DETACH;
         flags = rec_flags(j);
         if (flags == 0) {
-                fail(j, SVFF_ERROR_INVALID_PARAMETER, -EINVAL,
-                     "Domain '%s' is no longer running and VF %s was assigned live only: nothing to re-attach to",
-                     j->info.name, j->vf);
+                fail(j, SVFF_ERROR_DOMAIN_NOT_RUNNING, -EINVAL,
+                     "Domain '%s' is no longer running and VF %s was assigned live only: nothing to re-attach to; "
+                     "'svffctl detach %s' ends the assignment", j->info.name, j->vf, j->vf);
                 return;
         }
         if (check_vfio(j) < 0)
@@ -669,6 +673,8 @@ static void reply_job_error(struct job *j) {
                 json_object_object_add(p, "parameter", json_object_new_string("domain"));
         else
                 json_object_object_add(p, "device", json_object_new_string(j->vf));
+        if (streq(error, SVFF_ERROR_DOMAIN_NOT_RUNNING) || streq(error, SVFF_ERROR_DOMAIN_TRANSIENT))
+                json_object_object_add(p, "domain", json_object_new_string(j->info.name));
         if (streq(error, SVFF_ERROR_GUEST_ADDRESS_TAKEN))
                 json_object_object_add(p, "guest_address", json_object_new_string(j->guest_address));
         /* org.varlink.service.InvalidParameter declares no message. */
@@ -1380,13 +1386,13 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind) 
                 return;
         }
         if (kind == JOB_PAUSE && a.state != SVFF_ASSIGN_ATTACHED) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "vf",
+                call_errorf(call, SVFF_ERROR_NOT_ATTACHED, "device", vf,
                             "VF %s is %s, not attached: there is nothing to pause.", vf,
                             svff_assign_state_to_string(a.state));
                 return;
         }
         if (kind == JOB_UNPAUSE && a.state != SVFF_ASSIGN_PAUSED) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "vf",
+                call_errorf(call, SVFF_ERROR_NOT_PAUSED, "device", vf,
                             "VF %s is %s, not paused: there is nothing to unpause.", vf,
                             svff_assign_state_to_string(a.state));
                 return;

@@ -10,9 +10,11 @@
 #define SVFF_ERROR_NO_SUCH_DEVICE "io.svff.NoSuchDevice"
 #define SVFF_ERROR_NOT_SRIOV "io.svff.NotSriov"
 #define SVFF_ERROR_NOT_MANAGED "io.svff.NotManaged"
-/* A bad or missing call parameter, and a refused call, are answered with
- * the standard errors every varlink client knows; the explanation goes
- * to svffd's debug log, as those errors declare no message. */
+/* A malformed or missing call parameter (wrong type, not a PCI address,
+ * not a known value) and a call the caller may not make are answered
+ * with the standard errors every varlink client knows; they declare no
+ * message, so the explanation goes to svffd's debug log. A well-formed
+ * request the state refuses is an io.svff error with its message. */
 #define SVFF_ERROR_INVALID_PARAMETER "org.varlink.service.InvalidParameter"
 #define SVFF_ERROR_DEVICE_BUSY "io.svff.DeviceBusy"
 #define SVFF_ERROR_DEVICE_REFUSED "io.svff.DeviceRefused"
@@ -38,6 +40,12 @@
 #define SVFF_ERROR_HYPERVISOR "io.svff.HypervisorError"
 #define SVFF_ERROR_RECONF_FAILED "io.svff.ReconfFailed"
 #define SVFF_ERROR_ASSIGNMENTS_WOULD_BE_LOST "io.svff.AssignmentsWouldBeLost"
+#define SVFF_ERROR_DOMAIN_NOT_RUNNING "io.svff.DomainNotRunning"
+#define SVFF_ERROR_DOMAIN_TRANSIENT "io.svff.DomainTransient"
+#define SVFF_ERROR_NO_DEVICE_CLASS "io.svff.NoDeviceClass"
+#define SVFF_ERROR_NOT_ATTACHED "io.svff.NotAttached"
+#define SVFF_ERROR_NOT_PAUSED "io.svff.NotPaused"
+#define SVFF_ERROR_NO_POLICY "io.svff.NoPolicy"
 #define SVFF_ERROR_NOT_ALLOWED "io.svff.NotAllowed"
 #define SVFF_ERROR_REPROGRAM_INTERRUPTED "io.svff.ReprogramInterrupted"
 #define SVFF_ERROR_INVALID_IMAGE "io.svff.InvalidImage"

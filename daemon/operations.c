@@ -95,6 +95,7 @@ struct init_op {
         int autoprobe;                  /* -1: leave sriov_drivers_autoprobe off */
         char *reason;                   /* why, when no caller asked ("policy 'x'") */
         char *owner;                    /* recorded with the count; NULL keeps the PF's */
+        char *taken_from;               /* the policy that owned the count before an operator's init */
         struct json_object *class_policy;       /* the policy's class members (copy) */
         struct json_object *class_assignments;  /* {"<index>": an assignment's settings} */
         struct json_object *class_recorded;     /* {"<VF>": its class record} before the init */
@@ -134,6 +135,7 @@ static void init_op_free(struct init_op *io) {
         free(io->driver);
         free(io->reason);
         free(io->owner);
+        free(io->taken_from);
         svff_error_free(&io->err);
         svff_pf_free(io->after);
         free(io->first_message);
@@ -260,6 +262,8 @@ static void init_bind_done(void *userdata) {
         json_object_object_add(p, "numvfs", json_object_new_int64(io->numvfs));
         json_object_object_add(p, "driver", json_object_new_string(io->driver));
         json_object_object_add(p, "vfs", vfs);
+        if (io->taken_from)
+                json_object_object_add(p, "policy", json_object_new_string(io->taken_from));
         init_finish(io, NULL, p, false);
 }
 
@@ -353,10 +357,19 @@ static void init_bind_run(void *userdata) {
 static int init_record(struct init_op *io) {
         struct manager *m = io->op->manager;
         struct json_object *vfs = svff_store_vfs(m->store), *entry;
+        const char *prev;
         char **gone = NULL;
         size_t n_gone = 0;
         int r;
 
+        /* An operator's init takes the count from the policy that had
+         * it: the reply says so, and how to hand it back. */
+        prev = svff_store_get_pf_owner(m->store, io->pf);
+        if (io->owner && streq(io->owner, SVFF_PF_OWNER_OPERATOR) && prev &&
+            strneq(prev, SVFF_PF_OWNER_POLICY_PREFIX, strlen(SVFF_PF_OWNER_POLICY_PREFIX))) {
+                free(io->taken_from);
+                io->taken_from = strdup(prev + strlen(SVFF_PF_OWNER_POLICY_PREFIX));
+        }
         r = svff_store_set_pf(m->store, io->pf, io->numvfs, io->driver);
         if (r >= 0 && io->owner)
                 r = svff_store_set_pf_owner(m->store, io->pf, io->owner);
@@ -735,9 +748,10 @@ void method_init(struct manager *m, struct call *call) {
                 if (p)
                         pol = svff_config_find_policy(&m->config, pf, p->vendor_id, p->device_id, p->netdev);
                 if (!pol || pol->numvfs < 0) {
-                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "policy",
+                        call_errorf(call, SVFF_ERROR_NO_POLICY, "device", pf,
                                     "No policy with a VF count matches PF %s, so there is none to hand its "
-                                    "count to; 'svffctl list' shows the policy of each PF.", pf);
+                                    "count to; nothing was changed. Add one to svff.conf and reload svffd "
+                                    "('systemctl reload svffd'); 'svffctl list' shows the policy of each PF.", pf);
                         return;
                 }
                 numvfs = (unsigned) pol->numvfs;

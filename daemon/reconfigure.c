@@ -629,11 +629,33 @@ struct reconf_request {
         unsigned numvfs;
         enum svff_reconf_mode mode;
         bool force, dry_run;
+        bool cycle;                     /* through 0 even at the count the PF has */
         const char *image;              /* a reprogram's */
         const char *driver;             /* for the VFs; NULL: the stored one, else the global */
         const char *reason;             /* svffd's own: why, for the log */
         const char *owner;              /* svffd's own: who owns the count from now on */
 };
+
+/* Reconf's final reply for a count the PF has already. */
+static void reply_nothing_to_do(struct call *call, const char *pf, unsigned numvfs) {
+        struct json_object *p = json_object_new_object();
+        char msg[MESSAGE_MAX];
+
+        if (!p) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        snprintf(msg, sizeof(msg), "PF %s: already %u VF%s; nothing to do (--cycle takes them through 0 anyway)",
+                 pf, numvfs, numvfs == 1 ? "" : "s");
+        log_info("Reconf of PF %s to %u VFs: it has them already, nothing to do.", pf, numvfs);
+        json_object_object_add(p, "pf", json_object_new_string(pf));
+        json_object_object_add(p, "numvfs", json_object_new_int64(numvfs));
+        json_object_object_add(p, "message", json_object_new_string(msg));
+        json_object_object_add(p, "assignments", json_object_new_array());
+        json_object_object_add(p, "steps", json_object_new_array());
+        call_reply(call, p);
+        json_object_put(p);
+}
 
 /* A request refused: answered when there is a call, and said in err. */
 static void refuse(struct call *call, struct svff_error *err, const char *error, const char *key, const char *value,
@@ -763,6 +785,13 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                        "progress", pf);
                 return -EBUSY;
         }
+        /* The count the PF has: an operator's reconf to it would pause
+         * every guest and go through 0 for nothing. Nothing is touched,
+         * the owner included, unless cycle asks for the full cycle. */
+        if (call && !image && !dry_run && !req->cycle && numvfs == found->numvfs) {
+                reply_nothing_to_do(call, pf, numvfs);
+                return 0;
+        }
         r = collect_items(m, pf, &items, &n, &bad);
         if (r < 0) {
                 refuse(call, err, r == -ENOMEM ? SVFF_ERROR_INTERNAL : SVFF_ERROR_STORE, "path",
@@ -871,6 +900,7 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
         (void) svff_json_get_string(params, "image", &req.image);
         (void) svff_json_get_bool(params, "dry_run", &req.dry_run);
         (void) svff_json_get_bool(params, "force", &req.force);
+        (void) svff_json_get_bool(params, "cycle", &req.cycle);
         if (svff_json_get_string_or_null(params, "mode", &mode_s) >= 0 && mode_s)
                 req.mode = (enum svff_reconf_mode) svff_reconf_mode_from_string(mode_s);
         req.keep_numvfs = svff_json_get_unsigned(params, "numvfs", &req.numvfs) < 0;
@@ -952,14 +982,14 @@ void reconf_recover(struct manager *m) {
         }
 }
 
-/* dry_run, force and mode, as Reconf and Reprogram both take them;
+/* dry_run, force, cycle and mode, as Reconf and Reprogram take them;
  * false once a bad one is answered. */
 static bool check_flags(struct call *call, struct json_object *params) {
         const char *mode = NULL;
         struct json_object *v;
         bool b;
 
-        for (const char *const *k = (const char *const[]) { "dry_run", "force", NULL }; *k; k++)
+        for (const char *const *k = (const char *const[]) { "dry_run", "force", "cycle", NULL }; *k; k++)
                 if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
                         call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
                                     "Parameter '%s' must be true or false.", *k);
@@ -975,7 +1005,8 @@ static bool check_flags(struct call *call, struct json_object *params) {
 }
 
 void method_reconf(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", "numvfs", "mode", "dry_run", "force", "reprogram", NULL };
+        static const char *const allowed[] = { "pf", "numvfs", "mode", "dry_run", "force", "cycle", "reprogram",
+                                                NULL };
         struct json_object *params = call_request(call)->parameters, *v, *e;
         char pf[SVFF_PCI_ADDR_STRLEN];
         const char *jop = NULL;
@@ -1008,6 +1039,8 @@ void method_reconf(struct manager *m, struct call *call) {
                         return;
                 json_object_object_add(params, "image", json_object_new_string(image));
                 json_object_object_del(params, "reprogram");
+                /* A reprogram always goes through 0. */
+                json_object_object_del(params, "cycle");
                 method_reprogram(m, call);
                 return;
         }

@@ -92,7 +92,7 @@ note "every option of every command (a third Tab: the first may only extend - to
 for spec in "list:--output -o --timeout --json --socket --help" \
             "status:--timeout --verbose --json" \
             "init:--driver --timeout --json" \
-            "reconf:--mode --dry-run --force --timeout --reprogram" \
+            "reconf:--mode --dry-run --force --cycle --timeout --reprogram" \
             "reprogram:--numvfs --mode --dry-run --force --timeout" \
             "release:--timeout --json" \
             "monitor:--no-reconnect --json" \

@@ -10,9 +10,11 @@
 #     steps where declared; StoreError's path); its progress replies fit;
 #   - a kernel EINVAL on sriov_numvfs is DeviceRefused {device, message};
 #   - Attach takes null for live and config;
-#   - bad parameters and refusals are org.varlink.service.InvalidParameter
-#     {parameter} and org.varlink.service.PermissionDenied {}, without a
-#     message; a vendor extension object in a call is accepted;
+#   - malformed parameters and calls the caller may not make are
+#     org.varlink.service.InvalidParameter {parameter} and
+#     org.varlink.service.PermissionDenied {}, without a message (the
+#     state's refusals are io.svff errors with one: test-refusal-sites.sh);
+#     a vendor extension object in a call is accepted;
 #   - every member of the served interfaces has a doc comment, fixed
 #     names are enums, and GetInfo names the project's URL.
 . "$(dirname "$0")/daemon-lib.sh"

@@ -137,8 +137,15 @@ expect_eq "$(owner)" policy:fpga "owner after the policy's init"
 expect_eq "$(status_owner)" "policy:fpga fpga None" "status owner after the policy's init"
 ctl list | grep -q "^$PF .* policy:fpga " || fail "human list lacks the owner: $(ctl list)"
 
-ctl init $PF 1 > /dev/null || fail "operator init over the policy"
+# The operator's init over the policy's count says so, and how to hand
+# the count back.
+ctl init $PF 1 > "$T/out" || fail "operator init over the policy: $(cat "$T/out")"
+grep -q "takes PF $PF's VF count from policy 'fpga'" "$T/out" && grep -q "svffctl init $PF --policy" "$T/out" ||
+        fail "init over the policy's count does not say so: $(cat "$T/out")"
 expect_eq "$(owner)" operator "owner after an operator's init"
+# A second one takes it from the operator: nothing more to say.
+ctl init $PF 1 > "$T/out" || fail "operator init over the operator's count"
+grep -q "policy" "$T/out" && fail "init over the operator's count names a policy: $(cat "$T/out")"
 expect_eq "$(jget 'd["pfs"]["'$PF'"]["owner"]' < "$STATE/store.json")" operator "owner in the store"
 ctl status | grep -q "^  $PF  *1  *operator  *fpga" || fail "human status lacks the owner: $(ctl status)"
 # An unchanged config reloaded: the operator's count stays, nothing destroyed.

@@ -44,6 +44,23 @@ grep -q "supports at most 252 VFs" "$T/err" || fail "totalvfs message: $(cat "$T
 all_on vfio-pci 4 || fail "init above totalvfs destroyed the VFs"
 ctl status --json | jget 'len(d["operations"])' | grep -qx 0 || fail "an operation was left behind"
 
+# A refusal of a well-formed request says why on stderr and exits 1;
+# a malformed argument is a usage error (2) that names what is wrong.
+# No policy matches the PF: nothing to hand its count to.
+rc=0
+ctl init --policy $PF > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "init --policy without a policy"
+grep -q "No policy with a VF count matches PF $PF" "$T/err" || fail "init --policy message: $(cat "$T/err")"
+varlink_call io.svff.Init "{\"pf\": \"$PF\", \"policy\": true}" > "$T/out"
+grep -q '"io.svff.NoPolicy"' "$T/out" && grep -q '"device": *"'$PF'"' "$T/out" && grep -q '"message"' "$T/out" ||
+        fail "Init policy without a policy over varlink: $(cat "$T/out")"
+# A driver name with a space: malformed.
+rc=0
+ctl init $PF 2 --driver "bad drv" > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 2 "init with a malformed driver name"
+grep -q "'bad drv' is not a driver name" "$T/err" || fail "malformed driver message: $(cat "$T/err")"
+all_on vfio-pci 4 || fail "a refused init changed the VFs"
+
 # Assigned VFs (an assignment recorded while svffd was stopped, as a
 # stand-in for an attach: no libvirt here): neither another count nor
 # another driver, both of which would take the VF from its domain.

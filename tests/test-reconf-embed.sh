@@ -46,7 +46,7 @@ expect_eq "$(journal)" None "journal after reconf up"
 expect_eq "$(jget 'len([a for a in d["assignments"] if a["has_vf"]])' < "$T/result.json")" 3 "VMs with their VF"
 
 note "one line per phase without a terminal"
-ctl reconf $PF 8 > "$T/out.txt" 2>&1 || fail "reconf same count: $(cat "$T/out.txt")"
+ctl reconf $PF 8 --cycle > "$T/out.txt" 2>&1 || fail "reconf --cycle at the same count: $(cat "$T/out.txt")"
 grep -q "^reconf $PF: phase quiesce: pause vm" "$T/out.txt" || fail "phase lines: $(cat "$T/out.txt")"
 grep -q "^  OK  VF 0 $VF0  domain 'vm1' at 05:00.0: restored" "$T/out.txt" || fail "outcome: $(cat "$T/out.txt")"
 
@@ -80,7 +80,7 @@ grep -q "svffctl reconf $PF 3" "$T/err" || fail "init refusal: $(cat "$T/err")"
 
 note "two reconfs of one PF at once: the second is refused"
 pcisim_ctl latency sriov_disable 1500000
-ctl reconf $PF 2 > "$T/bg.out" 2>&1 &
+ctl reconf $PF 2 --cycle > "$T/bg.out" 2>&1 &
 BG=$!; BG_PIDS="$BG"
 wait_for sh -c "'$SVFFCTL' --socket '$SOCK' status --json | grep -q '\"op\": *\"reconf\"'" || fail "no reconf in progress"
 rc=0; ctl reconf $PF 2 2> "$T/err" || rc=$?

@@ -32,7 +32,7 @@ message_of() { jget '" ".join(str(a.get("message")) for a in d["assignments"] if
 # run_failing N: a reconf that must fail; the final reply in result.json,
 # svffctl's JSON error (with the same message) in err
 run_failing() {
-        rc=0; ctl reconf $PF "$1" --json > "$T/out.json" 2> "$T/err" || rc=$?
+        rc=0; ctl reconf $PF "$1" --cycle --json > "$T/out.json" 2> "$T/err" || rc=$?
         expect_eq "$rc" 1 "$2: exit status"
         tail -n 1 "$T/out.json" > "$T/result.json"
 }

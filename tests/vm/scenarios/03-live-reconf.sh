@@ -1,5 +1,5 @@
 # Live reconf: with 4 VFs assigned to 4 running domains, 'reconf PF 2' is
-# refused without --force; 'reconf PF 4' goes through 0 and keeps every
+# refused without --force; 'reconf PF 4 --cycle' goes through 0 and keeps every
 # assignment at the same guest address (query-pci in every domain); a
 # guest that holds its VF past the deadline is reported, not hidden.
 #
@@ -31,7 +31,7 @@ vm_check_kept "refused reconf"
 for v in $vfs; do echo 0 >"/sys/bus/pci/devices/$v/d3cold_allowed"; done
 vm_log "reconf $pf 4"
 t=$(vm_now)
-svffctl reconf "$pf" 4 || vm_fail "svffctl reconf $pf 4 failed"
+svffctl reconf "$pf" 4 --cycle || vm_fail "svffctl reconf $pf 4 failed"
 vm_log "reconf took $(echo "$t $(vm_now)" | awk '{ printf "%.2f", $2 - $1 }') s"
 assert_eq "numvfs after reconf" 4 "$(cat "$P/sriov_numvfs")"
 for v in $vfs; do
@@ -47,7 +47,7 @@ svffctl detach "$held" >/dev/null || vm_fail "svffctl detach $held failed"
 svffctl attach "$held" hold >/dev/null || vm_fail "svffctl attach $held hold failed"
 vm_log "reconf $pf 4 with $held held by 'hold'"
 rc=0
-svffctl reconf "$pf" 4 >"$SVFF_VM_RUNDIR/reconf-held.out" 2>&1 || rc=$?
+svffctl reconf "$pf" 4 --cycle >"$SVFF_VM_RUNDIR/reconf-held.out" 2>&1 || rc=$?
 cat "$SVFF_VM_RUNDIR/reconf-held.out"
 assert_true "reconf with a held VF fails" test "$rc" -ne 0
 assert_true "the failure names the held VF" grep -q "$held" "$SVFF_VM_RUNDIR/reconf-held.out"

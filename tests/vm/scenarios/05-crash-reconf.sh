@@ -34,7 +34,7 @@ reconf_at() {
         unset SVFF_FAULT
         vm_log "reconf $pf 4, fault point $1"
         rc=0
-        svffctl reconf "$pf" 4 >"$2" 2>&1 || rc=$?
+        svffctl reconf "$pf" 4 --cycle >"$2" 2>&1 || rc=$?
         cat "$2"
 }
 

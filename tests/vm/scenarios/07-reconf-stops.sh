@@ -78,7 +78,7 @@ for fault in after-detach-2 after-numvfs-N after-rebind after-reattach-2 before-
         restart_with "$fault"
         vm_log "reconf $pf 4, SIGKILL at $fault"
         rc=0
-        svffctl reconf "$pf" 4 >"$SVFF_VM_RUNDIR/reconf-$fault.out" 2>&1 || rc=$?
+        svffctl reconf "$pf" 4 --cycle >"$SVFF_VM_RUNDIR/reconf-$fault.out" 2>&1 || rc=$?
         drc=0
         wait "$svffd_pid" || drc=$?
         svffd_pid=
@@ -92,7 +92,7 @@ done
 for fault in after-detach-2 after-numvfs-0; do
         restart_with "$fault" term
         vm_log "reconf $pf 4, SIGTERM at $fault"
-        svffctl reconf "$pf" 4 >"$SVFF_VM_RUNDIR/reconf-term-$fault.out" 2>&1 || true
+        svffctl reconf "$pf" 4 --cycle >"$SVFF_VM_RUNDIR/reconf-term-$fault.out" 2>&1 || true
         cat "$SVFF_VM_RUNDIR/reconf-term-$fault.out"
         drc=0
         wait "$svffd_pid" || drc=$?
@@ -109,7 +109,7 @@ done
 restart_with fail-numvfs-N
 vm_log "reconf $pf 4, the write of 4 fails"
 rc=0
-svffctl reconf "$pf" 4 >"$SVFF_VM_RUNDIR/reconf-numvfs.out" 2>&1 || rc=$?
+svffctl reconf "$pf" 4 --cycle >"$SVFF_VM_RUNDIR/reconf-numvfs.out" 2>&1 || rc=$?
 cat "$SVFF_VM_RUNDIR/reconf-numvfs.out"
 assert_eq "svffctl reconf's exit status after a failed numvfs write" 1 "$rc"
 assert_true "the reply says the PF went back" grep -qi 'back' "$SVFF_VM_RUNDIR/reconf-numvfs.out"
