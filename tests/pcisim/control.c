@@ -24,6 +24,13 @@
  *   clear-faults
  *   partial <PF> <n>       the next VF enable creates at most n VFs and
  *                          still succeeds; sriov_numvfs then reads n
+ *   drop-vf <PF> <i> [dangling]
+ *                          the next VF enable loses VF i once it is added,
+ *                          as a surprise removal of that VF alone: its
+ *                          virtfn<i> link goes with it, or, with
+ *                          "dangling", stays and names a device that is no
+ *                          more; the other VFs stay, sriov_numvfs reads the
+ *                          count written
  *   hold <BDF>             the device is "open" (vfio-pci opened by QEMU):
  *                          removing it (disabling its PF's VFs, removing or
  *                          unbinding it) blocks until ...
@@ -215,6 +222,15 @@ int sim_control(struct sim *sim, const char *cmd) {
                 if (sim_kstrtoull(w[2], 10, &v) < 0 || v > dev->totalvfs)
                         return -EINVAL;
                 dev->partial = (int) v;
+                return 0;
+        }
+        if (streq(w[0], "drop-vf") && (n == 3 || (n == 4 && streq(w[3], "dangling")))) {
+                if (!dev || !dev->is_pf)
+                        return -ENODEV;
+                if (sim_kstrtoull(w[2], 10, &v) < 0 || v >= dev->totalvfs)
+                        return -EINVAL;
+                dev->drop_vf = (int) v;
+                dev->drop_dangling = n == 4;
                 return 0;
         }
         if (streq(w[0], "qmax") && n == 3) {
