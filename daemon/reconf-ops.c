@@ -406,17 +406,18 @@ static void numvfs_done(void *userdata) {
 
         run->env.sysfs_changed(run->userdata, j->pf);
         if (j->r != -ETIMEDOUT) {
-                n = j->after ? (int) j->after->n_vfs : 0;
+                /* The kernel's count, and VF k at vfs[k] as virtfn<k>
+                 * names it: "" for an index with no VF, which the
+                 * machine refuses rather than close up. */
+                n = j->after ? (int) j->after->numvfs : 0;
                 vfs = calloc((size_t) n + 1, sizeof(char *));
                 for (int k = 0; vfs && k < n; k++)
                         vfs[k] = "";
                 if (!vfs)
                         n = 0;
-                /* By index: the machine asks for VF k at vfs[k]. */
-                for (int k = 0; vfs && k < n; k++)
-                        for (size_t v = 0; v < j->after->n_vfs; v++)
-                                if (j->after->vfs[v].index == (unsigned) k)
-                                        vfs[k] = j->after->vfs[v].address;
+                for (size_t v = 0; vfs && j->after && v < j->after->n_vfs; v++)
+                        if (j->after->vfs[v].index < (unsigned) n)
+                                vfs[j->after->vfs[v].index] = j->after->vfs[v].address;
         }
         svff_pf_free(run->after);
         run->after = TAKE_PTR(j->after);
