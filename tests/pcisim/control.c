@@ -51,11 +51,14 @@
  *                          the mailbox
  *   queue-start <BDF> <qid> [MM|ST]   a queue of that function is started
  *   queue-stop <BDF> <qid>            (EINVAL: qid >= qmax)
- *   reprogram <BDF> <device> <totalvfs> [driver]
+ *   reprogram <BDF> <device> <totalvfs> [driver] [offset=N] [stride=N]
  *                          a flash hook wrote a new image to a removed PF:
  *                          the next rescan brings it back with that device
  *                          id and sriov_totalvfs (at most the scenario's),
- *                          and driver (default: none) takes the new id.
+ *                          and driver (default: none) takes the new id;
+ *                          with offset or stride, its VFs have another
+ *                          First VF Offset or VF Stride (ERANGE: a routing
+ *                          ID past the bus range).
  *                          EBUSY while the PF is on the bus: a real image
  *                          takes effect only through a remove and rescan.
  */
@@ -252,9 +255,10 @@ int sim_control(struct sim *sim, const char *cmd) {
                         return -EINVAL;
                 return sim_qdma_queue(sim, dev, (unsigned) v, st, streq(w[0], "queue-start"));
         }
-        if (streq(w[0], "reprogram") && (n == 4 || n == 5)) {
-                unsigned long long device, total;
+        if (streq(w[0], "reprogram") && n >= 4 && n <= 7) {
+                unsigned long long device, total, offset, stride;
                 struct sim_driver *drv = NULL;
+                uint32_t last;
 
                 if (dev)
                         return -EBUSY;  /* on the bus */
@@ -268,8 +272,24 @@ int sim_control(struct sim *sim, const char *cmd) {
                 if (sim_kstrtoull(w[2], 16, &device) < 0 || device > 0xffff ||
                     sim_kstrtoull(w[3], 10, &total) < 0 || total > dev->vf_slots)
                         return -EINVAL;
-                if (n == 5 && !(drv = sim_driver_get(sim, w[4])))
-                        return -ENOENT;
+                offset = dev->offset;
+                stride = dev->stride;
+                for (size_t k = 4; k < n; k++) {
+                        if (strncmp(w[k], "offset=", 7) == 0) {
+                                if (sim_kstrtoull(w[k] + 7, 0, &offset) < 0 || offset > 0xffff)
+                                        return -EINVAL;
+                        } else if (strncmp(w[k], "stride=", 7) == 0) {
+                                if (sim_kstrtoull(w[k] + 7, 0, &stride) < 0 || stride > 0xffff)
+                                        return -EINVAL;
+                        } else if (drv || !(drv = sim_driver_get(sim, w[k])))
+                                return drv ? -EINVAL : -ENOENT;
+                }
+                /* every VF's routing ID must fit, as at registration */
+                last = (uint32_t) dev->bus << 8 | dev->devfn;
+                if (total > 0)
+                        last += (uint32_t) offset + (uint32_t) (total - 1) * (uint32_t) stride;
+                if (last > 0xffff || (total > 0 && offset == 0) || (total > 1 && stride == 0))
+                        return -ERANGE;
                 if (drv) {
                         int r = sim_driver_add_id(drv, dev->vendor, (uint32_t) device);
                         if (r < 0)
@@ -277,6 +297,8 @@ int sim_control(struct sim *sim, const char *cmd) {
                 }
                 dev->device = (uint16_t) device;
                 dev->totalvfs = (uint16_t) total;
+                dev->offset = (uint16_t) offset;
+                dev->stride = (uint16_t) stride;
                 dev->cap_totalvfs = 0;  /* the config space follows the image */
                 return 0;
         }
