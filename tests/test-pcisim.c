@@ -453,6 +453,17 @@ START_TEST(test_reprogram_moves_vfs) {
         assert_link(DEV "0000:01:00.0/virtfn1", "../0000:01:01.2");
         assert_link(DEV "0000:01:01.2/physfn", "../0000:01:00.0");
         ck_assert(!exists(BUSDEV "0000:01:00.5"));
+
+        /* ctl layout: from the next enable on, as a device whose offset
+         * depends on NumVFs */
+        ck_assert_int_eq(pcisim_ctl(sim, "layout 0000:01:00.0 offset=0 stride=1"), -ERANGE);
+        ck_assert_int_eq(pcisim_ctl(sim, "layout 0000:01:00.0 offset=0xff00 stride=1"), -ERANGE);
+        ck_assert_int_eq(pcisim_ctl(sim, "layout 0000:01:00.0 offset=16 stride=1"), 0);
+        assert_link(DEV "0000:01:00.0/virtfn1", "../0000:01:01.2");
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "0"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "2"), 0);
+        assert_read(DEV "0000:01:00.0/sriov_offset", "16\n");
+        assert_link(DEV "0000:01:00.0/virtfn1", "../0000:01:02.1");
         stop();
 }
 END_TEST

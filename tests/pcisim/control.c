@@ -31,6 +31,12 @@
  *                          "dangling", stays and names a device that is no
  *                          more; the other VFs stay, sriov_numvfs reads the
  *                          count written
+ *   layout <PF> offset=N stride=N
+ *                          from the next VF enable on, the PF's VFs are at
+ *                          that First VF Offset and VF Stride (a device
+ *                          whose offset depends on NumVFs: the kernel reads
+ *                          both again when NumVFs is written); ERANGE for a
+ *                          routing ID past the bus range
  *   hold <BDF>             the device is "open" (vfio-pci opened by QEMU):
  *                          removing it (disabling its PF's VFs, removing or
  *                          unbinding it) blocks until ...
@@ -234,6 +240,25 @@ int sim_control(struct sim *sim, const char *cmd) {
                         return -EINVAL;
                 dev->drop_vf = (int) v;
                 dev->drop_dangling = n == 4;
+                return 0;
+        }
+        if (streq(w[0], "layout") && n == 4 && strncmp(w[2], "offset=", 7) == 0 &&
+            strncmp(w[3], "stride=", 7) == 0) {
+                unsigned long long offset, stride;
+                uint32_t last;
+
+                if (!dev || !dev->is_pf)
+                        return -ENODEV;
+                if (sim_kstrtoull(w[2] + 7, 0, &offset) < 0 || offset > 0xffff ||
+                    sim_kstrtoull(w[3] + 7, 0, &stride) < 0 || stride > 0xffff)
+                        return -EINVAL;
+                last = ((uint32_t) dev->bus << 8 | dev->devfn) + (uint32_t) offset;
+                if (dev->totalvfs > 0)
+                        last += (uint32_t) (dev->totalvfs - 1) * (uint32_t) stride;
+                if (last > 0xffff || offset == 0 || (dev->totalvfs > 1 && stride == 0))
+                        return -ERANGE;
+                dev->next_offset = (uint16_t) offset;
+                dev->next_stride = (uint16_t) stride;
                 return 0;
         }
         if (streq(w[0], "qmax") && n == 3) {

@@ -767,6 +767,12 @@ static int sriov_configure(struct sim *sim, struct sim_dev *pf, uint16_t n) {
                 sriov_disable(sim, pf);
                 return 0;
         }
+        if (pf->next_offset) {
+                /* pci_iov_set_numvfs(): offset and stride read again */
+                pf->offset = pf->next_offset;
+                pf->stride = pf->next_stride;
+                pf->next_offset = pf->next_stride = 0;
+        }
         if (vfs_orphaned(sim, pf, n)) {
                 /* pci_iov_add_virtfn(): device_add() of a VF whose name an
                  * orphan still holds fails ("sysfs: cannot create duplicate
