@@ -13,7 +13,7 @@ enum kind { KIND_QUIESCE, KIND_RESTORE };
 
 enum numvfs_stage { STAGE_ZERO, STAGE_FINAL };
 
-enum { VF_OK, VF_PROVISION_FAILED, VF_BIND_FAILED };
+enum { VF_OK, VF_PROVISION_FAILED, VF_BIND_FAILED, VF_MISSING };
 
 typedef void (*commit_fn)(struct reconf_machine *rm, int r, const char *message);
 typedef void (*phase_fn)(struct reconf_machine *rm);
@@ -57,7 +57,7 @@ struct reconf_machine {
         char **vfs;                     /* by index, n_vfs of them */
         unsigned n_vfs;
         unsigned vfs_gen;
-        unsigned char *vf_failed;       /* by index: VF_PROVISION_FAILED, VF_BIND_FAILED */
+        unsigned char *vf_failed;       /* by index: VF_PROVISION_FAILED, VF_BIND_FAILED, VF_MISSING */
         unsigned n_bind_failed, n_provision_failed, n_bound;
         char *bind_message;
         bool class_changed;
@@ -445,7 +445,32 @@ static void refused_committed(struct reconf_machine *rm, int r, const char *mess
         numvfs_start(rm);
 }
 
+/* The first index below the count with no VF (the kernel lists none at
+ * virtfn<index>), or n_vfs. */
+static unsigned first_missing(const struct reconf_machine *rm) {
+        unsigned k;
+
+        for (k = 0; k < rm->n_vfs; k++)
+                if (rm->vf_failed[k] == VF_MISSING)
+                        break;
+        return k;
+}
+
 static void numvfs_phase_done(struct reconf_machine *rm, int r, const char *err) {
+        _cleanup_free_ char *gap = NULL;
+        unsigned missing = first_missing(rm);
+
+        if (r >= 0 && missing < rm->n_vfs) {
+                /* The count took, but not every VF is there: each index
+                 * keeps the VF the kernel names for it, the missing one
+                 * goes to no domain (its record stays, paused), and the
+                 * reconf fails naming it. */
+                if (asprintf(&gap, "PF %s has %u VFs but no VF %u: virtfn%u is missing or names a device that is "
+                             "gone (was VF %u removed?)", rm->plan->pf, rm->n_vfs, missing, missing, missing) < 0)
+                        gap = NULL;
+                err = gap ?: "a VF of the new count is missing";
+                r = -ENODEV;
+        }
         if (r == -ETIMEDOUT) {
                 /* The write is still pending in the kernel: nothing can be
                  * done to the PF until it ends. Whether a VF is held or
@@ -483,7 +508,7 @@ static void numvfs_phase_done(struct reconf_machine *rm, int r, const char *err)
                 commit_hard(rm, refused_committed);
                 return;
         }
-        if (r >= 0 && !rm->rollback)
+        if ((r >= 0 || gap) && !rm->rollback)
                 rm->count_set = true;
         if (r < 0 && rm->rollback) {
                 /* Going back failed too: the journal stays, so the next
@@ -510,7 +535,15 @@ static void numvfs_phase_done(struct reconf_machine *rm, int r, const char *err)
                 const struct svff_reconf_item *it = &rm->plan->items[i];
                 struct reconf_item *st = &rm->items[i];
 
-                if (it->index < rm->n_now && it->index < rm->n_vfs)
+                if (it->index < rm->n_now && it->index < rm->n_vfs && rm->vf_failed[it->index] == VF_MISSING) {
+                        /* Its record stays where it is: no other VF is
+                         * given its index. */
+                        if (st->state == RECONF_ITEM_QUIESCED)
+                                st->state = RECONF_ITEM_LOST_VF;
+                        set_message(&st->message, "VF %u of PF %s is missing (no virtfn%u), so it was not "
+                                    "returned to its domain; the assignment stays paused with its guest address "
+                                    "reserved", it->index, rm->plan->pf, it->index);
+                } else if (it->index < rm->n_now && it->index < rm->n_vfs)
                         snprintf(st->vf, sizeof(st->vf), "%s", rm->vfs[it->index]);
                 else if (it->fate == SVFF_RECONF_SURVIVES || rm->rollback) {
                         if (st->state == RECONF_ITEM_QUIESCED || it->a.state != SVFF_ASSIGN_ATTACHED) {
@@ -538,12 +571,17 @@ static int set_vfs(struct reconf_machine *rm, const char *const *vfs, int n_vfs)
                 free(f);
                 return -ENOMEM;
         }
-        for (unsigned k = 0; k < n; k++)
+        for (unsigned k = 0; k < n; k++) {
                 if (!(v[k] = strdup(vfs[k] ?: ""))) {
                         strv_free(v);
                         free(f);
                         return -ENOMEM;
                 }
+                /* VF k is the one the kernel names for index k, or none:
+                 * never the next one along. */
+                if (!*v[k])
+                        f[k] = VF_MISSING;
+        }
         strv_free(rm->vfs);
         free(rm->vf_failed);
         rm->vfs = v;
@@ -1111,6 +1149,7 @@ static void provision_start(struct reconf_machine *rm) {
         unsigned n = rm->n_vfs;
         _cleanup_free_ unsigned *idx = calloc(n ? n : 1, sizeof(unsigned));
         _cleanup_free_ struct json_object **cls = calloc(n ? n : 1, sizeof(struct json_object *));
+        unsigned m = 0;
         int r = -ENOMEM;
 
         rm->phase = rm->rollback ? "rollback" : "provision";
@@ -1119,18 +1158,22 @@ static void provision_start(struct reconf_machine *rm) {
                 for (unsigned k = 0; k < n; k++) {
                         struct reconf_item *it = item_at(rm, k);
 
-                        idx[k] = k;
-                        cls[k] = it ? it->class_state : NULL;
+                        if (rm->vf_failed[k] == VF_MISSING)
+                                continue;
+                        idx[m] = k;
+                        cls[m++] = it ? it->class_state : NULL;
                 }
                 rm->submitting++;
-                rm->pending += n;
-                r = rm->ops->provision(rm->userdata, idx, n, cls);
+                rm->pending += m;
+                r = rm->ops->provision(rm->userdata, idx, m, cls);
                 if (r < 0)
-                        rm->pending -= n;
+                        rm->pending -= m;
                 rm->submitting--;
         }
         if (r < 0)
                 for (unsigned k = 0; k < n; k++) {
+                        if (rm->vf_failed[k] == VF_MISSING)
+                                continue;
                         rm->vf_failed[k] = VF_PROVISION_FAILED;
                         if (rm->n_provision_failed++ == 0)
                                 set_message(&rm->bind_message, "provisioning was not started: %s", errno_message(r));

@@ -406,17 +406,18 @@ static void numvfs_done(void *userdata) {
 
         run->env.sysfs_changed(run->userdata, j->pf);
         if (j->r != -ETIMEDOUT) {
-                n = j->after ? (int) j->after->n_vfs : 0;
+                /* The kernel's count, and VF k at vfs[k] as virtfn<k>
+                 * names it: "" for an index with no VF, which the
+                 * machine refuses rather than close up. */
+                n = j->after ? (int) j->after->numvfs : 0;
                 vfs = calloc((size_t) n + 1, sizeof(char *));
                 for (int k = 0; vfs && k < n; k++)
                         vfs[k] = "";
                 if (!vfs)
                         n = 0;
-                /* By index: the machine asks for VF k at vfs[k]. */
-                for (int k = 0; vfs && k < n; k++)
-                        for (size_t v = 0; v < j->after->n_vfs; v++)
-                                if (j->after->vfs[v].index == (unsigned) k)
-                                        vfs[k] = j->after->vfs[v].address;
+                for (size_t v = 0; vfs && j->after && v < j->after->n_vfs; v++)
+                        if (j->after->vfs[v].index < (unsigned) n)
+                                vfs[j->after->vfs[v].index] = j->after->vfs[v].address;
         }
         svff_pf_free(run->after);
         run->after = TAKE_PTR(j->after);
@@ -1024,9 +1025,10 @@ static void move_records(struct reconf_run *run) {
         const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
         size_t n = plan->n_items;
         _cleanup_free_ struct svff_assignment *recs = calloc(n ? n : 1, sizeof(*recs));
+        _cleanup_free_ struct json_object **cls = calloc(n ? n : 1, sizeof(struct json_object *));
         _cleanup_free_ bool *have = calloc(n ? n : 1, sizeof(bool));
 
-        if (!recs || !have) {
+        if (!recs || !cls || !have) {
                 log_oom();
                 return;
         }
@@ -1038,6 +1040,8 @@ static void move_records(struct reconf_run *run) {
                         continue;
                 if (svff_store_get_assignment(store, rec_vf, &recs[i]) > 0 &&
                     streq(recs[i].uuid, plan->items[i].a.uuid)) {
+                        /* The assignment's class settings go with it. */
+                        cls[i] = svff_json_copy(svff_store_get_assignment_class(store, rec_vf));
                         svff_store_remove_assignment(store, rec_vf);
                         have[i] = true;
                 }
@@ -1045,8 +1049,13 @@ static void move_records(struct reconf_run *run) {
         for (size_t i = 0; i < n; i++) {
                 const struct reconf_item *st = reconf_machine_item(run->rm, i);
 
-                if (have[i] && svff_store_set_assignment(store, st->vf, &recs[i]) >= 0)
+                if (have[i] && svff_store_set_assignment(store, st->vf, &recs[i]) >= 0) {
                         snprintf(run->items[i].rec_vf, sizeof(run->items[i].rec_vf), "%s", st->vf);
+                        if (cls[i] && svff_store_set_assignment_class(store, st->vf, TAKE_PTR(cls[i])) < 0)
+                                log_warning("The class settings of the assignment of VF %s to domain '%s' could "
+                                            "not be kept with its new address", st->vf, recs[i].domain);
+                }
+                json_object_put(cls[i]);
         }
 }
 

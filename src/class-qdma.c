@@ -427,6 +427,7 @@ static int qdma_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
 
 static int qdma_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
                        struct json_object *state, struct svff_error *err) {
+        const struct svff_vf *vf = svff_pf_vf_at(pf, index);
         unsigned want, live, vf_want, vf_live;
         int r;
 
@@ -442,11 +443,11 @@ static int qdma_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
         }
         /* a VF's own count is readable only while the host drives it;
          * its driver may ask for less than was kept, never more */
-        if (index < pf->n_vfs && state && svff_json_get_unsigned(state, "vf_qmax", &vf_want) == 0 &&
-            qdma_read_qmax(c, pf->vfs[index].address, &vf_live) >= 0 && vf_live > vf_want)
+        if (vf && state && svff_json_get_unsigned(state, "vf_qmax", &vf_want) == 0 &&
+            qdma_read_qmax(c, vf->address, &vf_live) >= 0 && vf_live > vf_want)
                 return svff_error_set(err, -EUCLEAN,
                                       "VF %u of %s (%s) holds %u queues, more than the %u kept for it",
-                                      index, pf->address, pf->vfs[index].address, vf_live, vf_want);
+                                      index, pf->address, vf->address, vf_live, vf_want);
         return 0;
 }
 

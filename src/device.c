@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 
 #include "device.h"
@@ -153,13 +154,17 @@ void svff_pf_list_free(struct svff_pf **pfs, size_t n) {
         free(pfs);
 }
 
-/* Reads virtfn0, virtfn1, ... until the first gap: the kernel numbers
- * them densely, and the links (not arithmetic) are the truth. A VF gone
- * since its link was read is left out, as a read an instant later would. */
+/* Reads virtfn<K> for every K below numvfs: VF K is the one its link
+ * names, never the K-th one found. The kernel numbers the links densely,
+ * so an index without a VF (its link absent, or naming a device that is
+ * gone) is recorded in vf_missing, not closed up: a caller acting on the
+ * VFs must refuse it, and one only showing them may leave it out, as a
+ * read an instant later (the VFs being disabled) would. */
 static int pf_read_vfs(struct svff_ctx *ctx, struct svff_pf *pf, int dfd, struct svff_error *err) {
         size_t allocated = 0;
 
-        for (unsigned i = 0; i < pf->totalvfs; i++) {
+        pf->vf_missing = UINT_MAX;
+        for (unsigned i = 0; i < pf->numvfs && i < pf->totalvfs; i++) {
                 _cleanup_free_ char *link = NULL, *target = NULL;
                 _cleanup_close_ int vfd = -EBADF;
                 struct svff_vf vf = { .index = i };
@@ -170,8 +175,12 @@ static int pf_read_vfs(struct svff_ctx *ctx, struct svff_pf *pf, int dfd, struct
                         return -ENOMEM;
 
                 r = svff_sysfs_readlink(dfd, link, &target);
-                if (r == -ENOENT)
-                        break;
+                if (r == -ENOENT) {
+                        svff_log_debug(ctx, "PF '%s' has %u VFs but no %s", pf->address, pf->numvfs, link);
+                        if (pf->vf_missing == UINT_MAX)
+                                pf->vf_missing = i;
+                        continue;
+                }
                 if (r < 0)
                         return vanished(err, r, pf->address, link);
                 addr = strrchr(target, '/');
@@ -187,6 +196,8 @@ static int pf_read_vfs(struct svff_ctx *ctx, struct svff_pf *pf, int dfd, struct
                 if (r < 0 && dev_gone(ctx, vf.address, r)) {
                         svff_log_debug(ctx, "VF '%s' of '%s' vanished during discovery, ignoring", vf.address,
                                        pf->address);
+                        if (pf->vf_missing == UINT_MAX)
+                                pf->vf_missing = i;
                         continue;
                 }
                 if (vfd < 0)
@@ -573,6 +584,15 @@ int svff_vf_load(struct svff_ctx *ctx, const char *address, struct svff_vf *ret,
         if (ret_pf_address)
                 memcpy(ret_pf_address, pf_canonical, SVFF_PCI_ADDR_STRLEN);
         return 0;
+}
+
+const struct svff_vf *svff_pf_vf_at(const struct svff_pf *pf, unsigned index) {
+        if (!pf)
+                return NULL;
+        for (size_t i = 0; i < pf->n_vfs && pf->vfs[i].index <= index; i++)
+                if (pf->vfs[i].index == index)
+                        return &pf->vfs[i];
+        return NULL;
 }
 
 const struct svff_vf *svff_pf_find_vf(const struct svff_pf *pf, const char *address) {

@@ -44,16 +44,20 @@ struct svff_pf {
         int iommu_group;                         /* -1 without IOMMU */
         char *netdev;                            /* first net/ entry or NULL */
 
-        struct svff_vf *vfs;                     /* n_vfs entries, by index */
+        struct svff_vf *vfs;                     /* n_vfs entries, ascending index */
         size_t n_vfs;
+        unsigned vf_missing;                     /* the first index below numvfs with no VF
+                                                  * (virtfn<i> absent or dangling); UINT_MAX: none */
 };
 
 /* Loads the PF at address (any accepted spelling; stored canonical).
  *   -EINVAL     not a PCI address
  *   -ENODEV     no such device (or it disappeared while being read)
  *   -EOPNOTSUPP the device has no SR-IOV capability (or is itself a VF)
- * err names the device and says what to do. A VF that disappears while
- * it is read (its PF's VFs being disabled) is left out of vfs. */
+ * err names the device and says what to do. VF i is the device virtfn<i>
+ * names, for i below numvfs; an index with no VF (the link absent, or
+ * naming a device that is gone: removed, or its PF's VFs being
+ * disabled) is left out of vfs and the first such is vf_missing. */
 int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
                  struct svff_error *err);
 void svff_pf_free(struct svff_pf *pf);
@@ -82,6 +86,10 @@ int svff_dev_canonicalize(const char *address, char buf[static SVFF_PCI_ADDR_STR
 /* Whether bus/pci/devices/<canonical address> exists: 1, 0 or -errno.
  * Used to tell "the device vanished" (-ENODEV) from other failures. */
 int svff_dev_exists(struct svff_ctx *ctx, const char *address);
+
+/* Looks up the VF of pf with that index (virtfn<index>); NULL when
+ * absent. Borrowed. */
+const struct svff_vf *svff_pf_vf_at(const struct svff_pf *pf, unsigned index);
 
 /* Looks up a VF of pf by address; NULL when absent. Borrowed. */
 const struct svff_vf *svff_pf_find_vf(const struct svff_pf *pf, const char *address);

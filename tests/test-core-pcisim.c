@@ -4,6 +4,7 @@
  * N -> M, blocking disables, partial creation, hot removal). */
 
 #include <check.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -169,6 +170,7 @@ START_TEST(test_discovery) {
         ck_assert_int_eq(svff_pf_set_numvfs(ctx, QDMA_PF, 4, 10 * USEC_PER_SEC, &err), 0);
         ck_assert_int_eq(svff_pf_load(ctx, QDMA_PF, &pf, &err), 0);
         ck_assert_uint_eq(pf->n_vfs, 4);
+        ck_assert_uint_eq(pf->vf_missing, UINT_MAX);
         ck_assert_str_eq(pf->vfs[3].address, "0000:01:00.7");
         ck_assert_ptr_null(pf->vfs[3].driver);      /* autoprobe was turned off */
         ck_assert_ptr_null(pf->vfs[3].driver_override);
@@ -195,9 +197,43 @@ START_TEST(test_discovery_vf_vanishes) {
         ck_assert_str_eq(pfs[0]->vfs[1].address, "0000:01:00.5");
         ck_assert_str_eq(pfs[0]->vfs[2].address, "0000:01:00.7");
         ck_assert_uint_eq(pfs[0]->vfs[2].index, 3);
+        ck_assert_uint_eq(pfs[0]->vf_missing, 2);
         svff_pf_list_free(pfs, n);
         ck_assert_int_eq(svff_dev_exists(ctx, "0000:01:00.6"), 0);
         assert_logged("VF '0000:01:00.6' of '" QDMA_PF "' vanished during discovery");
+}
+END_TEST
+
+/* A VF lost as it came (pcisim's drop-vf), its virtfn link gone with
+ * it or left naming nothing: VF k is the one virtfn<k> names, never the
+ * k-th found, and the index without a VF is vf_missing. */
+START_TEST(test_discovery_virtfn_gap) {
+        static const char *const how[] = { "", " dangling" };
+
+        for (size_t h = 0; h < ELEMENTSOF(how); h++) {
+                _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
+                _cleanup_free_ char *target = NULL;
+                struct svff_error err = SVFF_ERROR_NULL;
+
+                ck_assert_int_eq(svff_pf_set_numvfs(ctx, QDMA_PF, 0, 10 * USEC_PER_SEC, &err), 0);
+                ck_assert_int_eq(pcisim_ctl(sim, "drop-vf %s 1%s", QDMA_PF, how[h]), 0);
+                ck_assert_int_eq(svff_pf_set_numvfs(ctx, QDMA_PF, 4, 10 * USEC_PER_SEC, &err), 0);
+                ck_assert_int_eq(pcisim_readlink(sim, "bus/pci/devices/" QDMA_PF "/virtfn1", &target),
+                                 h == 0 ? -ENOENT : 0);
+                ck_assert_int_eq(svff_dev_exists(ctx, "0000:01:00.5"), 0);
+
+                ck_assert_msg(svff_pf_load(ctx, QDMA_PF, &pf, &err) == 0, "%s", svff_error_message(&err));
+                ck_assert_uint_eq(pf->numvfs, 4);
+                ck_assert_uint_eq(pf->vf_missing, 1);
+                ck_assert_uint_eq(pf->n_vfs, 3);
+                ck_assert_ptr_null(svff_pf_vf_at(pf, 1));
+                ck_assert_ptr_nonnull(svff_pf_vf_at(pf, 2));
+                ck_assert_str_eq(svff_pf_vf_at(pf, 2)->address, "0000:01:00.6");
+                ck_assert_ptr_nonnull(svff_pf_vf_at(pf, 3));
+                ck_assert_str_eq(svff_pf_vf_at(pf, 3)->address, "0000:01:00.7");
+                ck_assert_uint_eq(pf->vfs[1].index, 2);
+                ck_assert_str_eq(pf->vfs[1].address, "0000:01:00.6");
+        }
 }
 END_TEST
 
@@ -486,6 +522,7 @@ int main(void) {
         tcase_add_test(tc, test_discovery);
         tcase_add_test(tc, test_causes);
         tcase_add_test(tc, test_discovery_vf_vanishes);
+        tcase_add_test(tc, test_discovery_virtfn_gap);
         tcase_add_test(tc, test_discovery_read_errors);
         tcase_add_test(tc, test_init_252_bind_restore);
         tcase_add_test(tc, test_restore_original_driver);

@@ -427,6 +427,47 @@ START_TEST(test_remove_rescan) {
 }
 END_TEST
 
+/* A new image with another First VF Offset and VF Stride (ctl
+ * reprogram on the removed PF): after the rescan its VFs come at other
+ * host addresses. */
+START_TEST(test_reprogram_moves_vfs) {
+        start("qdma");
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "2"), 0);
+        assert_link(DEV "0000:01:00.0/virtfn1", "../0000:01:00.5");
+        ck_assert_int_eq(pcisim_ctl(sim, "reprogram 0000:01:00.0 903f 8 offset=8 stride=2"), -EBUSY);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "0"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/remove", "1"), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "reprogram 0000:01:00.0 903f 8 offset=0"), -ERANGE);
+        ck_assert_int_eq(pcisim_ctl(sim, "reprogram 0000:01:00.0 903f 8 stride=0"), -ERANGE);
+        ck_assert_int_eq(pcisim_ctl(sim, "reprogram 0000:01:00.0 903f 8 offset=0xff00"), -ERANGE);
+        ck_assert_int_eq(pcisim_ctl(sim, "reprogram 0000:01:00.0 903f 8 offset=x"), -EINVAL);
+        ck_assert_int_eq(pcisim_ctl(sim, "reprogram 0000:01:00.0 903f 8 offset=8 stride=2"), 0);
+        ck_assert(!exists(BUSDEV "0000:01:00.0"));
+        ck_assert_int_eq(wr("bus/pci/rescan", "1"), 0);
+        assert_read(DEV "0000:01:00.0/sriov_offset", "8\n");
+        assert_read(DEV "0000:01:00.0/sriov_stride", "2\n");
+        assert_read(DEV "0000:01:00.0/sriov_totalvfs", "8\n");
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "2"), 0);
+        /* RID 0x0100 + 8 + i * 2 */
+        assert_link(DEV "0000:01:00.0/virtfn0", "../0000:01:01.0");
+        assert_link(DEV "0000:01:00.0/virtfn1", "../0000:01:01.2");
+        assert_link(DEV "0000:01:01.2/physfn", "../0000:01:00.0");
+        ck_assert(!exists(BUSDEV "0000:01:00.5"));
+
+        /* ctl layout: from the next enable on, as a device whose offset
+         * depends on NumVFs */
+        ck_assert_int_eq(pcisim_ctl(sim, "layout 0000:01:00.0 offset=0 stride=1"), -ERANGE);
+        ck_assert_int_eq(pcisim_ctl(sim, "layout 0000:01:00.0 offset=0xff00 stride=1"), -ERANGE);
+        ck_assert_int_eq(pcisim_ctl(sim, "layout 0000:01:00.0 offset=16 stride=1"), 0);
+        assert_link(DEV "0000:01:00.0/virtfn1", "../0000:01:01.2");
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "0"), 0);
+        ck_assert_int_eq(wr(DEV "0000:01:00.0/sriov_numvfs", "2"), 0);
+        assert_read(DEV "0000:01:00.0/sriov_offset", "16\n");
+        assert_link(DEV "0000:01:00.0/virtfn1", "../0000:01:02.1");
+        stop();
+}
+END_TEST
+
 START_TEST(test_iommu_groups) {
         char *pf_group, *vf_group;
 
@@ -1199,6 +1240,7 @@ static Suite *pcisim_suite(void) {
         tcase_add_test(tc, test_device_classes);
         tcase_add_test(tc, test_qdma_budget);
         tcase_add_test(tc, test_qdma_active_queues);
+        tcase_add_test(tc, test_reprogram_moves_vfs);
         if (have_lspci())
                 tcase_add_test(tc, test_lspci);
         else

@@ -6,6 +6,9 @@
 #   - numvfs 0 fails (EIO): nothing changed, every assignment put back;
 #   - partial VF creation: the VFs that exist are restored, the others
 #     stay paused with their reservation;
+#   - a VF lost as it comes (no virtfn1, or a dangling one): the reconf
+#     fails naming virtfn1, the others get the VF of their own index,
+#     that domain's record stays, paused;
 #   - a VF bind fails (driver_override EIO): that domain does not get it;
 #   - numvfs 0 blocked past its deadline by a held VF: journal kept,
 #     assignments paused; once released the same reconf completes it;
@@ -64,6 +67,24 @@ expect_eq "$(journal)" None "journal after partial creation"
 ctl reconf $PF 4 >/dev/null || fail "reconf back to 4"
 ctl unpause "$VF2" >/dev/null || fail "unpause VF2 after partial creation"
 expect_eq "$(assignments_snapshot)" "$before" "assignments after unpausing VF2"
+
+for how in "" dangling; do
+        note "VF 1 lost as it comes (virtfn1 ${how:-gone}): a failure naming it, no shifted map, its record kept"
+        pcisim_ctl drop-vf $PF 1 $how
+        run_failing 4 "virtfn1 ${how:-gone}"
+        grep -q "virtfn1" "$T/err" || fail "VF 1 lost ($how), the reconf says: $(cat "$T/err")"
+        expect_eq "$(outcome "$VF0")" "True restored" "VF0 after VF 1 was lost ($how)"
+        expect_eq "$(outcome "$VF1")" "False no-vf" "VF1 after it was lost ($how)"
+        expect_eq "$(outcome "$VF2")" "True restored" "VF2 after VF 1 was lost ($how)"
+        message_of "$VF1" | grep -q "no virtfn1" || fail "VF 1 lost ($how) report: $(cat "$T/err")"
+        expect_eq "$(state_of "$VF1")" paused "VF1's record after it was lost ($how)"
+        expect_eq "$(state_of "$VF2")" attached "VF2's record after VF 1 was lost ($how)"
+        expect_eq "$(journal)" None "journal after VF 1 was lost ($how)"
+        # A reconf brings VF 1 back; its reservation brings vm2's VF back.
+        ctl reconf $PF 4 >/dev/null || fail "reconf after VF 1 was lost ($how)"
+        ctl unpause "$VF1" >/dev/null || fail "unpause VF1 after it was lost ($how)"
+        expect_eq "$(assignments_snapshot)" "$before" "assignments after unpausing VF1 ($how)"
+done
 
 note "a VF cannot be bound (driver_override EIO): its domain is told"
 pcisim_ctl fail '*' driver_override EIO 1

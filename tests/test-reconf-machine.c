@@ -151,6 +151,11 @@ struct world {
          * (lose) libvirt gone at the rollback's first restore */
         bool refuse_recovery, refused_recovery;
         bool lose_after_refusal, lost_after_refusal;
+        /* the first count change loses VF gap (>= 0) as it comes: the
+         * kernel lists no virtfn<gap>, the VFs around it are there */
+        int gap;
+        bool gap_done;
+        bool missing[MAX_VF];
 };
 
 static const char *vf_addr(unsigned index) {
@@ -262,8 +267,10 @@ static void through_zero(struct world *w, unsigned n) {
                 if (w->dev[i].present && !w->dev[i].paused && w->dev[i].index < w->numvfs)
                         bad(w, "numvfs %u destroyed VF %u while domain '%s' held it", n, w->dev[i].index,
                             w->plan->items[i].a.domain);
-        for (unsigned k = 0; k < MAX_VF; k++)
+        for (unsigned k = 0; k < MAX_VF; k++) {
                 w->drv[k] = DRV_NATIVE;
+                w->missing[k] = false;
+        }
         for (size_t i = 0; i < w->plan->n_items; i++)
                 if (w->plan->items[i].fate == SVFF_RECONF_RELEASED && w->plan->items[i].index < w->numvfs &&
                     !w->class_released[i] && !w->class_release_failed[i])
@@ -314,6 +321,10 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                 if (w->numvfs != n) {
                         through_zero(w, n);
                         w->numvfs = make;
+                        if (w->gap >= 0 && !w->gap_done && (unsigned) w->gap < make) {
+                                w->missing[w->gap] = true;
+                                w->gap_done = true;
+                        }
                 }
                 e.r = f == F_PARTIAL && n > 0 ? -ENOSPC : 0;
                 e.n_vfs = (int) w->numvfs;
@@ -336,7 +347,10 @@ static int f_provision(void *userdata, const unsigned *indexes, size_t n, struct
 
                 if (indexes[k] >= w->numvfs)
                         e.r = -ENODEV;
-                else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k % 2 == 1))
+                else if (w->missing[indexes[k]]) {
+                        bad(w, "VF %u provisioned, which the kernel does not list", indexes[k]);
+                        e.r = -ENODEV;
+                } else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k % 2 == 1))
                         e.r = -EIO;
                 else if (f == F_TIMEOUT && k == 0)
                         e.r = -ETIMEDOUT;
@@ -368,7 +382,10 @@ static int f_bind(void *userdata, const unsigned *indexes, size_t n) {
 
                 if (indexes[k] >= w->numvfs)
                         e.r = -ENODEV;
-                else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k % 2 == 1))
+                else if (w->missing[indexes[k]]) {
+                        bad(w, "VF %u bound, which the kernel does not list", indexes[k]);
+                        e.r = -ENODEV;
+                } else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k % 2 == 1))
                         e.r = -EIO;
                 else if (f == F_TIMEOUT && k == 0)
                         e.r = -ETIMEDOUT;
@@ -412,7 +429,7 @@ static int f_restore(void *userdata, const size_t *items, size_t n) {
                                 w->dev[i].paused = false;
                 } else if (s->mode == SVFF_PAUSE_NONE && w->dev[i].present)
                         w->dev[i].paused = false;       /* found there: unpaused */
-                else if (index >= w->numvfs)
+                else if (index >= w->numvfs || w->missing[index])
                         e.r = -ENODEV;
                 else if (w->drv[index] != DRV_VFIO)
                         e.r = -EBUSY;   /* as restore_one refuses */
@@ -675,8 +692,10 @@ static void deliver(struct world *w, struct event *e) {
                 reconf_machine_quiesce_done(rm, e->item, e->r, e->mode, e->r < 0 ? "fake failure" : NULL);
                 break;
         case EV_NUMVFS:
+                /* By index, as the kernel's virtfn<k> links: none for
+                 * a VF it does not list. */
                 for (int k = 0; k < e->n_vfs; k++)
-                        vfs[k] = vf_addr((unsigned) k);
+                        vfs[k] = w->missing[k] ? "" : vf_addr((unsigned) k);
                 if (e->r >= 0)
                         done_token(w, "n%u", e->numvfs);
                 reconf_machine_numvfs_done(rm, e->r, vfs, e->n_vfs, e->r < 0 ? "fake numvfs failure" : NULL);
@@ -829,8 +848,9 @@ static void check_world(struct world *w, const char *name, bool final) {
 
                 if (d->present) {
                         ck_assert_msg(!holds_vf(w, d->index, i), "%s: VF %u in two domains", name, d->index);
-                        ck_assert_msg(d->paused || d->index < w->numvfs, "%s: domain '%s' holds VF %u, which does not exist",
-                                      name, it->a.domain, d->index);
+                        ck_assert_msg(d->paused || (d->index < w->numvfs && !w->missing[d->index]),
+                                      "%s: domain '%s' holds VF %u, which does not exist", name, it->a.domain,
+                                      d->index);
                         ck_assert_msg(d->paused || w->drv[d->index] == DRV_VFIO,
                                       "%s: domain '%s' holds VF %u on another driver", name, it->a.domain, d->index);
                         /* A device in a domain is recorded for it: else the
@@ -919,7 +939,7 @@ static size_t make_items(const struct scenario *sc, struct svff_reconf_item *ite
 }
 
 static void world_init(struct world *w, const struct scenario *sc, const struct svff_reconf_plan *p) {
-        *w = (struct world) { .numvfs = sc->from };
+        *w = (struct world) { .numvfs = sc->from, .gap = -1 };
         for (unsigned k = 0; k < MAX_VF; k++)
                 w->drv[k] = k < sc->from ? DRV_VFIO : DRV_NATIVE;
         for (size_t i = 0; i < p->n_items; i++) {
@@ -1012,6 +1032,10 @@ static unsigned n_cases;
  * many were refused so. */
 static bool refuse_recovery, lose_after_refusal;
 static unsigned n_refused_recovery, n_lost_after_refusal;
+/* Whether the cases lose a VF at the first count change (its index),
+ * and how many did. */
+static int gap_index = -1;
+static unsigned n_gaps;
 
 /* Runs a case, then restarts from the journal (without failures, libvirt
  * back) until none is left, checking after each run. */
@@ -1039,9 +1063,40 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         w.stop_now = stop_now;
         w.refuse_recovery = refuse_recovery;
         w.lose_after_refusal = lose_after_refusal;
+        w.gap = gap_index;
 
         run_once(&w, plan, NULL, name, sc->reprogram, S_NEW);
         check_world(&w, name, !w.journal);
+        if (w.gap_done) {
+                /* No virtfn<gap> after the count change: a failure naming
+                 * it; every other assignment has the VF of its own index,
+                 * never the next one along; the one at the gap keeps its
+                 * record, paused, at its address. */
+                const char *message = NULL;
+                char virtfn[32];
+
+                n_gaps++;
+                snprintf(virtfn, sizeof(virtfn), "virtfn%d", w.gap);
+                ck_assert_msg(reconf_machine_result(w.rm, &message) != RECONF_OK && message &&
+                              strstr(message, virtfn), "%s: VF %d missing, the reconf says: %s", name, w.gap,
+                              strna(message));
+                for (size_t i = 0; i < w.plan->n_items; i++) {
+                        const struct svff_reconf_item *it = &w.plan->items[i];
+
+                        if (it->index == (unsigned) w.gap) {
+                                ck_assert_msg(!w.dev[i].present || w.dev[i].paused,
+                                              "%s: item %zu has a VF though VF %d is missing", name, i, w.gap);
+                                ck_assert_msg(w.rec[i].present && w.rec[i].state == SVFF_ASSIGN_PAUSED &&
+                                              streq(w.rec[i].vf, it->vf),
+                                              "%s: item %zu at the missing VF lost its record: %s at '%s'", name, i,
+                                              w.rec[i].present ? svff_assign_state_to_string(w.rec[i].state)
+                                                               : "none", w.rec[i].vf);
+                        } else if (it->fate == SVFF_RECONF_SURVIVES)
+                                ck_assert_msg(w.dev[i].present && !w.dev[i].paused && w.dev[i].index == it->index &&
+                                              w.rec[i].present && streq(w.rec[i].vf, vf_addr(it->index)),
+                                              "%s: item %zu (VF %u) is not back on its own VF", name, i, it->index);
+                }
+        }
         if (ret_commits)
                 *ret_commits = w.seen[K_COMMIT];
         if (ret_completions)
@@ -1202,6 +1257,21 @@ START_TEST(test_recovery_refused) {
          * and lost libvirt during the rollback. */
         ck_assert_uint_gt(n_lost_after_refusal, 0);
         ck_assert_uint_gt(n_refused_recovery, 0);
+}
+END_TEST
+
+START_TEST(test_virtfn_gap) {
+        /* The kernel lists no virtfn1 after the new count (VF 1 removed
+         * as it came, its link gone or dangling), in every scenario and
+         * order. */
+        gap_index = 1;
+        for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
+                for (enum order o = O_SYNC; o <= O_LIFO; o++) {
+                        run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, 0, false, NULL, NULL);
+                        n_cases++;
+                }
+        gap_index = -1;
+        ck_assert_uint_eq(n_gaps, ELEMENTSOF(scenarios) * 3);
 }
 END_TEST
 
@@ -1383,6 +1453,7 @@ int main(void) {
         tcase_add_test(tc, test_stops);
         tcase_add_test(tc, test_reprogram_crashes);
         tcase_add_test(tc, test_recovery_refused);
+        tcase_add_test(tc, test_virtfn_gap);
         tcase_add_test(tc, test_reprogram_interrupted);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);

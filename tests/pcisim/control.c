@@ -24,6 +24,19 @@
  *   clear-faults
  *   partial <PF> <n>       the next VF enable creates at most n VFs and
  *                          still succeeds; sriov_numvfs then reads n
+ *   drop-vf <PF> <i> [dangling]
+ *                          the next VF enable loses VF i once it is added,
+ *                          as a surprise removal of that VF alone: its
+ *                          virtfn<i> link goes with it, or, with
+ *                          "dangling", stays and names a device that is no
+ *                          more; the other VFs stay, sriov_numvfs reads the
+ *                          count written
+ *   layout <PF> offset=N stride=N
+ *                          from the next VF enable on, the PF's VFs are at
+ *                          that First VF Offset and VF Stride (a device
+ *                          whose offset depends on NumVFs: the kernel reads
+ *                          both again when NumVFs is written); ERANGE for a
+ *                          routing ID past the bus range
  *   hold <BDF>             the device is "open" (vfio-pci opened by QEMU):
  *                          removing it (disabling its PF's VFs, removing or
  *                          unbinding it) blocks until ...
@@ -44,11 +57,14 @@
  *                          the mailbox
  *   queue-start <BDF> <qid> [MM|ST]   a queue of that function is started
  *   queue-stop <BDF> <qid>            (EINVAL: qid >= qmax)
- *   reprogram <BDF> <device> <totalvfs> [driver]
+ *   reprogram <BDF> <device> <totalvfs> [driver] [offset=N] [stride=N]
  *                          a flash hook wrote a new image to a removed PF:
  *                          the next rescan brings it back with that device
  *                          id and sriov_totalvfs (at most the scenario's),
- *                          and driver (default: none) takes the new id.
+ *                          and driver (default: none) takes the new id;
+ *                          with offset or stride, its VFs have another
+ *                          First VF Offset or VF Stride (ERANGE: a routing
+ *                          ID past the bus range).
  *                          EBUSY while the PF is on the bus: a real image
  *                          takes effect only through a remove and rescan.
  */
@@ -217,6 +233,34 @@ int sim_control(struct sim *sim, const char *cmd) {
                 dev->partial = (int) v;
                 return 0;
         }
+        if (streq(w[0], "drop-vf") && (n == 3 || (n == 4 && streq(w[3], "dangling")))) {
+                if (!dev || !dev->is_pf)
+                        return -ENODEV;
+                if (sim_kstrtoull(w[2], 10, &v) < 0 || v >= dev->totalvfs)
+                        return -EINVAL;
+                dev->drop_vf = (int) v;
+                dev->drop_dangling = n == 4;
+                return 0;
+        }
+        if (streq(w[0], "layout") && n == 4 && strncmp(w[2], "offset=", 7) == 0 &&
+            strncmp(w[3], "stride=", 7) == 0) {
+                unsigned long long offset, stride;
+                uint32_t last;
+
+                if (!dev || !dev->is_pf)
+                        return -ENODEV;
+                if (sim_kstrtoull(w[2] + 7, 0, &offset) < 0 || offset > 0xffff ||
+                    sim_kstrtoull(w[3] + 7, 0, &stride) < 0 || stride > 0xffff)
+                        return -EINVAL;
+                last = ((uint32_t) dev->bus << 8 | dev->devfn) + (uint32_t) offset;
+                if (dev->totalvfs > 0)
+                        last += (uint32_t) (dev->totalvfs - 1) * (uint32_t) stride;
+                if (last > 0xffff || offset == 0 || (dev->totalvfs > 1 && stride == 0))
+                        return -ERANGE;
+                dev->next_offset = (uint16_t) offset;
+                dev->next_stride = (uint16_t) stride;
+                return 0;
+        }
         if (streq(w[0], "qmax") && n == 3) {
                 if (!dev)
                         return -ENODEV;
@@ -236,9 +280,10 @@ int sim_control(struct sim *sim, const char *cmd) {
                         return -EINVAL;
                 return sim_qdma_queue(sim, dev, (unsigned) v, st, streq(w[0], "queue-start"));
         }
-        if (streq(w[0], "reprogram") && (n == 4 || n == 5)) {
-                unsigned long long device, total;
+        if (streq(w[0], "reprogram") && n >= 4 && n <= 7) {
+                unsigned long long device, total, offset, stride;
                 struct sim_driver *drv = NULL;
+                uint32_t last;
 
                 if (dev)
                         return -EBUSY;  /* on the bus */
@@ -252,8 +297,24 @@ int sim_control(struct sim *sim, const char *cmd) {
                 if (sim_kstrtoull(w[2], 16, &device) < 0 || device > 0xffff ||
                     sim_kstrtoull(w[3], 10, &total) < 0 || total > dev->vf_slots)
                         return -EINVAL;
-                if (n == 5 && !(drv = sim_driver_get(sim, w[4])))
-                        return -ENOENT;
+                offset = dev->offset;
+                stride = dev->stride;
+                for (size_t k = 4; k < n; k++) {
+                        if (strncmp(w[k], "offset=", 7) == 0) {
+                                if (sim_kstrtoull(w[k] + 7, 0, &offset) < 0 || offset > 0xffff)
+                                        return -EINVAL;
+                        } else if (strncmp(w[k], "stride=", 7) == 0) {
+                                if (sim_kstrtoull(w[k] + 7, 0, &stride) < 0 || stride > 0xffff)
+                                        return -EINVAL;
+                        } else if (drv || !(drv = sim_driver_get(sim, w[k])))
+                                return drv ? -EINVAL : -ENOENT;
+                }
+                /* every VF's routing ID must fit, as at registration */
+                last = (uint32_t) dev->bus << 8 | dev->devfn;
+                if (total > 0)
+                        last += (uint32_t) offset + (uint32_t) (total - 1) * (uint32_t) stride;
+                if (last > 0xffff || (total > 0 && offset == 0) || (total > 1 && stride == 0))
+                        return -ERANGE;
                 if (drv) {
                         int r = sim_driver_add_id(drv, dev->vendor, (uint32_t) device);
                         if (r < 0)
@@ -261,6 +322,8 @@ int sim_control(struct sim *sim, const char *cmd) {
                 }
                 dev->device = (uint16_t) device;
                 dev->totalvfs = (uint16_t) total;
+                dev->offset = (uint16_t) offset;
+                dev->stride = (uint16_t) stride;
                 dev->cap_totalvfs = 0;  /* the config space follows the image */
                 return 0;
         }

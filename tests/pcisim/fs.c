@@ -391,7 +391,7 @@ static int walk_device(struct sim *sim, const struct node *p, child_fn fn, void 
         if (d->pf && !d->unlinked)
                 CHILD("physfn", .kind = K_LINK, .link = L_PHYSFN, .dev = d);
         for (unsigned i = 0; d->is_pf && i < d->numvfs; i++) {
-                if (!d->vfs[i].present || d->vfs[i].unlinked)
+                if ((!d->vfs[i].present && !d->vfs[i].dangling) || d->vfs[i].unlinked)
                         continue;
                 snprintf(name, sizeof(name), "virtfn%u", i);
                 CHILD(name, .kind = K_LINK, .link = L_VIRTFN, .dev = &d->vfs[i]);

@@ -607,6 +607,7 @@ static int dev_plug(struct sim *sim, struct sim_dev *dev) {
         dev->cfg_vf_enable = false;
         dev->drivers_autoprobe = true;
         dev->partial = -1;
+        dev->drop_vf = -1;
         dev->qmax = dev->qmax_initial;
         qdma_queues_clear(dev);
         return dev_add(sim, dev);
@@ -678,6 +679,7 @@ static int vf_add(struct sim *sim, struct sim_dev *pf, unsigned i) {
                 .pf = pf,
                 .vf_index = i,
                 .partial = -1,
+                .drop_vf = -1,
         };
         sim_dev_set_name(vf);
         /* vfio_pci_bus_notifier(): a PF on vfio-pci (enable_sriov) captures
@@ -724,6 +726,19 @@ static void sriov_enable(struct sim *sim, struct sim_dev *pf, uint16_t n) {
                 sim_sleep(sim, SIM_LAT_VF_ENABLE);
                 (void) vf_add(sim, pf, i);
         }
+        if (pf->drop_vf >= 0 && pf->drop_vf < n && pf->vfs[pf->drop_vf].present) {
+                /* ctl drop-vf: that VF alone surprise-removed, its
+                 * virtfn link gone with it or left dangling */
+                struct sim_dev *vf = &pf->vfs[pf->drop_vf];
+
+                sim_dev_lock(sim, vf);
+                dev_del(sim, vf);
+                vf->unplugged = true;
+                vf->dangling = pf->drop_dangling;
+                vf->unlinked = !pf->drop_dangling;
+                sim_dev_unlock(sim, vf);
+        }
+        pf->drop_vf = -1;
         pf->numvfs = n;
         pthread_cond_broadcast(&sim->cond);
 }
@@ -751,6 +766,12 @@ static int sriov_configure(struct sim *sim, struct sim_dev *pf, uint16_t n) {
         if (n == 0) {
                 sriov_disable(sim, pf);
                 return 0;
+        }
+        if (pf->next_offset) {
+                /* pci_iov_set_numvfs(): offset and stride read again */
+                pf->offset = pf->next_offset;
+                pf->stride = pf->next_stride;
+                pf->next_offset = pf->next_stride = 0;
         }
         if (vfs_orphaned(sim, pf, n)) {
                 /* pci_iov_add_virtfn(): device_add() of a VF whose name an

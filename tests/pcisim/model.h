@@ -72,6 +72,7 @@ struct sim_dev {
         bool locked;                    /* device_lock() held by some thread */
         bool held;                      /* "opened by QEMU": blocks removal */
         bool unlinked;                  /* VF: virtfn/physfn links gone, removal under way */
+        bool dangling;                  /* VF: removed, its virtfn link left naming it */
         bool unbinding;                 /* driver links gone, the driver's remove() under way */
         struct sim_driver *driver;
         char *driver_override;
@@ -86,6 +87,9 @@ struct sim_dev {
         bool drivers_autoprobe;
         bool shared_group;              /* PF and VFs in one IOMMU group */
         int partial;                    /* next enable creates this many VFs, -1: off */
+        uint16_t next_offset, next_stride; /* from the next enable on (ctl layout), 0: as is */
+        int drop_vf;                    /* next enable loses this VF, -1: off */
+        bool drop_dangling;             /* ... and leaves its virtfn link */
         bool cfg_vf_enable;             /* SR-IOV Control VF Enable + VF MSE */
         uint16_t cfg_numvfs;            /* SR-IOV NumVFs register */
         unsigned vf_qmax;               /* what a VF driver asks for at probe */
