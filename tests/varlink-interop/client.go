@@ -110,7 +110,7 @@ func main() {
 
 	// Init again at the count it has: its reply's VFs, typed.
 	four := int64(4)
-	_, numvfs, _, initVfs, _, err := iosvff.Init().Call(ctx, c, pf, &four, nil, nil)
+	_, numvfs, _, initVfs, _, _, err := iosvff.Init().Call(ctx, c, pf, &four, nil, nil)
 	if err != nil {
 		die("Init", err)
 	}
