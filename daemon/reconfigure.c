@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -785,10 +786,13 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                        "progress", pf);
                 return -EBUSY;
         }
-        /* The count the PF has: an operator's reconf to it would pause
-         * every guest and go through 0 for nothing. Nothing is touched,
-         * the owner included, unless cycle asks for the full cycle. */
-        if (call && !image && !dry_run && !req->cycle && numvfs == found->numvfs) {
+        /* The count the PF has, every VF of it present: an operator's
+         * reconf to it would pause every guest and go through 0 for
+         * nothing. Nothing is touched, the owner included, unless cycle
+         * asks for the full cycle. A PF that lost a VF (no virtfnK) gets
+         * it back only through the cycle, so that reconf goes ahead. */
+        if (call && !image && !dry_run && !req->cycle && numvfs == found->numvfs && found->n_vfs == numvfs &&
+            found->vf_missing == UINT_MAX) {
                 reply_nothing_to_do(call, pf, numvfs);
                 return 0;
         }

@@ -21,7 +21,7 @@ vf0="[v for p in d['pfs'] if p['address'] == '$PF' for v in p['vfs'] if v['index
 
 note "reconf: the VFs come back at offset 8, stride 2"
 pcisim_ctl layout $PF offset=8 stride=2
-ctl reconf $PF 2 >"$T/out" 2>&1 || fail "reconf: $(cat "$T/out")"
+ctl reconf $PF 2 --cycle >"$T/out" 2>&1 || fail "reconf: $(cat "$T/out")"
 NEW0=$(sys_vf $PF 0); NEW1=$(sys_vf $PF 1)
 expect_eq "$NEW0 $NEW1" "0000:00:05.0 0000:00:05.2" "VF addresses after the reconf"
 expect_eq "$(store_py 'print(" ".join("%s=%s:%s" % (a["domain"], v, a["state"]) for v, a in sorted(d["assignments"].items(), key=lambda x: x[1]["domain"])))')" \
