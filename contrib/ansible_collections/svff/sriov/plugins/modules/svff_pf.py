@@ -186,14 +186,6 @@ def main():
 
     assigned = assigned_vfs(pf)
     reconf = bool(assigned) and numvfs != pf.get('numvfs')
-    if reconf and not p['keep_assignments']:
-        module.fail_json(
-            msg="PF %s has %d VF(s) assigned (%s): changing its count from %s to %s is a "
-                "reconf; set keep_assignments: true to keep every domain's VF through it"
-                % (addr, len(assigned), ', '.join('%s in %s' % (v['address'], v['assigned_to'].get('domain'))
-                                                 for v in assigned), pf.get('numvfs'), numvfs),
-            pf=addr)
-
     result.update(changed=True, operation='reconf' if reconf else 'init', numvfs=numvfs)
     after = "pf: %s\nnumvfs: %s\ndriver: %s\nowner: operator\n" % (
         addr, numvfs, driver or desired.get('vf_driver') or '(svffd\'s vf_driver)')
@@ -213,6 +205,15 @@ def main():
                                  % (addr, numvfs), pf=addr, plan=plan_reply.get('plan'),
                              class_plan=plan_reply.get('class_plan'),
                              diff=dict(prepared=plan_text(plan_reply)))
+    # Refused after svffd's own refusals (a count above totalvfs), before
+    # anything changes.
+    if reconf and not p['keep_assignments']:
+        module.fail_json(
+            msg="PF %s has %d VF(s) assigned (%s): changing its count from %s to %s is a "
+                "reconf; set keep_assignments: true to keep every domain's VF through it"
+                % (addr, len(assigned), ', '.join('%s in %s' % (v['address'], v['assigned_to'].get('domain'))
+                                                 for v in assigned), pf.get('numvfs'), numvfs),
+            pf=addr, plan=result.get('plan'))
     result['diff'] = dict(before=before, after=after, before_header=addr, after_header=addr)
     if plan_reply is not None:
         result['diff']['prepared'] = plan_text(plan_reply)

@@ -1,0 +1,275 @@
+#!/bin/sh
+# The svff.sriov Ansible collection (contrib/ansible_collections) driven by
+# Debian's real ansible-playbook against three "hosts" of one inventory,
+# each its own svffd on its own pcisim mount with its own socket and its
+# own libvirt (embedded, or under a sanitizer build domains of their own
+# on one private libvirtd): facts; check mode, whose plan is printed and
+# which changes neither sysfs nor the store; an apply, then the same
+# apply with changed=0 and nothing touched; bad input (an unknown PF, a
+# count above totalvfs, a domain that does not exist, a reconf without
+# keep_assignments), each failing with svffd's own message and nothing
+# changed; and the rolling-reconf playbook, once with host 2's numvfs
+# write refused (a fault point): host 2 rolls back, host 3 is never
+# touched, every domain keeps its VF; then through on all three.
+. "$(dirname "$0")/libvirt-embed-lib.sh"
+
+command -v ansible-playbook >/dev/null ||
+        skip "ansible-playbook is not installed (Debian's ansible-core: apt-get install ansible-core)"
+"$SVFFD" --version | grep -q '+FAULT-POINTS' ||
+        skip "svffd was built without --enable-fault-points (the rolling playbook's failing host needs one)"
+
+COLLECTIONS="$top_srcdir/contrib"
+PF=0000:01:00.0
+HOSTS="1 2 3"
+
+# Ansible's own files (temp, facts cache) under the test's directory.
+export HOME="$T/home" ANSIBLE_HOME="$T/home/.ansible" ANSIBLE_LOCAL_TEMP="$T/home/tmp"
+export ANSIBLE_REMOTE_TEMP="$T/home/remote-tmp" ANSIBLE_COLLECTIONS_PATH="$COLLECTIONS"
+export ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_HOST_KEY_CHECKING=0
+export ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3 ANSIBLE_DEPRECATION_WARNINGS=0
+mkdir -p "$HOME"
+
+cat > "$T/inventory" <<EOF
+[svff]
+host1 svff_socket=$T/h1/svffd.sock
+host2 svff_socket=$T/h2/svffd.sock
+host3 svff_socket=$T/h3/svffd.sock
+
+[svff:vars]
+ansible_connection=local
+EOF
+
+# --- three hosts ------------------------------------------------------
+
+HOST_PIDS=""
+h() { echo "$T/h$1"; }
+sys_vf_of() { basename "$(readlink "$(h "$1")/sys/bus/pci/devices/$PF/virtfn$2")"; }
+hctl() { _h=$1; shift; "$SVFFCTL" --socket "$(h "$_h")/svffd.sock" "$@"; }
+host_fail() { sed 's/^/  svffd h'"$1"'| /' "$(h "$1")/svffd.log" | tail -n 30 >&2; fail "$2"; }
+
+# host_start N [ENV=VALUE...]: svffd of host N up and connected to its libvirt.
+host_start() {
+        _n=$1; shift
+        _d=$(h "$_n")
+        env "$@" "$SVFFD" --socket "$_d/svffd.sock" --state-dir "$_d/state" --sysfs-root "$_d/sys" \
+                --config "$_d/svff.conf" --log-level debug >>"$_d/svffd.log" 2>&1 &
+        eval "HOST_PID_$_n=$!"
+        _c=$(grep -c "Connected to libvirt" "$_d/svffd.log" || true)
+        _want=$((_c + 1))
+        wait_for_s 30 sh -c "[ \$(grep -c 'Connected to libvirt' '$_d/svffd.log') -ge $_want ]" ||
+                host_fail "$_n" "svffd of host $_n did not come up connected to libvirt"
+}
+host_stop() {
+        eval "_p=\${HOST_PID_$1:-}"
+        [ -n "$_p" ] || return 0
+        kill "$_p" 2>/dev/null
+        _rc=0
+        wait "$_p" || _rc=$?
+        eval "HOST_PID_$1="
+        [ "$_rc" = 0 ] || host_fail "$1" "svffd of host $1 exited with $_rc"
+}
+hosts_cleanup() {
+        set +e
+        for n in $HOSTS; do
+                eval "_p=\${HOST_PID_$n:-}"
+                [ -n "$_p" ] && kill "$_p" 2>/dev/null && wait "$_p" 2>/dev/null
+                mountpoint -q "$(h "$n")/sys" 2>/dev/null &&
+                        { fusermount3 -u "$(h "$n")/sys" 2>/dev/null || umount -l "$(h "$n")/sys"; }
+        done
+        # An embedded root's QEMU outlives svffd; none is started here,
+        # but stop any all the same.
+        for p in $(pgrep -f "$T/h[123]/libvirt/lib/qemu" 2>/dev/null); do kill "$p" 2>/dev/null; done
+}
+trap 'hosts_cleanup; cleanup_svffd_first' EXIT
+
+for n in $HOSTS; do
+        hd=$(h "$n")
+        mkdir -p "$hd/sys" "$hd/state"
+        rc=0
+        "$PCISIM" --scenario "$PCISIM_SCENARIOS/qdma.json" "$hd/sys" >"$hd/pcisim.log" 2>&1 || rc=$?
+        [ "$rc" = 77 ] && skip "pcisim cannot mount FUSE here: $(cat "$hd/pcisim.log")"
+        [ "$rc" = 0 ] || fail "pcisim of host $n failed ($rc): $(cat "$hd/pcisim.log")"
+        if [ "$SVFF_LIBVIRT" = embed ]; then
+                uri="qemu:///embed?root=$hd/libvirt"
+                mkdir -p "$hd/libvirt/etc"
+                printf 'stdio_handler = "file"\nuser = "root"\ngroup = "root"\n' > "$hd/libvirt/etc/qemu.conf"
+        else
+                uri=$URI
+        fi
+        # Each host's domains are its own (under a shared libvirtd too).
+        # define() loops with d.
+        URI=$uri define "h$n-vm1" "h$n-vm2"
+        printf '{"libvirt_uri": "%s", "detach_timeout_sec": 5}\n' "$uri" > "$hd/svff.conf"
+        host_start "$n"
+done
+note "three hosts: svffd on pcisim with its own socket and libvirt ($SVFF_LIBVIRT)"
+
+# snapshot: what check mode and a repeated apply must leave as it is, on
+# every host: the PF's count, each VF's driver, the store file.
+snapshot() {
+        for n in $HOSTS; do
+                d=$(h "$n")/sys/bus/pci/devices/$PF
+                printf 'host %s numvfs %s\n' "$n" "$(cat "$d/sriov_numvfs")"
+                for v in "$d"/virtfn*; do
+                        [ -e "$v" ] || continue
+                        printf 'host %s %s %s\n' "$n" "$(basename "$(readlink "$v")")" \
+                                "$(basename "$(readlink "$v/driver" 2>/dev/null || echo none)")"
+                done
+                s=$(h "$n")/state/store.json
+                if [ -f "$s" ]; then
+                        printf 'host %s store %s\n' "$n" "$(sha256sum < "$s" | cut -d' ' -f1)"
+                else
+                        printf 'host %s store none\n' "$n"
+                fi
+        done
+}
+
+# play NAME [ansible-playbook options]: runs $T/NAME.yml (or a
+# collection's playbook by its name) on all three hosts; output in
+# $T/NAME.out, the JSON callback's in $T/NAME.json when JSON=1.
+play() {
+        _name=$1; shift
+        _pb=$T/$_name.yml
+        [ -f "$_pb" ] || _pb=$_name
+        _rc=0
+        if [ "${JSON:-0}" = 1 ]; then
+                ANSIBLE_STDOUT_CALLBACK=json ansible-playbook -i "$T/inventory" "$@" "$_pb" \
+                        >"$T/$_name.json" 2>"$T/$_name.err" || _rc=$?
+        else
+                ansible-playbook -i "$T/inventory" "$@" "$_pb" >"$T/$_name.out" 2>&1 || _rc=$?
+        fi
+        return $_rc
+}
+# recap NAME HOST: the PLAY RECAP line of HOST.
+recap() { grep "^$2 *:" "$T/$1.out" | tail -n 1; }
+
+# --- facts ------------------------------------------------------------
+
+cat > "$T/facts.yml" <<'EOF'
+- hosts: svff
+  gather_facts: false
+  tasks:
+    - svff.sriov.svff_info:
+        socket: "{{ svff_socket }}"
+      register: svff
+    - ansible.builtin.copy:
+        content: "{{ svff | to_json }}"
+        dest: "{{ facts_dir }}/facts-{{ inventory_hostname }}.json"
+EOF
+play facts -e "facts_dir=$T" || fail "facts playbook: $(cat "$T/facts.out")"
+for n in $HOSTS; do
+        f=$T/facts-host$n.json
+        expect_eq "$(jget "[p['numvfs'] for p in d['pfs'] if p['address'] == '$PF']" < "$f")" "[0]" "host $n: facts, numvfs"
+        expect_eq "$(jget "(len(d['operations']), len(d['drift']), d['status']['sysfs_root'])" < "$f")" \
+                "(0, 0, '$(h "$n")/sys')" "host $n: facts, operations, drift and sysfs root"
+done
+
+# --- check mode, apply, apply again --------------------------------------
+
+cat > "$T/apply.yml" <<EOF
+- hosts: svff
+  gather_facts: false
+  tasks:
+    - name: four VFs on vfio-pci
+      svff.sriov.svff_pf:
+        pf: "$PF"
+        numvfs: 4
+        socket: "{{ svff_socket }}"
+    - name: a VF of the pool for each domain
+      svff.sriov.svff_assignment:
+        pf: "$PF"
+        domain: "{{ inventory_hostname | replace('host', 'h') }}-{{ item }}"
+        socket: "{{ svff_socket }}"
+      loop: [vm1, vm2]
+EOF
+snapshot > "$T/before"
+play apply --check --diff || fail "apply in check mode: $(cat "$T/apply.out")"
+snapshot > "$T/after"
+diff -u "$T/before" "$T/after" >&2 || fail "check mode changed the hosts (above)"
+# The plan is svffd's dry run: 0 -> 4, its steps, printed by --diff.
+for n in $HOSTS; do
+        grep -q "^host$n *: ok=2 *changed=2 .*failed=0" "$T/apply.out" ||
+                fail "check mode's recap of host$n: $(recap apply "host$n")"
+done
+grep -q "PF $PF: 0 -> 4 VFs on vfio-pci" "$T/apply.out" || fail "check mode printed no plan: $(cat "$T/apply.out")"
+grep -q "step [0-9]*: numvfs numvfs (numvfs 4)" "$T/apply.out" || fail "the plan has no numvfs step: $(cat "$T/apply.out")"
+grep -q "step [0-9]*: bind bind (numvfs 4, driver vfio-pci)" "$T/apply.out" || fail "the plan has no bind step: $(cat "$T/apply.out")"
+grep -q 'io.svff.Attach {"domain": "h2-vm1", "pf": "'"$PF"'"}' "$T/apply.out" ||
+        fail "check mode does not show the attach: $(cat "$T/apply.out")"
+
+play apply || fail "apply: $(cat "$T/apply.out")"
+for n in $HOSTS; do
+        grep -q "^host$n *: ok=2 *changed=2 .*failed=0" "$T/apply.out" || fail "apply's recap of host$n: $(recap apply "host$n")"
+        expect_eq "$(cat "$(h "$n")/sys/bus/pci/devices/$PF/sriov_numvfs")" 4 "host $n: numvfs after apply"
+        expect_eq "$(hctl "$n" list --json | jget "sorted(v['assigned_to']['domain'] for v in d['pfs'][0]['vfs'] if v['assigned_to'])")" \
+                "['h$n-vm1', 'h$n-vm2']" "host $n: assignments after apply"
+done
+snapshot > "$T/before"
+play apply || fail "apply again: $(cat "$T/apply.out")"
+snapshot > "$T/after"
+for n in $HOSTS; do
+        grep -q "^host$n *: ok=2 *changed=0 .*failed=0" "$T/apply.out" ||
+                fail "the second apply's recap of host$n: $(recap apply "host$n")"
+done
+diff -u "$T/before" "$T/after" >&2 || fail "the second apply touched the hosts (above)"
+
+# Facts again: the assignments, flattened.
+play facts -e "facts_dir=$T" || fail "facts playbook: $(cat "$T/facts.out")"
+expect_eq "$(jget "sorted((a['pf'], a['domain'], a['state'], a['config']) for a in d['assignments'])" < "$T/facts-host3.json")" \
+        "[('$PF', 'h3-vm1', 'attached', True), ('$PF', 'h3-vm2', 'attached', True)]" "host 3: facts, assignments"
+
+# --- bad input ------------------------------------------------------------
+
+# bad NAME TASK-YAML: the task fails on every host, with the message
+# svffd gives (EXPECT, a varlink call's error message on host 1, or
+# the module's own refusal), and nothing changes.
+bad() {
+        _name=$1
+        cat > "$T/$_name.yml" <<EOF
+- hosts: svff
+  gather_facts: false
+  tasks:
+$2
+EOF
+        snapshot > "$T/before"
+        _rc=0
+        JSON=1 play "$_name" || _rc=$?
+        [ "$_rc" != 0 ] || fail "$_name: the playbook succeeded: $(cat "$T/$_name.json")"
+        snapshot > "$T/after"
+        diff -u "$T/before" "$T/after" >&2 || fail "$_name changed the hosts (above)"
+        python3 - "$T/$_name.json" "$3" <<'PY' || fail "$_name: $(cat "$T/$_name.json" "$T/$_name.err")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = sys.argv[2]
+hosts = d["plays"][0]["tasks"][0]["hosts"]
+assert sorted(hosts) == ["host1", "host2", "host3"], sorted(hosts)
+for h, r in hosts.items():
+    msg = r.get("msg", "")
+    assert r.get("failed") and not r.get("changed"), (h, r)
+    assert msg == want.replace("{h}", h[-1]), "%s: msg %r, wanted %r" % (h, msg, want)
+    assert "Traceback" not in json.dumps(r) and "exception" not in r, (h, r)
+PY
+}
+# svff_message METHOD PARAMS: svffd's message for that call on host 1, as
+# bad's EXPECT (host 1's paths and domains made each host's).
+svff_message() {
+        varlink_call "$1" "$2" | jget 'd["parameters"]["message"]' | sed "s|$T/h1/|$T/h{h}/|g; s|h1-vm|h{h}-vm|g"
+}
+
+SOCK=$(h 1)/svffd.sock
+msg=$(svff_message io.svff.List '{"pf": "0000:09:00.0"}')
+case $msg in *0000:09:00.0*) ;; *) fail "svffd's message for an unknown PF: '$msg'" ;; esac
+bad unknown-pf '    - svff.sriov.svff_pf: {pf: "0000:09:00.0", numvfs: 2, socket: "{{ svff_socket }}"}' "$msg"
+
+msg=$(svff_message io.svff.Reconf "{\"pf\": \"$PF\", \"numvfs\": 300, \"dry_run\": true}")
+case $msg in *300*) ;; *) fail "svffd's message for 300 VFs: '$msg'" ;; esac
+bad too-many "    - svff.sriov.svff_pf: {pf: \"$PF\", numvfs: 300, keep_assignments: true, socket: \"{{ svff_socket }}\"}" "$msg"
+
+msg=$(svff_message io.svff.Attach "{\"pf\": \"$PF\", \"domain\": \"no-such-vm\"}")
+case $msg in *no-such-vm*) ;; *) fail "svffd's message for an unknown domain: '$msg'" ;; esac
+bad unknown-domain "    - svff.sriov.svff_assignment: {pf: \"$PF\", domain: no-such-vm, socket: \"{{ svff_socket }}\"}" "$msg"
+
+# A count change over assigned VFs is a reconf: refused without
+# keep_assignments, before svffd is asked to change anything.
+bad reconf-refused "    - svff.sriov.svff_pf: {pf: \"$PF\", numvfs: 6, socket: \"{{ svff_socket }}\"}" \
+        "PF $PF has 2 VF(s) assigned ($(sys_vf_of 1 0) in h{h}-vm1, $(sys_vf_of 1 1) in h{h}-vm2): changing its count from 4 to 6 is a reconf; set keep_assignments: true to keep every domain's VF through it"
