@@ -19,6 +19,9 @@ command -v ansible-playbook >/dev/null ||
         skip "svffd was built without --enable-fault-points (the rolling playbook's failing host needs one)"
 
 COLLECTIONS="$top_srcdir/contrib"
+# By its path: a collection's playbook is found by name only when the
+# name is an identifier.
+ROLLING="$COLLECTIONS/ansible_collections/svff/sriov/playbooks/rolling-reconf.yml"
 PF=0000:01:00.0
 HOSTS="1 2 3"
 
@@ -124,13 +127,16 @@ snapshot() {
         done
 }
 
-# play NAME [ansible-playbook options]: runs $T/NAME.yml (or a
-# collection's playbook by its name) on all three hosts; output in
-# $T/NAME.out, the JSON callback's in $T/NAME.json when JSON=1.
+# play NAME|PATH [ansible-playbook options]: runs $T/NAME.yml (or the
+# playbook at PATH) on all three hosts; output in $T/NAME.out (NAME: the
+# file's name without .yml), the JSON callback's in $T/NAME.json when
+# JSON=1.
 play() {
-        _name=$1; shift
-        _pb=$T/$_name.yml
-        [ -f "$_pb" ] || _pb=$_name
+        _pb=$1; shift
+        case $_pb in
+        */*) _name=$(basename "$_pb" .yml) ;;
+        *) _name=$_pb; _pb=$T/$_pb.yml ;;
+        esac
         _rc=0
         if [ "${JSON:-0}" = 1 ]; then
                 ANSIBLE_STDOUT_CALLBACK=json ansible-playbook -i "$T/inventory" "$@" "$_pb" \
@@ -192,8 +198,8 @@ for n in $HOSTS; do
                 fail "check mode's recap of host$n: $(recap apply "host$n")"
 done
 grep -q "PF $PF: 0 -> 4 VFs on vfio-pci" "$T/apply.out" || fail "check mode printed no plan: $(cat "$T/apply.out")"
-grep -q "step [0-9]*: numvfs numvfs (numvfs 4)" "$T/apply.out" || fail "the plan has no numvfs step: $(cat "$T/apply.out")"
-grep -q "step [0-9]*: bind bind (numvfs 4, driver vfio-pci)" "$T/apply.out" || fail "the plan has no bind step: $(cat "$T/apply.out")"
+grep -q "step [0-9]*: numvfs (numvfs 4)" "$T/apply.out" || fail "the plan has no numvfs step: $(cat "$T/apply.out")"
+grep -q "step [0-9]*: bind (numvfs 4, driver vfio-pci)" "$T/apply.out" || fail "the plan has no bind step: $(cat "$T/apply.out")"
 grep -q 'io.svff.Attach {"domain": "h2-vm1", "pf": "'"$PF"'"}' "$T/apply.out" ||
         fail "check mode does not show the attach: $(cat "$T/apply.out")"
 
@@ -273,3 +279,59 @@ bad unknown-domain "    - svff.sriov.svff_assignment: {pf: \"$PF\", domain: no-s
 # keep_assignments, before svffd is asked to change anything.
 bad reconf-refused "    - svff.sriov.svff_pf: {pf: \"$PF\", numvfs: 6, socket: \"{{ svff_socket }}\"}" \
         "PF $PF has 2 VF(s) assigned ($(sys_vf_of 1 0) in h{h}-vm1, $(sys_vf_of 1 1) in h{h}-vm2): changing its count from 4 to 6 is a reconf; set keep_assignments: true to keep every domain's VF through it"
+
+# --- the rolling reconf ---------------------------------------------------
+
+# assignments_of N: host N's assignments of the PF (VF, domain, state).
+assignments_of() {
+        hctl "$1" list --json | jget "sorted((v['address'], v['assigned_to']['domain'], v['assigned_to']['state'])
+                                            for p in d['pfs'] for v in p['vfs'] if v['assigned_to'])"
+}
+numvfs_of() { cat "$(h "$1")/sys/bus/pci/devices/$PF/sriov_numvfs"; }
+for n in $HOSTS; do assignments_of "$n" > "$T/assignments-$n"; done
+
+# Host 2's write of the new count is refused (a fault point): its reconf
+# rolls back, and serial: 1 with max_fail_percentage: 0 stop the rollout
+# there. Host 3 is never touched.
+host_stop 2
+host_start 2 SVFF_FAULT=fail-numvfs-N
+snapshot | grep '^host 3 ' > "$T/before"
+rc=0
+play "$ROLLING" -e "svff_pf=$PF" -e svff_numvfs=6 -e svff_settle_delay=1 || rc=$?
+[ "$rc" != 0 ] || fail "the rolling reconf succeeded with host 2's numvfs write refused: $(cat "$T/rolling-reconf.out")"
+out=$T/rolling-reconf.out
+snapshot | grep '^host 3 ' > "$T/after"
+diff -u "$T/before" "$T/after" >&2 || fail "the rolling reconf touched host 3 after host 2 failed (above)"
+grep -q '^host3 ' "$out" && fail "host 3 ran tasks after host 2 failed: $(cat "$out")"
+grep -q "^host1 *: ok=5 *changed=2 .*failed=0" "$out" || fail "the rolling reconf's recap of host1: $(cat "$out")"
+grep -q "^host2 *: ok=2 *changed=1 .*failed=1" "$out" || fail "the rolling reconf's recap of host2: $(recap rolling-reconf host2)"
+# The plan, printed by the plan task's diff: both domains keep their VF.
+grep -q "domain h1-vm1 ([-0-9a-f]*) keeps its VF: VF $(sys_vf_of 1 0) (index 0)" "$out" ||
+        fail "the rolling reconf printed no plan for host 1: $(cat "$out")"
+# Host 2 fails with svffd's message for the failed reconf.
+grep -q "fatal: \[host2\]: FAILED! => .*\"msg\": \"Reconf of PF $PF to 6 VFs failed" "$out" ||
+        fail "host 2's failure is not svffd's message: $(grep -A3 'host2' "$out")"
+expect_eq "$(numvfs_of 1)" 6 "host 1: numvfs after the rolling reconf"
+expect_eq "$(numvfs_of 2)" 4 "host 2: numvfs after its reconf rolled back"
+expect_eq "$(numvfs_of 3)" 4 "host 3: numvfs (untouched)"
+for n in $HOSTS; do
+        expect_eq "$(assignments_of "$n")" "$(cat "$T/assignments-$n")" "host $n: assignments after the rolling reconf"
+done
+
+# With host 2 mended, the same playbook goes through all three hosts: the
+# time of a three-host rolling reconf (host 1 is at 8 too after it).
+host_stop 2
+host_start 2
+start=$(date +%s%N)
+play "$ROLLING" -e "svff_pf=$PF" -e svff_numvfs=8 -e svff_settle_delay=1 ||
+        fail "the rolling reconf to 8: $(cat "$T/rolling-reconf.out")"
+end=$(date +%s%N)
+note "three-host rolling reconf playbook (4 or 6 -> 8 VFs, 2 domains each): $(( (end - start) / 1000000 )) ms wall time"
+for n in $HOSTS; do
+        grep -q "^host$n *: ok=5 *changed=2 .*failed=0" "$T/rolling-reconf.out" ||
+                fail "the second rolling reconf's recap of host$n: $(recap rolling-reconf "host$n")"
+        expect_eq "$(numvfs_of "$n")" 8 "host $n: numvfs after the second rolling reconf"
+        expect_eq "$(assignments_of "$n")" "$(cat "$T/assignments-$n")" "host $n: assignments after the second rolling reconf"
+done
+for n in $HOSTS; do host_stop "$n"; done
+echo "PASS: svff.sriov facts, check mode, idempotent apply, bad input, rolling reconf on three hosts"

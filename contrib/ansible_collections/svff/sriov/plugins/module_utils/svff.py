@@ -217,8 +217,8 @@ def plan_text(reply):
         for k in ('vf', 'domain', 'numvfs', 'driver', 'guest_address', 'alias'):
             if s.get(k) is not None:
                 detail.append('%s %s' % (k, s[k]))
-        lines.append("step %d: %s %s%s" % (i, s.get('phase'), s.get('action'),
-                                          (' (' + ', '.join(detail) + ')') if detail else ''))
+        what = s.get('action') if s.get('action') == s.get('phase') else '%s %s' % (s.get('phase'), s.get('action'))
+        lines.append("step %d: %s%s" % (i, what, (' (' + ', '.join(detail) + ')') if detail else ''))
     cp = reply.get('class_plan')
     if cp:
         if cp.get('refused'):
