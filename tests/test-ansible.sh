@@ -54,10 +54,11 @@ host_fail() { sed 's/^/  svffd h'"$1"'| /' "$(h "$1")/svffd.log" | tail -n 30 >&
 host_start() {
         _n=$1; shift
         _d=$(h "$_n")
+        # Counted before svffd starts, which may connect at once.
+        _c=$(grep -c "Connected to libvirt" "$_d/svffd.log" 2>/dev/null || true)
         env "$@" "$SVFFD" --socket "$_d/svffd.sock" --state-dir "$_d/state" --sysfs-root "$_d/sys" \
                 --config "$_d/svff.conf" --log-level debug >>"$_d/svffd.log" 2>&1 &
         eval "HOST_PID_$_n=$!"
-        _c=$(grep -c "Connected to libvirt" "$_d/svffd.log" || true)
         _want=$((_c + 1))
         wait_for_s 30 sh -c "[ \$(grep -c 'Connected to libvirt' '$_d/svffd.log') -ge $_want ]" ||
                 host_fail "$_n" "svffd of host $_n did not come up connected to libvirt"
@@ -333,5 +334,28 @@ for n in $HOSTS; do
         expect_eq "$(numvfs_of "$n")" 8 "host $n: numvfs after the second rolling reconf"
         expect_eq "$(assignments_of "$n")" "$(cat "$T/assignments-$n")" "host $n: assignments after the second rolling reconf"
 done
+# --- a call past its timeout -----------------------------------------------
+
+# Host 3's VFs come up slowly (pcisim: 300 ms each): a reconf to 10 VFs
+# outlasts the task's 1 s timeout. The task fails naming the reconf svffd
+# still runs; svffd carries it through, every assignment kept.
+printf 'latency vf_enable 300000' > "$(h 3)/sys/.pcisim/ctl"
+cat > "$T/timeout.yml" <<EOF
+- hosts: host3
+  gather_facts: false
+  tasks:
+    - svff.sriov.svff_pf: {pf: "$PF", numvfs: 10, keep_assignments: true, timeout: 1, socket: "{{ svff_socket }}"}
+EOF
+rc=0
+JSON=1 play timeout || rc=$?
+[ "$rc" != 0 ] || fail "a 3 s reconf passed a 1 s timeout: $(cat "$T/timeout.json")"
+jget 'd["plays"][0]["tasks"][0]["hosts"]["host3"]["msg"]' < "$T/timeout.json" > "$T/timeout.msg"
+grep -q "^Reconf of $PF to 10 VFs: no answer from svffd within 1 s (timeout); the operation goes on in svffd; svffd is still running: reconf on $PF (phase " "$T/timeout.msg" ||
+        fail "the timeout's message: $(cat "$T/timeout.msg" "$T/timeout.err")"
+idle() { [ "$(hctl "$1" status --json | jget 'len(d["operations"])')" = 0 ]; }
+wait_for_s 30 idle 3 || fail "host 3's reconf did not end after the timeout"
+expect_eq "$(numvfs_of 3)" 10 "host 3: numvfs after the reconf that outlasted the timeout"
+expect_eq "$(assignments_of 3)" "$(cat "$T/assignments-3")" "host 3: assignments after the reconf that outlasted the timeout"
+
 for n in $HOSTS; do host_stop "$n"; done
-echo "PASS: svff.sriov facts, check mode, idempotent apply, bad input, rolling reconf on three hosts"
+echo "PASS: svff.sriov facts, check mode, idempotent apply, bad input, rolling reconf on three hosts, a timeout"
