@@ -165,17 +165,20 @@ class SvffClient:
         return out
 
     def _timeout_message(self, method, what, timeout):
-        running = ''
+        # What svffd runs now, from Status, which answers from its last
+        # picture of the host; it too gets a short deadline.
         try:
-            st = self._exchange(INTERFACE + '.Status', {}, 5.0).get('parameters') or {}
+            st = self._exchange(INTERFACE + '.Status', {}, 2.0).get('parameters') or {}
             ops = st.get('operations') or []
             if ops:
                 running = '; svffd is still running: ' + ', '.join(
                     "%s on %s (phase %s, %d/%d)" % (o.get('op'), o.get('pf'), o.get('phase'),
                                                      o.get('done', 0), o.get('total', 0))
                     for o in ops)
-        except Exception:
-            pass
+            else:
+                running = '; svffd reports no operation in progress now'
+        except (socket.timeout, OSError, ValueError):
+            running = " (svffd's Status did not answer within 2 s either)"
         return ("%s: no answer from svffd within %g s (timeout); the operation goes on in "
                 "svffd%s. Wait for it with svff.sriov.svff_info (operations empty) before "
                 "running this task again." % (what, timeout, running))
