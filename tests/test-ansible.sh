@@ -32,6 +32,15 @@ export ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_HOST_KEY_CHECKING
 export ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3 ANSIBLE_DEPRECATION_WARNINGS=0
 mkdir -p "$HOME"
 
+# --- the docs -----------------------------------------------------------
+
+for m in svff_info svff_pf svff_assignment; do
+        ansible-doc "svff.sriov.$m" > "$T/doc-$m" 2>&1 || fail "ansible-doc svff.sriov.$m: $(cat "$T/doc-$m")"
+        grep -q "^> SVFF.SRIOV.$(echo "$m" | tr '[:lower:]' '[:upper:]')" "$T/doc-$m" && grep -q "^OPTIONS" "$T/doc-$m" &&
+                grep -q "^EXAMPLES:" "$T/doc-$m" && grep -q "^RETURN VALUES:" "$T/doc-$m" && grep -q "^- socket$" "$T/doc-$m" ||
+                fail "ansible-doc svff.sriov.$m lacks its options, examples or return values: $(cat "$T/doc-$m")"
+done
+
 # --- three hosts ------------------------------------------------------
 
 h() { echo "$T/h$1"; }
