@@ -128,8 +128,17 @@ class SvffClient:
             return
         methods, errors = set(), set()
         for iface in (INTERFACE, SERVICE):
-            reply = self._exchange(SERVICE + '.GetInterfaceDescription', {'interface': iface},
-                                   min(self.timeout, 30.0))
+            try:
+                reply = self._exchange(SERVICE + '.GetInterfaceDescription', {'interface': iface},
+                                       min(self.timeout, 30.0))
+            except socket.timeout:
+                raise SvffTimeout("svffd at '%s' did not describe its interface within %g s"
+                                  % (self.path, min(self.timeout, 30.0)))
+            except ValueError:
+                raise SvffUnreachable("svffd's description of %s is not a JSON object" % iface)
+            except (OSError, socket.error) as e:
+                raise SvffUnreachable("the connection to svffd at '%s' broke: %s"
+                                      % (self.path, e.strerror or e))
             if reply.get('error'):
                 raise SvffUnreachable("svffd at '%s' does not serve the interface %s (%s)"
                                       % (self.path, iface, reply['error']))
@@ -153,6 +162,11 @@ class SvffClient:
             reply = self._exchange(full, params, timeout, more=more)
         except socket.timeout:
             raise SvffTimeout(self._timeout_message(full, what or method, timeout))
+        except ValueError:
+            raise SvffUnreachable("svffd's reply to %s is not a JSON object" % full)
+        except (OSError, socket.error) as e:
+            raise SvffUnreachable("the connection to svffd at '%s' broke during %s: %s"
+                                  % (self.path, full, e.strerror or e))
         err = reply.get('error')
         if err:
             if err not in self._errors:
