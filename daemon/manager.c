@@ -48,6 +48,8 @@ int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) 
                 r = registry_new(&m->registry);
         if (r >= 0)
                 r = monitor_new(&m->monitor);
+        if (r >= 0)
+                r = metrics_new(event, &m->metrics);
         if (r < 0) {
                 manager_free(m);
                 return r;
@@ -70,6 +72,8 @@ struct manager *manager_free(struct manager *m) {
          * first (snapshot_cache_stop): a discovery pass completing below
          * would otherwise run them against subsystems already gone. */
         snapshot_cache_stop(m->snapshots);
+        /* A stop (not a crash) says so in the metrics file. */
+        m->metrics = metrics_free(m->metrics);
         /* Calls outlive the server: a late reply goes nowhere. */
         m->server = server_free(m->server);
         m->monitor = monitor_free(m->monitor);
@@ -129,6 +133,8 @@ void manager_apply_config(struct manager *m) {
         monitor_set_backlog(m->monitor, m->config.limits.monitor_backlog);
         if (m->snapshots)
                 snapshot_cache_set_max_age(m->snapshots, m->config.list_max_age_usec);
+        if (metrics_set_path(m->metrics, m->config.metrics_textfile) < 0)
+                log_oom();
 }
 
 void manager_server_limits(struct manager *m, struct server_limits *ret) {
@@ -198,6 +204,7 @@ int manager_commit(struct manager *m, struct svff_error *err) {
         int r;
 
         r = svff_store_commit(m->store, err);
+        metrics_changed(m->metrics);
         if (r < 0)
                 log_error_errno(r, "Failed to commit the store '%s': %s", svff_store_path(m->store),
                                 svff_error_is_set(err) ? svff_error_message(err) : strerror(-r));
@@ -229,6 +236,7 @@ const char *manager_pf_owner(struct manager *m, const char *pf, const struct svf
 
 static void snapshot_changed(struct manager *m, struct snapshot *s) {
         m->snapshot = s;
+        metrics_changed(m->metrics);
 }
 
 int manager_start_discovery(struct manager *m) {
@@ -277,6 +285,7 @@ int manager_add_operation(struct manager *m, const char *pf, const char *kind,
                 return r;
         op->manager = m;
         manager_notify_status(m);
+        metrics_changed(m->metrics);
         *ret = op;
         return 0;
 }
@@ -288,6 +297,7 @@ void manager_remove_operation(struct manager *m, struct operation *op) {
          * loop: what waited for this operation happens now. */
         registry_remove(m->registry, op);
         manager_notify_status(m);
+        metrics_changed(m->metrics);
         manager_notify_ready(m);
         check_drained(m);
 }
@@ -315,6 +325,7 @@ int manager_subscribe(struct manager *m, struct call *call) {
 
 void manager_emit(struct manager *m, struct operation *op, struct json_object *event) {
         monitor_emit(m->monitor, op ? op->call : NULL, event);
+        metrics_changed(m->metrics);
 }
 
 /* Ends the event loop: the subsystems are freed (manager_free) only
