@@ -18,6 +18,8 @@ static uint64_t now(clockid_t clock) {
         return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
 }
 
+static void metrics_refresh(struct manager *m);
+
 int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) {
         struct manager *m;
         int r;
@@ -49,7 +51,7 @@ int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) 
         if (r >= 0)
                 r = monitor_new(&m->monitor);
         if (r >= 0)
-                r = metrics_new(event, &m->metrics);
+                r = metrics_new(event, m, metrics_refresh, &m->metrics);
         if (r < 0) {
                 manager_free(m);
                 return r;
@@ -236,7 +238,21 @@ const char *manager_pf_owner(struct manager *m, const char *pf, const struct svf
 
 static void snapshot_changed(struct manager *m, struct snapshot *s) {
         m->snapshot = s;
-        metrics_changed(m->metrics);
+        metrics_snapshot_changed(m->metrics, s);
+}
+
+static void metrics_snapshot_ready(struct manager *m, struct call *call) {
+        (void) call;
+        metrics_write(m->metrics);
+}
+
+/* The metrics file reports svffd's own sysfs changes read back, as List
+ * would. */
+static void metrics_refresh(struct manager *m) {
+        if (m->snapshots)
+                manager_with_snapshot(m, NULL, metrics_snapshot_ready);
+        else
+                metrics_write(m->metrics);
 }
 
 int manager_start_discovery(struct manager *m) {
@@ -255,6 +271,7 @@ int manager_snapshot_now(struct manager *m) {
 
 void manager_sysfs_changed(struct manager *m, const char *pf) {
         snapshot_cache_changed(m->snapshots, pf);
+        metrics_changed(m->metrics);
 }
 
 void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf) {

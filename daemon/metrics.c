@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,12 @@ struct metrics {
         sd_event_source *timer;
         char *path;
         metrics_collect_fn collect;
+        metrics_refresh_fn refresh;
         struct manager *owner;
         uint64_t last_write_usec;       /* CLOCK_MONOTONIC; 0: never */
+        bool refreshing;                /* the refresh callback has not written yet */
+        bool changed_meanwhile;         /* a change came while refreshing */
+        uint64_t snapshot_digest;
         bool written;
         int last_error;                 /* of the last write, logged once */
 
@@ -273,10 +278,14 @@ static int write_file(struct metrics *mt, bool up) {
         return r;
 }
 
-static void write_now(struct metrics *mt) {
+void metrics_write(struct metrics *mt) {
         int r;
 
-        mt->last_write_usec = now(CLOCK_MONOTONIC);
+        mt->refreshing = false;
+        if (!mt->path)
+                return;
+        if (mt->last_write_usec == 0)
+                mt->last_write_usec = now(CLOCK_MONOTONIC);
         r = write_file(mt, true);
         if (r < 0 && r != mt->last_error)
                 log_warning_errno(r, "Failed to write metrics file '%s' (metrics_textfile), ignoring: %m", mt->path);
@@ -284,6 +293,10 @@ static void write_now(struct metrics *mt) {
                 log_info("Metrics file '%s' written again.", mt->path);
         mt->last_error = r < 0 ? r : 0;
         mt->written = mt->written || r >= 0;
+        if (mt->changed_meanwhile) {
+                mt->changed_meanwhile = false;
+                metrics_changed(mt);
+        }
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -291,17 +304,25 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         (void) s;
         (void) usec;
-        if (mt->path)
-                write_now(mt);
+        if (!mt->path)
+                return 0;
+        mt->last_write_usec = now(CLOCK_MONOTONIC);
+        if (mt->refresh) {
+                mt->refreshing = true;
+                mt->refresh(mt->owner);
+        } else
+                metrics_write(mt);
         return 0;
 }
 
-int metrics_new(sd_event *event, struct metrics **ret) {
+int metrics_new(sd_event *event, struct manager *owner, metrics_refresh_fn refresh, struct metrics **ret) {
         struct metrics *mt = calloc(1, sizeof(*mt));
 
         if (!mt)
                 return -ENOMEM;
         mt->event = sd_event_ref(event);
+        mt->owner = owner;
+        mt->refresh = refresh;
         *ret = mt;
         return 0;
 }
@@ -323,9 +344,8 @@ struct metrics *metrics_free(struct metrics *mt) {
         return NULL;
 }
 
-void metrics_set_collector(struct metrics *mt, metrics_collect_fn collect, struct manager *owner) {
+void metrics_set_collector(struct metrics *mt, metrics_collect_fn collect) {
         mt->collect = collect;
-        mt->owner = owner;
 }
 
 int metrics_set_path(struct metrics *mt, const char *path) {
@@ -349,6 +369,10 @@ void metrics_changed(struct metrics *mt) {
 
         if (!mt || !mt->path || !mt->collect)
                 return;
+        if (mt->refreshing) {
+                mt->changed_meanwhile = true;
+                return;
+        }
         if (mt->timer && sd_event_source_get_enabled(mt->timer, NULL) > 0)
                 return;         /* due already: it will see this change */
         at = mt->last_write_usec > 0 ? mt->last_write_usec + METRICS_INTERVAL_USEC : 0;
@@ -362,6 +386,42 @@ void metrics_changed(struct metrics *mt) {
                 r = sd_event_add_time(mt->event, &mt->timer, CLOCK_MONOTONIC, at, 0, on_timer, mt);
         if (r < 0)
                 log_warning_errno(r, "Failed to schedule writing metrics file '%s', ignoring: %m", mt->path);
+}
+
+/* FNV-1a, over what the file reports of a snapshot. */
+static uint64_t digest_add(uint64_t h, const void *p, size_t n) {
+        const unsigned char *b = p;
+
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ b[i]) * 0x100000001b3ULL;
+        return h;
+}
+
+static uint64_t digest_str(uint64_t h, const char *s) {
+        return digest_add(h, s ?: "", strlen(s ?: "") + 1);
+}
+
+void metrics_snapshot_changed(struct metrics *mt, const struct snapshot *s) {
+        uint64_t h = 0xcbf29ce484222325ULL;
+
+        if (!mt || !s)
+                return;
+        for (size_t i = 0; i < s->n_pfs; i++) {
+                const struct svff_pf *pf = s->pfs[i];
+
+                h = digest_str(h, pf->address);
+                h = digest_add(h, &pf->numvfs, sizeof(pf->numvfs));
+                h = digest_add(h, &pf->totalvfs, sizeof(pf->totalvfs));
+                for (size_t k = 0; k < pf->n_vfs; k++) {
+                        h = digest_str(h, pf->vfs[k].address);
+                        h = digest_str(h, pf->vfs[k].driver);
+                }
+        }
+        h = digest_add(h, &s->error, sizeof(s->error));
+        if (h == mt->snapshot_digest)
+                return;
+        mt->snapshot_digest = h;
+        metrics_changed(mt);
 }
 
 void metrics_observe_reconf(struct metrics *mt, uint64_t usec) {
