@@ -128,6 +128,42 @@ sum=$(value svff_reconf_duration_seconds_sum)
 python3 -c "import sys; sys.exit(not 0 < float('$sum') < 60)" || fail "reconf duration sum is $sum"
 [ $fault_build = yes ] && expect svff_class_provision_failures_total "" 1 "provision failures after the reconf"
 
+note "idle, the file is not written again"
+mtime=$(stat -c %y "$TEXTFILE/svff.prom")
+sleep 3
+[ "$(stat -c %y "$TEXTFILE/svff.prom")" = "$mtime" ] || fail "svff.prom was rewritten with nothing changed"
+
+note "a burst of changes is written at most once a second"
+# inotify would be neater; the file's inode changes with each rename.
+python3 - "$TEXTFILE/svff.prom" > "$T/inodes" <<'PY' &
+import os, sys, time
+seen, end = [], time.time() + 4
+while time.time() < end:
+    try:
+        i = os.stat(sys.argv[1]).st_ino
+    except FileNotFoundError:
+        i = None
+    if not seen or seen[-1][1] != i:
+        seen.append((time.time(), i))
+    time.sleep(0.005)
+for t, i in seen[1:]:
+    print("%.3f" % t)
+PY
+watcher=$!
+for i in 1 2 3 4 5 6; do
+        ctl detach "$VF0" > /dev/null || fail "detach $VF0"
+        ctl attach "$VF0" vm1 --guest-address 05:00.0 > /dev/null || fail "attach $VF0 again"
+done
+wait $watcher
+note "$(wc -l < "$T/inodes") write(s) during the burst"
+[ -s "$T/inodes" ] || fail "svff.prom was not written during the changes"
+python3 - "$T/inodes" <<'PY' || fail "svff.prom was written more often than once a second: $(cat "$T/inodes")"
+import sys
+t = [float(l) for l in open(sys.argv[1])]
+sys.exit(any(b - a < 0.9 for a, b in zip(t, t[1:])))
+PY
+expect svff_assignments state=attached 1 "attached assignments after the burst"
+
 note "the VF count changed behind svffd's back: drift, a domain without its VF"
 printf 0 > "$SYS/bus/pci/devices/$PF/sriov_numvfs" || fail "writing sriov_numvfs"
 ctl list > /dev/null || fail "list"
