@@ -247,9 +247,12 @@ static void metrics_snapshot_ready(struct manager *m, struct call *call) {
 }
 
 /* The metrics file reports svffd's own sysfs changes read back, as List
- * would. */
+ * would, once no operation runs. While one does, the snapshot there is
+ * will do: a fresh one would cost a discovery pass of every PF each
+ * second, and drift leaves out the PFs in flux anyway; the operation's
+ * end brings the file up to date. */
 static void metrics_refresh(struct manager *m) {
-        if (m->snapshots)
+        if (m->snapshots && !registry_operations(m->registry))
                 manager_with_snapshot(m, NULL, metrics_snapshot_ready);
         else
                 metrics_write(m->metrics);
