@@ -281,6 +281,8 @@ static int write_file(struct metrics *mt, bool up) {
 void metrics_write(struct metrics *mt) {
         int r;
 
+        if (!mt)
+                return;
         mt->refreshing = false;
         if (!mt->path)
                 return;

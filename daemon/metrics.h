@@ -48,7 +48,7 @@ void metrics_changed(struct metrics *mt);
  * of it (PFs, counts, VF drivers) differs. A pass with nothing new (the
  * one the last write asked for, a List's) writes nothing. */
 void metrics_snapshot_changed(struct metrics *mt, const struct snapshot *s);
-/* Writes the file now (the refresh callback's answer). */
+/* Writes the file now (the refresh callback's answer). Accepts NULL. */
 void metrics_write(struct metrics *mt);
 /* A reconf (or reprogram) ended after usec. Accepts NULL. */
 void metrics_observe_reconf(struct metrics *mt, uint64_t usec);

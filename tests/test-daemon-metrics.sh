@@ -150,7 +150,7 @@ for t, i in seen[1:]:
     print("%.3f" % t)
 PY
 watcher=$!
-for i in 1 2 3 4 5 6; do
+for _ in 1 2 3 4 5 6; do
         ctl detach "$VF0" > /dev/null || fail "detach $VF0"
         ctl attach "$VF0" vm1 --guest-address 05:00.0 > /dev/null || fail "attach $VF0 again"
 done
