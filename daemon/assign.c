@@ -97,6 +97,7 @@ struct job {
         char class_pf[SVFF_PCI_ADDR_STRLEN];
         unsigned class_index;
         bool class_ran;                 /* the class step touched the device */
+        bool class_failed;              /* provisioning failed (for the metrics) */
         char *class_message;            /* why a detach's hand-back failed */
 
         /* A detach another operation asked for (assign_detach()): it
@@ -349,6 +350,7 @@ static void attach_prepare(struct job *j, virDomainPtr dom) {
 /* Fails j for a class step's r (< 0), or for class settings given to a
  * VF without a class (r == 0). */
 static int class_fail(struct job *j, int r) {
+        j->class_failed = r < 0;
         if (r == 0)
                 return fail(j, SVFF_ERROR_NO_DEVICE_CLASS, -EINVAL,
                             "VF %s has no device class (PF %s is a bare PCI function here): class settings "
@@ -982,6 +984,10 @@ static void job_done(void *userdata) {
         if (j->bound) {
                 j->bound = false;
                 manager_sysfs_changed(m, NULL);
+        }
+        if (j->class_failed) {
+                j->class_failed = false;
+                metrics_count_provision_failure(m->metrics);
         }
 
         if (j->kind == JOB_RECOVER)

@@ -18,6 +18,8 @@ static uint64_t now(clockid_t clock) {
         return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
 }
 
+static void metrics_refresh(struct manager *m);
+
 int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) {
         struct manager *m;
         int r;
@@ -48,6 +50,8 @@ int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) 
                 r = registry_new(&m->registry);
         if (r >= 0)
                 r = monitor_new(&m->monitor);
+        if (r >= 0)
+                r = metrics_new(event, m, metrics_refresh, &m->metrics);
         if (r < 0) {
                 manager_free(m);
                 return r;
@@ -70,6 +74,8 @@ struct manager *manager_free(struct manager *m) {
          * first (snapshot_cache_stop): a discovery pass completing below
          * would otherwise run them against subsystems already gone. */
         snapshot_cache_stop(m->snapshots);
+        /* A stop (not a crash) says so in the metrics file. */
+        m->metrics = metrics_free(m->metrics);
         /* Calls outlive the server: a late reply goes nowhere. */
         m->server = server_free(m->server);
         m->monitor = monitor_free(m->monitor);
@@ -129,6 +135,8 @@ void manager_apply_config(struct manager *m) {
         monitor_set_backlog(m->monitor, m->config.limits.monitor_backlog);
         if (m->snapshots)
                 snapshot_cache_set_max_age(m->snapshots, m->config.list_max_age_usec);
+        if (metrics_set_path(m->metrics, m->config.metrics_textfile) < 0)
+                log_oom();
 }
 
 void manager_server_limits(struct manager *m, struct server_limits *ret) {
@@ -198,6 +206,7 @@ int manager_commit(struct manager *m, struct svff_error *err) {
         int r;
 
         r = svff_store_commit(m->store, err);
+        metrics_changed(m->metrics);
         if (r < 0)
                 log_error_errno(r, "Failed to commit the store '%s': %s", svff_store_path(m->store),
                                 svff_error_is_set(err) ? svff_error_message(err) : strerror(-r));
@@ -229,6 +238,24 @@ const char *manager_pf_owner(struct manager *m, const char *pf, const struct svf
 
 static void snapshot_changed(struct manager *m, struct snapshot *s) {
         m->snapshot = s;
+        metrics_snapshot_changed(m->metrics, s);
+}
+
+static void metrics_snapshot_ready(struct manager *m, struct call *call) {
+        (void) call;
+        metrics_write(m->metrics);
+}
+
+/* The metrics file reports svffd's own sysfs changes read back, as List
+ * would, once no operation runs. While one does, the snapshot there is
+ * will do: a fresh one would cost a discovery pass of every PF each
+ * second, and drift leaves out the PFs in flux anyway; the operation's
+ * end brings the file up to date. */
+static void metrics_refresh(struct manager *m) {
+        if (m->snapshots && !registry_operations(m->registry))
+                manager_with_snapshot(m, NULL, metrics_snapshot_ready);
+        else
+                metrics_write(m->metrics);
 }
 
 int manager_start_discovery(struct manager *m) {
@@ -247,6 +274,7 @@ int manager_snapshot_now(struct manager *m) {
 
 void manager_sysfs_changed(struct manager *m, const char *pf) {
         snapshot_cache_changed(m->snapshots, pf);
+        metrics_changed(m->metrics);
 }
 
 void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf) {
@@ -277,6 +305,7 @@ int manager_add_operation(struct manager *m, const char *pf, const char *kind,
                 return r;
         op->manager = m;
         manager_notify_status(m);
+        metrics_changed(m->metrics);
         *ret = op;
         return 0;
 }
@@ -288,6 +317,7 @@ void manager_remove_operation(struct manager *m, struct operation *op) {
          * loop: what waited for this operation happens now. */
         registry_remove(m->registry, op);
         manager_notify_status(m);
+        metrics_changed(m->metrics);
         manager_notify_ready(m);
         check_drained(m);
 }
@@ -315,6 +345,7 @@ int manager_subscribe(struct manager *m, struct call *call) {
 
 void manager_emit(struct manager *m, struct operation *op, struct json_object *event) {
         monitor_emit(m->monitor, op ? op->call : NULL, event);
+        metrics_changed(m->metrics);
 }
 
 /* Ends the event loop: the subsystems are freed (manager_free) only

@@ -10,6 +10,7 @@
  *   monitor.h    the Monitor event bus
  *   settings.h   where the configuration comes from
  *   journal.h    the journal of operations in progress, in the store
+ *   metrics.h    the metrics file for node_exporter
  *
  * The manager ties them together and owns the stop: it knows nothing of
  * the executors above it (assign, init/release, reconf, auto-init), which
@@ -29,6 +30,7 @@
 #include <json-c/json.h>
 
 #include "config-file.h"
+#include "metrics.h"
 #include "context.h"
 #include "device.h"
 #include "monitor.h"
@@ -73,6 +75,9 @@ struct manager {
         struct snapshot *snapshot;
         struct registry *registry;
         struct monitor *monitor;
+        /* The metrics file (metrics_textfile): told of every change made
+         * through here (commits, snapshots, operations, events). */
+        struct metrics *metrics;
 
         /* The encoded List reply for (snapshot, store generation). */
         struct blob *list_cache;

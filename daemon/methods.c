@@ -402,6 +402,39 @@ static struct json_object *status_drift(struct manager *m) {
         return a;
 }
 
+void methods_collect_metrics(struct manager *m, struct metrics_sample *s) {
+        _cleanup_(json_object_putp) struct json_object *drift = status_drift(m);
+        struct snapshot *snap = m->snapshot;
+        unsigned n_ops = 0;
+
+        for (size_t i = 0; snap && i < snap->n_pfs; i++) {
+                const struct svff_pf *pf = snap->pfs[i];
+                const struct svff_policy *pol;
+                char buf[256];
+
+                pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id, pf->netdev);
+                (void) metrics_sample_add_pf(s, pf->address, manager_pf_owner(m, pf->address, pol, buf, sizeof(buf)),
+                                             pf->numvfs, pf->totalvfs);
+        }
+        json_object_object_foreach(svff_store_assignments(m->store), vf, rec) {
+                const char *state = NULL;
+
+                (void) vf;
+                if (svff_json_get_string(rec, "state", &state) >= 0 && state)
+                        (void) metrics_sample_add_assignment(s, state);
+        }
+        for (size_t i = 0; drift && i < json_object_array_length(drift); i++) {
+                const char *kind = NULL;
+
+                if (svff_json_get_string(json_object_array_get_idx(drift, i), "kind", &kind) >= 0 && kind)
+                        (void) metrics_sample_add_drift(s, kind);
+        }
+        for (struct operation *op = registry_operations(m->registry); op; op = op->next)
+                n_ops++;
+        metrics_sample_set_operations(s, n_ops);
+        metrics_sample_set_generation(s, svff_store_generation(m->store));
+}
+
 static void status_reply(struct manager *m, struct call *call, struct json_object *class_drift) {
         struct json_object *p = json_object_new_object(), *store, *ops, *drift;
         struct snapshot *s = m->snapshot;

@@ -13,3 +13,8 @@ void methods_dispatch(struct call *call, void *userdata);
 /* The List JSON of one PF (store-aware: managed, original driver,
  * assignment). */
 struct json_object *json_pf(struct manager *m, const struct svff_pf *pf);
+
+/* The metrics file's sample (metrics.h's collect callback): Status's
+ * PFs with their owners, assignments, drift (without the device classes'
+ * drift, which needs the devices read) and operations. */
+void methods_collect_metrics(struct manager *m, struct metrics_sample *s);

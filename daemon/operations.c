@@ -497,6 +497,10 @@ static void init_numvfs_done(void *userdata) {
         if (io->class_r < 0) {
                 char msg[1400];
 
+                /* A VF's class step failed (not the PF's, not the stop). */
+                if (*io->class_vf && io->class_r != -ESHUTDOWN)
+                        metrics_count_provision_failure(m->metrics);
+
                 p = json_object_new_object();
                 json_object_object_add(p, "device", json_object_new_string(*io->class_vf ? io->class_vf : io->pf));
                 snprintf(msg, sizeof(msg), "%s; PF %s has its %u VFs, none was bound to %s: fix that and run "

@@ -1708,6 +1708,10 @@ unsigned reconf_machine_numvfs_now(const struct reconf_machine *rm) {
         return rm->n_now;
 }
 
+unsigned reconf_machine_provision_failed(const struct reconf_machine *rm) {
+        return rm->n_provision_failed;
+}
+
 unsigned reconf_machine_bind_failed(const struct reconf_machine *rm) {
         return rm->n_bind_failed + rm->n_provision_failed;
 }

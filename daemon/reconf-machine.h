@@ -276,6 +276,8 @@ void reconf_machine_set_after_restart(struct reconf_machine *rm, bool after_rest
 bool reconf_machine_after_restart(const struct reconf_machine *rm);
 unsigned reconf_machine_rollback_to(const struct reconf_machine *rm);
 unsigned reconf_machine_numvfs_now(const struct reconf_machine *rm);
+/* VFs whose class state could not be provisioned. */
+unsigned reconf_machine_provision_failed(const struct reconf_machine *rm);
 unsigned reconf_machine_bind_failed(const struct reconf_machine *rm);
 bool reconf_machine_journal_kept(const struct reconf_machine *rm);
 bool reconf_machine_finished(const struct reconf_machine *rm);

@@ -94,6 +94,8 @@ static const char *error_name(enum reconf_error e) {
         }
 }
 
+static uint64_t realtime_usec(void);
+
 /* The machine ended: the reply (or, for svffd's own recovery, the
  * Status record), the events, and the run freed. */
 static void reconf_finished(struct reconf_run *run) {
@@ -111,6 +113,13 @@ static void reconf_finished(struct reconf_run *run) {
 
         error = error_name(reconf_machine_result(rm, &message));
         manager_sysfs_changed(m, plan->pf);
+        {
+                uint64_t t = realtime_usec();
+
+                metrics_observe_reconf(m->metrics, t > op->started_usec ? t - op->started_usec : 0);
+                for (unsigned i = reconf_machine_provision_failed(rm); i > 0; i--)
+                        metrics_count_provision_failure(m->metrics);
+        }
         for (size_t i = 0; i < plan->n_items; i++) {
                 hv_vf_clear_busy(m->hv, plan->items[i].vf);
                 if (reconf_machine_item(rm, i)->state == RECONF_ITEM_RELEASED)

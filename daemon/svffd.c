@@ -383,6 +383,8 @@ static int run(int argc, char *argv[]) {
                  (unsigned long long) svff_store_generation(m->store),
                  m->snapshot ? m->snapshot->n_pfs : 0, m->config.sysfs_root, n_drift, n_started);
         m->serving = true;
+        metrics_set_collector(m->metrics, methods_collect_metrics);
+        metrics_changed(m->metrics);
         /* Reconfs a crash interrupted: those that need libvirt start
          * once it is connected. */
         reconf_recover(m);

@@ -124,6 +124,7 @@ void svff_config_done(struct svff_config *cfg) {
         free(cfg->manage_origin);
         free(cfg->flash_hook);
         free(cfg->flash_image_dir);
+        free(cfg->metrics_textfile);
         free(cfg->warnings);
         *cfg = (struct svff_config) {};
 }
@@ -185,12 +186,13 @@ int svff_config_copy(const struct svff_config *from, struct svff_config *to) {
         c.policies = NULL;
         c.n_policies = 0;
         c.manage = NULL;
-        c.manage_origin = c.flash_hook = c.flash_image_dir = c.warnings = NULL;
+        c.manage_origin = c.flash_hook = c.flash_image_dir = c.metrics_textfile = c.warnings = NULL;
         if (strv_copy(from->manage, &c.manage) < 0 ||
             dup_or_null(from->warnings, &c.warnings) < 0 ||
             dup_or_null(from->manage_origin, &c.manage_origin) < 0 ||
             dup_or_null(from->flash_hook, &c.flash_hook) < 0 ||
-            dup_or_null(from->flash_image_dir, &c.flash_image_dir) < 0)
+            dup_or_null(from->flash_image_dir, &c.flash_image_dir) < 0 ||
+            dup_or_null(from->metrics_textfile, &c.metrics_textfile) < 0)
                 r = -ENOMEM;
         if (r < 0 || dup_or_null(from->socket, &c.socket) < 0 ||
             dup_or_null(from->state_dir, &c.state_dir) < 0 ||
@@ -840,6 +842,8 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
                 k = get_abs_path(p, val, &c->flash_image_dir);
         else if (streq(key, "flash_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 86400, &c->flash_timeout_usec);
+        else if (streq(key, "metrics_textfile"))
+                k = get_abs_path(p, val, &c->metrics_textfile);
         else
                 k = key_error(p, -EINVAL, "is unknown");
         return k;
@@ -1444,6 +1448,7 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
         ADD("flash_hook", str_or_null(cfg->flash_hook));
         ADD("flash_image_dir", str_or_null(cfg->flash_image_dir));
         ADD("flash_timeout_sec", SEC(cfg->flash_timeout_usec));
+        ADD("metrics_textfile", str_or_null(cfg->metrics_textfile));
 #undef ADD
 #undef MSEC
 #undef SEC

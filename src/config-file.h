@@ -36,6 +36,9 @@
  *     "flash_hook": "/usr/libexec/svff/flash",   run to reprogram a PF (flash-hook.h);
  *     "flash_image_dir": "/var/lib/svff/images", null: none. Images must be under here
  *     "flash_timeout_sec": 600,
+ *     "metrics_textfile": "/var/lib/prometheus/node-exporter/svff.prom",
+ *                                                metrics for node_exporter's textfile
+ *                                                collector (metrics.h); null: none
  *     "policies": {
  *       "NAME": { "match": { "address": "0000:3b:00.0" }      one of these
  *                 "match": { "id": "10ee:903f" }
@@ -151,6 +154,8 @@ struct svff_config {
         char *flash_hook;
         char *flash_image_dir;
         uint64_t flash_timeout_usec;
+        /* The metrics file svffd writes (an absolute path), or NULL. */
+        char *metrics_textfile;
         /* What the last load read but warns about (keys in the spelling
          * of earlier releases), one "FILE:LINE: ..." a line, or NULL. */
         char *warnings;

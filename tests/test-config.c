@@ -160,6 +160,7 @@ static const struct {
         { "{ \"flash_hook\": \"flash.sh\" }", "key 'flash_hook' must be an absolute path or null" },
         { "{ \"flash_image_dir\": 3 }", "key 'flash_image_dir' must be an absolute path or null" },
         { "{ \"flash_timeout_sec\": 0 }", "key 'flash_timeout_sec' must be between 1 and 86400" },
+        { "{ \"metrics_textfile\": \"svff.prom\" }", "key 'metrics_textfile' must be an absolute path or null" },
         { "{ \"workers\": 2 } x", "trailing text" },
 };
 
@@ -361,6 +362,7 @@ START_TEST(test_manage) {
         ck_assert_int_eq(svff_config_init(&c), 0);
         ck_assert_ptr_null(c.manage);
         ck_assert_ptr_null(c.flash_hook);
+        ck_assert_ptr_null(c.metrics_textfile);
         ck_assert_uint_eq(c.flash_timeout_usec, 600000000ULL);
         j = svff_config_to_json(&c);
         ck_assert_str_eq(json_object_get_string(json_object_object_get(j, "manage")), "all");
@@ -368,7 +370,7 @@ START_TEST(test_manage) {
 
         write_file("{\n  \"manage\": [\"10ee:903f\", \"03:00.0\", \"class:qdma\"],\n"
                    "  \"flash_hook\": \"/usr/libexec/flash\", \"flash_image_dir\": \"/srv/images\",\n"
-                   "  \"flash_timeout_sec\": 30 }");
+                   "  \"flash_timeout_sec\": 30, \"metrics_textfile\": \"/var/lib/node-exporter/svff.prom\" }");
         ck_assert_int_eq(svff_config_load_file(&c, path, &err), 0);
         ck_assert_ptr_nonnull(c.manage);
         ck_assert_str_eq(c.manage[0], "10ee:903f");
@@ -379,7 +381,10 @@ START_TEST(test_manage) {
         ck_assert_str_eq(c.flash_hook, "/usr/libexec/flash");
         ck_assert_str_eq(c.flash_image_dir, "/srv/images");
         ck_assert_uint_eq(c.flash_timeout_usec, 30000000ULL);
+        ck_assert_str_eq(c.metrics_textfile, "/var/lib/node-exporter/svff.prom");
         j = svff_config_to_json(&c);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(j, "metrics_textfile")),
+                         "/var/lib/node-exporter/svff.prom");
         ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(j, "manage"), JSON_C_TO_STRING_PLAIN),
                          "[\"10ee:903f\",\"03:00.0\",\"class:qdma\"]");
 
@@ -387,6 +392,7 @@ START_TEST(test_manage) {
         svff_config_done(&c);
         ck_assert_str_eq(d.manage[2], "class:qdma");
         ck_assert_str_eq(d.flash_image_dir, "/srv/images");
+        ck_assert_str_eq(d.metrics_textfile, "/var/lib/node-exporter/svff.prom");
 
         /* a later file puts "all" back; [] manages nothing */
         write_file("{ \"manage\": \"all\", \"flash_hook\": null }");
