@@ -990,7 +990,15 @@ static void job_done(void *userdata) {
 
 /* Takes j; answers the call on every path. */
 static void job_submit(struct manager *m, struct job *j) {
+        char pf[SVFF_PCI_ADDR_STRLEN] = "";
+        const char *p = NULL;
         int r;
+
+        if (svff_store_get_vf(m->store, j->vf, &p, NULL) > 0 && p)
+                snprintf(pf, sizeof(pf), "%s", p);
+        LOG_CONTEXT(.pf = pf[0] ? pf : NULL, .vf = j->vf,
+                    .domain = j->rec.domain[0] ? j->rec.domain : j->domain_id,
+                    .operation = job_names[j->kind]);
 
         r = hv_vf_set_busy(m->hv, j->vf);
         if (r < 0) {

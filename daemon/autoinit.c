@@ -185,6 +185,7 @@ static void emit(struct manager *m, const char *name, const char *pf, const char
  * or an Init that succeeds: "Drift: none" after a failed policy would
  * tell libvirt's operator that the VFs are there. */
 static void init_done(struct manager *m, const char *pf, const char *message) {
+        LOG_CONTEXT(.pf = pf, .operation = "policy");
         if (!message) {
                 set_refusal(m, pf, NULL);
                 return;
@@ -339,6 +340,7 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
         char reason[512], owner_buf[256], msg[1200];
         int r;
 
+        LOG_CONTEXT(.pf = pf->address, .operation = "policy");
         if (reconf_journaled(m, pf->address) >= 0) {
                 log_info("PF %s has an interrupted reconf; completing it decides the VF count.", pf->address);
                 return 0;

@@ -807,6 +807,7 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         struct init_op *io;
         int r;
 
+        LOG_CONTEXT(.pf = pf, .operation = "init");
         op = manager_find_operation(m, pf);
         if (op) {
                 if (call)
@@ -1023,6 +1024,8 @@ static void release_run(void *userdata) {
 
 static void release_submit(struct release_op *ro) {
         struct operation *op = ro->op;
+
+        LOG_CONTEXT(.pf = ro->pf, .vf = ro->vf, .domain = ro->domain, .operation = "release");
 
         op->phase = "restore";
         if (worker_pool_submit(ro->pool, release_run, ro) < 0) {

@@ -324,6 +324,8 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
         uint64_t started;
         int r;
 
+        LOG_CONTEXT(.pf = plan->pf, .operation = (image || (journal && journal->reprogram)) ? "reprogram" : "reconf");
+
         if (plan_needs_libvirt(plan)) {
                 conn = hv_conn_ref(m->hv, &err);
                 if (!conn) {
@@ -873,6 +875,7 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
         struct reconf_journal j = {};
         int r;
 
+        LOG_CONTEXT(.pf = pf, .operation = "recover");
         r = reconf_journal_decode(e, &j);
         if (r < 0 || !streq(j.plan->pf, pf)) {
                 reconf_journal_done(&j);
