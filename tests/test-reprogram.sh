@@ -95,7 +95,14 @@ expect_eq "$rc" 1 "reprogram to 2 without --force"
 grep -q "would lose VF 3 ($VF3) of domain 'vm3'" "$T/err" || fail "refusal: $(cat "$T/err")"
 
 note "reprogram: removed with numvfs 0, flashed off the bus, back as 10ee:913f, every assignment kept"
+# A device an operator removed on another bus stays removed: the rescan
+# is the PF's own bus's (class/pci_bus/0000:01/rescan), not the whole bus.
+OTHER=0000:00:00.0
+echo 1 > "$SYS/bus/pci/devices/$OTHER/remove" || fail "removing $OTHER by hand"
 ctl reprogram $PF "$IMAGES/good.bit" --json > "$T/out.json" || fail "reprogram: $(cat "$T/out.json")"
+[ -e "$SYS/bus/pci/devices/$OTHER" ] && fail "the reprogram's rescan brought back $OTHER, removed by hand on bus 00"
+echo 1 > "$SYS/bus/pci/rescan" || fail "rescan"
+[ -e "$SYS/bus/pci/devices/$OTHER" ] || fail "$OTHER did not come back with a rescan of every bus"
 tail -n 1 "$T/out.json" > "$T/result.json"
 good_state "reprogram"
 expect_eq "$(wc -l < "$T/hook.log")" 1 "hook runs"
