@@ -667,6 +667,13 @@ static bool image_allowed(struct manager *m, struct call *call, const char *pf, 
                 refuse(call, ret_err, SVFF_ERROR_INVALID_IMAGE, "image", image, "%s", svff_error_message(&err));
                 return false;
         }
+        /* The hook too, before anything is destroyed (found only after
+         * the PF left the bus, a refusal would leave it interrupted). */
+        if (svff_flash_hook_check(m->config.flash_hook, &err) < 0) {
+                refuse(call, ret_err, SVFF_ERROR_NO_FLASH_HOOK, "device", pf, "%s: fix it, or 'flash_hook' in "
+                       "svff.conf(5).", svff_error_message(&err));
+                return false;
+        }
         return true;
 }
 
