@@ -39,8 +39,6 @@ assert_eq "PID 1" systemd "$(cat /proc/1/comm)"
 vm_log "booted to multi-user.target: $(systemctl show -P ActiveEnterTimestampMonotonic multi-user.target |
         awk '{ printf "%.1f", $1 / 1e6 }') s"
 for u in systemd-journald.service systemd-udevd.service libvirtd.service; do
-        # libvirtd is socket-activated in Debian 12 and may be idle: ask it.
-        [ "$u" != libvirtd.service ] || virsh -q -c qemu:///system version >/dev/null 2>&1 || true
         assert_eq "$u under systemd" active "$(systemctl is-active "$u" || true)"
 done
 
@@ -196,11 +194,19 @@ assert_eq "lines naming the NIC PF or its VFs without SVFF_PF=$nicpf" 0 \
         "$(jq -s --argjson n "$nicnames" --arg pf "$nicpf" \
         '[.[] | select((.MESSAGE | type) == "string" and (.MESSAGE as $m | $n | any(. as $d | $m | contains($d))) and .SVFF_PF != $pf)] | length' \
         "$R/svffd-journal.json")"
-assert_true "lines about a VF carry SVFF_VF=" \
-        test "$(jq -s '[.[] | select(.SVFF_VF != null)] | length' "$R/svffd-journal.json")" -gt 0
-assert_true "lines about a device carry SVFF_OPERATION=" \
-        test "$(jq -s --arg pf "$nvmepf" '[.[] | select(.SVFF_PF == $pf and .SVFF_OPERATION != null)] | length' \
-        "$R/svffd-journal.json")" -gt 0
+assert_eq "lines with SVFF_PF=$nvmepf without SVFF_OPERATION=" 0 \
+        "$(jq -s '[.[] | select(.SVFF_OPERATION == null)] | length' "$R/journal-nvme-pf.json")"
+# A VF's own history: release NVMe VF 3 (its secondary goes offline).
+nvmevf3=$(basename "$(readlink "$N/virtfn3")")
+svffctl release "$nvmevf3" >"$R/release.out" 2>&1 || { cat "$R/release.out"; vm_fail "svffctl release $nvmevf3 failed"; }
+journalctl -b --no-pager -u svffd.service "SVFF_VF=$nvmevf3" -o json >"$R/journal-vf.json"
+vm_log "journalctl -u svffd SVFF_VF=$nvmevf3: $(jq -r '.MESSAGE' "$R/journal-vf.json" | tr '\n' '|')"
+assert_true "journalctl -u svffd SVFF_VF=$nvmevf3 shows its release" \
+        test "$(jq -s --arg pf "$nvmepf" '[.[] | select(.SVFF_PF == $pf and .SVFF_OPERATION == "release")] | length' \
+        "$R/journal-vf.json")" -gt 0
+assert_eq "lines with SVFF_VF=$nvmevf3 that name another VF" 0 \
+        "$(jq -s --argjson n "$(names $nvmevfs $nicvfs | jq -c --arg v "$nvmevf3" 'map(select(. != $v))')" \
+        '[.[] | select(.MESSAGE as $m | $n | any(. as $d | $m | contains($d)))] | length' "$R/journal-vf.json")"
 
 # ---- the sandbox's score ----
 systemd-analyze security svffd.service --no-pager >"$R/security.txt" 2>&1 ||
@@ -213,13 +219,55 @@ assert_true "exposure $score is at most 2.5" awk -v s="$score" 'BEGIN { exit !(s
 # ---- systemctl reload applies a changed count ----
 echo "$config" | jq --arg c "$nicpf" '.policies.nic.numvfs = 3' >/etc/svff/svff.conf
 systemctl reload svffd.service || vm_fail "systemctl reload svffd failed: $(systemctl status svffd.service)"
-vm_wait 60 test "$(cat "$C/sriov_numvfs")" = 3 ||
+nic_vfs_are() { [ "$(cat "$C/sriov_numvfs")" = "$1" ]; }
+vf2_bound() { [ "$(basename "$(readlink "$C/virtfn2/driver" 2>/dev/null)")" = vfio-pci ]; }
+t=$(vm_now)
+vm_wait 60 nic_vfs_are 3 ||
         vm_fail "the NIC PF has $(cat "$C/sriov_numvfs") VFs 60 s after the reload, the policy says 3"
+vm_wait 30 vf2_bound || vm_fail "after reload: NIC VF 2 not on vfio-pci"
+vm_log "the reload's count applied after $(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s"
 assert_eq "after reload: NIC PF sriov_numvfs" 3 "$(cat "$C/sriov_numvfs")"
-nicvf2=$(basename "$(readlink "$C/virtfn2")")
-vm_wait 30 test "$(basename "$(readlink "$C/virtfn2/driver" 2>/dev/null)")" = vfio-pci ||
-        vm_fail "after reload: NIC VF 2 ($nicvf2) not on vfio-pci"
 assert_eq "after reload: NIC VF 2 MAC" 02:53:00:00:00:02 \
         "$(vfline 2 | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p')"
 assert_eq "svffd.service after the reload" active "$(systemctl is-active svffd.service)"
 assert_eq "svffd.service restarts" 0 "$(systemctl show -P NRestarts svffd.service)"
+
+# ---- the watchdog: a hung svffd is restarted ----
+wd=$(sed -n 's/^WatchdogSec=\([0-9]*\)s$/\1/p' /lib/systemd/system/svffd.service)
+[ -n "$wd" ] || vm_fail "no WatchdogSec=Ns in the installed svffd.service"
+pid=$(systemctl show -P MainPID svffd.service)
+vm_log "kill -STOP svffd (pid $pid); WatchdogSec=${wd}s"
+t=$(vm_now)
+kill -STOP "$pid"
+restarted() {
+        [ "$(systemctl show -P NRestarts svffd.service)" = 1 ] &&
+        [ "$(systemctl show -P ActiveState svffd.service)" = active ]
+}
+# The watchdog's deadline, RestartSec= and a start under TCG.
+vm_wait 90 restarted || vm_fail "svffd not restarted 90 s after SIGSTOP: $(systemctl status svffd.service)"
+took=$(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }')
+vm_log "svffd restarted and ready again $took s after SIGSTOP"
+assert_true "the restart's new svffd" test "$(systemctl show -P MainPID svffd.service)" != "$pid"
+# When systemd saw the watchdog expire, from the SIGSTOP (both on the
+# monotonic clock).
+fired=$(journalctl -b --no-pager -u svffd.service -o json |
+        jq -r 'select((.MESSAGE | type) == "string" and (.MESSAGE | test("Watchdog timeout"))) |
+               .__MONOTONIC_TIMESTAMP' | head -n 1)
+assert_true "the journal names the watchdog" test -n "$fired"
+after=$(echo "$t $fired" | awk '{ printf "%.1f", $2 / 1e6 - $1 }')
+vm_log "the watchdog fired $after s after SIGSTOP"
+assert_true "the watchdog fired within WatchdogSec=${wd}s ($after s)" \
+        awk -v a="$after" -v w="$wd" 'BEGIN { exit !(a <= w) }'
+assert_eq "after the restart: NVMe PF sriov_numvfs" 4 "$(cat "$N/sriov_numvfs")"
+assert_eq "after the restart: NIC PF sriov_numvfs" 3 "$(cat "$C/sriov_numvfs")"
+assert_true "after the restart: svffctl list answers" svffctl list
+
+# ---- a PF that appears starts svffd through the udev rule ----
+# As at boot (systemd-udev-trigger's coldplug) or a hot-add: an "add"
+# uevent of an SR-IOV PF, with svffd stopped and no client on its socket.
+systemctl stop svffd.service
+assert_eq "svffd.service after a stop" inactive "$(systemctl is-active svffd.service || true)"
+udevadm trigger --action=add --settle "/sys/bus/pci/devices/$nicpf"
+vm_wait 60 ready || vm_fail "svffd.service not started 60 s after an add uevent of $nicpf: $(systemctl status svffd.service)"
+assert_true "svffd.service wanted by the PF's device unit (udev rule)" \
+        sh -c "systemctl show -P WantedBy svffd.service | grep -q 'sys-devices-pci.*${nicpf}.device'"
