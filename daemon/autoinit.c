@@ -559,6 +559,7 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
         if (streq(action, "add") || streq(action, "bind")) {
                 if (known_vf(m, pf))
                         return;
+                LOG_CONTEXT(.pf = pf, .operation = "uevent");
                 log_debug("PCI %s: %s; applying its policy once it settles.", pf, action);
                 /* A PF svff has records of came back: its recorded state
                  * is the desired one unless a policy says otherwise. */
@@ -591,6 +592,7 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
                         n_assigned++;
         }
         manager_sysfs_changed(m, NULL);
+        LOG_CONTEXT(.pf = pf, .operation = "uevent");
         log_notice("PF %s was removed; its %zu VF record(s) and %zu assignment(s) are kept and marked absent.",
                    pf, n_records, n_assigned);
         emit(m, "pf-removed", pf, "PF %s is absent; %zu VF record(s), %zu assignment(s) kept", pf,
