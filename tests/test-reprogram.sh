@@ -89,6 +89,18 @@ expect_eq "$(sys_numvfs $PF)" 4 "numvfs after the refusals"
 expect_eq "$(gen)" "$g" "store generation after the refusals"
 [ -e "$T/hook.log" ] && fail "a refused image reached the hook"
 
+note "a hook another user owns: refused by path and owner, in the dry run too, before anything"
+chown 65534 "$T/hook" || fail "chown of the hook"
+for dry in --dry-run ""; do
+        rc=0; ctl reprogram $PF "$IMAGES/good.bit" $dry 2> "$T/err" || rc=$?
+        expect_eq "$rc" 1 "reprogram $dry with a hook owned by uid 65534"
+        grep -q "'$T/hook' is owned by uid 65534, not root" "$T/err" || fail "refusal $dry: $(cat "$T/err")"
+done
+chown 0 "$T/hook" || fail "chown of the hook back"
+expect_eq "$(sys_numvfs $PF)" 4 "numvfs after the hook's refusals"
+expect_eq "$(gen)" "$g" "store generation after the hook's refusals"
+[ -e "$T/hook.log" ] && fail "a hook another user owns ran"
+
 note "fewer VFs than assigned: refused without --force"
 rc=0; ctl reprogram $PF "$IMAGES/good.bit" --numvfs 2 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "reprogram to 2 without --force"
