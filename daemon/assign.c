@@ -1001,8 +1001,23 @@ static void job_done(void *userdata) {
 }
 
 /* Takes j; answers the call on every path. */
+/* The PF svff recorded vf under, for the log's SVFF_PF= ("" if none). */
+static const char *vf_pf(struct manager *m, const char *vf, char pf[static SVFF_PCI_ADDR_STRLEN]) {
+        const char *p = NULL;
+
+        pf[0] = '\0';
+        if (svff_store_get_vf(m->store, vf, &p, NULL) > 0 && p)
+                snprintf(pf, SVFF_PCI_ADDR_STRLEN, "%s", p);
+        return pf[0] ? pf : NULL;
+}
+
 static void job_submit(struct manager *m, struct job *j) {
+        char pf[SVFF_PCI_ADDR_STRLEN];
         int r;
+
+        LOG_CONTEXT(.pf = vf_pf(m, j->vf, pf), .vf = j->vf,
+                    .domain = j->rec.domain[0] ? j->rec.domain : j->domain_id,
+                    .operation = job_names[j->kind]);
 
         r = hv_vf_set_busy(m->hv, j->vf);
         if (r < 0) {
@@ -1537,6 +1552,9 @@ static void hand_back_start(struct manager *m, const char *vf) {
 
 static void on_change(const char *vf, const struct svff_assignment *a, enum svff_assign_outcome o, void *userdata) {
         struct manager *m = userdata;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        LOG_CONTEXT(.pf = vf_pf(m, vf, pf), .vf = vf, .domain = a ? a->domain : NULL,
+                    .operation = "domain-event");
 
         switch (o) {
         case SVFF_ASSIGN_LIVE_AGAIN:
@@ -1759,11 +1777,17 @@ void assign_recover(struct manager *m) {
                         job_finish(j);
                         return;
                 }
-                log_info("Resolving the unfinished %s of VF %s in domain '%s' against libvirt.",
-                         svff_assign_intent_to_string(j->intent.intent), vfs[i], j->intent.domain);
-                if (worker_pool_submit(hv_pool(m->hv), job_run, j) < 0) {
-                        job_finish(j);
-                        return;
+                {
+                        char pf[SVFF_PCI_ADDR_STRLEN];
+                        LOG_CONTEXT(.pf = vf_pf(m, vfs[i], pf), .vf = vfs[i], .domain = j->intent.domain,
+                                    .operation = "recover");
+
+                        log_info("Resolving the unfinished %s of VF %s in domain '%s' against libvirt.",
+                                 svff_assign_intent_to_string(j->intent.intent), vfs[i], j->intent.domain);
+                        if (worker_pool_submit(hv_pool(m->hv), job_run, j) < 0) {
+                                job_finish(j);
+                                return;
+                        }
                 }
         }
 }

@@ -164,6 +164,7 @@ static void emit(struct manager *m, const char *name, const char *pf, const char
  * or an Init that succeeds: "Drift: none" after a failed policy would
  * tell libvirt's operator that the VFs are there. */
 static void init_done(struct manager *m, const char *pf, const char *message) {
+        LOG_CONTEXT(.pf = pf, .operation = "policy");
         if (!message) {
                 set_refusal(m, pf, NULL);
                 return;
@@ -318,6 +319,7 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
         char reason[512], owner_buf[256], msg[1200];
         int r;
 
+        LOG_CONTEXT(.pf = pf->address, .operation = "policy");
         if (reconf_journaled(m, pf->address) >= 0) {
                 log_info("PF %s has an interrupted reconf; completing it decides the VF count.", pf->address);
                 return 0;
@@ -536,6 +538,7 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
         if (streq(action, "add") || streq(action, "bind")) {
                 if (known_vf(m, pf))
                         return;
+                LOG_CONTEXT(.pf = pf, .operation = "uevent");
                 log_debug("PCI %s: %s; applying its policy once it settles.", pf, action);
                 /* A PF svff has records of came back: its recorded state
                  * is the desired one unless a policy says otherwise. */
@@ -568,6 +571,7 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
                         n_assigned++;
         }
         manager_sysfs_changed(m, NULL);
+        LOG_CONTEXT(.pf = pf, .operation = "uevent");
         log_notice("PF %s was removed; its %zu VF record(s) and %zu assignment(s) are kept and marked absent.",
                    pf, n_records, n_assigned);
         emit(m, "pf-removed", pf, "PF %s is absent; %zu VF record(s), %zu assignment(s) kept", pf,

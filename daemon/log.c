@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 
@@ -12,6 +13,52 @@
 
 static int max_level = LOG_INFO;
 static bool use_journal = false;
+/* Each thread's innermost log context (log.h). */
+static _Thread_local struct log_context *context = NULL;
+
+void log_context_push(struct log_context *c) {
+        c->prev = context;
+        context = c;
+}
+
+void log_context_pop(struct log_context *c) {
+        /* Contexts nest with blocks: the innermost goes first. */
+        if (context == c)
+                context = c->prev;
+}
+
+#define CONTEXT_FIELD(name)                                     \
+        const char *log_context_##name(void) {                  \
+                for (struct log_context *c = context; c; c = c->prev) \
+                        if (c->name)                            \
+                                return c->name;                 \
+                return NULL;                                    \
+        }
+CONTEXT_FIELD(pf)
+CONTEXT_FIELD(vf)
+CONTEXT_FIELD(domain)
+CONTEXT_FIELD(operation)
+
+static char *strdup_or_null(const char *s) {
+        return s ? strdup(s) : NULL;
+}
+
+void log_context_copy(struct log_context_copy *ret) {
+        *ret = (struct log_context_copy) {
+                .pf = strdup_or_null(log_context_pf()),
+                .vf = strdup_or_null(log_context_vf()),
+                .domain = strdup_or_null(log_context_domain()),
+                .operation = strdup_or_null(log_context_operation()),
+        };
+}
+
+void log_context_copy_done(struct log_context_copy *c) {
+        free(c->pf);
+        free(c->vf);
+        free(c->domain);
+        free(c->operation);
+        *c = (struct log_context_copy) {};
+}
 
 
 /* JOURNAL_STREAM is "DEV:INO" of the stream systemd connected stderr to;
@@ -64,6 +111,17 @@ const char *log_level_to_string(int level) {
         return svff_log_level_to_string(level);
 }
 
+/* Appends "NAME=VALUE" to iov (nothing for a NULL value, or without
+ * memory); the text is text[*n], the caller's to free. */
+static void add_field(struct iovec *iov, size_t *n, char **text, const char *name, const char *value) {
+        char *t;
+
+        if (!value || asprintf(&t, "%s=%s", name, value) < 0)
+                return;
+        text[*n] = t;
+        iov[(*n)++] = (struct iovec) { .iov_base = t, .iov_len = strlen(t) };
+}
+
 int log_internalv(int level, int error, const char *file, int line, const char *func,
                   const char *format, va_list ap) {
         int saved = errno;
@@ -77,17 +135,28 @@ int log_internalv(int level, int error, const char *file, int line, const char *
         vsnprintf(msg, sizeof(msg), format, ap);
 
         if (use_journal) {
-                int prio = level & LOG_PRIMASK;
+                char prio[12], err[12], lineno[12];
+                char *text[10] = {};
+                struct iovec iov[10];
+                size_t n = 0;
 
-                if (error != 0)
-                        sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", prio,
-                                        "ERRNO=%i", error < 0 ? -error : error,
-                                        "CODE_FILE=%s", file, "CODE_LINE=%i", line,
-                                        "CODE_FUNC=%s", func, NULL);
-                else
-                        sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", prio,
-                                        "CODE_FILE=%s", file, "CODE_LINE=%i", line,
-                                        "CODE_FUNC=%s", func, NULL);
+                snprintf(prio, sizeof(prio), "%i", level & LOG_PRIMASK);
+                snprintf(err, sizeof(err), "%i", error < 0 ? -error : error);
+                snprintf(lineno, sizeof(lineno), "%i", line);
+                add_field(iov, &n, text, "MESSAGE", msg);
+                add_field(iov, &n, text, "PRIORITY", prio);
+                add_field(iov, &n, text, "ERRNO", error != 0 ? err : NULL);
+                add_field(iov, &n, text, "CODE_FILE", file);
+                add_field(iov, &n, text, "CODE_LINE", lineno);
+                add_field(iov, &n, text, "CODE_FUNC", func);
+                add_field(iov, &n, text, "SVFF_PF", log_context_pf());
+                add_field(iov, &n, text, "SVFF_VF", log_context_vf());
+                add_field(iov, &n, text, "SVFF_DOMAIN", log_context_domain());
+                add_field(iov, &n, text, "SVFF_OPERATION", log_context_operation());
+                if (n > 0 && text[0] && strncmp(text[0], "MESSAGE=", 8) == 0)
+                        (void) sd_journal_sendv(iov, (int) n);
+                for (size_t i = 0; i < n; i++)
+                        free(text[i]);
         } else
                 /* One fprintf per message: stderr is unbuffered, and a
                  * single write keeps lines from two threads apart. */

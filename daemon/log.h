@@ -58,6 +58,52 @@ int log_internalv(int level, int error, const char *file, int line, const char *
 
 #define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
 
+/* The device a message is about, for the journal: every message logged
+ * while a context is pushed on the calling thread carries SVFF_PF=,
+ * SVFF_VF=, SVFF_DOMAIN= and SVFF_OPERATION= fields for what it names,
+ * so 'journalctl -u svffd SVFF_PF=0000:3b:00.0' shows one PF's history.
+ * A context names what the work at hand is about; a NULL member takes
+ * the enclosing context's. The strings are borrowed: they must outlive
+ * the context. Push with LOG_CONTEXT(), which pops it at the end of the
+ * enclosing block. */
+struct log_context {
+        const char *pf;
+        const char *vf;
+        const char *domain;
+        const char *operation;
+        struct log_context *prev;
+};
+
+void log_context_push(struct log_context *c);
+void log_context_pop(struct log_context *c);
+
+/* The fields the innermost contexts give (NULL: none). */
+const char *log_context_pf(void);
+const char *log_context_vf(void);
+const char *log_context_domain(void);
+const char *log_context_operation(void);
+
+/* A copy of the calling thread's context fields, for work that goes on
+ * in another thread or a later callback (the worker pools carry one
+ * with each job and each posted function). Best effort: a field that
+ * cannot be copied is left out. */
+struct log_context_copy {
+        char *pf;
+        char *vf;
+        char *domain;
+        char *operation;
+};
+void log_context_copy(struct log_context_copy *ret);
+void log_context_copy_done(struct log_context_copy *c);
+
+#define LOG_CONTEXT_CONCAT_(a, b) a##b
+#define LOG_CONTEXT_NAME_(n) LOG_CONTEXT_CONCAT_(log_context_, n)
+/* LOG_CONTEXT(.pf = pf, .operation = "init"); */
+#define LOG_CONTEXT(...)                                                        \
+        _cleanup_(log_context_pop) struct log_context LOG_CONTEXT_NAME_(__LINE__) = \
+                { __VA_ARGS__ };                                                \
+        log_context_push(&LOG_CONTEXT_NAME_(__LINE__))
+
 /* For libsvff's log callback (svff_ctx_set_log_fn). */
 void log_svff_callback(void *userdata, int priority, const char *file, int line,
                        const char *fn, const char *format, va_list args);

@@ -366,10 +366,12 @@ static void check_drained(struct manager *m) {
 static int on_stop_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
 
-        for (struct operation *op = registry_operations(m->registry); op; op = op->next)
+        for (struct operation *op = registry_operations(m->registry); op; op = op->next) {
+                LOG_CONTEXT(.pf = op->pf, .operation = op->kind);
                 log_warning("The %s of PF %s did not reach a safe point in time (phase %s, %u/%u); its journal "
                             "stays and the next start of svffd finishes it.", op->kind, op->pf, op->phase, op->done,
                             op->total);
+        }
         stop_now(m);
         return 0;
 }
@@ -396,9 +398,11 @@ void manager_begin_shutdown(struct manager *m) {
                 stop_now(m);
                 return;
         }
-        for (struct operation *op = registry_operations(m->registry); op; op = op->next)
+        for (struct operation *op = registry_operations(m->registry); op; op = op->next) {
+                LOG_CONTEXT(.pf = op->pf, .operation = op->kind);
                 log_info("Waiting for the %s of PF %s to reach a safe point (phase %s).", op->kind, op->pf,
                          op->phase);
+        }
         r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC,
                                        m->stop_timeout_usec, 0, on_stop_deadline, m);
         if (r < 0) {

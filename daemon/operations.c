@@ -825,6 +825,7 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         struct init_op *io;
         int r;
 
+        LOG_CONTEXT(.pf = pf, .operation = "init");
         op = manager_find_operation(m, pf);
         if (op) {
                 if (call)
@@ -1083,6 +1084,8 @@ static void release_submit(struct release_op *ro) {
         struct operation *op = ro->op;
         struct manager *m = op->manager;
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+
+        LOG_CONTEXT(.pf = ro->pf, .vf = ro->vf, .domain = ro->domain, .operation = "release");
 
         op->phase = "commit";
         if (release_commit(ro, &err) < 0) {

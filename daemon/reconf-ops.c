@@ -13,6 +13,7 @@
 #include "hypervisor.h"
 #include "json-util.h"
 #include "log.h"
+#include "pciaddr.h"
 #include "qmp.h"
 #include "reconf-ops.h"
 #include "sriov.h"
@@ -758,14 +759,27 @@ static int pf_remove(struct pfop_job *j) {
         return 0;
 }
 
+/* The rescan that brings the PF back scans only behind its own upstream
+ * bridge: the kernel's rescan of the PF's bus, class/pci_bus/DDDD:BB/rescan
+ * (rescan_store(): below a bridge with no device left on the bus, it
+ * rescans from that bridge). bus/pci/rescan would scan every bus and bring
+ * back devices an operator removed on purpose. */
 static int pf_rescan_wait(struct pfop_job *j) {
         struct svff_ctx *ctx = j->run->env.ctx;
         usec_t waited = 0, timeout = j->run->env.rescan_timeout ?: 30 * USEC_PER_SEC;
+        _cleanup_free_ char *rescan = NULL;
+        struct svff_pci_addr a;
         int r;
 
-        r = svff_sysfs_write(svff_ctx_get_rootfd(ctx), "bus/pci/rescan", "1");
+        r = svff_pci_addr_parse(j->pf, &a);
         if (r < 0)
-                return svff_error_set_errno(&j->err, r, "Cannot rescan the PCI bus");
+                return svff_error_set_errno(&j->err, r, "PF '%s' is not a PCI address", j->pf);
+        if (asprintf(&rescan, "class/pci_bus/%04x:%02x/rescan", a.domain, a.bus) < 0)
+                return -ENOMEM;
+        r = svff_sysfs_write(svff_ctx_get_rootfd(ctx), rescan, "1");
+        if (r < 0)
+                return svff_error_set_errno(&j->err, r, "Cannot rescan bus %04x:%02x, where PF %s was ('%s')",
+                                            a.domain, a.bus, j->pf, rescan);
         /* The PF comes back at the address it had, or not at all: an
          * image that moves it is not one this PF's policy describes. */
         for (;;) {

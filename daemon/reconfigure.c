@@ -336,6 +336,8 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
         uint64_t started;
         int r;
 
+        LOG_CONTEXT(.pf = plan->pf, .operation = (image || (journal && journal->reprogram)) ? "reprogram" : "reconf");
+
         if (plan_needs_libvirt(plan)) {
                 conn = hv_conn_ref(m->hv, &err);
                 if (!conn) {
@@ -700,6 +702,13 @@ static bool image_allowed(struct manager *m, struct call *call, const char *pf, 
                 refuse(call, ret_err, SVFF_ERROR_INVALID_IMAGE, "image", image, "%s", svff_error_message(&err));
                 return false;
         }
+        /* The hook too, before anything is destroyed (found only after
+         * the PF left the bus, a refusal would leave it interrupted). */
+        if (svff_flash_hook_check(m->config.flash_hook, &err) < 0) {
+                refuse(call, ret_err, SVFF_ERROR_NO_FLASH_HOOK, "device", pf, "%s: fix it, or 'flash_hook' in "
+                       "svff.conf(5).", svff_error_message(&err));
+                return false;
+        }
         return true;
 }
 
@@ -945,6 +954,7 @@ static int resume_journal(struct manager *m, struct call *call, const char *pf, 
         struct reconf_journal j = {};
         int r;
 
+        LOG_CONTEXT(.pf = pf, .operation = "recover");
         r = reconf_journal_decode(e, &j);
         if (r < 0 || !streq(j.plan->pf, pf)) {
                 reconf_journal_done(&j);

@@ -14,8 +14,36 @@
 struct item {
         worker_fn fn;
         void *userdata;
+        /* The submitter's log context: what the job logs is about the
+         * same device and operation (log.h). */
+        struct log_context_copy context;
         struct item *next;
 };
+
+static struct item *item_new(worker_fn fn, void *userdata) {
+        struct item *i = malloc(sizeof(*i));
+
+        if (!i)
+                return NULL;
+        *i = (struct item) { .fn = fn, .userdata = userdata };
+        log_context_copy(&i->context);
+        return i;
+}
+
+static void item_free(struct item *i) {
+        log_context_copy_done(&i->context);
+        free(i);
+}
+
+/* Runs the item in its submitter's log context, then frees it. */
+static void item_run(struct item *i) {
+        {
+                LOG_CONTEXT(.pf = i->context.pf, .vf = i->context.vf,
+                            .domain = i->context.domain, .operation = i->context.operation);
+                i->fn(i->userdata);
+        }
+        item_free(i);
+}
 
 struct queue {
         struct item *head, *tail;
@@ -63,8 +91,7 @@ static void run_posted(struct worker_pool *p) {
         while (i) {
                 struct item *next = i->next;
 
-                i->fn(i->userdata);
-                free(i);
+                item_run(i);
                 i = next;
         }
 }
@@ -97,8 +124,7 @@ static void *worker_main(void *userdata) {
                         p->jobs.tail = NULL;
                 pthread_mutex_unlock(&p->lock);
 
-                i->fn(i->userdata);
-                free(i);
+                item_run(i);
 
                 pthread_mutex_lock(&p->lock);
                 p->busy--;
@@ -179,7 +205,7 @@ void worker_pool_stop(struct worker_pool *p) {
         pthread_mutex_unlock(&p->lock);
         while (i) {
                 struct item *next = i->next;
-                free(i);
+                item_free(i);
                 i = next;
         }
         run_posted(p);
@@ -204,17 +230,15 @@ void worker_pool_free(struct worker_pool *p) {
 }
 
 int worker_pool_submit(struct worker_pool *p, worker_fn run, void *userdata) {
-        struct item *i = malloc(sizeof(*i));
+        struct item *i = item_new(run, userdata);
 
         if (!i)
                 return -ENOMEM;
-        i->fn = run;
-        i->userdata = userdata;
 
         pthread_mutex_lock(&p->lock);
         if (p->quit) {
                 pthread_mutex_unlock(&p->lock);
-                free(i);
+                item_free(i);
                 return -ESHUTDOWN;
         }
         queue_push(&p->jobs, i);
@@ -225,13 +249,11 @@ int worker_pool_submit(struct worker_pool *p, worker_fn run, void *userdata) {
 }
 
 int worker_pool_post(struct worker_pool *p, worker_fn fn, void *userdata) {
-        struct item *i = malloc(sizeof(*i));
+        struct item *i = item_new(fn, userdata);
         uint64_t one = 1;
 
         if (!i)
                 return -ENOMEM;
-        i->fn = fn;
-        i->userdata = userdata;
 
         pthread_mutex_lock(&p->lock);
         queue_push(&p->posted, i);

@@ -20,6 +20,102 @@
 #include "sysfs.h"
 #include "utf8.h"
 
+/* path_root_owned(): whether root alone can change what path names.
+ * Every directory from / down and the file itself must be owned by root
+ * and writable by no group or other; a directory writable by all is
+ * allowed only with the sticky bit (as /tmp), where only root may rename
+ * or remove root's entries. A symbolic link on the way is followed only
+ * if root owns it, and the path it leads to is checked the same way.
+ * Runs as root, the hook and the flash tool can do anything: any other
+ * owner could rewrite them (or swap a directory on the way) between the
+ * check and the run. Refusals name the offending path and its owner. */
+static int path_root_owned_depth(const char *what, const char *name, const char *path, unsigned depth,
+                                 struct svff_error *err);
+
+static int node_root_owned(const char *what, const char *name, const char *node, const struct stat *st,
+                           struct svff_error *err) {
+        bool sticky_dir = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX);
+
+        if (st->st_uid != 0)
+                return svff_error_set(err, -EPERM, "%s '%s' is refused: '%s' is owned by uid %u, not root, "
+                                      "who runs it", what, name, node, (unsigned) st->st_uid);
+        if ((st->st_mode & S_IWOTH) && !sticky_dir)
+                return svff_error_set(err, -EPERM, "%s '%s' is refused: '%s' can be written by others "
+                                      "(mode %04o; owner uid %u)", what, name, node,
+                                      (unsigned) (st->st_mode & 07777), (unsigned) st->st_uid);
+        if ((st->st_mode & S_IWGRP) && !sticky_dir)
+                return svff_error_set(err, -EPERM, "%s '%s' is refused: '%s' can be written by its group "
+                                      "(gid %u, mode %04o; owner uid %u)", what, name, node,
+                                      (unsigned) st->st_gid, (unsigned) (st->st_mode & 07777),
+                                      (unsigned) st->st_uid);
+        return 0;
+}
+
+static int path_root_owned_depth(const char *what, const char *name, const char *path, unsigned depth,
+                                 struct svff_error *err) {
+        _cleanup_free_ char *prefix = NULL;
+        size_t n = strlen(path);
+        struct stat st;
+        int r;
+
+        if (depth > 16)
+                return svff_error_set(err, -ELOOP, "%s '%s' is refused: too many symbolic links on the way",
+                                      what, name);
+        if (path[0] != '/')
+                return svff_error_set(err, -EINVAL, "%s '%s' is refused: '%s' is not an absolute path", what,
+                                      name, path);
+        prefix = strdup(path);
+        if (!prefix)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        /* "/", then each longer prefix that ends a component. */
+        for (size_t i = 1; i <= n; i++) {
+                if (i > 1 && i < n && path[i] != '/')
+                        continue;
+                if (i > 1 && path[i - 1] == '/')
+                        continue;       /* "//", or a trailing '/' */
+                memcpy(prefix, path, i);
+                prefix[i] = '\0';
+                if (lstat(prefix, &st) < 0)
+                        return svff_error_set_errno(err, -errno, "%s '%s': cannot look at '%s'", what, name,
+                                                    prefix);
+                if (S_ISLNK(st.st_mode)) {
+                        _cleanup_free_ char *target = NULL, *next = NULL;
+                        ssize_t l;
+
+                        if (st.st_uid != 0)
+                                return svff_error_set(err, -EPERM, "%s '%s' is refused: '%s', a symbolic link "
+                                                      "on the way, is owned by uid %u, not root", what, name,
+                                                      prefix, (unsigned) st.st_uid);
+                        target = malloc((size_t) st.st_size + 1);
+                        if (!target)
+                                return svff_error_set(err, -ENOMEM, "Out of memory");
+                        l = readlink(prefix, target, (size_t) st.st_size + 1);
+                        if (l < 0 || l > st.st_size)
+                                return svff_error_set_errno(err, l < 0 ? -errno : -EAGAIN,
+                                                            "%s '%s': cannot read the link '%s'", what, name,
+                                                            prefix);
+                        target[l] = '\0';
+                        /* Where it leads, and the rest of the path, checked the same way. */
+                        if (target[0] == '/')
+                                r = asprintf(&next, "%s%s", target, path + i);
+                        else
+                                r = asprintf(&next, "%.*s/%s%s", (int) (strrchr(prefix, '/') - prefix), prefix,
+                                             target, path + i);
+                        if (r < 0)
+                                return svff_error_set(err, -ENOMEM, "Out of memory");
+                        return path_root_owned_depth(what, name, next, depth + 1, err);
+                }
+                r = node_root_owned(what, name, prefix, &st, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int path_root_owned(const char *what, const char *path, struct svff_error *err) {
+        return path_root_owned_depth(what, path, path, 0, err);
+}
+
 /* A directory an image may come from: writable by its owner alone, and
  * that owner root or svffd, so no one else can swap what the hook reads
  * after the check. */
@@ -136,6 +232,9 @@ int svff_flash_image_stat(const char *image_dir, const char *image, struct stat 
                                       "file itself", image);
         if (!S_ISREG(st.st_mode))
                 return svff_error_set(err, -EINVAL, "Image '%s' is not a regular file", image);
+        r = path_root_owned("Image", image, err);
+        if (r < 0)
+                return r;
         if (ret)
                 *ret = st;
         return 0;
@@ -199,7 +298,11 @@ static int hook_check(const char *path, struct svff_error *err) {
                                       (unsigned) (st.st_mode & 07777));
         if (access(path, X_OK) < 0)
                 return svff_error_set_errno(err, -errno, "The flash hook '%s' is not executable", path);
-        return 0;
+        return path_root_owned("The flash hook", path, err);
+}
+
+int svff_flash_hook_check(const char *path, struct svff_error *err) {
+        return hook_check(path, err);
 }
 
 struct output {

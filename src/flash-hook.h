@@ -85,3 +85,15 @@ bool svff_flash_image_same(struct json_object *a, struct json_object *b);
  * (waitpid(-1)). */
 int svff_flash_hook_run(struct svff_ctx *ctx, const struct svff_flash_hook *hook, const char *pf,
                         const char *image, struct svff_error *err);
+
+/* The checks svff_flash_hook_run() makes of the hook before it runs it,
+ * for a caller that must refuse before anything is touched (a reprogram
+ * and its dry run): an absolute path to an executable regular file,
+ * and root alone able to change it: the file and every directory on its
+ * path owned by root and writable by no group or other (a sticky
+ * directory such as /tmp excepted), every symbolic link on the way owned
+ * by root and where it leads checked the same way. Images must pass the
+ * same ownership check (svff_flash_image_check()).
+ *   -EPERM     another owner, or writable by others: err names the path
+ *              and its owner */
+int svff_flash_hook_check(const char *path, struct svff_error *err);

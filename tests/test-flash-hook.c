@@ -4,7 +4,8 @@
  * with its children), a hook reaped behind the runner's back (its
  * group killed all the same), and images refused by path: outside the
  * directory, through a symbolic link, with "..", not a regular file, in
- * a directory others can write.
+ * a directory others can write; hooks and images only root can change
+ * (owner, the directories on the way, symbolic links).
  *
  * kill(), waitpid() and waitid() are wrapped here to see the order the
  * runner calls them in: a process group is killed only while its
@@ -445,6 +446,86 @@ START_TEST(test_hook_checks) {
 }
 END_TEST
 
+/* Root alone may be able to change the hook and the image, which run or
+ * are read as root: owner, the directories on the way, symbolic links. */
+START_TEST(test_owner_checks) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        char sub[400], subhook[450], link[400], linkhook[450], msg[1024];
+
+        hook_script("exit 0");
+        ck_assert_int_eq(run(image, USEC_PER_SEC, &err), 0);
+        svff_error_free(&err);
+
+        /* Owned by another user: refused by name and owner, in the check
+         * a dry run makes and in the run. */
+        ck_assert_int_eq(chown(hookp, 65534, 0), 0);
+        snprintf(msg, sizeof(msg), "'%s' is owned by uid 65534, not root", hookp);
+        assert_error(svff_flash_hook_check(hookp, &err), &err, -EPERM, msg);
+        svff_error_free(&err);
+        assert_error(run(image, USEC_PER_SEC, &err), &err, -EPERM, msg);
+        svff_error_free(&err);
+        ck_assert_ptr_null(lines);      /* it never ran */
+        ck_assert_int_eq(chown(hookp, 0, 0), 0);
+        ck_assert_int_eq(svff_flash_hook_check(hookp, &err), 0);
+
+        /* Rewritten in place by a user given the file: each run checks. */
+        ck_assert_int_eq(run(image, USEC_PER_SEC, &err), 0);
+        ck_assert_int_eq(chown(hookp, 65534, 65534), 0);
+        assert_error(run(image, USEC_PER_SEC, &err), &err, -EPERM, "owned by uid 65534");
+        svff_error_free(&err);
+        ck_assert_int_eq(chown(hookp, 0, 0), 0);
+
+        /* A directory on the way that others can write (not sticky), or
+         * that another user owns. */
+        snprintf(sub, sizeof(sub), "%s/hooks", dir);
+        snprintf(subhook, sizeof(subhook), "%s/flash", sub);
+        ck_assert_int_eq(mkdir(sub, 0755), 0);
+        write_file(subhook, "#!/bin/sh\nexit 0\n", 0755);
+        ck_assert_int_eq(svff_flash_hook_check(subhook, &err), 0);
+        ck_assert_int_eq(chmod(sub, 0777), 0);
+        snprintf(msg, sizeof(msg), "'%s' can be written by others (mode 0777; owner uid 0)", sub);
+        assert_error(svff_flash_hook_check(subhook, &err), &err, -EPERM, msg);
+        svff_error_free(&err);
+        ck_assert_int_eq(chmod(sub, 0775), 0);
+        assert_error(svff_flash_hook_check(subhook, &err), &err, -EPERM, "can be written by its group");
+        svff_error_free(&err);
+        /* Sticky and writable by all, as /tmp: only root may swap root's entries. */
+        ck_assert_int_eq(chmod(sub, 01777), 0);
+        ck_assert_int_eq(svff_flash_hook_check(subhook, &err), 0);
+        ck_assert_int_eq(chmod(sub, 0755), 0);
+        ck_assert_int_eq(chown(sub, 65534, 0), 0);
+        snprintf(msg, sizeof(msg), "'%s' is owned by uid 65534", sub);
+        assert_error(svff_flash_hook_check(subhook, &err), &err, -EPERM, msg);
+        svff_error_free(&err);
+        ck_assert_int_eq(chown(sub, 0, 0), 0);
+
+        /* A symbolic link on the way: another user's is refused; root's
+         * is followed, and where it leads is checked the same way. */
+        snprintf(link, sizeof(link), "%s/current", dir);
+        snprintf(linkhook, sizeof(linkhook), "%s/flash", link);
+        ck_assert_int_eq(symlink("hooks", link), 0);
+        ck_assert_int_eq(svff_flash_hook_check(linkhook, &err), 0);
+        ck_assert_int_eq(lchown(link, 65534, 65534), 0);
+        snprintf(msg, sizeof(msg), "'%s', a symbolic link on the way, is owned by uid 65534", link);
+        assert_error(svff_flash_hook_check(linkhook, &err), &err, -EPERM, msg);
+        svff_error_free(&err);
+        ck_assert_int_eq(lchown(link, 0, 0), 0);
+        ck_assert_int_eq(chmod(sub, 0777), 0);
+        assert_error(svff_flash_hook_check(linkhook, &err), &err, -EPERM, "can be written by others");
+        svff_error_free(&err);
+        ck_assert_int_eq(chmod(sub, 0755), 0);
+
+        /* An image another user owns is not flashed. */
+        ck_assert_int_eq(chown(image, 65534, 0), 0);
+        snprintf(msg, sizeof(msg), "Image '%s' is refused: '%s' is owned by uid 65534", image, image);
+        assert_error(svff_flash_image_check(images, image, &err), &err, -EPERM, msg);
+        svff_error_free(&err);
+        assert_error(run(image, USEC_PER_SEC, &err), &err, -EPERM, msg);
+        svff_error_free(&err);
+        ck_assert_int_eq(chown(image, 0, 0), 0);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("flash-hook");
         TCase *tc = tcase_create("hook");
@@ -460,6 +541,7 @@ int main(void) {
         tcase_add_test(tc, test_lost_hook);
         tcase_add_test(tc, test_image_paths);
         tcase_add_test(tc, test_hook_checks);
+        tcase_add_test(tc, test_owner_checks);
         tcase_add_test(tc, test_image_identity);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);

@@ -90,13 +90,32 @@ expect_eq "$(sys_numvfs $PF)" 4 "numvfs after the refusals"
 expect_eq "$(gen)" "$g" "store generation after the refusals"
 [ -e "$T/hook.log" ] && fail "a refused image reached the hook"
 
+note "a hook another user owns: refused by path and owner, in the dry run too, before anything"
+chown 65534 "$T/hook" || fail "chown of the hook"
+for dry in --dry-run ""; do
+        rc=0; ctl reprogram $PF "$IMAGES/good.bit" $dry 2> "$T/err" || rc=$?
+        expect_eq "$rc" 1 "reprogram $dry with a hook owned by uid 65534"
+        grep -q "'$T/hook' is owned by uid 65534, not root" "$T/err" || fail "refusal $dry: $(cat "$T/err")"
+done
+chown 0 "$T/hook" || fail "chown of the hook back"
+expect_eq "$(sys_numvfs $PF)" 4 "numvfs after the hook's refusals"
+expect_eq "$(gen)" "$g" "store generation after the hook's refusals"
+[ -e "$T/hook.log" ] && fail "a hook another user owns ran"
+
 note "fewer VFs than assigned: refused without --force"
 rc=0; ctl reprogram $PF "$IMAGES/good.bit" --numvfs 2 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "reprogram to 2 without --force"
 grep -q "would lose VF 3 ($VF3) of domain 'vm3'" "$T/err" || fail "refusal: $(cat "$T/err")"
 
 note "reprogram: removed with numvfs 0, flashed off the bus, back as 10ee:913f, every assignment kept"
+# A device an operator removed on another bus stays removed: the rescan
+# is the PF's own bus's (class/pci_bus/0000:01/rescan), not the whole bus.
+OTHER=0000:00:00.0
+echo 1 > "$SYS/bus/pci/devices/$OTHER/remove" || fail "removing $OTHER by hand"
 ctl reprogram $PF "$IMAGES/good.bit" --json > "$T/out.json" || fail "reprogram: $(cat "$T/out.json")"
+[ -e "$SYS/bus/pci/devices/$OTHER" ] && fail "the reprogram's rescan brought back $OTHER, removed by hand on bus 00"
+echo 1 > "$SYS/bus/pci/rescan" || fail "rescan"
+[ -e "$SYS/bus/pci/devices/$OTHER" ] || fail "$OTHER did not come back with a rescan of every bus"
 tail -n 1 "$T/out.json" > "$T/result.json"
 good_state "reprogram"
 expect_eq "$(wc -l < "$T/hook.log")" 1 "hook runs"

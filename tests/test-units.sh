@@ -44,6 +44,32 @@ MANDIR=$(dirname "$(dirname "$(find_one /man8/svffd.8)")")
         > "$T/verify.log" 2>&1 || fail "systemd-analyze verify: $(cat "$T/verify.log")"
 [ -s "$T/verify.log" ] && fail "systemd-analyze verify complains: $(cat "$T/verify.log")"
 
+# The sandbox lets every device class work (the VM tier's 11-as-shipped
+# runs them under it) and no more: the NIC class's RTM_SETLINK needs
+# CAP_NET_ADMIN, the NVMe class's admin queue /dev/nvmeN, which
+# PrivateDevices=yes would hide.
+setting() { sed -n "s/^$1=//p" "$SERVICE" | tail -n 1; }
+expect_eq "$(setting CapabilityBoundingSet)" "CAP_SYS_ADMIN CAP_NET_ADMIN" "CapabilityBoundingSet"
+expect_eq "$(setting DevicePolicy)" closed "DevicePolicy"
+expect_eq "$(setting DeviceAllow)" "char-nvme rw" "DeviceAllow"
+expect_eq "$(setting PrivateDevices)" "" "PrivateDevices (it hides /dev/nvmeN)"
+# systemd's stop timeout outlasts svffd's own stop deadline (80 s), in
+# which running operations reach a journaled safe point.
+STOP=$(setting TimeoutStopSec)
+case $STOP in
+[0-9]*s) [ "${STOP%s}" -gt 80 ] || fail "TimeoutStopSec=$STOP is not beyond svffd's 80 s stop deadline" ;;
+*) fail "TimeoutStopSec='$STOP': set it, in seconds, beyond svffd's 80 s stop deadline" ;;
+esac
+# The exposure score of the installed service, as an operator sees it.
+if systemd-analyze security --help 2>/dev/null | grep -q -- '--offline'; then
+        (cd "$T/verify" && systemd-analyze security --offline=true svffd.service) > "$T/security.log" 2>&1 || true
+        SCORE=$(sed -n 's/.*Overall exposure level for svffd.service: \([0-9.]*\).*/\1/p' "$T/security.log")
+        [ -n "$SCORE" ] || fail "systemd-analyze security printed no score: $(tail -n 5 "$T/security.log")"
+        echo "systemd-analyze security svffd.service: $SCORE"
+        awk -v s="$SCORE" 'BEGIN { exit !(s <= 2.5) }' ||
+                fail "svffd.service's exposure is $SCORE, above 2.5: $(grep '✗' "$T/security.log")"
+fi
+
 # sysusers and tmpfiles, applied to the DESTDIR root.
 if command -v systemd-sysusers >/dev/null; then
         mkdir -p "$DEST/etc"

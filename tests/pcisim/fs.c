@@ -8,6 +8,7 @@
  *                               virtfn<i>, physfn, net/, qdma/, nvme/}
  *   bus/pci/{devices/<BDF>, drivers/<name>/, drivers_probe, drivers_autoprobe, rescan}
  *   kernel/iommu_groups/<N>/{devices/<BDF>, type}
+ *   class/pci_bus/<dddd:bb>/rescan  (every bus a device is or was on)
  *   .pcisim/{ctl, stats, vfio/<N>}
  */
 #define FUSE_USE_VERSION 35
@@ -28,7 +29,7 @@ enum node_kind {
         K_ROOT, K_DEVICES, K_DOMAIN, K_DEVICE, K_NET, K_NETIF, K_QDMA, K_NVME, K_NVMECTRL,
         K_BUS, K_BUS_PCI, K_BUS_DEVICES, K_DRIVERS, K_DRIVER,
         K_KERNEL, K_GROUPS, K_GROUP, K_GROUP_DEVICES, K_SIM, K_VFIO,
-        K_MODULE, K_MODULE_VFIO, K_MODULE_PARAMS,
+        K_MODULE, K_MODULE_VFIO, K_MODULE_PARAMS, K_CLASS, K_CLASS_PCI_BUS, K_PCI_BUS,
         K_FILE, K_LINK,
 };
 
@@ -44,6 +45,7 @@ struct node {
         struct sim_driver *drv;
         unsigned group;
         unsigned domain;
+        unsigned bus;           /* K_PCI_BUS */
 };
 
 struct attr {
@@ -282,6 +284,9 @@ static int store_drivers_probe(struct sim *sim, const struct node *n, const char
 static int store_rescan(struct sim *sim, const struct node *n, const char *buf, size_t len) {
         return sim_store_rescan(sim, NULL, buf);
 }
+static int store_pci_bus_rescan(struct sim *sim, const struct node *n, const char *buf, size_t len) {
+        return sim_store_bus_rescan(sim, n->domain, n->bus, buf);
+}
 static int store_bus_autoprobe(struct sim *sim, const struct node *n, const char *buf, size_t len) {
         return sim_store_bus_autoprobe(sim, buf);
 }
@@ -321,6 +326,9 @@ static const struct attr bus_attrs[] = {
         { "drivers_probe", 0200, NULL, NULL, store_drivers_probe },
         { "drivers_autoprobe", 0644, NULL, show_bus_autoprobe, store_bus_autoprobe },
         { "rescan", 0200, NULL, NULL, store_rescan },
+};
+static const struct attr pci_bus_attrs[] = {
+        { "rescan", 0200, NULL, NULL, store_pci_bus_rescan },
 };
 static const struct attr group_attrs[] = { { "type", 0444, NULL, show_group_type } };
 static const struct attr vfio_param_attrs[] = {
@@ -408,8 +416,33 @@ static int walk(struct sim *sim, const struct node *p, child_fn fn, void *ud) {
                 CHILD("bus", .kind = K_BUS);
                 CHILD("kernel", .kind = K_KERNEL);
                 CHILD("module", .kind = K_MODULE);
+                CHILD("class", .kind = K_CLASS);
                 CHILD(".pcisim", .kind = K_SIM);
                 return 0;
+        case K_CLASS:
+                CHILD("pci_bus", .kind = K_CLASS_PCI_BUS);
+                return 0;
+        case K_CLASS_PCI_BUS:
+                /* A bus stays while its bridge does: a removed device's
+                 * bus is still there to be rescanned. VFs sit on their
+                 * PF's buses. */
+                for (size_t i = 0; i < sim->n_devs; i++) {
+                        const struct sim_dev *d = sim->devs[i];
+                        bool seen = false;
+
+                        if (d->unplugged)
+                                continue;
+                        for (size_t k = 0; k < i && !seen; k++)
+                                seen = !sim->devs[k]->unplugged && sim->devs[k]->domain == d->domain &&
+                                       sim->devs[k]->bus == d->bus;
+                        if (seen)
+                                continue;
+                        snprintf(name, sizeof(name), "%04x:%02x", d->domain, d->bus);
+                        CHILD(name, .kind = K_PCI_BUS, .domain = d->domain, .bus = d->bus);
+                }
+                return 0;
+        case K_PCI_BUS:
+                return walk_attrs(pci_bus_attrs, ELEMENTSOF(pci_bus_attrs), p, fn, ud);
         case K_DEVICES:
                 for (size_t i = 0; i < sim->n_present; i++) {
                         unsigned dom = sim->present[i]->domain;

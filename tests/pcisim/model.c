@@ -1072,7 +1072,7 @@ int sim_store_remove_id(struct sim *sim, struct sim_driver *drv, const char *buf
  * the device's own bus (the tree is flat: no bus below another): removed
  * (not unplugged) devices come back with fresh state; VFs never do (they
  * exist only through SR-IOV). */
-int sim_store_rescan(struct sim *sim, const struct sim_dev *on_bus, const char *buf) {
+static int rescan(struct sim *sim, int domain, int bus, const char *buf) {
         unsigned long long v;
 
         if (sim_kstrtoull(buf, 0, &v) < 0)
@@ -1085,11 +1085,19 @@ int sim_store_rescan(struct sim *sim, const struct sim_dev *on_bus, const char *
 
                 if (dev->present || dev->unplugged || dev->locked)
                         continue;
-                if (on_bus && (dev->domain != on_bus->domain || dev->bus != on_bus->bus))
+                if (bus >= 0 && (dev->domain != domain || dev->bus != bus))
                         continue;
                 (void) dev_plug(sim, dev);
         }
         return 0;
+}
+
+int sim_store_rescan(struct sim *sim, const struct sim_dev *on_bus, const char *buf) {
+        return on_bus ? rescan(sim, on_bus->domain, on_bus->bus, buf) : rescan(sim, -1, -1, buf);
+}
+
+int sim_store_bus_rescan(struct sim *sim, unsigned domain, unsigned bus, const char *buf) {
+        return rescan(sim, (int) domain, (int) bus, buf);
 }
 
 /* drivers_autoprobe_store(): only a leading '0' turns it off; anything

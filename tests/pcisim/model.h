@@ -196,6 +196,9 @@ int sim_store_remove_id(struct sim *sim, struct sim_driver *drv, const char *buf
 int sim_store_drivers_probe(struct sim *sim, const char *buf);
 /* on_bus: a device whose bus alone is rescanned (its rescan), or NULL. */
 int sim_store_rescan(struct sim *sim, const struct sim_dev *on_bus, const char *buf);
+/* class/pci_bus/<dddd:bb>/rescan: rescan_store() of one bus, the one
+ * below a bridge (pci_rescan_bus_bridge_resize() when it is empty). */
+int sim_store_bus_rescan(struct sim *sim, unsigned domain, unsigned bus, const char *buf);
 int sim_store_bus_autoprobe(struct sim *sim, const char *buf);
 int sim_store_qmax(struct sim *sim, struct sim_dev *dev, const char *buf);
 /* QDMA: sets qmax as a driver would (a VF's over the mailbox, asked by

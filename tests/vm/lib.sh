@@ -11,7 +11,10 @@
 #
 # Environment: SVFF_VM_SRCDIR, SVFF_VM_BUILDDIR (the host's trees, read-only
 # here, at the same paths), SVFF_VM_RUNDIR (shared with the host, kept
-# after the run), SVFF_VM_VFS (the PF's sriov_max_vfs, tests/vm/run --vfs).
+# after the run), SVFF_VM_VFS (the PF's sriov_max_vfs, tests/vm/run --vfs),
+# SVFF_VM_SYSTEMD (1: systemd is PID 1 and the scenario runs from a unit,
+# tests/vm/run --systemd) with SVFF_VM_SHIPPED_BUILDDIR (the README's
+# operator build, for 'make install').
 # The guest has 2 CPUs and 2 GiB; /run, /tmp, /var/log and the overlay root
 # are tmpfs; nothing the host runs is running here.
 

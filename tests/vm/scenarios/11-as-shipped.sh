@@ -1,0 +1,273 @@
+# svff as it ships: systemd is PID 1 (tests/vm/run --systemd), svff is
+# installed with the README's "Installing on a real host" steps, run here
+# line by line from the README itself, and svffd runs only as systemd
+# starts it, from the installed svffd.socket and svffd.service, inside the
+# unit's sandbox, beside systemd-udevd, journald and Debian's
+# libvirtd.service. This scenario is itself a unit ordered after
+# multi-user.target (tests/vm/init).
+#
+# vm-run: --systemd --nic --namespaces
+#
+# Checked on the real kernel, with both PFs in one VM (QEMU 10: the
+# emulated NVMe PF and the igb NIC):
+# - socket activation: svffd is not running after the install; the first
+#   'svffctl list' starts it, and READY=1 comes with the policies applied;
+# - the policies under the unit's sandbox: the NVMe class brings every
+#   secondary controller online with its namespace ('nvme list-secondary',
+#   'nvme list-ctrl'); the NIC class sets MAC, VLAN, trust and spoof
+#   checking ('ip link show');
+# - 'journalctl -u svffd SVFF_PF=PF' returns that PF's lines and no other's,
+#   and every line naming one of its devices carries the fields;
+# - 'systemd-analyze security svffd.service' scores 2.5 or below;
+# - 'systemctl reload svffd' applies a changed count.
+# The class checks all run before the first failure is reported, so one
+# boot shows each class that does not work under the sandbox.
+
+[ "${SVFF_VM_SYSTEMD:-0}" = 1 ] || vm_fail "needs tests/vm/run --systemd: it never skips"
+# The installed svffctl, not lib.sh's wrapper around the build tree's.
+unset -f svffctl
+[ "${SVFF_VM_NIC:-0}" = 1 ] || vm_fail "needs tests/vm/run --nic (QEMU 10's igb): it never skips"
+[ "${SVFF_VM_NAMESPACES:-0}" -ge 4 ] || vm_fail "needs tests/vm/run --namespaces with 4 VFs"
+for c in jq nvme ip systemctl journalctl systemd-analyze make; do
+        command -v "$c" >/dev/null || vm_fail "no $c (scripts/setup-deps installs it)"
+done
+R=$SVFF_VM_RUNDIR
+B=$SVFF_VM_SHIPPED_BUILDDIR
+[ -f "$B/Makefile" ] || vm_fail "no operator's build in '$B' (tests/vm/run --systemd builds it)"
+
+assert_eq "PID 1" systemd "$(cat /proc/1/comm)"
+vm_log "booted to multi-user.target: $(systemctl show -P ActiveEnterTimestampMonotonic multi-user.target |
+        awk '{ printf "%.1f", $1 / 1e6 }') s"
+for u in systemd-journald.service systemd-udevd.service libvirtd.service; do
+        assert_eq "$u under systemd" active "$(systemctl is-active "$u" || true)"
+done
+
+# libvirtd.service keeps its probed capabilities: hand them back.
+vm_libvirt_used=1
+vm_cleanup 'journalctl -b --no-pager -o short-monotonic >"$R/journal.txt" 2>&1'
+vm_cleanup 'journalctl -b --no-pager -o json -u svffd.service >"$R/svffd-journal.json" 2>&1'
+
+# ---- the PFs, on the drivers udev loaded for them ----
+nvmepf=$(vm_nvme_pf) || vm_fail "no NVMe PF"
+vm_wait 30 sh -c "ls /sys/bus/pci/devices/$nvmepf/nvme 2>/dev/null | grep -q '^nvme'" ||
+        vm_fail "PF $nvmepf did not come up on nvme (udev loads the driver)"
+ctrl=$(ls "/sys/bus/pci/devices/$nvmepf/nvme" | grep '^nvme' | head -n1)
+dev=/dev/$ctrl
+nicpf=$(vm_nic_pf) || vm_fail "no igb PF (8086:10c9)"
+vm_wait 30 test -d "/sys/bus/pci/devices/$nicpf/net" || vm_fail "PF $nicpf did not come up on igb"
+ifname=$(ls "/sys/bus/pci/devices/$nicpf/net" | head -n1)
+ip link set "$ifname" up || true
+vm_log "NVMe PF $nvmepf ($ctrl), NIC PF $nicpf ($ifname)"
+
+# ---- the README's install, line by line ----
+sed -n '/^## Installing on a real host/,/^## [^I]/p' "$SVFF_VM_SRCDIR/README.md" |
+        sed -n '/^```sh$/,/^```$/p' | sed '1d;$d' >"$R/readme-install.sh"
+[ -s "$R/readme-install.sh" ] || vm_fail "no sh block under README.md's 'Installing on a real host'"
+config=$(jq -n --arg n "$nvmepf" --arg c "$nicpf" '{ policies: {
+        nvme: { match: { address: $n }, numvfs: 4,
+                nvme: { vq: 2, vi: 1, namespace: [1, 2, 3, 4] } },
+        nic: { match: { address: $c }, numvfs: 4,
+               nic: { mac_prefix: "02:53:00:00", vlan: 100, trust: true, spoofchk: false,
+                      nic_strict: false } } } }')
+while IFS= read -r line; do
+        case "$line" in
+        "scripts/setup-deps "*)
+                # The host's packages are this root's: scripts/check ran it.
+                vm_log "README: $line (done on the host)"; continue ;;
+        "scripts/build build "*)
+                vm_log "README: $line (done on the host, into $B)"; continue ;;
+        esac
+        # As root already; the README's build directory is $B here.
+        cmd=$(printf '%s\n' "$line" | sed -e 's/sudo //g' -e 's/ -C build / -C "$B" /')
+        vm_log "README: $line"
+        t=$(vm_now)
+        sh -c "B='$B'; $cmd" >"$R/readme-step.log" 2>&1 ||
+                { tail -n 30 "$R/readme-step.log"; vm_fail "README step failed: $line"; }
+        cat "$R/readme-step.log" >>"$R/readme-install.log"
+        vm_log "  took $(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s"
+        case "$line" in
+        *"cp /etc/svff/svff.conf.example /etc/svff/svff.conf"*)
+                # "then edit the policies"
+                echo "$config" >/etc/svff/svff.conf ;;
+        esac
+done <"$R/readme-install.sh"
+assert_exists /usr/sbin/svffd
+assert_exists /lib/systemd/system/svffd.service
+assert_eq "svffd.socket after the install" active "$(systemctl is-active svffd.socket || true)"
+assert_eq "svffd.service enabled" enabled "$(systemctl is-enabled svffd.service || true)"
+
+# ---- socket activation: the first svffctl call starts svffd ----
+assert_eq "svffd.service before the first svffctl call" inactive "$(systemctl is-active svffd.service || true)"
+t=$(vm_now)
+svffctl list >"$R/list-first.txt" 2>&1 || { cat "$R/list-first.txt"; vm_fail "the first 'svffctl list' failed"; }
+vm_log "the first svffctl list answered after $(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s"
+ready() { [ "$(systemctl show -P ActiveState svffd.service)" = active ]; }
+vm_wait 120 ready || vm_fail "svffd.service not active 120 s after the first call: $(systemctl status svffd.service)"
+assert_eq "svffd.service started by its socket" "svffd.socket" \
+        "$(systemctl show -P TriggeredBy svffd.service)"
+assert_true "svffd runs in svffd.service's cgroup" \
+        grep -q '/system.slice/svffd.service$' "/proc/$(systemctl show -P MainPID svffd.service)/cgroup"
+started=$(systemctl show -P ExecMainStartTimestampMonotonic svffd.service)
+readyat=$(systemctl show -P ActiveEnterTimestampMonotonic svffd.service)
+vm_log "svffd: READY=1 $(echo "$started $readyat" | awk '{ printf "%.2f", ($2 - $1) / 1e6 }') s after its start, $(echo "$readyat" | awk '{ printf "%.1f", $1 / 1e6 }') s after boot"
+echo "boot-to-READY: $(echo "$readyat" | awk '{ printf "%.1f", $1 / 1e6 }') s" >"$R/boot-to-ready"
+
+# ---- the policies under the unit's sandbox ----
+fails=0
+# check WHAT EXPECTED ACTUAL: like assert_eq, but counted and reported at
+# the end of the class checks, so both classes are seen in one boot.
+check() {
+        vm_checks=$((vm_checks + 1))
+        if [ "$2" = "$3" ]; then
+                echo "ok: $1 = '$3'"
+        else
+                echo "FAILED: $1: expected '$2', got '$3'"
+                fails=$((fails + 1))
+        fi
+}
+svffctl status --json >"$R/status.json" 2>&1 || true
+
+secondary() {
+        nvme list-secondary "$dev" -o json >"$R/secondary.json" 2>"$R/secondary.err" ||
+                vm_fail "nvme list-secondary $dev failed: $(cat "$R/secondary.err")"
+        jq -r --argjson vfn "$(($1 + 1))" --arg f "$2" \
+                '.["secondary-controllers"][] | select(.["virtual-function-number"] == $vfn) | .[$f]' \
+                "$R/secondary.json"
+}
+ctrls_of() {
+        nvme list-ctrl "$dev" -n "$1" 2>/dev/null | sed -n 's/^\[ *[0-9]*\]: *\(0x[0-9a-fA-F]*\).*/\1/p' |
+                while read -r x; do printf '%d\n' "$x"; done | tr '\n' ' ' | sed 's/ $//'
+}
+N=/sys/bus/pci/devices/$nvmepf
+check "NVMe PF sriov_numvfs" 4 "$(cat "$N/sriov_numvfs")"
+for i in 0 1 2 3; do
+        [ -e "$N/virtfn$i" ] || { check "NVMe VF $i exists" yes no; continue; }
+        check "NVMe VF $i secondary state (1 = online)" 1 "$(secondary "$i" secondary-controller-state)"
+        check "NVMe VF $i VQ/VI" 2/1 "$(secondary "$i" num-virtual-queues)/$(secondary "$i" num-virtual-interrupts)"
+        check "NVMe namespace $((i + 1)) attached to VF $i's secondary only" \
+                "$(secondary "$i" secondary-controller-identifier)" "$(ctrls_of $((i + 1)))"
+        check "NVMe VF $i driver" vfio-pci "$(basename "$(readlink "$N/virtfn$i/driver")")"
+done
+
+vfline() {
+        ip link show "$ifname" >"$R/iplink.txt"
+        sed -n "s/^ *vf $1 *\(.*\)/\1/p" "$R/iplink.txt" | tr -s ' '
+}
+C=/sys/bus/pci/devices/$nicpf
+check "NIC PF sriov_numvfs" 4 "$(cat "$C/sriov_numvfs")"
+for i in 0 1 2 3; do
+        l=$(vfline "$i")
+        check "NIC VF $i MAC (ip link show)" "02:53:00:00:00:0$i" \
+                "$(echo "$l" | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p')"
+        check "NIC VF $i VLAN" 100 "$(echo "$l" | sed -n 's/.*, vlan \([0-9]*\).*/\1/p')"
+        check "NIC VF $i trust" on "$(echo "$l" | sed -n 's/.*trust \([a-z]*\).*/\1/p')"
+        check "NIC VF $i spoof checking" off "$(echo "$l" | sed -n 's/.*spoof checking \([a-z]*\).*/\1/p')"
+        [ ! -e "$C/virtfn$i" ] ||
+                check "NIC VF $i driver" vfio-pci "$(basename "$(readlink "$C/virtfn$i/driver" 2>/dev/null)")"
+done
+cp "$R/iplink.txt" "$R/iplink-policy.txt"
+if [ "$fails" != 0 ]; then
+        echo "svffd's journal, errors and warnings:"
+        journalctl -b --no-pager -u svffd.service -p warning | tail -n 40
+        vm_fail "$fails class check(s) failed under svffd.service's sandbox"
+fi
+
+# ---- journal fields: one PF's history ----
+journalctl -b --no-pager -u svffd.service -o json >"$R/svffd-journal.json"
+nvmevfs=$(for i in 0 1 2 3; do basename "$(readlink "$N/virtfn$i")"; done | tr '\n' ' ')
+nicvfs=$(for i in 0 1 2 3; do basename "$(readlink "$C/virtfn$i")"; done | tr '\n' ' ')
+# names DEVICES...: a jq test whether MESSAGE names any of DEVICES.
+names() { printf '%s\n' "$@" | jq -R . | jq -s -c 'map(select(length > 0))'; }
+nvmenames=$(names "$nvmepf" $nvmevfs)
+nicnames=$(names "$nicpf" $nicvfs)
+journalctl -b --no-pager -u svffd.service "SVFF_PF=$nvmepf" -o json >"$R/journal-nvme-pf.json"
+assert_true "journalctl -u svffd SVFF_PF=$nvmepf has lines" test -s "$R/journal-nvme-pf.json"
+vm_log "journalctl -u svffd SVFF_PF=$nvmepf: $(wc -l <"$R/journal-nvme-pf.json") lines"
+assert_eq "lines with SVFF_PF=$nvmepf that name the NIC's devices" 0 \
+        "$(jq -s --argjson n "$nicnames" '[.[] | select(.MESSAGE as $m | $n | any(. as $d | $m | contains($d)))] | length' \
+        "$R/journal-nvme-pf.json")"
+assert_eq "lines naming the NVMe PF or its VFs without SVFF_PF=$nvmepf" 0 \
+        "$(jq -s --argjson n "$nvmenames" --arg pf "$nvmepf" \
+        '[.[] | select((.MESSAGE | type) == "string" and (.MESSAGE as $m | $n | any(. as $d | $m | contains($d))) and .SVFF_PF != $pf)] | length' \
+        "$R/svffd-journal.json")"
+assert_eq "lines naming the NIC PF or its VFs without SVFF_PF=$nicpf" 0 \
+        "$(jq -s --argjson n "$nicnames" --arg pf "$nicpf" \
+        '[.[] | select((.MESSAGE | type) == "string" and (.MESSAGE as $m | $n | any(. as $d | $m | contains($d))) and .SVFF_PF != $pf)] | length' \
+        "$R/svffd-journal.json")"
+assert_eq "lines with SVFF_PF=$nvmepf without SVFF_OPERATION=" 0 \
+        "$(jq -s '[.[] | select(.SVFF_OPERATION == null)] | length' "$R/journal-nvme-pf.json")"
+# A VF's own history: release NVMe VF 3 (its secondary goes offline).
+nvmevf3=$(basename "$(readlink "$N/virtfn3")")
+svffctl release "$nvmevf3" >"$R/release.out" 2>&1 || { cat "$R/release.out"; vm_fail "svffctl release $nvmevf3 failed"; }
+journalctl -b --no-pager -u svffd.service "SVFF_VF=$nvmevf3" -o json >"$R/journal-vf.json"
+vm_log "journalctl -u svffd SVFF_VF=$nvmevf3: $(jq -r '.MESSAGE' "$R/journal-vf.json" | tr '\n' '|')"
+assert_true "journalctl -u svffd SVFF_VF=$nvmevf3 shows its release" \
+        test "$(jq -s --arg pf "$nvmepf" '[.[] | select(.SVFF_PF == $pf and .SVFF_OPERATION == "release")] | length' \
+        "$R/journal-vf.json")" -gt 0
+assert_eq "lines with SVFF_VF=$nvmevf3 that name another VF" 0 \
+        "$(jq -s --argjson n "$(names $nvmevfs $nicvfs | jq -c --arg v "$nvmevf3" 'map(select(. != $v))')" \
+        '[.[] | select(.MESSAGE as $m | $n | any(. as $d | $m | contains($d)))] | length' "$R/journal-vf.json")"
+
+# ---- the sandbox's score ----
+systemd-analyze security svffd.service --no-pager >"$R/security.txt" 2>&1 ||
+        true # it exits non-zero for a unit it finds exposed; the score decides
+score=$(sed -n 's/.*Overall exposure level for svffd.service: \([0-9.]*\).*/\1/p' "$R/security.txt")
+vm_log "systemd-analyze security svffd.service: $(grep 'Overall exposure' "$R/security.txt")"
+assert_true "systemd-analyze security printed a score" test -n "$score"
+assert_true "exposure $score is at most 2.5" awk -v s="$score" 'BEGIN { exit !(s <= 2.5) }'
+
+# ---- systemctl reload applies a changed count ----
+echo "$config" | jq --arg c "$nicpf" '.policies.nic.numvfs = 3' >/etc/svff/svff.conf
+systemctl reload svffd.service || vm_fail "systemctl reload svffd failed: $(systemctl status svffd.service)"
+nic_vfs_are() { [ "$(cat "$C/sriov_numvfs")" = "$1" ]; }
+vf2_bound() { [ "$(basename "$(readlink "$C/virtfn2/driver" 2>/dev/null)")" = vfio-pci ]; }
+t=$(vm_now)
+vm_wait 60 nic_vfs_are 3 ||
+        vm_fail "the NIC PF has $(cat "$C/sriov_numvfs") VFs 60 s after the reload, the policy says 3"
+vm_wait 30 vf2_bound || vm_fail "after reload: NIC VF 2 not on vfio-pci"
+vm_log "the reload's count applied after $(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s"
+assert_eq "after reload: NIC PF sriov_numvfs" 3 "$(cat "$C/sriov_numvfs")"
+assert_eq "after reload: NIC VF 2 MAC" 02:53:00:00:00:02 \
+        "$(vfline 2 | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p')"
+assert_eq "svffd.service after the reload" active "$(systemctl is-active svffd.service)"
+assert_eq "svffd.service restarts" 0 "$(systemctl show -P NRestarts svffd.service)"
+
+# ---- the watchdog: a hung svffd is restarted ----
+wd=$(sed -n 's/^WatchdogSec=\([0-9]*\)s$/\1/p' /lib/systemd/system/svffd.service)
+[ -n "$wd" ] || vm_fail "no WatchdogSec=Ns in the installed svffd.service"
+pid=$(systemctl show -P MainPID svffd.service)
+vm_log "kill -STOP svffd (pid $pid); WatchdogSec=${wd}s"
+t=$(vm_now)
+kill -STOP "$pid"
+restarted() {
+        [ "$(systemctl show -P NRestarts svffd.service)" = 1 ] &&
+        [ "$(systemctl show -P ActiveState svffd.service)" = active ]
+}
+# The watchdog's deadline, RestartSec= and a start under TCG.
+vm_wait 90 restarted || vm_fail "svffd not restarted 90 s after SIGSTOP: $(systemctl status svffd.service)"
+took=$(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }')
+vm_log "svffd restarted and ready again $took s after SIGSTOP"
+assert_true "the restart's new svffd" test "$(systemctl show -P MainPID svffd.service)" != "$pid"
+# When systemd saw the watchdog expire, from the SIGSTOP (both on the
+# monotonic clock).
+fired=$(journalctl -b --no-pager -u svffd.service -o json |
+        jq -r 'select((.MESSAGE | type) == "string" and (.MESSAGE | test("Watchdog timeout"))) |
+               .__MONOTONIC_TIMESTAMP' | head -n 1)
+assert_true "the journal names the watchdog" test -n "$fired"
+after=$(echo "$t $fired" | awk '{ printf "%.1f", $2 / 1e6 - $1 }')
+vm_log "the watchdog fired $after s after SIGSTOP"
+assert_true "the watchdog fired within WatchdogSec=${wd}s ($after s)" \
+        awk -v a="$after" -v w="$wd" 'BEGIN { exit !(a <= w) }'
+assert_eq "after the restart: NVMe PF sriov_numvfs" 4 "$(cat "$N/sriov_numvfs")"
+assert_eq "after the restart: NIC PF sriov_numvfs" 3 "$(cat "$C/sriov_numvfs")"
+assert_true "after the restart: svffctl list answers" svffctl list
+
+# ---- a PF that appears starts svffd through the udev rule ----
+# As at boot (systemd-udev-trigger's coldplug) or a hot-add: an "add"
+# uevent of an SR-IOV PF, with svffd stopped and no client on its socket.
+systemctl stop svffd.service
+assert_eq "svffd.service after a stop" inactive "$(systemctl is-active svffd.service || true)"
+udevadm trigger --action=add --settle "/sys/bus/pci/devices/$nicpf"
+vm_wait 60 ready || vm_fail "svffd.service not started 60 s after an add uevent of $nicpf: $(systemctl status svffd.service)"
+assert_true "svffd.service wanted by the PF's device unit (udev rule)" \
+        sh -c "systemctl show -P WantedBy svffd.service | grep -q 'sys-devices-pci.*${nicpf}.device'"
