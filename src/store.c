@@ -625,7 +625,8 @@ static int find_bad_string(struct json_object *v, struct key_path *k) {
         case json_type_string:
                 n = (size_t) json_object_get_string_len(v);
                 return svff_utf8_valid_length(json_object_get_string(v), n) != n;
-        case json_type_object:
+        case json_type_object: {
+                /* braces: the macro declares, which no label may precede */
                 json_object_object_foreach(v, key, val) {
                         if (!key_path_push(k, "%s%s", at > 0 ? "." : "", key))
                                 return -ENOMEM;
@@ -638,6 +639,7 @@ static int find_bad_string(struct json_object *v, struct key_path *k) {
                         k->p[at] = 0;
                 }
                 return 0;
+        }
         case json_type_array:
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                         if (!key_path_push(k, "[%zu]", i))
