@@ -337,32 +337,31 @@ finish:
         return r;
 }
 
-int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
-                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
-                        struct svff_error *err) {
+/* ensure_opened() on pf opened for this one step. */
+static int ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
+                       struct json_object *assignment, struct json_object *recorded, bool handover,
+                       struct json_object **ret, struct svff_error *err) {
         struct opened o;
         int r;
 
         r = opened_open(ctx, pf, false, &o, err);
         if (r <= 0)
                 return r;
-        r = ensure_opened(&o, index, policy, assignment, recorded, false, ret, err);
+        r = ensure_opened(&o, index, policy, assignment, recorded, handover, ret, err);
         opened_done(&o);
         return r;
+}
+
+int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
+                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
+                        struct svff_error *err) {
+        return ensure_sync(ctx, pf, index, policy, assignment, recorded, false, ret, err);
 }
 
 int classes_handover_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
                           struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
                           struct svff_error *err) {
-        struct opened o;
-        int r;
-
-        r = opened_open(ctx, pf, false, &o, err);
-        if (r <= 0)
-                return r;
-        r = ensure_opened(&o, index, policy, assignment, recorded, true, ret, err);
-        opened_done(&o);
-        return r;
+        return ensure_sync(ctx, pf, index, policy, assignment, recorded, true, ret, err);
 }
 
 /* ---- a PF held open for many VFs' steps ---- */
