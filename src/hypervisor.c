@@ -171,23 +171,30 @@ static xmlNodePtr child(xmlNodePtr n, const char *name) {
         return NULL;
 }
 
+/* A domain's XML as libvirt gives it, parsed with a size bound and no
+ * network, entities or DTD (libvirt's XML needs none). */
+static int domain_xml_read(const char *xml, xmlDocPtr *ret) {
+        size_t len = strlen(xml);
+
+        if (len > DOMAIN_XML_MAX)
+                return -EBADMSG;
+        *ret = xmlReadMemory(xml, (int) len, "domain.xml", NULL,
+                             XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+        return *ret ? 0 : -EBADMSG;
+}
+
 int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret) {
         _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
         _cleanup_(xml_xpath_ctx_freep) xmlXPathContextPtr xp = NULL;
         _cleanup_(xml_xpath_obj_freep) xmlXPathObjectPtr res = NULL;
         char want[SVFF_PCI_ADDR_STRLEN];
-        size_t len;
+        int r;
 
         if (!xml || !vf || !ret || svff_pci_addr_canonicalize(vf, want) < 0)
                 return -EINVAL;
-        len = strlen(xml);
-        if (len > DOMAIN_XML_MAX)
-                return -EBADMSG;
-        /* No network, no entities, no DTD: libvirt's XML needs none. */
-        doc = xmlReadMemory(xml, (int) len, "domain.xml", NULL,
-                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-        if (!doc)
-                return -EBADMSG;
+        r = domain_xml_read(xml, &doc);
+        if (r < 0)
+                return r;
         xp = xmlXPathNewContext(doc);
         if (!xp)
                 return -ENOMEM;
@@ -228,18 +235,14 @@ int svff_hv_machine_in_xml(const char *xml, char **ret) {
         _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
         _cleanup_(xml_freep) xmlChar *machine = NULL;
         xmlNodePtr type;
-        size_t len;
+        int r;
         char *m;
 
         if (!xml || !ret)
                 return -EINVAL;
-        len = strlen(xml);
-        if (len > DOMAIN_XML_MAX)
-                return -EBADMSG;
-        doc = xmlReadMemory(xml, (int) len, "domain.xml", NULL,
-                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-        if (!doc)
-                return -EBADMSG;
+        r = domain_xml_read(xml, &doc);
+        if (r < 0)
+                return r;
         type = child(child(xmlDocGetRootElement(doc), "os"), "type");
         machine = type ? xmlGetProp(type, BAD_CAST "machine") : NULL;
         if (!machine)
