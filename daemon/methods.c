@@ -7,6 +7,7 @@
 
 #include "allowlist.h"
 #include "context.h"
+#include "flash-hook.h"
 #include "assign.h"
 #include "autoinit.h"
 #include "classes.h"
@@ -154,6 +155,30 @@ static struct json_object *json_desired(struct manager *m, const char *pf) {
         return o;
 }
 
+/* The image the store says svff last flashed to the PF, and whether the
+ * file at its path is still that one. An lstat, never a read: the
+ * image may be large and List must not wait. */
+static struct json_object *json_image(struct manager *m, const char *pf) {
+        _cleanup_(json_object_putp) struct json_object *now = NULL;
+        struct json_object *stored = svff_store_get_pf_image(m->store, pf), *o;
+        const char *path = NULL;
+        struct stat st;
+        bool unchanged = false;
+
+        if (!stored || svff_json_get_string(stored, "path", &path) < 0 || !path)
+                return NULL;
+        if (m->config.flash_image_dir &&
+            svff_flash_image_stat(m->config.flash_image_dir, path, &st, NULL) >= 0 &&
+            (now = svff_flash_image_identity(path, &st)))
+                unchanged = svff_flash_image_same(stored, now);
+        o = json_object_new_object();
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "path", json_object_new_string(path));
+        json_object_object_add(o, "unchanged", json_object_new_boolean(unchanged));
+        return o;
+}
+
 struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
         struct json_object *o = json_object_new_object(), *vfs, *desired;
         const struct svff_policy *pol;
@@ -196,6 +221,7 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
                 json_object_object_add(o, "unmanaged", u != 0 ? json_object_new_string(why ?: "not managed") : NULL);
         }
 
+        json_object_object_add(o, "image", json_image(m, pf->address));
         vfs = json_object_new_array_ext((int) pf->n_vfs);
         for (size_t i = 0; i < pf->n_vfs; i++)
                 json_object_array_add(vfs, json_vf(m, &pf->vfs[i]));
