@@ -300,9 +300,7 @@ static void init_bind_progress(void *userdata) {
 
 static void init_bind_run(void *userdata) {
         struct init_op *io = userdata;
-        /* The budget grows with the VF count, like the numvfs write's:
-         * a VF whose driver probe hangs must not stall the PF for ever,
-         * and 252 VFs need more time than 4. */
+        /* The budget grows with the VF count (svff_bind_budget_error()). */
         usec_t budget = io->bind_base + io->bind_per_vf * io->after->n_vfs;
         usec_t deadline = svff_now_usec() + budget;
 
@@ -322,17 +320,8 @@ static void init_bind_run(void *userdata) {
                 b->io = io;
                 b->i = (unsigned) i;
                 if (svff_now_usec() >= deadline)
-                        b->r = svff_error_set(&err, -ETIMEDOUT,
-                                              "binding the %zu VFs of PF %s to %s did not finish within "
-                                              "%llu ms (bind_timeout_sec %llu s + bind_timeout_per_vf_msec "
-                                              "%llu ms x %zu VFs); %zu were bound: if the driver is only "
-                                              "slow, raise bind_timeout_per_vf_msec in svff.conf, else "
-                                              "check dmesg",
-                                              io->after->n_vfs, io->pf, io->driver,
-                                              (unsigned long long) (budget / USEC_PER_MSEC),
-                                              (unsigned long long) (io->bind_base / USEC_PER_SEC),
-                                              (unsigned long long) (io->bind_per_vf / USEC_PER_MSEC),
-                                              io->after->n_vfs, i);
+                        b->r = svff_bind_budget_error(&err, io->pf, io->driver, io->after->n_vfs, i,
+                                                      io->bind_base, io->bind_per_vf);
                 else
                         b->r = svff_dev_bind(io->ctx, io->after->vfs[i].address, io->driver, NULL, &err);
                 if (b->r < 0)

@@ -558,13 +558,20 @@ static void bind_done(void *userdata) {
 
 static void bind_run(void *userdata) {
         struct pf_job *j = userdata;
+        const struct reconf_env *env = &j->run->env;
+        usec_t deadline = svff_now_usec() + env->bind_timeout + env->bind_per_vf * j->n;
         unsigned n_failed = 0;
 
-        /* One job, one VF after the other: the PF's VFs probe in turn. */
+        /* One job, one VF after the other: the PF's VFs probe in turn,
+         * under the budget the dry run shows. */
         for (size_t k = 0; k < j->n; k++) {
                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
 
-                j->rs[k] = svff_dev_bind(j->run->env.ctx, j->vfs[k], j->driver, NULL, &err);
+                if (svff_now_usec() >= deadline)
+                        j->rs[k] = svff_bind_budget_error(&err, j->pf, j->driver, j->n, k - n_failed,
+                                                          env->bind_timeout, env->bind_per_vf);
+                else
+                        j->rs[k] = svff_dev_bind(env->ctx, j->vfs[k], j->driver, NULL, &err);
                 if (j->rs[k] < 0) {
                         j->messages[k] = strdup(svff_error_message(&err));
                         n_failed++;

@@ -43,6 +43,7 @@ struct reconf_env {
         struct svff_hv_removals *removals;
         const char *pause_cmd, *unpause_cmd;    /* copied */
         usec_t detach_timeout, numvfs_timeout, numvfs_per_vf;
+        usec_t bind_timeout, bind_per_vf;       /* bind_timeout_sec, ..._per_vf_msec */
         /* A reprogram: the config's flash hook and image directory
          * (copied; NULL: none), the hook's deadline, and how long the PF
          * may take to come back after the rescan. */

@@ -360,6 +360,8 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .detach_timeout = m->config.detach_timeout_usec,
                 .numvfs_timeout = m->config.numvfs_timeout_usec,
                 .numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec,
+                .bind_timeout = m->config.bind_timeout_usec,
+                .bind_per_vf = m->config.bind_timeout_per_vf_usec,
                 .flash_hook = m->config.flash_hook,
                 .flash_image_dir = m->config.flash_image_dir,
                 .flash_timeout = m->config.flash_timeout_usec,

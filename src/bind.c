@@ -319,3 +319,15 @@ int svff_dev_get_driver(struct svff_ctx *ctx, const char *address, char **ret) {
         *ret = driver;
         return 0;
 }
+
+int svff_bind_budget_error(struct svff_error *err, const char *pf, const char *driver, size_t n, size_t bound,
+                           uint64_t base_usec, uint64_t per_vf_usec) {
+        return svff_error_set(err, -ETIMEDOUT,
+                              "binding the %zu VFs of PF %s to %s did not finish within %llu ms "
+                              "(bind_timeout_sec %llu s + bind_timeout_per_vf_msec %llu ms x %zu VFs); "
+                              "%zu were bound: if the driver is only slow, raise bind_timeout_per_vf_msec "
+                              "in svff.conf, else check dmesg",
+                              n, pf, driver, (unsigned long long) ((base_usec + per_vf_usec * n) / 1000),
+                              (unsigned long long) (base_usec / 1000000), (unsigned long long) (per_vf_usec / 1000),
+                              n, bound);
+}
