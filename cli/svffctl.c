@@ -1147,10 +1147,22 @@ static int vf_call(int argc, char **argv, const char *method, reply_printer_t pr
 }
 
 static int print_released(struct json_object *reply, const void *userdata) {
+        struct json_object *v;
+        bool reprobed = json_object_object_get_ex(reply, "reprobed", &v) && json_object_is_type(v, json_type_boolean) &&
+                        json_object_get_boolean(v);
+
         if (jstr(reply, "detached_from"))
                 printf("VF %s detached from domain '%s'.\n", strna(jstr(reply, "vf")), jstr(reply, "detached_from"));
-        printf("VF %s is back on %s, its original driver; svffd forgot it.\n", strna(jstr(reply, "vf")),
-               jstr(reply, "driver") ?: "no driver (unbound)");
+        if (!reprobed)
+                printf("VF %s is back on %s, its original driver; svffd forgot it.\n", strna(jstr(reply, "vf")),
+                       jstr(reply, "driver") ?: "no driver (unbound)");
+        else if (jstr(reply, "driver"))
+                printf("VF %s had no driver before svffd; re-probed, it is on %s, the kernel's choice; svffd "
+                       "forgot it.\n", strna(jstr(reply, "vf")), jstr(reply, "driver"));
+        else
+                printf("VF %s had no driver before svffd, and none claims it on a re-probe: it is unbound (load "
+                       "its driver's module, then 'echo %s > /sys/bus/pci/drivers_probe'); svffd forgot it.\n",
+                       strna(jstr(reply, "vf")), strna(jstr(reply, "vf")));
         return 0;
 }
 

@@ -635,10 +635,17 @@ static void init_class_provision_with(struct init_op *io, struct classes_open *c
                 else {
                         struct json_object *recorded = NULL;
 
-                        if (io->class_recorded)
+                        /* A VF on a host driver (one released, then
+                         * re-probed) holds what the class sets; it goes
+                         * to io->driver next, so it leaves that one first. */
+                        r = 0;
+                        if (vf->driver && !streq(vf->driver, io->driver))
+                                r = svff_dev_unbind(io->ctx, vf->address, &io->class_err);
+                        if (r >= 0 && io->class_recorded)
                                 (void) json_object_object_get_ex(io->class_recorded, vf->address, &recorded);
-                        r = classes_ensure_open(co, vf->index, io->class_policy, asg, recorded, &rec,
-                                                &io->class_err);
+                        if (r >= 0)
+                                r = classes_ensure_open(co, vf->index, io->class_policy, asg, recorded, &rec,
+                                                        &io->class_err);
                 }
                 if (r < 0) {
                         io->class_r = r;
@@ -938,6 +945,7 @@ struct release_op {
         char vf[SVFF_PCI_ADDR_STRLEN];
         char pf[SVFF_PCI_ADDR_STRLEN];
         char *orig;
+        char *now;      /* with no orig: the driver the re-probe gave it, NULL for none */
         unsigned index;
         char *driver;   /* recorded target driver */
         char *domain;   /* force: the domain it was detached from first */
@@ -953,6 +961,7 @@ struct release_op {
 static void release_op_free(struct release_op *ro) {
         svff_ctx_unref(ro->ctx);
         free(ro->orig);
+        free(ro->now);
         free(ro->driver);
         free(ro->domain);
         json_object_put(ro->class_state);
@@ -1039,15 +1048,21 @@ static void release_done(void *userdata) {
                 goto finish;
         }
 
-        log_info("VF %s released to %s.", ro->vf, ro->orig ?: "no driver");
+        if (ro->orig)
+                log_info("VF %s released to %s, its driver before svff.", ro->vf, ro->orig);
+        else
+                log_info("VF %s released: it had no driver before svff; re-probed, it is on %s.", ro->vf,
+                         ro->now ?: "no driver (none claims it)");
         ev = event_new("vf-released", ro->vf, ro->pf);
         if (ev)
-                json_object_object_add(ev, "driver", ro->orig ? json_object_new_string(ro->orig) : NULL);
+                json_object_object_add(ev, "driver", (ro->orig ?: ro->now) ? json_object_new_string(ro->orig ?: ro->now)
+                                                                          : NULL);
         manager_emit(m, op, ev);
 
         p = json_object_new_object();
         json_object_object_add(p, "vf", json_object_new_string(ro->vf));
-        json_object_object_add(p, "driver", ro->orig ? json_object_new_string(ro->orig) : NULL);
+        json_object_object_add(p, "driver", (ro->orig ?: ro->now) ? json_object_new_string(ro->orig ?: ro->now) : NULL);
+        json_object_object_add(p, "reprobed", json_object_new_boolean(!ro->orig));
         json_object_object_add(p, "detached_from", ro->domain ? json_object_new_string(ro->domain) : NULL);
         call_reply(op->call, p);
         json_object_put(p);
@@ -1064,8 +1079,12 @@ static void release_run(void *userdata) {
         ro->r = 0;
         if (ro->class_state)
                 ro->r = classes_release_sync(ro->ctx, ro->pf, ro->index, ro->class_state, &ro->err);
-        if (ro->r >= 0)
+        if (ro->r >= 0 && ro->orig)
                 ro->r = svff_dev_restore(ro->ctx, ro->vf, ro->orig, &ro->err);
+        else if (ro->r >= 0)
+                /* svff made it, or found it unbound: the kernel's choice,
+                 * not an unbound device no one can use */
+                ro->r = svff_dev_reprobe(ro->ctx, ro->vf, &ro->now, &ro->err);
         (void) worker_pool_post(ro->pool, release_done, ro);
 }
 

@@ -32,6 +32,15 @@ int svff_dev_unbind(struct svff_ctx *ctx, const char *address, struct svff_error
 int svff_dev_restore(struct svff_ctx *ctx, const char *address, const char *orig_driver,
                      struct svff_error *err);
 
+/* Hands address to the driver the kernel picks for it, as driverctl's
+ * unset-override does: unbinds it, clears driver_override and probes.
+ * A VF probes even when its PF's sriov_drivers_autoprobe is off (svff
+ * turns it off so that new VFs stay unbound): it is turned on for this
+ * one probe and off again. *ret_driver (may be NULL) receives the
+ * driver that took it, NULL when none did (no driver for its id is
+ * loaded), which is not an error. */
+int svff_dev_reprobe(struct svff_ctx *ctx, const char *address, char **ret_driver, struct svff_error *err);
+
 /* The driver bound to address, NULL (and 0) when unbound. */
 int svff_dev_get_driver(struct svff_ctx *ctx, const char *address, char **ret);
 

@@ -197,7 +197,7 @@ VF1=$(sys_vf $PF 1)
 ctl release "$VF1" > /dev/null || fail "release"
 expect_eq "$(owner)" operator "owner after a release"
 reload
-expect_eq "$(sys_driver "$VF1")" None "released VF after a reload"
+expect_eq "$(sys_driver "$VF1")" qdma-vf "released VF (re-probed to its default driver) after a reload"
 
 # A policy that would destroy assigned VFs is refused, and status says so
 # (an assignment recorded while svffd was stopped, as a stand-in for an
