@@ -1007,6 +1007,60 @@ static int check_bytes(struct parser *p, const char *data, size_t len) {
         return add_error_at(p, -EINVAL, line_of(data, off), column, msg);
 }
 
+static size_t skip_space_back(const char *text, size_t i) {
+        while (i > 0 && strchr(" \t\r\n", text[i - 1]))
+                i--;
+        return i;
+}
+
+/* The string that ends (its closing quote) just before end, or NULL. */
+static char *string_before(const char *text, size_t end) {
+        size_t start;
+
+        if (end == 0 || text[end - 1] != '"')
+                return NULL;
+        start = end - 1;
+        while (start > 0 && !(text[start - 1] == '"' && (start < 2 || text[start - 2] != '\\')))
+                start--;
+        return start > 0 ? strndup(text + start, end - 1 - start) : NULL;
+}
+
+/* The key of the member a syntax error at off comes after, for the
+ * message: the last string before off that a ':' follows, or the
+ * string right before off (comments are blanked already). A hint, never
+ * used for anything but the message; NULL when there is none. */
+static char *key_before(const char *text, size_t off) {
+        char *k = string_before(text, skip_space_back(text, off));
+
+        for (size_t i = off; !k && i-- > 0;)
+                if (text[i] == ':')
+                        k = string_before(text, skip_space_back(text, i));
+        return k;
+}
+
+/* A syntax error as an operator reads it, naming the key it comes after:
+ * "key = value" and a trailing comma are the usual ones. */
+static int syntax_error(struct parser *p, const char *data, const char *text, size_t len, size_t off,
+                        const char *reason) {
+        _cleanup_free_ char *key = key_before(text, off), *k = NULL;
+        size_t prev;
+        char msg[512];
+
+        k = key ? svff_utf8_escape(key, false) : NULL;
+        prev = skip_space_back(text, off);
+        if (off < len && text[off] != ':' && prev > 0 && text[prev - 1] == '"' && k &&
+            strstr(strna(reason), "separator"))
+                snprintf(msg, sizeof(msg), "key '%s' is not followed by ':': svff.conf is JSON, write \"%s\": "
+                         "value", k, k);
+        else if (off < len && (text[off] == '}' || text[off] == ']') && prev > 0 && text[prev - 1] == ',')
+                snprintf(msg, sizeof(msg), "a comma before '%c'%s%s%s: JSON allows no trailing comma, remove it",
+                         text[off], k ? " (after key '" : "", k ?: "", k ? "')" : "");
+        else
+                snprintf(msg, sizeof(msg), "%s%s%s%s", reason ?: "not JSON", k ? " (after key '" : "", k ?: "",
+                         k ? "')" : "");
+        return add_error(p, -EINVAL, line_of(data, off), msg);
+}
+
 /* Parses data into *ret; NULL for a file with nothing but whitespace and
  * comments. The strict parser every other JSON of svff goes through
  * (svff_json_parse()), after the comments svff.conf allows: trailing
@@ -1042,9 +1096,9 @@ static int parse_json(struct parser *p, const char *data, size_t len, struct jso
                         reason = "unexpected end of file";
                 else if (off > 0 && svff_json_parse(text, off, 16, &prefix, NULL) >= 0) {
                         json_object_put(prefix);
-                        reason = "trailing text after the JSON object";
+                        return add_error(p, -EINVAL, line_of(data, off), "trailing text after the JSON object");
                 }
-                return add_error(p, -EINVAL, line_of(data, off), reason ?: "not JSON");
+                return syntax_error(p, data, text, len, off, reason);
         }
         r = svff_json_scan_keys(text, len, record_key, p, &off);
         if (r == -ENOTUNIQ) {

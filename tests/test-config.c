@@ -102,7 +102,10 @@ static const struct {
         { "{ \"admin_group\": 7 }", "'admin_group' must be a non-empty string or null" },
         { "{ \"vf_driver\": \"../x\" }", "'vf_driver' must be a driver name" },
         { "[ 1, 2 ]", "top level must be a JSON object" },
-        { "{\n  \"workers\": 2,\n  \"socket\" \"/x\"\n}", ":3:" },
+        { "{\n  \"workers\": 2,\n  \"socket\" \"/x\"\n}",
+          ":3: key 'socket' is not followed by ':': svff.conf is JSON, write \"socket\": value" },
+        { "{ \"workers\": 2, \"numvfs\" = 4 }",
+          ":1: key 'numvfs' is not followed by ':': svff.conf is JSON, write \"numvfs\": value" },
         { "{ \"workers\": 2 } trailing", "trailing text" },
         { "{ \"workers\": 2", "unexpected end of file" },
         /* policies */
@@ -142,7 +145,10 @@ static const struct {
         { "{ \"work\\u001bers\": 1 }", "key 'work\\x1bers' is unknown" },
         /* The strict parser the rest of svff uses: no trailing comma, no
          * key twice (json-c would keep the last one silently). */
-        { "{\n  \"workers\": 2,\n}", ":3: " },
+        { "{\n  \"workers\": 2,\n}",
+          ":3: a comma before '}' (after key 'workers'): JSON allows no trailing comma, remove it" },
+        { "{ \"workers\": 2, \"manage\": [\"10ee:903f\",\n ] }",
+          ":2: a comma before ']' (after key 'manage'): JSON allows no trailing comma, remove it" },
         { "{\n  \"workers\": 2,\n  \"workers\": 3\n}", ":3: key 'workers' is given twice" },
         { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" },\n  \"numvfs\": 1, \"numvfs\": 2 } } }",
           ":2: key 'policies.a.numvfs' is given twice" },
