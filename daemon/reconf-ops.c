@@ -96,18 +96,16 @@ static void dom_job_free(struct dom_job *j) {
         free(j);
 }
 
-/* The definitions a reconf takes a device out of and puts it back in.
- * A survivor in a running domain comes back at the same host address,
- * so only the live device goes: the persistent definition keeps it, and
- * neither a crash nor a failed re-attach can take it from there. Anything
- * else as recorded: a released VF leaves for good, and a domain that is
- * not running could be started while its VF does not exist. */
-static unsigned reconf_flags(const struct svff_reconf_item *it, bool active) {
-        bool live = it->a.live && active;
+static unsigned hv_flags(bool live, bool config) {
+        return (live ? SVFF_HV_LIVE : 0) | (config ? SVFF_HV_CONFIG : 0);
+}
 
-        if (live && it->fate == SVFF_RECONF_SURVIVES)
-                return SVFF_HV_LIVE;
-        return (live ? SVFF_HV_LIVE : 0) | (it->a.config ? SVFF_HV_CONFIG : 0);
+/* The definitions a reconf takes a device out of (svff_reconf_item_defs()). */
+static unsigned reconf_flags(const struct svff_reconf_item *it, bool active) {
+        bool live, config;
+
+        svff_reconf_item_defs(it, active, &live, &config);
+        return hv_flags(live, config);
 }
 
 static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t k,
@@ -161,12 +159,16 @@ static int move_out(struct dom_job *j, virDomainPtr dom, const struct svff_domai
                     struct svff_error *err) {
         struct reconf_run *run = j->run;
         const struct svff_reconf_item *it = &j->items[k];
+        struct svff_reconf_restore rs;
+        unsigned flags;
 
+        svff_reconf_restore_of(it, info->active, j->state[k].mode, true, &rs);
+        flags = hv_flags(rs.move_out_live, rs.move_out_config);
         for (unsigned f = SVFF_HV_LIVE; f <= SVFF_HV_CONFIG; f <<= 1) {
                 struct svff_hostdev hd;
                 int r;
 
-                if (f == SVFF_HV_LIVE && !info->active)
+                if (!(flags & f))
                         continue;
                 r = svff_hv_get_hostdev(dom, it->vf, f, &hd, err);
                 if (r < 0)
@@ -189,20 +191,18 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         struct reconf_run *run = j->run;
         const struct svff_reconf_item *it = &j->items[k];
         const struct reconf_item *s = &j->state[k];
-        unsigned flags = reconf_flags(it, info->active);
         bool moved = item_moved(j, k);
+        struct svff_reconf_restore rs;
         _cleanup_free_ char *drv = NULL;
         struct svff_hostdev hd;
+        unsigned flags;
         int r;
 
+        /* A moved VF's device at the old address is gone (move_out()). */
+        svff_reconf_restore_of(it, info->active, s->mode, moved, &rs);
+        flags = hv_flags(rs.attach_live, rs.attach_config && !rs.attach_config_first);
         res->mode = s->mode;
-        if (moved)
-                /* Both definitions had the device at the old address
-                 * (move_out() took it away): it comes back at the new
-                 * one in each, re-attached, a native pause included, as
-                 * QEMU would resume a paused device at the old one. */
-                flags = (it->a.live && info->active ? SVFF_HV_LIVE : 0) | (it->a.config ? SVFF_HV_CONFIG : 0);
-        else if (s->mode == SVFF_PAUSE_NATIVE) {
+        if (rs.unpause) {
                 _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
 
                 r = svff_qmp_new_libvirt(dom, &q);
@@ -224,16 +224,15 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         if (fault_inject("fail-reattach", __atomic_add_fetch(&run->n_attaching, 1, __ATOMIC_SEQ_CST)))
                 return svff_error_set(err, -EIO, "Attaching VF %s to domain '%s': injected failure", s->vf,
                                       info->name);
-        if (moved && flags == (SVFF_HV_LIVE | SVFF_HV_CONFIG)) {
-                /* The persistent definition first, on its own: it names
-                 * the new address whether or not the live attach goes
-                 * through, as the record does. */
+        if (rs.attach_config_first) {
+                /* On its own: the persistent definition names the new
+                 * address whether or not the live attach goes through,
+                 * as the record does. Already there: a restart. */
                 r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL,
                                    SVFF_HV_CONFIG, &hd, err);
                 if (r < 0 && svff_hv_get_hostdev(dom, s->vf, SVFF_HV_CONFIG, &hd, NULL) <= 0)
                         return r;
                 svff_error_free(err);
-                flags = SVFF_HV_LIVE;
         }
         r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL, flags,
                            &hd, err);
