@@ -41,11 +41,11 @@ NEW0=$(sys_vf $PF 0); NEW1=$(sys_vf $PF 1)
 expect_eq "$NEW0 $NEW1" "0000:00:05.0 0000:00:05.2" "VF addresses after the reconf"
 expect_eq "$(store_py 'print(" ".join("%s=%s:%s" % (a["domain"], v, a["state"]) for v, a in sorted(d["assignments"].items(), key=lambda x: x[1]["domain"])))')" \
         "vm1=$NEW0:attached vm2=$NEW1:attached" "records after the reconf"
+expect_eq "$(ns_of 0) / $(ns_of 1)" "2 / " "the VFs' namespaces on the device after the reconf"
 ctl list --json >"$T/list.json"
 expect_eq "$(jget "$vf0['assigned_to']['class']['settings']['namespace']" <"$T/list.json")" 2 \
         "VF 0's assignment's class settings after the reconf"
 expect_eq "$(jget "$vf0['class']['state']['namespaces']" <"$T/list.json")" "[2]" "VF 0's namespaces after the reconf"
-expect_eq "$(ns_of 0) / $(ns_of 1)" "2 / " "the VFs' namespaces on the device after the reconf"
 check_vfio $PF
 stop_svffd
 check_xml
