@@ -456,6 +456,7 @@ static void pause_run(struct job *j, virDomainPtr dom) {
 
 static void unpause_run(struct job *j, virDomainPtr dom) {
         struct svff_hostdev hd;
+        bool moved = false;
         unsigned flags;
         int r;
 
@@ -470,7 +471,32 @@ static void unpause_run(struct job *j, virDomainPtr dom) {
                         return;
                 }
         }
-        if (j->rec.pause_mode == SVFF_PAUSE_NATIVE) {
+        if (j->rec.pause_mode == SVFF_PAUSE_NATIVE && j->info.active) {
+                r = svff_hv_get_hostdev_by_alias(dom, j->rec.alias, SVFF_HV_LIVE, &hd, &j->err);
+                if (r < 0) {
+                        fail_hv(j, r);
+                        return;
+                }
+                moved = r > 0 && !streq(hd.source, j->vf);
+        }
+        if (moved) {
+                /* The VF is at another host address than the device
+                 * QEMU paused (a reconf or reprogram moved it: a new
+                 * offset or stride): an unpause would resume that device
+                 * at the old address, which may be another VF's now. The
+                 * paused device goes (by its alias, from both
+                 * definitions; its removal awaited at its old address)
+                 * and the VF comes back at the new address, at the
+                 * reserved guest address. */
+                r = svff_hv_detach(dom, hd.source, j->rec.alias, rec_flags(j), svff_now_usec() + j->detach_timeout,
+                                   hv_removals(j->m->hv), &j->err);
+                if (r < 0) {
+                        fail_hv(j, r);
+                        return;
+                }
+                log_info("VF %s moved from %s while paused in domain '%s': re-attached at its new address, "
+                         "not unpaused.", j->vf, hd.source, j->info.name);
+        } else if (j->rec.pause_mode == SVFF_PAUSE_NATIVE) {
                 _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
 
                 j->mode = SVFF_PAUSE_NATIVE;

@@ -183,15 +183,14 @@ static int domain_xml_read(const char *xml, xmlDocPtr *ret) {
         return *ret ? 0 : -EBADMSG;
 }
 
-int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret) {
+/* The PCI hostdev whose source is vf (canonical) or, vf NULL, whose
+ * alias is alias. */
+static int find_hostdev(const char *xml, const char *want, const char *alias, struct svff_hostdev *ret) {
         _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
         _cleanup_(xml_xpath_ctx_freep) xmlXPathContextPtr xp = NULL;
         _cleanup_(xml_xpath_obj_freep) xmlXPathObjectPtr res = NULL;
-        char want[SVFF_PCI_ADDR_STRLEN];
         int r;
 
-        if (!xml || !vf || !ret || svff_pci_addr_canonicalize(vf, want) < 0)
-                return -EINVAL;
         r = domain_xml_read(xml, &doc);
         if (r < 0)
                 return r;
@@ -209,7 +208,7 @@ int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hos
                 struct svff_hostdev hd = {};
 
                 a = child(child(h, "source"), "address");
-                if (!a || parse_pci_address(a, hd.source) < 0 || !streq(hd.source, want))
+                if (!a || parse_pci_address(a, hd.source) < 0 || (want && !streq(hd.source, want)))
                         continue;
                 a = child(h, "alias");
                 if (a) {
@@ -218,6 +217,8 @@ int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hos
                         if (name)
                                 snprintf(hd.alias, sizeof(hd.alias), "%s", (const char *) name);
                 }
+                if (!want && !streq(hd.alias, alias))
+                        continue;
                 a = child(h, "address");
                 if (a) {
                         _cleanup_(xml_freep) xmlChar *type = xmlGetProp(a, BAD_CAST "type");
@@ -229,6 +230,20 @@ int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hos
                 return 1;
         }
         return 0;
+}
+
+int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret) {
+        char want[SVFF_PCI_ADDR_STRLEN];
+
+        if (!xml || !vf || !ret || svff_pci_addr_canonicalize(vf, want) < 0)
+                return -EINVAL;
+        return find_hostdev(xml, want, NULL, ret);
+}
+
+int svff_hv_find_hostdev_by_alias_in_xml(const char *xml, const char *alias, struct svff_hostdev *ret) {
+        if (!xml || !alias || !*alias || !ret)
+                return -EINVAL;
+        return find_hostdev(xml, NULL, alias, ret);
 }
 
 int svff_hv_machine_in_xml(const char *xml, char **ret) {
@@ -471,8 +486,9 @@ int svff_hv_lookup_running(virConnectPtr conn, const char *id, struct svff_domai
         return lookup(conn, id, false, ret_info, ret_dom, err);
 }
 
-int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct svff_hostdev *ret,
-                        struct svff_error *err) {
+/* The hostdev by source vf or, vf NULL, by alias. */
+static int get_hostdev(virDomainPtr dom, const char *vf, const char *alias, unsigned flags, struct svff_hostdev *ret,
+                       struct svff_error *err) {
         _cleanup_free_ char *xml = NULL;
         int r;
 
@@ -483,11 +499,23 @@ int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct
                 snprintf(what, sizeof(what), "Reading the XML of domain '%s'", strna(virDomainGetName(dom)));
                 return svff_hv_error_from_libvirt(err, what);
         }
-        r = svff_hv_find_hostdev_in_xml(xml, vf, ret);
+        r = vf ? svff_hv_find_hostdev_in_xml(xml, vf, ret) : svff_hv_find_hostdev_by_alias_in_xml(xml, alias, ret);
         if (r == -EBADMSG)
                 return svff_error_set(err, r, "libvirt returned XML for domain '%s' that does not parse",
                                       strna(virDomainGetName(dom)));
         return r;
+}
+
+int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct svff_hostdev *ret,
+                        struct svff_error *err) {
+        return get_hostdev(dom, vf, NULL, flags, ret, err);
+}
+
+int svff_hv_get_hostdev_by_alias(virDomainPtr dom, const char *alias, unsigned flags, struct svff_hostdev *ret,
+                                 struct svff_error *err) {
+        if (!alias || !*alias)
+                return svff_error_set(err, -EINVAL, "No device alias given");
+        return get_hostdev(dom, NULL, alias, flags, ret, err);
 }
 
 static unsigned vir_flags(unsigned flags) {

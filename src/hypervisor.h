@@ -78,6 +78,11 @@ int svff_hv_hostdev_xml(const char *vf, const char *alias, const char *guest_add
  * not XML. */
 int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret);
 
+/* The same for the PCI hostdev whose alias is alias (another host
+ * address than the one its alias was made from, after its VF moved):
+ * 1 and *ret, 0 when absent, -EBADMSG, -EINVAL for an empty alias. */
+int svff_hv_find_hostdev_by_alias_in_xml(const char *xml, const char *alias, struct svff_hostdev *ret);
+
 /* The machine type of a domain XML document (/domain/os/type/@machine):
  * 1 and *ret (malloc'd), 0 when it names none, -EBADMSG when the
  * document is not XML, -ENOMEM. */
@@ -123,6 +128,10 @@ int svff_hv_lookup_running(virConnectPtr conn, const char *id, struct svff_domai
  * persistent definition: 1 found, 0 absent, <0 error. */
 int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct svff_hostdev *ret,
                         struct svff_error *err);
+
+/* The same, for the hostdev whose alias is alias. */
+int svff_hv_get_hostdev_by_alias(virDomainPtr dom, const char *alias, unsigned flags, struct svff_hostdev *ret,
+                                 struct svff_error *err);
 
 /* Attaches vf to dom with alias, at guest_address when non-NULL, in the
  * definitions named by flags, and fills *ret (optional): without a

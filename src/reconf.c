@@ -525,3 +525,30 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
         }
         fprintf(f, "\nQuiesce steps run in parallel across domains, one at a time within a domain.\n");
 }
+
+void svff_reconf_item_defs(const struct svff_reconf_item *it, bool active, bool *ret_live, bool *ret_config) {
+        bool live = it->a.live && active;
+
+        *ret_live = live;
+        *ret_config = it->a.config && !(live && it->fate == SVFF_RECONF_SURVIVES);
+}
+
+void svff_reconf_restore_of(const struct svff_reconf_item *it, bool active, enum svff_pause_mode mode, bool moved,
+                            struct svff_reconf_restore *ret) {
+        struct svff_reconf_restore r = {};
+
+        if (!moved) {
+                if (mode == SVFF_PAUSE_NATIVE)
+                        r.unpause = true;
+                else
+                        svff_reconf_item_defs(it, active, &r.attach_live, &r.attach_config);
+                *ret = r;
+                return;
+        }
+        r.move_out_live = it->a.live && active;
+        r.move_out_config = it->a.config;
+        r.attach_live = it->a.live && active;
+        r.attach_config = it->a.config;
+        r.attach_config_first = r.attach_live && r.attach_config;
+        *ret = r;
+}

@@ -61,6 +61,12 @@ START_TEST(test_hostdev_xml) {
         ck_assert_str_eq(hd.alias, "");
         ck_assert_str_eq(hd.guest_address, "");
         ck_assert_int_eq(svff_hv_find_hostdev_in_xml(dom, "0000:01:00.6", &hd), 0);
+        /* By alias: whatever its host address now. */
+        ck_assert_int_eq(svff_hv_find_hostdev_by_alias_in_xml(dom, "ua-svff-0000-01-00-4", &hd), 1);
+        ck_assert_str_eq(hd.source, VF_A);
+        ck_assert_str_eq(hd.guest_address, "0000:05:00.0");
+        ck_assert_int_eq(svff_hv_find_hostdev_by_alias_in_xml(dom, "ua-svff-0000-01-00-5", &hd), 0);
+        ck_assert_int_eq(svff_hv_find_hostdev_by_alias_in_xml(dom, "", &hd), -EINVAL);
         ck_assert_int_eq(svff_hv_find_hostdev_in_xml("<domain", VF_A, &hd), -EBADMSG);
         ck_assert_int_eq(svff_hv_find_hostdev_in_xml("<!DOCTYPE d [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><domain>&e;</domain>",
                                                      VF_A, &hd), 0);
