@@ -983,6 +983,44 @@ static void print_escaped(FILE *f, const char *text) {
         fprintf(f, "%s\n", strna(e));
 }
 
+/* Policies asking more VFs than a PF they match can have, from the
+ * inventory of the svffd that answers on the socket (none: nothing to
+ * compare with, and config check needs no daemon). */
+static int policy_totalvfs_warnings(const struct svff_config *c, char **warnings) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *vc = NULL;
+        _cleanup_json_ struct json_object *reply = NULL;
+        _cleanup_free_ char *error = NULL;
+        struct json_object *pfs;
+
+        if (svff_varlink_client_connect(socket_path(), &vc) < 0 ||
+            svff_varlink_client_call(vc, "io.svff.List", NULL, 2 * USEC_PER_SEC, &reply, &error) < 0 || error ||
+            !json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
+                return 0;
+        for (size_t i = 0; i < json_object_array_length(pfs); i++) {
+                struct json_object *pf = json_object_array_get_idx(pfs, i);
+                const char *addr = jstr(pf, "address"), *ven = jstr(pf, "vendor_id"), *dev = jstr(pf, "device_id");
+                long long total = jint(pf, "totalvfs", -1);
+                const struct svff_policy *pol;
+                _cleanup_free_ char *name = NULL, *line = NULL, *n = NULL;
+
+                if (!addr || !ven || !dev || total < 0)
+                        continue;
+                pol = svff_config_find_policy(c, addr, (unsigned) strtoul(ven, NULL, 16),
+                                              (unsigned) strtoul(dev, NULL, 16), jstr(pf, "netdev"));
+                if (!pol || pol->numvfs <= total)
+                        continue;
+                name = svff_utf8_escape(pol->name, false);
+                if (asprintf(&line, "%s: policy '%s' asks %d VFs of PF %s, which has at most %lld "
+                             "(sriov_totalvfs, as svffd lists it): its init there fails", strna(pol->origin),
+                             strna(name), pol->numvfs, addr, total) < 0 ||
+                    asprintf(&n, "%s%s%s", *warnings ?: "", *warnings ? "\n" : "", line) < 0)
+                        return -ENOMEM;
+                free(*warnings);
+                *warnings = TAKE_PTR(n);
+        }
+        return 0;
+}
+
 /* Checks the file svffd would read, or FILE, with its drop-ins (FILE.d/)
  * exactly as 'svffd --config FILE' reads them, with svffd's own parser:
  * no daemon involved. --effective prints the settings that result. */
@@ -1002,6 +1040,13 @@ static int cmd_config(int argc, char **argv) {
         }
         /* A FILE named must exist, as for svffd --config. */
         r = svff_config_load(&c, path, argc != 3, &err);
+        /* and what it asks of this host that the host does not have */
+        if (r >= 0 && (svff_config_host_warnings(&c, &c.warnings) < 0 ||
+                       policy_totalvfs_warnings(&c, &c.warnings) < 0)) {
+                svff_config_done(&c);
+                fprintf(stderr, "svffctl: out of memory.\n");
+                return EXIT_DAEMON_ERROR;
+        }
         /* Keys in an old spelling still work: say so on stderr, so
          * that --effective and --json keep stdout clean. */
         if (r >= 0 && c.warnings && !arg_json)
@@ -1497,7 +1542,11 @@ static const struct command commands[] = {
           "Validate FILE (default: svffd's config file) and its drop-ins FILE.d/*.conf,\n"
           "as 'svffd --config FILE' reads them, with svffd's own parser; every problem\n"
           "is named as FILE:LINE: key 'KEY' .... --effective prints the settings that\n"
-          "result, as JSON. Exit status 1 when invalid. Needs no daemon.", cmd_config, .no_timeout = true },
+          "result, as JSON. Exit status 1 when invalid. Warns, exit status 0, about what\n"
+          "this host lacks (the admin group, a VF driver, a libvirt URI of the QEMU\n"
+          "driver), a policy another one shadows, and, when svffd answers on --socket,\n"
+          "a policy asking more VFs than a PF it matches can have. Needs no daemon.",
+          cmd_config, .no_timeout = true },
 };
 
 static const char exit_status_help[] =
@@ -1536,7 +1585,8 @@ static void command_help(const struct command *c) {
                "%s%s%s%s%s%s%s%s%s"
                "  --socket=PATH   svffd's socket\n",
                c->usage, c->help,
-               c->no_timeout ? "" : "  --timeout=SEC   Give up on svffd after SEC seconds\n",
+               c->fn == cmd_config ? "  --effective     Print the settings that result, as JSON\n"
+                                   : c->no_timeout ? "" : "  --timeout=SEC   Give up on svffd after SEC seconds\n",
                c->has_driver ? "  --driver=NAME   Bind the VFs to NAME instead of svffd's default\n" : "",
                c->has_attach_options ? "  --pf=PF         Take any free VF of PF\n"
                                        "  --live          Attach to the running domain\n"

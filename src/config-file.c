@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1543,4 +1544,106 @@ const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
                         best = p;
         }
         return best;
+}
+
+static int warn(char **warnings, const char *fmt, ...) _printf_(2, 3);
+static int warn(char **warnings, const char *fmt, ...) {
+        _cleanup_free_ char *line = NULL;
+        va_list ap;
+        char *n;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        if (r < 0 || asprintf(&n, "%s%s%s", *warnings ?: "", *warnings ? "\n" : "", line) < 0)
+                return -ENOMEM;
+        free(*warnings);
+        *warnings = n;
+        return 0;
+}
+
+static bool group_exists(const char *name) {
+        _cleanup_free_ char *buf = NULL;
+        struct group grp, *res = NULL;
+        size_t size = 16384;
+        int r;
+
+        for (;;) {
+                char *b = realloc(buf, size);
+
+                if (!b)
+                        return true;    /* not known: no warning */
+                buf = b;
+                r = getgrnam_r(name, &grp, buf, size, &res);
+                if (r != ERANGE || size >= 16u * 1024u * 1024u)
+                        break;
+                size *= 2;
+        }
+        return r != 0 || res;
+}
+
+static bool driver_registered(const struct svff_config *cfg, const char *driver) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s/bus/pci/drivers/%s", cfg->sysfs_root, driver) < 0)
+                return true;
+        return access(path, F_OK) == 0;
+}
+
+static bool same_match(const struct svff_policy *a, const struct svff_policy *b) {
+        if (a->match != b->match)
+                return false;
+        switch (a->match) {
+        case SVFF_POLICY_MATCH_ADDRESS:
+                return streq(a->address, b->address);
+        case SVFF_POLICY_MATCH_INTERFACE:
+                return a->interface && b->interface && streq(a->interface, b->interface);
+        case SVFF_POLICY_MATCH_ID:
+                return a->vendor_id == b->vendor_id && a->device_id == b->device_id;
+        }
+        return false;
+}
+
+int svff_config_host_warnings(const struct svff_config *cfg, char **warnings) {
+        const char *uri = cfg->libvirt_uri;
+        int r = 0;
+
+        if (cfg->admin_group && !group_exists(cfg->admin_group)) {
+                _cleanup_free_ char *g = svff_utf8_escape(cfg->admin_group, false);
+
+                r = warn(warnings, "key 'admin_group': no group '%s' on this host: svffd lets only root change "
+                         "devices until it exists (groupadd %s)", strna(g), strna(g));
+        }
+        if (r >= 0 && cfg->vf_driver && !driver_registered(cfg, cfg->vf_driver))
+                r = warn(warnings, "key 'vf_driver': no PCI driver '%s' is registered under %s/bus/pci/drivers: "
+                         "init refuses until its module is loaded (modprobe %s)", cfg->vf_driver, cfg->sysfs_root,
+                         cfg->vf_driver);
+        if (r >= 0 && uri && strncmp(uri, "qemu:///", 8) != 0 && strncmp(uri, "qemu+", 5) != 0 &&
+            strncmp(uri, "test:///", 8) != 0) {
+                _cleanup_free_ char *u = svff_utf8_escape(uri, false);
+
+                r = warn(warnings, "key 'libvirt_uri': '%s' is not a URI of libvirt's QEMU driver (qemu:///system, "
+                         "qemu:///session or qemu:///embed?root=DIR): svffd assigns VFs through it", strna(u));
+        }
+        for (size_t i = 0; r >= 0 && i < cfg->n_policies; i++) {
+                const struct svff_policy *p = &cfg->policies[i];
+                _cleanup_free_ char *name = svff_utf8_escape(p->name, false);
+
+                if (p->vf_driver && !driver_registered(cfg, p->vf_driver))
+                        r = warn(warnings, "%s: policy '%s': no PCI driver '%s' is registered under "
+                                 "%s/bus/pci/drivers: the policy fails until its module is loaded (modprobe %s)",
+                                 strna(p->origin), strna(name), p->vf_driver, cfg->sysfs_root, p->vf_driver);
+                for (size_t j = 0; r >= 0 && j < i; j++)
+                        if (same_match(&cfg->policies[j], p)) {
+                                _cleanup_free_ char *first = svff_utf8_escape(cfg->policies[j].name, false);
+
+                                r = warn(warnings, "%s: policy '%s' matches exactly what policy '%s' (%s) matches, "
+                                         "which comes first: '%s' never applies; merge the two or remove one",
+                                         strna(p->origin), strna(name), strna(first),
+                                         strna(cfg->policies[j].origin), strna(name));
+                                break;
+                        }
+        }
+        return r;
 }

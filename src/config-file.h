@@ -191,6 +191,16 @@ int svff_config_load(struct svff_config *cfg, const char *path, bool missing_ok,
  * reference, or NULL on out of memory. */
 struct json_object *svff_config_to_json(const struct svff_config *cfg);
 
+/* What a loaded configuration asks of this host that the host does not
+ * have, for 'svffctl config check' (svffd itself reports each when it
+ * uses the setting): an admin_group that is no group, a vf_driver (the
+ * global one or a policy's) that no PCI driver under sysfs_root is
+ * registered as, a libvirt_uri that is not the QEMU driver's, and a
+ * policy whose match another one earlier in the files repeats, so that
+ * it never applies. One line per warning appended to *warnings
+ * (allocated; unchanged when there is none). -ENOMEM only. */
+int svff_config_host_warnings(const struct svff_config *cfg, char **warnings);
+
 /* The policy for a PF (borrowed from cfg) or NULL. netdev may be NULL. */
 const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
                                                   const char *address, unsigned vendor_id,
