@@ -291,9 +291,9 @@ static int check_group(struct job *j) {
         if (r < 0)
                 return fail(j, SVFF_ERROR_OPERATION_FAILED, r, NULL);
         if (r == 0)
-                return fail(j, SVFF_ERROR_GROUP_NOT_VIABLE, -EBUSY,
-                            "IOMMU group %d of VF %s is not viable: member %s is bound to a host driver; "
-                            "bind it to vfio-pci or unbind it first", group, j->vf, strna(blocker));
+                /* the group's own words: a host driver to move, or a PF
+                 * that must never be moved */
+                return fail(j, SVFF_ERROR_GROUP_NOT_VIABLE, -EBUSY, NULL);
         return 0;
 }
 

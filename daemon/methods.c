@@ -12,6 +12,7 @@
 #include "autoinit.h"
 #include "classes.h"
 #include "interface.h"
+#include "iommu.h"
 #include "json-util.h"
 #include "log.h"
 #include "methods.h"
@@ -112,8 +113,10 @@ static struct json_object *json_vf_class(struct manager *m, const char *vf) {
         return o;
 }
 
-static struct json_object *json_vf(struct manager *m, const struct svff_vf *vf) {
+static struct json_object *json_vf(struct manager *m, const struct svff_pf *pf, const struct svff_vf *vf) {
         struct json_object *o = json_object_new_object(), *rec = NULL, *assigned = NULL;
+        _cleanup_free_ char *unassignable = svff_iommu_vf_unassignable(vf->address, vf->iommu_group, pf->address,
+                                                                        pf->iommu_group);
         const char *orig = NULL;
         bool managed;
 
@@ -131,6 +134,7 @@ static struct json_object *json_vf(struct manager *m, const struct svff_vf *vf) 
         json_object_object_add(o, "driver_override", str_or_null(vf->driver_override));
         json_object_object_add(o, "iommu_group",
                                vf->iommu_group >= 0 ? json_object_new_int(vf->iommu_group) : NULL);
+        json_object_object_add(o, "unassignable", str_or_null(unassignable));
         json_object_object_add(o, "managed", json_object_new_boolean(managed));
         json_object_object_add(o, "original_driver", str_or_null(orig));
         json_object_object_add(o, "assigned_to", assigned);
@@ -224,7 +228,7 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
         json_object_object_add(o, "image", json_image(m, pf->address));
         vfs = json_object_new_array_ext((int) pf->n_vfs);
         for (size_t i = 0; i < pf->n_vfs; i++)
-                json_object_array_add(vfs, json_vf(m, &pf->vfs[i]));
+                json_object_array_add(vfs, json_vf(m, pf, &pf->vfs[i]));
         json_object_object_add(o, "vfs", vfs);
         return o;
 }
