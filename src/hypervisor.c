@@ -254,6 +254,118 @@ int svff_hv_machine_in_xml(const char *xml, char **ret) {
         return 1;
 }
 
+const char *svff_hv_hotplug_to_string(enum svff_hv_hotplug h) {
+        static const char *const names[_SVFF_HV_HOTPLUG_MAX] = {
+                [SVFF_HV_HOTPLUG_UNKNOWN] = "unknown",
+                [SVFF_HV_HOTPLUG_ACPI] = "acpi",
+                [SVFF_HV_HOTPLUG_NATIVE] = "native",
+                [SVFF_HV_HOTPLUG_NONE] = "none",
+        };
+
+        return h >= 0 && h < _SVFF_HV_HOTPLUG_MAX ? names[h] : NULL;
+}
+
+static bool prop_is(xmlNodePtr n, const char *name, const char *value) {
+        _cleanup_(xml_freep) xmlChar *v = n ? xmlGetProp(n, BAD_CAST name) : NULL;
+
+        return v && xmlStrEqual(v, BAD_CAST value);
+}
+
+/* Whether the domain turns ACPI hotplug of bridges (q35's root ports)
+ * off, so that the guest's own PCIe hotplug serves them. */
+static bool acpi_bridge_hotplug_off(xmlNodePtr root) {
+        static const char opt[] = "acpi-pci-hotplug-with-bridge-support=off";
+        xmlNodePtr cmd = child(root, "commandline");
+
+        if (prop_is(child(child(child(root, "features"), "pci"), "acpi-bridge-hotplug"), "state", "off"))
+                return true;
+        for (xmlNodePtr a = cmd ? cmd->children : NULL; a; a = a->next) {
+                _cleanup_(xml_freep) xmlChar *v = NULL;
+                size_t len;
+
+                if (a->type != XML_ELEMENT_NODE || !xmlStrEqual(a->name, BAD_CAST "arg"))
+                        continue;
+                v = xmlGetProp(a, BAD_CAST "value");
+                len = v ? strlen((const char *) v) : 0;
+                if (len >= strlen(opt) && streq((const char *) v + len - strlen(opt), opt))
+                        return true;
+        }
+        return false;
+}
+
+int svff_hv_hotplug_in_xml(const char *xml, const char *guest_address, enum svff_hv_hotplug *ret,
+                           char ret_port[static SVFF_HV_PORT_MAX]) {
+        _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
+        _cleanup_(xml_freep) xmlChar *model = NULL;
+        xmlNodePtr root, devices, ctl = NULL;
+        struct svff_pci_addr a;
+        char port[SVFF_HV_PORT_MAX] = "";
+        enum svff_hv_hotplug h;
+        bool acpi;
+        int r;
+
+        if (!xml || !ret)
+                return -EINVAL;
+        r = domain_xml_read(xml, &doc);
+        if (r < 0)
+                return r;
+        root = xmlDocGetRootElement(doc);
+        if (!guest_address || svff_pci_addr_parse(guest_address, &a) < 0 || a.domain != 0) {
+                *ret = SVFF_HV_HOTPLUG_UNKNOWN;
+                if (ret_port)
+                        ret_port[0] = '\0';
+                return 0;
+        }
+        /* A device's bus is the index of the PCI controller that
+         * provides it. */
+        devices = child(root, "devices");
+        for (xmlNodePtr d = devices ? devices->children : NULL; d; d = d->next) {
+                _cleanup_(xml_freep) xmlChar *idx = NULL;
+                char want[16];
+
+                if (d->type != XML_ELEMENT_NODE || !xmlStrEqual(d->name, BAD_CAST "controller") ||
+                    !prop_is(d, "type", "pci"))
+                        continue;
+                idx = xmlGetProp(d, BAD_CAST "index");
+                snprintf(want, sizeof(want), "%u", a.bus);
+                if (idx && streq((const char *) idx, want)) {
+                        ctl = d;
+                        break;
+                }
+        }
+        if (!ctl) {
+                *ret = SVFF_HV_HOTPLUG_UNKNOWN;
+                if (ret_port)
+                        ret_port[0] = '\0';
+                return 0;
+        }
+        model = xmlGetProp(ctl, BAD_CAST "model");
+        snprintf(port, sizeof(port), "%s index %u", model ? (const char *) model : "controller", a.bus);
+        acpi = child(child(root, "features"), "acpi") != NULL;
+        if (prop_is(child(ctl, "target"), "hotplug", "off") || prop_is(ctl, "hotplug", "off"))
+                h = SVFF_HV_HOTPLUG_NONE;
+        else if (!model)
+                h = SVFF_HV_HOTPLUG_UNKNOWN;
+        else if (streq((const char *) model, "pcie-root"))
+                /* q35's integrated endpoints: no slot of it is hotpluggable. */
+                h = SVFF_HV_HOTPLUG_NONE;
+        else if (streq((const char *) model, "pci-root"))
+                /* pc's root bus: ACPI hotplug only. */
+                h = acpi ? SVFF_HV_HOTPLUG_ACPI : SVFF_HV_HOTPLUG_NONE;
+        else if (streq((const char *) model, "pcie-root-port") ||
+                 streq((const char *) model, "pcie-switch-downstream-port") ||
+                 streq((const char *) model, "pci-bridge") || streq((const char *) model, "pcie-to-pci-bridge"))
+                /* A slot with its own hotplug controller: ACPI takes it
+                 * over unless the domain has no ACPI or turns that off. */
+                h = acpi && !acpi_bridge_hotplug_off(root) ? SVFF_HV_HOTPLUG_ACPI : SVFF_HV_HOTPLUG_NATIVE;
+        else
+                h = SVFF_HV_HOTPLUG_UNKNOWN;
+        *ret = h;
+        if (ret_port)
+                memcpy(ret_port, port, sizeof(port));
+        return 0;
+}
+
 /* QEMU's PC machines, i440FX and Q35, under their aliases and their
  * versioned names. */
 static bool machine_is_pc(const char *machine) {

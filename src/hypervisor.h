@@ -89,6 +89,32 @@ int svff_hv_machine_in_xml(const char *xml, char **ret);
  * starts), or NULL. */
 const char *svff_hv_guest_slot_owner(const char *machine, const char *guest_address);
 
+/* How a domain's guest sees a device at a guest address unplugged and
+ * plugged again (a reconf's detach and re-attach). */
+enum svff_hv_hotplug {
+        SVFF_HV_HOTPLUG_UNKNOWN,        /* the XML does not say (no address, no such bus) */
+        SVFF_HV_HOTPLUG_ACPI,           /* ACPI PCI hotplug: the q35 and pc default */
+        SVFF_HV_HOTPLUG_NATIVE,         /* native PCIe (or SHPC) hotplug: the guest's attention button */
+        SVFF_HV_HOTPLUG_NONE,           /* none: the port's hotplug is off, or no ACPI on a bus only ACPI serves */
+        _SVFF_HV_HOTPLUG_MAX,
+};
+
+const char *svff_hv_hotplug_to_string(enum svff_hv_hotplug h);
+
+#define SVFF_HV_PORT_MAX 96
+
+/* The hotplug a device at guest_address gets in a domain XML document:
+ * from the PCI controller whose index is the address's bus (its model,
+ * its <target hotplug='off'/>), whether the domain has <acpi/>, and
+ * whether ACPI hotplug of bridges is off (<features><pci>
+ * <acpi-bridge-hotplug state='off'/>, or the
+ * ...acpi-pci-hotplug-with-bridge-support=off global in
+ * <qemu:commandline>). ret_port (optional) names that controller
+ * ("pcie-root-port index 5"), "" when unknown. 0 on success,
+ * -EBADMSG when the document is not XML, -EINVAL. */
+int svff_hv_hotplug_in_xml(const char *xml, const char *guest_address, enum svff_hv_hotplug *ret,
+                           char ret_port[static SVFF_HV_PORT_MAX]);
+
 /* Checks guest_address (NULL: none asked, 0) against dom's machine type,
  * read from its persistent definition when persistent, else the live
  * one: -EADDRINUSE with a message naming the address, what holds it and

@@ -163,6 +163,65 @@ START_TEST(test_guest_slot) {
 }
 END_TEST
 
+/* The hotplug a guest address gets, from the controller of its bus and
+ * the domain's ACPI settings. */
+static enum svff_hv_hotplug hotplug_of(const char *features, const char *tail, const char *ga, char *port) {
+        char xml[2048];
+        enum svff_hv_hotplug h = _SVFF_HV_HOTPLUG_MAX;
+
+        snprintf(xml, sizeof(xml),
+                 "<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
+                 "<os><type machine='q35'>hvm</type></os><features>%s</features><devices>"
+                 "<controller type='usb' index='0' model='none'/>"
+                 "<controller type='pci' index='0' model='pcie-root'/>"
+                 "<controller type='pci' index='1' model='pcie-root-port'><target chassis='1' port='0x10'/></controller>"
+                 "<controller type='pci' index='2' model='pcie-root-port'><target hotplug='off'/></controller>"
+                 "<controller type='pci' index='3' model='pci-root'/>"
+                 "<controller type='pci' index='16' model='pcie-switch-downstream-port'/>"
+                 "<controller type='pci' index='17' model='dmi-to-pci-bridge'/>"
+                 "</devices>%s</domain>", features, tail);
+        ck_assert_int_eq(svff_hv_hotplug_in_xml(xml, ga, &h, port), 0);
+        return h;
+}
+
+START_TEST(test_hotplug) {
+        static const char native_global[] = "<qemu:commandline><qemu:arg value='-global'/>"
+                "<qemu:arg value='ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off'/></qemu:commandline>";
+        char port[SVFF_HV_PORT_MAX];
+        enum svff_hv_hotplug h;
+
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "01:00.0", port), SVFF_HV_HOTPLUG_ACPI);
+        ck_assert_str_eq(port, "pcie-root-port index 1");
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "0000:10:00.0", port), SVFF_HV_HOTPLUG_ACPI);
+        ck_assert_str_eq(port, "pcie-switch-downstream-port index 16");
+        /* ACPI hotplug of bridges off, either way, or no ACPI: native. */
+        ck_assert_int_eq(hotplug_of("<acpi/>", native_global, "01:00.0", port), SVFF_HV_HOTPLUG_NATIVE);
+        ck_assert_int_eq(hotplug_of("<acpi/><pci><acpi-bridge-hotplug state='off'/></pci>", "", "01:00.0", port),
+                         SVFF_HV_HOTPLUG_NATIVE);
+        ck_assert_int_eq(hotplug_of("<acpi/><pci><acpi-bridge-hotplug state='on'/></pci>", "", "01:00.0", port),
+                         SVFF_HV_HOTPLUG_ACPI);
+        ck_assert_int_eq(hotplug_of("", "", "01:00.0", port), SVFF_HV_HOTPLUG_NATIVE);
+        /* None: the port's hotplug off, pcie-root, pci-root without ACPI. */
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "02:00.0", port), SVFF_HV_HOTPLUG_NONE);
+        ck_assert_str_eq(port, "pcie-root-port index 2");
+        ck_assert_int_eq(hotplug_of("<acpi/>", native_global, "02:00.0", port), SVFF_HV_HOTPLUG_NONE);
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "00:03.0", port), SVFF_HV_HOTPLUG_NONE);
+        ck_assert_str_eq(port, "pcie-root index 0");
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "03:01.0", port), SVFF_HV_HOTPLUG_ACPI);
+        ck_assert_int_eq(hotplug_of("", "", "03:01.0", port), SVFF_HV_HOTPLUG_NONE);
+        /* Unknown: no such bus, a controller that takes no endpoint, no
+         * address, another PCI domain. */
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "05:00.0", port), SVFF_HV_HOTPLUG_UNKNOWN);
+        ck_assert_str_eq(port, "");
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "11:00.0", port), SVFF_HV_HOTPLUG_UNKNOWN);
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", NULL, port), SVFF_HV_HOTPLUG_UNKNOWN);
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "0001:01:00.0", port), SVFF_HV_HOTPLUG_UNKNOWN);
+
+        ck_assert_int_eq(svff_hv_hotplug_in_xml("<domain", "01:00.0", &h, port), -EBADMSG);
+        ck_assert_str_eq(svff_hv_hotplug_to_string(SVFF_HV_HOTPLUG_NATIVE), "native");
+}
+END_TEST
+
 START_TEST(test_test_driver_lifecycle) {
         char dir[] = "/tmp/svff-hv.XXXXXX";
         struct svff_error err = SVFF_ERROR_NULL;
@@ -283,6 +342,7 @@ int main(void) {
         tcase_add_test(tc, test_alias);
         tcase_add_test(tc, test_hostdev_xml);
         tcase_add_test(tc, test_guest_slot);
+        tcase_add_test(tc, test_hotplug);
         tcase_add_test(tc, test_test_driver_lifecycle);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
