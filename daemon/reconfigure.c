@@ -357,7 +357,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .removals = hv_removals(m->hv),
                 .pause_cmd = m->config.device_pause_command,
                 .unpause_cmd = m->config.device_unpause_command,
-                .detach_timeout = m->config.detach_timeout_usec,
+                .detach_timeout = m->config.reconf_detach_timeout_usec,
                 .numvfs_timeout = m->config.numvfs_timeout_usec,
                 .numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec,
                 .flash_hook = m->config.flash_hook,
@@ -848,6 +848,8 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                         json_object_object_add(d, "numvfs_msec", json_object_new_int64((int64_t) (w / 1000)));
                         json_object_object_add(d, "bind_msec", json_object_new_int64((int64_t) (
                                 svff_config_bind_timeout(&m->config, numvfs) / 1000)));
+                        json_object_object_add(d, "detach_msec", json_object_new_int64((int64_t) (
+                                m->config.reconf_detach_timeout_usec / 1000)));
                         json_object_object_add(p, "deadlines", d);
                         json_object_object_add(p, "totalvfs", json_object_new_int64(found->totalvfs));
                 }
