@@ -1219,6 +1219,43 @@ static void print_outcomes(FILE *f, struct json_object *p) {
         }
 }
 
+/* How each assignment's guest sees the reconf, and the unplug deadline. */
+static void print_guests(struct json_object *reply) {
+        static const struct { const char *key, *text; } modes[] = {
+                { "acpi", "ACPI hotplug" },
+                { "native", "native PCIe hotplug (>= 6 s per unplug)" },
+                { "none", "no hotplug" },
+                { "offline", "not running or not live: no guest sees it" },
+                { "unknown", "hotplug unknown" },
+        };
+        struct json_object *g, *d;
+
+        if (!json_object_object_get_ex(reply, "guests", &g) || !g || json_object_array_length(g) == 0)
+                return;
+        printf("\nGuests");
+        if (json_object_object_get_ex(reply, "deadlines", &d) && d)
+                printf(" (each unplug may take %.0f s: reconf_detach_timeout_sec)", jint(d, "detach_msec", 0) / 1000.0);
+        printf(":\n");
+        for (size_t i = 0; i < json_object_array_length(g); i++) {
+                struct json_object *o = json_object_array_get_idx(g, i), *v;
+                const char *h = strna(jstr(o, "hotplug")), *text = h;
+                char guest[24];
+
+                for (size_t k = 0; k < ELEMENTSOF(modes); k++)
+                        if (streq(h, modes[k].key))
+                                text = modes[k].text;
+                printf("  VF %s  domain '%s' at %s: %s%s%s%s", strna(jstr(o, "vf")), strna(jstr(o, "domain")),
+                       guest_address_display(jstr(o, "guest_address"), guest, sizeof(guest)) ?: "-",
+                       json_object_get_boolean(json_object_object_get(o, "nvme_head")) ? "NVMe head kept, " : "",
+                       text, jstr(o, "port") ? " on " : "", jstr(o, "port") ?: "");
+                if (!streq(h, "offline"))
+                        printf("; device off for about %.1f s", jint(o, "predicted_msec", 0) / 1000.0);
+                printf("\n");
+                if (json_object_object_get_ex(o, "guest_needs", &v) && v)
+                        printf("    the guest needs %s\n", json_object_get_string(v));
+        }
+}
+
 /* The device class's steps per VF, as the class planned them. */
 static void print_class_plan(struct json_object *reply) {
         struct json_object *cp, *steps;
@@ -1270,6 +1307,7 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
                                         printf(" %s", json_object_get_string(json_object_array_get_idx(ids, i)));
                         printf(" with at least %u VFs, and on its driver.\n", plan->to);
                 }
+                print_guests(reply);
                 print_class_plan(reply);
         }
         if (!ok) {
