@@ -1211,10 +1211,14 @@ static void print_outcomes(FILE *f, struct json_object *p) {
                 bool has = json_object_object_get_ex(o, "has_vf", &v) && json_object_get_boolean(v);
                 char guest[24];
 
-                fprintf(f, "  %-3s VF %lld %s  domain '%s' at %s: %s%s%s\n", has ? "OK" : "NO", jint(o, "index", 0),
-                        strna(jstr(o, "vf")), strna(jstr(o, "domain")),
+                char off[48] = "";
+
+                if (json_object_object_get_ex(o, "device_off_msec", &v) && v)
+                        snprintf(off, sizeof(off), " (device off for %.1f s)", json_object_get_int64(v) / 1000.0);
+                fprintf(f, "  %-3s VF %lld %s  domain '%s' at %s: %s%s%s%s\n", has ? "OK" : "NO",
+                        jint(o, "index", 0), strna(jstr(o, "vf")), strna(jstr(o, "domain")),
                         guest_address_display(jstr(o, "guest_address"), guest, sizeof(guest)) ?: "-",
-                        outcome_display(jstr(o, "outcome")), jstr(o, "message") ? ": " : "",
+                        outcome_display(jstr(o, "outcome")), off, jstr(o, "message") ? ": " : "",
                         jstr(o, "message") ?: "");
         }
 }

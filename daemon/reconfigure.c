@@ -28,7 +28,8 @@
 
 /* ---- the outcome ---- */
 
-static struct json_object *outcome_json(struct reconf_machine *rm) {
+static struct json_object *outcome_json(struct reconf_run *run) {
+        struct reconf_machine *rm = run->rm;
         const struct svff_reconf_plan *plan = reconf_machine_plan(rm);
         struct json_object *a = json_object_new_array();
 
@@ -53,6 +54,10 @@ static struct json_object *outcome_json(struct reconf_machine *rm) {
                                                           ? json_object_new_string(svff_pause_mode_to_string(s->mode))
                                                           : NULL);
                 json_object_object_add(o, "message", s->message ? json_object_new_string(s->message) : NULL);
+                json_object_object_add(o, "device_off_msec",
+                                       run->items[i].off_usec > 0
+                                               ? json_object_new_int64((int64_t) (run->items[i].off_usec / USEC_PER_MSEC))
+                                               : NULL);
                 json_object_array_add(a, o);
         }
         return a;
@@ -69,7 +74,7 @@ static void recovered_add(struct reconf_run *run, const char *outcome, const cha
         json_object_object_add(o, "outcome", json_object_new_string(outcome));
         json_object_object_add(o, "numvfs", json_object_new_int64(reconf_machine_numvfs_now(run->rm)));
         json_object_object_add(o, "message", json_object_new_string(message));
-        json_object_object_add(o, "assignments", outcome_json(run->rm));
+        json_object_object_add(o, "assignments", outcome_json(run));
         json_object_object_add(o, "after_restart", json_object_new_boolean(reconf_machine_after_restart(run->rm)));
         if (!m->recovered)
                 m->recovered = json_object_new_array();
@@ -163,7 +168,7 @@ static void reconf_finished(struct reconf_run *run) {
                 json_object_object_add(p, "device", json_object_new_string(plan->pf));
         json_object_object_add(p, "message", json_object_new_string(msg));
         if (outcomes) {
-                json_object_object_add(p, "assignments", outcome_json(rm));
+                json_object_object_add(p, "assignments", outcome_json(run));
                 /* Not the plan again: with 252 assignments the reply would
                  * pass the message cap; the dry run and the journal have it.
                  * The steps are those done, as the machine logged them. */
@@ -283,6 +288,9 @@ static void env_step(void *userdata, struct json_object *step, int item, int r, 
                 json_object_object_add(ev, "device", json_object_new_string(it->vf));
                 if (it->mode != SVFF_PAUSE_NONE && r >= 0)
                         json_object_object_add(ev, "mode", json_object_new_string(svff_pause_mode_to_string(it->mode)));
+                if (it->state == RECONF_ITEM_RESTORED && run->items[item].off_usec > 0)
+                        json_object_object_add(ev, "device_off_msec", json_object_new_int64(
+                                (int64_t) (run->items[item].off_usec / USEC_PER_MSEC)));
         } else if (json_object_object_get_ex(step, "vf", NULL))
                 json_object_object_add(ev, "device", json_object_get(json_object_object_get(step, "vf")));
         json_object_object_add(ev, "done", json_object_new_int64(op->done));
