@@ -178,8 +178,8 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         if (fault_inject("fail-reattach", __atomic_add_fetch(&run->n_attaching, 1, __ATOMIC_SEQ_CST)))
                 return svff_error_set(err, -EIO, "Attaching VF %s to domain '%s': injected failure", s->vf,
                                       info->name);
-        r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL, flags,
-                           &hd, err);
+        r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL,
+                           &it->a.failover, flags, &hd, err);
         if (r < 0) {
                 _cleanup_(svff_error_free) struct svff_error e = SVFF_ERROR_NULL;
 

@@ -67,6 +67,54 @@ START_TEST(test_hostdev_xml) {
 }
 END_TEST
 
+/* A failover pair: the VF as an <interface type='hostdev'>, and the
+ * standby it names found by MAC or alias. */
+START_TEST(test_failover_xml) {
+        _cleanup_free_ char *x = NULL, *dom = NULL, *bad = NULL;
+        struct svff_failover fo = { .standby = "ua-net0", .mac = "52:54:00:ab:cd:ef" }, got;
+        struct svff_hostdev hd;
+
+        ck_assert_int_eq(svff_hv_device_xml(VF_A, "ua-svff-0000-01-00-4", "0000:05:00.0", &fo, &x), 0);
+        ck_assert_ptr_nonnull(strstr(x, "<interface type=\"hostdev\" managed=\"no\"><mac address=\"52:54:00:ab:cd:ef\"/>"));
+        ck_assert_ptr_nonnull(strstr(x, "<source><address type=\"pci\" domain=\"0x0000\" bus=\"0x01\" slot=\"0x00\" "
+                                        "function=\"0x4\"/></source>"));
+        ck_assert_ptr_nonnull(strstr(x, "<teaming type=\"transient\" persistent=\"ua-net0\"/>"));
+        ck_assert_ptr_nonnull(strstr(x, "<alias name=\"ua-svff-0000-01-00-4\"/>"));
+        ck_assert_ptr_null(strstr(x, "hostdev mode"));
+        /* No standby: a plain hostdev. */
+        ck_assert_int_eq(svff_hv_device_xml(VF_A, "ua-a", NULL, &(struct svff_failover) {}, &bad), 0);
+        ck_assert_ptr_nonnull(strstr(bad, "<hostdev mode=\"subsystem\""));
+        free(TAKE_PTR(bad));
+        ck_assert_int_eq(svff_hv_device_xml(VF_A, "ua-a", NULL, &(struct svff_failover) { .standby = "net0",
+                                            .mac = "52:54:00:ab:cd:ef" }, &bad), -EINVAL);
+        ck_assert_int_eq(svff_hv_device_xml(VF_A, "ua-a", NULL, &(struct svff_failover) { .standby = "ua-net0",
+                                            .mac = "52:54:00:ab:cd" }, &bad), -EINVAL);
+
+        ck_assert_int_gt(asprintf(&dom, "<domain><devices>"
+                                        "<interface type='network'><mac address='52:54:00:00:00:01'/><alias name='ua-plain'/></interface>"
+                                        "<interface type='bridge'><mac address='52:54:00:AB:CD:EF'/>"
+                                        "<teaming type='persistent'/><alias name='ua-net0'/></interface>"
+                                        "<interface type='bridge'><mac address='52:54:00:00:00:02'/>"
+                                        "<teaming type='persistent'/><alias name='net1'/></interface>"
+                                        "%s</devices></domain>", x), 0);
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "52:54:00:ab:cd:ef", &got), 1);
+        ck_assert_str_eq(got.standby, "ua-net0");
+        ck_assert_str_eq(got.mac, "52:54:00:ab:cd:ef");
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "ua-net0", &got), 1);
+        ck_assert_str_eq(got.mac, "52:54:00:ab:cd:ef");
+        /* Not a standby (no persistent teaming), and one without a user alias. */
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "ua-plain", &got), 0);
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "52:54:00:00:00:02", &got), 1);
+        ck_assert_str_eq(got.standby, "");
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "ua-none", &got), 0);
+        ck_assert_int_eq(svff_hv_find_standby_in_xml("<domain", "ua-net0", &got), -EBADMSG);
+        /* The pair's VF is found as any hostdev is. */
+        ck_assert_int_eq(svff_hv_find_hostdev_in_xml(dom, VF_A, &hd), 1);
+        ck_assert_str_eq(hd.alias, "ua-svff-0000-01-00-4");
+        ck_assert_str_eq(hd.guest_address, "0000:05:00.0");
+}
+END_TEST
+
 /* ---- test:///default with lifecycle events ---- */
 
 struct events {
@@ -265,7 +313,7 @@ START_TEST(test_test_driver_lifecycle) {
         ck_assert_str_eq(hd.guest_address, "0000:00:07.0");
         ck_assert_str_eq(hd.alias, "ua-svff-0000-01-00-4");
         /* The test driver cannot attach: its error, mapped. */
-        ck_assert_int_eq(svff_hv_attach(d2, VF_B, "ua-svff-0000-01-00-5", NULL, SVFF_HV_CONFIG, NULL, &err), -EOPNOTSUPP);
+        ck_assert_int_eq(svff_hv_attach(d2, VF_B, "ua-svff-0000-01-00-5", NULL, NULL, SVFF_HV_CONFIG, NULL, &err), -EOPNOTSUPP);
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "Attaching VF 0000:01:00.5 to domain 'svff-t1' (config)"));
         svff_error_free(&err);
 
@@ -341,6 +389,7 @@ int main(void) {
 
         tcase_add_test(tc, test_alias);
         tcase_add_test(tc, test_hostdev_xml);
+        tcase_add_test(tc, test_failover_xml);
         tcase_add_test(tc, test_guest_slot);
         tcase_add_test(tc, test_hotplug);
         tcase_add_test(tc, test_test_driver_lifecycle);
