@@ -1251,10 +1251,11 @@ static void print_guests(struct json_object *reply) {
                 for (size_t k = 0; k < ELEMENTSOF(modes); k++)
                         if (streq(h, modes[k].key))
                                 text = modes[k].text;
-                printf("  VF %s  domain '%s' at %s: %s%s%s%s", strna(jstr(o, "vf")), strna(jstr(o, "domain")),
+                printf("  VF %s  domain '%s' at %s: %s%s%s%s%s%s%s", strna(jstr(o, "vf")), strna(jstr(o, "domain")),
                        guest_address_display(jstr(o, "guest_address"), guest, sizeof(guest)) ?: "-",
                        json_object_get_boolean(json_object_object_get(o, "nvme_head")) ? "NVMe head kept, " : "",
-                       text, jstr(o, "port") ? " on " : "", jstr(o, "port") ?: "");
+                       jstr(o, "failover") ? "failover pair with " : "", jstr(o, "failover") ?: "",
+                       jstr(o, "failover") ? ", " : "", text, jstr(o, "port") ? " on " : "", jstr(o, "port") ?: "");
                 if (!streq(h, "offline"))
                         printf("; device off for about %.1f s", jint(o, "predicted_msec", 0) / 1000.0);
                 printf("\n");

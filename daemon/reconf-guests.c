@@ -200,7 +200,16 @@ struct json_object *reconf_guests_json(const struct svff_reconf_plan *plan, cons
                         !seen ? "offline" : svff_hv_hotplug_to_string(g ? g->hotplug : SVFF_HV_HOTPLUG_UNKNOWN)));
                 json_object_object_add(o, "port", g && *g->port ? json_object_new_string(g->port) : NULL);
                 json_object_object_add(o, "nvme_head", json_object_new_boolean(seen && nvme));
-                if (seen && nvme) {
+                json_object_object_add(o, "failover", *it->a.failover.standby
+                                                              ? json_object_new_string(it->a.failover.standby)
+                                                              : NULL);
+                if (seen && *it->a.failover.standby) {
+                        char needs[160];
+
+                        snprintf(needs, sizeof(needs), "virtio_net with the standby feature and net_failover, so "
+                                 "that '%s' carries the traffic", it->a.failover.standby);
+                        json_object_object_add(o, "guest_needs", json_object_new_string(needs));
+                } else if (seen && nvme) {
                         char needs[160];
 
                         snprintf(needs, sizeof(needs), "Linux >= 6.16 with NVMe multipath and delayed_removal_secs "

@@ -79,6 +79,14 @@ expect_eq "$(ctl list --json | jget "[v for p in d['pfs'] for v in p['vfs'] if v
         "{'standby': 'ua-net0', 'mac': '52:54:00:ab:cd:ef'}" "the assignment's failover"
 shape vmf "$N0" "attach --failover"
 
+note "the dry run shows the pair"
+ctl reconf $NIC 4 --dry-run --json > "$T/plan.json" || fail "dry run: $(cat "$T/plan.json")"
+expect_eq "$(jget "[g for g in d['guests'] if g['vf'] == '$N0'][0]['failover']" < "$T/plan.json")" ua-net0 \
+        "the dry run's failover"
+ctl reconf $NIC 4 --dry-run > "$T/plan.txt" || fail "human dry run: $(cat "$T/plan.txt")"
+grep -q "VF $N0  domain 'vmf' at .*: failover pair with ua-net0, not running or not live" "$T/plan.txt" ||
+        fail "human dry run: $(cat "$T/plan.txt")"
+
 note "a reconf puts the same element back"
 ctl reconf $NIC 4 >"$T/out" 2>&1 || fail "reconf: $(cat "$T/out")"
 shape vmf "$N0" "reconf"
