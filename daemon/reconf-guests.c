@@ -71,8 +71,10 @@ static void guests_job_run(void *userdata) {
 
         for (size_t i = 0; i < j->n; i++)
                 guest_read(j->conn, &j->g[i]);
+        /* Out of memory only: the waiting call is left unanswered (its
+         * client's timeout ends it), as any job that cannot post. */
         if (worker_pool_post(hv_pool(j->m->hv), guests_job_done, j) < 0)
-                guests_job_free(j);     /* the call is answered at shutdown */
+                guests_job_free(j);
 }
 
 int reconf_guests_start(struct manager *m, const struct svff_reconf_item *items, size_t n,

@@ -848,8 +848,8 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                  * refuses the reconf, dry run or not, before anything. */
                 int refused = -1;
 
+                /* An NVMe PF: class 01 (storage), subclass 08. */
                 guests_json = reconf_guests_json(plan, guests, n_guests, (found->class >> 8) == 0x0108, &refused);
-
                 if (refused >= 0) {
                         const struct svff_reconf_item *it = &plan->items[refused];
                         const struct reconf_guest *g = reconf_guests_find(plan, (size_t) refused, guests, n_guests);
@@ -861,12 +861,12 @@ static int request_start(struct manager *m, struct call *call, const struct reco
 
                                 /* As --guest-address takes it: only domain 0 has a port. */
                                 (void) svff_pci_addr_parse(g->guest_address, &ga);
-                                snprintf(msg, sizeof(msg), "Reconf of PF %s refused: VF %u (%s) of domain '%s' is "
-                                         "at guest address %02x:%02x.%x on %s, which has no hotplug, so the "
-                                         "running guest cannot let it go and take it back. Detach it first "
-                                         "('svffctl detach %s'), or shut the domain down, or give the domain a "
-                                         "port with hotplug.", pf, it->index, it->vf, it->a.domain, ga.bus, ga.slot,
-                                         ga.func, g->port, it->vf);
+                                snprintf(msg, sizeof(msg), "%s of PF %s refused: VF %u (%s) of domain '%s' is at "
+                                         "guest address %02x:%02x.%x on %s, which has no hotplug, so the running "
+                                         "guest cannot let it go and take it back. Detach it first ('svffctl "
+                                         "detach %s'), or shut the domain down, or give the domain a port with "
+                                         "hotplug.", image ? "Reprogram" : "Reconf", pf, it->index, it->vf,
+                                         it->a.domain, ga.bus, ga.slot, ga.func, g->port, it->vf);
                                 json_object_object_add(params, "device", json_object_new_string(pf));
                                 json_object_object_add(params, "domain", json_object_new_string(it->a.domain));
                                 json_object_object_add(params, "port", json_object_new_string(g->port));
@@ -1009,6 +1009,10 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
                 if (r > 0)
                         return;
                 call_unref(call);
+                if (r < 0) {
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        return;
+                }
         }
         (void) request_start(m, call, &req, NULL, 0, NULL);
 }
