@@ -83,6 +83,7 @@ struct item_result {
         char *message;
         enum svff_pause_mode mode;
         char guest_address[SVFF_PCI_ADDR_STRLEN];
+        usec_t began_usec, ended_usec;  /* CLOCK_MONOTONIC, around the step */
 };
 
 static void dom_job_free(struct dom_job *j) {
@@ -229,13 +230,13 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
                  * address whether or not the live attach goes through,
                  * as the record does. Already there: a restart. */
                 r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL,
-                                   SVFF_HV_CONFIG, &hd, err);
+                                   &it->a.failover, SVFF_HV_CONFIG, &hd, err);
                 if (r < 0 && svff_hv_get_hostdev(dom, s->vf, SVFF_HV_CONFIG, &hd, NULL) <= 0)
                         return r;
                 svff_error_free(err);
         }
-        r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL, flags,
-                           &hd, err);
+        r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL,
+                           &it->a.failover, flags, &hd, err);
         if (r < 0) {
                 _cleanup_(svff_error_free) struct svff_error e = SVFF_ERROR_NULL;
 
@@ -271,6 +272,13 @@ static void item_done(void *userdata) {
         struct reconf_run *run = res->run;
 
         forward_stop(run);
+        /* The device is off from the unplug's request to the re-attach's
+         * return, as far as the host can tell. */
+        if (res->kind == JOB_QUIESCE && res->r >= 0)
+                run->items[res->i].off_since_usec = res->began_usec;
+        else if (res->kind == JOB_RESTORE && res->r >= 0 && res->ended_usec > 0 &&
+                 run->items[res->i].off_since_usec > 0)
+                run->items[res->i].off_usec = res->ended_usec - run->items[res->i].off_since_usec;
         if (res->kind == JOB_QUIESCE)
                 reconf_machine_quiesce_done(run->rm, res->i, res->r, res->mode, res->message);
         else
@@ -322,9 +330,15 @@ static void dom_job_run(void *userdata) {
                                 res->r = moved_r[k];
                                 err = moved_err[k];
                                 moved_err[k] = SVFF_ERROR_NULL;
-                        } else
+                        } else {
+                                /* Timed only where a guest sees the device go. */
+                                bool seen = j->items[k].a.live && info.active;
+
+                                res->began_usec = seen ? svff_now_usec() : 0;
                                 res->r = j->kind == JOB_QUIESCE ? quiesce_one(j, dom, &info, k, res, &err)
                                                                 : restore_one(j, dom, &info, k, res, &err);
+                                res->ended_usec = seen ? svff_now_usec() : 0;
+                        }
                         if (res->r < 0)
                                 res->message = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
                                                                               : strerror(-res->r));

@@ -79,6 +79,10 @@ struct reconf_env {
 
 struct reconf_item_glue {
         char rec_vf[SVFF_PCI_ADDR_STRLEN];      /* where its record is in the store now */
+        /* CLOCK_MONOTONIC: when its quiesce began (0: not by this run),
+         * and how long its domain was without the device, from then to
+         * its restore's return (0: not restored by this run). */
+        usec_t off_since_usec, off_usec;
 };
 
 struct reconf_run {

@@ -74,6 +74,7 @@ int svff_config_init(struct svff_config *cfg) {
                 .bind_timeout_usec = 10 * 1000000ULL,
                 .bind_timeout_per_vf_usec = 1000 * 1000ULL,
                 .detach_timeout_usec = 10 * 1000000ULL,
+                .reconf_detach_timeout_usec = 30 * 1000000ULL,
                 .qmp_timeout_usec = 5 * 1000000ULL,
                 .device_pause_command = strdup("x-svff-device-pause"),
                 .device_unpause_command = strdup("x-svff-device-unpause"),
@@ -817,6 +818,8 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
                 k = get_usec(p, val, 1000ULL, 0, 60000, &c->bind_timeout_per_vf_usec);
         else if (streq(key, "detach_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 3600, &c->detach_timeout_usec);
+        else if (streq(key, "reconf_detach_timeout_sec"))
+                k = get_usec(p, val, 1000000ULL, 1, 3600, &c->reconf_detach_timeout_usec);
         else if (streq(key, "qmp_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 600, &c->qmp_timeout_usec);
         else if (streq(key, "settle_msec"))
@@ -1430,6 +1433,7 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
         ADD("bind_timeout_sec", SEC(cfg->bind_timeout_usec));
         ADD("bind_timeout_per_vf_msec", MSEC(cfg->bind_timeout_per_vf_usec));
         ADD("detach_timeout_sec", SEC(cfg->detach_timeout_usec));
+        ADD("reconf_detach_timeout_sec", SEC(cfg->reconf_detach_timeout_usec));
         ADD("qmp_timeout_sec", SEC(cfg->qmp_timeout_usec));
         ADD("device_pause_command", str_or_null(cfg->device_pause_command));
         ADD("device_unpause_command", str_or_null(cfg->device_unpause_command));

@@ -20,6 +20,7 @@
  *     "bind_timeout_sec": 10,                    base of the deadline to bind a PF's VFs,
  *     "bind_timeout_per_vf_msec": 1000,          plus this per VF
  *     "detach_timeout_sec": 10,
+ *     "reconf_detach_timeout_sec": 30,           a reconf's unplug of each assigned VF
  *     "qmp_timeout_sec": 5,
  *     "device_pause_command": "x-svff-device-pause",
  *     "device_unpause_command": "x-svff-device-unpause",
@@ -133,6 +134,9 @@ struct svff_config {
         uint64_t bind_timeout_usec;
         uint64_t bind_timeout_per_vf_usec;
         uint64_t detach_timeout_usec;
+        /* A reconf's detach: a guest busy on the device it loses takes
+         * longer to let go than an idle one a plain detach expects. */
+        uint64_t reconf_detach_timeout_usec;
         uint64_t qmp_timeout_usec;
         /* QMP commands of QEMU's device pause (the SVFF QEMU patch; stock
          * QEMU has none, and pause then detaches with reservation). */

@@ -151,11 +151,15 @@ START_TEST(test_json_roundtrip) {
                 item("0000:01:00.6", 2, "vm1", U1, SVFF_ASSIGN_PAUSED),
                 item("0000:01:00.7", 3, "vm2", U2, SVFF_ASSIGN_ATTACHED),
         };
-        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 3, 4, 3, SVFF_RECONF_DETACH, true);
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *q = NULL;
-        _cleanup_(json_object_putp) struct json_object *j = svff_reconf_plan_to_json(p), *k = NULL;
+        _cleanup_(json_object_putp) struct json_object *j = NULL, *k = NULL;
         _cleanup_free_ char *a = NULL, *b = NULL;
 
+        /* A failover pair goes through the journal with its assignment. */
+        in[0].a.failover = (struct svff_failover) { .standby = "ua-net0", .mac = "52:54:00:ab:cd:ef" };
+        p = plan(in, 3, 4, 3, SVFF_RECONF_DETACH, true);
+        j = svff_reconf_plan_to_json(p);
         ck_assert_ptr_nonnull(j);
         ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
         k = svff_reconf_plan_to_json(q);
@@ -165,6 +169,9 @@ START_TEST(test_json_roundtrip) {
         ck_assert_uint_eq(q->n_steps, p->n_steps);
         ck_assert_str_eq(q->items[1].a.guest_address, "0000:07:00.0");
         ck_assert_int_eq(q->items[1].a.pause_mode, SVFF_PAUSE_DETACH);
+        ck_assert_str_eq(q->items[0].a.failover.standby, "ua-net0");
+        ck_assert_str_eq(q->items[0].a.failover.mac, "52:54:00:ab:cd:ef");
+        ck_assert_str_eq(q->items[1].a.failover.standby, "");
         ck_assert(strstr(a, "\"action\":\"release\",\"vf\":\"0000:01:00.7\""));
 }
 END_TEST
