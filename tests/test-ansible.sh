@@ -109,7 +109,7 @@ for n in $HOSTS; do
         # Each host's domains are its own (under a shared libvirtd too).
         # define() loops with d.
         URI=$uri define "h$n-vm1" "h$n-vm2"
-        printf '{"libvirt_uri": "%s", "detach_timeout_sec": 5}\n' "$uri" > "$hd/svff.conf"
+        printf '{"libvirt_uri": "%s", "detach_timeout_sec": 5, "reconf_detach_timeout_sec": 5}\n' "$uri" > "$hd/svff.conf"
         host_start "$n"
 done
 note "three hosts: svffd on pcisim with its own socket and libvirt ($SVFF_LIBVIRT)"
