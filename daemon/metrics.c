@@ -51,6 +51,25 @@ struct metrics_sample {
         uint64_t generation;
 };
 
+/* A Prometheus histogram over reconf_buckets (seconds). */
+struct histogram {
+        uint64_t buckets[ELEMENTSOF(reconf_buckets)];
+        uint64_t count;
+        double sum;
+};
+
+static void histogram_observe(struct histogram *h, uint64_t usec) {
+        double sec = (double) usec / 1e6;
+
+        for (size_t i = 0; i < ELEMENTSOF(reconf_buckets); i++)
+                if (sec <= reconf_buckets[i]) {
+                        h->buckets[i]++;
+                        break;
+                }
+        h->count++;
+        h->sum += sec;
+}
+
 struct metrics {
         sd_event *event;
         sd_event_source *timer;
@@ -65,9 +84,8 @@ struct metrics {
         bool written;
         int last_error;                 /* of the last write, logged once */
 
-        uint64_t reconf_buckets[ELEMENTSOF(reconf_buckets)];
-        uint64_t reconf_count;
-        double reconf_sum;
+        struct histogram reconf;        /* svff_reconf_duration_seconds */
+        struct histogram downtime;      /* svff_domain_device_downtime_seconds */
         uint64_t provision_failures;
 };
 
@@ -170,6 +188,19 @@ static void put_head(FILE *f, const char *name, const char *type, const char *he
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+static void put_histogram(FILE *f, const char *name, const char *help, const struct histogram *h) {
+        uint64_t cum = 0;
+
+        put_head(f, name, "histogram", help);
+        for (size_t i = 0; i < ELEMENTSOF(reconf_buckets); i++) {
+                cum += h->buckets[i];
+                fprintf(f, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, reconf_buckets[i], cum);
+        }
+        fprintf(f, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, h->count);
+        fprintf(f, "%s_sum %.6f\n", name, h->sum);
+        fprintf(f, "%s_count %" PRIu64 "\n", name, h->count);
+}
+
 static void put_counts(FILE *f, const char *name, const char *label, const char *const *always, size_t n_always,
                        const struct count *c, size_t n) {
         for (size_t i = 0; i < n_always; i++) {
@@ -230,19 +261,10 @@ int metrics_format(struct metrics *mt, const struct metrics_sample *s, bool up, 
         put_head(f, "svff_class_provision_failures_total", "counter",
                  "VFs whose device-class state could not be provisioned since svffd started.");
         fprintf(f, "svff_class_provision_failures_total %" PRIu64 "\n", mt->provision_failures);
-        put_head(f, "svff_reconf_duration_seconds", "histogram", "Duration of reconfs and reprograms.");
-        {
-                uint64_t cum = 0;
-
-                for (size_t i = 0; i < ELEMENTSOF(reconf_buckets); i++) {
-                        cum += mt->reconf_buckets[i];
-                        fprintf(f, "svff_reconf_duration_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",
-                                reconf_buckets[i], cum);
-                }
-                fprintf(f, "svff_reconf_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", mt->reconf_count);
-                fprintf(f, "svff_reconf_duration_seconds_sum %.6f\n", mt->reconf_sum);
-                fprintf(f, "svff_reconf_duration_seconds_count %" PRIu64 "\n", mt->reconf_count);
-        }
+        put_histogram(f, "svff_reconf_duration_seconds", "Duration of reconfs and reprograms.", &mt->reconf);
+        put_histogram(f, "svff_domain_device_downtime_seconds",
+                      "How long a running domain was without its VF through a reconf or reprogram, per "
+                      "assignment.", &mt->downtime);
         return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
 }
 
@@ -427,17 +449,16 @@ void metrics_snapshot_changed(struct metrics *mt, const struct snapshot *s) {
 }
 
 void metrics_observe_reconf(struct metrics *mt, uint64_t usec) {
-        double sec = (double) usec / 1e6;
-
         if (!mt)
                 return;
-        for (size_t i = 0; i < ELEMENTSOF(reconf_buckets); i++)
-                if (sec <= reconf_buckets[i]) {
-                        mt->reconf_buckets[i]++;
-                        break;
-                }
-        mt->reconf_count++;
-        mt->reconf_sum += sec;
+        histogram_observe(&mt->reconf, usec);
+        metrics_changed(mt);
+}
+
+void metrics_observe_downtime(struct metrics *mt, uint64_t usec) {
+        if (!mt)
+                return;
+        histogram_observe(&mt->downtime, usec);
         metrics_changed(mt);
 }
 

@@ -52,6 +52,9 @@ void metrics_snapshot_changed(struct metrics *mt, const struct snapshot *s);
 void metrics_write(struct metrics *mt);
 /* A reconf (or reprogram) ended after usec. Accepts NULL. */
 void metrics_observe_reconf(struct metrics *mt, uint64_t usec);
+/* One assignment's time without its device through a reconf (a running
+ * domain's, as the reply gives it in device_off_msec). */
+void metrics_observe_downtime(struct metrics *mt, uint64_t usec);
 /* A VF's device class could not be provisioned. Accepts NULL. */
 void metrics_count_provision_failure(struct metrics *mt);
 

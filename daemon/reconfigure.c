@@ -123,6 +123,9 @@ static void reconf_finished(struct reconf_run *run) {
                 uint64_t t = realtime_usec();
 
                 metrics_observe_reconf(m->metrics, t > op->started_usec ? t - op->started_usec : 0);
+                for (size_t i = 0; i < plan->n_items; i++)
+                        if (run->items[i].off_usec > 0)
+                                metrics_observe_downtime(m->metrics, run->items[i].off_usec);
                 for (unsigned i = reconf_machine_provision_failed(rm); i > 0; i--)
                         metrics_count_provision_failure(m->metrics);
         }

@@ -147,6 +147,8 @@ ctl reconf $PF 6 > /dev/null || fail "reconf $PF 6"
 expect svff_pf_vfs "owner=operator,pf=$PF" 6 "VFs after reconf"
 expect svff_reconf_duration_seconds_count "" 1 "reconfs after one"
 expect svff_reconf_duration_seconds_bucket 'le=+Inf' 1 "the histogram's +Inf bucket"
+# Its domain is defined, not running: no guest went without the VF.
+expect svff_domain_device_downtime_seconds_count "" 0 "device downtimes after a reconf of a stopped domain's VF"
 expect svff_assignments state=attached 1 "attached assignments after reconf"
 expect svff_operation_in_progress "" 0 "operations after reconf"
 expect svff_store_generation "" "$(generation)" "store generation after reconf"

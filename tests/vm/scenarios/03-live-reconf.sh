@@ -11,7 +11,8 @@ if ! vm_have_reconf && [ "${1:-}" != setup-only ]; then
 fi
 
 vm_hold=1
-vm_assigned_setup 4 '{ "detach_timeout_sec": 3, "reconf_detach_timeout_sec": 3 }'
+vm_assigned_setup 4 "{ \"detach_timeout_sec\": 3, \"reconf_detach_timeout_sec\": 3,
+  \"metrics_textfile\": \"$SVFF_VM_RUNDIR/svff.prom\" }"
 before=$(vm_places)
 echo "$before"
 ! echo "$before" | grep -q ' $' || vm_fail "a VF is missing from its domain's query-pci"
@@ -38,6 +39,12 @@ for v in $vfs; do
         assert_eq "VF $v re-created (d3cold_allowed reset)" 1 "$(cat "/sys/bus/pci/devices/$v/d3cold_allowed")"
 done
 vm_check_kept "reconf 4"
+# Each running domain's time without its VF, in the metrics file (written
+# at most once a second).
+downtime_count() { sed -n 's/^svff_domain_device_downtime_seconds_count //p' "$SVFF_VM_RUNDIR/svff.prom" 2>/dev/null; }
+for _ in 1 2 3 4 5 6; do [ "$(downtime_count)" = 4 ] && break; sleep 1; done
+assert_eq "svff_domain_device_downtime_seconds_count after one reconf of 4 running domains" 4 "$(downtime_count)"
+vm_log "device downtime through the reconf: $(sed -n 's/^svff_domain_device_downtime_seconds_sum //p' "$SVFF_VM_RUNDIR/svff.prom") s summed over 4 domains"
 
 # A guest that holds its VF: move the last one to 'hold' (ACPI hotplug,
 # no OS to answer the unplug).
