@@ -609,6 +609,14 @@ char *classes_describe(const char *class_name, struct json_object *state) {
         return class->describe(state);
 }
 
+char *classes_summarize(const char *class_name, struct json_object *state) {
+        const struct svff_class *class = class_name ? svff_class_by_name(class_name) : NULL;
+
+        if (!class || !state)
+                return NULL;
+        return class->summarize ? class->summarize(state) : class->describe ? class->describe(state) : NULL;
+}
+
 /* ---- main thread: a dry run's class plan on the ops pool ---- */
 
 struct step {

@@ -108,6 +108,9 @@ static struct json_object *json_vf_class(struct manager *m, const char *vf) {
         d = classes_describe(name, v);
         json_object_object_add(o, "description", str_or_null(d));
         free(d);
+        d = classes_summarize(name, v);
+        json_object_object_add(o, "summary", str_or_null(d));
+        free(d);
         return o;
 }
 
