@@ -1396,10 +1396,11 @@ struct command {
 };
 
 static const struct command commands[] = {
-        { "list", "list [PF] [-o COL,...] [--json]",
-          "List the SR-IOV PFs and their VFs in one table: driver, VF count, network\n"
-          "interface, whether svffd recorded the device, and the domain, guest address\n"
-          "and state of each assigned VF. -o picks the columns.", cmd_list, .has_columns = true },
+        { "list", "list [PF] [-o [+]COL,...] [--json]",
+          "List the SR-IOV PFs and their VFs in one table: driver, VF count, the domain,\n"
+          "guest address and state of each assigned VF, and its device class's state.\n"
+          "-o picks the columns, -o +COL adds one (e.g. -o +owner,iface). On a terminal\n"
+          "the table fits its width; a pipe gets it whole.", cmd_list, .has_columns = true },
         { "status", "status [-v] [--wait] [--json]",
           "Show svffd's version, uptime, store path and generation, libvirt's\n"
           "connection, the operations in progress, each PF's VF count, owner and VF\n"
@@ -1509,7 +1510,8 @@ static void help(void) {
                "     --timeout=SEC   Give up on svffd after SEC seconds (0: never). Default:\n"
                "                     30 for list, status and reconf --dry-run; the other\n"
                "                     commands wait for svffd. Refused by monitor and config.\n"
-               "  -o --output=COL,...  list: the columns to show (see 'svffctl list --help')\n"
+               "  -o --output=COL,...  list: the columns to show, +COL,... to add (see 'svffctl\n"
+               "                     list --help')\n"
                "     --no-reconnect  monitor: exit when svffd goes away\n"
                "  -v --verbose       status: every drift, not the summary per PF\n"
                "     --version       Show the version\n"
@@ -1543,7 +1545,7 @@ static void command_help(const struct command *c) {
                c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
                                        "  --force         Drop the assignments the new count removes\n" : "",
-               c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order\n" :
+               c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order; +COL,... adds them\n" :
                c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" :
                c->has_verbose ? "  -v, --verbose   Every drift, not the summary per PF\n"
                                 "  --wait          Wait until no operation is in progress\n" : "");

@@ -74,7 +74,7 @@ assert r['name'] == 'nvme' and r['state']['secondary'] == 'online', r" "$STATE/s
 done
 ctl list >"$T/list.txt" || fail "list"
 head -n1 "$T/list.txt" | grep -qw CLASS || fail "no CLASS column: $(head -n1 "$T/list.txt")"
-grep "^$(sys_vf "$PF" 0) " "$T/list.txt" | grep -q "nvme: online 2VQ/1VI" ||
+grep "^$(sys_vf "$PF" 0) " "$T/list.txt" | grep -q " online ns 1$" ||
         fail "VF 0's row does not show its class state: $(cat "$T/list.txt")"
 ctl status --json >"$T/status.json" || fail "status --json"
 expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" <"$T/status.json")" 0 \
