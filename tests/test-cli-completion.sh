@@ -114,7 +114,11 @@ for c in list init reconf reprogram attach monitor; do
         done
 done
 
-note "-o completes column names, after a comma too"
+note "-o completes column names, after a comma and a '+' too"
 type_keys "svffctl list -o device,gue" Tab
 expect_screen "-o column after a comma" '^\$ svffctl list -o device,guest'
+type_keys "svffctl list -o +own" Tab
+expect_screen "-o column after a '+'" '^\$ svffctl list -o \+owner'
+type_keys "svffctl list -o +owner,ifa" Tab
+expect_screen "-o +COL, then a column after a comma" '^\$ svffctl list -o \+owner,iface'
 echo "PASS"
