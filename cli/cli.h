@@ -17,6 +17,9 @@
 #define EXIT_USAGE 2
 #define EXIT_UNREACHABLE 3
 #define EXIT_PERMISSION 4
+/* status: the host differs from svffd's records, or its last
+ * configuration reload failed. */
+#define EXIT_DRIFT 5
 #define EXIT_INTERRUPTED 130
 
 #define _cleanup_json_ _cleanup_(json_object_putp)

@@ -106,7 +106,7 @@ for spec in "list:--output -o --timeout --json --socket --help" \
         done
 done
 # And what a command's --help names, the completion offers.
-for c in list init reconf reprogram attach monitor; do
+for c in list status init reconf reprogram attach monitor; do
         type_keys "svffctl $c -" Tab Tab Tab
         expect_screen "$c offers --json" "(^| )--json( |\$)"
         for o in $(ctl $c --help | sed -n '/^Options:/,/^$/p' | grep -o -- '--[a-z-]*' | sort -u); do

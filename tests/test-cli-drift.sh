@@ -36,7 +36,8 @@ done
 expect_eq "$(grep -o "svffctl reconf $PF 240" "$T/screen" | wc -l)" 1 "next steps in the reconf's message"
 
 note "status: the drift per PF and kind, one next step"
-ctl status > "$T/status" 2>&1 || fail "status: $(cat "$T/status")"
+rc=0; ctl status > "$T/status" 2>&1 || rc=$?
+expect_eq "$rc" 5 "status's exit status with drift"
 for lie in "svffd stopped" "restart" "held by a user" "svffctl init"; do
         grep -q "$lie" "$T/status" && fail "status says '$lie' after the failed reconf: $(cat "$T/status")"
 done
@@ -52,9 +53,9 @@ grep -qE "^  $PF: next step: (once the write past its deadline ends \(stuck writ
         fail "the next step: $(cat "$T/status")"
 
 note "-v and --json: every drift"
-ctl status -v > "$T/status-v" || fail "status -v"
+ctl_status -v > "$T/status-v" || fail "status -v"
 expect_eq "$(grep -c "^  vf-missing " "$T/status-v")" 252 "vf-missing lines with -v"
-ctl status --json > "$T/status.json" || fail "status --json"
+ctl_status --json > "$T/status.json" || fail "status --json"
 expect_eq "$(jget 'sum(1 for x in d["drift"] if x["kind"] == "vf-missing" and x["pf"] == "'$PF'")' < "$T/status.json")" \
         252 "vf-missing drifts in JSON with their PF"
 jget '[x["next_step"] for x in d["drift"] if x["kind"] == "interrupted"][0]' < "$T/status.json" |
@@ -67,11 +68,11 @@ pcisim_ctl latency vf_disable 0
 numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
 wait_for_s 30 numvfs_zero || fail "the write never ended"
 ctl reconf $PF 240 > "$T/out" 2>&1 || fail "completing the reconf: $(cat "$T/out")"
-ctl status > "$T/status" || fail "status after completing"
+ctl_status > "$T/status" || fail "status after completing"
 grep -q "^Recovered: .*reconf of PF $PF resumed from its journal: " "$T/status" ||
         fail "the completion: $(cat "$T/status")"
 grep -q "restart" "$T/status" && fail "status claims a restart: $(cat "$T/status")"
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 expect_eq "$(jget 'd["recovered"][0]["after_restart"]' < "$T/status.json")" False "after_restart"
 
 note "240 VFs unbound behind svffd's back: one line"
@@ -79,7 +80,7 @@ for vf in $(ls "$SYS/bus/pci/drivers/vfio-pci" | grep "^0000:20:"); do
         printf '%s' "$vf" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
 done
 # svffd sees it once its picture is list_max_age_msec (1 s) old.
-seen_unbound() { ctl status > "$T/status" && grep -q driver-changed "$T/status"; }
+seen_unbound() { ctl_status > "$T/status" && grep -q driver-changed "$T/status"; }
 wait_for seen_unbound || fail "no drift after the unbinds: $(cat "$T/status")"
 grep -q "^  $PF: driver-changed: 240 VFs unbound (expected vfio-pci)$" "$T/status" ||
         fail "no summary of the unbound VFs: $(cat "$T/status")"
