@@ -86,4 +86,27 @@ grep -q "^  $PF: driver-changed: 240 VFs unbound (expected vfio-pci)$" "$T/statu
         fail "no summary of the unbound VFs: $(cat "$T/status")"
 n=$(grep -c "^  $PF: " "$T/status")
 [ "$n" -le 2 ] || fail "$n drift lines for one PF: $(cat "$T/status")"
+
+note "class drift of every VF of a PF: one line with a count, one next step"
+QPF=0000:10:00.0
+cat > "$T/svff.conf" <<CONF
+{ "settle_msec": 50, "numvfs_timeout_sec": 1, "numvfs_timeout_per_vf_msec": 2,
+  "policies": { "q": { "match": { "address": "$QPF" }, "numvfs": 4,
+                       "qdma": { "qmax": 256, "vf_qmax": 8 } } } }
+CONF
+kill -HUP "$SVFFD_PID"
+wait_for_s 30 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$QPF/sriov_numvfs')\" = 4 ]" || fail "the policy's init of $QPF"
+ctl_status --wait --timeout 30 > /dev/null || fail "status --wait after the policy's init"
+# Another queue count behind svffd's back: every VF's class state drifts.
+printf 300 > "$SYS/bus/pci/devices/$QPF/qdma/qmax"
+seen_class() { ctl_status > "$T/status" && grep -q "class-drift" "$T/status"; }
+wait_for seen_class || fail "no class drift after the queue count changed: $(cat "$T/status")"
+grep -q "^  $QPF: class-drift: 4 VFs differ from what their device class set up$" "$T/status" ||
+        fail "no count of the class drift: $(cat "$T/status")"
+grep -q "^  $QPF: next step: run 'svffctl init $QPF 4' to provision the PF's VFs again\.$" "$T/status" ||
+        fail "no single next step for the class drift: $(cat "$T/status")"
+expect_eq "$(grep -c "^  0000:10:[0-9a-f][0-9a-f]\.[0-7]: " "$T/status")" 2 "drift lines about $QPF and its VFs"
+ctl status --json > "$T/status.json" || [ $? = 5 ] || fail "status --json"
+expect_eq "$(jget "sorted(set((x['pf'], x['next_step']) for x in d['drift'] if x['kind'] == 'class-drift'))" < "$T/status.json")" \
+        "[('$QPF', \"run 'svffctl init $QPF 4' to provision the PF's VFs again\")]" "class drifts' PF and next step in JSON"
 echo PASS
