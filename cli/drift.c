@@ -55,7 +55,11 @@ static void print_group(FILE *f, const char *pf, struct json_object *d, size_t c
         _cleanup_free_ char *what = NULL;
 
         fprintf(f, "  %s: %s: ", pf, kind);
-        if (streq(kind, "driver-changed")) {
+        if (streq(kind, "driver-changed") && jstr(d, "domain"))
+                fprintf(f, "%zu VF%s of domain '%s' %s%s (expected %s): the domain cannot start with %s\n", count,
+                        count == 1 ? "" : "s", jstr(d, "domain"), have ? "on " : "unbound", have ?: "", strna(want),
+                        count == 1 ? "it" : "them");
+        else if (streq(kind, "driver-changed")) {
                 if (have)
                         fprintf(f, "%zu VF%s on %s (expected %s)\n", count, count == 1 ? "" : "s", have, strna(want));
                 else
@@ -101,7 +105,8 @@ static bool same_group(struct json_object *a, struct json_object *b) {
         if (!same(kind, jstr(b, "kind")) || !streq(drift_pf(a), drift_pf(b)))
                 return false;
         if (kind && streq(kind, "driver-changed"))
-                return same(jstr(a, "expected"), jstr(b, "expected")) && same(jstr(a, "actual"), jstr(b, "actual"));
+                return same(jstr(a, "expected"), jstr(b, "expected")) && same(jstr(a, "actual"), jstr(b, "actual")) &&
+                       same(jstr(a, "domain"), jstr(b, "domain"));
         return is_counted_drift(a) && is_counted_drift(b);
 }
 
