@@ -45,6 +45,11 @@ int usage_error(const char *command, const char *fmt, ...) _printf_(2, 3);
  * domain is 0, else as given. buf holds at least 17 bytes. */
 const char *guest_address_display(const char *a, char *buf, size_t n);
 
+/* "s" after a count other than 1: "1 VF", "0 VFs". */
+static inline const char *plural_s(long long n) {
+        return n == 1 ? "" : "s";
+}
+
 /* The width output may take: the terminal's for a terminal, else
  * $COLUMNS, else 0 (no limit). */
 unsigned output_width(FILE *f);

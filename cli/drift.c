@@ -74,7 +74,7 @@ static void print_group(FILE *f, const char *pf, struct json_object *d, size_t c
                 fprintf(f, "%zu assigned VF%s that do%s not exist\n", count, count == 1 ? "" : "s",
                         count == 1 ? "es" : "");
         else if (streq(kind, "numvfs-changed") && want && have)
-                fprintf(f, "%s VFs, svff recorded %s\n", have, want);
+                fprintf(f, "%s VF%s, svff recorded %s\n", have, streq(have, "1") ? "" : "s", want);
         else {
                 what = what_only(d);
                 fprintf(f, "%s%s\n", strna(what), count > 1 ? " (and more; -v lists them)" : "");

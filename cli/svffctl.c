@@ -968,8 +968,8 @@ static int init_reply(struct json_object *p, const char *error, bool continues, 
         if (arg_json)
                 print_json(stdout, p);
         else {
-                printf("PF %s: %lld VFs on %s.\n", strna(jstr(p, "pf")), jint(p, "numvfs", 0),
-                       strna(jstr(p, "driver")));
+                printf("PF %s: %lld VF%s on %s.\n", strna(jstr(p, "pf")), jint(p, "numvfs", 0),
+                       plural_s(jint(p, "numvfs", 0)), strna(jstr(p, "driver")));
                 if (jstr(p, "policy"))
                         printf("This init takes PF %s's VF count from policy '%s': no reload changes it now. "
                                "'svffctl init %s --policy' hands it back.\n", strna(jstr(p, "pf")),
@@ -1301,7 +1301,7 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
                         if (json_object_object_get_ex(reply, "ids", &ids) && ids)
                                 for (size_t i = 0; i < json_object_array_length(ids); i++)
                                         printf(" %s", json_object_get_string(json_object_array_get_idx(ids, i)));
-                        printf(" with at least %u VFs, and on its driver.\n", plan->to);
+                        printf(" with at least %u VF%s, and on its driver.\n", plan->to, plural_s(plan->to));
                 }
                 print_class_plan(reply);
         }

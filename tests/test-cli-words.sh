@@ -43,6 +43,13 @@ grep -q "reconf-started .*reconf-mode=pause" "$T/mon.out" || fail "reconf-starte
 grep -q " mode=" "$T/mon.out" && fail "a bare mode= in monitor: $(grep ' mode=' "$T/mon.out")"
 kill $BG_PIDS; BG_PIDS=""
 
+# Plurals: "1 VF", "0 VFs", in init's line and in its progress.
+ctl init $PF 1 > "$T/out" 2> "$T/err" || fail "init 1: $(cat "$T/err")"
+grep -qx "PF $PF: 1 VF on vfio-pci." "$T/out" || fail "init 1: $(cat "$T/out")"
+grep -q "1 VFs" "$T/out" "$T/err" && fail "'1 VFs': $(cat "$T/out" "$T/err")"
+ctl init $PF 0 > "$T/out" 2> "$T/err" || fail "init 0: $(cat "$T/err")"
+grep -qx "PF $PF: 0 VFs on vfio-pci." "$T/out" || fail "init 0: $(cat "$T/out")"
+
 # JSON: the names under *_name; events' device is the address.
 ctl list $PF --json > "$T/list.json" || fail "list --json"
 jget 'd["pfs"][0].get("device_name")' < "$T/list.json" | grep -qv '^None$' || fail "no device_name in List: $(cat "$T/list.json")"
