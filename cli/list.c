@@ -243,7 +243,8 @@ static void fill_vf(struct row *r, struct json_object *vf) {
         r->cell[COL_DRIVER] = jstr(vf, "driver");
         r->cell[COL_IFACE] = jstr(vf, "netdev");
         fill_int(r->iommu, sizeof(r->iommu), &r->cell[COL_IOMMU], jint(vf, "iommu_group", -1));
-        r->cell[COL_RECORDED] = yes_no(vf, "managed");
+        /* An older svffd says managed. */
+        r->cell[COL_RECORDED] = yes_no(vf, "recorded") ?: yes_no(vf, "managed");
         r->cell[COL_ORIGINAL] = jstr(vf, "original_driver");
         (void) json_object_object_get_ex(vf, "assigned_to", &a);
         fill_assignment(r, a);

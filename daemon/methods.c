@@ -133,6 +133,7 @@ static struct json_object *json_vf(struct manager *m, const struct svff_vf *vf) 
         json_object_object_add(o, "driver_override", str_or_null(vf->driver_override));
         json_object_object_add(o, "iommu_group",
                                vf->iommu_group >= 0 ? json_object_new_int(vf->iommu_group) : NULL);
+        json_object_object_add(o, "recorded", json_object_new_boolean(managed));
         json_object_object_add(o, "managed", json_object_new_boolean(managed));
         json_object_object_add(o, "original_driver", str_or_null(orig));
         json_object_object_add(o, "assigned_to", assigned);
