@@ -177,6 +177,7 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
         json_object_object_add(o, "device_name", str_or_null(pf->device_name));
         json_object_object_add(o, "vendor", str_or_null(pf->vendor_name));
         json_object_object_add(o, "device", str_or_null(pf->device_name));
+        json_object_object_add(o, "pci_class", hex(pf->class, 6));
         json_object_object_add(o, "class", hex(pf->class, 6));
         json_object_object_add(o, "totalvfs", json_object_new_int64(pf->totalvfs));
         json_object_object_add(o, "numvfs", json_object_new_int64(pf->numvfs));

@@ -66,4 +66,8 @@ jget 'd["pfs"][0].get("device_name")' < "$T/list.json" | grep -qv '^None$' || fa
 expect_eq "$(jget 'd["pfs"][0]["device_name"] == d["pfs"][0]["device"]' < "$T/list.json")" True \
         "the deprecated device key"
 jget '"vendor_name" in d["pfs"][0]' < "$T/list.json" | grep -q True || fail "no vendor_name in List"
+# class is a VF's device class; a PF's PCI class code is pci_class (its
+# old key class kept for one release).
+expect_eq "$(jget 'd["pfs"][0]["pci_class"], d["pfs"][0]["class"]' < "$T/list.json")" "120000 120000" \
+        "a PF's PCI class code"
 echo "PASS"
