@@ -54,7 +54,7 @@ static const struct {
         [COL_POOL]     = { "pool",     "POOL",     "PF: attach --pf may pick its VFs" },
         [COL_DOMAIN]   = { "domain",   "DOMAIN",   "VF: the libvirt domain it is assigned to", 7 },
         [COL_GUEST]    = { "guest",    "GUEST",    "VF: guest PCI address (BB:SS.F)" },
-        [COL_STATE]    = { "state",    "STATE",    "VF: attached, paused or detaching; absent" },
+        [COL_STATE]    = { "state",    "STATE",    "VF: attached (live), defined (config only), paused, detaching; absent" },
         [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", 2 },
         [COL_ALLOWED]  = { "allowed",  "ALLOWED",  "PF: yes, or the manage rule that leaves it read-only", 4 },
         [COL_CLASS]    = { "class",    "CLASS",    "VF: its device class's state (qmax 8, online ns 1)", 1 },
@@ -184,16 +184,32 @@ struct row {
         const char *cell[_COL_MAX];
 };
 
+/* An assignment's state as the guest sees it: attached to the domain's
+ * persistent definition only (attach --config) is "defined", which the
+ * guest gets at its next start, not "attached", which it has. */
+static const char *assignment_state(struct json_object *a) {
+        const char *state = jstr(a, "state");
+        struct json_object *live;
+
+        if (state && streq(state, "attached") && json_object_object_get_ex(a, "live", &live) && live &&
+            !json_object_get_boolean(live))
+                return "defined";
+        return state;
+}
+
 static void fill_assignment(struct row *r, struct json_object *a) {
+        const char *state;
+
         if (!a)
                 return;
         r->cell[COL_DOMAIN] = jstr(a, "domain") ?: jstr(a, "uuid");
         if (jstr(a, "guest_address"))
                 r->cell[COL_GUEST] = guest_address_display(jstr(a, "guest_address"), r->guest, sizeof(r->guest));
-        r->cell[COL_STATE] = jstr(a, "state");
+        state = assignment_state(a);
+        r->cell[COL_STATE] = state;
         /* An unresolved intent: the state is what it was before. */
-        if (jstr(a, "intent") && jstr(a, "state")) {
-                snprintf(r->state, sizeof(r->state), "%s (%s unresolved)", jstr(a, "state"), jstr(a, "intent"));
+        if (jstr(a, "intent") && state) {
+                snprintf(r->state, sizeof(r->state), "%s (%s unresolved)", state, jstr(a, "intent"));
                 r->cell[COL_STATE] = r->state;
         }
 }

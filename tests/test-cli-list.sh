@@ -17,17 +17,19 @@ ctl init 0000:03:00.0 7 >/dev/null || fail "init nic"
 ctl init 0000:00:04.0 2 >/dev/null || fail "init nvme"
 
 QDMA=0000:01:00.0
-VF0=$(sys_vf $QDMA 0) VF1=$(sys_vf $QDMA 1)
+VF0=$(sys_vf $QDMA 0) VF1=$(sys_vf $QDMA 1) VF2=$(sys_vf $QDMA 2)
 # Assignments recorded while svffd was stopped (a stand-in for attach: no
 # libvirt here), so that the domain, guest and state cells are filled.
 stop_svffd TERM || fail "svffd exit status"
-python3 - "$STATE/store.json" "$VF0" "$VF1" <<'PY'
+# VF2's is in vm3's persistent definition only (attach --config).
+python3 - "$STATE/store.json" "$VF0" "$VF1" "$VF2" <<'PY'
 import json, sys
 path, vfs = sys.argv[1], sys.argv[2:]
 d = json.load(open(path))
-for i, (vf, dom, ga) in enumerate(zip(vfs, ["vm1", "tenant-db-02"], ["0000:03:00.0", "0000:05:00.0"])):
+for i, (vf, dom, ga) in enumerate(zip(vfs, ["vm1", "tenant-db-02", "vm3"],
+                                      ["0000:03:00.0", "0000:05:00.0", "0000:06:00.0"])):
     d["assignments"][vf] = {"uuid": "c7a5fdbd-cdaf-9455-926a-d65c16db180%d" % i, "domain": dom,
-                            "guest_address": ga, "alias": "ua-svff-%d" % i, "live": True,
+                            "guest_address": ga, "alias": "ua-svff-%d" % i, "live": i < 2,
                             "config": True, "state": "attached", "pause_mode": None}
 json.dump(d, open(path, "w"))
 PY
@@ -57,6 +59,9 @@ grep "^$(sys_vf $QDMA 2) " "$T/list.txt" | grep -q ' qmax 0$' ||
         fail "QDMA VF row lacks its class state: $(cat "$T/list.txt")"
 grep -E "^$VF0 +VF0 +vfio-pci .* vm1 +03:00\.0 +attached( |$)" "$T/list.txt" >/dev/null ||
         fail "assigned VF row: $(cat "$T/list.txt")"
+# Not what the guest has: STATE says defined, not attached.
+grep -E "^$VF2 +VF2 +vfio-pci .* vm3 +06:00\.0 +defined( |$)" "$T/list.txt" >/dev/null ||
+        fail "config-only VF row: $(cat "$T/list.txt")"
 
 # Aligned: every row's cells start where the header's do (cells hold no
 # blanks in the default columns but the last, the class's own line).
