@@ -20,7 +20,9 @@
  *     none (target <= 64 MiB); one init's events fit in the sockets'
  *     kernel buffers, so init cycles go on with them until their
  *     backlogs in svffd are full (each stream, read at last, ends with
- *     events-dropped), and the peak of those counts too.
+ *     events-dropped), and the peak of those counts too;
+ *   - svffd's CPU per state change with and without the metrics file
+ *     (metrics_textfile), in alternating blocks, as a ratio.
  * svffd runs with the default per-uid and monitor backlog limits, as an
  * operator would. The unprivileged peers are forked children that drop to
  * uid 65534 (and below); the socket is made world-writable for them.
@@ -723,6 +725,77 @@ static size_t run_cli_n(const char *svffctl, char *const argv[], usec_t *v, size
         return k;
 }
 
+#define METRICS_BLOCKS 6              /* alternating, half with the file */
+#define METRICS_CHANGES 4             /* per block */
+
+static int write_config(const char *cfg, const char *metrics) {
+        FILE *f = fopen(cfg, "we");
+
+        if (!f)
+                return -errno;
+        if (metrics)
+                fprintf(f, "{ \"log_level\": \"warning\", \"metrics_textfile\": \"%s\" }\n", metrics);
+        else
+                fputs("{ \"log_level\": \"warning\" }\n", f);
+        return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* svffd's CPU per state change with and without metrics_textfile, in
+ * alternating blocks of one run (a reload switches the file on and off):
+ * each change is an init of one PF between 251 and 252 VFs while 1008
+ * are listed, which the metrics file reports after re-reading every PF.
+ * Between changes the bench waits past the file's one-second limit, so
+ * each change is written once: the dearest case. */
+static int metrics_cost(pid_t pid, const char *cfg, const char *state) {
+        usec_t cpu[2] = {};
+        unsigned changes[2] = {}, writes = 0;
+        char metrics[300];
+        struct stat st;
+        struct timespec last = {};
+        int r;
+
+        snprintf(metrics, sizeof(metrics), "%s/svff.prom", state);
+        for (unsigned b = 0; b < METRICS_BLOCKS; b++) {
+                unsigned with = b % 2;
+
+                r = write_config(cfg, with ? metrics : NULL);
+                if (r < 0)
+                        return r;
+                if (kill(pid, SIGHUP) < 0)
+                        return -errno;
+                usleep(1500000);        /* the reload, and its first write */
+                for (unsigned k = 0; k < METRICS_CHANGES; k++) {
+                        usec_t c0 = proc_cpu_usec(pid);
+
+                        r = init_pf(pfs[3], k % 2 ? 252 : 251);
+                        if (r < 0)
+                                return r;
+                        usleep(1200000);
+                        cpu[with] += proc_cpu_usec(pid) - c0;
+                        changes[with]++;
+                        if (with && stat(metrics, &st) == 0 &&
+                            (st.st_mtim.tv_sec != last.tv_sec || st.st_mtim.tv_nsec != last.tv_nsec)) {
+                                writes++;
+                                last = st.st_mtim;
+                        }
+                }
+        }
+        r = init_pf(pfs[3], 252);
+        if (r < 0)
+                return r;
+        printf("\nsvffd CPU per state change (an init of %s between 251 and 252 VFs, 1008 listed),\n"
+               "%u changes each, in %u alternating blocks, a reload switching metrics_textfile:\n",
+               pfs[3], changes[0], METRICS_BLOCKS);
+        printf("  without the metrics file: %8.2f ms CPU per change\n",
+               (double) cpu[0] / changes[0] / 1000.0);
+        printf("  with it:                  %8.2f ms CPU per change (the file rewritten after %u of %u)\n",
+               (double) cpu[1] / changes[1] / 1000.0, writes, changes[1]);
+        printf("  with / without: %.2f (%+.2f ms per change)\n",
+               cpu[0] ? (double) cpu[1] / (double) cpu[0] : 0.0,
+               ((double) cpu[1] / changes[1] - (double) cpu[0] / changes[0]) / 1000.0);
+        return 0;
+}
+
 int main(void) {
         const char *svffd = getenv("SVFFD") ?: "daemon/svffd";
         const char *svffctl = getenv("SVFFCTL") ?: "cli/svffctl";
@@ -1161,6 +1234,11 @@ int main(void) {
                        " %u still open after 5 s\n",
                        n_dropped_marker, opened, n_open_after);
                 printf("    %.2f MiB once all had closed\n", (double) rss_gone / 1024.0);
+        }
+        r = metrics_cost(pid, cfg, state);
+        if (r < 0) {
+                fprintf(stderr, "metrics cost: %s\n", strerror(-r));
+                goto out;
         }
         ret = EXIT_SUCCESS;
 

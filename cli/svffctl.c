@@ -49,6 +49,7 @@ static const char *arg_driver = NULL;
 static bool arg_live = false;
 static bool arg_config = false;
 static const char *arg_guest_address = NULL;
+static const char *arg_failover = NULL;
 /* attach: the device-class settings the assignment adds (Attach's
  * "class"); NIC options map onto the same object. */
 static struct json_object *arg_class = NULL;
@@ -1016,6 +1017,44 @@ static void print_escaped(FILE *f, const char *text) {
         fprintf(f, "%s\n", strna(e));
 }
 
+/* Policies asking more VFs than a PF they match can have, from the
+ * inventory of the svffd that answers on the socket (none: nothing to
+ * compare with, and config check needs no daemon). */
+static int policy_totalvfs_warnings(const struct svff_config *c, char **warnings) {
+        _cleanup_(svff_varlink_client_freep) struct svff_varlink_client *vc = NULL;
+        _cleanup_json_ struct json_object *reply = NULL;
+        _cleanup_free_ char *error = NULL;
+        struct json_object *pfs;
+
+        if (svff_varlink_client_connect(socket_path(), &vc) < 0 ||
+            svff_varlink_client_call(vc, "io.svff.List", NULL, 2 * USEC_PER_SEC, &reply, &error) < 0 || error ||
+            !json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
+                return 0;
+        for (size_t i = 0; i < json_object_array_length(pfs); i++) {
+                struct json_object *pf = json_object_array_get_idx(pfs, i);
+                const char *addr = jstr(pf, "address"), *ven = jstr(pf, "vendor_id"), *dev = jstr(pf, "device_id");
+                long long total = jint(pf, "totalvfs", -1);
+                const struct svff_policy *pol;
+                _cleanup_free_ char *name = NULL, *line = NULL, *n = NULL;
+
+                if (!addr || !ven || !dev || total < 0)
+                        continue;
+                pol = svff_config_find_policy(c, addr, (unsigned) strtoul(ven, NULL, 16),
+                                              (unsigned) strtoul(dev, NULL, 16), jstr(pf, "netdev"));
+                if (!pol || pol->numvfs <= total)
+                        continue;
+                name = svff_utf8_escape(pol->name, false);
+                if (asprintf(&line, "%s: policy '%s' asks %d VFs of PF %s, which has at most %lld "
+                             "(sriov_totalvfs, as svffd lists it): its init there fails", strna(pol->origin),
+                             strna(name), pol->numvfs, addr, total) < 0 ||
+                    asprintf(&n, "%s%s%s", *warnings ?: "", *warnings ? "\n" : "", line) < 0)
+                        return -ENOMEM;
+                free(*warnings);
+                *warnings = TAKE_PTR(n);
+        }
+        return 0;
+}
+
 /* Checks the file svffd would read, or FILE, with its drop-ins (FILE.d/)
  * exactly as 'svffd --config FILE' reads them, with svffd's own parser:
  * no daemon involved. --effective prints the settings that result. */
@@ -1035,6 +1074,13 @@ static int cmd_config(int argc, char **argv) {
         }
         /* A FILE named must exist, as for svffd --config. */
         r = svff_config_load(&c, path, argc != 3, &err);
+        /* and what it asks of this host that the host does not have */
+        if (r >= 0 && (svff_config_host_warnings(&c, &c.warnings) < 0 ||
+                       policy_totalvfs_warnings(&c, &c.warnings) < 0)) {
+                svff_config_done(&c);
+                fprintf(stderr, "svffctl: out of memory.\n");
+                return EXIT_DAEMON_ERROR;
+        }
         /* Keys in an old spelling still work: say so on stderr, so
          * that --effective and --json keep stdout clean. */
         if (r >= 0 && c.warnings && !arg_json)
@@ -1147,6 +1193,8 @@ static int cmd_attach(int argc, char **argv) {
                 json_object_object_add(params, "config", json_object_new_boolean(true));
         if (arg_guest_address)
                 json_object_object_add(params, "guest_address", json_object_new_string(arg_guest_address));
+        if (arg_failover)
+                json_object_object_add(params, "failover", json_object_new_string(arg_failover));
         if (arg_class)
                 json_object_object_add(params, "class", json_object_get(arg_class));
         return call_and_print("io.svff.Attach", params, true, print_assignment, "attached to");
@@ -1180,10 +1228,22 @@ static int vf_call(int argc, char **argv, const char *method, reply_printer_t pr
 }
 
 static int print_released(struct json_object *reply, const void *userdata) {
+        struct json_object *v;
+        bool reprobed = json_object_object_get_ex(reply, "reprobed", &v) && json_object_is_type(v, json_type_boolean) &&
+                        json_object_get_boolean(v);
+
         if (jstr(reply, "detached_from"))
                 printf("VF %s detached from domain '%s'.\n", strna(jstr(reply, "vf")), jstr(reply, "detached_from"));
-        printf("VF %s is back on %s, its original driver; svffd forgot it.\n", strna(jstr(reply, "vf")),
-               jstr(reply, "driver") ?: "no driver (unbound)");
+        if (!reprobed)
+                printf("VF %s is back on %s, its original driver; svffd forgot it.\n", strna(jstr(reply, "vf")),
+                       jstr(reply, "driver") ?: "no driver (unbound)");
+        else if (jstr(reply, "driver"))
+                printf("VF %s had no driver before svffd; re-probed, it is on %s, the kernel's choice; svffd "
+                       "forgot it.\n", strna(jstr(reply, "vf")), jstr(reply, "driver"));
+        else
+                printf("VF %s had no driver before svffd, and none claims it on a re-probe: it is unbound (load "
+                       "its driver's module, then 'echo %s > /sys/bus/pci/drivers_probe'); svffd forgot it.\n",
+                       strna(jstr(reply, "vf")), strna(jstr(reply, "vf")));
         return 0;
 }
 
@@ -1244,11 +1304,53 @@ static void print_outcomes(FILE *f, struct json_object *p) {
                 bool has = json_object_object_get_ex(o, "has_vf", &v) && json_object_get_boolean(v);
                 char guest[24];
 
-                fprintf(f, "  %-3s VF %lld %s  domain '%s' at %s: %s%s%s\n", has ? "OK" : "NO", jint(o, "index", 0),
-                        strna(jstr(o, "vf")), strna(jstr(o, "domain")),
+                char off[48] = "";
+
+                if (json_object_object_get_ex(o, "device_off_msec", &v) && v)
+                        snprintf(off, sizeof(off), " (device off for %.1f s)", json_object_get_int64(v) / 1000.0);
+                fprintf(f, "  %-3s VF %lld %s  domain '%s' at %s: %s%s%s%s\n", has ? "OK" : "NO",
+                        jint(o, "index", 0), strna(jstr(o, "vf")), strna(jstr(o, "domain")),
                         guest_address_display(jstr(o, "guest_address"), guest, sizeof(guest)) ?: "-",
-                        outcome_display(jstr(o, "outcome")), jstr(o, "message") ? ": " : "",
+                        outcome_display(jstr(o, "outcome")), off, jstr(o, "message") ? ": " : "",
                         jstr(o, "message") ?: "");
+        }
+}
+
+/* How each assignment's guest sees the reconf, and the unplug deadline. */
+static void print_guests(struct json_object *reply) {
+        static const struct { const char *key, *text; } modes[] = {
+                { "acpi", "ACPI hotplug" },
+                { "native", "native PCIe hotplug (>= 6 s per unplug)" },
+                { "none", "no hotplug" },
+                { "offline", "not running or not live: no guest sees it" },
+                { "unknown", "hotplug unknown" },
+        };
+        struct json_object *g, *d;
+
+        if (!json_object_object_get_ex(reply, "guests", &g) || !g || json_object_array_length(g) == 0)
+                return;
+        printf("\nGuests");
+        if (json_object_object_get_ex(reply, "deadlines", &d) && d)
+                printf(" (each unplug may take %.0f s: reconf_detach_timeout_sec)", jint(d, "detach_msec", 0) / 1000.0);
+        printf(":\n");
+        for (size_t i = 0; i < json_object_array_length(g); i++) {
+                struct json_object *o = json_object_array_get_idx(g, i), *v;
+                const char *h = strna(jstr(o, "hotplug")), *text = h;
+                char guest[24];
+
+                for (size_t k = 0; k < ELEMENTSOF(modes); k++)
+                        if (streq(h, modes[k].key))
+                                text = modes[k].text;
+                printf("  VF %s  domain '%s' at %s: %s%s%s%s%s%s%s", strna(jstr(o, "vf")), strna(jstr(o, "domain")),
+                       guest_address_display(jstr(o, "guest_address"), guest, sizeof(guest)) ?: "-",
+                       json_object_get_boolean(json_object_object_get(o, "nvme_head")) ? "NVMe head kept, " : "",
+                       jstr(o, "failover") ? "failover pair with " : "", jstr(o, "failover") ?: "",
+                       jstr(o, "failover") ? ", " : "", text, jstr(o, "port") ? " on " : "", jstr(o, "port") ?: "");
+                if (!streq(h, "offline"))
+                        printf("; device off for about %.1f s", jint(o, "predicted_msec", 0) / 1000.0);
+                printf("\n");
+                if (json_object_object_get_ex(o, "guest_needs", &v) && v)
+                        printf("    the guest needs %s\n", json_object_get_string(v));
         }
 }
 
@@ -1303,6 +1405,7 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
                                         printf(" %s", json_object_get_string(json_object_array_get_idx(ids, i)));
                         printf(" with at least %u VF%s, and on its driver.\n", plan->to, plural_s(plan->to));
                 }
+                print_guests(reply);
                 print_class_plan(reply);
         }
         if (!ok) {
@@ -1464,7 +1567,8 @@ static const struct command commands[] = {
           "per line), until interrupted. When svffd restarts, monitor connects again\n"
           "and says so on stderr; --no-reconnect exits (status 3) instead.", cmd_monitor,
           .has_reconnect = true, .no_timeout = true },
-        { "attach", "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F] [--namespace NSID]",
+        { "attach", "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F] [--namespace NSID]"
+          " [--failover STANDBY]",
           "Assign VF (or, with --pf, any free VF of PF on vfio-pci) to the libvirt domain\n"
           "DOMAIN (name or UUID) as a managed='no' vfio hostdev. The VF must be on\n"
           "vfio-pci, its IOMMU group viable and used by no other domain. By default the\n"
@@ -1476,6 +1580,10 @@ static const struct command commands[] = {
           "--mac, --vlan V[:QOS[:PROTO]], --trust on|off, --spoofchk on|off, --link-state\n"
           "auto|enable|disable, --max-tx-rate and --min-tx-rate (Mbps) set a NIC VF's\n"
           "admin settings in its PF before the domain gets it, and again after every reconf.\n"
+          "--failover pairs a NIC VF with the domain's virtio-net standby of that MAC or\n"
+          "alias (<teaming type='persistent'/>): the VF goes in as <interface\n"
+          "type='hostdev'> with the standby's MAC and <teaming type='transient'>, so the\n"
+          "guest's traffic stays on the standby while a reconf unplugs the VF.\n"
           "Needs root or the admin group.",
           cmd_attach, .has_attach_options = true },
         { "detach", "detach VF [--release]",
@@ -1521,7 +1629,11 @@ static const struct command commands[] = {
           "Validate FILE (default: svffd's config file) and its drop-ins FILE.d/*.conf,\n"
           "as 'svffd --config FILE' reads them, with svffd's own parser; every problem\n"
           "is named as FILE:LINE: key 'KEY' .... --effective prints the settings that\n"
-          "result, as JSON. Exit status 1 when invalid. Needs no daemon.", cmd_config, .no_timeout = true },
+          "result, as JSON. Exit status 1 when invalid. Warns, exit status 0, about what\n"
+          "this host lacks (the admin group, a VF driver, a libvirt URI of the QEMU\n"
+          "driver), a policy another one shadows, and, when svffd answers on --socket,\n"
+          "a policy asking more VFs than a PF it matches can have. Needs no daemon.",
+          cmd_config, .no_timeout = true },
 };
 
 static const char exit_status_help[] =
@@ -1563,13 +1675,16 @@ static void command_help(const struct command *c) {
                "%s%s%s%s%s%s%s%s%s"
                "  --socket=PATH   svffd's socket\n",
                c->usage, c->help,
-               c->no_timeout ? "" : "  --timeout=SEC   Give up on svffd after SEC seconds\n",
+               c->fn == cmd_config ? "  --effective     Print the settings that result, as JSON\n"
+                                   : c->no_timeout ? "" : "  --timeout=SEC   Give up on svffd after SEC seconds\n",
                c->has_driver ? "  --driver=NAME   Bind the VFs to NAME instead of svffd's default\n" : "",
                c->has_attach_options ? "  --pf=PF         Take any free VF of PF\n"
                                        "  --live          Attach to the running domain\n"
                                        "  --config        Attach to the domain's persistent definition\n"
                                        "  --guest-address=BB:SS.F  Guest PCI address\n"
                                        "  --namespace=NSID  NVMe: the namespace the VF reaches\n"
+                                       "  --failover=STANDBY  NIC: pair with the virtio-net standby of that MAC\n"
+                                       "                  or alias (<teaming type='persistent'/>)\n"
                                        "  --mac=MAC, --vlan=V[:QOS[:PROTO]], --trust=on|off, --spoofchk=on|off,\n"
                                        "  --link-state=auto|enable|disable, --max-tx-rate=R, --min-tx-rate=R\n"
                                        "                  NIC: the VF's admin settings in its PF\n" : "",
@@ -1688,7 +1803,7 @@ static int nic_option(const char *opt, const char *arg) {
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
                ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_CYCLE, ARG_POLICY, ARG_NO_RECONNECT, ARG_WAIT, ARG_EFFECTIVE,
-               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC, ARG_NUMVFS, ARG_REPROGRAM };
+               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC, ARG_NUMVFS, ARG_REPROGRAM, ARG_FAILOVER };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -1699,6 +1814,7 @@ int main(int argc, char **argv) {
                 { "live", no_argument, NULL, ARG_LIVE },
                 { "config", no_argument, NULL, ARG_CONFIG },
                 { "guest-address", required_argument, NULL, ARG_GUEST_ADDRESS },
+                { "failover", required_argument, NULL, ARG_FAILOVER },
                 { "namespace", required_argument, NULL, ARG_NAMESPACE },
                 { "release", no_argument, NULL, ARG_RELEASE },
                 /* NIC: the option's name is the class's key. */
@@ -1781,6 +1897,9 @@ int main(int argc, char **argv) {
                         break;
                 case ARG_GUEST_ADDRESS:
                         arg_guest_address = optarg;
+                        break;
+                case ARG_FAILOVER:
+                        arg_failover = optarg;
                         break;
                 case ARG_NAMESPACE: {
                         char *end;
@@ -1869,9 +1988,10 @@ int main(int argc, char **argv) {
         }
         if (arg_driver && !cmd->has_driver)
                 return usage_error(cmd->name, "--driver only applies to init.");
-        if ((arg_live || arg_config || arg_guest_address || arg_pf || arg_class) && !cmd->has_attach_options)
-                return usage_error(cmd->name, "--pf, --live, --config, --guest-address and --namespace only apply "
-                                   "to attach.");
+        if ((arg_live || arg_config || arg_guest_address || arg_pf || arg_class || arg_failover) &&
+            !cmd->has_attach_options)
+                return usage_error(cmd->name, "--pf, --live, --config, --guest-address, --namespace and --failover "
+                                   "only apply to attach.");
         if ((arg_mode || arg_dry_run) && !cmd->has_reconf_options)
                 return usage_error(cmd->name, "--mode and --dry-run only apply to reconf.");
         if (arg_numvfs && !streq(cmd->name, "reprogram"))

@@ -61,6 +61,7 @@ struct job {
         char *domain_id;                /* attach: name or UUID; else the recorded UUID */
         unsigned flags;                 /* attach: 0 = by domain state */
         char guest_address[SVFF_PCI_ADDR_STRLEN];
+        char failover[64];              /* attach: the standby's MAC or alias, "" none */
         bool may_bind;
         struct json_object *assignments; /* attach: a copy, for the group check */
         struct svff_assignment rec;     /* the record before (and, attach, after) */
@@ -159,6 +160,13 @@ static struct json_object *assignment_json(const struct svff_assignment *a) {
         json_object_object_add(o, "intent", a->intent != SVFF_INTENT_NONE
                                                     ? json_object_new_string(svff_assign_intent_to_string(a->intent))
                                                     : NULL);
+        if (*a->failover.standby) {
+                struct json_object *fo = json_object_new_object();
+
+                json_object_object_add(fo, "standby", json_object_new_string(a->failover.standby));
+                json_object_object_add(fo, "mac", json_object_new_string(a->failover.mac));
+                json_object_object_add(o, "failover", fo);
+        }
         return o;
 }
 
@@ -291,9 +299,9 @@ static int check_group(struct job *j) {
         if (r < 0)
                 return fail(j, SVFF_ERROR_OPERATION_FAILED, r, NULL);
         if (r == 0)
-                return fail(j, SVFF_ERROR_GROUP_NOT_VIABLE, -EBUSY,
-                            "IOMMU group %d of VF %s is not viable: member %s is bound to a host driver; "
-                            "bind it to vfio-pci or unbind it first", group, j->vf, strna(blocker));
+                /* the group's own words: a host driver to move, or a PF
+                 * that must never be moved */
+                return fail(j, SVFF_ERROR_GROUP_NOT_VIABLE, -EBUSY, NULL);
         return 0;
 }
 
@@ -311,9 +319,39 @@ static int check_guest_address(struct job *j, virDomainPtr dom) {
         return 0;
 }
 
+/* The failover standby j names, from the definition the VF goes into
+ * (the persistent one when it goes there). */
+static int find_standby(struct job *j, virDomainPtr dom, unsigned flags, struct svff_failover *ret) {
+        _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, (flags & SVFF_HV_CONFIG) ? VIR_DOMAIN_XML_INACTIVE : 0);
+        int r;
+
+        if (!xml) {
+                char what[SVFF_DOMAIN_NAME_MAX + 64];
+
+                snprintf(what, sizeof(what), "Reading the XML of domain '%s'", j->info.name);
+                return fail_hv(j, svff_hv_error_from_libvirt(&j->err, what));
+        }
+        r = svff_hv_find_standby_in_xml(xml, j->failover, ret);
+        if (r < 0)
+                return fail(j, SVFF_ERROR_OPERATION_FAILED, r, "libvirt returned XML for domain '%s' that does not "
+                            "parse", j->info.name);
+        if (r == 0)
+                return fail(j, SVFF_ERROR_NO_SUCH_DEVICE, -ENOENT,
+                            "Domain '%s' has no failover standby '%s': give the MAC or alias of one of its "
+                            "<interface> elements with <teaming type='persistent'/>. Nothing was changed.",
+                            j->info.name, j->failover);
+        if (!*ret->standby || !*ret->mac)
+                return fail(j, SVFF_ERROR_DEVICE_REFUSED, -EINVAL,
+                            "The failover standby '%s' of domain '%s' has no user alias (<alias name='ua-...'/>) "
+                            "or no MAC: <teaming type='transient'> names the standby by its alias; give it one. "
+                            "Nothing was changed.", j->failover, j->info.name);
+        return 0;
+}
+
 /* The checks and the flags, before anything is journaled: a refusal here
  * changes nothing anywhere. Fills j->rec with the assignment asked for. */
 static void attach_prepare(struct job *j, virDomainPtr dom) {
+        struct svff_failover fo = {};
         char alias[SVFF_ALIAS_MAX];
         unsigned flags = j->flags;
 
@@ -334,6 +372,8 @@ static void attach_prepare(struct job *j, virDomainPtr dom) {
                      "--live. Nothing was changed.", j->info.name);
                 return;
         }
+        if (*j->failover && find_standby(j, dom, flags, &fo) < 0)
+                return;
         j->flags = flags;
         (void) svff_hv_alias_for(j->vf, alias);
         j->rec = (struct svff_assignment) {
@@ -345,6 +385,7 @@ static void attach_prepare(struct job *j, virDomainPtr dom) {
         snprintf(j->rec.domain, sizeof(j->rec.domain), "%s", j->info.name);
         snprintf(j->rec.alias, sizeof(j->rec.alias), "%s", alias);
         snprintf(j->rec.guest_address, sizeof(j->rec.guest_address), "%s", j->guest_address);
+        j->rec.failover = fo;
 }
 
 /* Fails j for a class step's r (< 0), or for class settings given to a
@@ -402,8 +443,8 @@ static void attach_act(struct job *j, virDomainPtr dom) {
         struct svff_hostdev hd;
         int r;
 
-        r = svff_hv_attach(dom, j->vf, j->rec.alias, *j->guest_address ? j->guest_address : NULL, j->flags, &hd,
-                           &j->err);
+        r = svff_hv_attach(dom, j->vf, j->rec.alias, *j->guest_address ? j->guest_address : NULL,
+                           &j->rec.failover, j->flags, &hd, &j->err);
         if (r < 0) {
                 fail_hv(j, r);
                 return;
@@ -456,6 +497,7 @@ static void pause_run(struct job *j, virDomainPtr dom) {
 
 static void unpause_run(struct job *j, virDomainPtr dom) {
         struct svff_hostdev hd;
+        bool moved = false;
         unsigned flags;
         int r;
 
@@ -470,7 +512,32 @@ static void unpause_run(struct job *j, virDomainPtr dom) {
                         return;
                 }
         }
-        if (j->rec.pause_mode == SVFF_PAUSE_NATIVE) {
+        if (j->rec.pause_mode == SVFF_PAUSE_NATIVE && j->info.active) {
+                r = svff_hv_get_hostdev_by_alias(dom, j->rec.alias, SVFF_HV_LIVE, &hd, &j->err);
+                if (r < 0) {
+                        fail_hv(j, r);
+                        return;
+                }
+                moved = r > 0 && !streq(hd.source, j->vf);
+        }
+        if (moved) {
+                /* The VF is at another host address than the device
+                 * QEMU paused (a reconf or reprogram moved it: a new
+                 * offset or stride): an unpause would resume that device
+                 * at the old address, which may be another VF's now. The
+                 * paused device goes (by its alias, from both
+                 * definitions; its removal awaited at its old address)
+                 * and the VF comes back at the new address, at the
+                 * reserved guest address. */
+                r = svff_hv_detach(dom, hd.source, j->rec.alias, rec_flags(j), svff_now_usec() + j->detach_timeout,
+                                   hv_removals(j->m->hv), &j->err);
+                if (r < 0) {
+                        fail_hv(j, r);
+                        return;
+                }
+                log_info("VF %s moved from %s while paused in domain '%s': re-attached at its new address, "
+                         "not unpaused.", j->vf, hd.source, j->info.name);
+        } else if (j->rec.pause_mode == SVFF_PAUSE_NATIVE) {
                 _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
 
                 j->mode = SVFF_PAUSE_NATIVE;
@@ -491,8 +558,8 @@ static void unpause_run(struct job *j, virDomainPtr dom) {
         }
         if (check_vfio(j) < 0)
                 return;
-        r = svff_hv_attach(dom, j->vf, j->rec.alias, *j->rec.guest_address ? j->rec.guest_address : NULL, flags,
-                           &hd, &j->err);
+        r = svff_hv_attach(dom, j->vf, j->rec.alias, *j->rec.guest_address ? j->rec.guest_address : NULL,
+                           &j->rec.failover, flags, &hd, &j->err);
         if (r < 0) {
                 fail_hv(j, r);
                 return;
@@ -1146,7 +1213,7 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
         const char *dup = NULL;
         int r;
         struct json_object *params = call_request(call)->parameters;
-        const char *domain = NULL, *ga = NULL, *drv = NULL;
+        const char *domain = NULL, *ga = NULL, *drv = NULL, *failover = NULL;
         bool live = false, config = false, have_live, have_config;
         struct job *j;
         char gbuf[SVFF_PCI_ADDR_STRLEN] = "";
@@ -1177,6 +1244,8 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
         if ((have_live && live) || (have_config && config))
                 j->flags = (have_live && live ? SVFF_HV_LIVE : 0) | (have_config && config ? SVFF_HV_CONFIG : 0);
         snprintf(j->guest_address, sizeof(j->guest_address), "%s", gbuf);
+        if (svff_json_get_string_or_null(params, "failover", &failover) >= 0 && failover)
+                snprintf(j->failover, sizeof(j->failover), "%s", failover);
         /* Policy: bind to vfio-pci only a VF whose recorded driver is
          * vfio-pci (svff set it up for assignment); anything else is the
          * operator's to change. */
@@ -1253,7 +1322,7 @@ static void attach_from_pool(struct manager *m, struct call *call) {
 
 void method_attach(struct manager *m, struct call *call) {
         static const char *const allowed[] = { "vf", "pf", "domain", "live", "config", "guest_address", "class",
-                                                NULL };
+                                                "failover", NULL };
         struct json_object *params = call_request(call)->parameters, *v;
         char addr[SVFF_PCI_ADDR_STRLEN];
         const char *domain;
@@ -1276,6 +1345,14 @@ void method_attach(struct manager *m, struct call *call) {
         if (json_object_object_get_ex(params, "guest_address", &v) && v && !json_object_is_type(v, json_type_string)) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "guest_address",
                             "Parameter 'guest_address' must be a string such as 02:00.0.");
+                return;
+        }
+        if (json_object_object_get_ex(params, "failover", &v) && v &&
+            (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
+             json_object_get_string_len(v) >= 64)) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "failover",
+                            "Parameter 'failover' must be the MAC or alias of the domain's virtio-net standby "
+                            "(<teaming type='persistent'/>), such as 52:54:00:12:34:56 or ua-net0.");
                 return;
         }
         if (json_object_object_get_ex(params, "class", &v) && v && !json_object_is_type(v, json_type_object)) {

@@ -36,6 +36,7 @@
 #define SVFF_ERROR_NO_FREE_VF "io.svff.NoFreeVf"
 #define SVFF_ERROR_GUEST_ADDRESS_TAKEN "io.svff.GuestAddressTaken"
 #define SVFF_ERROR_GUEST_NOT_RELEASED "io.svff.GuestNotReleased"
+#define SVFF_ERROR_NO_HOTPLUG "io.svff.NoHotplug"
 #define SVFF_ERROR_HYPERVISOR_UNAVAILABLE "io.svff.HypervisorUnavailable"
 #define SVFF_ERROR_HYPERVISOR "io.svff.HypervisorError"
 #define SVFF_ERROR_RECONF_FAILED "io.svff.ReconfFailed"

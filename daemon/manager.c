@@ -6,6 +6,7 @@
 #include <time.h>
 #include <systemd/sd-daemon.h>
 
+#include "allowlist.h"
 #include "libvirt.h"
 #include "log.h"
 #include "manager.h"
@@ -143,6 +144,51 @@ void manager_server_limits(struct manager *m, struct server_limits *ret) {
         settings_server_limits(&m->config, m->admin_gid, m->have_admin_gid, ret);
 }
 
+/* Assignments on PFs svff.conf's manage list excludes: svffd can no
+ * longer detach, pause or reconf them, and an operator who just added
+ * the list must hear so, each assignment named in the log. Returns a
+ * summary for the reload's event, NULL when there is none. */
+static char *unmanaged_assignments(struct manager *m) {
+        _cleanup_free_ char *names = NULL;
+        unsigned n = 0;
+        char *msg;
+
+        if (!m->config.manage || !m->snapshot)
+                return NULL;
+        for (size_t i = 0; i < m->snapshot->n_pfs; i++) {
+                const struct svff_pf *pf = m->snapshot->pfs[i];
+                _cleanup_free_ char *why = NULL;
+
+                if (svff_allowlist_check_pf(m->config.manage, m->config.manage_origin, m->ctx, pf, &why) != 1)
+                        continue;
+                for (size_t k = 0; k < pf->n_vfs; k++) {
+                        const char *vf = pf->vfs[k].address;
+                        struct svff_assignment a;
+                        char *joined;
+
+                        if (svff_store_get_assignment(m->store, vf, &a) != 1)
+                                continue;
+                        LOG_CONTEXT(.pf = pf->address, .vf = vf, .domain = a.domain);
+                        log_warning("VF %s of PF %s is assigned to domain '%s', but the PF is %s: svffd can no "
+                                    "longer detach, pause, unpause or reconf it. Add the PF to 'manage' in "
+                                    "svff.conf and reload, or detach the VF with virsh.",
+                                    vf, pf->address, a.domain, strna(why));
+                        if (asprintf(&joined, "%s%s%s in '%s'", names ?: "", names ? ", " : "", vf, a.domain) < 0)
+                                return NULL;
+                        free(names);
+                        names = joined;
+                        n++;
+                }
+        }
+        if (n == 0)
+                return NULL;
+        if (asprintf(&msg, "%u assignment%s on PFs the manage list excludes, which svffd can no longer change: "
+                     "%s; add their PFs to 'manage' or detach them with virsh", n, n == 1 ? " is" : "s are",
+                     names) < 0)
+                return NULL;
+        return msg;
+}
+
 int manager_reload_config(struct manager *m) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct json_object *ev;
@@ -179,6 +225,12 @@ int manager_reload_config(struct manager *m) {
 
         ev = json_object_new_object();
         json_object_object_add(ev, "event", json_object_new_string("config-reloaded"));
+        {
+                _cleanup_free_ char *msg = unmanaged_assignments(m);
+
+                if (msg)
+                        json_object_object_add(ev, "message", json_object_new_string(msg));
+        }
         manager_emit(m, NULL, ev);
         return 0;
 }

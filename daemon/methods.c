@@ -7,10 +7,12 @@
 
 #include "allowlist.h"
 #include "context.h"
+#include "flash-hook.h"
 #include "assign.h"
 #include "autoinit.h"
 #include "classes.h"
 #include "interface.h"
+#include "iommu.h"
 #include "json-util.h"
 #include "log.h"
 #include "methods.h"
@@ -114,8 +116,10 @@ static struct json_object *json_vf_class(struct manager *m, const char *vf) {
         return o;
 }
 
-static struct json_object *json_vf(struct manager *m, const struct svff_vf *vf) {
+static struct json_object *json_vf(struct manager *m, const struct svff_pf *pf, const struct svff_vf *vf) {
         struct json_object *o = json_object_new_object(), *rec = NULL, *assigned = NULL;
+        _cleanup_free_ char *unassignable = svff_iommu_vf_unassignable(vf->address, vf->iommu_group, pf->address,
+                                                                        pf->iommu_group);
         const char *orig = NULL;
         bool managed;
 
@@ -133,6 +137,7 @@ static struct json_object *json_vf(struct manager *m, const struct svff_vf *vf) 
         json_object_object_add(o, "driver_override", str_or_null(vf->driver_override));
         json_object_object_add(o, "iommu_group",
                                vf->iommu_group >= 0 ? json_object_new_int(vf->iommu_group) : NULL);
+        json_object_object_add(o, "unassignable", str_or_null(unassignable));
         json_object_object_add(o, "recorded", json_object_new_boolean(managed));
         json_object_object_add(o, "managed", json_object_new_boolean(managed));
         json_object_object_add(o, "original_driver", str_or_null(orig));
@@ -155,6 +160,30 @@ static struct json_object *json_desired(struct manager *m, const char *pf) {
                 json_object_object_add(o, "numvfs", json_object_get(v));
         if (json_object_object_get_ex(rec, "vf_driver", &v))
                 json_object_object_add(o, "vf_driver", json_object_get(v));
+        return o;
+}
+
+/* The image the store says svff last flashed to the PF, and whether the
+ * file at its path is still that one. An lstat, never a read: the
+ * image may be large and List must not wait. */
+static struct json_object *json_image(struct manager *m, const char *pf) {
+        _cleanup_(json_object_putp) struct json_object *now = NULL;
+        struct json_object *stored = svff_store_get_pf_image(m->store, pf), *o;
+        const char *path = NULL;
+        struct stat st;
+        bool unchanged = false;
+
+        if (!stored || svff_json_get_string(stored, "path", &path) < 0 || !path)
+                return NULL;
+        if (m->config.flash_image_dir &&
+            svff_flash_image_stat(m->config.flash_image_dir, path, &st, NULL) >= 0 &&
+            (now = svff_flash_image_identity(path, &st)))
+                unchanged = svff_flash_image_same(stored, now);
+        o = json_object_new_object();
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "path", json_object_new_string(path));
+        json_object_object_add(o, "unchanged", json_object_new_boolean(unchanged));
         return o;
 }
 
@@ -201,9 +230,10 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
                 json_object_object_add(o, "unmanaged", u != 0 ? json_object_new_string(why ?: "not managed") : NULL);
         }
 
+        json_object_object_add(o, "image", json_image(m, pf->address));
         vfs = json_object_new_array_ext((int) pf->n_vfs);
         for (size_t i = 0; i < pf->n_vfs; i++)
-                json_object_array_add(vfs, json_vf(m, &pf->vfs[i]));
+                json_object_array_add(vfs, json_vf(m, pf, &pf->vfs[i]));
         json_object_object_add(o, "vfs", vfs);
         return o;
 }

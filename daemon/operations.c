@@ -301,9 +301,7 @@ static void init_bind_progress(void *userdata) {
 
 static void init_bind_run(void *userdata) {
         struct init_op *io = userdata;
-        /* The budget grows with the VF count, like the numvfs write's:
-         * a VF whose driver probe hangs must not stall the PF for ever,
-         * and 252 VFs need more time than 4. */
+        /* The budget grows with the VF count (svff_bind_budget_error()). */
         usec_t budget = io->bind_base + io->bind_per_vf * io->after->n_vfs;
         usec_t deadline = svff_now_usec() + budget;
 
@@ -323,17 +321,8 @@ static void init_bind_run(void *userdata) {
                 b->io = io;
                 b->i = (unsigned) i;
                 if (svff_now_usec() >= deadline)
-                        b->r = svff_error_set(&err, -ETIMEDOUT,
-                                              "binding the %zu VFs of PF %s to %s did not finish within "
-                                              "%llu ms (bind_timeout_sec %llu s + bind_timeout_per_vf_msec "
-                                              "%llu ms x %zu VFs); %zu were bound: if the driver is only "
-                                              "slow, raise bind_timeout_per_vf_msec in svff.conf, else "
-                                              "check dmesg",
-                                              io->after->n_vfs, io->pf, io->driver,
-                                              (unsigned long long) (budget / USEC_PER_MSEC),
-                                              (unsigned long long) (io->bind_base / USEC_PER_SEC),
-                                              (unsigned long long) (io->bind_per_vf / USEC_PER_MSEC),
-                                              io->after->n_vfs, i);
+                        b->r = svff_bind_budget_error(&err, io->pf, io->driver, io->after->n_vfs, i,
+                                                      io->bind_base, io->bind_per_vf);
                 else
                         b->r = svff_dev_bind(io->ctx, io->after->vfs[i].address, io->driver, NULL, &err);
                 if (b->r < 0)
@@ -647,10 +636,17 @@ static void init_class_provision_with(struct init_op *io, struct classes_open *c
                 else {
                         struct json_object *recorded = NULL;
 
-                        if (io->class_recorded)
+                        /* A VF on a host driver (one released, then
+                         * re-probed) holds what the class sets; it goes
+                         * to io->driver next, so it leaves that one first. */
+                        r = 0;
+                        if (vf->driver && !streq(vf->driver, io->driver))
+                                r = svff_dev_unbind(io->ctx, vf->address, &io->class_err);
+                        if (r >= 0 && io->class_recorded)
                                 (void) json_object_object_get_ex(io->class_recorded, vf->address, &recorded);
-                        r = classes_ensure_open(co, vf->index, io->class_policy, asg, recorded, &rec,
-                                                &io->class_err);
+                        if (r >= 0)
+                                r = classes_ensure_open(co, vf->index, io->class_policy, asg, recorded, &rec,
+                                                        &io->class_err);
                 }
                 if (r < 0) {
                         io->class_r = r;
@@ -950,6 +946,7 @@ struct release_op {
         char vf[SVFF_PCI_ADDR_STRLEN];
         char pf[SVFF_PCI_ADDR_STRLEN];
         char *orig;
+        char *now;      /* with no orig: the driver the re-probe gave it, NULL for none */
         unsigned index;
         char *driver;   /* recorded target driver */
         char *domain;   /* force: the domain it was detached from first */
@@ -965,6 +962,7 @@ struct release_op {
 static void release_op_free(struct release_op *ro) {
         svff_ctx_unref(ro->ctx);
         free(ro->orig);
+        free(ro->now);
         free(ro->driver);
         free(ro->domain);
         json_object_put(ro->class_state);
@@ -1051,15 +1049,21 @@ static void release_done(void *userdata) {
                 goto finish;
         }
 
-        log_info("VF %s released to %s.", ro->vf, ro->orig ?: "no driver");
+        if (ro->orig)
+                log_info("VF %s released to %s, its driver before svff.", ro->vf, ro->orig);
+        else
+                log_info("VF %s released: it had no driver before svff; re-probed, it is on %s.", ro->vf,
+                         ro->now ?: "no driver (none claims it)");
         ev = event_new("vf-released", ro->vf, ro->pf);
         if (ev)
-                json_object_object_add(ev, "driver", ro->orig ? json_object_new_string(ro->orig) : NULL);
+                json_object_object_add(ev, "driver", (ro->orig ?: ro->now) ? json_object_new_string(ro->orig ?: ro->now)
+                                                                          : NULL);
         manager_emit(m, op, ev);
 
         p = json_object_new_object();
         json_object_object_add(p, "vf", json_object_new_string(ro->vf));
-        json_object_object_add(p, "driver", ro->orig ? json_object_new_string(ro->orig) : NULL);
+        json_object_object_add(p, "driver", (ro->orig ?: ro->now) ? json_object_new_string(ro->orig ?: ro->now) : NULL);
+        json_object_object_add(p, "reprobed", json_object_new_boolean(!ro->orig));
         json_object_object_add(p, "detached_from", ro->domain ? json_object_new_string(ro->domain) : NULL);
         call_reply(op->call, p);
         json_object_put(p);
@@ -1076,8 +1080,12 @@ static void release_run(void *userdata) {
         ro->r = 0;
         if (ro->class_state)
                 ro->r = classes_release_sync(ro->ctx, ro->pf, ro->index, ro->class_state, &ro->err);
-        if (ro->r >= 0)
+        if (ro->r >= 0 && ro->orig)
                 ro->r = svff_dev_restore(ro->ctx, ro->vf, ro->orig, &ro->err);
+        else if (ro->r >= 0)
+                /* svff made it, or found it unbound: the kernel's choice,
+                 * not an unbound device no one can use */
+                ro->r = svff_dev_reprobe(ro->ctx, ro->vf, &ro->now, &ro->err);
         (void) worker_pool_post(ro->pool, release_done, ro);
 }
 

@@ -83,6 +83,7 @@ struct item_result {
         char *message;
         enum svff_pause_mode mode;
         char guest_address[SVFF_PCI_ADDR_STRLEN];
+        usec_t began_usec, ended_usec;  /* CLOCK_MONOTONIC, around the step */
 };
 
 static void dom_job_free(struct dom_job *j) {
@@ -96,18 +97,16 @@ static void dom_job_free(struct dom_job *j) {
         free(j);
 }
 
-/* The definitions a reconf takes a device out of and puts it back in.
- * A survivor in a running domain comes back at the same host address,
- * so only the live device goes: the persistent definition keeps it, and
- * neither a crash nor a failed re-attach can take it from there. Anything
- * else as recorded: a released VF leaves for good, and a domain that is
- * not running could be started while its VF does not exist. */
-static unsigned reconf_flags(const struct svff_reconf_item *it, bool active) {
-        bool live = it->a.live && active;
+static unsigned hv_flags(bool live, bool config) {
+        return (live ? SVFF_HV_LIVE : 0) | (config ? SVFF_HV_CONFIG : 0);
+}
 
-        if (live && it->fate == SVFF_RECONF_SURVIVES)
-                return SVFF_HV_LIVE;
-        return (live ? SVFF_HV_LIVE : 0) | (it->a.config ? SVFF_HV_CONFIG : 0);
+/* The definitions a reconf takes a device out of (svff_reconf_item_defs()). */
+static unsigned reconf_flags(const struct svff_reconf_item *it, bool active) {
+        bool live, config;
+
+        svff_reconf_item_defs(it, active, &live, &config);
+        return hv_flags(live, config);
 }
 
 static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t k,
@@ -144,18 +143,67 @@ static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
                               run->env.removals, err);
 }
 
+/* Whether item k's VF came back at another host address than the one
+ * its domain was given (same index, a new offset or stride). */
+static bool item_moved(const struct dom_job *j, size_t k) {
+        return *j->state[k].vf && !streq(j->state[k].vf, j->items[k].vf);
+}
+
+/* Item k's VF moved: the device its domain holds at the old host
+ * address, natively paused in the live definition or kept in the
+ * persistent one, goes from both before the VF comes back at the new
+ * address, so that no definition names a host address another VF may
+ * now have. Only the device with the item's alias: another item's VF
+ * may have moved to this address and be there already. Nothing at the
+ * old address (a restart after this ran) is done. */
+static int move_out(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t k,
+                    struct svff_error *err) {
+        struct reconf_run *run = j->run;
+        const struct svff_reconf_item *it = &j->items[k];
+        struct svff_reconf_restore rs;
+        unsigned flags;
+
+        svff_reconf_restore_of(it, info->active, j->state[k].mode, true, &rs);
+        flags = hv_flags(rs.move_out_live, rs.move_out_config);
+        for (unsigned f = SVFF_HV_LIVE; f <= SVFF_HV_CONFIG; f <<= 1) {
+                struct svff_hostdev hd;
+                int r;
+
+                if (!(flags & f))
+                        continue;
+                r = svff_hv_get_hostdev(dom, it->vf, f, &hd, err);
+                if (r < 0)
+                        return r;
+                if (r == 0 || !streq(hd.alias, it->a.alias))
+                        continue;
+                r = svff_hv_detach(dom, it->vf, it->a.alias, f,
+                                   f == SVFF_HV_LIVE ? svff_now_usec() + run->env.detach_timeout : 0,
+                                   run->env.removals, err);
+                if (r < 0)
+                        return r;
+                log_info("VF %s of domain '%s' is at %s now: its device at the old address removed from the %s "
+                         "definition.", it->vf, info->name, j->state[k].vf, f == SVFF_HV_LIVE ? "live" : "persistent");
+        }
+        return 0;
+}
+
 static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t k,
                        struct item_result *res, struct svff_error *err) {
         struct reconf_run *run = j->run;
         const struct svff_reconf_item *it = &j->items[k];
         const struct reconf_item *s = &j->state[k];
-        unsigned flags = reconf_flags(it, info->active);
+        bool moved = item_moved(j, k);
+        struct svff_reconf_restore rs;
         _cleanup_free_ char *drv = NULL;
         struct svff_hostdev hd;
+        unsigned flags;
         int r;
 
+        /* A moved VF's device at the old address is gone (move_out()). */
+        svff_reconf_restore_of(it, info->active, s->mode, moved, &rs);
+        flags = hv_flags(rs.attach_live, rs.attach_config && !rs.attach_config_first);
         res->mode = s->mode;
-        if (s->mode == SVFF_PAUSE_NATIVE) {
+        if (rs.unpause) {
                 _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
 
                 r = svff_qmp_new_libvirt(dom, &q);
@@ -177,8 +225,18 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         if (fault_inject("fail-reattach", __atomic_add_fetch(&run->n_attaching, 1, __ATOMIC_SEQ_CST)))
                 return svff_error_set(err, -EIO, "Attaching VF %s to domain '%s': injected failure", s->vf,
                                       info->name);
-        r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL, flags,
-                           &hd, err);
+        if (rs.attach_config_first) {
+                /* On its own: the persistent definition names the new
+                 * address whether or not the live attach goes through,
+                 * as the record does. Already there: a restart. */
+                r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL,
+                                   &it->a.failover, SVFF_HV_CONFIG, &hd, err);
+                if (r < 0 && svff_hv_get_hostdev(dom, s->vf, SVFF_HV_CONFIG, &hd, NULL) <= 0)
+                        return r;
+                svff_error_free(err);
+        }
+        r = svff_hv_attach(dom, s->vf, it->a.alias, *it->a.guest_address ? it->a.guest_address : NULL,
+                           &it->a.failover, flags, &hd, err);
         if (r < 0) {
                 _cleanup_(svff_error_free) struct svff_error e = SVFF_ERROR_NULL;
 
@@ -190,7 +248,7 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
                                         &e) <= 0)
                         return r;
                 svff_error_free(err);
-                if (s->mode == SVFF_PAUSE_NONE && j->mode == SVFF_RECONF_PAUSE && (flags & SVFF_HV_LIVE)) {
+                if (!moved && s->mode == SVFF_PAUSE_NONE && j->mode == SVFF_RECONF_PAUSE && (flags & SVFF_HV_LIVE)) {
                         /* A recovery that cannot tell whether the interrupted
                          * run paused it natively before recording so: found
                          * in the domain, it is unpaused (an error from a
@@ -214,6 +272,13 @@ static void item_done(void *userdata) {
         struct reconf_run *run = res->run;
 
         forward_stop(run);
+        /* The device is off from the unplug's request to the re-attach's
+         * return, as far as the host can tell. */
+        if (res->kind == JOB_QUIESCE && res->r >= 0)
+                run->items[res->i].off_since_usec = res->began_usec;
+        else if (res->kind == JOB_RESTORE && res->r >= 0 && res->ended_usec > 0 &&
+                 run->items[res->i].off_since_usec > 0)
+                run->items[res->i].off_usec = res->ended_usec - run->items[res->i].off_since_usec;
         if (res->kind == JOB_QUIESCE)
                 reconf_machine_quiesce_done(run->rm, res->i, res->r, res->mode, res->message);
         else
@@ -228,9 +293,21 @@ static void dom_job_run(void *userdata) {
         _cleanup_(svff_error_free) struct svff_error lerr = SVFF_ERROR_NULL;
         struct svff_domain_info info = {};
         virDomainPtr dom = NULL;
+        _cleanup_free_ int *moved_r = NULL;
+        struct svff_error *moved_err = NULL;
         int lr;
 
         lr = svff_hv_lookup_running(j->conn, j->items[0].a.uuid, &info, &dom, &lerr);
+        if (lr >= 0 && j->kind == JOB_RESTORE) {
+                /* Every moved VF's old device out of the domain before
+                 * any comes back: one's new address may be another's old
+                 * one. */
+                moved_r = calloc(j->n, sizeof(int));
+                moved_err = calloc(j->n, sizeof(struct svff_error));
+                for (size_t k = 0; moved_r && moved_err && k < j->n; k++)
+                        if (item_moved(j, k))
+                                moved_r[k] = move_out(j, dom, &info, k, &moved_err[k]);
+        }
         for (size_t k = 0; k < j->n; k++) {
                 struct item_result *res = calloc(1, sizeof(*res));
                 struct svff_error err = SVFF_ERROR_NULL;
@@ -245,9 +322,23 @@ static void dom_job_run(void *userdata) {
                 else if (lr < 0) {
                         res->r = lr;
                         res->message = strdup(svff_error_message(&lerr));
+                } else if (j->kind == JOB_RESTORE && item_moved(j, k) && (!moved_r || !moved_err)) {
+                        res->r = -ENOMEM;
+                        res->message = strdup(strerror(ENOMEM));
                 } else {
-                        res->r = j->kind == JOB_QUIESCE ? quiesce_one(j, dom, &info, k, res, &err)
-                                                        : restore_one(j, dom, &info, k, res, &err);
+                        if (j->kind == JOB_RESTORE && moved_r && moved_r[k] < 0) {
+                                res->r = moved_r[k];
+                                err = moved_err[k];
+                                moved_err[k] = SVFF_ERROR_NULL;
+                        } else {
+                                /* Timed only where a guest sees the device go. */
+                                bool seen = j->items[k].a.live && info.active;
+
+                                res->began_usec = seen ? svff_now_usec() : 0;
+                                res->r = j->kind == JOB_QUIESCE ? quiesce_one(j, dom, &info, k, res, &err)
+                                                                : restore_one(j, dom, &info, k, res, &err);
+                                res->ended_usec = seen ? svff_now_usec() : 0;
+                        }
                         if (res->r < 0)
                                 res->message = strdup(svff_error_is_set(&err) ? svff_error_message(&err)
                                                                               : strerror(-res->r));
@@ -262,6 +353,9 @@ static void dom_job_run(void *userdata) {
                         free(res);
                 }
         }
+        for (size_t k = 0; moved_err && k < j->n; k++)
+                svff_error_free(&moved_err[k]);
+        free(moved_err);
         if (dom)
                 virDomainFree(dom);
         dom_job_free(j);
@@ -558,13 +652,20 @@ static void bind_done(void *userdata) {
 
 static void bind_run(void *userdata) {
         struct pf_job *j = userdata;
+        const struct reconf_env *env = &j->run->env;
+        usec_t deadline = svff_now_usec() + env->bind_timeout + env->bind_per_vf * j->n;
         unsigned n_failed = 0;
 
-        /* One job, one VF after the other: the PF's VFs probe in turn. */
+        /* One job, one VF after the other: the PF's VFs probe in turn,
+         * under the budget the dry run shows. */
         for (size_t k = 0; k < j->n; k++) {
                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
 
-                j->rs[k] = svff_dev_bind(j->run->env.ctx, j->vfs[k], j->driver, NULL, &err);
+                if (svff_now_usec() >= deadline)
+                        j->rs[k] = svff_bind_budget_error(&err, j->pf, j->driver, j->n, k - n_failed,
+                                                          env->bind_timeout, env->bind_per_vf);
+                else
+                        j->rs[k] = svff_dev_bind(env->ctx, j->vfs[k], j->driver, NULL, &err);
                 if (j->rs[k] < 0) {
                         j->messages[k] = strdup(svff_error_message(&err));
                         n_failed++;

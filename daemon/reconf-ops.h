@@ -43,6 +43,7 @@ struct reconf_env {
         struct svff_hv_removals *removals;
         const char *pause_cmd, *unpause_cmd;    /* copied */
         usec_t detach_timeout, numvfs_timeout, numvfs_per_vf;
+        usec_t bind_timeout, bind_per_vf;       /* bind_timeout_sec, ..._per_vf_msec */
         /* A reprogram: the config's flash hook and image directory
          * (copied; NULL: none), the hook's deadline, and how long the PF
          * may take to come back after the rescan. */
@@ -78,6 +79,10 @@ struct reconf_env {
 
 struct reconf_item_glue {
         char rec_vf[SVFF_PCI_ADDR_STRLEN];      /* where its record is in the store now */
+        /* CLOCK_MONOTONIC: when its quiesce began (0: not by this run),
+         * and how long its domain was without the device, from then to
+         * its restore's return (0: not restored by this run). */
+        usec_t off_since_usec, off_usec;
 };
 
 struct reconf_run {

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "params.h"
 #include "pciaddr.h"
+#include "reconf-guests.h"
 #include "reconf-journal.h"
 #include "reconf-machine.h"
 #include "reconf-ops.h"
@@ -27,7 +28,8 @@
 
 /* ---- the outcome ---- */
 
-static struct json_object *outcome_json(struct reconf_machine *rm) {
+static struct json_object *outcome_json(struct reconf_run *run) {
+        struct reconf_machine *rm = run->rm;
         const struct svff_reconf_plan *plan = reconf_machine_plan(rm);
         struct json_object *a = json_object_new_array();
 
@@ -52,6 +54,10 @@ static struct json_object *outcome_json(struct reconf_machine *rm) {
                                                           ? json_object_new_string(svff_pause_mode_to_string(s->mode))
                                                           : NULL);
                 json_object_object_add(o, "message", s->message ? json_object_new_string(s->message) : NULL);
+                json_object_object_add(o, "device_off_msec",
+                                       run->items[i].off_usec > 0
+                                               ? json_object_new_int64((int64_t) (run->items[i].off_usec / USEC_PER_MSEC))
+                                               : NULL);
                 json_object_array_add(a, o);
         }
         return a;
@@ -68,7 +74,7 @@ static void recovered_add(struct reconf_run *run, const char *outcome, const cha
         json_object_object_add(o, "outcome", json_object_new_string(outcome));
         json_object_object_add(o, "numvfs", json_object_new_int64(reconf_machine_numvfs_now(run->rm)));
         json_object_object_add(o, "message", json_object_new_string(message));
-        json_object_object_add(o, "assignments", outcome_json(run->rm));
+        json_object_object_add(o, "assignments", outcome_json(run));
         json_object_object_add(o, "after_restart", json_object_new_boolean(reconf_machine_after_restart(run->rm)));
         if (!m->recovered)
                 m->recovered = json_object_new_array();
@@ -162,7 +168,7 @@ static void reconf_finished(struct reconf_run *run) {
                 json_object_object_add(p, "device", json_object_new_string(plan->pf));
         json_object_object_add(p, "message", json_object_new_string(msg));
         if (outcomes) {
-                json_object_object_add(p, "assignments", outcome_json(rm));
+                json_object_object_add(p, "assignments", outcome_json(run));
                 /* Not the plan again: with 252 assignments the reply would
                  * pass the message cap; the dry run and the journal have it.
                  * The steps are those done, as the machine logged them. */
@@ -282,6 +288,9 @@ static void env_step(void *userdata, struct json_object *step, int item, int r, 
                 json_object_object_add(ev, "device", json_object_new_string(it->vf));
                 if (it->mode != SVFF_PAUSE_NONE && r >= 0)
                         json_object_object_add(ev, "mode", json_object_new_string(svff_pause_mode_to_string(it->mode)));
+                if (it->state == RECONF_ITEM_RESTORED && run->items[item].off_usec > 0)
+                        json_object_object_add(ev, "device_off_msec", json_object_new_int64(
+                                (int64_t) (run->items[item].off_usec / USEC_PER_MSEC)));
         } else if (json_object_object_get_ex(step, "vf", NULL))
                 json_object_object_add(ev, "device", json_object_get(json_object_object_get(step, "vf")));
         json_object_object_add(ev, "done", json_object_new_int64(op->done));
@@ -357,9 +366,11 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .removals = hv_removals(m->hv),
                 .pause_cmd = m->config.device_pause_command,
                 .unpause_cmd = m->config.device_unpause_command,
-                .detach_timeout = m->config.detach_timeout_usec,
+                .detach_timeout = m->config.reconf_detach_timeout_usec,
                 .numvfs_timeout = m->config.numvfs_timeout_usec,
                 .numvfs_per_vf = m->config.numvfs_timeout_per_vf_usec,
+                .bind_timeout = m->config.bind_timeout_usec,
+                .bind_per_vf = m->config.bind_timeout_per_vf_usec,
                 .flash_hook = m->config.flash_hook,
                 .flash_image_dir = m->config.flash_image_dir,
                 .flash_timeout = m->config.flash_timeout_usec,
@@ -736,16 +747,18 @@ static void pin_owner(struct manager *m, const struct svff_pf *found, const char
 
 /* Plans req against the current snapshot and starts it (or, with a
  * call, answers its dry run). call NULL: svffd's own, refusals only in
- * err. Returns 0 once started or answered, else a -errno. */
+ * err. guests[0..n_guests): how the live assignments' guests see it
+ * (reconf-guests.h; borrowed). Returns 0 once started or answered, else
+ * a -errno. */
 static int request_start(struct manager *m, struct call *call, const struct reconf_request *req,
-                         struct svff_error *err) {
+                         const struct reconf_guest *guests, size_t n_guests, struct svff_error *err) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
         _cleanup_free_ struct svff_reconf_item *items = NULL;
         _cleanup_free_ char *bad = NULL;
         const struct svff_pf *found = NULL;
         struct svff_reconf_input in = {};
         const char *pf = req->pf, *driver = req->driver, *image = req->image;
-        _cleanup_(json_object_putp) struct json_object *ids = NULL;
+        _cleanup_(json_object_putp) struct json_object *ids = NULL, *guests_json = NULL;
         bool dry_run = req->dry_run && call;   /* answered to a caller only */
         struct operation *op;
         unsigned numvfs = req->numvfs;
@@ -832,6 +845,42 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                        strerror(-r));
                 return r;
         }
+        {
+                /* A guest that cannot see its VF go and come back
+                 * refuses the reconf, dry run or not, before anything. */
+                int refused = -1;
+
+                /* An NVMe PF: class 01 (storage), subclass 08. */
+                guests_json = reconf_guests_json(plan, guests, n_guests, (found->class >> 8) == 0x0108, &refused);
+                if (refused >= 0) {
+                        const struct svff_reconf_item *it = &plan->items[refused];
+                        const struct reconf_guest *g = reconf_guests_find(plan, (size_t) refused, guests, n_guests);
+
+                        if (call) {
+                                struct json_object *params = json_object_new_object();
+                                struct svff_pci_addr ga = {};
+                                char msg[MESSAGE_MAX];
+
+                                /* As --guest-address takes it: only domain 0 has a port. */
+                                (void) svff_pci_addr_parse(g->guest_address, &ga);
+                                snprintf(msg, sizeof(msg), "%s of PF %s refused: VF %u (%s) of domain '%s' is at "
+                                         "guest address %02x:%02x.%x on %s, which has no hotplug, so the running "
+                                         "guest cannot let it go and take it back. Detach it first ('svffctl "
+                                         "detach %s'), or shut the domain down, or give the domain a port with "
+                                         "hotplug.", image ? "Reprogram" : "Reconf", pf, it->index, it->vf,
+                                         it->a.domain, ga.bus, ga.slot, ga.func, g->port, it->vf);
+                                json_object_object_add(params, "device", json_object_new_string(pf));
+                                json_object_object_add(params, "domain", json_object_new_string(it->a.domain));
+                                json_object_object_add(params, "port", json_object_new_string(g->port));
+                                json_object_object_add(params, "message", json_object_new_string(msg));
+                                call_error(call, SVFF_ERROR_NO_HOTPLUG, params);
+                                json_object_put(params);
+                        }
+                        refuse(NULL, err, NULL, NULL, NULL, "VF %s of domain '%s' is on %s, which has no hotplug",
+                               it->vf, it->a.domain, g->port);
+                        return -EOPNOTSUPP;
+                }
+        }
         if (dry_run) {
                 struct json_object *p = json_object_new_object();
 
@@ -848,10 +897,13 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                         json_object_object_add(d, "numvfs_msec", json_object_new_int64((int64_t) (w / 1000)));
                         json_object_object_add(d, "bind_msec", json_object_new_int64((int64_t) (
                                 svff_config_bind_timeout(&m->config, numvfs) / 1000)));
+                        json_object_object_add(d, "detach_msec", json_object_new_int64((int64_t) (
+                                m->config.reconf_detach_timeout_usec / 1000)));
                         json_object_object_add(p, "deadlines", d);
                         json_object_object_add(p, "totalvfs", json_object_new_int64(found->totalvfs));
                 }
                 json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
+                json_object_object_add(p, "guests", TAKE_PTR(guests_json));
                 if (image) {
                         json_object_object_add(p, "image", json_object_new_string(image));
                         json_object_object_add(p, "ids", json_object_get(ids));
@@ -913,7 +965,8 @@ static int request_start(struct manager *m, struct call *call, const struct reco
         return r;
 }
 
-static void reconf_with_snapshot(struct manager *m, struct call *call) {
+/* The request a Reconf or Reprogram call makes (its checked parameters). */
+static void request_from_call(struct call *call, struct reconf_request *ret) {
         struct json_object *params = call_request(call)->parameters;
         struct reconf_request req = { .mode = SVFF_RECONF_PAUSE };
         const char *mode_s = NULL;
@@ -926,7 +979,44 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
         if (svff_json_get_string_or_null(params, "mode", &mode_s) >= 0 && mode_s)
                 req.mode = (enum svff_reconf_mode) svff_reconf_mode_from_string(mode_s);
         req.keep_numvfs = svff_json_get_unsigned(params, "numvfs", &req.numvfs) < 0;
-        (void) request_start(m, call, &req, NULL);
+        *ret = req;
+}
+
+static void guests_read(struct manager *m, struct reconf_guest *guests, size_t n, void *userdata) {
+        struct call *call = userdata;
+        struct reconf_request req;
+
+        if (m->shutting_down)
+                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+        else {
+                request_from_call(call, &req);
+                (void) request_start(m, call, &req, guests, n, NULL);
+        }
+        free(guests);
+        call_unref(call);
+}
+
+static void reconf_with_snapshot(struct manager *m, struct call *call) {
+        _cleanup_free_ struct svff_reconf_item *items = NULL;
+        _cleanup_free_ char *bad = NULL;
+        struct reconf_request req;
+        size_t n = 0;
+        int r;
+
+        request_from_call(call, &req);
+        /* How each live assignment's guest will see it, from its
+         * domain's live XML (on the libvirt pool) first. */
+        if (collect_items(m, req.pf, &items, &n, &bad) >= 0) {
+                r = reconf_guests_start(m, items, n, guests_read, call_ref(call));
+                if (r > 0)
+                        return;
+                call_unref(call);
+                if (r < 0) {
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        return;
+                }
+        }
+        (void) request_start(m, call, &req, NULL, 0, NULL);
 }
 
 int reconf_reprogram_own(struct manager *m, const char *pf, const char *image, int numvfs, const char *driver,
@@ -936,7 +1026,7 @@ int reconf_reprogram_own(struct manager *m, const char *pf, const char *image, i
                 .mode = SVFF_RECONF_PAUSE, .image = image, .driver = driver, .reason = reason, .owner = owner,
         };
 
-        return request_start(m, NULL, &req, err);
+        return request_start(m, NULL, &req, NULL, 0, err);
 }
 
 /* Whether e is a reprogram that nothing resumes by itself. */

@@ -301,6 +301,70 @@ int svff_dev_restore(struct svff_ctx *ctx, const char *address, const char *orig
         return 0;
 }
 
+/* Probes the device, with its PF's sriov_drivers_autoprobe on for that
+ * probe when it is a VF whose PF has it off. */
+static int probe_default(struct dev *d) {
+        _cleanup_free_ char *pf = NULL, *path = NULL;
+        bool on = true;
+        int r, k;
+
+        r = svff_sysfs_readlink_base(d->dfd, "physfn", &pf);
+        if (r == -ENOENT)
+                return probe(d);
+        if (r < 0)
+                return r;
+        if (asprintf(&path, "devices/%s/sriov_drivers_autoprobe", pf) < 0)
+                return -ENOMEM;
+        r = svff_sysfs_read_bool(d->pcifd, path, &on);
+        if (r == -ENOENT)
+                return probe(d);        /* before Linux 4.12: always on */
+        if (r < 0)
+                return r;
+        if (!on) {
+                r = svff_sysfs_write(d->pcifd, path, "1");
+                if (r < 0)
+                        return r;
+        }
+        r = probe(d);
+        if (!on) {
+                k = svff_sysfs_write(d->pcifd, path, "0");
+                if (k < 0 && r >= 0)
+                        r = k;
+        }
+        return r;
+}
+
+int svff_dev_reprobe(struct svff_ctx *ctx, const char *address, char **ret_driver, struct svff_error *err) {
+        _cleanup_(dev_close) struct dev d = { .pcifd = -EBADF, .dfd = -EBADF };
+        _cleanup_free_ char *now = NULL;
+        usec_t deadline = svff_now_usec() + BIND_VERIFY_TIMEOUT_USEC;
+        int r;
+
+        r = svff_dev_unbind(ctx, address, err);
+        if (r < 0)
+                return r;
+        r = dev_open(ctx, address, &d, err);
+        if (r < 0)
+                return r;
+        r = probe_default(&d);
+        if (r < 0 && dev_gone(&d))
+                return step_failed(&d, err, -ENODEV, "probing its default driver");
+        /* Probing an unclaimed device may fail (no driver for its id):
+         * that leaves it unbound, which the caller reports. The link
+         * comes at the end of a probe, so look for a while. */
+        for (long delay_ns = 1000 * 1000;; delay_ns *= 2) {
+                r = get_driver(&d, &now);
+                if (r < 0)
+                        return step_failed(&d, err, r, "reading its driver");
+                if (now || svff_now_usec() >= deadline)
+                        break;
+                nanosleep(&(struct timespec) { .tv_nsec = MIN(delay_ns, 64 * 1000 * 1000L) }, NULL);
+        }
+        if (ret_driver)
+                *ret_driver = TAKE_PTR(now);
+        return 0;
+}
+
 int svff_dev_get_driver(struct svff_ctx *ctx, const char *address, char **ret) {
         _cleanup_(dev_close) struct dev d = { .pcifd = -EBADF, .dfd = -EBADF };
         char *driver = NULL;
@@ -318,4 +382,16 @@ int svff_dev_get_driver(struct svff_ctx *ctx, const char *address, char **ret) {
 
         *ret = driver;
         return 0;
+}
+
+int svff_bind_budget_error(struct svff_error *err, const char *pf, const char *driver, size_t n, size_t bound,
+                           uint64_t base_usec, uint64_t per_vf_usec) {
+        return svff_error_set(err, -ETIMEDOUT,
+                              "binding the %zu VFs of PF %s to %s did not finish within %llu ms "
+                              "(bind_timeout_sec %llu s + bind_timeout_per_vf_msec %llu ms x %zu VFs); "
+                              "%zu were bound: if the driver is only slow, raise bind_timeout_per_vf_msec "
+                              "in svff.conf, else check dmesg",
+                              n, pf, driver, (unsigned long long) ((base_usec + per_vf_usec * n) / 1000),
+                              (unsigned long long) (base_usec / 1000000), (unsigned long long) (per_vf_usec / 1000),
+                              n, bound);
 }

@@ -7,6 +7,9 @@
  *   drivers_probe -> verify the "driver" link, since drivers_probe
  *   reports success whether or not anything bound. */
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "context.h"
 #include "error.h"
 
@@ -29,5 +32,23 @@ int svff_dev_unbind(struct svff_ctx *ctx, const char *address, struct svff_error
 int svff_dev_restore(struct svff_ctx *ctx, const char *address, const char *orig_driver,
                      struct svff_error *err);
 
+/* Hands address to the driver the kernel picks for it, as driverctl's
+ * unset-override does: unbinds it, clears driver_override and probes.
+ * A VF probes even when its PF's sriov_drivers_autoprobe is off (svff
+ * turns it off so that new VFs stay unbound): it is turned on for this
+ * one probe and off again. *ret_driver (may be NULL) receives the
+ * driver that took it, NULL when none did (no driver for its id is
+ * loaded), which is not an error. */
+int svff_dev_reprobe(struct svff_ctx *ctx, const char *address, char **ret_driver, struct svff_error *err);
+
 /* The driver bound to address, NULL (and 0) when unbound. */
 int svff_dev_get_driver(struct svff_ctx *ctx, const char *address, char **ret);
+
+/* A PF's VFs are bound one after the other under one budget that grows
+ * with their count, base_usec + per_vf_usec x n (svff.conf's
+ * bind_timeout_sec and bind_timeout_per_vf_msec): a driver whose probe
+ * hangs must not stall the PF for ever, and 252 VFs need more time than
+ * 4. Returns -ETIMEDOUT with err naming the PF, the budget, how many
+ * were bound and the key to raise, for each VF not tried in time. */
+int svff_bind_budget_error(struct svff_error *err, const char *pf, const char *driver, size_t n, size_t bound,
+                           uint64_t base_usec, uint64_t per_vf_usec);

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,6 +74,7 @@ int svff_config_init(struct svff_config *cfg) {
                 .bind_timeout_usec = 10 * 1000000ULL,
                 .bind_timeout_per_vf_usec = 1000 * 1000ULL,
                 .detach_timeout_usec = 10 * 1000000ULL,
+                .reconf_detach_timeout_usec = 30 * 1000000ULL,
                 .qmp_timeout_usec = 5 * 1000000ULL,
                 .device_pause_command = strdup("x-svff-device-pause"),
                 .device_unpause_command = strdup("x-svff-device-unpause"),
@@ -816,6 +818,8 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
                 k = get_usec(p, val, 1000ULL, 0, 60000, &c->bind_timeout_per_vf_usec);
         else if (streq(key, "detach_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 3600, &c->detach_timeout_usec);
+        else if (streq(key, "reconf_detach_timeout_sec"))
+                k = get_usec(p, val, 1000000ULL, 1, 3600, &c->reconf_detach_timeout_usec);
         else if (streq(key, "qmp_timeout_sec"))
                 k = get_usec(p, val, 1000000ULL, 1, 600, &c->qmp_timeout_usec);
         else if (streq(key, "settle_msec"))
@@ -1007,6 +1011,60 @@ static int check_bytes(struct parser *p, const char *data, size_t len) {
         return add_error_at(p, -EINVAL, line_of(data, off), column, msg);
 }
 
+static size_t skip_space_back(const char *text, size_t i) {
+        while (i > 0 && strchr(" \t\r\n", text[i - 1]))
+                i--;
+        return i;
+}
+
+/* The string that ends (its closing quote) just before end, or NULL. */
+static char *string_before(const char *text, size_t end) {
+        size_t start;
+
+        if (end == 0 || text[end - 1] != '"')
+                return NULL;
+        start = end - 1;
+        while (start > 0 && !(text[start - 1] == '"' && (start < 2 || text[start - 2] != '\\')))
+                start--;
+        return start > 0 ? strndup(text + start, end - 1 - start) : NULL;
+}
+
+/* The key of the member a syntax error at off comes after, for the
+ * message: the last string before off that a ':' follows, or the
+ * string right before off (comments are blanked already). A hint, never
+ * used for anything but the message; NULL when there is none. */
+static char *key_before(const char *text, size_t off) {
+        char *k = string_before(text, skip_space_back(text, off));
+
+        for (size_t i = off; !k && i-- > 0;)
+                if (text[i] == ':')
+                        k = string_before(text, skip_space_back(text, i));
+        return k;
+}
+
+/* A syntax error as an operator reads it, naming the key it comes after:
+ * "key = value" and a trailing comma are the usual ones. */
+static int syntax_error(struct parser *p, const char *data, const char *text, size_t len, size_t off,
+                        const char *reason) {
+        _cleanup_free_ char *key = key_before(text, off), *k = NULL;
+        size_t prev;
+        char msg[512];
+
+        k = key ? svff_utf8_escape(key, false) : NULL;
+        prev = skip_space_back(text, off);
+        if (off < len && text[off] != ':' && prev > 0 && text[prev - 1] == '"' && k &&
+            strstr(strna(reason), "separator"))
+                snprintf(msg, sizeof(msg), "key '%s' is not followed by ':': svff.conf is JSON, write \"%s\": "
+                         "value", k, k);
+        else if (off < len && (text[off] == '}' || text[off] == ']') && prev > 0 && text[prev - 1] == ',')
+                snprintf(msg, sizeof(msg), "a comma before '%c'%s%s%s: JSON allows no trailing comma, remove it",
+                         text[off], k ? " (after key '" : "", k ?: "", k ? "')" : "");
+        else
+                snprintf(msg, sizeof(msg), "%s%s%s%s", reason ?: "not JSON", k ? " (after key '" : "", k ?: "",
+                         k ? "')" : "");
+        return add_error(p, -EINVAL, line_of(data, off), msg);
+}
+
 /* Parses data into *ret; NULL for a file with nothing but whitespace and
  * comments. The strict parser every other JSON of svff goes through
  * (svff_json_parse()), after the comments svff.conf allows: trailing
@@ -1042,9 +1100,9 @@ static int parse_json(struct parser *p, const char *data, size_t len, struct jso
                         reason = "unexpected end of file";
                 else if (off > 0 && svff_json_parse(text, off, 16, &prefix, NULL) >= 0) {
                         json_object_put(prefix);
-                        reason = "trailing text after the JSON object";
+                        return add_error(p, -EINVAL, line_of(data, off), "trailing text after the JSON object");
                 }
-                return add_error(p, -EINVAL, line_of(data, off), reason ?: "not JSON");
+                return syntax_error(p, data, text, len, off, reason);
         }
         r = svff_json_scan_keys(text, len, record_key, p, &off);
         if (r == -ENOTUNIQ) {
@@ -1375,6 +1433,7 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
         ADD("bind_timeout_sec", SEC(cfg->bind_timeout_usec));
         ADD("bind_timeout_per_vf_msec", MSEC(cfg->bind_timeout_per_vf_usec));
         ADD("detach_timeout_sec", SEC(cfg->detach_timeout_usec));
+        ADD("reconf_detach_timeout_sec", SEC(cfg->reconf_detach_timeout_usec));
         ADD("qmp_timeout_sec", SEC(cfg->qmp_timeout_usec));
         ADD("device_pause_command", str_or_null(cfg->device_pause_command));
         ADD("device_unpause_command", str_or_null(cfg->device_unpause_command));
@@ -1489,4 +1548,106 @@ const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
                         best = p;
         }
         return best;
+}
+
+static int warn(char **warnings, const char *fmt, ...) _printf_(2, 3);
+static int warn(char **warnings, const char *fmt, ...) {
+        _cleanup_free_ char *line = NULL;
+        va_list ap;
+        char *n;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        if (r < 0 || asprintf(&n, "%s%s%s", *warnings ?: "", *warnings ? "\n" : "", line) < 0)
+                return -ENOMEM;
+        free(*warnings);
+        *warnings = n;
+        return 0;
+}
+
+static bool group_exists(const char *name) {
+        _cleanup_free_ char *buf = NULL;
+        struct group grp, *res = NULL;
+        size_t size = 16384;
+        int r;
+
+        for (;;) {
+                char *b = realloc(buf, size);
+
+                if (!b)
+                        return true;    /* not known: no warning */
+                buf = b;
+                r = getgrnam_r(name, &grp, buf, size, &res);
+                if (r != ERANGE || size >= 16u * 1024u * 1024u)
+                        break;
+                size *= 2;
+        }
+        return r != 0 || res;
+}
+
+static bool driver_registered(const struct svff_config *cfg, const char *driver) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s/bus/pci/drivers/%s", cfg->sysfs_root, driver) < 0)
+                return true;
+        return access(path, F_OK) == 0;
+}
+
+static bool same_match(const struct svff_policy *a, const struct svff_policy *b) {
+        if (a->match != b->match)
+                return false;
+        switch (a->match) {
+        case SVFF_POLICY_MATCH_ADDRESS:
+                return streq(a->address, b->address);
+        case SVFF_POLICY_MATCH_INTERFACE:
+                return a->interface && b->interface && streq(a->interface, b->interface);
+        case SVFF_POLICY_MATCH_ID:
+                return a->vendor_id == b->vendor_id && a->device_id == b->device_id;
+        }
+        return false;
+}
+
+int svff_config_host_warnings(const struct svff_config *cfg, char **warnings) {
+        const char *uri = cfg->libvirt_uri;
+        int r = 0;
+
+        if (cfg->admin_group && !group_exists(cfg->admin_group)) {
+                _cleanup_free_ char *g = svff_utf8_escape(cfg->admin_group, false);
+
+                r = warn(warnings, "key 'admin_group': no group '%s' on this host: svffd lets only root change "
+                         "devices until it exists (groupadd %s)", strna(g), strna(g));
+        }
+        if (r >= 0 && cfg->vf_driver && !driver_registered(cfg, cfg->vf_driver))
+                r = warn(warnings, "key 'vf_driver': no PCI driver '%s' is registered under %s/bus/pci/drivers: "
+                         "init refuses until its module is loaded (modprobe %s)", cfg->vf_driver, cfg->sysfs_root,
+                         cfg->vf_driver);
+        if (r >= 0 && uri && strncmp(uri, "qemu:///", 8) != 0 && strncmp(uri, "qemu+", 5) != 0 &&
+            strncmp(uri, "test:///", 8) != 0) {
+                _cleanup_free_ char *u = svff_utf8_escape(uri, false);
+
+                r = warn(warnings, "key 'libvirt_uri': '%s' is not a URI of libvirt's QEMU driver (qemu:///system, "
+                         "qemu:///session or qemu:///embed?root=DIR): svffd assigns VFs through it", strna(u));
+        }
+        for (size_t i = 0; r >= 0 && i < cfg->n_policies; i++) {
+                const struct svff_policy *p = &cfg->policies[i];
+                _cleanup_free_ char *name = svff_utf8_escape(p->name, false);
+
+                if (p->vf_driver && !driver_registered(cfg, p->vf_driver))
+                        r = warn(warnings, "%s: policy '%s': no PCI driver '%s' is registered under "
+                                 "%s/bus/pci/drivers: the policy fails until its module is loaded (modprobe %s)",
+                                 strna(p->origin), strna(name), p->vf_driver, cfg->sysfs_root, p->vf_driver);
+                for (size_t j = 0; r >= 0 && j < i; j++)
+                        if (same_match(&cfg->policies[j], p)) {
+                                _cleanup_free_ char *first = svff_utf8_escape(cfg->policies[j].name, false);
+
+                                r = warn(warnings, "%s: policy '%s' matches exactly what policy '%s' (%s) matches, "
+                                         "which comes first: '%s' never applies; merge the two or remove one",
+                                         strna(p->origin), strna(name), strna(first),
+                                         strna(cfg->policies[j].origin), strna(name));
+                                break;
+                        }
+        }
+        return r;
 }

@@ -20,6 +20,7 @@
  *     "bind_timeout_sec": 10,                    base of the deadline to bind a PF's VFs,
  *     "bind_timeout_per_vf_msec": 1000,          plus this per VF
  *     "detach_timeout_sec": 10,
+ *     "reconf_detach_timeout_sec": 30,           a reconf's unplug of each assigned VF
  *     "qmp_timeout_sec": 5,
  *     "device_pause_command": "x-svff-device-pause",
  *     "device_unpause_command": "x-svff-device-unpause",
@@ -133,6 +134,9 @@ struct svff_config {
         uint64_t bind_timeout_usec;
         uint64_t bind_timeout_per_vf_usec;
         uint64_t detach_timeout_usec;
+        /* A reconf's detach: a guest busy on the device it loses takes
+         * longer to let go than an idle one a plain detach expects. */
+        uint64_t reconf_detach_timeout_usec;
         uint64_t qmp_timeout_usec;
         /* QMP commands of QEMU's device pause (the SVFF QEMU patch; stock
          * QEMU has none, and pause then detaches with reservation). */
@@ -190,6 +194,16 @@ int svff_config_load(struct svff_config *cfg, const char *path, bool missing_ok,
  * what svffd runs with after the file and its drop-ins. A new
  * reference, or NULL on out of memory. */
 struct json_object *svff_config_to_json(const struct svff_config *cfg);
+
+/* What a loaded configuration asks of this host that the host does not
+ * have, for 'svffctl config check' (svffd itself reports each when it
+ * uses the setting): an admin_group that is no group, a vf_driver (the
+ * global one or a policy's) that no PCI driver under sysfs_root is
+ * registered as, a libvirt_uri that is not the QEMU driver's, and a
+ * policy whose match another one earlier in the files repeats, so that
+ * it never applies. One line per warning appended to *warnings
+ * (allocated; unchanged when there is none). -ENOMEM only. */
+int svff_config_host_warnings(const struct svff_config *cfg, char **warnings);
 
 /* The policy for a PF (borrowed from cfg) or NULL. netdev may be NULL. */
 const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,

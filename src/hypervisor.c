@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <libvirt/virterror.h>
 #include <libxml/parser.h>
@@ -90,7 +92,22 @@ static int add_pci_address(xmlNodePtr parent, const struct svff_pci_addr *a, boo
         return 0;
 }
 
+/* "52:54:00:aa:bb:cc", any case. */
+static bool mac_valid(const char *m) {
+        if (strlen(m) != SVFF_MAC_STRLEN - 1)
+                return false;
+        for (size_t i = 0; i < SVFF_MAC_STRLEN - 1; i++)
+                if (i % 3 == 2 ? m[i] != ':' : !strchr("0123456789abcdefABCDEF", m[i]))
+                        return false;
+        return true;
+}
+
 int svff_hv_hostdev_xml(const char *vf, const char *alias, const char *guest_address, char **ret) {
+        return svff_hv_device_xml(vf, alias, guest_address, NULL, ret);
+}
+
+int svff_hv_device_xml(const char *vf, const char *alias, const char *guest_address,
+                       const struct svff_failover *fo, char **ret) {
         _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
         _cleanup_(xml_buffer_freep) xmlBufferPtr buf = NULL;
         struct svff_pci_addr src, guest;
@@ -102,25 +119,41 @@ int svff_hv_hostdev_xml(const char *vf, const char *alias, const char *guest_add
                 return -EINVAL;
         if (guest_address && svff_pci_addr_parse(guest_address, &guest) < 0)
                 return -EINVAL;
+        if (fo && !*fo->standby)
+                fo = NULL;
+        if (fo && (!alias_valid(fo->standby) || !mac_valid(fo->mac)))
+                return -EINVAL;
 
         doc = xmlNewDoc(BAD_CAST "1.0");
-        root = doc ? xmlNewNode(NULL, BAD_CAST "hostdev") : NULL;
+        root = doc ? xmlNewNode(NULL, BAD_CAST (fo ? "interface" : "hostdev")) : NULL;
         if (!root)
                 return -ENOMEM;
         xmlDocSetRootElement(doc, root);
-        if (!xmlNewProp(root, BAD_CAST "mode", BAD_CAST "subsystem") ||
-            !xmlNewProp(root, BAD_CAST "type", BAD_CAST "pci") ||
+        if ((!fo && !xmlNewProp(root, BAD_CAST "mode", BAD_CAST "subsystem")) ||
+            !xmlNewProp(root, BAD_CAST "type", BAD_CAST (fo ? "hostdev" : "pci")) ||
             !xmlNewProp(root, BAD_CAST "managed", BAD_CAST "no"))
                 return -ENOMEM;
+        if (fo) {
+                n = xmlNewChild(root, NULL, BAD_CAST "mac", NULL);
+                if (!n || !xmlNewProp(n, BAD_CAST "address", BAD_CAST fo->mac))
+                        return -ENOMEM;
+        }
         n = xmlNewChild(root, NULL, BAD_CAST "driver", NULL);
         if (!n || !xmlNewProp(n, BAD_CAST "name", BAD_CAST "vfio"))
                 return -ENOMEM;
         n = xmlNewChild(root, NULL, BAD_CAST "source", NULL);
         if (!n)
                 return -ENOMEM;
-        r = add_pci_address(n, &src, false);
+        /* An interface's source address is typed, a hostdev's not. */
+        r = add_pci_address(n, &src, fo != NULL);
         if (r < 0)
                 return r;
+        if (fo) {
+                n = xmlNewChild(root, NULL, BAD_CAST "teaming", NULL);
+                if (!n || !xmlNewProp(n, BAD_CAST "type", BAD_CAST "transient") ||
+                    !xmlNewProp(n, BAD_CAST "persistent", BAD_CAST fo->standby))
+                        return -ENOMEM;
+        }
         n = xmlNewChild(root, NULL, BAD_CAST "alias", NULL);
         if (!n || !xmlNewProp(n, BAD_CAST "name", BAD_CAST alias))
                 return -ENOMEM;
@@ -173,6 +206,12 @@ static xmlNodePtr child(xmlNodePtr n, const char *name) {
 
 /* A domain's XML as libvirt gives it, parsed with a size bound and no
  * network, entities or DTD (libvirt's XML needs none). */
+static bool prop_is(xmlNodePtr n, const char *name, const char *value) {
+        _cleanup_(xml_freep) xmlChar *v = n ? xmlGetProp(n, BAD_CAST name) : NULL;
+
+        return v && xmlStrEqual(v, BAD_CAST value);
+}
+
 static int domain_xml_read(const char *xml, xmlDocPtr *ret) {
         size_t len = strlen(xml);
 
@@ -183,22 +222,22 @@ static int domain_xml_read(const char *xml, xmlDocPtr *ret) {
         return *ret ? 0 : -EBADMSG;
 }
 
-int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret) {
+/* The PCI hostdev whose source is vf (canonical) or, vf NULL, whose
+ * alias is alias. */
+static int find_hostdev(const char *xml, const char *want, const char *alias, struct svff_hostdev *ret) {
         _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
         _cleanup_(xml_xpath_ctx_freep) xmlXPathContextPtr xp = NULL;
         _cleanup_(xml_xpath_obj_freep) xmlXPathObjectPtr res = NULL;
-        char want[SVFF_PCI_ADDR_STRLEN];
         int r;
 
-        if (!xml || !vf || !ret || svff_pci_addr_canonicalize(vf, want) < 0)
-                return -EINVAL;
         r = domain_xml_read(xml, &doc);
         if (r < 0)
                 return r;
         xp = xmlXPathNewContext(doc);
         if (!xp)
                 return -ENOMEM;
-        res = xmlXPathEvalExpression(BAD_CAST "/domain/devices/hostdev[@type='pci']", xp);
+        res = xmlXPathEvalExpression(BAD_CAST "/domain/devices/hostdev[@type='pci'] | "
+                                              "/domain/devices/interface[@type='hostdev']", xp);
         if (!res)
                 return -ENOMEM;
         if (!res->nodesetval)
@@ -209,7 +248,7 @@ int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hos
                 struct svff_hostdev hd = {};
 
                 a = child(child(h, "source"), "address");
-                if (!a || parse_pci_address(a, hd.source) < 0 || !streq(hd.source, want))
+                if (!a || parse_pci_address(a, hd.source) < 0 || (want && !streq(hd.source, want)))
                         continue;
                 a = child(h, "alias");
                 if (a) {
@@ -218,6 +257,8 @@ int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hos
                         if (name)
                                 snprintf(hd.alias, sizeof(hd.alias), "%s", (const char *) name);
                 }
+                if (!want && !streq(hd.alias, alias))
+                        continue;
                 a = child(h, "address");
                 if (a) {
                         _cleanup_(xml_freep) xmlChar *type = xmlGetProp(a, BAD_CAST "type");
@@ -226,6 +267,53 @@ int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hos
                                 (void) parse_pci_address(a, hd.guest_address);
                 }
                 *ret = hd;
+                return 1;
+        }
+        return 0;
+}
+
+int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret) {
+        char want[SVFF_PCI_ADDR_STRLEN];
+
+        if (!xml || !vf || !ret || svff_pci_addr_canonicalize(vf, want) < 0)
+                return -EINVAL;
+        return find_hostdev(xml, want, NULL, ret);
+}
+
+int svff_hv_find_hostdev_by_alias_in_xml(const char *xml, const char *alias, struct svff_hostdev *ret) {
+        if (!xml || !alias || !*alias || !ret)
+                return -EINVAL;
+        return find_hostdev(xml, NULL, alias, ret);
+}
+
+int svff_hv_find_standby_in_xml(const char *xml, const char *key, struct svff_failover *ret) {
+        _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
+        xmlNodePtr devices;
+        int r;
+
+        if (!xml || !key || !ret)
+                return -EINVAL;
+        r = domain_xml_read(xml, &doc);
+        if (r < 0)
+                return r;
+        devices = child(xmlDocGetRootElement(doc), "devices");
+        for (xmlNodePtr d = devices ? devices->children : NULL; d; d = d->next) {
+                _cleanup_(xml_freep) xmlChar *mac = NULL, *alias = NULL;
+                struct svff_failover fo = {};
+
+                if (d->type != XML_ELEMENT_NODE || !xmlStrEqual(d->name, BAD_CAST "interface") ||
+                    !prop_is(child(d, "teaming"), "type", "persistent"))
+                        continue;
+                mac = child(d, "mac") ? xmlGetProp(child(d, "mac"), BAD_CAST "address") : NULL;
+                alias = child(d, "alias") ? xmlGetProp(child(d, "alias"), BAD_CAST "name") : NULL;
+                if (!(mac && strcasecmp((const char *) mac, key) == 0) && !(alias && streq((const char *) alias, key)))
+                        continue;
+                if (alias && alias_valid((const char *) alias))
+                        snprintf(fo.standby, sizeof(fo.standby), "%s", (const char *) alias);
+                if (mac && mac_valid((const char *) mac))
+                        for (size_t i = 0; i < SVFF_MAC_STRLEN - 1; i++)
+                                fo.mac[i] = (char) tolower((unsigned char) mac[i]);
+                *ret = fo;
                 return 1;
         }
         return 0;
@@ -252,6 +340,112 @@ int svff_hv_machine_in_xml(const char *xml, char **ret) {
                 return -ENOMEM;
         *ret = m;
         return 1;
+}
+
+const char *svff_hv_hotplug_to_string(enum svff_hv_hotplug h) {
+        static const char *const names[_SVFF_HV_HOTPLUG_MAX] = {
+                [SVFF_HV_HOTPLUG_UNKNOWN] = "unknown",
+                [SVFF_HV_HOTPLUG_ACPI] = "acpi",
+                [SVFF_HV_HOTPLUG_NATIVE] = "native",
+                [SVFF_HV_HOTPLUG_NONE] = "none",
+        };
+
+        return h >= 0 && h < _SVFF_HV_HOTPLUG_MAX ? names[h] : NULL;
+}
+
+/* Whether the domain turns ACPI hotplug of bridges (q35's root ports)
+ * off, so that the guest's own PCIe hotplug serves them. */
+static bool acpi_bridge_hotplug_off(xmlNodePtr root) {
+        static const char opt[] = "acpi-pci-hotplug-with-bridge-support=off";
+        xmlNodePtr cmd = child(root, "commandline");
+
+        if (prop_is(child(child(child(root, "features"), "pci"), "acpi-bridge-hotplug"), "state", "off"))
+                return true;
+        for (xmlNodePtr a = cmd ? cmd->children : NULL; a; a = a->next) {
+                _cleanup_(xml_freep) xmlChar *v = NULL;
+                size_t len;
+
+                if (a->type != XML_ELEMENT_NODE || !xmlStrEqual(a->name, BAD_CAST "arg"))
+                        continue;
+                v = xmlGetProp(a, BAD_CAST "value");
+                len = v ? strlen((const char *) v) : 0;
+                if (len >= strlen(opt) && streq((const char *) v + len - strlen(opt), opt))
+                        return true;
+        }
+        return false;
+}
+
+int svff_hv_hotplug_in_xml(const char *xml, const char *guest_address, enum svff_hv_hotplug *ret,
+                           char ret_port[static SVFF_HV_PORT_MAX]) {
+        _cleanup_(xml_doc_freep) xmlDocPtr doc = NULL;
+        _cleanup_(xml_freep) xmlChar *model = NULL;
+        xmlNodePtr root, devices, ctl = NULL;
+        struct svff_pci_addr a;
+        char port[SVFF_HV_PORT_MAX] = "";
+        enum svff_hv_hotplug h;
+        bool acpi;
+        int r;
+
+        if (!xml || !ret)
+                return -EINVAL;
+        r = domain_xml_read(xml, &doc);
+        if (r < 0)
+                return r;
+        root = xmlDocGetRootElement(doc);
+        if (!guest_address || svff_pci_addr_parse(guest_address, &a) < 0 || a.domain != 0) {
+                *ret = SVFF_HV_HOTPLUG_UNKNOWN;
+                if (ret_port)
+                        ret_port[0] = '\0';
+                return 0;
+        }
+        /* A device's bus is the index of the PCI controller that
+         * provides it. */
+        devices = child(root, "devices");
+        for (xmlNodePtr d = devices ? devices->children : NULL; d; d = d->next) {
+                _cleanup_(xml_freep) xmlChar *idx = NULL;
+                char want[16];
+
+                if (d->type != XML_ELEMENT_NODE || !xmlStrEqual(d->name, BAD_CAST "controller") ||
+                    !prop_is(d, "type", "pci"))
+                        continue;
+                idx = xmlGetProp(d, BAD_CAST "index");
+                snprintf(want, sizeof(want), "%u", a.bus);
+                if (idx && streq((const char *) idx, want)) {
+                        ctl = d;
+                        break;
+                }
+        }
+        if (!ctl) {
+                *ret = SVFF_HV_HOTPLUG_UNKNOWN;
+                if (ret_port)
+                        ret_port[0] = '\0';
+                return 0;
+        }
+        model = xmlGetProp(ctl, BAD_CAST "model");
+        snprintf(port, sizeof(port), "%s index %u", model ? (const char *) model : "controller", a.bus);
+        acpi = child(child(root, "features"), "acpi") != NULL;
+        if (prop_is(child(ctl, "target"), "hotplug", "off") || prop_is(ctl, "hotplug", "off"))
+                h = SVFF_HV_HOTPLUG_NONE;
+        else if (!model)
+                h = SVFF_HV_HOTPLUG_UNKNOWN;
+        else if (streq((const char *) model, "pcie-root"))
+                /* q35's integrated endpoints: no slot of it is hotpluggable. */
+                h = SVFF_HV_HOTPLUG_NONE;
+        else if (streq((const char *) model, "pci-root"))
+                /* pc's root bus: ACPI hotplug only. */
+                h = acpi ? SVFF_HV_HOTPLUG_ACPI : SVFF_HV_HOTPLUG_NONE;
+        else if (streq((const char *) model, "pcie-root-port") ||
+                 streq((const char *) model, "pcie-switch-downstream-port") ||
+                 streq((const char *) model, "pci-bridge") || streq((const char *) model, "pcie-to-pci-bridge"))
+                /* A slot with its own hotplug controller: ACPI takes it
+                 * over unless the domain has no ACPI or turns that off. */
+                h = acpi && !acpi_bridge_hotplug_off(root) ? SVFF_HV_HOTPLUG_ACPI : SVFF_HV_HOTPLUG_NATIVE;
+        else
+                h = SVFF_HV_HOTPLUG_UNKNOWN;
+        *ret = h;
+        if (ret_port)
+                memcpy(ret_port, port, sizeof(port));
+        return 0;
 }
 
 /* QEMU's PC machines, i440FX and Q35, under their aliases and their
@@ -471,8 +665,9 @@ int svff_hv_lookup_running(virConnectPtr conn, const char *id, struct svff_domai
         return lookup(conn, id, false, ret_info, ret_dom, err);
 }
 
-int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct svff_hostdev *ret,
-                        struct svff_error *err) {
+/* The hostdev by source vf or, vf NULL, by alias. */
+static int get_hostdev(virDomainPtr dom, const char *vf, const char *alias, unsigned flags, struct svff_hostdev *ret,
+                       struct svff_error *err) {
         _cleanup_free_ char *xml = NULL;
         int r;
 
@@ -483,11 +678,23 @@ int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct
                 snprintf(what, sizeof(what), "Reading the XML of domain '%s'", strna(virDomainGetName(dom)));
                 return svff_hv_error_from_libvirt(err, what);
         }
-        r = svff_hv_find_hostdev_in_xml(xml, vf, ret);
+        r = vf ? svff_hv_find_hostdev_in_xml(xml, vf, ret) : svff_hv_find_hostdev_by_alias_in_xml(xml, alias, ret);
         if (r == -EBADMSG)
                 return svff_error_set(err, r, "libvirt returned XML for domain '%s' that does not parse",
                                       strna(virDomainGetName(dom)));
         return r;
+}
+
+int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct svff_hostdev *ret,
+                        struct svff_error *err) {
+        return get_hostdev(dom, vf, NULL, flags, ret, err);
+}
+
+int svff_hv_get_hostdev_by_alias(virDomainPtr dom, const char *alias, unsigned flags, struct svff_hostdev *ret,
+                                 struct svff_error *err) {
+        if (!alias || !*alias)
+                return svff_error_set(err, -EINVAL, "No device alias given");
+        return get_hostdev(dom, NULL, alias, flags, ret, err);
 }
 
 static unsigned vir_flags(unsigned flags) {
@@ -496,7 +703,8 @@ static unsigned vir_flags(unsigned flags) {
 }
 
 int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const char *guest_address,
-                   unsigned flags, struct svff_hostdev *ret, struct svff_error *err) {
+                   const struct svff_failover *fo, unsigned flags, struct svff_hostdev *ret,
+                   struct svff_error *err) {
         _cleanup_free_ char *xml = NULL;
         struct svff_hostdev hd;
         char what[SVFF_DOMAIN_NAME_MAX + 128];
@@ -504,10 +712,11 @@ int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const ch
 
         if (!(flags & (SVFF_HV_LIVE | SVFF_HV_CONFIG)))
                 return svff_error_set(err, -EINVAL, "Attaching VF %s: neither live nor config requested", vf);
-        r = svff_hv_hostdev_xml(vf, alias, guest_address, &xml);
+        r = svff_hv_device_xml(vf, alias, guest_address, fo, &xml);
         if (r < 0)
-                return svff_error_set(err, r, "Cannot describe VF %s (alias '%s', guest address '%s') for libvirt",
-                                      vf, alias, strna(guest_address));
+                return svff_error_set(err, r, "Cannot describe VF %s (alias '%s', guest address '%s'%s%s) for "
+                                      "libvirt", vf, alias, strna(guest_address), fo && *fo->standby ?
+                                      ", failover standby " : "", fo && *fo->standby ? fo->standby : "");
 
         snprintf(what, sizeof(what), "Attaching VF %s to domain '%s' (%s%s%s)", vf,
                  strna(virDomainGetName(dom)), (flags & SVFF_HV_LIVE) ? "live" : "",

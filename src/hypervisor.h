@@ -39,6 +39,7 @@
 #include "error.h"
 #include "hv-removals.h"   /* SVFF_UUID_STRLEN, SVFF_ALIAS_MAX */
 #include "pciaddr.h"
+#include "store.h"   /* struct svff_failover */
 #include "sysfs.h"
 
 #define SVFF_DOMAIN_NAME_MAX 256
@@ -72,11 +73,27 @@ int svff_hv_alias_for(const char *vf, char buf[static SVFF_ALIAS_MAX]);
  * every value is escaped as XML requires. Returns a malloc'd string in
  * *ret; -EINVAL for a malformed address or alias, -ENOMEM. */
 int svff_hv_hostdev_xml(const char *vf, const char *alias, const char *guest_address, char **ret);
+/* The same, or with fo (a standby named, not NULL) the <interface
+ * type='hostdev'> above: -EINVAL also for a malformed MAC or alias. */
+int svff_hv_device_xml(const char *vf, const char *alias, const char *guest_address,
+                       const struct svff_failover *fo, char **ret);
+
+/* The failover standby key names in a domain XML document: the
+ * <interface> with <teaming type='persistent'/> whose MAC (any case) or
+ * alias is key. 1 and *ret filled (standby "" when it has no user
+ * alias, which teaming needs), 0 when there is none, -EBADMSG when the
+ * document is not XML. */
+int svff_hv_find_standby_in_xml(const char *xml, const char *key, struct svff_failover *ret);
 
 /* Looks for the PCI hostdev whose source is vf in a domain XML document.
  * Returns 1 and fills *ret, 0 when absent, -EBADMSG when the document is
- * not XML. */
+ * not XML. An <interface type='hostdev'> (a failover pair's VF) counts. */
 int svff_hv_find_hostdev_in_xml(const char *xml, const char *vf, struct svff_hostdev *ret);
+
+/* The same for the PCI hostdev whose alias is alias (another host
+ * address than the one its alias was made from, after its VF moved):
+ * 1 and *ret, 0 when absent, -EBADMSG, -EINVAL for an empty alias. */
+int svff_hv_find_hostdev_by_alias_in_xml(const char *xml, const char *alias, struct svff_hostdev *ret);
 
 /* The machine type of a domain XML document (/domain/os/type/@machine):
  * 1 and *ret (malloc'd), 0 when it names none, -EBADMSG when the
@@ -88,6 +105,32 @@ int svff_hv_machine_in_xml(const char *xml, char **ret);
  * machines, where libvirt refuses the device only when the domain
  * starts), or NULL. */
 const char *svff_hv_guest_slot_owner(const char *machine, const char *guest_address);
+
+/* How a domain's guest sees a device at a guest address unplugged and
+ * plugged again (a reconf's detach and re-attach). */
+enum svff_hv_hotplug {
+        SVFF_HV_HOTPLUG_UNKNOWN,        /* the XML does not say (no address, no such bus) */
+        SVFF_HV_HOTPLUG_ACPI,           /* ACPI PCI hotplug: the q35 and pc default */
+        SVFF_HV_HOTPLUG_NATIVE,         /* native PCIe (or SHPC) hotplug: the guest's attention button */
+        SVFF_HV_HOTPLUG_NONE,           /* none: the port's hotplug is off, or no ACPI on a bus only ACPI serves */
+        _SVFF_HV_HOTPLUG_MAX,
+};
+
+const char *svff_hv_hotplug_to_string(enum svff_hv_hotplug h);
+
+#define SVFF_HV_PORT_MAX 96
+
+/* The hotplug a device at guest_address gets in a domain XML document:
+ * from the PCI controller whose index is the address's bus (its model,
+ * its <target hotplug='off'/>), whether the domain has <acpi/>, and
+ * whether ACPI hotplug of bridges is off (<features><pci>
+ * <acpi-bridge-hotplug state='off'/>, or the
+ * ...acpi-pci-hotplug-with-bridge-support=off global in
+ * <qemu:commandline>). ret_port (optional) names that controller
+ * ("pcie-root-port index 5"), "" when unknown. 0 on success,
+ * -EBADMSG when the document is not XML, -EINVAL. */
+int svff_hv_hotplug_in_xml(const char *xml, const char *guest_address, enum svff_hv_hotplug *ret,
+                           char ret_port[static SVFF_HV_PORT_MAX]);
 
 /* Checks guest_address (NULL: none asked, 0) against dom's machine type,
  * read from its persistent definition when persistent, else the live
@@ -124,15 +167,21 @@ int svff_hv_lookup_running(virConnectPtr conn, const char *id, struct svff_domai
 int svff_hv_get_hostdev(virDomainPtr dom, const char *vf, unsigned flags, struct svff_hostdev *ret,
                         struct svff_error *err);
 
+/* The same, for the hostdev whose alias is alias. */
+int svff_hv_get_hostdev_by_alias(virDomainPtr dom, const char *alias, unsigned flags, struct svff_hostdev *ret,
+                                 struct svff_error *err);
+
 /* Attaches vf to dom with alias, at guest_address when non-NULL, in the
  * definitions named by flags, and fills *ret (optional): without a
  * guest address, by reading the device back (live XML when LIVE, else
- * the persistent one) for the address libvirt chose. LIVE and CONFIG go
+ * the persistent one) for the address libvirt chose. fo (NULL: none, or
+ * its standby ""): as the failover pair's VF. LIVE and CONFIG go
  * in one libvirt call, which changes the persistent definition only when
  * the live change succeeded; refused because the persistent definition
  * already holds the device, the live one is attached alone. */
 int svff_hv_attach(virDomainPtr dom, const char *vf, const char *alias, const char *guest_address,
-                   unsigned flags, struct svff_hostdev *ret, struct svff_error *err);
+                   const struct svff_failover *fo, unsigned flags, struct svff_hostdev *ret,
+                   struct svff_error *err);
 
 /* Asks libvirt to remove vf from dom (flags as for attach) and, for LIVE,
  * waits until the device is gone from the live XML (libvirt drops it

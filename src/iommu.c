@@ -88,10 +88,26 @@ int svff_iommu_group_viable(struct svff_ctx *ctx, int group, char **ret_blocker,
                 if (r >= 0 && class >> 8 == PCI_CLASS_BRIDGE_PCI)
                         continue;
 
-                svff_error_set(err, -EBUSY,
-                               "IOMMU group %d is not viable: member '%s' is bound to '%s'; bind it to vfio-pci "
-                               "or unbind it (every device in a group goes to the same VM)",
-                               group, *m, driver);
+                {
+                        _cleanup_free_ char *pf_path = NULL;
+
+                        if (asprintf(&pf_path, "kernel/iommu_groups/%d/devices/%s/sriov_totalvfs", group, *m) < 0)
+                                return -ENOMEM;
+                        /* Never advise unbinding a PF: that destroys its VFs. */
+                        if (svff_sysfs_exists(rootfd, pf_path) > 0)
+                                svff_error_set(err, -EBUSY,
+                                               "IOMMU group %d is not viable: it holds SR-IOV PF '%s' (on '%s') "
+                                               "with its VFs, because the platform does not isolate them (no "
+                                               "ACS); no VF of that group can go to a VM, and binding the PF "
+                                               "away would destroy every VF. Use VFs of a PF behind an "
+                                               "ACS-capable port ('lspci -vvv' shows Access Control Services)",
+                                               group, *m, driver);
+                        else
+                                svff_error_set(err, -EBUSY,
+                                               "IOMMU group %d is not viable: member '%s' is bound to '%s'; bind "
+                                               "it to vfio-pci or unbind it (every device in a group goes to "
+                                               "the same VM)", group, *m, driver);
+                }
                 if (ret_blocker) {
                         char *b = strdup(*m);
                         if (!b)
@@ -101,4 +117,16 @@ int svff_iommu_group_viable(struct svff_ctx *ctx, int group, char **ret_blocker,
                 return 0;
         }
         return 1;
+}
+
+char *svff_iommu_vf_unassignable(const char *vf, int vf_group, const char *pf, int pf_group) {
+        char *msg;
+
+        if (vf_group < 0 || vf_group != pf_group)
+                return NULL;
+        if (asprintf(&msg, "VF %s shares IOMMU group %d with its PF %s: the platform does not isolate them (no "
+                     "ACS), so the VF cannot go to a VM, and binding the PF away would destroy every VF", vf,
+                     vf_group, pf) < 0)
+                return NULL;
+        return msg;
 }

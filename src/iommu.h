@@ -18,3 +18,10 @@ int svff_iommu_group_members(struct svff_ctx *ctx, int group, char ***ret);
  * which driver), <0 on error (-ENOENT: no such group). */
 int svff_iommu_group_viable(struct svff_ctx *ctx, int group, char **ret_blocker,
                             struct svff_error *err);
+
+/* Why a VF in group vf_group cannot go to a VM on its own when its PF is
+ * in pf_group: NULL when it can (or without an IOMMU), else a message
+ * (malloc'ed) saying that the platform groups the VF with its own PF, so
+ * that only binding the PF away, which destroys every VF, would make the
+ * group viable. */
+char *svff_iommu_vf_unassignable(const char *vf, int vf_group, const char *pf, int pf_group);

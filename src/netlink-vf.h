@@ -14,9 +14,12 @@
  * with IFLA_EXT_MASK = RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS, into a
  * buffer sized to the reply (MSG_PEEK | MSG_TRUNC). That reply carries the
  * whole VF list in one attribute, whose 16-bit length overflows at about
- * 220-250 VFs with statistics, and at a few hundred without them (drivers
- * add attributes of their own); above SVFF_NL_VF_LIST_MAX VFs callers
- * verify a set by its acknowledgement instead (svff_nl_vf_list_readable()).
+ * 220 VFs with statistics (about 100 bytes a VF), and at about 340
+ * without them, which is why they are left out: a 252-VF PF is read
+ * whole. Above SVFF_NL_VF_LIST_MAX VFs callers verify a set by its
+ * acknowledgement instead (svff_nl_vf_list_readable()), and a list that
+ * holds fewer VFs than the link reports is refused, never taken for the
+ * whole.
  *
  * The socket sits behind struct svff_nl_ops so tests can put a stand-in
  * for the PF driver there; the messages themselves are always built and
@@ -30,8 +33,10 @@
 #include "error.h"
 #include "macro.h"
 
-/* Above this many VFs the PF's VF list is not read back (see above). */
-#define SVFF_NL_VF_LIST_MAX 200
+/* Above this many VFs the PF's VF list is not read back (see above):
+ * the most an SR-IOV device here has (QDMA's 252) and a few more, with
+ * room to spare below the overflow without statistics. */
+#define SVFF_NL_VF_LIST_MAX 256
 
 /* Which fields of struct svff_nl_vf are meant (set) or were reported (get). */
 enum {

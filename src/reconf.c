@@ -269,6 +269,14 @@ static struct json_object *item_to_json(const struct svff_reconf_item *it) {
         json_object_object_add(o, "config", json_object_new_boolean(it->a.config));
         add_str(o, "state", svff_assign_state_to_string(it->a.state));
         add_str(o, "pause_mode", svff_pause_mode_to_string(it->a.pause_mode));
+        if (*it->a.failover.standby) {
+                /* A recovery re-attaches the pair as it was. */
+                struct json_object *fo = json_object_new_object();
+
+                add_str(fo, "standby", it->a.failover.standby);
+                add_str(fo, "mac", it->a.failover.mac);
+                json_object_object_add(o, "failover", fo);
+        }
         return o;
 }
 
@@ -356,6 +364,7 @@ static int copy_str(struct json_object *o, const char *key, bool nullable, char 
 
 static int item_from_json(struct json_object *o, struct svff_reconf_item *ret) {
         struct svff_reconf_item it = {};
+        struct json_object *fo;
         const char *s = NULL;
         int v;
 
@@ -382,6 +391,10 @@ static int item_from_json(struct json_object *o, struct svff_reconf_item *ret) {
             (v = svff_pause_mode_from_string(s)) < 0)
                 return -EBADMSG;
         it.a.pause_mode = (enum svff_pause_mode) v;
+        if (json_object_object_get_ex(o, "failover", &fo) && fo &&
+            (copy_str(fo, "standby", false, it.a.failover.standby, sizeof(it.a.failover.standby)) < 0 ||
+             copy_str(fo, "mac", false, it.a.failover.mac, sizeof(it.a.failover.mac)) < 0))
+                return -EBADMSG;
         *ret = it;
         return 0;
 }
@@ -524,4 +537,31 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                 }
         }
         fprintf(f, "\nQuiesce steps run in parallel across domains, one at a time within a domain.\n");
+}
+
+void svff_reconf_item_defs(const struct svff_reconf_item *it, bool active, bool *ret_live, bool *ret_config) {
+        bool live = it->a.live && active;
+
+        *ret_live = live;
+        *ret_config = it->a.config && !(live && it->fate == SVFF_RECONF_SURVIVES);
+}
+
+void svff_reconf_restore_of(const struct svff_reconf_item *it, bool active, enum svff_pause_mode mode, bool moved,
+                            struct svff_reconf_restore *ret) {
+        struct svff_reconf_restore r = {};
+
+        if (!moved) {
+                if (mode == SVFF_PAUSE_NATIVE)
+                        r.unpause = true;
+                else
+                        svff_reconf_item_defs(it, active, &r.attach_live, &r.attach_config);
+                *ret = r;
+                return;
+        }
+        r.move_out_live = it->a.live && active;
+        r.move_out_config = it->a.config;
+        r.attach_live = it->a.live && active;
+        r.attach_config = it->a.config;
+        r.attach_config_first = r.attach_live && r.attach_config;
+        *ret = r;
 }

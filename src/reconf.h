@@ -125,6 +125,32 @@ bool svff_reconf_plan_ok(const struct svff_reconf_plan *p);
 /* The plan's item for vf, or NULL. Borrowed. */
 const struct svff_reconf_item *svff_reconf_plan_find(const struct svff_reconf_plan *p, const char *vf);
 
+/* The definitions of item it's domain (active: running) that a reconf
+ * takes its device out of and puts it back in: a survivor in a running
+ * domain comes back at the same host address, so only the live device
+ * goes and the persistent definition keeps it, where neither a crash
+ * nor a failed re-attach can take it from; anything else as recorded (a
+ * released VF leaves for good, and a domain that is not running could
+ * be started while its VF does not exist). */
+void svff_reconf_item_defs(const struct svff_reconf_item *it, bool active, bool *ret_live, bool *ret_config);
+
+/* What restoring item it does to its domain's definitions, in this
+ * order, given how it was quiesced (mode) and whether its VF came back
+ * at another host address than it->vf (moved: a new offset or stride).
+ * A moved VF's device at the old address leaves the definitions that
+ * may hold it, then the VF is attached at its new address in each
+ * definition the assignment has, the persistent one first, on its own:
+ * no definition keeps an address another VF may have now, and a native
+ * pause is not resumed, as QEMU would resume it at the old address. */
+struct svff_reconf_restore {
+        bool move_out_live, move_out_config;    /* the device at the old address leaves */
+        bool attach_config_first;               /* the persistent definition, alone, first */
+        bool attach_live, attach_config;        /* attached at the VF's address now */
+        bool unpause;                           /* the native unpause, nothing attached */
+};
+void svff_reconf_restore_of(const struct svff_reconf_item *it, bool active, enum svff_pause_mode mode, bool moved,
+                            struct svff_reconf_restore *ret);
+
 /* JSON form:
  *   { "pf": "0000:01:00.0", "from": 4, "to": 2, "mode": "pause",
  *     "force": false, "driver": "vfio-pci",

@@ -1080,6 +1080,18 @@ int svff_store_set_assignment(struct svff_store *s, const char *vf, const struct
                 r = put(rec, "pause_mode", mode ? json_object_new_string(mode) : NULL, !mode);
         if (r >= 0)
                 r = put(rec, "intent", intent ? json_object_new_string(intent) : NULL, !intent);
+        if (r >= 0 && *a->failover.standby) {
+                struct json_object *fo = json_object_new_object();
+
+                r = fo ? put(fo, "standby", json_object_new_string(a->failover.standby), false) : -ENOMEM;
+                if (r >= 0)
+                        r = put(fo, "mac", json_object_new_string(a->failover.mac), false);
+                if (r >= 0)
+                        r = put(rec, "failover", fo, false);
+                else
+                        json_object_put(fo);
+        } else if (r >= 0)
+                json_object_object_del(rec, "failover");
         return r;
 }
 
@@ -1120,6 +1132,11 @@ int svff_store_get_assignment(struct svff_store *s, const char *vf, struct svff_
                         return -EINVAL;
                 intent = json_object_get_string(iv);
         }
+        /* absent: a plain hostdev */
+        if (json_object_object_get_ex(rec, "failover", &iv) && iv &&
+            (copy_field(iv, "standby", false, a.failover.standby, sizeof(a.failover.standby)) < 0 ||
+             copy_field(iv, "mac", false, a.failover.mac, sizeof(a.failover.mac)) < 0))
+                return -EINVAL;
         state = svff_assign_state_from_string(st);
         pm = svff_pause_mode_from_string(mode);
         in = svff_assign_intent_from_string(intent);

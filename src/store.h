@@ -154,6 +154,26 @@ enum svff_assign_intent {
         SVFF_INTENT_UNPAUSE,
 };
 
+#define SVFF_MAC_STRLEN 18
+
+/* A NIC VF paired with a virtio-net standby for failover (libvirt's
+ * <teaming>): the VF goes in as
+ *
+ *   <interface type='hostdev' managed='no'>
+ *     <mac address='the standby's MAC'/>
+ *     <driver name='vfio'/>
+ *     <source><address type='pci' .../></source>
+ *     <teaming type='transient' persistent='the standby's alias'/>
+ *     <alias name='ua-svff-...'/>
+ *   </interface>
+ *
+ * and the guest's net_failover driver carries the traffic over the
+ * standby while the VF is unplugged. */
+struct svff_failover {
+        char standby[64];               /* the standby <interface>'s user alias; "" no pair */
+        char mac[SVFF_MAC_STRLEN];      /* its MAC, lower case */
+};
+
 struct svff_assignment {
         char uuid[37];
         char domain[256];
@@ -163,6 +183,7 @@ struct svff_assignment {
         enum svff_assign_state state;
         enum svff_pause_mode pause_mode;
         enum svff_assign_intent intent;
+        struct svff_failover failover;  /* recorded as "failover": {standby, mac}, or absent */
 };
 
 const char *svff_assign_state_to_string(enum svff_assign_state s);

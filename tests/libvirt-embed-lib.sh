@@ -122,7 +122,7 @@ XML
 
 # svff_conf [extra JSON members]
 svff_conf() {
-        printf '{"libvirt_uri": "%s", "detach_timeout_sec": 5%s}\n' "$URI" "${1:-}" > "$T/svff.conf"
+        printf '{"libvirt_uri": "%s", "detach_timeout_sec": 5, "reconf_detach_timeout_sec": 5%s}\n' "$URI" "${1:-}" > "$T/svff.conf"
 }
 
 connected_n() { [ "$(grep -c "Connected to libvirt" "$T/svffd.log")" -ge "$1" ]; }

@@ -225,7 +225,22 @@ static int apply(struct nl_fake *f, const struct nlattr *info, const char **ret_
         return 0;
 }
 
-static void put_vf(struct nlmsghdr *nlh, const struct svff_nl_vf *vf) {
+/* The kernel's per-VF counters (rtnl_fill_vfinfo()), left out only when
+ * the request asks for RTEXT_FILTER_SKIP_STATS: 100 bytes a VF, which is
+ * what makes the list outgrow its attribute at about 220 VFs. */
+static void put_vf_stats(struct nlmsghdr *nlh, const struct svff_nl_vf *vf) {
+        static const uint16_t types[] = { IFLA_VF_STATS_RX_PACKETS, IFLA_VF_STATS_TX_PACKETS,
+                                          IFLA_VF_STATS_RX_BYTES, IFLA_VF_STATS_TX_BYTES,
+                                          IFLA_VF_STATS_BROADCAST, IFLA_VF_STATS_MULTICAST,
+                                          IFLA_VF_STATS_RX_DROPPED, IFLA_VF_STATS_TX_DROPPED };
+        struct nlattr *st = mnl_attr_nest_start(nlh, IFLA_VF_STATS);
+
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+                mnl_attr_put_u64(nlh, types[i], (uint64_t) vf->index * 1000 + i);
+        mnl_attr_nest_end(nlh, st);
+}
+
+static void put_vf(struct nlmsghdr *nlh, const struct svff_nl_vf *vf, bool stats) {
         struct ifla_vf_mac m = { .vf = vf->index };
         struct ifla_vf_vlan v = { .vf = vf->index, .vlan = vf->vlan, .qos = vf->qos };
         struct ifla_vf_vlan_info vi = { .vf = vf->index, .vlan = vf->vlan, .qos = vf->qos,
@@ -255,11 +270,13 @@ static void put_vf(struct nlmsghdr *nlh, const struct svff_nl_vf *vf) {
         mnl_attr_put(nlh, IFLA_VF_LINK_STATE, sizeof(l), &l);
         mnl_attr_put(nlh, IFLA_VF_RSS_QUERY_EN, sizeof(q), &q);
         mnl_attr_put(nlh, IFLA_VF_TRUST, sizeof(t), &t);
+        if (stats)
+                put_vf_stats(nlh, vf);
         mnl_attr_nest_end(nlh, info);
 }
 
 static void reply_link(struct nl_fake *f, const struct nlmsghdr *req, uint32_t ext_mask) {
-        size_t size = 4096 + (size_t) f->numvfs * 512;
+        size_t size = 4096 + (size_t) f->numvfs * 1024;
         void *buf = calloc(1, size);
         struct nlmsghdr *nlh;
         struct ifinfomsg *ifi;
@@ -277,10 +294,11 @@ static void reply_link(struct nl_fake *f, const struct nlmsghdr *req, uint32_t e
 
                 mnl_attr_put_u32(nlh, IFLA_NUM_VF, f->numvfs);
                 list = mnl_attr_nest_start(nlh, IFLA_VFINFO_LIST);
+                f->last_listed = 0;
                 for (unsigned i = 0; i < f->numvfs; i++) {
                         size_t before = nlh->nlmsg_len;
 
-                        put_vf(nlh, &f->vfs[i]);
+                        put_vf(nlh, &f->vfs[i], !(ext_mask & RTEXT_FILTER_SKIP_STATS));
                         /* nla_len is 16 bits: the kernel's list cannot hold
                          * this VF. Leave it out, as a reader can only tell
                          * from IFLA_NUM_VF. */
@@ -288,6 +306,7 @@ static void reply_link(struct nl_fake *f, const struct nlmsghdr *req, uint32_t e
                                 nlh->nlmsg_len = (uint32_t) before;
                                 break;
                         }
+                        f->last_listed++;
                 }
                 mnl_attr_nest_end(nlh, list);
         }
@@ -378,6 +397,10 @@ static const struct svff_nl_ops fake_ops = {
         .send = fake_send,
         .recv = fake_recv,
 };
+
+int nl_fake_send(struct nl_fake *f, const void *buf, size_t len) {
+        return fake_send(f, buf, len);
+}
 
 struct svff_nl *nl_fake_open(struct nl_fake *f) {
         struct svff_nl *nl;

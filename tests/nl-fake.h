@@ -7,8 +7,12 @@
  * the real request bytes with libmnl, keeps each VF's settings the way
  * the kernel's do_setvfinfo() applies them (in attribute order, stopping
  * at the first refusal), and answers with real NLMSG_ERROR and
- * RTM_NEWLINK messages. A VF list longer than netlink's 64 KiB attribute
- * is cut short as the kernel's would be unusable. */
+ * RTM_NEWLINK messages. Each VF of a link reply carries the kernel's
+ * counters (IFLA_VF_STATS) unless the request asks for
+ * RTEXT_FILTER_SKIP_STATS, as rtnl_fill_vfinfo() does: with them the VF
+ * list outgrows netlink's 64 KiB attribute at about 220 VFs, without them
+ * at about 340. A list that outgrows it is cut short, as the kernel's
+ * would be unusable. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,6 +39,7 @@ struct nl_fake {
         char last_ifname[16];
         bool last_had_ack_flag;
         unsigned last_ext_mask;
+        unsigned last_listed;            /* VFs in the last link reply's list */
 
         /* Replies waiting to be read. */
         struct nl_fake_msg {
@@ -52,3 +57,5 @@ void nl_fake_free(struct nl_fake *f);
 void nl_fake_reset(struct nl_fake *f, unsigned numvfs);
 /* A handle whose socket is f (borrowed: f outlives it). */
 struct svff_nl *nl_fake_open(struct nl_fake *f);
+/* A message svff's code would not send, straight to f (its reply queued). */
+int nl_fake_send(struct nl_fake *f, const void *buf, size_t len);

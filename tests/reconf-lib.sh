@@ -43,9 +43,10 @@ reconf_scene() {
 # flash_hook_standin: $T/hook, standing in for a vendor's flash tool (no
 # FPGA here) on pcisim's QDMA PF. Each run is logged to $T/hook.log as
 # "hook PF IMAGE DEADLINE on-bus|removed"; what it does is the image's
-# first line: "DEVICE TOTALVFS [touch]" has pcisim bring the PF back as
-# 10ee:DEVICE with TOTALVFS VFs (touch: the image changes while the hook
-# runs), "fail" exits 1, "slow" passes any deadline, "kill" kills svffd,
+# first line: "DEVICE TOTALVFS [touch | offset=N stride=N]" has pcisim
+# bring the PF back as 10ee:DEVICE with TOTALVFS VFs (touch: the image
+# changes while the hook runs; offset/stride: its VFs at other host
+# addresses), "fail" exits 1, "slow" passes any deadline, "kill" kills svffd,
 # "latin1" exits 1 with a last line that is not UTF-8 and holds control
 # characters (ESC, U+202E), as a vendor's tool might print.
 flash_hook_standin() {
@@ -64,7 +65,8 @@ latin1) printf 'flash failed: caf\351 \033[2J\342\200\256 \377\n'; exit 1 ;;
 slow) sleep 30; exit 0 ;;
 kill) kill -9 \$PPID; sleep 1; exit 0 ;;
 esac
-printf 'reprogram %s %s %s qdma-pf' "\$pf" "\$what" "\$n" > '$SYS/.pcisim/ctl' || exit 2
+case \$rest in offset=*|stride=*) layout=" \$rest" ;; *) layout= ;; esac
+printf 'reprogram %s %s %s qdma-pf%s' "\$pf" "\$what" "\$n" "\$layout" > '$SYS/.pcisim/ctl' || exit 2
 echo "done"
 EOF
         chmod 755 "$T/hook"

@@ -10,7 +10,11 @@
 # keep_assignments), each failing with svffd's own message and nothing
 # changed; and the rolling-reconf playbook, once with host 2's numvfs
 # write refused (a fault point): host 2 rolls back, host 3 is never
-# touched, every domain keeps its VF; then through on all three.
+# touched, every domain keeps its VF; then through on all three; and a
+# reprogram through a flash hook on host 1: check mode's plan, the
+# flash with every assignment kept, the same image again a no-op, the
+# image rewritten in place a change, an image outside flash_image_dir
+# refused with svffd's message.
 . "$(dirname "$0")/libvirt-embed-lib.sh"
 
 command -v ansible-playbook >/dev/null ||
@@ -34,7 +38,7 @@ mkdir -p "$HOME"
 
 # --- the docs -----------------------------------------------------------
 
-for m in svff_info svff_pf svff_assignment; do
+for m in svff_info svff_pf svff_assignment svff_reprogram; do
         ansible-doc "svff.sriov.$m" > "$T/doc-$m" 2>&1 || fail "ansible-doc svff.sriov.$m: $(cat "$T/doc-$m")"
         grep -q "^> SVFF.SRIOV.$(echo "$m" | tr '[:lower:]' '[:upper:]')" "$T/doc-$m" && grep -q "^OPTIONS" "$T/doc-$m" &&
                 grep -q "^EXAMPLES:" "$T/doc-$m" && grep -q "^RETURN VALUES:" "$T/doc-$m" && grep -q "^- socket$" "$T/doc-$m" ||
@@ -105,7 +109,7 @@ for n in $HOSTS; do
         # Each host's domains are its own (under a shared libvirtd too).
         # define() loops with d.
         URI=$uri define "h$n-vm1" "h$n-vm2"
-        printf '{"libvirt_uri": "%s", "detach_timeout_sec": 5}\n' "$uri" > "$hd/svff.conf"
+        printf '{"libvirt_uri": "%s", "detach_timeout_sec": 5, "reconf_detach_timeout_sec": 5}\n' "$uri" > "$hd/svff.conf"
         host_start "$n"
 done
 note "three hosts: svffd on pcisim with its own socket and libvirt ($SVFF_LIBVIRT)"
@@ -394,10 +398,91 @@ wait_for_s 60 idle 3 || fail "host 3's reconf did not end after the timeout"
 expect_eq "$(numvfs_of 3)" 10 "host 3: numvfs after the reconf that outlasted the timeout"
 expect_eq "$(assignments_of 3)" "$(cat "$T/assignments-3")" "host 3: assignments after the reconf that outlasted the timeout"
 
+# --- a reprogram -----------------------------------------------------------
+
+# Host 1 gets a flash hook: a stand-in for a vendor's flash tool (no FPGA
+# here) that has pcisim bring the PF back as 10ee:913f with 8 VFs.
+host_stop 1
+IMAGES=$T/images
+mkdir -p "$IMAGES"
+chmod 755 "$IMAGES"
+echo "913f 8" > "$IMAGES/shell.bit"
+cat > "$T/hook" <<EOF
+#!/bin/sh
+# flash hook stand-in: PF IMAGE DEADLINE
+echo "hook \$1 \$2" >> '$T/hook.log'
+printf 'reprogram %s 913f 8 qdma-pf' "\$1" > '$(h 1)/sys/.pcisim/ctl'
+EOF
+chmod 755 "$T/hook"
+: > "$T/hook.log"
+python3 - "$(h 1)/svff.conf" "$T/hook" "$IMAGES" "$PF" <<'PY'
+import json, sys
+f, hook, images, pf = sys.argv[1:]
+c = json.load(open(f))
+c.update(flash_hook=hook, flash_image_dir=images,
+         policies={"fpga": {"match": {"address": pf}, "reprogram_ids": ["10ee:913f"]}})
+json.dump(c, open(f, "w"))
+PY
+host_start 1
+cat > "$T/reprogram.yml" <<EOF
+- hosts: host1
+  gather_facts: false
+  tasks:
+    - svff.sriov.svff_reprogram: {pf: "$PF", image: "$IMAGES/shell.bit", socket: "{{ svff_socket }}"}
+EOF
+pf_id() { cat "$(h 1)/sys/bus/pci/devices/$PF/device"; }
+hook_runs() { wc -l < "$T/hook.log"; }
+assignments_of 1 > "$T/assignments-1"
+snapshot > "$T/before"
+play reprogram --check --diff || fail "reprogram in check mode: $(cat "$T/reprogram.out")"
+snapshot > "$T/after"
+diff -u "$T/before" "$T/after" >&2 || fail "the reprogram's check mode changed the hosts (above)"
+grep -q "^host1 *: ok=1 *changed=1 .*failed=0" "$T/reprogram.out" || fail "check mode's recap: $(recap reprogram host1)"
+grep -q "image $IMAGES/shell.bit, flashed off the bus; the PF may come back as 10ee:903f, 10ee:913f" "$T/reprogram.out" ||
+        fail "the reprogram's check mode printed no plan: $(cat "$T/reprogram.out")"
+expect_eq "$(hook_runs)" 0 "hook runs after check mode"
+play reprogram || fail "reprogram: $(cat "$T/reprogram.out")"
+grep -q "^host1 *: ok=1 *changed=1 .*failed=0" "$T/reprogram.out" || fail "the reprogram's recap: $(recap reprogram host1)"
+expect_eq "$(pf_id)" 0x913f "host 1: PF device id after the reprogram"
+expect_eq "$(hook_runs)" 1 "hook runs after the reprogram"
+expect_eq "$(assignments_of 1)" "$(cat "$T/assignments-1")" "host 1: assignments after the reprogram"
+# svffd's records say the PF holds this very file: nothing to do.
+snapshot > "$T/before"
+play reprogram || fail "reprogram again: $(cat "$T/reprogram.out")"
+grep -q "^host1 *: ok=1 *changed=0 .*failed=0" "$T/reprogram.out" || fail "the second reprogram's recap: $(recap reprogram host1)"
+snapshot > "$T/after"
+diff -u "$T/before" "$T/after" >&2 || fail "the second reprogram touched the hosts (above)"
+expect_eq "$(hook_runs)" 1 "hook runs after the second reprogram"
+# The same path, rewritten in place: another image, so a flash again.
+echo "913f 8" > "$IMAGES/shell.bit"
+play reprogram --check || fail "reprogram of a rewritten image in check mode: $(cat "$T/reprogram.out")"
+grep -q "^host1 *: ok=1 *changed=1 .*failed=0" "$T/reprogram.out" ||
+        fail "check mode's recap with the image rewritten: $(recap reprogram host1)"
+# An image outside flash_image_dir: svffd's own refusal, nothing touched.
+echo "913f 8" > "$T/outside.bit"
+msg=$(varlink_call io.svff.Reprogram "{\"pf\": \"$PF\", \"image\": \"$T/outside.bit\", \"dry_run\": true}" |
+        jget 'd["parameters"]["message"]')
+case $msg in *outside.bit*) ;; *) fail "svffd's message for an image outside the directory: '$msg'" ;; esac
+cat > "$T/bad-image.yml" <<EOF
+- hosts: host1
+  gather_facts: false
+  tasks:
+    - svff.sriov.svff_reprogram: {pf: "$PF", image: "$T/outside.bit", socket: "{{ svff_socket }}"}
+EOF
+snapshot > "$T/before"
+rc=0
+JSON=1 play bad-image || rc=$?
+[ "$rc" != 0 ] || fail "a reprogram of an image outside flash_image_dir succeeded"
+expect_eq "$(jget 'd["plays"][0]["tasks"][0]["hosts"]["host1"]["msg"]' < "$T/bad-image.json")" "$msg" \
+        "the task's message for an image outside flash_image_dir"
+snapshot > "$T/after"
+diff -u "$T/before" "$T/after" >&2 || fail "a refused reprogram touched the hosts (above)"
+expect_eq "$(hook_runs)" 1 "hook runs after a refused image"
+
 for n in $HOSTS; do
         host_stop "$n"
         if [ -s "$(h "$n")/violations" ]; then
                 fail "svffd's replies to host $n's tasks break its interface: $(cat "$(h "$n")/violations")"
         fi
 done
-echo "PASS: svff.sriov facts, check mode, idempotent apply, bad input, rolling reconf on three hosts, a timeout"
+echo "PASS: svff.sriov facts, check mode, idempotent apply, bad input, rolling reconf on three hosts, a timeout, a reprogram"

@@ -2,8 +2,9 @@
 /* The NIC class against the stand-in for a PF driver's rtnetlink
  * (nl-fake; no SR-IOV NIC on the build host, the VM tier has igb): the
  * order of its messages, validation before any, a partial failure,
- * re-provision, a reconf's wipe, release, and a 252-VF PF read without
- * any whole-PF dump. */
+ * re-provision, a reconf's wipe, release, a 252-VF PF read and set
+ * whole without any whole-PF dump, and a 300-VF one verified by each
+ * set's acknowledgement. */
 
 #include <check.h>
 #include <stdio.h>
@@ -478,9 +479,11 @@ START_TEST(test_transient_failure) {
 }
 END_TEST
 
-/* 252 VFs: the VF list would outgrow its attribute, so there is no read
- * at all: one set per VF, verified by its ack, and the state says so. */
-START_TEST(test_252_vfs_no_dump) {
+/* 252 VFs (QDMA's count, a large NIC's): every VF is set and read back,
+ * its list whole because the counters are left out (with them the
+ * kernel's list outgrows its attribute at about 220 VFs), and no whole-PF
+ * dump. */
+START_TEST(test_252_vfs_read) {
         struct svff_error err = SVFF_ERROR_NULL;
         _cleanup_(json_object_putp) struct json_object *in = NULL, *plan = NULL;
         struct svff_nl_stats n;
@@ -492,25 +495,64 @@ START_TEST(test_252_vfs_no_dump) {
                 log_reset();
                 st = provision(i, "{\"mac_prefix\": \"02:53:00:00\", \"vlan\": 100}");
                 ck_assert_int_eq(svff_class_nic.verify(c, &pf, i, st, &err), 0);
-                ck_assert_str_eq(f->log, "S");
-                ck_assert_str_eq(S(st, "verified"), "ack");
+                ck_assert_str_eq(f->log, "GSG");
+                ck_assert_uint_eq(f->last_listed, 252);
+                ck_assert_str_eq(S(st, "verified"), "read");
                 if (i == 251) {
                         _cleanup_free_ char *d = svff_class_nic.describe(st);
-                        ck_assert_str_eq(d, "mac 02:53:00:00:00:fb vlan 100, verified by ack");
+                        ck_assert_str_eq(d, "mac 02:53:00:00:00:fb vlan 100");
                 }
         }
         svff_class_nic_get_stats(c, &n);
         ck_assert_uint_eq(n.sets, 252);
+        ck_assert_uint_eq(n.dumps, 0);
+        ck_assert_uint_eq(f->dumps, 0);
+        ck_assert_uint_eq(f->vfs[251].mac[5], 251);
+        ck_assert_uint_eq(f->vfs[251].vlan, 100);
+
+        /* Read whole: every VF is in the inspection. */
+        ck_assert_int_eq(svff_class_nic.inspect(c, &pf, &in, &err), 0);
+        ck_assert_ptr_null(strstr(json_object_to_json_string(in), "outgrows"));
+        ck_assert_ptr_nonnull(strstr(json_object_to_json_string(in), "02:53:00:00:00:fb"));
+
+        ck_assert_int_eq(svff_class_nic.plan(c, &pf, 252, NULL, &plan, &err), 0);
+        ck_assert_ptr_null(strstr(S(plan, "verify"), "acknowledgement"));
+}
+END_TEST
+
+/* 300 VFs: past what svff reads back, so there is no read at all: one
+ * set per VF, verified by its ack, and the state says so. */
+START_TEST(test_300_vfs_no_read) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_(json_object_putp) struct json_object *in = NULL, *plan = NULL;
+        struct svff_nl_stats n;
+
+        open_pf(300);
+        for (unsigned i = 0; i < 300; i++) {
+                _cleanup_(json_object_putp) struct json_object *st = NULL;
+
+                log_reset();
+                st = provision(i, "{\"mac_prefix\": \"02:53:00:00\", \"vlan\": 100}");
+                ck_assert_int_eq(svff_class_nic.verify(c, &pf, i, st, &err), 0);
+                ck_assert_str_eq(f->log, "S");
+                ck_assert_str_eq(S(st, "verified"), "ack");
+                if (i == 299) {
+                        _cleanup_free_ char *d = svff_class_nic.describe(st);
+                        ck_assert_str_eq(d, "mac 02:53:00:00:01:2b vlan 100, verified by ack");
+                }
+        }
+        svff_class_nic_get_stats(c, &n);
+        ck_assert_uint_eq(n.sets, 300);
         ck_assert_uint_eq(n.gets, 0);
         ck_assert_uint_eq(n.dumps, 0);
         ck_assert_uint_eq(f->dumps + f->gets, 0);
-        ck_assert_uint_eq(f->vfs[251].mac[5], 251);
+        ck_assert_uint_eq(f->vfs[299].mac[5], 0x2b);
 
         ck_assert_int_eq(svff_class_nic.inspect(c, &pf, &in, &err), 0);
         ck_assert_ptr_nonnull(strstr(json_object_to_json_string(in), "outgrows"));
         ck_assert_uint_eq(f->gets, 0);
 
-        ck_assert_int_eq(svff_class_nic.plan(c, &pf, 252, NULL, &plan, &err), 0);
+        ck_assert_int_eq(svff_class_nic.plan(c, &pf, 300, NULL, &plan, &err), 0);
         ck_assert_ptr_nonnull(strstr(S(plan, "verify"), "acknowledgement"));
 }
 END_TEST
@@ -609,7 +651,8 @@ int main(void) {
         tcase_add_test(tc, test_partial_failure);
         tcase_add_test(tc, test_rate_refused);
         tcase_add_test(tc, test_transient_failure);
-        tcase_add_test(tc, test_252_vfs_no_dump);
+        tcase_add_test(tc, test_252_vfs_read);
+        tcase_add_test(tc, test_300_vfs_no_read);
         tcase_add_test(tc, test_plan);
         tcase_add_test(tc, test_check);
         suite_add_tcase(s, tc);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # 'svffctl config check FILE' reads FILE.d/ exactly as 'svffd --config
 # FILE' does: a bad drop-in makes both refuse, naming it; --effective
-# prints the settings the file and its drop-ins add up to.
+# prints the settings the file and its drop-ins add up to; what a file
+# asks of this host that it lacks is warned about.
 set -eu
 : "${top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
 SVFFD="$top_builddir/daemon/svffd"
@@ -83,6 +84,32 @@ grep -qF "40-esc.conf:1: key 'policies.a\x1b[31m' is not a policy name" "$T/out"
         fail "the policy name not escaped: $(cat -v "$T/out")"
 grep -q "$(printf '[\033\007]')" "$T/out" && fail "config check printed a control character: $(cat -v "$T/out")"
 rm "$T/svff.conf.d/40-esc.conf"
+
+# What the file asks of this host that it lacks: warnings, exit 0.
+mkdir -p "$T/sys/bus/pci/drivers/vfio-pci"
+cat > "$T/host.conf" <<EOF
+{
+  "sysfs_root": "$T/sys",
+  "admin_group": "svff-no-such-group",
+  "libvirt_uri": "xen:///system",
+  "policies": {
+    "a": { "match": { "id": "10ee:903f" }, "numvfs": 4 },
+    "b": { "match": { "id": "10ee:903f" }, "numvfs": 2, "vf_driver": "no-such-drv" },
+    "c": { "match": { "address": "0000:01:00.0" }, "vf_driver": "vfio-pci" }
+  }
+}
+EOF
+"$SVFFCTL" config check "$T/host.conf" > "$T/out" 2> "$T/err" || fail "warnings made config check fail: $(cat "$T/err")"
+grep -q "valid, 3 policies" "$T/out" || fail "config check with warnings: $(cat "$T/out")"
+grep -qF "key 'admin_group': no group 'svff-no-such-group' on this host" "$T/err" ||
+        fail "no warning for the admin group: $(cat "$T/err")"
+grep -qF "key 'libvirt_uri': 'xen:///system' is not a URI of libvirt's QEMU driver" "$T/err" ||
+        fail "no warning for the libvirt URI: $(cat "$T/err")"
+grep -qF "$T/host.conf:7: policy 'b': no PCI driver 'no-such-drv' is registered under $T/sys/bus/pci/drivers" "$T/err" ||
+        fail "no warning for the policy's driver: $(cat "$T/err")"
+grep -qF "$T/host.conf:7: policy 'b' matches exactly what policy 'a' ($T/host.conf:6) matches, which comes first: 'b' never applies" "$T/err" ||
+        fail "no warning for the shadowed policy: $(cat "$T/err")"
+[ "$(wc -l < "$T/err")" = 4 ] || fail "config check warned about more than it should: $(cat "$T/err")"
 
 # A FILE named must exist, as for svffd --config.
 "$SVFFCTL" config check "$T/missing.conf" > "$T/out" 2>&1 && fail "a missing FILE passed: $(cat "$T/out")"

@@ -39,7 +39,9 @@ expect_eq "$(grep -c "old spelling" "$T/err")" 3 "warnings (the snake_case key a
 
 "$SVFFCTL" config check "$T/svff.conf" --json > "$T/check.json" 2> "$T/err" || fail "config check --json"
 [ -s "$T/err" ] && fail "config check --json wrote to stderr: $(cat "$T/err")"
-expect_eq "$(jget 'd["valid"], len(d["warnings"]), "vf-qmax" in d["warnings"][2]' < "$T/check.json")" \
+# (the old spellings first; what this host lacks, a VF driver not loaded,
+# may follow)
+expect_eq "$(jget 'd["valid"], len([w for w in d["warnings"] if "old spelling" in w]), "vf-qmax" in d["warnings"][2]' < "$T/check.json")" \
         "True 3 True" "config check --json's warnings"
 
 "$SVFFCTL" config check "$T/svff.conf" --effective > "$T/eff.json" 2>/dev/null || fail "--effective"

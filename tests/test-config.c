@@ -48,6 +48,9 @@ START_TEST(test_defaults) {
         ck_assert_ptr_null(c.admin_group);
         ck_assert_int_eq(c.log_level, LOG_INFO);
         ck_assert_str_eq(c.device_pause_command, "x-svff-device-pause");
+        /* A reconf's detach waits longer than a plain detach. */
+        ck_assert_uint_eq(c.detach_timeout_usec, 10000000ULL);
+        ck_assert_uint_eq(c.reconf_detach_timeout_usec, 30000000ULL);
         ck_assert_uint_eq(c.n_policies, 0);
         ck_assert_uint_eq(c.limits.max_connections, 1024);
         svff_config_done(&c);
@@ -60,6 +63,7 @@ START_TEST(test_valid) {
 
         write_file("{ \"state_dir\": \"/srv/svff\", \"admin_group\": \"svff\", \"log_level\": \"debug\",\n"
                    "  \"vf_driver\": \"vfio-pci\", \"numvfs_timeout_sec\": 5, \"workers\": 3,\n"
+                   "  \"reconf_detach_timeout_sec\": 45,\n"
                    "  \"limits\": { \"max_connections\": 10, \"idle_timeout_sec\": 2,\n"
                    "              \"monitor_backlog_bytes\": 16384 } }\n\n");
         ck_assert_int_eq(svff_config_init(&c), 0);
@@ -72,6 +76,8 @@ START_TEST(test_valid) {
         ck_assert_uint_eq(svff_config_numvfs_timeout(&c, 252), 5000000 + 252 * 200000ULL);
         ck_assert_uint_eq(svff_config_bind_timeout(&c, 4), 10000000 + 4 * 1000000ULL);
         ck_assert_uint_eq(c.workers, 3);
+        ck_assert_uint_eq(c.reconf_detach_timeout_usec, 45000000ULL);
+        ck_assert_uint_eq(c.detach_timeout_usec, 10000000ULL);
         ck_assert_uint_eq(c.limits.max_connections, 10);
         ck_assert_uint_eq(c.limits.idle_timeout_usec, 2000000);
         ck_assert_uint_eq(c.limits.monitor_backlog, 16384);
@@ -93,6 +99,7 @@ static const struct {
         { "{\n \"limits\": {\n  \"max_conections\": 3 } }", ":3: key 'limits.max_conections' is unknown" },
         { "{ \"workers\": \"two\" }", "key 'workers' must be an integer" },
         { "{ \"workers\": 0 }", "key 'workers' must be between 1 and 64" },
+        { "{ \"reconf_detach_timeout_sec\": 0 }", "key 'reconf_detach_timeout_sec' must be between 1 and 3600" },
         { "{ \"libvirt_workers\": 0 }", "key 'libvirt_workers' must be between 1 and 256" },
         { "{ \"workers\": 99999999999999999999999 }", "'workers' must be between" },
         { "{ \"limits\": { \"max_connections\": -1 } }", "'limits.max_connections' must be between" },
@@ -102,7 +109,10 @@ static const struct {
         { "{ \"admin_group\": 7 }", "'admin_group' must be a non-empty string or null" },
         { "{ \"vf_driver\": \"../x\" }", "'vf_driver' must be a driver name" },
         { "[ 1, 2 ]", "top level must be a JSON object" },
-        { "{\n  \"workers\": 2,\n  \"socket\" \"/x\"\n}", ":3:" },
+        { "{\n  \"workers\": 2,\n  \"socket\" \"/x\"\n}",
+          ":3: key 'socket' is not followed by ':': svff.conf is JSON, write \"socket\": value" },
+        { "{ \"workers\": 2, \"numvfs\" = 4 }",
+          ":1: key 'numvfs' is not followed by ':': svff.conf is JSON, write \"numvfs\": value" },
         { "{ \"workers\": 2 } trailing", "trailing text" },
         { "{ \"workers\": 2", "unexpected end of file" },
         /* policies */
@@ -142,7 +152,10 @@ static const struct {
         { "{ \"work\\u001bers\": 1 }", "key 'work\\x1bers' is unknown" },
         /* The strict parser the rest of svff uses: no trailing comma, no
          * key twice (json-c would keep the last one silently). */
-        { "{\n  \"workers\": 2,\n}", ":3: " },
+        { "{\n  \"workers\": 2,\n}",
+          ":3: a comma before '}' (after key 'workers'): JSON allows no trailing comma, remove it" },
+        { "{ \"workers\": 2, \"manage\": [\"10ee:903f\",\n ] }",
+          ":2: a comma before ']' (after key 'manage'): JSON allows no trailing comma, remove it" },
         { "{\n  \"workers\": 2,\n  \"workers\": 3\n}", ":3: key 'workers' is given twice" },
         { "{ \"policies\": { \"a\": { \"match\": { \"id\": \"10ee:903f\" },\n  \"numvfs\": 1, \"numvfs\": 2 } } }",
           ":2: key 'policies.a.numvfs' is given twice" },

@@ -5,7 +5,8 @@
 # no policy to it, and refuses every change to it or its VFs (Init,
 # Reconf and its dry run, Reprogram, Attach by PF and by VF, Release, Detach, Pause,
 # Unpause) with NotAllowed naming the rules; PFs inside keep working; a
-# reload to "all" manages everything again.
+# reload to "all" manages everything again; a reload that puts a PF with
+# an assignment outside the list names that assignment.
 . "$(dirname "$0")/daemon-lib.sh"
 
 QDMA=0000:01:00.0
@@ -99,4 +100,38 @@ wait_for all_managed ||
         fail "still unmanaged after a reload to all: $(ctl list --json)"
 wait_for sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$NIC/sriov_numvfs')\" = 3 ]" || fail "the NIC's policy not applied once managed"
 COLUMNS=200 ctl list | head -n 1 | grep -q ALLOWED && fail "ALLOWED column shown with every PF managed"
+stop_svffd TERM || fail "svffd exit status"
+
+# A manage list added over an assignment: the reload names it (the
+# assignment is recorded while svffd is stopped, as a stand-in for an
+# attach: no libvirt here).
+NIC_VF=$(sys_vf $NIC 0)
+python3 - "$STATE/store.json" "$NIC_VF" <<'PY'
+import json, sys
+path, vf = sys.argv[1], sys.argv[2]
+d = json.load(open(path))
+d["assignments"][vf] = {"uuid": "c7a5fdbd-cdaf-9455-926a-d65c16db1809", "domain": "vm1",
+                        "guest_address": None, "alias": "ua-svff-x", "live": False,
+                        "config": True, "state": "attached", "pause_mode": None}
+json.dump(d, open(path, "w"))
+PY
+start_svffd
+wait_for settled || fail "start-up did not settle"
+ctl monitor --json > "$T/monitor.out" 2>&1 &
+MON=$!
+BG_PIDS="$BG_PIDS $MON"
+sleep 0.5
+sed 's/"manage": "all",/"manage": ["class:qdma", "0000:00:04.0"],/' "$T/svff.conf" > "$T/some.conf" && mv "$T/some.conf" "$T/svff.conf"
+kill -HUP "$SVFFD_PID"
+wait_for grep -q "config-reloaded" "$T/monitor.out" || fail "no config-reloaded event: $(cat "$T/monitor.out")"
+grep -q "VF $NIC_VF of PF $NIC is assigned to domain 'vm1', but the PF is not in manage .*: svffd can no longer detach, pause, unpause or reconf it" \
+        "$T/svffd.log" || fail "the reload does not name the assignment it can no longer change"
+python3 - "$T/monitor.out" "$NIC_VF" <<'PY' || fail "the config-reloaded event: $(cat "$T/monitor.out")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r = [e for e in ev if e.get("event") == "config-reloaded"][-1]
+assert r["message"].startswith("1 assignment is on PFs the manage list excludes"), r
+assert "%s in 'vm1'" % sys.argv[2] in r["message"], r
+PY
+kill $MON
 stop_svffd TERM || fail "svffd exit status"

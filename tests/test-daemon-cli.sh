@@ -71,11 +71,16 @@ assert done == list(range(1, 9)), done
 PY
 kill $MON; BG_PIDS=""
 
-# release: back to the original driver (none: VFs are created unbound)
+# release: a VF svffd made had no driver before it, so it goes to the
+# kernel's choice (pcisim's qdma-vf), never left unbound; its PF's
+# autoprobe, off as svffd keeps it, is off again after that probe.
 VF1=$(sys_vf $PF 1)
 ctl release "$VF1" > "$T/release.out" || fail "release failed"
-expect_eq "$(sys_driver "$VF1")" None "driver of released VF"
+expect_eq "$(sys_driver "$VF1")" qdma-vf "driver of released VF"
 expect_eq "$(cat "$SYS/bus/pci/devices/$VF1/driver_override")" "(null)" "override of released VF"
+expect_eq "$(cat "$SYS/bus/pci/devices/$PF/sriov_drivers_autoprobe")" 0 "PF autoprobe after the release"
+grep -q "VF $VF1 had no driver before svffd; re-probed, it is on qdma-vf" "$T/release.out" ||
+        fail "release does not say where the VF went: $(cat "$T/release.out")"
 ctl list --json > "$T/list.json"
 expect_eq "$(jget "d['pfs'][0]['vfs'][1]['managed']" < "$T/list.json")" False "released VF still managed"
 rc=0; ctl release "$VF1" 2> "$T/err" || rc=$?

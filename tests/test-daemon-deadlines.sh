@@ -5,6 +5,8 @@
 #     base with a 150 ms per-VF budget;
 #   - past that budget the init fails naming both keys and the one to
 #     raise; reconf --dry-run shows the deadlines it would run under;
+#   - a reconf's binding runs under bind_timeout_sec plus
+#     bind_timeout_per_vf_msec per VF, the deadline its dry run shows;
 #   - a policy whose init fails at start-up is in status: as drift
 #     ("policy-failed", never "Drift: none") and as the policy not
 #     applied.
@@ -72,4 +74,29 @@ ctl_status > "$T/status.txt"
 grep -q "Drift: *none" "$T/status.txt" && fail "status says no drift after a failed policy: $(cat "$T/status.txt")"
 grep -q "policy-failed" "$T/status.txt" || fail "status text lacks the failed policy: $(cat "$T/status.txt")"
 grep -q "Init of PF $PF by policy 'fpga'.* failed" "$T/svffd.log" || fail "the log does not say the policy failed"
+stop_svffd || true
+rm -rf "$STATE"
+
+note "a reconf binds its VFs under the budget its plan shows"
+cat > "$T/svff.conf" <<'CONF'
+{
+  "settle_msec": 50,
+  "bind_timeout_sec": 1,
+  "bind_timeout_per_vf_msec": 100
+}
+CONF
+pcisim_ctl latency vf_enable 0
+start_svffd
+ctl init $PF 4 > "$T/out" 2>&1 || fail "init 4: $(cat "$T/out")"
+ctl reconf --dry-run $PF 6 --json > "$T/plan.json" 2> "$T/err" ||
+        fail "reconf --dry-run: $(cat "$T/plan.json" "$T/err")"
+expect_eq "$(jget 'd["deadlines"]["bind_msec"]' < "$T/plan.json")" 1600 "the plan's bind deadline for 6 VFs"
+# 6 VFs at 600 ms each: past 1 s + 6 x 100 ms.
+pcisim_ctl latency probe 600000
+rc=0
+ctl reconf $PF 6 > "$T/out" 2> "$T/err" || rc=$?
+[ "$rc" != 0 ] || fail "a reconf binding 6 VFs at 600 ms each passed a 1.6 s budget: $(cat "$T/out")"
+grep -q "bind_timeout_sec 1 s + bind_timeout_per_vf_msec 100 ms x 6 VFs" "$T/err" ||
+        fail "the reconf's bind timeout does not name the budget: $(cat "$T/err")"
+pcisim_ctl latency probe 0
 exit 0

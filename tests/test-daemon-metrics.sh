@@ -5,7 +5,9 @@
 # promtool lint each scrape, and checks the values after an init, a
 # failed provisioning, an attach, a reconf, drift made behind svffd's
 # back, and a stop. The alert rules shipped in contrib/prometheus are
-# checked and unit-tested with promtool.
+# checked and unit-tested with promtool, and the Grafana dashboard in
+# contrib/grafana has its queries parsed by promtool and their metrics
+# found in the scrape.
 . "$(dirname "$0")/reconf-lib.sh"
 
 NODE_EXPORTER=$(command -v prometheus-node-exporter) ||
@@ -18,6 +20,27 @@ RULES_TEST="${top_srcdir:-$(dirname "$0")/..}/contrib/prometheus/svff-alerts-tes
 note "the alert rules pass promtool's check and their unit tests"
 "$PROMTOOL" check rules "$RULES" > "$T/rules.out" 2>&1 || fail "promtool check rules: $(cat "$T/rules.out")"
 "$PROMTOOL" test rules "$RULES_TEST" > "$T/rules.out" 2>&1 || fail "promtool test rules: $(cat "$T/rules.out")"
+
+# The Grafana dashboard's queries: each parses as PromQL (promtool checks
+# them as recording rules, the dashboard's $instance made a regex), and
+# each metric they name is one svffd writes (checked after the first
+# scrape, below).
+DASHBOARD="${top_srcdir:-$(dirname "$0")/..}/contrib/grafana/svff-dashboard.json"
+python3 - "$DASHBOARD" "$T/dashboard-rules.yml" "$T/dashboard-metrics" <<'PY' || fail "reading the dashboard $DASHBOARD"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+exprs = [t["expr"] for p in d["panels"] for t in p["targets"]]
+assert exprs, "no queries"
+with open(sys.argv[2], "w") as f:
+    f.write("groups:\n  - name: dashboard\n    rules:\n")
+    for i, e in enumerate(exprs):
+        f.write("      - record: dashboard_query_%d\n        expr: %s\n" % (i, json.dumps(e.replace("$instance", ".+"))))
+names = set(n for e in exprs for n in re.findall(r"\bsvff_[a-z_]+", e))
+names.add(re.search(r"label_values\((\w+)", d["templating"]["list"][0]["query"]).group(1))
+open(sys.argv[3], "w").write("\n".join(sorted(names)) + "\n")
+PY
+"$PROMTOOL" check rules "$T/dashboard-rules.yml" > "$T/rules.out" 2>&1 ||
+        fail "the dashboard's queries do not parse: $(cat "$T/rules.out")"
 
 TEXTFILE="$T/textfile"
 mkdir -p "$TEXTFILE"
@@ -94,6 +117,9 @@ expect svff_class_provision_failures_total "" 0 "provision failures"
 [ "$(stat -c %a "$TEXTFILE/svff.prom")" = 644 ] || fail "svff.prom is mode $(stat -c %a "$TEXTFILE/svff.prom")"
 [ -e "$TEXTFILE/svff.prom.tmp" ] && fail "the temporary file was left behind"
 grep -q 'node_textfile_scrape_error 0' "$T/scrape" || fail "node_exporter could not read svff.prom: $(cat "$T/scrape")"
+while read -r name; do
+        grep -q "^$name[ {]" "$T/scrape" || fail "the dashboard queries $name, which svffd does not write"
+done < "$T/dashboard-metrics"
 
 note "init to 2 VFs"
 ctl init $PF 2 > /dev/null || fail "init $PF 2"

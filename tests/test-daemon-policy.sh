@@ -197,7 +197,7 @@ VF1=$(sys_vf $PF 1)
 ctl release "$VF1" > /dev/null || fail "release"
 expect_eq "$(owner)" operator "owner after a release"
 reload
-expect_eq "$(sys_driver "$VF1")" None "released VF after a reload"
+expect_eq "$(sys_driver "$VF1")" qdma-vf "released VF (re-probed to its default driver) after a reload"
 
 # A policy that would destroy assigned VFs is refused, and status says so
 # (an assignment recorded while svffd was stopped, as a stand-in for an
@@ -257,5 +257,14 @@ expect_eq "$rc" 1 "reconf of an unrecorded PF refused by the kernel"
 grep -q "nothing was changed" "$T/err" || fail "refused reconf: $(cat "$T/err")"
 expect_eq "$(sys_numvfs $PF)" 0 "numvfs after the refused reconf of an unrecorded PF"
 expect_eq "$(owner)" policy:fpga "owner after the refused reconf of an unrecorded PF"
+
+note "config check warns about a policy asking more VFs than the running svffd lists for its PF"
+printf '{ "policies": { "big": { "match": { "id": "10ee:903f" }, "numvfs": 300 } } }\n' > "$T/big.conf"
+ctl config check "$T/big.conf" > "$T/out" 2> "$T/err" || fail "config check of big.conf: $(cat "$T/err")"
+grep -qF "$T/big.conf:1: policy 'big' asks 300 VFs of PF $PF, which has at most 252 (sriov_totalvfs, as svffd lists it)" \
+        "$T/err" || fail "no warning for 300 VFs: $(cat "$T/err")"
+printf '{ "policies": { "fits": { "match": { "id": "10ee:903f" }, "numvfs": 252 } } }\n' > "$T/fits.conf"
+ctl config check "$T/fits.conf" > "$T/out" 2> "$T/err" || fail "config check of fits.conf: $(cat "$T/err")"
+grep -q "sriov_totalvfs" "$T/err" && fail "a warning for 252 of 252 VFs: $(cat "$T/err")"
 
 echo "PASS"

@@ -61,9 +61,63 @@ START_TEST(test_hostdev_xml) {
         ck_assert_str_eq(hd.alias, "");
         ck_assert_str_eq(hd.guest_address, "");
         ck_assert_int_eq(svff_hv_find_hostdev_in_xml(dom, "0000:01:00.6", &hd), 0);
+        /* By alias: whatever its host address now. */
+        ck_assert_int_eq(svff_hv_find_hostdev_by_alias_in_xml(dom, "ua-svff-0000-01-00-4", &hd), 1);
+        ck_assert_str_eq(hd.source, VF_A);
+        ck_assert_str_eq(hd.guest_address, "0000:05:00.0");
+        ck_assert_int_eq(svff_hv_find_hostdev_by_alias_in_xml(dom, "ua-svff-0000-01-00-5", &hd), 0);
+        ck_assert_int_eq(svff_hv_find_hostdev_by_alias_in_xml(dom, "", &hd), -EINVAL);
         ck_assert_int_eq(svff_hv_find_hostdev_in_xml("<domain", VF_A, &hd), -EBADMSG);
         ck_assert_int_eq(svff_hv_find_hostdev_in_xml("<!DOCTYPE d [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><domain>&e;</domain>",
                                                      VF_A, &hd), 0);
+}
+END_TEST
+
+/* A failover pair: the VF as an <interface type='hostdev'>, and the
+ * standby it names found by MAC or alias. */
+START_TEST(test_failover_xml) {
+        _cleanup_free_ char *x = NULL, *dom = NULL, *bad = NULL;
+        struct svff_failover fo = { .standby = "ua-net0", .mac = "52:54:00:ab:cd:ef" }, got;
+        struct svff_hostdev hd;
+
+        ck_assert_int_eq(svff_hv_device_xml(VF_A, "ua-svff-0000-01-00-4", "0000:05:00.0", &fo, &x), 0);
+        ck_assert_ptr_nonnull(strstr(x, "<interface type=\"hostdev\" managed=\"no\"><mac address=\"52:54:00:ab:cd:ef\"/>"));
+        ck_assert_ptr_nonnull(strstr(x, "<source><address type=\"pci\" domain=\"0x0000\" bus=\"0x01\" slot=\"0x00\" "
+                                        "function=\"0x4\"/></source>"));
+        ck_assert_ptr_nonnull(strstr(x, "<teaming type=\"transient\" persistent=\"ua-net0\"/>"));
+        ck_assert_ptr_nonnull(strstr(x, "<alias name=\"ua-svff-0000-01-00-4\"/>"));
+        ck_assert_ptr_null(strstr(x, "hostdev mode"));
+        /* No standby: a plain hostdev. */
+        ck_assert_int_eq(svff_hv_device_xml(VF_A, "ua-a", NULL, &(struct svff_failover) {}, &bad), 0);
+        ck_assert_ptr_nonnull(strstr(bad, "<hostdev mode=\"subsystem\""));
+        free(TAKE_PTR(bad));
+        ck_assert_int_eq(svff_hv_device_xml(VF_A, "ua-a", NULL, &(struct svff_failover) { .standby = "net0",
+                                            .mac = "52:54:00:ab:cd:ef" }, &bad), -EINVAL);
+        ck_assert_int_eq(svff_hv_device_xml(VF_A, "ua-a", NULL, &(struct svff_failover) { .standby = "ua-net0",
+                                            .mac = "52:54:00:ab:cd" }, &bad), -EINVAL);
+
+        ck_assert_int_gt(asprintf(&dom, "<domain><devices>"
+                                        "<interface type='network'><mac address='52:54:00:00:00:01'/><alias name='ua-plain'/></interface>"
+                                        "<interface type='bridge'><mac address='52:54:00:AB:CD:EF'/>"
+                                        "<teaming type='persistent'/><alias name='ua-net0'/></interface>"
+                                        "<interface type='bridge'><mac address='52:54:00:00:00:02'/>"
+                                        "<teaming type='persistent'/><alias name='net1'/></interface>"
+                                        "%s</devices></domain>", x), 0);
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "52:54:00:ab:cd:ef", &got), 1);
+        ck_assert_str_eq(got.standby, "ua-net0");
+        ck_assert_str_eq(got.mac, "52:54:00:ab:cd:ef");
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "ua-net0", &got), 1);
+        ck_assert_str_eq(got.mac, "52:54:00:ab:cd:ef");
+        /* Not a standby (no persistent teaming), and one without a user alias. */
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "ua-plain", &got), 0);
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "52:54:00:00:00:02", &got), 1);
+        ck_assert_str_eq(got.standby, "");
+        ck_assert_int_eq(svff_hv_find_standby_in_xml(dom, "ua-none", &got), 0);
+        ck_assert_int_eq(svff_hv_find_standby_in_xml("<domain", "ua-net0", &got), -EBADMSG);
+        /* The pair's VF is found as any hostdev is. */
+        ck_assert_int_eq(svff_hv_find_hostdev_in_xml(dom, VF_A, &hd), 1);
+        ck_assert_str_eq(hd.alias, "ua-svff-0000-01-00-4");
+        ck_assert_str_eq(hd.guest_address, "0000:05:00.0");
 }
 END_TEST
 
@@ -163,6 +217,65 @@ START_TEST(test_guest_slot) {
 }
 END_TEST
 
+/* The hotplug a guest address gets, from the controller of its bus and
+ * the domain's ACPI settings. */
+static enum svff_hv_hotplug hotplug_of(const char *features, const char *tail, const char *ga, char *port) {
+        char xml[2048];
+        enum svff_hv_hotplug h = _SVFF_HV_HOTPLUG_MAX;
+
+        snprintf(xml, sizeof(xml),
+                 "<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
+                 "<os><type machine='q35'>hvm</type></os><features>%s</features><devices>"
+                 "<controller type='usb' index='0' model='none'/>"
+                 "<controller type='pci' index='0' model='pcie-root'/>"
+                 "<controller type='pci' index='1' model='pcie-root-port'><target chassis='1' port='0x10'/></controller>"
+                 "<controller type='pci' index='2' model='pcie-root-port'><target hotplug='off'/></controller>"
+                 "<controller type='pci' index='3' model='pci-root'/>"
+                 "<controller type='pci' index='16' model='pcie-switch-downstream-port'/>"
+                 "<controller type='pci' index='17' model='dmi-to-pci-bridge'/>"
+                 "</devices>%s</domain>", features, tail);
+        ck_assert_int_eq(svff_hv_hotplug_in_xml(xml, ga, &h, port), 0);
+        return h;
+}
+
+START_TEST(test_hotplug) {
+        static const char native_global[] = "<qemu:commandline><qemu:arg value='-global'/>"
+                "<qemu:arg value='ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off'/></qemu:commandline>";
+        char port[SVFF_HV_PORT_MAX];
+        enum svff_hv_hotplug h;
+
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "01:00.0", port), SVFF_HV_HOTPLUG_ACPI);
+        ck_assert_str_eq(port, "pcie-root-port index 1");
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "0000:10:00.0", port), SVFF_HV_HOTPLUG_ACPI);
+        ck_assert_str_eq(port, "pcie-switch-downstream-port index 16");
+        /* ACPI hotplug of bridges off, either way, or no ACPI: native. */
+        ck_assert_int_eq(hotplug_of("<acpi/>", native_global, "01:00.0", port), SVFF_HV_HOTPLUG_NATIVE);
+        ck_assert_int_eq(hotplug_of("<acpi/><pci><acpi-bridge-hotplug state='off'/></pci>", "", "01:00.0", port),
+                         SVFF_HV_HOTPLUG_NATIVE);
+        ck_assert_int_eq(hotplug_of("<acpi/><pci><acpi-bridge-hotplug state='on'/></pci>", "", "01:00.0", port),
+                         SVFF_HV_HOTPLUG_ACPI);
+        ck_assert_int_eq(hotplug_of("", "", "01:00.0", port), SVFF_HV_HOTPLUG_NATIVE);
+        /* None: the port's hotplug off, pcie-root, pci-root without ACPI. */
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "02:00.0", port), SVFF_HV_HOTPLUG_NONE);
+        ck_assert_str_eq(port, "pcie-root-port index 2");
+        ck_assert_int_eq(hotplug_of("<acpi/>", native_global, "02:00.0", port), SVFF_HV_HOTPLUG_NONE);
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "00:03.0", port), SVFF_HV_HOTPLUG_NONE);
+        ck_assert_str_eq(port, "pcie-root index 0");
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "03:01.0", port), SVFF_HV_HOTPLUG_ACPI);
+        ck_assert_int_eq(hotplug_of("", "", "03:01.0", port), SVFF_HV_HOTPLUG_NONE);
+        /* Unknown: no such bus, a controller that takes no endpoint, no
+         * address, another PCI domain. */
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "05:00.0", port), SVFF_HV_HOTPLUG_UNKNOWN);
+        ck_assert_str_eq(port, "");
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "11:00.0", port), SVFF_HV_HOTPLUG_UNKNOWN);
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", NULL, port), SVFF_HV_HOTPLUG_UNKNOWN);
+        ck_assert_int_eq(hotplug_of("<acpi/>", "", "0001:01:00.0", port), SVFF_HV_HOTPLUG_UNKNOWN);
+
+        ck_assert_int_eq(svff_hv_hotplug_in_xml("<domain", "01:00.0", &h, port), -EBADMSG);
+        ck_assert_str_eq(svff_hv_hotplug_to_string(SVFF_HV_HOTPLUG_NATIVE), "native");
+}
+END_TEST
+
 START_TEST(test_test_driver_lifecycle) {
         char dir[] = "/tmp/svff-hv.XXXXXX";
         struct svff_error err = SVFF_ERROR_NULL;
@@ -206,7 +319,7 @@ START_TEST(test_test_driver_lifecycle) {
         ck_assert_str_eq(hd.guest_address, "0000:00:07.0");
         ck_assert_str_eq(hd.alias, "ua-svff-0000-01-00-4");
         /* The test driver cannot attach: its error, mapped. */
-        ck_assert_int_eq(svff_hv_attach(d2, VF_B, "ua-svff-0000-01-00-5", NULL, SVFF_HV_CONFIG, NULL, &err), -EOPNOTSUPP);
+        ck_assert_int_eq(svff_hv_attach(d2, VF_B, "ua-svff-0000-01-00-5", NULL, NULL, SVFF_HV_CONFIG, NULL, &err), -EOPNOTSUPP);
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "Attaching VF 0000:01:00.5 to domain 'svff-t1' (config)"));
         svff_error_free(&err);
 
@@ -282,7 +395,9 @@ int main(void) {
 
         tcase_add_test(tc, test_alias);
         tcase_add_test(tc, test_hostdev_xml);
+        tcase_add_test(tc, test_failover_xml);
         tcase_add_test(tc, test_guest_slot);
+        tcase_add_test(tc, test_hotplug);
         tcase_add_test(tc, test_test_driver_lifecycle);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);

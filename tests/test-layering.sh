@@ -11,7 +11,7 @@ method table:   daemon/methods
 executors:      daemon/operations daemon/assign daemon/reconfigure daemon/autoinit
 real ops:       daemon/reconf-ops
 state machines: daemon/reconf-machine
-shared state:   daemon/params daemon/journal daemon/reconcile daemon/classes
+shared state:   daemon/params daemon/journal daemon/reconcile daemon/classes daemon/reconf-guests
 manager:        daemon/manager
 services:       daemon/snapshot daemon/registry daemon/monitor daemon/settings daemon/statedir daemon/reconf-journal daemon/metrics
 leaf adapters:  daemon/libvirt daemon/udev daemon/server daemon/worker daemon/log daemon/fault daemon/interface

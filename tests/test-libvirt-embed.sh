@@ -139,7 +139,14 @@ N0=$(sys_vf $NIC 0); N1=$(sys_vf $NIC 1)
 expect_eq "$(sys_group "$N0")" "$(sys_group "$N1")" "NIC VFs share a group"
 rc=0; ctl attach "$N0" vm1 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "group with the PF on igb"
-grep -q "not viable" "$T/err" || fail "non-viable group: $(cat "$T/err")"
+# The PF shares the group: the advice must never be to move the PF
+# (that destroys its VFs), and list says so before anyone tries.
+grep -q "IOMMU group [0-9]* is not viable: it holds SR-IOV PF '$NIC' (on 'igb') with its VFs, because the platform does not isolate them (no ACS)" "$T/err" ||
+        fail "non-viable group: $(cat "$T/err")"
+grep -q "bind it to vfio-pci or unbind it" "$T/err" && fail "the advice moves the PF: $(cat "$T/err")"
+expect_eq "$(ctl list --json | jget "[v['unassignable'] for p in d['pfs'] if p['address'] == '$NIC' for v in p['vfs']][0]")" \
+        "VF $N0 shares IOMMU group $(sys_group "$N0") with its PF $NIC: the platform does not isolate them (no ACS), so the VF cannot go to a VM, and binding the PF away would destroy every VF" \
+        "list's unassignable for a VF grouped with its PF"
 stop_svffd
 python3 - "$STATE/store.json" "$N0" <<'PY'
 import json, sys

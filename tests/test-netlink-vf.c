@@ -10,6 +10,8 @@
 #include <string.h>
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
+#include <libmnl/libmnl.h>
+#include <sys/socket.h>
 
 #include "netlink-vf.h"
 #include "nl-fake.h"
@@ -190,7 +192,7 @@ START_TEST(test_refusal_errno_and_text) {
 }
 END_TEST
 
-/* The reply buffer follows the message: a 200-VF PF's reply is far over
+/* The reply buffer follows the message: a 256-VF PF's reply is far over
  * any fixed socket buffer, and is read whole. */
 START_TEST(test_large_reply_sized_by_peek) {
         struct svff_error err = SVFF_ERROR_NULL;
@@ -215,8 +217,8 @@ START_TEST(test_overflowing_list_refused) {
         size_t n = 0;
 
         nl_fake_reset(f, 400);
-        ck_assert(!svff_nl_vf_list_readable(252));
-        ck_assert(svff_nl_vf_list_readable(200));
+        ck_assert(!svff_nl_vf_list_readable(400));
+        ck_assert(svff_nl_vf_list_readable(252));
         ck_assert_int_eq(svff_nl_vf_get_all(nl, "eth0", &vfs, &n, &err), -EMSGSIZE);
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "has 400 VFs"));
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "acknowledgement"));
@@ -226,6 +228,46 @@ START_TEST(test_overflowing_list_refused) {
         struct svff_nl_vf vf = { .index = 399, .mask = SVFF_NL_VF_TRUST, .trust = true };
         ck_assert_int_eq(svff_nl_vf_set(nl, "eth0", &vf, &err), 0);
         ck_assert(f->vfs[399].trust);
+}
+END_TEST
+
+/* A 252-VF PF (QDMA's count, a large NIC's): the list holds every VF
+ * because svff asks the kernel to leave the counters out; with them it
+ * outgrows its attribute at about 220 VFs, as the kernel's does. */
+START_TEST(test_252_vfs_read_without_stats) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ struct svff_nl_vf *vfs = NULL;
+        size_t n = 0;
+
+        nl_fake_reset(f, 252);
+        f->vfs[251].trust = true;
+        f->vfs[250].vlan = 7;
+        ck_assert(svff_nl_vf_list_readable(252));
+        ck_assert_int_eq(svff_nl_vf_get_all(nl, "eth0", &vfs, &n, &err), 0);
+        ck_assert_uint_eq(f->last_ext_mask & RTEXT_FILTER_SKIP_STATS, RTEXT_FILTER_SKIP_STATS);
+        ck_assert_uint_eq(n, 252);
+        ck_assert_uint_eq(vfs[251].index, 251);
+        ck_assert(vfs[251].trust);
+        ck_assert_uint_eq(vfs[250].vlan, 7);
+
+        /* The same request with the counters: the kernel's list is cut
+         * short between 200 and 252 VFs. */
+        {
+                char req[256];
+                struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
+                struct ifinfomsg *ifi;
+
+                nlh->nlmsg_type = RTM_GETLINK;
+                nlh->nlmsg_flags = NLM_F_REQUEST;
+                nlh->nlmsg_seq = 4242;
+                ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
+                ifi->ifi_family = AF_UNSPEC;
+                mnl_attr_put_strz(nlh, IFLA_IFNAME, "eth0");
+                mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_VF);
+                ck_assert_int_ge(nl_fake_send(f, nlh, nlh->nlmsg_len), 0);
+                ck_assert_uint_gt(f->last_listed, 200);
+                ck_assert_uint_lt(f->last_listed, 252);
+        }
 }
 END_TEST
 
@@ -271,6 +313,7 @@ int main(void) {
         tcase_add_test(tc, test_refusal_errno_and_text);
         tcase_add_test(tc, test_large_reply_sized_by_peek);
         tcase_add_test(tc, test_overflowing_list_refused);
+        tcase_add_test(tc, test_252_vfs_read_without_stats);
         tcase_add_test(tc, test_real_kernel_loopback);
         suite_add_tcase(s, tc);
 

@@ -22,13 +22,21 @@
  * nor touch the PF), then taken up by the operator: a reprogram again or,
  * every other case, a reconf.
  *
+ * The fake's VFs carry class state (what provision set up on them, by
+ * the assignment it came from), wiped by a count change as the kernel
+ * wipes it; and a count change may give the VFs other host addresses
+ * (a device whose First VF Offset depends on NumVFs, or a new image).
+ *
  * After each case, and after each restart, the invariants: no VF in two
  * domains, none destroyed while a domain held it, none given to a domain
  * on another driver; no assignment lost (a device in its domain has its
  * record saying so; one that is off its domain keeps a record with its
- * reservation, unless it was released); the machine's outcome per
- * assignment is the fake's; its executed-steps log is what the fake saw
- * done. */
+ * reservation, unless it was released); no class state on a VF other
+ * than its own assignment's, and a VF given back to its domain with it;
+ * records follow their VFs to their new addresses, and a VF goes back to
+ * its domain at its address now; a count the kernel refuses on recovery
+ * rolls back; the machine's outcome per assignment is the fake's; its
+ * executed-steps log is what the fake saw done. */
 
 #include <check.h>
 #include <errno.h>
@@ -102,6 +110,7 @@ struct event {
         enum svff_pause_mode mode;
         int n_vfs;
         unsigned numvfs;
+        unsigned layout;        /* of the VFs the count change made */
         bool lost_libvirt;
         struct json_object *state;
         enum reconf_pf_op op;
@@ -156,13 +165,25 @@ struct world {
         int gap;
         bool gap_done;
         bool missing[MAX_VF];
+        /* each count change that makes VFs puts them at other host
+         * addresses (layout: which) */
+        bool move;
+        unsigned layout;
+        /* the class state on each VF: the item whose assignment's state
+         * provision set up there, or -1 (none, or the policy's only) */
+        int cls_on[MAX_VF];
 };
 
-static const char *vf_addr(unsigned index) {
+/* VF index's host address in layout (0: where the VFs were first). */
+static const char *vf_addr_at(unsigned layout, unsigned index) {
         static char buf[MAX_VF][32];
 
-        snprintf(buf[index], sizeof(buf[index]), "0000:01:01.%u", index);
+        snprintf(buf[index], sizeof(buf[index]), "0000:01:%02x.%u", 1 + layout, index);
         return buf[index];
+}
+
+static const char *vf_addr(unsigned index) {
+        return vf_addr_at(0, index);
 }
 
 static void bad(struct world *w, const char *fmt, ...) _printf_(2, 3);
@@ -270,6 +291,7 @@ static void through_zero(struct world *w, unsigned n) {
         for (unsigned k = 0; k < MAX_VF; k++) {
                 w->drv[k] = DRV_NATIVE;
                 w->missing[k] = false;
+                w->cls_on[k] = -1;      /* disabling the VFs wipes it */
         }
         for (size_t i = 0; i < w->plan->n_items; i++)
                 if (w->plan->items[i].fate == SVFF_RECONF_RELEASED && w->plan->items[i].index < w->numvfs &&
@@ -288,6 +310,7 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                 bad(w, "numvfs %u written to PF %s %s", n, PF, w->pf_gone ? "off the bus" : "without its driver");
                 e.r = w->pf_gone ? -ENODEV : -ENOENT;
                 e.n_vfs = (int) w->numvfs;
+                e.layout = w->layout;
                 push(w, e);
                 return 0;
         }
@@ -306,6 +329,7 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                 w->refused_recovery = true;
                 e.r = -ENOMEM;
                 e.n_vfs = 0;
+                e.layout = w->layout;
                 push(w, e);
                 return 0;
         }
@@ -321,6 +345,8 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                 if (w->numvfs != n) {
                         through_zero(w, n);
                         w->numvfs = make;
+                        if (w->move && make > 0)
+                                w->layout++;
                         if (w->gap >= 0 && !w->gap_done && (unsigned) w->gap < make) {
                                 w->missing[w->gap] = true;
                                 w->gap_done = true;
@@ -329,6 +355,7 @@ static int f_set_numvfs(void *userdata, unsigned n) {
                 e.r = f == F_PARTIAL && n > 0 ? -ENOSPC : 0;
                 e.n_vfs = (int) w->numvfs;
         }
+        e.layout = w->layout;
         push(w, e);
         return 0;
 }
@@ -337,7 +364,6 @@ static int f_provision(void *userdata, const unsigned *indexes, size_t n, struct
         struct world *w = userdata;
         enum failure f = inject(w, K_PROVISION);
 
-        (void) cls;
         if (f == F_LOST_DOMAIN)
                 lose_domain(w, 0);
         if (f == F_LOST_LIBVIRT)
@@ -355,13 +381,29 @@ static int f_provision(void *userdata, const unsigned *indexes, size_t n, struct
                 else if (f == F_TIMEOUT && k == 0)
                         e.r = -ETIMEDOUT;
                 else {
+                        struct json_object *o;
+                        int item = -1;
+
                         /* Set up again: a release before is undone. */
                         for (size_t i = 0; i < w->plan->n_items; i++)
                                 if (w->plan->items[i].index == indexes[k])
                                         w->class_released[i] = w->class_release_failed[i] = w->lost_setup[i] = false;
+                        /* The class state it is handed is what the VF
+                         * carries now: an assignment's only on that
+                         * assignment's own VF. */
+                        if (cls && cls[k] && json_object_object_get_ex(cls[k], "item", &o))
+                                item = json_object_get_int(o);
+                        if (item >= 0 && ((size_t) item >= w->plan->n_items ||
+                                          w->plan->items[item].index != indexes[k]))
+                                bad(w, "VF %u provisioned with the class state of item %d (VF %u)", indexes[k],
+                                    item, (size_t) item < w->plan->n_items ? w->plan->items[item].index : 0);
+                        w->cls_on[indexes[k]] = item;
                         /* Class state as a class would return it, kept
-                         * verbatim by the machine. */
+                         * verbatim by the machine: the assignment's it
+                         * was made from, as set up on the VF. */
                         e.state = json_object_new_object();
+                        if (item >= 0)
+                                json_object_object_add(e.state, "item", json_object_new_int(item));
                         json_object_object_add(e.state, "provisioned", json_object_new_int64(indexes[k]));
                 }
                 push(w, e);
@@ -435,6 +477,13 @@ static int f_restore(void *userdata, const size_t *items, size_t n) {
                         e.r = -EBUSY;   /* as restore_one refuses */
                 else if (!w->dev[i].present) {
                         /* Re-attach; one already there counts as back. */
+                        if (!streq(s->vf, vf_addr_at(w->layout, index)))
+                                bad(w, "VF %u given back to domain '%s' at %s, its address is %s", index,
+                                    w->plan->items[i].a.domain, s->vf, vf_addr_at(w->layout, index));
+                        if (w->cls_on[index] != (int) i)
+                                bad(w, "VF %u given back to domain '%s' with the class state of %s", index,
+                                    w->plan->items[i].a.domain,
+                                    w->cls_on[index] < 0 ? "no assignment" : w->plan->items[w->cls_on[index]].a.domain);
                         if (holds_vf(w, index, i))
                                 bad(w, "VF %u given to domain '%s' while another domain holds it", index,
                                     w->plan->items[i].a.domain);
@@ -482,8 +531,10 @@ static int f_release_class(void *userdata, const size_t *items, size_t n, struct
                 } else if ((f == F_ERROR && k == 0) || (f == F_PARTIAL && k > 0) || (f == F_TIMEOUT && k == 0)) {
                         e.r = -EIO;
                         w->class_release_failed[i] = true;
-                } else
+                } else {
                         w->class_released[i] = true;
+                        w->cls_on[w->plan->items[i].index] = -1;
+                }
                 if (f == F_CRASH_AFTER) {
                         w->crashed = true;
                         return 0;
@@ -695,7 +746,7 @@ static void deliver(struct world *w, struct event *e) {
                 /* By index, as the kernel's virtfn<k> links: none for
                  * a VF it does not list. */
                 for (int k = 0; k < e->n_vfs; k++)
-                        vfs[k] = w->missing[k] ? "" : vf_addr((unsigned) k);
+                        vfs[k] = w->missing[k] ? "" : vf_addr_at(e->layout, (unsigned) k);
                 if (e->r >= 0)
                         done_token(w, "n%u", e->numvfs);
                 reconf_machine_numvfs_done(rm, e->r, vfs, e->n_vfs, e->r < 0 ? "fake numvfs failure" : NULL);
@@ -794,11 +845,13 @@ static void check_log(struct world *w, const char *name) {
                         for (unsigned b = 0; b < numvfs; b++)
                                 snprintf(mine[n++], sizeof(mine[0]), "b");
                 else if (streq(action, "provision")) {
-                        unsigned v;
+                        unsigned v = MAX_VF;
 
-                        for (v = 0; v < MAX_VF; v++)
-                                if (streq(vf_addr(v), vf))
-                                        break;
+                        /* at the address of its layout then */
+                        for (unsigned l = 0; v == MAX_VF && l <= w->layout; l++)
+                                for (v = 0; v < MAX_VF; v++)
+                                        if (streq(vf_addr_at(l, v), vf))
+                                                break;
                         snprintf(mine[n++], sizeof(mine[0]), "p%u", v);
                 } else if (streq(action, "remove_pf") || streq(action, "flash") || streq(action, "rescan") ||
                            streq(action, "check_identity") || streq(action, "bind_pf"))
@@ -857,9 +910,28 @@ static void check_world(struct world *w, const char *name, bool final) {
                          * pool could hand the VF out again. */
                         ck_assert_msg(r->present, "%s: domain '%s' holds VF %u with no record", name, it->a.domain,
                                       d->index);
-                        ck_assert_msg(streq(r->vf, vf_addr(d->index)), "%s: item %zu recorded at %s, holds %s", name,
-                                      i, r->vf, vf_addr(d->index));
+                        /* At its address now; a natively paused one may
+                         * lag until the run ends (a restart finds its
+                         * record by index). */
+                        if (!d->paused || final)
+                                ck_assert_msg(streq(r->vf, vf_addr_at(w->layout, d->index)),
+                                              "%s: item %zu recorded at %s, holds VF %u at %s", name, i, r->vf,
+                                              d->index, vf_addr_at(w->layout, d->index));
+                        /* With its own assignment's class state, no
+                         * other's. */
+                        if (!d->paused)
+                                ck_assert_msg(w->cls_on[d->index] == (int) i,
+                                              "%s: domain '%s' holds VF %u with the class state of %s", name,
+                                              it->a.domain, d->index,
+                                              w->cls_on[d->index] < 0 ? "no assignment"
+                                                                      : w->plan->items[w->cls_on[d->index]].a.domain);
                 }
+                /* A record follows its VF: at the address its index has
+                 * now, once nothing is left to resume. */
+                if (final && r->present && it->index < w->numvfs && !w->missing[it->index])
+                        ck_assert_msg(streq(r->vf, vf_addr_at(w->layout, it->index)),
+                                      "%s: item %zu (VF %u) recorded at %s, the VF is at %s", name, i, it->index,
+                                      r->vf, vf_addr_at(w->layout, it->index));
                 if (!final || it->a.state != SVFF_ASSIGN_ATTACHED)
                         continue;
                 if (d->present && !d->paused)
@@ -942,7 +1014,10 @@ static void world_init(struct world *w, const struct scenario *sc, const struct 
         *w = (struct world) { .numvfs = sc->from, .gap = -1 };
         for (unsigned k = 0; k < MAX_VF; k++)
                 w->drv[k] = k < sc->from ? DRV_VFIO : DRV_NATIVE;
+        for (unsigned k = 0; k < MAX_VF; k++)
+                w->cls_on[k] = -1;
         for (size_t i = 0; i < p->n_items; i++) {
+                w->cls_on[p->items[i].index] = (int) i;
                 w->dev[i] = (struct dev) { .present = true, .index = p->items[i].index };
                 w->native[i] = i == 0;
                 w->rec[i] = (struct record) { .present = true, .state = SVFF_ASSIGN_ATTACHED };
@@ -1036,6 +1111,10 @@ static unsigned n_refused_recovery, n_lost_after_refusal;
  * and how many did. */
 static int gap_index = -1;
 static unsigned n_gaps;
+/* Whether each count change moves the VFs to other host addresses, and
+ * how many cases moved them. */
+static bool move_vfs;
+static unsigned n_moved;
 
 /* Runs a case, then restarts from the journal (without failures, libvirt
  * back) until none is left, checking after each run. */
@@ -1064,6 +1143,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
         w.refuse_recovery = refuse_recovery;
         w.lose_after_refusal = lose_after_refusal;
         w.gap = gap_index;
+        w.move = move_vfs;
 
         run_once(&w, plan, NULL, name, sc->reprogram, S_NEW);
         check_world(&w, name, !w.journal);
@@ -1093,7 +1173,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
                                                                : "none", w.rec[i].vf);
                         } else if (it->fate == SVFF_RECONF_SURVIVES)
                                 ck_assert_msg(w.dev[i].present && !w.dev[i].paused && w.dev[i].index == it->index &&
-                                              w.rec[i].present && streq(w.rec[i].vf, vf_addr(it->index)),
+                                              w.rec[i].present && streq(w.rec[i].vf, vf_addr_at(w.layout, it->index)),
                                               "%s: item %zu (VF %u) is not back on its own VF", name, i, it->index);
                 }
         }
@@ -1149,6 +1229,7 @@ static void run_case(const struct scenario *sc, enum order order, enum step_kind
                                               "%s: item %zu not back after the restart", rname, i);
         }
         ck_assert_msg(!w.journal, "%s: still journaled after %u restarts", name, MAX_RESTARTS);
+        n_moved += w.layout > 0;
         ck_assert_msg(w.numvfs == sc->from || w.numvfs == sc->to || f == F_PARTIAL,
                       "%s: the PF ended at %u VFs", name, w.numvfs);
         ck_assert_msg(!w.pf_gone && !w.pf_unbound, "%s: the PF ended %s", name,
@@ -1272,6 +1353,38 @@ START_TEST(test_virtfn_gap) {
                 }
         gap_index = -1;
         ck_assert_uint_eq(n_gaps, ELEMENTSOF(scenarios) * 3);
+}
+END_TEST
+
+START_TEST(test_moved_vfs) {
+        /* Every count change puts the VFs at other host addresses: with
+         * no failure, a failure of each step, a crash at every journal
+         * write, and a restart whose new count the kernel refuses. */
+        move_vfs = true;
+        for (size_t s = 0; s < ELEMENTSOF(scenarios); s++)
+                for (enum order o = O_SYNC; o <= O_LIFO; o++) {
+                        unsigned commits = 0;
+
+                        run_case(&scenarios[s], o, K_QUIESCE, F_NONE, 0, 0, false, &commits, NULL);
+                        n_cases++;
+                        for (enum step_kind k = 0; k < (scenarios[s].reprogram ? _K_MAX : K_RECONF_MAX); k++)
+                                for (enum failure f = F_ERROR; f <= F_PARTIAL; f++) {
+                                        run_case(&scenarios[s], o, k, f, 1, 0, false, NULL, NULL);
+                                        n_cases++;
+                                }
+                        for (int refuse = 0; refuse <= 1; refuse++) {
+                                refuse_recovery = refuse;
+                                for (unsigned at = 1; at <= commits; at++)
+                                        for (enum failure f = F_CRASH; f <= F_CRASH_AFTER; f++) {
+                                                run_case(&scenarios[s], o, K_COMMIT, f, at, 0, false, NULL, NULL);
+                                                n_cases++;
+                                        }
+                        }
+                        refuse_recovery = false;
+                }
+        move_vfs = false;
+        /* Not vacuous: the VFs did move. */
+        ck_assert_uint_gt(n_moved, 0);
 }
 END_TEST
 
@@ -1419,7 +1532,7 @@ START_TEST(test_journal_class) {
                 if (streq(j.phase, "bind")) {
                         c = reconf_journal_get_class(&j, 1);
                         ck_assert_ptr_nonnull(c);
-                        ck_assert_str_eq(json_object_to_json_string(c), "{ \"provisioned\": 1 }");
+                        ck_assert_str_eq(json_object_to_json_string(c), "{ \"item\": 1, \"provisioned\": 1 }");
                         reconf_journal_done(&j);
                         json_object_put(e);
                         free(w.journal);
@@ -1454,6 +1567,7 @@ int main(void) {
         tcase_add_test(tc, test_reprogram_crashes);
         tcase_add_test(tc, test_recovery_refused);
         tcase_add_test(tc, test_virtfn_gap);
+        tcase_add_test(tc, test_moved_vfs);
         tcase_add_test(tc, test_reprogram_interrupted);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);

@@ -151,11 +151,15 @@ START_TEST(test_json_roundtrip) {
                 item("0000:01:00.6", 2, "vm1", U1, SVFF_ASSIGN_PAUSED),
                 item("0000:01:00.7", 3, "vm2", U2, SVFF_ASSIGN_ATTACHED),
         };
-        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 3, 4, 3, SVFF_RECONF_DETACH, true);
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *q = NULL;
-        _cleanup_(json_object_putp) struct json_object *j = svff_reconf_plan_to_json(p), *k = NULL;
+        _cleanup_(json_object_putp) struct json_object *j = NULL, *k = NULL;
         _cleanup_free_ char *a = NULL, *b = NULL;
 
+        /* A failover pair goes through the journal with its assignment. */
+        in[0].a.failover = (struct svff_failover) { .standby = "ua-net0", .mac = "52:54:00:ab:cd:ef" };
+        p = plan(in, 3, 4, 3, SVFF_RECONF_DETACH, true);
+        j = svff_reconf_plan_to_json(p);
         ck_assert_ptr_nonnull(j);
         ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
         k = svff_reconf_plan_to_json(q);
@@ -165,6 +169,9 @@ START_TEST(test_json_roundtrip) {
         ck_assert_uint_eq(q->n_steps, p->n_steps);
         ck_assert_str_eq(q->items[1].a.guest_address, "0000:07:00.0");
         ck_assert_int_eq(q->items[1].a.pause_mode, SVFF_PAUSE_DETACH);
+        ck_assert_str_eq(q->items[0].a.failover.standby, "ua-net0");
+        ck_assert_str_eq(q->items[0].a.failover.mac, "52:54:00:ab:cd:ef");
+        ck_assert_str_eq(q->items[1].a.failover.standby, "");
         ck_assert(strstr(a, "\"action\":\"release\",\"vf\":\"0000:01:00.7\""));
 }
 END_TEST
@@ -231,6 +238,51 @@ START_TEST(test_print) {
 }
 END_TEST
 
+/* "Llive Cconfig Fconfig-first Aattach-live Battach-config U(unpause)"
+ * of a restore, e.g. "L C F A B" or "U". */
+static const char *restore_string(const struct svff_reconf_item *it, bool active, enum svff_pause_mode mode,
+                                  bool moved) {
+        static char buf[32];
+        struct svff_reconf_restore r;
+
+        svff_reconf_restore_of(it, active, mode, moved, &r);
+        snprintf(buf, sizeof(buf), "%s%s%s%s%s%s", r.move_out_live ? "L " : "", r.move_out_config ? "C " : "",
+                 r.attach_config_first ? "F " : "", r.attach_live ? "A " : "", r.attach_config ? "B " : "",
+                 r.unpause ? "U " : "");
+        return buf;
+}
+
+START_TEST(test_restore_moved) {
+        /* A VF that came back at another host address (a new offset or
+         * stride): no definition keeps the old address, and a native
+         * pause is not resumed there. */
+        struct svff_reconf_item it = item("0000:01:00.1", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED);
+
+        it.a.live = true;
+        /* Not moved, running: the live device only (the persistent
+         * definition keeps it), or the native unpause. */
+        ck_assert_str_eq(restore_string(&it, true, SVFF_PAUSE_DETACH, false), "A ");
+        ck_assert_str_eq(restore_string(&it, true, SVFF_PAUSE_NATIVE, false), "U ");
+        /* Moved, running: out of both definitions at the old address,
+         * then in the persistent one first and the live one; a native
+         * pause the same way, not unpaused. */
+        ck_assert_str_eq(restore_string(&it, true, SVFF_PAUSE_DETACH, true), "L C F A B ");
+        ck_assert_str_eq(restore_string(&it, true, SVFF_PAUSE_NATIVE, true), "L C F A B ");
+        ck_assert_str_eq(restore_string(&it, true, SVFF_PAUSE_NONE, true), "L C F A B ");
+        /* A domain that is not running: its persistent definition. */
+        ck_assert_str_eq(restore_string(&it, false, SVFF_PAUSE_DETACH, false), "B ");
+        ck_assert_str_eq(restore_string(&it, false, SVFF_PAUSE_DETACH, true), "C B ");
+        /* Live only, running: nothing persistent to move. */
+        it.a.config = false;
+        ck_assert_str_eq(restore_string(&it, true, SVFF_PAUSE_DETACH, true), "L A ");
+        /* Config only in a running domain. */
+        it.a.config = true;
+        it.a.live = false;
+        ck_assert_str_eq(restore_string(&it, true, SVFF_PAUSE_DETACH, false), "B ");
+        ck_assert_str_eq(restore_string(&it, true, SVFF_PAUSE_DETACH, true), "C B ");
+}
+END_TEST
+
 static Suite *reconf_suite(void) {
         Suite *s = suite_create("reconf");
         TCase *tc = tcase_create("plan");
@@ -244,6 +296,7 @@ static Suite *reconf_suite(void) {
         tcase_add_test(tc, test_json_bad);
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_print);
+        tcase_add_test(tc, test_restore_moved);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -892,6 +892,33 @@ START_TEST(test_class_old_spelling) {
 }
 END_TEST
 
+/* A failover pair is recorded with its assignment, and goes with it. */
+START_TEST(test_failover) {
+        _cleanup_(svff_store_freep) struct svff_store *s = NULL;
+        struct svff_assignment a = {
+                .uuid = "6a1b8e1c-0000-4000-8000-000000000001", .domain = "vm1",
+                .alias = "ua-svff-0000-03-00-1", .config = true, .state = SVFF_ASSIGN_ATTACHED,
+                .failover = { .standby = "ua-net0", .mac = "52:54:00:ab:cd:ef" },
+        }, b;
+
+        s = open_ok();
+        ck_assert_int_eq(svff_store_set_assignment(s, "0000:03:00.1", &a), 0);
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+        s = open_ok();
+        ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", &b), 1);
+        ck_assert_str_eq(b.failover.standby, "ua-net0");
+        ck_assert_str_eq(b.failover.mac, "52:54:00:ab:cd:ef");
+        /* Written without one: the record has none. */
+        b.failover = (struct svff_failover) {};
+        ck_assert_int_eq(svff_store_set_assignment(s, "0000:03:00.1", &b), 0);
+        ck_assert(!json_object_object_get_ex(json_object_object_get(svff_store_assignments(s), "0000:03:00.1"),
+                                             "failover", NULL));
+        ck_assert_int_eq(svff_store_get_assignment(s, "0000:03:00.1", &b), 1);
+        ck_assert_str_eq(b.failover.standby, "");
+}
+END_TEST
+
 START_TEST(test_intent) {
         _cleanup_(svff_store_freep) struct svff_store *s = NULL;
         struct svff_assignment a = {
@@ -1013,6 +1040,7 @@ static Suite *store_suite(void) {
         tcase_add_test(tc, test_class);
         tcase_add_test(tc, test_class_old_spelling);
         tcase_add_test(tc, test_intent);
+        tcase_add_test(tc, test_failover);
         tcase_add_test(tc, test_resolve);
         suite_add_tcase(s, tc);
         return s;

@@ -11,7 +11,7 @@ if ! vm_have_reconf && [ "${1:-}" != setup-only ]; then
 fi
 
 vm_hold=1
-vm_assigned_setup 4 '{ "detach_timeout_sec": 3 }'
+vm_assigned_setup 4 '{ "detach_timeout_sec": 3, "reconf_detach_timeout_sec": 3 }'
 before=$(vm_places)
 echo "$before"
 ! echo "$before" | grep -q ' $' || vm_fail "a VF is missing from its domain's query-pci"

@@ -221,6 +221,9 @@ def plan_text(reply):
         plan.get('pf', reply.get('pf')), plan.get('from'), plan.get('to'), plan.get('driver'),
         plan.get('mode'), ', force' if plan.get('force') else ''))
     lines.append("executable: %s" % ('yes' if reply.get('executable') else 'no'))
+    if reply.get('image'):
+        lines.append("image %s, flashed off the bus; the PF may come back as %s" % (
+            reply['image'], ', '.join(reply.get('ids') or []) or 'what it was'))
     for a in plan.get('assignments') or []:
         how = {'survives': 'keeps its VF', 'released': 'loses its VF (released)',
                'refused': 'would lose its VF (refused)',
