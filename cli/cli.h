@@ -17,6 +17,9 @@
 #define EXIT_USAGE 2
 #define EXIT_UNREACHABLE 3
 #define EXIT_PERMISSION 4
+/* status: the host differs from svffd's records, or its last
+ * configuration reload failed. */
+#define EXIT_DRIFT 5
 #define EXIT_INTERRUPTED 130
 
 #define _cleanup_json_ _cleanup_(json_object_putp)
@@ -41,6 +44,11 @@ int usage_error(const char *command, const char *fmt, ...) _printf_(2, 3);
 /* The guest address as the operator types it: "bb:ss.f" when the PCI
  * domain is 0, else as given. buf holds at least 17 bytes. */
 const char *guest_address_display(const char *a, char *buf, size_t n);
+
+/* "s" after a count other than 1: "1 VF", "0 VFs". */
+static inline const char *plural_s(long long n) {
+        return n == 1 ? "" : "s";
+}
 
 /* The width output may take: the terminal's for a terminal, else
  * $COLUMNS, else 0 (no limit). */

@@ -16,7 +16,7 @@
  * operator's decision, then the count, then single VFs. */
 static const char *const kind_order[] = {
         "interrupted", "policy-failed", "assignment-without-vf", "pf-missing", "numvfs-changed",
-        "driver-changed", "vf-missing",
+        "driver-changed", "vf-missing", "class-drift",
 };
 
 static size_t kind_rank(const char *kind) {
@@ -55,7 +55,11 @@ static void print_group(FILE *f, const char *pf, struct json_object *d, size_t c
         _cleanup_free_ char *what = NULL;
 
         fprintf(f, "  %s: %s: ", pf, kind);
-        if (streq(kind, "driver-changed")) {
+        if (streq(kind, "driver-changed") && jstr(d, "domain"))
+                fprintf(f, "%zu VF%s of domain '%s' %s%s (expected %s): the domain cannot start with %s\n", count,
+                        count == 1 ? "" : "s", jstr(d, "domain"), have ? "on " : "unbound", have ?: "", strna(want),
+                        count == 1 ? "it" : "them");
+        else if (streq(kind, "driver-changed")) {
                 if (have)
                         fprintf(f, "%zu VF%s on %s (expected %s)\n", count, count == 1 ? "" : "s", have, strna(want));
                 else
@@ -63,21 +67,34 @@ static void print_group(FILE *f, const char *pf, struct json_object *d, size_t c
         } else if (streq(kind, "vf-missing"))
                 fprintf(f, "%zu VF%s recorded but not present (the records are kept)\n", count,
                         count == 1 ? "" : "s");
+        else if (streq(kind, "class-drift"))
+                fprintf(f, "%zu VF%s differ%s from what %s device class set up\n", count, count == 1 ? "" : "s",
+                        count == 1 ? "s" : "", count == 1 ? "its" : "their");
         else if (streq(kind, "assignment-without-vf"))
                 fprintf(f, "%zu assigned VF%s that do%s not exist\n", count, count == 1 ? "" : "s",
                         count == 1 ? "es" : "");
         else if (streq(kind, "numvfs-changed") && want && have)
-                fprintf(f, "%s VFs, svff recorded %s\n", have, want);
+                fprintf(f, "%s VF%s, svff recorded %s\n", have, streq(have, "1") ? "" : "s", want);
         else {
                 what = what_only(d);
                 fprintf(f, "%s%s\n", strna(what), count > 1 ? " (and more; -v lists them)" : "");
         }
 }
 
-/* The kinds about VFs, counted per PF; the others are one per PF. */
+/* The kinds about VFs, counted per PF; the others are one per PF. A
+ * class drift about the PF itself (its class state unreadable) is no
+ * VF's: it has its own line. */
 static bool is_counted(const char *kind) {
         return kind && (streq(kind, "driver-changed") || streq(kind, "vf-missing") ||
-                        streq(kind, "assignment-without-vf"));
+                        streq(kind, "assignment-without-vf") || streq(kind, "class-drift"));
+}
+
+static bool is_counted_drift(struct json_object *d) {
+        const char *kind = jstr(d, "kind");
+
+        if (kind && streq(kind, "class-drift") && same(jstr(d, "device"), jstr(d, "pf")))
+                return false;
+        return is_counted(kind);
 }
 
 /* Whether drift b belongs to the group of a: the same PF and kind, and
@@ -88,8 +105,9 @@ static bool same_group(struct json_object *a, struct json_object *b) {
         if (!same(kind, jstr(b, "kind")) || !streq(drift_pf(a), drift_pf(b)))
                 return false;
         if (kind && streq(kind, "driver-changed"))
-                return same(jstr(a, "expected"), jstr(b, "expected")) && same(jstr(a, "actual"), jstr(b, "actual"));
-        return is_counted(kind);
+                return same(jstr(a, "expected"), jstr(b, "expected")) && same(jstr(a, "actual"), jstr(b, "actual")) &&
+                       same(jstr(a, "domain"), jstr(b, "domain"));
+        return is_counted_drift(a) && is_counted_drift(b);
 }
 
 static void print_members(FILE *f, struct json_object *drift, const size_t *members, size_t count) {
@@ -154,12 +172,18 @@ void drift_print(FILE *f, struct json_object *drift, bool verbose) {
                                         members[count++] = k;
                                 }
                         print_group(f, pf, d, count);
-                        if (is_counted(jstr(d, "kind")))
+                        if (is_counted_drift(d))
                                 print_members(f, drift, members, count);
                         if (jstr(d, "next_step") && kind_rank(jstr(d, "kind")) < next_rank) {
                                 next = d;
                                 next_rank = kind_rank(jstr(d, "kind"));
-                                n_next = count;
+                                /* the others' steps: "the same" only when
+                                 * they are not this very command */
+                                n_next = 1;
+                                for (size_t k = 1; k < count; k++)
+                                        if (!same(jstr(json_object_array_get_idx(drift, members[k]), "next_step"),
+                                                  jstr(d, "next_step")))
+                                                n_next = count;
                         }
                 }
                 if (next)

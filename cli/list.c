@@ -31,54 +31,70 @@ enum {
         _COL_MAX,
 };
 
+/* shrink: the order in which a narrow terminal cuts a column (1 first;
+ * 0 never), the least useful first: a class's state before a domain's
+ * name, and the driver last. */
 static const struct {
         const char *name, *header, *help;
-        bool shrinkable;
+        unsigned shrink;
 } columns[_COL_MAX] = {
         [COL_DEVICE]   = { "device",   "DEVICE",   "PCI address of the PF or VF" },
         [COL_TYPE]     = { "type",     "TYPE",     "PF, or VF with its index (VF3)" },
         [COL_INDEX]    = { "index",    "INDEX",    "VF index on its PF" },
-        [COL_DRIVER]   = { "driver",   "DRIVER",   "driver bound now", true },
+        [COL_DRIVER]   = { "driver",   "DRIVER",   "driver bound now", 8 },
         [COL_VFS]      = { "vfs",      "VFS",      "PF: VFs now/most the PF offers" },
-        [COL_IFACE]    = { "iface",    "IFACE",    "network interface name", true },
+        [COL_IFACE]    = { "iface",    "IFACE",    "network interface name", 6 },
         [COL_NUMA]     = { "numa",     "NUMA",     "NUMA node" },
         [COL_IOMMU]    = { "iommu",    "IOMMU",    "IOMMU group" },
         [COL_ID]       = { "id",       "ID",       "vendor:device ID" },
         [COL_RECORDED] = { "recorded", "RECORDED", "svffd's store has it (VF: its original driver)" },
-        [COL_ORIGINAL] = { "original", "ORIGINAL", "VF: the driver release gives it back to", true },
+        [COL_ORIGINAL] = { "original", "ORIGINAL", "VF: the driver release gives it back to", 5 },
         [COL_OWNER]    = { "owner",    "OWNER",    "PF: who owns the VF count (policy or operator)" },
-        [COL_POLICY]   = { "policy",   "POLICY",   "PF: the svff.conf policy that matches", true },
+        [COL_POLICY]   = { "policy",   "POLICY",   "PF: the svff.conf policy that matches", 3 },
         [COL_POOL]     = { "pool",     "POOL",     "PF: attach --pf may pick its VFs" },
-        [COL_DOMAIN]   = { "domain",   "DOMAIN",   "VF: the libvirt domain it is assigned to", true },
+        [COL_DOMAIN]   = { "domain",   "DOMAIN",   "VF: the libvirt domain it is assigned to", 7 },
         [COL_GUEST]    = { "guest",    "GUEST",    "VF: guest PCI address (BB:SS.F)" },
-        [COL_STATE]    = { "state",    "STATE",    "VF: attached, paused or detaching; absent" },
-        [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", true },
-        [COL_ALLOWED]  = { "allowed",  "ALLOWED",  "PF: yes, or the manage rule that leaves it read-only", true },
-        [COL_CLASS]    = { "class",    "CLASS",    "VF: what its device class set up (nvme: online 2VQ/1VI ns 1)", true },
+        [COL_STATE]    = { "state",    "STATE",    "VF: attached (live), defined (config only), paused, detaching; absent" },
+        [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", 2 },
+        [COL_ALLOWED]  = { "allowed",  "ALLOWED",  "PF: yes, or the manage rule that leaves it read-only", 4 },
+        [COL_CLASS]    = { "class",    "CLASS",    "VF: its device class's state (qmax 8, online ns 1)", 1 },
 };
 
-/* The default fits 80 columns for the usual addresses and drivers; owner
- * is added when svffd reports it, class when a VF has a class record. */
+/* The default fits 80 columns for the usual addresses, drivers and
+ * domain names; class is added when a VF has a class record, allowed
+ * when a PF is outside the manage list. recorded, owner and iface are
+ * mostly '-': -o +COL adds them. */
 static const unsigned default_columns[] = {
-        COL_DEVICE, COL_TYPE, COL_DRIVER, COL_VFS, COL_IFACE, COL_RECORDED, COL_DOMAIN, COL_GUEST, COL_STATE,
+        COL_DEVICE, COL_TYPE, COL_DRIVER, COL_VFS, COL_DOMAIN, COL_GUEST, COL_STATE,
 };
 
 static unsigned selected[_COL_MAX];
 static size_t n_selected;   /* 0: the default */
+static bool add_selected;   /* -o +COL,...: selected adds to the default */
 
 int list_columns_parse(const char *spec) {
         _cleanup_free_ char *copy = NULL;
         char *save = NULL;
 
         n_selected = 0;
+        add_selected = false;
         if (!spec || !*spec)
                 return 0;
         copy = strdup(spec);
         if (!copy)
                 return -ENOMEM;
+        add_selected = copy[0] == '+';
         for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
                 size_t c;
 
+                if (w[0] == '+') {
+                        if (!add_selected) {
+                                usage_error("list", "-o: '%s' adds to the default columns: start the list with "
+                                            "'+' (-o +%s) or name every column (-o device,%s).", w, w + 1, w + 1);
+                                return -EINVAL;
+                        }
+                        w++;
+                }
                 for (c = 0; c < _COL_MAX; c++)
                         if (strcasecmp(w, columns[c].name) == 0)
                                 break;
@@ -107,19 +123,8 @@ void list_columns_help(FILE *f) {
         fprintf(f, "\nDefault:");
         for (size_t i = 0; i < ELEMENTSOF(default_columns); i++)
                 fprintf(f, "%s%s", i ? "," : " ", columns[default_columns[i]].name);
-        fprintf(f, "\n(and owner after recorded when svffd reports it, class at the end when a VF\n"
-                   "has one, allowed last when a PF is outside svff.conf's manage list).\n");
-}
-
-static bool any_pf_has(struct json_object *reply, const char *key) {
-        struct json_object *pfs, *v;
-
-        if (!json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
-                return false;
-        for (size_t i = 0; i < json_object_array_length(pfs); i++)
-                if (json_object_object_get_ex(json_object_array_get_idx(pfs, i), key, &v))
-                        return true;
-        return false;
+        fprintf(f, "\n(and class at the end when a VF has one, allowed last when a PF is outside\n"
+                   "svff.conf's manage list). -o +COL,... adds columns to these.\n");
 }
 
 /* Whether some PF has key with a value other than null. */
@@ -150,6 +155,21 @@ static bool any_vf_has_class(struct json_object *reply) {
         return false;
 }
 
+/* Appends to cols[0, n) those of add[0, n_add) it does not have yet;
+ * returns the new n. */
+static size_t cols_add(unsigned *cols, size_t n, const unsigned *add, size_t n_add) {
+        for (size_t i = 0; i < n_add; i++) {
+                size_t k;
+
+                for (k = 0; k < n; k++)
+                        if (cols[k] == add[i])
+                                break;
+                if (k == n)
+                        cols[n++] = add[i];
+        }
+        return n;
+}
+
 static const char *yes_no(struct json_object *o, const char *key) {
         struct json_object *v;
 
@@ -161,20 +181,35 @@ static const char *yes_no(struct json_object *o, const char *key) {
 /* One row's cells: what each column shows for a PF (vf NULL) or a VF. */
 struct row {
         char type[24], index[24], vfs[48], numa[24], iommu[24], id[16], guest[24], state[64], name[256];
-        char klass[256];
         const char *cell[_COL_MAX];
 };
 
+/* An assignment's state as the guest sees it: attached to the domain's
+ * persistent definition only (attach --config) is "defined", which the
+ * guest gets at its next start, not "attached", which it has. */
+static const char *assignment_state(struct json_object *a) {
+        const char *state = jstr(a, "state");
+        struct json_object *live;
+
+        if (state && streq(state, "attached") && json_object_object_get_ex(a, "live", &live) && live &&
+            !json_object_get_boolean(live))
+                return "defined";
+        return state;
+}
+
 static void fill_assignment(struct row *r, struct json_object *a) {
+        const char *state;
+
         if (!a)
                 return;
         r->cell[COL_DOMAIN] = jstr(a, "domain") ?: jstr(a, "uuid");
         if (jstr(a, "guest_address"))
                 r->cell[COL_GUEST] = guest_address_display(jstr(a, "guest_address"), r->guest, sizeof(r->guest));
-        r->cell[COL_STATE] = jstr(a, "state");
+        state = assignment_state(a);
+        r->cell[COL_STATE] = state;
         /* An unresolved intent: the state is what it was before. */
-        if (jstr(a, "intent") && jstr(a, "state")) {
-                snprintf(r->state, sizeof(r->state), "%s (%s unresolved)", jstr(a, "state"), jstr(a, "intent"));
+        if (jstr(a, "intent") && state) {
+                snprintf(r->state, sizeof(r->state), "%s (%s unresolved)", state, jstr(a, "intent"));
                 r->cell[COL_STATE] = r->state;
         }
 }
@@ -224,15 +259,14 @@ static void fill_vf(struct row *r, struct json_object *vf) {
         r->cell[COL_DRIVER] = jstr(vf, "driver");
         r->cell[COL_IFACE] = jstr(vf, "netdev");
         fill_int(r->iommu, sizeof(r->iommu), &r->cell[COL_IOMMU], jint(vf, "iommu_group", -1));
-        r->cell[COL_RECORDED] = yes_no(vf, "managed");
+        /* An older svffd says managed. */
+        r->cell[COL_RECORDED] = yes_no(vf, "recorded") ?: yes_no(vf, "managed");
         r->cell[COL_ORIGINAL] = jstr(vf, "original_driver");
         (void) json_object_object_get_ex(vf, "assigned_to", &a);
         fill_assignment(r, a);
-        if (json_object_object_get_ex(vf, "class", &c) && c) {
-                snprintf(r->klass, sizeof(r->klass), "%s: %s", strna(jstr(c, "name")),
-                         jstr(c, "description") ?: "recorded");
-                r->cell[COL_CLASS] = r->klass;
-        }
+        /* An older svffd has only the long description. */
+        if (json_object_object_get_ex(vf, "class", &c) && c)
+                r->cell[COL_CLASS] = jstr(c, "summary") ?: jstr(c, "description") ?: "recorded";
 }
 
 static int add_row(struct table *t, const unsigned *cols, size_t n, const struct row *r) {
@@ -261,19 +295,16 @@ int list_print(struct json_object *reply) {
                 return 0;
         }
 
-        if (n_selected > 0)
-                for (; n < n_selected; n++)
-                        cols[n] = selected[n];
-        else
-                for (size_t i = 0; i < ELEMENTSOF(default_columns); i++) {
-                        cols[n++] = default_columns[i];
-                        if (default_columns[i] == COL_RECORDED && any_pf_has(reply, "owner"))
-                                cols[n++] = COL_OWNER;
-                }
-        if (n_selected == 0 && any_vf_has_class(reply))
-                cols[n++] = COL_CLASS;
-        if (n_selected == 0 && any_pf_set(reply, "unmanaged"))
-                cols[n++] = COL_ALLOWED;
+        if (n_selected > 0 && !add_selected)
+                n = cols_add(cols, n, selected, n_selected);
+        else {
+                n = cols_add(cols, n, default_columns, ELEMENTSOF(default_columns));
+                n = cols_add(cols, n, selected, n_selected);
+                if (any_vf_has_class(reply))
+                        n = cols_add(cols, n, (const unsigned[]) { COL_CLASS }, 1);
+                if (any_pf_set(reply, "unmanaged"))
+                        n = cols_add(cols, n, (const unsigned[]) { COL_ALLOWED }, 1);
+        }
         for (size_t i = 0; i < n; i++)
                 headers[i] = columns[cols[i]].header;
         t = table_new((unsigned) n, headers);
@@ -281,7 +312,7 @@ int list_print(struct json_object *reply) {
                 return EXIT_FAILURE;
         table_set_gap(t, 1);
         for (size_t i = 0; i < n; i++)
-                table_set_shrinkable(t, (unsigned) i, columns[cols[i]].shrinkable);
+                table_set_shrink_rank(t, (unsigned) i, columns[cols[i]].shrink);
 
         for (size_t i = 0; i < n_pfs; i++) {
                 struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs;

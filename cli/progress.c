@@ -11,7 +11,7 @@ void progress_init(struct progress *p, const char *op, const char *pf) {
                 .kind = arg_json ? PROGRESS_JSON : isatty(STDERR_FILENO) ? PROGRESS_TERMINAL : PROGRESS_LINES,
                 .op = op,
                 .pf = pf,
-                .unit = "VFs",
+                .unit = "VF",
                 .started = svff_now_usec(),
         };
         p->series_started = p->started;
@@ -53,8 +53,8 @@ static void draw(struct progress *p) {
                 for (int i = 0; i < 20; i++)
                         bar[i] = i < fill ? '#' : '.';
                 bar[20] = 0;
-                n += (size_t) snprintf(line + n, sizeof(line) - n, "%lld/%lld %s [%s] %lld%% ", p->done,
-                                       p->total, p->unit, bar, p->done * 100 / p->total);
+                n += (size_t) snprintf(line + n, sizeof(line) - n, "%lld/%lld %s%s [%s] %lld%% ", p->done,
+                                       p->total, p->unit, plural_s(p->total), bar, p->done * 100 / p->total);
         }
         if (n < sizeof(line))
                 n += (size_t) snprintf(line + n, sizeof(line) - n, "%s%s%s%s", elapsed, eta,
@@ -117,8 +117,8 @@ static void describe(struct progress *p, struct json_object *ev, const char *nam
         else if (streq(jstr(ev, "action"), "numvfs"))
                 snprintf(p->action, sizeof(p->action), "wrote %lld to sriov_numvfs", jint(ev, "numvfs", 0));
         else if (streq(jstr(ev, "action"), "bind"))
-                snprintf(p->action, sizeof(p->action), "bound %lld VFs to %s", jint(ev, "numvfs", 0),
-                         strna(jstr(ev, "driver")));
+                snprintf(p->action, sizeof(p->action), "bound %lld VF%s to %s", jint(ev, "numvfs", 0),
+                         plural_s(jint(ev, "numvfs", 0)), strna(jstr(ev, "driver")));
         else if (streq(jstr(ev, "action"), "commit"))
                 snprintf(p->action, sizeof(p->action), "recorded the new count");
         else
@@ -143,7 +143,7 @@ void progress_event(struct progress *p, struct json_object *ev) {
         if (phase)
                 snprintf(p->phase, sizeof(p->phase), "%s", phase);
         if (strncmp(name, "reconf-", 7) == 0)
-                p->unit = "steps";
+                p->unit = "step";
         if (jint(ev, "total", -1) >= 0)
                 p->total = jint(ev, "total", 0);
         if (jint(ev, "done", -1) >= 0 || streq(name, "init-started") || streq(name, "numvfs-set"))
@@ -174,7 +174,8 @@ void progress_event(struct progress *p, struct json_object *ev) {
                 if (failed && (jstr(ev, "message") || jstr(ev, "error")))
                         fprintf(stderr, ": %s", jstr(ev, "message") ?: jstr(ev, "error"));
                 if (p->total > 0)
-                        fprintf(stderr, " (%lld/%lld %s, %s)\n", p->done, p->total, p->unit, elapsed);
+                        fprintf(stderr, " (%lld/%lld %s%s, %s)\n", p->done, p->total, p->unit,
+                                plural_s(p->total), elapsed);
                 else
                         fprintf(stderr, " (%s)\n", elapsed);
         }

@@ -26,7 +26,7 @@ struct progress {
         const char *pf;         /* borrowed */
         char phase[32];
         char action[96];        /* the last step, e.g. "pause vm1" */
-        const char *unit;       /* "VFs" or "steps" */
+        const char *unit;       /* "VF" or "step", "s" added after a total other than 1 */
         long long done, total;
         /* where the counts restarted from zero: what the ETA is based on */
         usec_t started, series_started;

@@ -65,6 +65,7 @@ static const char *arg_reprogram = NULL;
 static const char *arg_output = NULL;
 static bool arg_no_reconnect = false;
 static bool arg_verbose = false;
+static bool arg_quiet = false;
 static bool arg_wait = false;
 
 static volatile sig_atomic_t interrupted = 0;
@@ -540,7 +541,6 @@ static int print_status(struct json_object *reply, const void *userdata) {
                 printf("Store:        %s (generation %lld)\n", strna(jstr(store, "path")),
                        jint(store, "generation", 0));
         printf("Sysfs:        %s\n", strna(jstr(reply, "sysfs_root")));
-        printf("Connections:  %lld\n", jint(reply, "connections", 0));
         {
                 struct json_object *lv;
 
@@ -624,7 +624,12 @@ static int print_status(struct json_object *reply, const void *userdata) {
                         if (jstr(o, "refused"))
                                 printf("  %s: policy not applied: %s\n", strna(jstr(o, "pf")), jstr(o, "refused"));
                         /* What sets LIMIT, in the words of every message
-                         * about a refused count. */
+                         * about a refused count: when something other
+                         * than the device lowers it or shares it out
+                         * (every PF with -v). */
+                        if (!arg_verbose && limit_of(o, "cap_totalvfs") <= limit_of(o, "totalvfs") &&
+                            limit_of(o, "vf_total_msix") == 0)
+                                continue;
                         if (svff_vf_limits_phrase(limit_of(o, "totalvfs"), limit_of(o, "cap_totalvfs"),
                                                   limit_of(o, "vf_total_msix"), &why) >= 0 && why)
                                 printf("  %s: limit: %s\n", strna(jstr(o, "pf")), why);
@@ -635,6 +640,31 @@ static int print_status(struct json_object *reply, const void *userdata) {
         (void) json_object_object_get_ex(reply, "drift", &drift);
         drift_print(stdout, drift, arg_verbose);
         return 0;
+}
+
+/* status's exit code: EXIT_DRIFT when the host differs from svffd's
+ * records or its configuration did not reload, for scripts. */
+static int status_exit(struct json_object *reply) {
+        struct json_object *drift;
+
+        if (jstr(reply, "config_error"))
+                return EXIT_DRIFT;
+        if (json_object_object_get_ex(reply, "drift", &drift) && json_object_is_type(drift, json_type_array) &&
+            json_object_array_length(drift) > 0)
+                return EXIT_DRIFT;
+        return 0;
+}
+
+/* A Status reply: printed (as JSON with --json, nothing with --quiet),
+ * then its exit code. */
+static int status_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
+        if (error)
+                return report_error(error, p);
+        if (arg_json && !arg_quiet)
+                print_json(stdout, p);
+        else if (!arg_quiet)
+                (void) print_status(p, NULL);
+        return status_exit(p);
 }
 
 /* status --wait: the first Status with no operation in progress (as
@@ -666,8 +696,7 @@ static int status_wait(void) {
                 });
 
                 if (r != EXIT_BUSY_POLL)
-                        return r != 0 ? r : print_reply(settled, NULL, false,
-                                                        &(struct printer) { print_status, NULL });
+                        return r != 0 ? r : status_reply(settled, NULL, false, NULL);
                 if (deadline > 0 && svff_now_usec() >= deadline) {
                         _cleanup_json_ struct json_object *tp = json_object_new_object();
 
@@ -687,7 +716,11 @@ static int cmd_status(int argc, char **argv) {
                 return usage_error("status", "takes no arguments; see 'svffctl status --help'.");
         if (arg_wait)
                 return status_wait();
-        return call_and_print("io.svff.Status", NULL, false, print_status, NULL);
+        return call_run(&(struct call) {
+                .method = "io.svff.Status",
+                .timeout = timeout_for(false),
+                .handle = status_reply,
+        });
 }
 
 static void print_event_line(struct json_object *ev) {
@@ -936,8 +969,8 @@ static int init_reply(struct json_object *p, const char *error, bool continues, 
         if (arg_json)
                 print_json(stdout, p);
         else {
-                printf("PF %s: %lld VFs on %s.\n", strna(jstr(p, "pf")), jint(p, "numvfs", 0),
-                       strna(jstr(p, "driver")));
+                printf("PF %s: %lld VF%s on %s.\n", strna(jstr(p, "pf")), jint(p, "numvfs", 0),
+                       plural_s(jint(p, "numvfs", 0)), strna(jstr(p, "driver")));
                 if (jstr(p, "policy"))
                         printf("This init takes PF %s's VF count from policy '%s': no reload changes it now. "
                                "'svffctl init %s --policy' hands it back.\n", strna(jstr(p, "pf")),
@@ -1370,7 +1403,7 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
                         if (json_object_object_get_ex(reply, "ids", &ids) && ids)
                                 for (size_t i = 0; i < json_object_array_length(ids); i++)
                                         printf(" %s", json_object_get_string(json_object_array_get_idx(ids, i)));
-                        printf(" with at least %u VFs, and on its driver.\n", plan->to);
+                        printf(" with at least %u VF%s, and on its driver.\n", plan->to, plural_s(plan->to));
                 }
                 print_guests(reply);
                 print_class_plan(reply);
@@ -1499,17 +1532,20 @@ struct command {
 };
 
 static const struct command commands[] = {
-        { "list", "list [PF] [-o COL,...] [--json]",
-          "List the SR-IOV PFs and their VFs in one table: driver, VF count, network\n"
-          "interface, whether svffd recorded the device, and the domain, guest address\n"
-          "and state of each assigned VF. -o picks the columns.", cmd_list, .has_columns = true },
-        { "status", "status [-v] [--wait] [--json]",
+        { "list", "list [PF] [-o [+]COL,...] [--json]",
+          "List the SR-IOV PFs and their VFs in one table: driver, VF count, the domain,\n"
+          "guest address and state of each assigned VF, and its device class's state.\n"
+          "-o picks the columns, -o +COL adds one (e.g. -o +owner,iface). On a terminal\n"
+          "the table fits its width; a pipe gets it whole.", cmd_list, .has_columns = true },
+        { "status", "status [-v] [-q] [--wait] [--json]",
           "Show svffd's version, uptime, store path and generation, libvirt's\n"
           "connection, the operations in progress, each PF's VF count, owner and VF\n"
           "limit, and any drift between the store and the host: per PF, one line per\n"
           "kind with a count and the one next step (-v or --json: every device).\n"
           "--wait first waits until no operation is in progress, as while svffd applies\n"
-          "its policies at start-up (no longer than --timeout, when given).",
+          "its policies at start-up (no longer than --timeout, when given).\n"
+          "Exits 5 when there is drift or the last configuration reload failed; -q\n"
+          "prints nothing, for scripts.",
           cmd_status, .has_verbose = true },
         { "init", "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
@@ -1602,8 +1638,9 @@ static const struct command commands[] = {
 
 static const char exit_status_help[] =
         "Exit status: 0 success, 1 svffd reported a failure, 2 usage error, 3 svffd\n"
-        "unreachable or --timeout passed, 4 permission denied, 130 interrupted (the\n"
-        "operation continues in svffd).\n";
+        "unreachable or --timeout passed, 4 permission denied, 5 status: drift or a\n"
+        "failed configuration reload, 130 interrupted (the operation continues in\n"
+        "svffd).\n";
 
 static void help(void) {
         printf("Usage: svffctl [OPTIONS] COMMAND [ARGS]\n"
@@ -1621,9 +1658,11 @@ static void help(void) {
                "     --timeout=SEC   Give up on svffd after SEC seconds (0: never). Default:\n"
                "                     30 for list, status and reconf --dry-run; the other\n"
                "                     commands wait for svffd. Refused by monitor and config.\n"
-               "  -o --output=COL,...  list: the columns to show (see 'svffctl list --help')\n"
+               "  -o --output=COL,...  list: the columns to show, +COL,... to add (see 'svffctl\n"
+               "                     list --help')\n"
                "     --no-reconnect  monitor: exit when svffd goes away\n"
                "  -v --verbose       status: every drift, not the summary per PF\n"
+               "  -q --quiet         status: print nothing, only the exit status\n"
                "     --version       Show the version\n"
                "\n%s",
                SOCKET_DEFAULT, exit_status_help);
@@ -1658,9 +1697,10 @@ static void command_help(const struct command *c) {
                c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
                                        "  --force         Drop the assignments the new count removes\n" : "",
-               c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order\n" :
+               c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order; +COL,... adds them\n" :
                c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" :
                c->has_verbose ? "  -v, --verbose   Every drift, not the summary per PF\n"
+                                "  -q, --quiet     Print nothing: the exit status says it\n"
                                 "  --wait          Wait until no operation is in progress\n" : "");
         if (c->has_columns) {
                 putchar('\n');
@@ -1796,6 +1836,7 @@ int main(int argc, char **argv) {
                 { "output", required_argument, NULL, 'o' },
                 { "no-reconnect", no_argument, NULL, ARG_NO_RECONNECT },
                 { "wait", no_argument, NULL, ARG_WAIT },
+                { "quiet", no_argument, NULL, 'q' },
                 { "effective", no_argument, NULL, ARG_EFFECTIVE },
                 { "verbose", no_argument, NULL, 'v' },
                 {}
@@ -1815,7 +1856,7 @@ int main(int argc, char **argv) {
          * getopt would call "-1" an invalid option '1'. */
         opterr = 0;
         int opt_index = 0;
-        while ((o = getopt_long(argc, argv, ":ho:v", options, &opt_index)) >= 0) {
+        while ((o = getopt_long(argc, argv, ":ho:vq", options, &opt_index)) >= 0) {
                 switch (o) {
                 case 'h':
                         want_help = true;
@@ -1913,6 +1954,9 @@ int main(int argc, char **argv) {
                 case 'v':
                         arg_verbose = true;
                         break;
+                case 'q':
+                        arg_quiet = true;
+                        break;
                 case ARG_NO_RECONNECT:
                         arg_no_reconnect = true;
                         break;
@@ -1971,6 +2015,8 @@ int main(int argc, char **argv) {
                 return usage_error(cmd->name, "-v only applies to status.");
         if (arg_wait && !cmd->has_verbose)
                 return usage_error(cmd->name, "--wait only applies to status.");
+        if (arg_quiet && !cmd->has_verbose)
+                return usage_error(cmd->name, "-q only applies to status.");
         if (arg_no_reconnect && !cmd->has_reconnect)
                 return usage_error(cmd->name, "--no-reconnect only applies to monitor.");
         if (arg_timeout_set && cmd->no_timeout)

@@ -12,7 +12,7 @@ struct table {
         size_t n_rows, alloc;
         char **cells;           /* (n_rows + 1) * n_columns, headers first */
         size_t *width;
-        bool *shrinkable;
+        unsigned *rank;
         unsigned gap;
 };
 
@@ -50,8 +50,8 @@ struct table *table_new(unsigned n_columns, const char *const *headers) {
         t->n_columns = n_columns;
         t->gap = 2;
         t->width = calloc(n_columns, sizeof(size_t));
-        t->shrinkable = calloc(n_columns, sizeof(bool));
-        if (!t->width || !t->shrinkable || append(t, headers) < 0) {
+        t->rank = calloc(n_columns, sizeof(unsigned));
+        if (!t->width || !t->rank || append(t, headers) < 0) {
                 table_free(t);
                 return NULL;
         }
@@ -65,7 +65,7 @@ void table_free(struct table *t) {
                 free(t->cells[i]);
         free(t->cells);
         free(t->width);
-        free(t->shrinkable);
+        free(t->rank);
         free(t);
 }
 
@@ -77,9 +77,9 @@ void table_set_gap(struct table *t, unsigned gap) {
         t->gap = gap;
 }
 
-void table_set_shrinkable(struct table *t, unsigned c, bool shrinkable) {
+void table_set_shrink_rank(struct table *t, unsigned c, unsigned rank) {
         if (c < t->n_columns)
-                t->shrinkable[c] = shrinkable;
+                t->rank[c] = rank;
 }
 
 void table_print_fit(const struct table *t, FILE *f, unsigned indent, unsigned max_width) {
@@ -92,20 +92,26 @@ void table_print_fit(const struct table *t, FILE *f, unsigned indent, unsigned m
                 w[c] = t->width[c];
                 total += w[c] + (c > 0 ? t->gap : 0);
         }
-        /* Cut the shrinkable columns from the right, each down to its
-         * header (and never below 4: "a..." still says something). */
-        for (unsigned c = t->n_columns; max_width > 0 && total > max_width && c-- > 0;) {
-                size_t min = strlen(t->cells[c]), cut;
+        /* Cut the shrinkable columns, the least useful (lowest rank)
+         * first and among equals from the right, each down to its header
+         * (and never below 4: "a..." still says something). */
+        for (unsigned rank = 1, next; max_width > 0 && total > max_width && rank > 0; rank = next) {
+                next = 0;
+                for (unsigned c = t->n_columns; total > max_width && c-- > 0;) {
+                        size_t min = strlen(t->cells[c]), cut;
 
-                if (!t->shrinkable[c])
-                        continue;
-                if (min < 4)
-                        min = 4;
-                if (w[c] <= min)
-                        continue;
-                cut = MIN(w[c] - min, total - max_width);
-                w[c] -= cut;
-                total -= cut;
+                        if (t->rank[c] > rank && (next == 0 || t->rank[c] < next))
+                                next = t->rank[c];
+                        if (t->rank[c] != rank)
+                                continue;
+                        if (min < 4)
+                                min = 4;
+                        if (w[c] <= min)
+                                continue;
+                        cut = MIN(w[c] - min, total - max_width);
+                        w[c] -= cut;
+                        total -= cut;
+                }
         }
 
         for (size_t r = 0; r < t->n_rows; r++) {

@@ -609,6 +609,14 @@ char *classes_describe(const char *class_name, struct json_object *state) {
         return class->describe(state);
 }
 
+char *classes_summarize(const char *class_name, struct json_object *state) {
+        const struct svff_class *class = class_name ? svff_class_by_name(class_name) : NULL;
+
+        if (!class || !state)
+                return NULL;
+        return class->summarize ? class->summarize(state) : class->describe ? class->describe(state) : NULL;
+}
+
 /* ---- main thread: a dry run's class plan on the ops pool ---- */
 
 struct step {
@@ -707,8 +715,10 @@ static void drift_job_free(struct drift_job *j) {
         free(j);
 }
 
-static void drift_add(struct json_object *a, const char *device, const char *expected, const char *actual,
-                      const char *message) {
+/* pf: the PF of device (a VF) or device itself, so that status counts
+ * a PF's drifted VFs on one line; next_step: NULL for none. */
+static void drift_add(struct json_object *a, const char *device, const char *pf, const char *expected,
+                      const char *actual, const char *message, const char *next_step) {
         struct json_object *d = json_object_new_object();
 
         if (!d)
@@ -718,6 +728,8 @@ static void drift_add(struct json_object *a, const char *device, const char *exp
         json_object_object_add(d, "expected", expected ? json_object_new_string(expected) : NULL);
         json_object_object_add(d, "actual", actual ? json_object_new_string(actual) : NULL);
         json_object_object_add(d, "message", json_object_new_string(message));
+        json_object_object_add(d, "pf", json_object_new_string(pf));
+        json_object_object_add(d, "next_step", next_step ? json_object_new_string(next_step) : NULL);
         json_object_array_add(a, d);
 }
 
@@ -735,7 +747,7 @@ static void drift_done(void *userdata) {
                         snprintf(msg, sizeof(msg), "The device-class state of PF %s cannot be read, so svffd "
                                  "cannot tell whether its VFs are still as it set them up: %s", pf,
                                  json_object_get_string(err));
-                        drift_add(a, pf, NULL, NULL, msg);
+                        drift_add(a, pf, pf, NULL, NULL, msg, NULL);
                         continue;
                 }
                 if (!json_object_object_get_ex(res, "drift", &drift))
@@ -747,7 +759,7 @@ static void drift_done(void *userdata) {
                 json_object_object_foreach(drift, key, msg) {
                         struct json_object *want = NULL, *got = NULL, *vfname = NULL;
                         _cleanup_free_ char *e = NULL, *g = NULL;
-                        char line[1400];
+                        char line[1400], next[256];
                         const char *vf;
 
                         (void) json_object_object_get_ex(vfs, key, &want);
@@ -759,10 +771,11 @@ static void drift_done(void *userdata) {
                         unsigned n = 0;
 
                         (void) svff_store_get_pf(j->m->store, pf, &n, NULL);
-                        snprintf(line, sizeof(line), "VF %s (%s class) is not what svffd set up: %s; "
-                                 "'svffctl init %s %u' provisions it again", vf, strna(class_name),
-                                 json_object_get_string(msg), pf, n);
-                        drift_add(a, vf, e, g, line);
+                        snprintf(next, sizeof(next), "run 'svffctl init %s %u' to provision the PF's VFs again",
+                                 pf, n);
+                        snprintf(line, sizeof(line), "VF %s (%s class) is not what svffd set up: %s; %s", vf,
+                                 strna(class_name), json_object_get_string(msg), next);
+                        drift_add(a, vf, pf, e, g, line, next);
                 }
         }
         j->fn(j->m, j->call, a);

@@ -120,6 +120,8 @@ int classes_record_assignment(struct manager *m, const char *vf, struct json_obj
 
 /* The class's one-line description of state (malloc'ed) or NULL. */
 char *classes_describe(const char *class_name, struct json_object *state);
+/* The same in a few words, for list's CLASS column (malloc'ed) or NULL. */
+char *classes_summarize(const char *class_name, struct json_object *state);
 
 /* ---- main thread: a dry run's class plan ---- */
 

@@ -110,6 +110,9 @@ static struct json_object *json_vf_class(struct manager *m, const char *vf) {
         d = classes_describe(name, v);
         json_object_object_add(o, "description", str_or_null(d));
         free(d);
+        d = classes_summarize(name, v);
+        json_object_object_add(o, "summary", str_or_null(d));
+        free(d);
         return o;
 }
 
@@ -135,6 +138,7 @@ static struct json_object *json_vf(struct manager *m, const struct svff_pf *pf, 
         json_object_object_add(o, "iommu_group",
                                vf->iommu_group >= 0 ? json_object_new_int(vf->iommu_group) : NULL);
         json_object_object_add(o, "unassignable", str_or_null(unassignable));
+        json_object_object_add(o, "recorded", json_object_new_boolean(managed));
         json_object_object_add(o, "managed", json_object_new_boolean(managed));
         json_object_object_add(o, "original_driver", str_or_null(orig));
         json_object_object_add(o, "assigned_to", assigned);
@@ -202,6 +206,7 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
         json_object_object_add(o, "device_name", str_or_null(pf->device_name));
         json_object_object_add(o, "vendor", str_or_null(pf->vendor_name));
         json_object_object_add(o, "device", str_or_null(pf->device_name));
+        json_object_object_add(o, "pci_class", hex(pf->class, 6));
         json_object_object_add(o, "class", hex(pf->class, 6));
         json_object_object_add(o, "totalvfs", json_object_new_int64(pf->totalvfs));
         json_object_object_add(o, "numvfs", json_object_new_int64(pf->numvfs));

@@ -255,6 +255,7 @@ static void init_bind_done(void *userdata) {
                 json_object_object_add(v, "index", json_object_new_int64(io->after->vfs[i].index));
                 json_object_object_add(v, "driver", json_object_new_string(io->driver));
                 /* init_record() recorded every VF before binding. */
+                json_object_object_add(v, "recorded", json_object_new_boolean(true));
                 json_object_object_add(v, "managed", json_object_new_boolean(true));
                 json_object_array_add(vfs, v);
         }

@@ -48,18 +48,21 @@ static const char *pf_by_layout(struct snapshot *s, const char *vf) {
 }
 
 /* pf: the PF the drift is about (the VF's, for a VF); next_step: what to
- * run about it, NULL for nothing (it follows from another drift). */
-static void add(struct json_object *a, const char *kind, const char *device, const char *pf, const char *expected,
-                const char *actual, const char *next_step, const char *fmt, ...) _printf_(8, 9);
+ * run about it, NULL for nothing (it follows from another drift).
+ * Returns the drift (borrowed from a), or NULL out of memory. */
+static struct json_object *add(struct json_object *a, const char *kind, const char *device, const char *pf,
+                               const char *expected, const char *actual, const char *next_step, const char *fmt,
+                               ...) _printf_(8, 9);
 
-static void add(struct json_object *a, const char *kind, const char *device, const char *pf, const char *expected,
-                const char *actual, const char *next_step, const char *fmt, ...) {
+static struct json_object *add(struct json_object *a, const char *kind, const char *device, const char *pf,
+                               const char *expected, const char *actual, const char *next_step, const char *fmt,
+                               ...) {
         struct json_object *d = json_object_new_object();
         char msg[512];
         va_list ap;
 
         if (!d)
-                return;
+                return NULL;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
@@ -70,7 +73,42 @@ static void add(struct json_object *a, const char *kind, const char *device, con
         json_object_object_add(d, "message", json_object_new_string(msg));
         json_object_object_add(d, "pf", pf ? json_object_new_string(pf) : NULL);
         json_object_object_add(d, "next_step", next_step ? json_object_new_string(next_step) : NULL);
-        json_object_array_add(a, d);
+        if (json_object_array_add(a, d) < 0) {
+                json_object_put(d);
+                return NULL;
+        }
+        return d;
+}
+
+/* A VF svff bound to want that is on have now: an init at the recorded
+ * count binds it again; an assigned one's domain cannot start with it
+ * meanwhile, and the drift names it. */
+static void driver_changed(struct manager *m, struct json_object *a, const char *vf, const char *pf,
+                           const char *want, const char *have) {
+        struct json_object *arec = NULL, *d;
+        const char *dom = NULL;
+        unsigned n = 0;
+        char next[160];
+
+        if (pf && svff_store_get_pf(m->store, pf, &n, NULL) > 0)
+                snprintf(next, sizeof(next), "run 'svffctl init %s %u' to bind it to %s again", pf, n, want);
+        else
+                next[0] = 0;
+        if (json_object_object_get_ex(svff_store_assignments(m->store), vf, &arec) &&
+            svff_json_get_string(arec, "domain", &dom) < 0)
+                (void) svff_json_get_string(arec, "uuid", &dom);
+        if (!dom) {
+                (void) add(a, "driver-changed", vf, pf, want, have, next[0] ? next : NULL,
+                           "VF %s is on %s, svff bound it to %s%s%s", vf, have ?: "no driver", want,
+                           next[0] ? "; " : "", next);
+                return;
+        }
+        d = add(a, "driver-changed", vf, pf, want, have, next[0] ? next : NULL,
+                "VF %s is on %s, svff bound it to %s: domain '%s', to which it is assigned, cannot start with it%s%s",
+                vf, have ?: "no driver", want, dom, next[0] ? "; " : "", next);
+        /* the domain, for status to name it beside the count */
+        if (d)
+                json_object_object_add(d, "domain", json_object_new_string(dom));
 }
 
 /* The journal entry of pf's reprogram that nothing resumes (its flash
@@ -163,11 +201,8 @@ struct json_object *reconcile_drift(struct manager *m) {
                             vf);
                         continue;
                 }
-                if (want && !streq(want, v->driver ?: "")) {
-                        add(a, "driver-changed", vf, vpf, want, v->driver, NULL,
-                            "VF %s is on %s, svff bound it to %s", vf, v->driver ?: "no driver",
-                            want);
-                }
+                if (want && !streq(want, v->driver ?: ""))
+                        driver_changed(m, a, vf, vpf, want, v->driver);
         }
 
         /* A domain that lacks its VF because the VF is gone (a reconf

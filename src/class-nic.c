@@ -1150,6 +1150,31 @@ static char *nic_describe(struct json_object *state) {
         return TAKE_PTR(s);
 }
 
+/* "mac ..:34:56 vlan 100": the MAC's last two bytes tell a host's VFs
+ * apart (their first ones are mostly one prefix); describe has it all. */
+static char *nic_summarize(struct json_object *state) {
+        struct svff_nl_vf vf;
+        char mac[18], *s = NULL;
+
+        json_to_vf(state, 0, &vf);
+        if (vf.mask & SVFF_NL_VF_MAC)
+                svff_nl_mac_format(vf.mac, mac);
+        if (asprintf(&s, "mac %s%s", vf.mask & SVFF_NL_VF_MAC ? ".." : "-",
+                     vf.mask & SVFF_NL_VF_MAC ? mac + 11 : "") < 0)
+                return NULL;
+        if ((vf.mask & SVFF_NL_VF_VLAN) && vf.vlan) {
+                char *t;
+
+                if (asprintf(&t, "%s vlan %u", s, vf.vlan) < 0) {
+                        free(s);
+                        return NULL;
+                }
+                free(s);
+                s = t;
+        }
+        return s;
+}
+
 static int nic_check(struct json_object *settings, struct svff_error *err) {
         struct want w;
 
@@ -1167,6 +1192,7 @@ const struct svff_class svff_class_nic = {
         .verify = nic_verify,
         .release = nic_release,
         .describe = nic_describe,
+        .summarize = nic_summarize,
         .check = nic_check,
         .wants_recorded_state = true,
 };

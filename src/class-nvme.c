@@ -1333,6 +1333,31 @@ static char *nvme_describe(struct json_object *state) {
         return s;
 }
 
+/* "online ns 1,5", or the secondary controller's state when it is not
+ * online: the queue counts are in describe's line. */
+static char *nvme_summarize(struct json_object *state) {
+        struct ids ns;
+        const char *secondary;
+        char *s = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        if (!state || !json_object_is_type(state, json_type_object))
+                return strdup("-");
+        secondary = json_object_get_string(json_object_object_get(state, "secondary"));
+        f = open_memstream(&s, &len);
+        if (!f)
+                return NULL;
+        fputs(secondary ? secondary : "unknown", f);
+        if (state_u32s(state, "namespaces", &ns) == 0 && ns.n > 0) {
+                fputs(" ns ", f);
+                for (size_t i = 0; i < ns.n; i++)
+                        fprintf(f, "%s%" PRIu32, i ? "," : "", ns.v[i]);
+        }
+        fclose(f);
+        return s;
+}
+
 /* ---- every batch of commands behind ctrl_check() ------------------------ */
 
 static int checked_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struct json_object **ret,
@@ -1388,6 +1413,7 @@ const struct svff_class svff_class_nvme = {
         .verify = checked_verify,
         .release = checked_release,
         .describe = nvme_describe,
+        .summarize = nvme_summarize,
         .check = nvme_check,
         .prepare = checked_prepare,
 };

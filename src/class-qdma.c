@@ -485,6 +485,14 @@ static char *qdma_describe(struct json_object *state) {
         return s;
 }
 
+static char *qdma_summarize(struct json_object *state) {
+        unsigned vf_qmax = 0;
+        char *s;
+
+        (void) svff_json_get_unsigned(state, "vf_qmax", &vf_qmax);
+        return asprintf(&s, "qmax %u", vf_qmax) < 0 ? NULL : s;
+}
+
 const struct svff_class svff_class_qdma = {
         .name = "qdma",
         .match = qdma_match,
@@ -497,5 +505,6 @@ const struct svff_class svff_class_qdma = {
         .verify = qdma_verify,
         .release = qdma_release,
         .describe = qdma_describe,
+        .summarize = qdma_summarize,
         .check = qdma_check,
 };

@@ -98,6 +98,11 @@ struct svff_class {
          * ns 1"), malloc'ed; the JSON carries state itself. */
         char *(*describe)(struct json_object *state);
 
+        /* The state in a few words for list's CLASS column ("qmax 8",
+         * "online ns 1"), malloc'ed; what describe says at length is in
+         * svffctl(8). May be NULL: list then shows describe's line. */
+        char *(*summarize)(struct json_object *state);
+
         /* Checks settings (one VF's, merged, or NULL) for shape and range
          * without the device: unknown keys, wrong types, impossible
          * values. -EINVAL with err naming the key and what it takes. For

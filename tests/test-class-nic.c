@@ -153,6 +153,9 @@ START_TEST(test_provision_order_and_count) {
         ck_assert_str_eq(S(st, "release"), "restore");
         d = svff_class_nic.describe(st);
         ck_assert_str_eq(d, "mac 02:00:00:00:00:01 vlan 100 qos 3 trust on spoofchk off rate 0-500");
+        free(d);
+        d = svff_class_nic.summarize(st);
+        ck_assert_str_eq(d, "mac ..:00:01 vlan 100");
 }
 END_TEST
 

@@ -1150,6 +1150,15 @@ START_TEST(test_check_and_describe) {
         ck_assert_str_eq(d2, "online 2VQ/1VI ns 1,5");
         d3 = nvme->describe(NULL);
         ck_assert_str_eq(d3, "-");
+        free(d1);
+        free(d2);
+        free(d3);
+        d1 = nvme->summarize(off);
+        ck_assert_str_eq(d1, "offline");
+        d2 = nvme->summarize(two);
+        ck_assert_str_eq(d2, "online ns 1,5");
+        d3 = nvme->summarize(NULL);
+        ck_assert_str_eq(d3, "-");
 }
 END_TEST
 

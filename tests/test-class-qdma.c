@@ -154,6 +154,9 @@ START_TEST(test_qmax_by_policy) {
         line = cls->describe(st);
         ck_assert_ptr_nonnull(line);
         ck_assert_msg(strstr(line, "8 queues kept") && strstr(line, "request them again"), "%s", line);
+        free(line);
+        line = cls->summarize(st);
+        ck_assert_str_eq(line, "qmax 8");
 
         ck_assert_int_eq(pcisim_write(sim, "bus/pci/devices/" QDMA_PF "/qdma/qmax", "300"), 0);
         assert_error(cls->verify(cpf, pf, 0, st, &err), &err, -EUCLEAN, "is 300, not 256");

@@ -106,7 +106,7 @@ for spec in "list:--output -o --timeout --json --socket --help" \
         done
 done
 # And what a command's --help names, the completion offers.
-for c in list init reconf reprogram attach monitor; do
+for c in list status init reconf reprogram attach monitor; do
         type_keys "svffctl $c -" Tab Tab Tab
         expect_screen "$c offers --json" "(^| )--json( |\$)"
         for o in $(ctl $c --help | sed -n '/^Options:/,/^$/p' | grep -o -- '--[a-z-]*' | sort -u); do
@@ -114,7 +114,11 @@ for c in list init reconf reprogram attach monitor; do
         done
 done
 
-note "-o completes column names, after a comma too"
+note "-o completes column names, after a comma and a '+' too"
 type_keys "svffctl list -o device,gue" Tab
 expect_screen "-o column after a comma" '^\$ svffctl list -o device,guest'
+type_keys "svffctl list -o +own" Tab
+expect_screen "-o column after a '+'" '^\$ svffctl list -o \+owner'
+type_keys "svffctl list -o +owner,ifa" Tab
+expect_screen "-o +COL, then a column after a comma" '^\$ svffctl list -o \+owner,iface'
 echo "PASS"

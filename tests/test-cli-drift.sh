@@ -36,7 +36,8 @@ done
 expect_eq "$(grep -o "svffctl reconf $PF 240" "$T/screen" | wc -l)" 1 "next steps in the reconf's message"
 
 note "status: the drift per PF and kind, one next step"
-ctl status > "$T/status" 2>&1 || fail "status: $(cat "$T/status")"
+rc=0; ctl status > "$T/status" 2>&1 || rc=$?
+expect_eq "$rc" 5 "status's exit status with drift"
 for lie in "svffd stopped" "restart" "held by a user" "svffctl init"; do
         grep -q "$lie" "$T/status" && fail "status says '$lie' after the failed reconf: $(cat "$T/status")"
 done
@@ -52,9 +53,9 @@ grep -qE "^  $PF: next step: (once the write past its deadline ends \(stuck writ
         fail "the next step: $(cat "$T/status")"
 
 note "-v and --json: every drift"
-ctl status -v > "$T/status-v" || fail "status -v"
+ctl_status -v > "$T/status-v" || fail "status -v"
 expect_eq "$(grep -c "^  vf-missing " "$T/status-v")" 252 "vf-missing lines with -v"
-ctl status --json > "$T/status.json" || fail "status --json"
+ctl_status --json > "$T/status.json" || fail "status --json"
 expect_eq "$(jget 'sum(1 for x in d["drift"] if x["kind"] == "vf-missing" and x["pf"] == "'$PF'")' < "$T/status.json")" \
         252 "vf-missing drifts in JSON with their PF"
 jget '[x["next_step"] for x in d["drift"] if x["kind"] == "interrupted"][0]' < "$T/status.json" |
@@ -67,11 +68,11 @@ pcisim_ctl latency vf_disable 0
 numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
 wait_for_s 30 numvfs_zero || fail "the write never ended"
 ctl reconf $PF 240 > "$T/out" 2>&1 || fail "completing the reconf: $(cat "$T/out")"
-ctl status > "$T/status" || fail "status after completing"
+ctl_status > "$T/status" || fail "status after completing"
 grep -q "^Recovered: .*reconf of PF $PF resumed from its journal: " "$T/status" ||
         fail "the completion: $(cat "$T/status")"
 grep -q "restart" "$T/status" && fail "status claims a restart: $(cat "$T/status")"
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 expect_eq "$(jget 'd["recovered"][0]["after_restart"]' < "$T/status.json")" False "after_restart"
 
 note "240 VFs unbound behind svffd's back: one line"
@@ -79,10 +80,33 @@ for vf in $(ls "$SYS/bus/pci/drivers/vfio-pci" | grep "^0000:20:"); do
         printf '%s' "$vf" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
 done
 # svffd sees it once its picture is list_max_age_msec (1 s) old.
-seen_unbound() { ctl status > "$T/status" && grep -q driver-changed "$T/status"; }
+seen_unbound() { ctl_status > "$T/status" && grep -q driver-changed "$T/status"; }
 wait_for seen_unbound || fail "no drift after the unbinds: $(cat "$T/status")"
 grep -q "^  $PF: driver-changed: 240 VFs unbound (expected vfio-pci)$" "$T/status" ||
         fail "no summary of the unbound VFs: $(cat "$T/status")"
 n=$(grep -c "^  $PF: " "$T/status")
 [ "$n" -le 2 ] || fail "$n drift lines for one PF: $(cat "$T/status")"
+
+note "class drift of every VF of a PF: one line with a count, one next step"
+QPF=0000:10:00.0
+cat > "$T/svff.conf" <<CONF
+{ "settle_msec": 50, "numvfs_timeout_sec": 1, "numvfs_timeout_per_vf_msec": 2,
+  "policies": { "q": { "match": { "address": "$QPF" }, "numvfs": 4,
+                       "qdma": { "qmax": 256, "vf_qmax": 8 } } } }
+CONF
+kill -HUP "$SVFFD_PID"
+wait_for_s 30 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$QPF/sriov_numvfs')\" = 4 ]" || fail "the policy's init of $QPF"
+ctl_status --wait --timeout 30 > /dev/null || fail "status --wait after the policy's init"
+# Another queue count behind svffd's back: every VF's class state drifts.
+printf 300 > "$SYS/bus/pci/devices/$QPF/qdma/qmax"
+seen_class() { ctl_status > "$T/status" && grep -q "class-drift" "$T/status"; }
+wait_for seen_class || fail "no class drift after the queue count changed: $(cat "$T/status")"
+grep -q "^  $QPF: class-drift: 4 VFs differ from what their device class set up$" "$T/status" ||
+        fail "no count of the class drift: $(cat "$T/status")"
+grep -q "^  $QPF: next step: run 'svffctl init $QPF 4' to provision the PF's VFs again\.$" "$T/status" ||
+        fail "no single next step for the class drift: $(cat "$T/status")"
+expect_eq "$(grep -c "^  0000:10:[0-9a-f][0-9a-f]\.[0-7]: " "$T/status")" 2 "drift lines about $QPF and its VFs"
+ctl status --json > "$T/status.json" || [ $? = 5 ] || fail "status --json"
+expect_eq "$(jget "sorted(set((x['pf'], x['next_step']) for x in d['drift'] if x['kind'] == 'class-drift'))" < "$T/status.json")" \
+        "[('$QPF', \"run 'svffctl init $QPF 4' to provision the PF's VFs again\")]" "class drifts' PF and next step in JSON"
 echo PASS

@@ -43,6 +43,10 @@ expect_rc() {
 case_0() {
         expect_rc 0 "list" ctl list
         expect_rc 0 "status --json" ctl status --json
+        expect_rc 0 "status with the host as recorded" ctl status
+        grep -q "^Drift: *none" "$T/out" || fail "status without drift: $(cat "$T/out")"
+        expect_rc 0 "status --quiet with the host as recorded" ctl status --quiet
+        [ ! -s "$T/out" ] || fail "status --quiet printed: $(cat "$T/out")"
 }
 
 case_1() {
@@ -87,6 +91,7 @@ case_2() {
         grep -q "does not apply" "$T/err" || fail "monitor --timeout message: $(cat "$T/err")"
         expect_rc 2 "--timeout on config check" ctl --timeout=5 config check "$T/svff.conf"
         expect_rc 2 "option of another command" ctl list --driver x
+        expect_rc 2 "-q on list" ctl list -q
         # svffd's own InvalidParameter is a usage error too.
         expect_eq "$(varlink_call io.svff.Init '{"pf":"0000:01:00.0","numvfs":"x"}' | grep -c InvalidParameter)" 1 \
                 "svffd refuses a malformed count as InvalidParameter"
@@ -130,6 +135,36 @@ case_4() {
         rc=0; as_nobody init $PF 2 > "$T/out" 2> "$T/err" || rc=$?
         expect_eq "$rc" 4 "PermissionDenied from svffd"
         chmod 0660 "$SOCK"
+}
+
+# status_rc: what 'status --quiet' exits with now.
+status_rc() { rc=0; ctl status --quiet || rc=$?; echo $rc; }
+status_is() { [ "$(status_rc)" = "$1" ]; }
+
+case_5() {
+        # Drift: a VF unbound from vfio-pci behind svffd's back (seen once
+        # its picture is list_max_age_msec old).
+        printf '%s' "$VF" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
+        wait_for status_is 5 || fail "status exits $(status_rc) with drift, svffctl(8) says 5: $(ctl status)"
+        expect_rc 5 "status with drift" ctl status
+        grep -q "driver-changed" "$T/out" || fail "status with drift: $(cat "$T/out")"
+        expect_rc 5 "status --json with drift" ctl status --json
+        jget 'd["drift"][0]["kind"]' < "$T/out" | grep -qx driver-changed || fail "status --json: $(cat "$T/out")"
+        expect_rc 5 "status --quiet with drift" ctl status --quiet
+        [ ! -s "$T/out" ] || fail "status --quiet printed: $(cat "$T/out")"
+        expect_rc 5 "status --wait with drift" ctl status --wait
+        ctl init $PF 4 >/dev/null || fail "init to rebind the VF"
+        wait_for status_is 0 || fail "status exits $(status_rc) once the VF is back: $(ctl status)"
+        # A configuration reload that failed: svffd runs the previous one.
+        cp "$T/svff.conf" "$T/svff.conf.good" 2>/dev/null || echo '{}' > "$T/svff.conf.good"
+        echo '{ "workers": "many" }' > "$T/svff.conf"
+        kill -HUP "$SVFFD_PID"
+        wait_for status_is 5 || fail "status exits $(status_rc) after a failed reload: $(ctl status)"
+        expect_rc 5 "status after a failed reload" ctl status
+        grep -q "reload failed" "$T/out" || fail "status after a failed reload: $(cat "$T/out")"
+        cp "$T/svff.conf.good" "$T/svff.conf"
+        kill -HUP "$SVFFD_PID"
+        wait_for status_is 0 || fail "status exits $(status_rc) after a good reload: $(ctl status)"
 }
 
 case_130() {

@@ -33,8 +33,14 @@ grep -qE "^  PF +VFS +OWNER +POLICY +LIMIT$" "$T/status" || fail "no LIMIT colum
 grep -qE "^  $NIC +0 +- +- +7$" "$T/status" || fail "no LIMIT 7 for the NIC: $(cat "$T/status")"
 grep -q "^  $NIC: limit: the PF driver allows 7 VFs (sriov_totalvfs) of the 8 the device's SR-IOV capability offers (TotalVFs): the driver or the firmware's setting lowers it; its VFs share 64 MSI-X vectors (sriov_vf_total_msix)$" "$T/status" ||
         fail "the NIC's limit and its cause: $(cat "$T/status")"
+# The FPGA's limit is its device's own: the LIMIT column says it all,
+# and the sentence only comes with -v. Nor does status count its own
+# connection.
+grep -q "^  $FPGA: limit:" "$T/status" && fail "the FPGA's limit repeated: $(cat "$T/status")"
+grep -q "^Connections:" "$T/status" && fail "status counts its own connection: $(cat "$T/status")"
+ctl status -v > "$T/status" || fail "status -v: $(cat "$T/status")"
 grep -q "^  $FPGA: limit: the PF allows 252 VFs (sriov_totalvfs, as the SR-IOV capability's TotalVFs)$" "$T/status" ||
-        fail "the FPGA's limit: $(cat "$T/status")"
+        fail "the FPGA's limit with -v: $(cat "$T/status")"
 ctl status --json > "$T/status.json"
 expect_eq "$(jget '[(o["totalvfs"], o["cap_totalvfs"], o["vf_total_msix"]) for o in d["owners"] if o["pf"] == "'$NIC'"][0]' < "$T/status.json")" \
         "(7, 8, 64)" "the NIC's limits in JSON"

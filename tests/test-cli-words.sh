@@ -43,10 +43,31 @@ grep -q "reconf-started .*reconf-mode=pause" "$T/mon.out" || fail "reconf-starte
 grep -q " mode=" "$T/mon.out" && fail "a bare mode= in monitor: $(grep ' mode=' "$T/mon.out")"
 kill $BG_PIDS; BG_PIDS=""
 
+# Plurals: "1 VF", "0 VFs", in init's line and in its progress.
+ctl init $PF 1 > "$T/out" 2> "$T/err" || fail "init 1: $(cat "$T/err")"
+grep -qx "PF $PF: 1 VF on vfio-pci." "$T/out" || fail "init 1: $(cat "$T/out")"
+grep -q "1 VFs" "$T/out" "$T/err" && fail "'1 VFs': $(cat "$T/out" "$T/err")"
+ctl init $PF 0 > "$T/out" 2> "$T/err" || fail "init 0: $(cat "$T/err")"
+grep -qx "PF $PF: 0 VFs on vfio-pci." "$T/out" || fail "init 0: $(cat "$T/out")"
+
+# JSON: a VF's 'recorded' is the RECORDED column's word, in List and in
+# Init's reply ('managed', its old name, is kept for one release).
+ctl init $PF 2 --json > "$T/init.json" 2>/dev/null || fail "init 2 --json"
+expect_eq "$(tail -n 1 "$T/init.json" | jget '[(v["recorded"], v["managed"]) for v in d["vfs"]]')" \
+        "[(True, True), (True, True)]" "Init's VFs recorded"
+ctl list $PF --json > "$T/list.json" || fail "list --json"
+expect_eq "$(jget '[(v["recorded"], v["managed"]) for v in d["pfs"][0]["vfs"]]' < "$T/list.json")" \
+        "[(True, True), (True, True)]" "List's VFs recorded"
+ctl list $PF -o device,recorded | grep -q "^$(sys_vf $PF 0) *yes$" || fail "RECORDED: $(ctl list $PF -o device,recorded)"
+
 # JSON: the names under *_name; events' device is the address.
 ctl list $PF --json > "$T/list.json" || fail "list --json"
 jget 'd["pfs"][0].get("device_name")' < "$T/list.json" | grep -qv '^None$' || fail "no device_name in List: $(cat "$T/list.json")"
 expect_eq "$(jget 'd["pfs"][0]["device_name"] == d["pfs"][0]["device"]' < "$T/list.json")" True \
         "the deprecated device key"
 jget '"vendor_name" in d["pfs"][0]' < "$T/list.json" | grep -q True || fail "no vendor_name in List"
+# class is a VF's device class; a PF's PCI class code is pci_class (its
+# old key class kept for one release).
+expect_eq "$(jget 'd["pfs"][0]["pci_class"], d["pfs"][0]["class"]' < "$T/list.json")" "120000 120000" \
+        "a PF's PCI class code"
 echo "PASS"

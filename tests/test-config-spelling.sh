@@ -103,9 +103,9 @@ ctl list --json > "$T/list.json"
 expect_eq "$(jget "$c['settings']['vf_qmax'], $c['state']['vf_qmax'], $c['state']['pf_qmax']" < "$T/list.json")" \
         "8 8 256" "VF 0's class state read from the old store"
 ctl list > "$T/list.txt"
-grep "^$VF0 " "$T/list.txt" | grep -q "8 queues kept, PF qmax 256" ||
+grep "^$VF0 " "$T/list.txt" | grep -q " qmax 8$" ||
         fail "VF 0's row does not describe its old-store state: $(grep "^$VF0 " "$T/list.txt")"
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" < "$T/status.json")" 0 \
         "class drift over the old store"
 # The next commit (a release) writes the new spelling.

@@ -51,7 +51,7 @@ grep -qx "READY=1" "$T/notify.log" || fail "READY=1 missing"
 grep -q "^STATUS=" "$T/notify.log" || fail "STATUS= missing"
 
 # SIGHUP: a valid change is applied, an invalid file keeps the old config.
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 expect_eq "$(jget 'd["config_error"]' < "$T/status.json")" None "config error before reload"
 printf '{ "log_level": "info", "limits": { "idle_timeout_sec": 30 } }\n' > "$T/svff.conf"
 kill -HUP "$SVFFD_PID"
@@ -59,7 +59,7 @@ wait_for grep -q "Configuration reloaded" "$T/svffd.log" || fail "reload not log
 printf '{ "log_level": "chatty",\n  "bogus_key": 1 }\n' > "$T/svff.conf"
 kill -HUP "$SVFFD_PID"
 wait_for grep -q "keeping the running one" "$T/svffd.log" || fail "bad reload not logged"
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 jget 'd["config_error"]' < "$T/status.json" | grep -q "svff.conf" || fail "status does not name the bad config file"
 ctl status | grep -q "reload failed" || fail "human status lacks the config error"
 ctl list >/dev/null || fail "svffd stopped serving after a bad reload"

@@ -88,7 +88,7 @@ expect_eq "$(sys_driver "$VF")" igbvf "NIC VF driver after the refusals"
 grep -q "Refused Init on $NIC: PF $NIC is not in manage" "$T/svffd.log" || fail "refusals not logged"
 
 # Reads stay open, and a managed PF works as before.
-ctl status > /dev/null || fail "status"
+ctl_status > /dev/null || fail "status"
 ctl init $QDMA 2 > /dev/null || fail "init of the QDMA PF"
 expect_eq "$(sys_numvfs $QDMA)" 2 "QDMA numvfs"
 

@@ -74,9 +74,9 @@ assert r['name'] == 'nvme' and r['state']['secondary'] == 'online', r" "$STATE/s
 done
 ctl list >"$T/list.txt" || fail "list"
 head -n1 "$T/list.txt" | grep -qw CLASS || fail "no CLASS column: $(head -n1 "$T/list.txt")"
-grep "^$(sys_vf "$PF" 0) " "$T/list.txt" | grep -q "nvme: online 2VQ/1VI" ||
+grep "^$(sys_vf "$PF" 0) " "$T/list.txt" | grep -q " online ns 1$" ||
         fail "VF 0's row does not show its class state: $(cat "$T/list.txt")"
-ctl status --json >"$T/status.json" || fail "status --json"
+ctl_status --json >"$T/status.json" || fail "status --json"
 expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" <"$T/status.json")" 0 \
         "class drift after init"
 
@@ -94,7 +94,7 @@ ctl release "$vf0" >"$T/release.out" 2>&1 || fail "release $vf0: $(cat "$T/relea
 grep -q "\"$vf0\"" "$STATE/store.json" && fail "VF 0's record survived its release"
 expect_eq "$(awk '$1 == "sc" && $2 == 1 { print $3 " " $4 " " $5 }' "$SVFF_TEST_NVME_STANDIN_DUMP/$PF")" "offline 0 0" \
         "VF 0's secondary controller on the device after its release"
-ctl status --json >"$T/status.json" || fail "status --json after release"
+ctl_status --json >"$T/status.json" || fail "status --json after release"
 expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" <"$T/status.json")" 0 \
         "class drift after release"
 stop_svffd || fail "svffd did not stop cleanly"
@@ -110,7 +110,7 @@ varlink_check stop || fail "svffd's replies break its interface"
 grep -q "fault point 'after-provision' (2)" "$T/svffd.log" || fail "svffd did not die at after-provision-2"
 expect_eq "$(sys_numvfs "$PF")" 2 "sriov_numvfs after the crash"
 start_svffd
-ctl status --json >"$T/status.json" || fail "status --json after the crash"
+ctl_status --json >"$T/status.json" || fail "status --json after the crash"
 expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'interrupted' and x['device'] == '$PF'])" \
         <"$T/status.json")" 1 "the interrupted init in status"
 ctl init "$PF" 2 >"$T/init.out" 2>&1 || fail "init after the crash: $(cat "$T/init.out")"

@@ -35,7 +35,7 @@ done
 expect_eq "$(jget 'd["pfs"][0]["numvfs"]' < "$T/list.json")" 4 "numvfs in list"
 
 # status: store generation moved, nothing in progress, no drift
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 [ "$(jget 'd["store"]["generation"]' < "$T/status.json")" -ge 1 ] || fail "store generation did not advance"
 expect_eq "$(jget 'len(d["operations"])' < "$T/status.json")" 0 "operations"
 expect_eq "$(jget 'len(d["drift"])' < "$T/status.json")" 0 "drift"
@@ -123,7 +123,7 @@ stop_svffd TERM || fail "svffd exited non-zero on SIGTERM"
 VF2=$(sys_vf $PF 2)
 printf '%s' "$VF2" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
 start_svffd
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 python3 - "$T/status.json" "$VF2" <<'PY' || fail "drift not reported: $(cat "$T/status.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -144,7 +144,7 @@ n_records=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))[
 printf 0 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
 pcisim_ctl "remove $PF"
 start_svffd
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 python3 - "$T/status.json" "$PF" "$n_records" <<'PY' || fail "PF-gone drift: $(cat "$T/status.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -159,7 +159,7 @@ cmp -s "$T/store.before" "$STATE/store.json" || fail "store changed although not
 printf 1 > "$SYS/bus/pci/rescan"
 stop_svffd TERM
 start_svffd
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 python3 - "$T/status.json" "$PF" <<'PY' || fail "PF-back drift: $(cat "$T/status.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))

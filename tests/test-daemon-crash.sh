@@ -24,7 +24,7 @@ while [ "$(grep -c vf-bound "$T/mon.out")" -lt 40 ]; do
         i=$((i + 1)); [ $i -lt 400 ] || fail "init made no progress"
         sleep 0.05
 done
-ctl status --json > "$T/status-during.json"
+ctl_status --json > "$T/status-during.json"
 expect_eq "$(jget 'd["operations"][0]["phase"]' < "$T/status-during.json")" bind "phase while binding"
 
 kill -KILL "$SVFFD_PID"
@@ -39,7 +39,7 @@ pcisim_ctl "latency probe 0"
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$STATE/store.json" || fail "store unreadable after SIGKILL"
 rm -f "$SOCK"
 start_svffd
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 ctl list --json > "$T/list.json"
 expect_eq "$(sys_numvfs $PF)" 252 "numvfs after the crash"
 
@@ -69,7 +69,7 @@ ctl status | grep -q "interrupted" || fail "human status lacks the interrupted i
 
 # Running the init again completes it and clears the drift.
 ctl init $PF 252 >/dev/null || fail "re-run of the interrupted init"
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 expect_eq "$(jget 'len(d["drift"])' < "$T/status.json")" 0 "drift after completing the init"
 for i in 0 100 251; do
         expect_eq "$(sys_driver "$(sys_vf $PF $i)")" vfio-pci "driver of VF $i"

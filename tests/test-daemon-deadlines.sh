@@ -65,12 +65,12 @@ CONF
 start_svffd
 wait_for_s 30 sh -c "\"$SVFFCTL\" --socket '$SOCK' status --json | grep -q '\"operations\":\\[\\]'" ||
         fail "the start-up init did not end"
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 jget '[x["kind"] for x in d["drift"] if x["device"] == "'$PF'"]' < "$T/status.json" | grep -q "policy-failed" ||
         fail "a failed policy init is not drift: $(cat "$T/status.json")"
 jget '[o["refused"] for o in d["owners"] if o["pf"] == "'$PF'"][0]' < "$T/status.json" | grep -q "init failed" ||
         fail "a failed policy init is not the policy not applied: $(cat "$T/status.json")"
-ctl status > "$T/status.txt"
+ctl_status > "$T/status.txt"
 grep -q "Drift: *none" "$T/status.txt" && fail "status says no drift after a failed policy: $(cat "$T/status.txt")"
 grep -q "policy-failed" "$T/status.txt" || fail "status text lacks the failed policy: $(cat "$T/status.txt")"
 grep -q "Init of PF $PF by policy 'fpga'.* failed" "$T/svffd.log" || fail "the log does not say the policy failed"

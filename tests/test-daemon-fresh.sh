@@ -24,7 +24,7 @@ expect_eq "$(jget 'd["pfs"][0]["numvfs"]' < "$T/list.json")" 0 "list right after
 note "and status's drift at once"
 echo 2 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
 sleep 0.5
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 jget '[x["kind"] + " " + str(x["actual"]) for x in d["drift"]]' < "$T/status.json" | grep -q "numvfs-changed 2" ||
         fail "status's drift is stale: $(cat "$T/status.json")"
 age=$(jget 'd["snapshot_age_usec"]' < "$T/status.json")
@@ -33,7 +33,7 @@ age=$(jget 'd["snapshot_age_usec"]' < "$T/status.json")
 
 note "status says the snapshot's age and libvirt's state"
 jget 'd["libvirt"]["connected"]' < "$T/status.json" | grep -qx False || fail "libvirt shown connected"
-ctl status > "$T/status.txt"
+ctl_status > "$T/status.txt"
 grep -q "^libvirt: .*(not connected)" "$T/status.txt" || fail "status text lacks libvirt: $(cat "$T/status.txt")"
 grep -q "^Snapshot: *taken [0-9]* ms ago (list_max_age_msec 200)" "$T/status.txt" ||
         fail "status text lacks the snapshot's age: $(cat "$T/status.txt")"

@@ -39,7 +39,7 @@ GOPATH="$GP:$GOVARLINK" GO111MODULE=off GOFLAGS= GOPROXY=off GOCACHE="$top_build
 note "the typed client against svffctl --json"
 ctl list --json > "$T/ctl-list.json" || fail "list"
 ctl list $PF --json > "$T/ctl-list-pf.json" || fail "list PF"
-ctl status --json > "$T/ctl-status.json" || fail "status"
+ctl_status --json > "$T/ctl-status.json" || fail "status"
 "$T/client" "$SOCK" $PF "$VF" > "$T/go.json" 2> "$T/client.err" || fail "Go client: $(cat "$T/client.err")"
 ctl list $PF --json > "$T/ctl-list-after.json" || fail "list PF after release"
 

@@ -135,7 +135,7 @@ reload() {
 settled() { "$SVFFCTL" --socket "$SOCK" status --json | grep -q '"operations":\[\]'; }
 expect_eq "$(owner)" policy:fpga "owner after the policy's init"
 expect_eq "$(status_owner)" "policy:fpga fpga None" "status owner after the policy's init"
-ctl list | grep -q "^$PF .* policy:fpga " || fail "human list lacks the owner: $(ctl list)"
+ctl list -o +owner | grep -q "^$PF .* policy:fpga " || fail "human list -o +owner lacks the owner: $(ctl list -o +owner)"
 
 # The operator's init over the policy's count says so, and how to hand
 # the count back.

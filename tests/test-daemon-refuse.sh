@@ -86,4 +86,19 @@ grep -q "must stay on vfio-pci" "$T/err" && grep -q "svffctl detach" "$T/err" ||
         fail "driver over assignment: $(cat "$T/err")"
 all_on vfio-pci 4 || fail "a refused init over an assignment changed the VFs"
 
+# The assigned VF unbound behind svffd's back: its domain cannot start
+# with it; status names the domain and the init that binds it again.
+printf '%s' "$VF0" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
+seen_unbound() { ctl_status > "$T/status" && grep -q driver-changed "$T/status"; }
+wait_for seen_unbound || fail "no drift after the unbind: $(cat "$T/status")"
+grep -q "^  $PF: driver-changed: 1 VF of domain 'vm1' unbound (expected vfio-pci): the domain cannot start with it$" \
+        "$T/status" || fail "the drift does not name the domain: $(cat "$T/status")"
+grep -q "^  $PF: next step: run 'svffctl init $PF 4' to bind it to vfio-pci again\.$" "$T/status" ||
+        fail "the drift's next step: $(cat "$T/status")"
+expect_eq "$(ctl status --json | jget '[(x["domain"], x["next_step"]) for x in d["drift"] if x["kind"] == "driver-changed"]')" \
+        "[('vm1', \"run 'svffctl init $PF 4' to bind it to vfio-pci again\")]" "the drift's domain and next step in JSON"
+ctl init $PF 4 > /dev/null || fail "the init status advises"
+rc=0; ctl status --quiet || rc=$?
+expect_eq "$rc" 0 "status after the advised init"
+
 echo "PASS"

@@ -75,7 +75,7 @@ grep -q "'$STATE'" "$T/second.log" || fail "second svffd: directory not named: $
 grep -q "pid $SVFFD_PID" "$T/second.log" || fail "second svffd: pid not named: $(cat "$T/second.log")"
 [ ! -e "$T/second.sock" ] || fail "second svffd created its socket"
 cmp -s "$T/before" "$STATE/store.json" || fail "second svffd modified the store"
-ctl status >/dev/null || fail "the first svffd stopped serving"
+ctl_status >/dev/null || fail "the first svffd stopped serving"
 note "second svffd: $(head -n 1 "$T/second.log")"
 
 # Nor may one with its own state directory take the running one's socket.
@@ -84,7 +84,7 @@ timeout 20 "$SVFFD" --socket "$SOCK" --state-dir "$T/second-state" --sysfs-root 
         --config "$T/svff.conf" > "$T/second.log" 2>&1 || rc=$?
 [ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "a second svffd took over the socket (exit $rc)"
 grep -q "'$SOCK' is in use" "$T/second.log" || fail "second svffd: socket not named: $(cat "$T/second.log")"
-ctl status >/dev/null || fail "the first svffd lost its socket"
+ctl_status >/dev/null || fail "the first svffd lost its socket"
 note "second svffd: $(head -n 1 "$T/second.log")"
 
 # Disk full on commit: on a small tmpfs state directory.

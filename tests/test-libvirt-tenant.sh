@@ -102,7 +102,7 @@ echo 1 > "$SYS/bus/pci/devices/$PF/sriov_numvfs" || fail "numvfs 1"
 jq --arg vf "$VF1" 'del(.vfs[$vf])' "$STATE/store.json" >"$T/store.json" && mv "$T/store.json" "$STATE/store.json" ||
         fail "dropping VF 1's record"
 start_connected
-ctl status >"$T/out" 2>&1
+ctl_status >"$T/out" 2>&1
 grep -q "svffctl unpause $VF1" "$T/out" || fail "status does not advise the unpause of the lost VF: $(cat "$T/out")"
 ctl reconf $PF 2 >"$T/out" 2>&1 || fail "reconf $PF back to 2: $(cat "$T/out")"
 expect_eq "$(ns_of 1)" "" "VF 1's namespaces after the reconf back (its record was gone)"

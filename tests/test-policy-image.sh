@@ -40,7 +40,7 @@ phase() { store_py 'j = d.get("journal") or {}; e = (j.get("pfs") or {}).get("'$
 stored_image() { store_py 'print((d["pfs"].get("'$PF'", {}).get("image") or {}).get("path"))'; }
 stored_mtime() { store_py 'print((d["pfs"].get("'$PF'", {}).get("image") or {}).get("mtime_nsec"))'; }
 refused() { ctl status --json | jget '[o["refused"] for o in d["owners"] if o["pf"] == "'$PF'"][0]'; }
-idle() { ctl status --wait --timeout 60 >/dev/null; }
+idle() { ctl_status --wait --timeout 60 >/dev/null; }
 # hup: svffd reads svff.conf again and applies the policies.
 hup() {
         n=$(grep -c "Configuration reloaded" "$T/svffd.log" || true)
@@ -146,7 +146,7 @@ wait_for_s 30 sh -c "[ \"\$(python3 -c 'import json; d=json.load(open(\"$STATE/s
 idle || fail "svffd stayed busy"
 expect_eq "$(runs)" 4 "hook runs with the failing image"
 expect_eq "$(stored_image)" None "the image recorded after a failed flash"
-ctl status --json > "$T/status.json" || fail "status"
+ctl_status --json > "$T/status.json" || fail "status"
 # The PF is off the bus: the interrupted reprogram is its one drift,
 # the policy's failure in it.
 expect_eq "$(jget '[x["kind"] for x in d["drift"]]' < "$T/status.json")" "['interrupted']" "the drift"

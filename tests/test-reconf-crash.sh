@@ -46,7 +46,7 @@ while read -r point how expect before_crash; do
         # Recovery re-attaches every assignment through libvirt: more
         # than 10 s on a loaded machine.
         wait_for_s 60 journal_none || fail "$point: the journal was not cleared after the restart: $(journal)"
-        ctl status --json > "$T/status.json"
+        ctl_status --json > "$T/status.json"
         expect_eq "$(jget 'd["recovered"][0]["pf"]' < "$T/status.json")" "$PF" "$point: recovered PF"
         expect_eq "$(jget 'd["recovered"][0]["outcome"]' < "$T/status.json")" "$expect" "$point: recovery"
         ctl status | grep -q "Recovered: .*$PF.*$expect" || fail "$point: human status: $(ctl status)"
@@ -108,7 +108,7 @@ wait_for_s 60 journal_none || fail "refused on restart: the journal was not clea
 expect_eq "$(sys_numvfs $PF)" "$now" "refused on restart: numvfs after the recovery"
 check_vfio $PF
 expect_eq "$(assignments_snapshot)" "$before" "refused on restart: assignments after the recovery"
-ctl status --json > "$T/status.json"
+ctl_status --json > "$T/status.json"
 jget 'd["recovered"][0]["message"]' < "$T/status.json" > "$T/recovered"
 grep -q "went back to $now VFs" "$T/recovered" || fail "refused on restart: recovered: $(cat "$T/recovered")"
 grep -q "3 assignment(s) have their VF, 0 do not" "$T/recovered" ||

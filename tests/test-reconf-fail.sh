@@ -141,7 +141,7 @@ expect_eq "$(sys_numvfs $PF)" 4 "numvfs after ENOMEM"
 check_vfio $PF
 expect_eq "$(assignments_snapshot)" "$before" "assignments after numvfs ENOMEM"
 expect_eq "$(journal)" None "journal after numvfs ENOMEM"
-ctl status > "$T/status" || fail "status"
+ctl_status > "$T/status" || fail "status"
 grep -q "Drift: *none" "$T/status" || fail "drift after the rollback: $(cat "$T/status")"
 
 note "numvfs N fails and so does going back: the journal stays, status names the domains without their VF"
@@ -157,7 +157,7 @@ expect_eq "$rc" 1 "numvfs EIO twice after 0: exit status"
 grep -q "going back to 4 VFs failed too" "$T/err" || fail "double failure message: $(cat "$T/err")"
 expect_eq "$(sys_numvfs $PF)" 0 "numvfs after both writes failed"
 [ "$(journal)" != None ] || fail "no journal after the rollback failed"
-ctl status > "$T/status" || fail "status"
+ctl_status > "$T/status" || fail "status"
 grep -q "Drift: *none" "$T/status" && fail "status says no drift while the domains lack their VFs: $(cat "$T/status")"
 # One line for the PF's assignments without a VF, each domain named.
 grep -q "^  $PF: assignment-without-vf: 3 assigned VFs that do not exist" "$T/status" ||
@@ -167,7 +167,7 @@ grep -q "Domain 'vm1' is assigned VF $VF0, which does not exist$" "$T/status" ||
 # The same reconf finishes the rollback.
 ctl reconf $PF 6 > "$T/out" 2>&1 || fail "finishing the rollback: $(cat "$T/out")"
 # svffd ran throughout: nothing says it stopped or restarted.
-ctl status > "$T/status" || fail "status after finishing the rollback"
+ctl_status > "$T/status" || fail "status after finishing the rollback"
 grep -qE "svffd stopped|restart" "$T/out" "$T/status" &&
         fail "a restart claimed when none happened: $(cat "$T/out" "$T/status")"
 expect_eq "$(sys_numvfs $PF)" 4 "numvfs after finishing the rollback"

@@ -56,7 +56,7 @@ while read -r point at_stop expect before_stop; do
         start_connected
         wait_for_s 60 journal_none || fail "$point: the journal was not cleared after the restart: $(journal)"
         if [ "$at_stop" = kept ]; then
-                ctl status --json > "$T/status.json"
+                ctl_status --json > "$T/status.json"
                 expect_eq "$(jget 'd["recovered"][0]["outcome"]' < "$T/status.json")" "$expect" "$point: recovery"
         fi
         if [ "$expect" = resumed ]; then

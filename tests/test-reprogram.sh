@@ -133,7 +133,7 @@ interrupted() {
         expect_eq "$(phase)" interrupted "journal phase after $1"
         expect_eq "$(states)" "paused paused paused" "assignment states after $1"
         expect_eq "$(store_py 'print(sorted(d["assignments"]))')" "['$VF0', '$VF1', '$VF3']" "records after $1"
-        ctl status --json > "$T/status.json" || fail "status after $1"
+        ctl_status --json > "$T/status.json" || fail "status after $1"
         jget '[x["message"] for x in d["drift"] if x["kind"] == "interrupted"][0]' < "$T/status.json" |
                 grep -q "reprogram interrupted" || fail "no interrupted drift after $1: $(cat "$T/status.json")"
         # That one drift says it all: not also the PF missing, nor each
@@ -167,7 +167,7 @@ start_connected
 interrupted "a restart after a hook printing Latin-1"
 ctl status --json | jget '[x["message"] for x in d["drift"] if x["kind"] == "interrupted"][0]' |
         grep -qF "flash failed: caf$fffd" || fail "status after the restart: $(ctl status --json)"
-ctl status > "$T/status.txt" || fail "human status"
+ctl_status > "$T/status.txt" || fail "human status"
 grep -qF "caf$fffd \\x1b[2J\\u202e $fffd" "$T/status.txt" || fail "human status: $(cat -v "$T/status.txt")"
 grep -q "$(printf '\033')" "$T/status.txt" && fail "status printed a raw ESC: $(cat -v "$T/status.txt")"
 ctl reprogram $PF "$IMAGES/good.bit" >/dev/null 2> "$T/err" || fail "reprogram after Latin-1: $(cat "$T/err")"

@@ -94,8 +94,8 @@ for i in 0 1 2 3; do
         assert_eq "list --json: VF $i verified" read "$(jq -r "$q.state.verified" "$R/list.json")"
 done
 svffctl list >"$R/list.txt" || vm_fail "svffctl list failed"
-assert_true "list shows VF 0's MAC and VLAN" grep -q "$(vf_addr 0).*nic: mac 02:53:00:00:00:00 vlan -" "$R/list.txt"
-svffctl status --json >"$R/status.json" || vm_fail "svffctl status --json failed"
+assert_true "list shows VF 0's MAC" grep -q "^$(vf_addr 0) .* mac \.\.:00:00\( \|$\)" "$R/list.txt"
+svffctl status --json >"$R/status.json" || [ $? = 5 ] || vm_fail "svffctl status --json failed"
 assert_eq "status: no class drift after init" 0 \
         "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status.json")"
 
@@ -133,14 +133,14 @@ assert_eq "list --json: VF 1's link_state named unsupported (igb)" '["link_state
         "$(jq -c "$q1.unsupported" "$R/list-attached.json")"
 svffctl list >"$R/list-attached.txt" || vm_fail "svffctl list failed"
 assert_true "list shows VF 0's MAC and VLAN" \
-        grep -q "$v0.*nic: mac 02:00:00:00:aa:01 vlan 100 qos 3" "$R/list-attached.txt"
-svffctl status --json >"$R/status-attached.json" || vm_fail "svffctl status --json failed"
+        grep -q "^$v0 .* mac \.\.:aa:01 vlan 100\( \|$\)" "$R/list-attached.txt"
+svffctl status --json >"$R/status-attached.json" || [ $? = 5 ] || vm_fail "svffctl status --json failed"
 assert_eq "status: no class drift after attach" 0 \
         "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status-attached.json")"
 
 # ---- drift behind svffd's back ----
 ip link set "$ifname" vf 0 vlan 55 || vm_fail "ip link set vf 0 vlan 55 failed"
-svffctl status --json >"$R/status-drift.json" || vm_fail "svffctl status --json failed"
+svffctl status --json >"$R/status-drift.json" || [ $? = 5 ] || vm_fail "svffctl status --json failed"
 assert_eq "status: class drift on VF 0 (VLAN changed by hand)" 1 \
         "$(jq --arg d "$v0" '[.drift[] | select(.kind == "class-drift" and .device == $d)] | length' \
         "$R/status-drift.json")"
@@ -195,7 +195,7 @@ if vm_have_fault_points; then
                 assert_eq "after the recovery: VF $i on vfio-pci" vfio-pci \
                         "$(basename "$(readlink "$P/virtfn$i/driver")")"
         done
-        svffctl status --json >"$R/status-recovered.json" || vm_fail "svffctl status --json failed"
+        svffctl status --json >"$R/status-recovered.json" || [ $? = 5 ] || vm_fail "svffctl status --json failed"
         assert_eq "status: the reconf was recovered" resumed \
                 "$(jq -r --arg pf "$pf" '[.recovered[] | select(.pf == $pf)][0].outcome' "$R/status-recovered.json")"
         assert_eq "status: no class drift after the recovery" 0 \
