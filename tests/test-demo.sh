@@ -41,7 +41,7 @@ if [ "$total" -ge 8 ]; then first=8 second=4; else first=$((total - 1)) second=$
 
 for want in "== Simulated host: pcisim with scenario '$scenario'" "== Discovered SR-IOV physical functions" \
             "== Create $first VFs on $pf" "== Change the VF count $first -> $second" "== Daemon status" \
-            "is back on" "== Done" "survives: same VF index, guest address and alias" \
+            "; svffd forgot it." "== Done" "survives: same VF index, guest address and alias" \
             "PF $pf has $second VFs on vfio-pci; 3 assignment(s) kept."; do
         grep -qF -- "$want" "$out" || fail "demo output lacks '$want': $(cat "$out")"
 done
