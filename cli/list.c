@@ -54,7 +54,8 @@ static const struct {
         [COL_POOL]     = { "pool",     "POOL",     "PF: attach --pf may pick its VFs" },
         [COL_DOMAIN]   = { "domain",   "DOMAIN",   "VF: the libvirt domain it is assigned to", 7 },
         [COL_GUEST]    = { "guest",    "GUEST",    "VF: guest PCI address (BB:SS.F)" },
-        [COL_STATE]    = { "state",    "STATE",    "VF: attached (live), defined (config only), paused, detaching; absent" },
+        [COL_STATE]    = { "state",    "STATE",    "VF: attached (live), defined (config only), paused, detaching; unassignable "
+                                                    "(its IOMMU group holds its PF); absent" },
         [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", 2 },
         [COL_ALLOWED]  = { "allowed",  "ALLOWED",  "PF: yes, or the manage rule that leaves it read-only", 4 },
         [COL_CLASS]    = { "class",    "CLASS",    "VF: its device class's state (qmax 8, online ns 1)", 1 },
@@ -264,6 +265,9 @@ static void fill_vf(struct row *r, struct json_object *vf) {
         r->cell[COL_ORIGINAL] = jstr(vf, "original_driver");
         (void) json_object_object_get_ex(vf, "assigned_to", &a);
         fill_assignment(r, a);
+        /* shown before anyone tries: no attach can work (List says why) */
+        if (!a && jstr(vf, "unassignable"))
+                r->cell[COL_STATE] = "unassignable";
         /* An older svffd has only the long description. */
         if (json_object_object_get_ex(vf, "class", &c) && c)
                 r->cell[COL_CLASS] = jstr(c, "summary") ?: jstr(c, "description") ?: "recorded";

@@ -147,6 +147,8 @@ grep -q "bind it to vfio-pci or unbind it" "$T/err" && fail "the advice moves th
 expect_eq "$(ctl list --json | jget "[v['unassignable'] for p in d['pfs'] if p['address'] == '$NIC' for v in p['vfs']][0]")" \
         "VF $N0 shares IOMMU group $(sys_group "$N0") with its PF $NIC: the platform does not isolate them (no ACS), so the VF cannot go to a VM, and binding the PF away would destroy every VF" \
         "list's unassignable for a VF grouped with its PF"
+COLUMNS=120 ctl list > "$T/list.txt"
+grep -qE "^$N1 +VF1 .* unassignable( |\$)" "$T/list.txt" || fail "list's row of a VF grouped with its PF: $(cat "$T/list.txt")"
 stop_svffd
 python3 - "$STATE/store.json" "$N0" <<'PY'
 import json, sys
