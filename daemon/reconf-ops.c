@@ -1039,6 +1039,7 @@ static int pfop_submit(struct reconf_run *run, enum reconf_pf_op op, const char 
 static int on_flash_ended(sd_event_source *s, void *userdata) {
         struct reconf_run *run = userdata;
         struct pfop_job *j = run->flash_job;
+        LOG_CONTEXT(.pf = j->pf, .operation = "reprogram");
 
         run->flash_ended = sd_event_source_disable_unref(run->flash_ended);
         if (j->r < 0 || worker_pool_submit(run->env.ops_pool, pfop_run, j) < 0)
@@ -1049,6 +1050,7 @@ static int on_flash_ended(sd_event_source *s, void *userdata) {
 static void flash_unit_done(void *userdata, int r, const char *message) {
         struct reconf_run *run = userdata;
         struct pfop_job *j = run->flash_job;
+        LOG_CONTEXT(.pf = j->pf, .operation = "reprogram");
 
         j->unit_ended = true;
         j->r = r;
@@ -1071,6 +1073,7 @@ static int on_flash_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         struct reconf_run *run = userdata;
         struct pfop_job *j = run->flash_job;
         bool stop = false, now = false;
+        LOG_CONTEXT(.pf = j->pf, .operation = "reprogram");
 
         run->env.stopping(run->userdata, &stop, &now);
         if (!stop) {
