@@ -90,6 +90,8 @@ int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret) {
                 j.reprogram_image = image;
                 (void) svff_json_get_bool(j.reprogram, "flashed", &j.reprogram_flashed);
                 (void) svff_json_get_string_or_null(j.reprogram, "reason", &j.reprogram_reason);
+                if (svff_json_get_string(j.reprogram, "flash_unit", &j.reprogram_flash_unit) < 0)
+                        j.reprogram_flash_unit = NULL;
         }
         if (svff_json_get_string(e, "owner", &j.owner) < 0)
                 j.owner = NULL;

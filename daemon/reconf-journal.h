@@ -11,12 +11,14 @@
  *     "class": { "<VF index>": CLASS-STATE, ... }?,
  *     "reprogram": { "image": PATH, "image_identity": IDENTITY?,
  *                    "ids": ["vvvv:dddd", ...],
- *                    "flashed": BOOL, "reason": "..." | null }?,
+ *                    "flashed": BOOL, "reason": "..." | null,
+ *                    "flash_unit": UNIT? }?,
  *     "owner": "operator" | "policy:<name>"? }
  *
  * A reprogram adds the phases "remove" (the VFs are gone, the PF is being
- * taken off the bus), "flash" (the hook may be running: never resumed),
- * "rescan" (the hook succeeded) and "interrupted" (the flash is not known
+ * taken off the bus), "flash" (the hook may be running: never resumed,
+ * unless it runs in the systemd unit "flash_unit" names, whose result
+ * the next start takes up), "rescan" (the hook succeeded) and "interrupted" (the flash is not known
  * to have succeeded, or the PF did not come back as the policy allows:
  * the assignments stay paused until reprogram or reconf runs again).
  * IDENTITY is which file the hook wrote ({path, dev, ino, size,
@@ -61,6 +63,7 @@ struct reconf_journal {
         const char *reprogram_image;
         bool reprogram_flashed;
         const char *reprogram_reason;
+        const char *reprogram_flash_unit;       /* the hook's systemd unit, or NULL */
         const char *owner;              /* borrowed, may be NULL */
 };
 

@@ -69,6 +69,7 @@ struct reconf_machine {
         char *image;
         struct json_object *image_identity; /* which file it was, or NULL */
         struct json_object *ids;        /* allowed identities, or NULL */
+        char *flash_unit;               /* the systemd unit the hook runs in, or NULL */
         char *reprogram_reason;         /* why it was interrupted */
         const char *journal_phase;      /* recovery: the phase found (a literal) */
         const char *resume_at;          /* recovery of "interrupted": "remove" or "rescan" */
@@ -767,6 +768,8 @@ static int journal_reprogram(struct reconf_machine *rm) {
                 json_object_object_add(o, "image_identity", json_object_get(rm->image_identity));
         json_object_object_add(o, "ids", rm->ids ? json_object_get(rm->ids) : NULL);
         json_object_object_add(o, "flashed", json_object_new_boolean(rm->flashed));
+        if (rm->flash_unit)
+                json_object_object_add(o, "flash_unit", json_object_new_string(rm->flash_unit));
         /* it quotes the hook's last line, whatever the hook printed */
         json_object_object_add(o, "reason", rm->reprogram_reason ? svff_json_new_text(rm->reprogram_reason) : NULL);
         return json_object_object_add(rm->journal, "reprogram", o);
@@ -941,20 +944,35 @@ void reconf_machine_pf_done(struct reconf_machine *rm, enum reconf_pf_op op, int
                         return;
                 }
                 /* From here a crash cannot be resumed: the hook may have
-                 * started, and what the device holds is unknown. */
+                 * started, and what the device holds is unknown. Unless
+                 * the hook runs in a unit of its own, named here before
+                 * it starts: then the next start takes up its result. */
                 json_object_put(rm->image_identity);
                 rm->image_identity = NULL;
+                free(rm->flash_unit);
+                rm->flash_unit = NULL;
+                if (rm->ops->flash_unit && rm->ops->flash_unit(rm->userdata, &rm->flash_unit) < 0)
+                        rm->flash_unit = NULL;
                 (void) journal_reprogram(rm);
                 (void) journal_phase(rm, "flash");
                 commit_hard(rm, flash_committed);
                 return;
         case RECONF_PF_FLASH:
+                if (r == -EINPROGRESS) {
+                        /* svffd stops, the flash goes on in its unit: the
+                         * journal (phase "flash", the unit's name) has the
+                         * next start take up its result. */
+                        reprogram_stop(rm, "taking up the result of its flash unit");
+                        return;
+                }
                 if (r < 0) {
                         reprogram_interrupted(rm, r == -ETIMEDOUT ? "the flash hook passed its deadline (%s)"
                                                                   : "the flash hook failed (%s)", strna(err));
                         return;
                 }
                 /* Which file the hook flashed, if the ops could tell. */
+                free(rm->flash_unit);
+                rm->flash_unit = NULL;
                 (void) journal_reprogram(rm);
                 (void) journal_phase(rm, "rescan");
                 commit_hard(rm, rescan_committed);
@@ -1016,6 +1034,8 @@ static bool reprogram_recover(struct reconf_machine *rm) {
                 free(rm->reprogram_reason);
                 rm->reprogram_reason = NULL;
                 rm->flashed = false;
+                free(rm->flash_unit);
+                rm->flash_unit = NULL;
                 /* A flash again, or none (the device as it comes
                  * back): either way what it holds is not known yet. */
                 json_object_put(rm->image_identity);
@@ -1036,6 +1056,16 @@ static bool reprogram_recover(struct reconf_machine *rm) {
                 return true;
         }
         if (streq(p, "flash")) {
+                /* A hook in its own unit outlives svffd: its result is
+                 * the unit's, taken up like a flash of this run. */
+                if (rm->flash_unit && rm->ops->flash_resume) {
+                        rm->phase = "flash";
+                        if (rm->ops->flash_resume(rm->userdata, rm->flash_unit) >= 0)
+                                return true;
+                        reprogram_interrupted(rm, "svffd stopped while the flash hook ran in unit '%s', and its "
+                                              "result cannot be taken up", rm->flash_unit);
+                        return true;
+                }
                 reprogram_interrupted(rm, "svffd stopped while the flash hook ran, so the flash is not known to "
                                       "have succeeded");
                 return true;
@@ -1094,6 +1124,10 @@ bool reconf_machine_count_set(const struct reconf_machine *rm) {
 
 void reconf_machine_resume_reprogram(struct reconf_machine *rm, bool flash) {
         rm->resume_at = flash ? "remove" : "rescan";
+}
+
+const char *reconf_machine_flash_unit(const struct reconf_machine *rm) {
+        return rm->flash_unit;
 }
 
 bool reconf_machine_reprogram(const struct reconf_machine *rm) {
@@ -1477,6 +1511,9 @@ struct reconf_machine *reconf_machine_new(struct svff_reconf_plan *plan, const s
                         rm->image = strdup(journal->reprogram_image);
                         if (journal->reprogram_reason)
                                 rm->reprogram_reason = strdup(journal->reprogram_reason);
+                        if (journal->reprogram_flash_unit &&
+                            !(rm->flash_unit = strdup(journal->reprogram_flash_unit)))
+                                return reconf_machine_free(rm);
                         if (json_object_object_get_ex(journal->reprogram, "ids", &ids) &&
                             json_object_is_type(ids, json_type_array) &&
                             json_object_deep_copy(ids, &rm->ids, NULL) < 0)
@@ -1524,6 +1561,7 @@ struct reconf_machine *reconf_machine_free(struct reconf_machine *rm) {
         free(rm->vf_failed);
         free(rm->bind_message);
         free(rm->image);
+        free(rm->flash_unit);
         json_object_put(rm->image_identity);
         json_object_put(rm->ids);
         free(rm->reprogram_reason);

@@ -35,7 +35,9 @@
  *   as above.
  *
  *   A crash before the "flash" entry resumes; one in phase "flash"
- *   cannot (the hook may have half-written the device), and neither can
+ *   cannot (the hook may have half-written the device), unless the hook
+ *   runs in a systemd unit of its own (flash_unit): then the restart
+ *   takes up the unit's result. Neither can
  *   a hook that fails or passes its deadline, or a PF that does not come
  *   back as the policy allows: the journal goes to phase "interrupted",
  *   every quiesced assignment stays paused with its record, and a later
@@ -168,6 +170,15 @@ struct reconf_ops {
          * own driver and sets what its class needs before VFs exist. */
         int (*remove_pf)(void *userdata);
         int (*flash)(void *userdata, const char *image);
+        /* Optional, for a hook that runs outside svffd (a transient
+         * systemd unit): flash_unit names the unit the next flash will
+         * run in, before it is journaled (*ret NULL: the hook runs as
+         * svffd's child, its result dies with svffd); flash_resume
+         * takes up the result of unit, which a stopped svffd left
+         * running or finished, completing as the flash. A flash that
+         * goes on while svffd stops completes with -EINPROGRESS. */
+        int (*flash_unit)(void *userdata, char **ret);
+        int (*flash_resume)(void *userdata, const char *unit);
         int (*rescan_wait)(void *userdata);
         int (*check_identity)(void *userdata, struct json_object *ids, unsigned numvfs);
         int (*bind_pf)(void *userdata);
@@ -226,6 +237,8 @@ bool reconf_machine_count_set(const struct reconf_machine *rm);
 /* Whether the run is a reprogram, and whether it ended (or found the
  * journal) interrupted. */
 bool reconf_machine_reprogram(const struct reconf_machine *rm);
+/* The unit the flash runs in (ops->flash_unit), or NULL: svffd's child. */
+const char *reconf_machine_flash_unit(const struct reconf_machine *rm);
 bool reconf_machine_interrupted(const struct reconf_machine *rm);
 /* Runs until the first operation is in flight (or to the end). */
 void reconf_machine_start(struct reconf_machine *rm);

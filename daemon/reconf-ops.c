@@ -10,6 +10,7 @@
 #include "classes.h"
 #include "fault.h"
 #include "flash-hook.h"
+#include "flash-unit.h"
 #include "hypervisor.h"
 #include "json-util.h"
 #include "log.h"
@@ -776,6 +777,11 @@ struct pfop_job {
         unsigned numvfs;
         char pf_id[16];                 /* remove: what the PF was */
         struct json_object *identity;   /* flash: the file the hook wrote, or NULL */
+        /* flash in a systemd unit: its name, the image before it ran
+         * (NULL: not known), and whether it ended (the result in r) */
+        char *unit;
+        struct json_object *before;
+        bool unit_ended;
         int r;
         struct svff_error err;
 };
@@ -787,31 +793,62 @@ static void pfop_job_free(struct pfop_job *j) {
         json_object_put(j->ids);
         json_object_put(j->class_policy);
         json_object_put(j->identity);
+        free(j->unit);
+        json_object_put(j->before);
         svff_error_free(&j->err);
         free(j);
 }
 
-/* Runs the hook. svffd never reads the image, so which file the hook
- * wrote is known only when the file was the same one, unchanged, before
- * and after it ran. */
-static int flash(struct pfop_job *j, const struct svff_flash_hook *hook) {
-        _cleanup_(json_object_putp) struct json_object *before = NULL;
+static struct json_object *image_identity(const char *image_dir, const char *image) {
         struct stat st;
-        int r;
 
-        if (svff_flash_image_stat(hook->image_dir, j->image, &st, NULL) >= 0)
-                before = svff_flash_image_identity(j->image, &st);
-        r = svff_flash_hook_run(j->run->env.ctx, hook, j->pf, j->image, &j->err);
-        if (r < 0)
-                return r;
-        if (svff_flash_image_stat(hook->image_dir, j->image, &st, NULL) >= 0)
-                j->identity = svff_flash_image_identity(j->image, &st);
-        if (!svff_flash_image_same(before, j->identity)) {
+        if (!image || svff_flash_image_stat(image_dir, image, &st, NULL) < 0)
+                return NULL;
+        return svff_flash_image_identity(image, &st);
+}
+
+/* svffd never reads the image, so which file the hook wrote is known
+ * only when the file was the same one, unchanged, before and after it
+ * ran. */
+static void flash_identity(struct pfop_job *j, const char *image_dir) {
+        if (!j->before) {
+                log_notice("The image PF %s was flashed with was not seen before the flash: the PF is not recorded "
+                           "as holding it.", j->pf);
+                return;
+        }
+        j->identity = image_identity(image_dir, j->image);
+        if (!svff_flash_image_same(j->before, j->identity)) {
                 json_object_put(j->identity);
                 j->identity = NULL;
                 log_warning("Image '%s' changed while the flash hook ran: PF %s is not recorded as holding it.",
                             j->image, j->pf);
         }
+}
+
+/* Runs the hook as svffd's child: the fallback without systemd. */
+static int flash(struct pfop_job *j, const struct svff_flash_hook *hook) {
+        int r;
+
+        j->before = image_identity(hook->image_dir, j->image);
+        r = svff_flash_hook_run(j->run->env.ctx, hook, j->pf, j->image, &j->err);
+        if (r < 0)
+                return r;
+        flash_identity(j, hook->image_dir);
+        return 0;
+}
+
+/* Before the hook runs in its unit: the checks svff_flash_hook_run()
+ * makes, and the image as it is. */
+static int flash_unit_prepare(struct pfop_job *j, const struct svff_flash_hook *hook) {
+        int r;
+
+        r = svff_flash_hook_check(hook->path, &j->err);
+        if (r < 0)
+                return r;
+        r = svff_flash_image_check(hook->image_dir, j->image, &j->err);
+        if (r < 0)
+                return r;
+        j->before = image_identity(hook->image_dir, j->image);
         return 0;
 }
 
@@ -986,10 +1023,24 @@ static int pf_bind(struct pfop_job *j) {
         return pf_prepare(j);
 }
 
+static int flash_unit_begin(struct reconf_run *run, struct pfop_job *j);
+
+static void flash_unit_end(struct reconf_run *run) {
+        run->flash = flash_unit_free(run->flash);
+        run->flash_job = NULL;
+        run->flash_poll = sd_event_source_disable_unref(run->flash_poll);
+        run->flash_ended = sd_event_source_disable_unref(run->flash_ended);
+}
+
 static void pfop_done(void *userdata) {
         struct pfop_job *j = userdata;
         struct reconf_run *run = j->run;
 
+        if (j->op == RECONF_PF_FLASH && j->unit) {
+                if (!j->unit_ended && j->r >= 0 && flash_unit_begin(run, j) >= 0)
+                        return;         /* the unit's end completes it */
+                flash_unit_end(run);
+        }
         run->env.sysfs_changed(run->userdata, j->pf);
         if (j->op == RECONF_PF_REMOVE && j->r >= 0 && *j->pf_id)
                 memcpy(run->pf_id, j->pf_id, sizeof(run->pf_id));
@@ -1017,8 +1068,14 @@ static void pfop_run(void *userdata) {
                         .userdata = j,
                 };
 
-                if (!hook.path)
+                if (j->unit_ended) {
+                        /* the unit's result is in r already */
+                        if (j->r >= 0)
+                                flash_identity(j, hook.image_dir);
+                } else if (!hook.path)
                         j->r = svff_error_set(&j->err, -ENOEXEC, "no flash_hook is configured");
+                else if (j->unit)
+                        j->r = flash_unit_prepare(j, &hook);
                 else
                         j->r = flash(j, &hook);
                 break;
@@ -1037,6 +1094,26 @@ static void pfop_run(void *userdata) {
         (void) worker_pool_post(run->env.ops_pool, pfop_done, j);
 }
 
+static struct pfop_job *pfop_new(struct reconf_run *run, enum reconf_pf_op op, const char *image,
+                                 struct json_object *ids, unsigned numvfs, const char *unit) {
+        struct pfop_job *j = calloc(1, sizeof(*j));
+
+        if (!j)
+                return NULL;
+        j->run = run;
+        j->op = op;
+        j->numvfs = numvfs;
+        snprintf(j->pf, sizeof(j->pf), "%s", reconf_machine_plan(run->rm)->pf);
+        memcpy(j->pf_id, run->pf_id, sizeof(j->pf_id));
+        if ((image && !(j->image = strdup(image))) || (ids && json_object_deep_copy(ids, &j->ids, NULL) < 0) ||
+            (run->env.class_policy && json_object_deep_copy(run->env.class_policy, &j->class_policy, NULL) < 0) ||
+            (unit && !(j->unit = strdup(unit)))) {
+                pfop_job_free(j);
+                return NULL;
+        }
+        return j;
+}
+
 static int pfop_submit(struct reconf_run *run, enum reconf_pf_op op, const char *image, struct json_object *ids,
                        unsigned numvfs) {
         struct pfop_job *j;
@@ -1044,23 +1121,133 @@ static int pfop_submit(struct reconf_run *run, enum reconf_pf_op op, const char 
 
         if (exiting(run))
                 return -ESHUTDOWN;
-        j = calloc(1, sizeof(*j));
+        j = pfop_new(run, op, image, ids, numvfs,
+                     op == RECONF_PF_FLASH ? reconf_machine_flash_unit(run->rm) : NULL);
         if (!j)
                 return -ENOMEM;
-        j->run = run;
-        j->op = op;
-        j->numvfs = numvfs;
-        snprintf(j->pf, sizeof(j->pf), "%s", reconf_machine_plan(run->rm)->pf);
-        memcpy(j->pf_id, run->pf_id, sizeof(j->pf_id));
-        if ((image && !(j->image = strdup(image))) || (ids && json_object_deep_copy(ids, &j->ids, NULL) < 0) ||
-            (run->env.class_policy && json_object_deep_copy(run->env.class_policy, &j->class_policy, NULL) < 0)) {
-                pfop_job_free(j);
-                return -ENOMEM;
-        }
         run->env.phase(run->userdata, reconf_machine_phase(run->rm));
         r = worker_pool_submit(run->env.ops_pool, pfop_run, j);
         if (r < 0)
                 pfop_job_free(j);
+        return r;
+}
+
+/* ---- the flash hook in its own systemd unit (flash-unit.h) ---- */
+
+/* The unit ended (a later loop iteration than systemd's answer, which
+ * the unit's connection is not freed from): which file the hook wrote,
+ * on the ops pool, then the flash completes. */
+static int on_flash_ended(sd_event_source *s, void *userdata) {
+        struct reconf_run *run = userdata;
+        struct pfop_job *j = run->flash_job;
+        LOG_CONTEXT(.pf = j->pf, .operation = "reprogram");
+
+        run->flash_ended = sd_event_source_disable_unref(run->flash_ended);
+        if (j->r < 0 || worker_pool_submit(run->env.ops_pool, pfop_run, j) < 0)
+                pfop_done(j);
+        return 0;
+}
+
+static void flash_unit_done(void *userdata, int r, const char *message) {
+        struct reconf_run *run = userdata;
+        struct pfop_job *j = run->flash_job;
+        LOG_CONTEXT(.pf = j->pf, .operation = "reprogram");
+
+        j->unit_ended = true;
+        j->r = r;
+        if (r < 0)
+                (void) svff_error_set(&j->err, r, "%s", message ?: strerror(-r));
+        else
+                log_info("Flash unit '%s' for PF %s succeeded.", j->unit, j->pf);
+        run->flash_poll = sd_event_source_disable_unref(run->flash_poll);
+        if (sd_event_add_defer(run->env.event, &run->flash_ended, on_flash_ended, run) < 0)
+                /* No later iteration to wait for: the ops pool's answer
+                 * comes in one. */
+                (void) on_flash_ended(NULL, run);
+}
+
+/* svffd's stop does not stop the flash: the unit is not in svffd's
+ * cgroup. The run ends with the journal in phase "flash", naming the
+ * unit, and the next start takes up its result. Nothing calls down into
+ * a run when the stop begins, so the wait polls for it. */
+static int on_flash_poll(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct reconf_run *run = userdata;
+        struct pfop_job *j = run->flash_job;
+        bool stop = false, now = false;
+        LOG_CONTEXT(.pf = j->pf, .operation = "reprogram");
+
+        run->env.stopping(run->userdata, &stop, &now);
+        if (!stop) {
+                (void) sd_event_source_set_time_relative(s, USEC_PER_SEC);
+                return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        }
+        log_notice("svffd stops while the flash hook of PF %s runs in unit '%s': the flash goes on, and the next "
+                   "start of svffd takes up its result.", j->pf, j->unit);
+        j->unit_ended = true;
+        j->r = svff_error_set(&j->err, -EINPROGRESS, "svffd stopped while flash unit '%s' ran", j->unit);
+        pfop_done(j);
+        return 0;
+}
+
+static int flash_unit_wait(struct reconf_run *run, struct pfop_job *j) {
+        int r;
+
+        r = sd_event_add_time_relative(run->env.event, &run->flash_poll, CLOCK_MONOTONIC, USEC_PER_SEC,
+                                       USEC_PER_SEC / 10, on_flash_poll, run);
+        if (r < 0) {
+                run->flash = flash_unit_free(run->flash);
+                return r;
+        }
+        run->flash_job = j;
+        return 0;
+}
+
+static int flash_unit_begin(struct reconf_run *run, struct pfop_job *j) {
+        int r;
+
+        r = flash_unit_start(run->env.event, j->unit, run->env.flash_hook, j->pf, j->image, run->env.flash_timeout,
+                             flash_unit_done, run, &run->flash);
+        if (r >= 0)
+                r = flash_unit_wait(run, j);
+        if (r < 0)
+                j->r = svff_error_set_errno(&j->err, r, "Cannot start flash unit '%s' for PF %s through systemd",
+                                            j->unit, j->pf);
+        return r;
+}
+
+static int op_flash_unit(void *userdata, char **ret) {
+        struct reconf_run *run = userdata;
+
+        /* Under systemd the hook runs in a unit of its own; without it
+         * (a test on pcisim, a hand-run svffd in the VM tier) as svffd's
+         * child, the fallback. */
+        if (!run->env.flash_hook || !flash_unit_available()) {
+                *ret = NULL;
+                return 0;
+        }
+        return flash_unit_name(reconf_machine_plan(run->rm)->pf, ret);
+}
+
+static int op_flash_resume(void *userdata, const char *unit) {
+        struct reconf_run *run = userdata;
+        struct pfop_job *j;
+        int r;
+
+        if (exiting(run))
+                return -ESHUTDOWN;
+        j = pfop_new(run, RECONF_PF_FLASH, NULL, NULL, 0, unit);
+        if (!j)
+                return -ENOMEM;
+        run->env.phase(run->userdata, "flash");
+        log_info("Taking up the result of flash unit '%s', which ran the flash hook of PF %s while svffd was "
+                 "stopped.", unit, j->pf);
+        r = flash_unit_watch(run->env.event, unit, run->env.flash_timeout, flash_unit_done, run, &run->flash);
+        if (r >= 0)
+                r = flash_unit_wait(run, j);
+        if (r < 0) {
+                log_error_errno(r, "Cannot look up flash unit '%s' of PF %s through systemd: %m", unit, j->pf);
+                pfop_job_free(j);
+        }
         return r;
 }
 
@@ -1361,6 +1548,8 @@ static const struct reconf_ops real_ops = {
         .commit = op_commit,
         .remove_pf = op_remove_pf,
         .flash = op_flash,
+        .flash_unit = op_flash_unit,
+        .flash_resume = op_flash_resume,
         .rescan_wait = op_rescan_wait,
         .check_identity = op_check_identity,
         .bind_pf = op_bind_pf,
@@ -1410,6 +1599,9 @@ void reconf_run_free(struct reconf_run *run) {
         if (!run)
                 return;
         sd_event_source_unref(run->commit_source);
+        if (run->flash_job)
+                pfop_job_free(run->flash_job);
+        flash_unit_end(run);
         reconf_machine_free(run->rm);
         svff_pf_free(run->after);
         svff_ctx_unref(run->env.ctx);

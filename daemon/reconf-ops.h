@@ -30,6 +30,8 @@
 #include "worker.h"
 
 struct reconf_run;
+struct pfop_job;
+struct flash_unit;
 
 /* What a run is given by its caller (the executor): the services it
  * uses, borrowed for its life, and callbacks through which it reports
@@ -97,6 +99,12 @@ struct reconf_run {
         struct svff_pf *after;          /* the PF as the last numvfs write left it */
         char pf_id[16];                 /* "vvvv:dddd" before the removal, "" unknown */
         sd_event_source *commit_source;
+        /* A flash hook in its own systemd unit (flash-unit.h), waited
+         * for on the loop: the unit, the job that completes as the
+         * flash, the poll of svffd's stop, the hand-off of its end. */
+        struct flash_unit *flash;
+        struct pfop_job *flash_job;
+        sd_event_source *flash_poll, *flash_ended;
 };
 
 /* A run of plan (taken; freed on failure too) from journal (borrowed,

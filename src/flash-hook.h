@@ -3,7 +3,9 @@
 
 /* The flash hook: the executable svff.conf names ("flash_hook", never
  * given over the socket) that writes a new image to a PF that svffd has
- * taken off the bus, for the reprogram flow.
+ * taken off the bus, for the reprogram flow. Under systemd svffd runs
+ * the hook in a transient unit of its own (daemon/flash-unit.h) after
+ * the checks below; svff_flash_hook_run() is the fallback without it.
  *
  * svffd never reads an image. It only checks the path the caller gave:
  * absolute, under the configured image directory, no "." or ".."

@@ -172,6 +172,13 @@ struct world {
         /* the class state on each VF: the item whose assignment's state
          * provision set up there, or -1 (none, or the policy's only) */
         int cls_on[MAX_VF];
+        /* the hook in a systemd unit of its own (ops flash_unit and
+         * flash_resume): its name, whether svffd stops while it runs,
+         * its result, how often a start took it up */
+        bool in_unit, unit_stop;
+        int unit_r;
+        char unit_name[64];
+        unsigned n_units, unit_resumed;
 };
 
 /* VF index's host address in layout (0: where the VFs were first). */
@@ -610,8 +617,50 @@ static int f_remove_pf(void *userdata) {
 }
 
 static int f_flash(void *userdata, const char *image) {
+        struct world *w = userdata;
+
         ck_assert_str_eq(image, "/images/new.bit");
+        if (w->in_unit) {
+                const char *unit = reconf_machine_flash_unit(w->rm);
+                char *journaled = w->journal ? strstr(w->journal, "\"flash_unit\"") : NULL;
+
+                ck_assert_msg(unit && streq(unit, w->unit_name), "the flash runs in '%s', not the unit named for it",
+                              strna(unit));
+                /* Named in the journal before the hook starts. */
+                ck_assert_msg(journaled && strstr(journaled, w->unit_name), "flash unit '%s' not journaled",
+                              w->unit_name);
+        }
+        if (w->in_unit && w->unit_stop) {
+                /* svffd stops; the unit goes on without it. */
+                if (!w->pf_gone)
+                        bad(w, "flash hook run with PF %s on the bus", PF);
+                push(w, (struct event) { .type = EV_PF, .op = RECONF_PF_FLASH, .r = -EINPROGRESS });
+                return 0;
+        }
         return f_pf(userdata, RECONF_PF_FLASH, K_FLASH);
+}
+
+static int f_flash_unit(void *userdata, char **ret) {
+        struct world *w = userdata;
+
+        if (!w->in_unit) {
+                *ret = NULL;
+                return 0;
+        }
+        snprintf(w->unit_name, sizeof(w->unit_name), "svff-flash-%s-%u.service", PF, ++w->n_units);
+        *ret = strdup(w->unit_name);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int f_flash_resume(void *userdata, const char *unit) {
+        struct world *w = userdata;
+
+        ck_assert_str_eq(unit, w->unit_name);
+        w->unit_resumed++;
+        if (!w->pf_gone)
+                bad(w, "a flash taken up with PF %s on the bus", PF);
+        push(w, (struct event) { .type = EV_PF, .op = RECONF_PF_FLASH, .r = w->unit_r });
+        return 0;
 }
 
 static int f_rescan_wait(void *userdata) {
@@ -719,6 +768,24 @@ static const struct reconf_ops fake_ops = {
         .commit = f_commit,
         .remove_pf = f_remove_pf,
         .flash = f_flash,
+        .rescan_wait = f_rescan_wait,
+        .check_identity = f_check_identity,
+        .bind_pf = f_bind_pf,
+        .finished = f_finished,
+};
+
+static const struct reconf_ops unit_ops = {
+        .quiesce = f_quiesce,
+        .set_numvfs = f_set_numvfs,
+        .provision = f_provision,
+        .bind = f_bind,
+        .restore = f_restore,
+        .release_class = f_release_class,
+        .commit = f_commit,
+        .remove_pf = f_remove_pf,
+        .flash = f_flash,
+        .flash_unit = f_flash_unit,
+        .flash_resume = f_flash_resume,
         .rescan_wait = f_rescan_wait,
         .check_identity = f_check_identity,
         .bind_pf = f_bind_pf,
@@ -1040,7 +1107,7 @@ static bool run_once(struct world *w, struct svff_reconf_plan *plan, const char 
                 plan = TAKE_PTR(j.plan);
         }
         w->plan = plan;
-        w->rm = reconf_machine_new(plan, journal_text ? &j : NULL, 1, true, &fake_ops, w);
+        w->rm = reconf_machine_new(plan, journal_text ? &j : NULL, 1, true, w->in_unit ? &unit_ops : &fake_ops, w);
         ck_assert_ptr_nonnull(w->rm);
         w->plan = reconf_machine_plan(w->rm);
         if (reprogram && !journal_text) {
@@ -1447,6 +1514,70 @@ START_TEST(test_reprogram_interrupted) {
 }
 END_TEST
 
+START_TEST(test_flash_unit) {
+        /* The hook in a systemd unit of its own: svffd stops during the
+         * flash, the unit goes on, and the next start takes up its
+         * result, never running the hook again: a success goes on from
+         * the rescan and every assignment comes back; a failure is the
+         * interrupted path. */
+        const struct scenario *sc = &scenarios[3];
+
+        for (int fail = 0; fail <= 1; fail++) {
+                struct svff_reconf_item items[MAX_ITEMS];
+                size_t n = make_items(sc, items);
+                struct svff_reconf_input in = { .pf = PF, .numvfs = sc->from, .driver = "vfio-pci", .items = items,
+                                                .n_items = n };
+                struct svff_reconf_plan *plan = NULL;
+                _cleanup_free_ char *journal = NULL;
+                const char *msg = NULL;
+                struct world w;
+
+                ck_assert_int_eq(svff_reconf_plan_new(&in, sc->to, sc->mode, sc->force, &plan), 0);
+                world_init(&w, sc, plan);
+                w.order = O_FIFO;
+                w.in_unit = w.unit_stop = true;
+                w.unit_r = fail ? -EIO : 0;
+                ck_assert(run_once(&w, plan, NULL, "stop during the flash unit", true, S_NEW));
+                ck_assert_int_eq(reconf_machine_result(w.rm, &msg), RECONF_ERR_SHUTTING_DOWN);
+                ck_assert_msg(strstr(msg, "flash unit"), "the stop says: %s", msg);
+                ck_assert_ptr_nonnull(w.journal);
+                ck_assert_ptr_nonnull(strstr(w.journal, "\"phase\": \"flash\""));
+                ck_assert_ptr_nonnull(strstr(w.journal, w.unit_name));
+                check_world(&w, "stop during the flash unit", false);
+                ck_assert_uint_eq(w.flashes, 0);
+
+                /* The unit ends while svffd is stopped. */
+                if (!fail)
+                        w.flashes++;
+                journal = strdup(w.journal);
+                reconf_machine_free(w.rm);
+                w.unit_stop = false;
+                ck_assert(run_once(&w, NULL, journal, "the flash unit taken up", true, S_RECOVER));
+                check_world(&w, "the flash unit taken up", !w.journal);
+                ck_assert_uint_eq(w.unit_resumed, 1);
+                ck_assert_uint_eq(w.n_units, 1);
+                ck_assert_uint_eq(w.seen[K_FLASH], 0);
+                if (!fail) {
+                        ck_assert_int_eq(reconf_machine_result(w.rm, &msg), RECONF_OK);
+                        ck_assert_ptr_null(w.journal);
+                        ck_assert(!w.pf_gone && !w.pf_unbound);
+                        ck_assert_uint_eq(w.numvfs, sc->to);
+                        for (size_t i = 0; i < w.plan->n_items; i++)
+                                ck_assert(w.dev[i].present && !w.dev[i].paused && w.rec[i].present &&
+                                          w.rec[i].state == SVFF_ASSIGN_ATTACHED);
+                } else {
+                        ck_assert_int_eq(reconf_machine_result(w.rm, &msg), RECONF_ERR_INTERRUPTED);
+                        ck_assert_ptr_nonnull(w.journal);
+                        ck_assert_ptr_nonnull(strstr(w.journal, "\"phase\": \"interrupted\""));
+                        for (size_t i = 0; i < w.plan->n_items; i++)
+                                ck_assert(w.rec[i].present && w.rec[i].state == SVFF_ASSIGN_PAUSED);
+                }
+                reconf_machine_free(w.rm);
+                free(w.journal);
+        }
+}
+END_TEST
+
 START_TEST(test_stops) {
         /* A stop (SIGTERM) before each completion, and one after which
          * nothing may start (the event loop gone). */
@@ -1569,6 +1700,7 @@ int main(void) {
         tcase_add_test(tc, test_virtfn_gap);
         tcase_add_test(tc, test_moved_vfs);
         tcase_add_test(tc, test_reprogram_interrupted);
+        tcase_add_test(tc, test_flash_unit);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_NOFORK);

@@ -6,7 +6,7 @@
 # libvirtd.service. This scenario is itself a unit ordered after
 # multi-user.target (tests/vm/init).
 #
-# vm-run: --systemd --nic --namespaces
+# vm-run: --systemd --nic --namespaces --timeout 1500
 #
 # Checked on the real kernel, with both PFs in one VM (QEMU 10: the
 # emulated NVMe PF and the igb NIC):
@@ -19,7 +19,14 @@
 # - 'journalctl -u svffd SVFF_PF=PF' returns that PF's lines and no other's,
 #   and every line naming one of its devices carries the fields;
 # - 'systemd-analyze security svffd.service' scores 2.5 or below;
-# - 'systemctl reload svffd' applies a changed count.
+# - 'systemctl reload svffd' applies a changed count;
+# - a reprogram of the NVMe PF runs the flash hook in a transient unit of
+#   its own: its output in 'journalctl -u svff-flash-...', its cgroup its
+#   unit's, none of svffd's sandbox, a scratch directory; a hook owned by
+#   uid 65534 is refused by path and owner before anything is touched; a
+#   hook that hangs is killed by systemd at its deadline with its setsid()
+#   child; 'systemctl stop svffd' during a flash leaves the unit running,
+#   and the next start takes up its success: every VF back.
 # The class checks all run before the first failure is reported, so one
 # boot shows each class that does not work under the sandbox.
 
@@ -271,3 +278,194 @@ udevadm trigger --action=add --settle "/sys/bus/pci/devices/$nicpf"
 vm_wait 60 ready || vm_fail "svffd.service not started 60 s after an add uevent of $nicpf: $(systemctl status svffd.service)"
 assert_true "svffd.service wanted by the PF's device unit (udev rule)" \
         sh -c "systemctl show -P WantedBy svffd.service | grep -q 'sys-devices-pci.*${nicpf}.device'"
+
+# ---- reprogram: the flash hook in a transient unit of its own ----
+# The emulated NVMe PF stands in for an FPGA (as in 10-reprogram.sh): the
+# hook logs what it sees and sleeps. Under systemd it runs in a unit
+# svffd starts through systemd's D-Bus API: its output in that unit's
+# journal, nothing of svffd's sandbox, a scratch directory; systemd kills
+# it with every process in its cgroup at its deadline; a stop of svffd
+# does not stop it, and the next start takes up its result. A hook owned
+# by another user is refused before anything is touched.
+F=/run/svff-flash-test
+mkdir -p "$F/images"
+chmod 755 "$F" "$F/images"
+echo "an image" >"$F/images/a.bin"
+hook=$F/flash-hook
+# Markers in $F: "hang" hangs with a setsid() child, "slow" sleeps 8 s.
+cat >"$hook" <<'HOOK'
+#!/bin/sh
+F=/run/svff-flash-test
+echo "hook: $1 $2 deadline $3"
+echo $$ >"$F/hook.pid"
+cut -d: -f3- /proc/self/cgroup >"$F/hook.cgroup"
+sed -n 's/^NoNewPrivs:[[:space:]]*//p' /proc/self/status >"$F/hook.nnp"
+echo "hook: NoNewPrivs $(cat "$F/hook.nnp"), SVFF_PF=$SVFF_PF, scratch '$RUNTIME_DIRECTORY'"
+touch "$RUNTIME_DIRECTORY/scratch" && echo "hook: scratch writable"
+if [ -e "/sys/bus/pci/devices/$1" ]; then echo "hook: PF $1 still on the bus"; exit 3; fi
+if [ -e "$F/hang" ]; then
+        setsid sh -c "echo \$\$ >$F/child.pid; exec sleep 1000" &
+        echo "hook: hanging, with a setsid() child"
+        sleep 1000
+fi
+[ ! -e "$F/slow" ] || { touch "$F/slow.started"; sleep 8; }
+sleep 1
+echo "hook: flashed"
+HOOK
+chmod 755 "$hook"
+timeout=15
+echo "$config" | jq --arg c "$nicpf" --arg h "$hook" --arg d "$F/images" --argjson t "$timeout" \
+        '.policies.nic.numvfs = 3 | .flash_hook = $h | .flash_image_dir = $d | .flash_timeout_sec = $t' \
+        >/etc/svff/svff.conf
+systemctl restart svffd.service || vm_fail "systemctl restart svffd failed: $(systemctl status svffd.service)"
+vm_wait 60 ready || vm_fail "svffd.service not active after its restart"
+
+# The PF's VFs as the policy wants them: 4, on vfio-pci, each secondary
+# online.
+nvme_kept() {
+        assert_eq "$1: NVMe PF driver" nvme "$(basename "$(readlink "$N/driver")")"
+        assert_eq "$1: NVMe PF sriov_numvfs" 4 "$(cat "$N/sriov_numvfs")"
+        for i in 0 1 2 3; do
+                assert_eq "$1: NVMe VF $i driver" vfio-pci "$(basename "$(readlink "$N/virtfn$i/driver")")"
+                assert_eq "$1: NVMe VF $i secondary online" 1 "$(secondary "$i" secondary-controller-state)"
+        done
+}
+# The unit svffd ran the hook in, from svffd's journal (its last one).
+flash_unit() {
+        journalctl -b --no-pager -u svffd.service -o cat |
+                sed -n "s/^Flash hook '.*' for PF $nvmepf with '.*' runs in unit '\(svff-flash-[^']*\)'.*/\1/p" |
+                tail -n 1
+}
+# mono UNIT PATTERN: the monotonic time (s) of UNIT's first journal line
+# matching PATTERN.
+mono() {
+        journalctl -b --no-pager -u "$1" -o json |
+                jq -r --arg p "$2" 'select((.MESSAGE | type) == "string" and (.MESSAGE | test($p))) |
+                        .__MONOTONIC_TIMESTAMP' | head -n 1 | awk '{ printf "%.3f", $1 / 1e6 }'
+}
+ctrl_back() { ls "$N/nvme" 2>/dev/null | grep -q '^nvme'; }
+
+vm_log "reprogram $nvmepf through a flash unit"
+t=$(vm_now)
+svffctl reprogram "$nvmepf" "$F/images/a.bin" >"$R/reprogram.out" 2>&1 ||
+        { cat "$R/reprogram.out"; vm_fail "svffctl reprogram $nvmepf failed"; }
+vm_log "reprogram took $(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s"
+unit=$(flash_unit)
+assert_true "svffd's journal names the flash unit" test -n "$unit"
+journalctl -b --no-pager -u "$unit" -o cat >"$R/flash-unit.txt"
+vm_log "journalctl -u $unit: $(tr '\n' '|' <"$R/flash-unit.txt")"
+assert_true "journalctl -u $unit has the hook's output" grep -q "^hook: flashed$" "$R/flash-unit.txt"
+assert_true "the hook's output is not svffd's" \
+        sh -c "! journalctl -b --no-pager -u svffd.service -o cat | grep -q 'hook: flashed'"
+assert_eq "the hook ran in its unit's cgroup" "/system.slice/$unit" "$(cat "$F/hook.cgroup")"
+assert_eq "the hook has none of svffd's sandbox (NoNewPrivs)" 0 "$(cat "$F/hook.nnp")"
+assert_true "the hook's scratch directory was writable" grep -q "^hook: scratch writable$" "$R/flash-unit.txt"
+assert_true "the hook had the PF in its environment" grep -q "SVFF_PF=$nvmepf," "$R/flash-unit.txt"
+asked=$(journalctl -b --no-pager -u svffd.service -o json |
+        jq -r --arg u "$unit" 'select((.MESSAGE | type) == "string" and (.MESSAGE | contains("runs in unit '\''" + $u))) |
+                .__MONOTONIC_TIMESTAMP' | head -n 1 | awk '{ printf "%.3f", $1 / 1e6 }')
+began=$(mono "$unit" "^hook: $nvmepf ")
+vm_log "flash unit start latency: $(echo "$asked $began" | awk '{ printf "%.3f", $2 - $1 }') s (svffd's StartTransientUnit to the hook's first line)"
+echo "flash unit start latency: $(echo "$asked $began" | awk '{ printf "%.3f", $2 - $1 }') s" >"$R/flash-figures"
+assert_eq "the flash unit is gone once its result was taken up" inactive \
+        "$(systemctl show -P ActiveState "$unit")"
+vm_wait 30 ctrl_back || vm_fail "the NVMe PF's controller did not come back"
+ctrl=$(ls "$N/nvme" | grep '^nvme' | head -n1)
+dev=/dev/$ctrl
+nvme_kept "after reprogram"
+
+# ---- a hook owned by another user: refused by name, nothing touched ----
+chown 65534 "$hook"
+rc=0
+svffctl reprogram "$nvmepf" "$F/images/a.bin" --dry-run >"$R/reprogram-nobody-dry.out" 2>&1 || rc=$?
+assert_true "the dry run with a hook owned by uid 65534 fails (exit $rc)" test "$rc" != 0
+rc=0
+svffctl reprogram "$nvmepf" "$F/images/a.bin" >"$R/reprogram-nobody.out" 2>&1 || rc=$?
+chown 0 "$hook"
+cat "$R/reprogram-nobody.out"
+assert_true "reprogram with a hook owned by uid 65534 fails (exit $rc)" test "$rc" != 0
+assert_true "the refusal names the hook and its owner" \
+        sh -c "grep -q \"'$hook' is owned by uid 65534, not root\" '$R/reprogram-nobody.out'"
+assert_eq "no flash unit ran for the refused reprogram" "$unit" "$(flash_unit)"
+nvme_kept "after the refused reprogram"
+
+# ---- a hook that hangs: systemd kills it, setsid() child included ----
+rm -f "$F/child.pid"
+touch "$F/hang"
+vm_log "reprogram $nvmepf with a hook that hangs (flash_timeout_sec $timeout)"
+rc=0
+svffctl reprogram "$nvmepf" "$F/images/a.bin" >"$R/reprogram-hang.out" 2>&1 || rc=$?
+rm -f "$F/hang"
+cat "$R/reprogram-hang.out"
+assert_true "reprogram with a hanging hook fails (exit $rc)" test "$rc" != 0
+assert_true "the failure says the reprogram is interrupted" grep -qi "interrupted" "$R/reprogram-hang.out"
+hunit=$(flash_unit)
+assert_true "the hanging hook ran in another unit" test -n "$hunit" -a "$hunit" != "$unit"
+assert_true "the hook's setsid() child had started" test -s "$F/child.pid"
+child=$(cat "$F/child.pid")
+hpid=$(cat "$F/hook.pid")
+assert_true "the hook (pid $hpid) is gone" sh -c "! kill -0 $hpid 2>/dev/null"
+assert_true "its setsid() child (pid $child) is gone" sh -c "! kill -0 $child 2>/dev/null"
+# sysmono UNIT PATTERN: the monotonic time (s) of systemd's first
+# message about UNIT matching PATTERN.
+sysmono() {
+        journalctl -b --no-pager -o json _PID=1 UNIT="$1" |
+                jq -r --arg p "$2" 'select((.MESSAGE | type) == "string" and (.MESSAGE | test($p))) |
+                        .__MONOTONIC_TIMESTAMP' | head -n 1 | awk '{ printf "%.3f", $1 / 1e6 }'
+}
+starting=$(sysmono "$hunit" "^Starting ")
+timedout=$(sysmono "$hunit" "start operation timed out")
+failed=$(sysmono "$hunit" "Failed with result .timeout.")
+assert_true "systemd timed $hunit out and failed it with result 'timeout'" test -n "$starting" -a -n "$timedout" -a -n "$failed"
+deadline_at=$(echo "$starting $timedout" | awk '{ printf "%.3f", $2 - $1 }')
+kill_after=$(echo "$timedout $failed" | awk '{ printf "%.3f", $2 - $1 }')
+vm_log "systemd's deadline fired $deadline_at s after the unit's start (flash_timeout_sec $timeout); every process of the unit was dead $kill_after s later ('start operation timed out' to 'Failed with result timeout')"
+echo "time to kill at the deadline: deadline fired $deadline_at s after the start (of $timeout s), all dead $kill_after s later" >>"$R/flash-figures"
+assert_true "the deadline fired at flash_timeout_sec ($deadline_at s)" \
+        awk -v d="$deadline_at" -v t="$timeout" 'BEGIN { exit !(d > t - 1 && d < t + 3) }'
+assert_true "the unit was dead within 3 s of its deadline ($kill_after s)" \
+        awk -v k="$kill_after" 'BEGIN { exit !(k < 3) }'
+svffctl status --json >"$R/status-hang.json" || vm_fail "svffctl status --json failed"
+assert_eq "status: the PF's reprogram is interrupted" 1 \
+        "$(jq --arg pf "$nvmepf" '[.drift[] | select(.device == $pf and .kind == "interrupted")] | length' \
+        "$R/status-hang.json")"
+vm_log "reprogram $nvmepf again"
+svffctl reprogram "$nvmepf" "$F/images/a.bin" >"$R/reprogram-again.out" 2>&1 ||
+        { cat "$R/reprogram-again.out"; vm_fail "reprogram after the hanging hook failed"; }
+vm_wait 30 ctrl_back || vm_fail "the NVMe PF's controller did not come back"
+ctrl=$(ls "$N/nvme" | grep '^nvme' | head -n1)
+dev=/dev/$ctrl
+nvme_kept "after reprogram again"
+
+# ---- svffd stopped during a flash: the flash goes on, the next start
+# takes up its result ----
+rm -f "$F/slow.started"
+touch "$F/slow"
+vm_log "reprogram $nvmepf with a slow hook, and stop svffd during the flash"
+svffctl reprogram "$nvmepf" "$F/images/a.bin" >"$R/reprogram-stop.out" 2>&1 &
+vm_wait 60 test -e "$F/slow.started" || vm_fail "the slow hook did not start"
+sunit=$(flash_unit)
+t=$(vm_now)
+systemctl stop svffd.service
+vm_log "systemctl stop svffd took $(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s during the flash"
+wait || true
+rm -f "$F/slow"
+assert_eq "svffd.service stopped" inactive "$(systemctl is-active svffd.service || true)"
+assert_eq "the flash unit runs on without svffd" activating "$(systemctl show -P ActiveState "$sunit")"
+assert_true "svffd journaled that the flash goes on" sh -c "journalctl -b --no-pager -u svffd.service -o cat |
+        grep -q \"runs in unit '$sunit': the flash goes on\""
+unit_done() { [ "$(systemctl show -P ActiveState "$sunit")" != activating ]; }
+vm_wait 60 unit_done || vm_fail "flash unit $sunit did not finish"
+assert_eq "the flash unit succeeded without svffd" "active success" \
+        "$(systemctl show -P ActiveState "$sunit") $(systemctl show -P Result "$sunit")"
+systemctl start svffd.service || vm_fail "systemctl start svffd failed: $(systemctl status svffd.service)"
+svffctl status --wait --timeout 120 >/dev/null || vm_fail "svffd stayed busy after its start"
+assert_true "the start took up the flash unit's result" sh -c "journalctl -b --no-pager -u svffd.service -o cat |
+        grep -q \"Taking up the result of flash unit '$sunit'\""
+vm_wait 30 ctrl_back || vm_fail "the NVMe PF's controller did not come back"
+ctrl=$(ls "$N/nvme" | grep '^nvme' | head -n1)
+dev=/dev/$ctrl
+nvme_kept "after the start that took up the flash"
+svffctl status --json >"$R/status-after-stop.json" || vm_fail "svffctl status --json failed"
+assert_eq "status: no drift after the flash was taken up" 0 "$(jq '.drift | length' "$R/status-after-stop.json")"
+assert_eq "the taken-up flash unit is gone" inactive "$(systemctl show -P ActiveState "$sunit")"
