@@ -6,11 +6,22 @@
 # the write ends, the PF is shown as it now is.
 #   - a write past its deadline, held by a VF a VFIO user keeps open;
 #   - a slow write (pcisim's latency profile with the SVFF paper's
-#     figures) while its init runs.
+#     figures) while its init runs;
+#   - a write of another process, which svffd sees only as a read of
+#     sriov_numvfs that does not come back within its deadline.
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
 OTHER=0000:03:00.0
+# A failure while a VF is held lets it go first: svffd's exit would wait
+# for the write it holds.
+HELD=""
+fail() {
+        [ -n "$HELD" ] && pcisim_ctl release "$HELD" 2>/dev/null
+        echo "FAIL: $*" >&2
+        sed 's/^/  svffd| /' "$T/svffd.log" | tail -n 40 >&2
+        exit 1
+}
 cat > "$T/svff.conf" <<'CONF'
 {
   "settle_msec": 50,
@@ -44,6 +55,7 @@ VF0=$(sys_vf $PF 0)
 
 note "a write past its deadline: VF 0 held open, init 0 gives up after 1.6 s, the write goes on"
 pcisim_ctl hold "$VF0"
+HELD=$VF0
 rc=0
 ctl init $PF 0 > "$T/out" 2> "$T/err" || rc=$?
 [ "$rc" != 0 ] || fail "init 0 passed with VF 0 held open"
@@ -57,6 +69,7 @@ timed stuck-list-text list
 grep -q "changing" "$T/stuck-list-text.out" || fail "list does not say the PF is changing: $(cat "$T/stuck-list-text.out")"
 timed stuck-status status
 pcisim_ctl release "$VF0"
+HELD=""
 wait_for_s 20 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 0 ]" || fail "the held write never ended"
 wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' list --json | grep -q '\"changing\":null.*\"changing\":null.*\"changing\":null'" ||
         fail "the PF stays changing after the write ended: $(ctl list --json)"
@@ -86,4 +99,25 @@ expect_eq "$(list_numvfs $PF < "$T/list.json")" 40 "the count after the slow ini
 expect_eq "$(changing $PF < "$T/list.json")" None "the PF after the slow init"
 expect_eq "$(jget '[len(p["vfs"]) for p in d["pfs"] if p["address"] == "'$PF'"][0]' < "$T/list.json")" 40 \
         "the VFs listed after the slow init"
+
+note "another process's write, held by a VF open: its sriov_numvfs does not answer, List does"
+VF0=$(sys_vf $PF 0)
+pcisim_ctl hold "$VF0"
+HELD=$VF0
+sh -c "echo 0 > '$SYS/bus/pci/devices/$PF/sriov_numvfs'" &
+writer=$!
+BG_PIDS="$writer"
+sleep 0.5
+timed foreign-list list --json
+changing $PF < "$T/foreign-list.out" | grep -q "another process" ||
+        fail "the PF another process writes is not shown as changing: $(cat "$T/foreign-list.out")"
+expect_eq "$(list_numvfs $PF < "$T/foreign-list.out")" 40 "the last known count during another's write"
+timed foreign-status status
+pcisim_ctl release "$VF0"
+HELD=""
+wait $writer || fail "the other process's write of 0 failed"
+BG_PIDS=""
+ctl list --json > "$T/list.json"
+expect_eq "$(list_numvfs $PF < "$T/list.json")" 0 "the count after another process's write"
+expect_eq "$(changing $PF < "$T/list.json")" None "the PF after another process's write"
 exit 0
