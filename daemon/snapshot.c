@@ -198,11 +198,12 @@ static int cmp_pf(const void *a, const void *b) {
  * in the kernel, which would hold the read (and every caller behind the
  * pass) until the write ends: it gives only the write (numvfs_pending).
  * The PF's last known state stands in, marked with that write; the stand-in
- * (*pf) is freed. old is NULL when the PF was never read. */
+ * (*pf) is freed. *pf is NULL for a PF that is gone, old NULL for one
+ * never read. */
 static void keep_last_known(struct svff_pf **pf, struct svff_pf **old) {
         struct svff_pf *last;
 
-        if (!old || !*old || !(*pf)->numvfs_pending)
+        if (!*pf || !old || !*old || !(*pf)->numvfs_pending)
                 return;
         last = TAKE_PTR(*old);
         free(last->numvfs_pending);
