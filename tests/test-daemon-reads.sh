@@ -33,7 +33,8 @@ start_pcisim mixed --latency-profile svff-paper
 start_svffd
 
 # timed NAME CMD...: runs CMD (svffctl, --timeout 5), its output in
-# $T/NAME.out, and fails unless it answers within a second.
+# $T/NAME.out, and fails unless it answers within 1.5 s (times
+# SVFF_TEST_SLOWDOWN): svffd answers from its last snapshot.
 timed() {
         name=$1
         shift
@@ -43,7 +44,8 @@ timed() {
         ms=$((($(date +%s%N) - t0) / 1000000))
         note "$name: svffctl $* answered in $ms ms (exit $rc)"
         expect_eq "$rc" 0 "$name: exit status ($(cat "$T/$name.err"))"
-        [ "$ms" -lt 1000 ] || fail "$name: svffctl $* took $ms ms while a numvfs write is in the kernel"
+        [ "$ms" -lt $((1500 * ${SVFF_TEST_SLOWDOWN:-1})) ] ||
+                fail "$name: svffctl $* took $ms ms while a numvfs write is in the kernel"
 }
 
 # changing PF < list.json: the PF's changing field, "None" when settled.
