@@ -164,10 +164,7 @@ static struct json_object *json_changing(struct manager *m, const struct svff_pf
         if (!pf->numvfs_pending)
                 return NULL;
         op = manager_find_operation(m, pf->address);
-        if (!*pf->numvfs_pending)
-                snprintf(buf, sizeof(buf), "a write to sriov_numvfs by another process is still in the kernel; "
-                         "shown as last read");
-        else if (op)
+        if (op)
                 snprintf(buf, sizeof(buf), "%s in progress (phase %s): sriov_numvfs is being set to %s; shown as last "
                          "read", op->kind, op->phase, pf->numvfs_pending);
         else

@@ -293,15 +293,9 @@ static int pf_read_numbers(struct svff_pf *pf, int dfd, const struct pf_number *
         return 0;
 }
 
-/* How long a look at sriov_numvfs may take before it counts as held by
- * a write of another process: a read the kernel does not hold takes
- * microseconds. */
-#define NUMVFS_READ_DEADLINE_USEC (200 * USEC_PER_MSEC)
-
-/* A PF whose sriov_numvfs is being written, as far as it can be known
- * without waiting for the write: its address and the write (the value
- * when it is this context's, else ""). 0 and *ret NULL when no write is
- * pending. */
+/* A PF whose sriov_numvfs this context is writing, as far as it can be
+ * known without waiting for the write: its address and the write. 0 and
+ * *ret NULL when no write is pending. */
 static int pf_load_pending(struct svff_ctx *ctx, const char *address, struct svff_pf **ret) {
         _cleanup_free_ char *path = NULL, *value = NULL;
         struct svff_pf *pf;
@@ -312,20 +306,8 @@ static int pf_load_pending(struct svff_ctx *ctx, const char *address, struct svf
         if (asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", address) < 0)
                 return -ENOMEM;
         r = svff_ctx_write_pending(ctx, path, &value, &late);
-        if (r < 0)
+        if (r <= 0)
                 return r;
-        if (r == 0) {
-                _cleanup_free_ char *now = NULL;
-
-                /* Another process's write: only a read that does not
-                 * come back says so. Any other outcome is the full
-                 * load's to report. */
-                if (svff_sysfs_read_deadline(ctx, path, NUMVFS_READ_DEADLINE_USEC, &now) != -ETIMEDOUT)
-                        return 0;
-                value = strdup("");
-                if (!value)
-                        return -ENOMEM;
-        }
         pf = calloc(1, sizeof(*pf));
         if (!pf)
                 return -ENOMEM;
@@ -334,7 +316,7 @@ static int pf_load_pending(struct svff_ctx *ctx, const char *address, struct svf
         pf->vf_missing = UINT_MAX;
         pf->numvfs_pending = TAKE_PTR(value);
         pf->numvfs_pending_late = late;
-        svff_log_debug(ctx, "PF '%s' has a write of '%s' to sriov_numvfs pending%s, not reading it", address,
+        svff_log_debug(ctx, "PF '%s' has a write of %s to sriov_numvfs pending%s, not reading it", address,
                        pf->numvfs_pending, late ? " past its deadline" : "");
         *ret = pf;
         return 0;

@@ -49,8 +49,7 @@ struct svff_pf {
         unsigned vf_missing;                     /* the first index below numvfs with no VF
                                                   * (virtfn<i> absent or dangling); UINT_MAX: none */
         char *numvfs_pending;                    /* the _nowait loads: the value a write of this
-                                                  * context is putting into sriov_numvfs ("": a
-                                                  * write of another process holds it), and
+                                                  * context is putting into sriov_numvfs, and
                                                   * then only the address is read; else NULL */
         bool numvfs_pending_late;                /* ...a write its writer gave up waiting for */
 };
@@ -65,12 +64,10 @@ struct svff_pf {
  * disabled) is left out of vfs and the first such is vf_missing. */
 int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
                  struct svff_error *err);
-/* Like svff_pf_load(), but never waits for a sriov_numvfs write: the
- * kernel serialises reads of the PF's sriov_numvfs (and its config space)
- * behind the write, so a PF with a write of ctx pending
- * (svff_ctx_write_pending()), or whose sriov_numvfs does not answer within
- * a deadline (another process's write), is returned with its address and
- * numvfs_pending set, nothing else read. */
+/* Like svff_pf_load(), but never waits for a sriov_numvfs write of ctx
+ * (svff_ctx_write_pending()): the kernel serialises reads of the PF's
+ * sriov_numvfs (and its config space) behind the write, so such a PF is
+ * returned with its address and numvfs_pending set, nothing else read. */
 int svff_pf_load_nowait(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
                         struct svff_error *err);
 void svff_pf_free(struct svff_pf *pf);

@@ -235,11 +235,11 @@ int svff_sysfs_write(int rootfd, const char *path, const char *value) {
         return 0;
 }
 
-/* One blocking write (or read), shared between the caller (who may give
- * up) and the thread doing it (which cannot). Whoever drops the last
- * reference frees it; the job holds a context reference so that the
- * stuck-writes counter and the root fd stay valid until the write
- * returns, even when the caller has long since unref'd the context. */
+/* One blocking write, shared between the caller (who may give up) and the
+ * thread doing it (which cannot). Whoever drops the last reference frees
+ * it; the job holds a context reference so that the stuck-writes counter
+ * and the root fd stay valid until the write returns, even when the
+ * caller has long since unref'd the context. */
 struct write_job {
         pthread_mutex_t lock;
         pthread_cond_t cond;
@@ -250,8 +250,7 @@ struct write_job {
 
         struct svff_ctx *ctx;
         char *path;
-        char *value;        /* NULL: a read, into out */
-        char *out;
+        char *value;
 };
 
 static void write_job_unref(struct write_job *j) {
@@ -271,26 +270,20 @@ static void write_job_unref(struct write_job *j) {
         svff_ctx_unref(j->ctx);
         free(j->path);
         free(j->value);
-        free(j->out);
         free(j);
 }
 
 static void *write_job_run(void *userdata) {
         struct write_job *j = userdata;
-        char *out = NULL;
         int r;
 
-        if (j->value) {
-                r = svff_sysfs_write(svff_ctx_get_rootfd(j->ctx), j->path, j->value);
-                svff_ctx_write_end(j->ctx, j->path);
-        } else
-                r = svff_sysfs_read(svff_ctx_get_rootfd(j->ctx), j->path, &out);
+        r = svff_sysfs_write(svff_ctx_get_rootfd(j->ctx), j->path, j->value);
+        svff_ctx_write_end(j->ctx, j->path);
 
         pthread_mutex_lock(&j->lock);
         j->done = true;
         j->result = r;
-        j->out = out;
-        if (j->abandoned && j->value) {
+        if (j->abandoned) {
                 svff_ctx_stuck_writes_dec(j->ctx);
                 svff_log_debug(j->ctx, "Stuck write of '%s' to '%s' finished late: %d",
                                j->value, j->path, r);
@@ -302,9 +295,8 @@ static void *write_job_run(void *userdata) {
         return NULL;
 }
 
-/* value NULL: reads path into *ret_out. */
-static int job_deadline(struct svff_ctx *ctx, const char *path, const char *value, usec_t timeout_usec,
-                        char **ret_out) {
+int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char *value,
+                              usec_t timeout_usec) {
         struct write_job *j;
         pthread_condattr_t cattr;
         pthread_attr_t attr;
@@ -313,16 +305,23 @@ static int job_deadline(struct svff_ctx *ctx, const char *path, const char *valu
         usec_t deadline;
         int r;
 
+        if (!ctx)
+                return -EINVAL;
+        if (timeout_usec == 0)
+                return svff_sysfs_write(svff_ctx_get_rootfd(ctx), path, value);
+
         r = check_path(path);
         if (r < 0)
                 return r;
+        if (!value)
+                return -EINVAL;
 
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
         j->path = strdup(path);
-        j->value = value ? strdup(value) : NULL;
-        if (!j->path || (value && !j->value)) {
+        j->value = strdup(value);
+        if (!j->path || !j->value) {
                 free(j->path);
                 free(j->value);
                 free(j);
@@ -335,7 +334,7 @@ static int job_deadline(struct svff_ctx *ctx, const char *path, const char *valu
         pthread_condattr_destroy(&cattr);
         j->ctx = svff_ctx_ref(ctx);
         j->n_ref = 2;
-        r = value ? svff_ctx_write_begin(ctx, path, value) : 0;
+        r = svff_ctx_write_begin(ctx, path, value);
         if (r < 0) {
                 j->n_ref = 1;
                 write_job_unref(j);
@@ -347,8 +346,7 @@ static int job_deadline(struct svff_ctx *ctx, const char *path, const char *valu
         r = -pthread_create(&thread, &attr, write_job_run, j);
         pthread_attr_destroy(&attr);
         if (r < 0) {
-                if (value)
-                        svff_ctx_write_end(ctx, path);
+                svff_ctx_write_end(ctx, path);
                 j->n_ref = 1;
                 write_job_unref(j);
                 return r;
@@ -363,42 +361,19 @@ static int job_deadline(struct svff_ctx *ctx, const char *path, const char *valu
                 int k = pthread_cond_timedwait(&j->cond, &j->lock, &ts);
                 if (k == ETIMEDOUT && !j->done) {
                         j->abandoned = true;
-                        if (value) {
-                                svff_ctx_stuck_writes_inc(ctx);
-                                svff_ctx_write_late(ctx, path);
-                        }
+                        svff_ctx_stuck_writes_inc(ctx);
+                        svff_ctx_write_late(ctx, path);
                         break;
                 }
         }
         r = j->done ? j->result : -ETIMEDOUT;
-        if (r >= 0 && ret_out)
-                *ret_out = TAKE_PTR(j->out);
         pthread_mutex_unlock(&j->lock);
 
         if (r == -ETIMEDOUT)
-                svff_log_debug(ctx, "%s '%s' still blocked after %llu ms, leaving it", value ? "Write to" : "Read of",
-                               path, (unsigned long long) (timeout_usec / USEC_PER_MSEC));
+                svff_log_debug(ctx, "Write of '%s' to '%s' still blocked after %llu ms, leaving it",
+                               value, path, (unsigned long long) (timeout_usec / USEC_PER_MSEC));
         write_job_unref(j);
         return r;
-}
-
-int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char *value,
-                              usec_t timeout_usec) {
-        if (!ctx)
-                return -EINVAL;
-        if (timeout_usec == 0)
-                return svff_sysfs_write(svff_ctx_get_rootfd(ctx), path, value);
-        if (!value)
-                return -EINVAL;
-        return job_deadline(ctx, path, value, timeout_usec, NULL);
-}
-
-int svff_sysfs_read_deadline(struct svff_ctx *ctx, const char *path, usec_t timeout_usec, char **ret) {
-        if (!ctx || !ret)
-                return -EINVAL;
-        if (timeout_usec == 0)
-                return svff_sysfs_read(svff_ctx_get_rootfd(ctx), path, ret);
-        return job_deadline(ctx, path, NULL, timeout_usec, ret);
 }
 
 int svff_sysfs_readlink(int rootfd, const char *path, char **ret) {

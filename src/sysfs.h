@@ -47,12 +47,6 @@ int svff_sysfs_write(int rootfd, const char *path, const char *value);
 int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char *value,
                               usec_t timeout_usec);
 
-/* Like svff_sysfs_read() of path (relative to the context's root),
- * bounded by a deadline as svff_sysfs_write_deadline() is: a read the
- * kernel holds behind a write (sriov_numvfs) is left to its thread, and
- * -ETIMEDOUT returned. */
-int svff_sysfs_read_deadline(struct svff_ctx *ctx, const char *path, usec_t timeout_usec, char **ret);
-
 /* A symlink's target as stored ("../../../bus/pci/drivers/vfio-pci"). */
 int svff_sysfs_readlink(int rootfd, const char *path, char **ret);
 
