@@ -243,6 +243,10 @@ static void fill_pf(struct row *r, struct json_object *pf) {
         r->cell[COL_POLICY] = jstr(pf, "policy");
         r->cell[COL_POOL] = yes_no(pf, "pool");
         r->cell[COL_ALLOWED] = jstr(pf, "unmanaged") ?: "yes";
+        /* Its last known state while a VF count write is in the kernel;
+         * why, under the table. */
+        if (jstr(pf, "changing"))
+                r->cell[COL_STATE] = "changing";
         if (vendor || device) {
                 snprintf(r->name, sizeof(r->name), "%s%s%s", vendor ?: "", vendor && device ? " " : "",
                          device ?: "");
@@ -369,5 +373,11 @@ int list_print(struct json_object *reply) {
                 }
         }
         table_print_fit(t, stdout, 0, output_width(stdout));
+        for (size_t i = 0; i < n_pfs; i++) {
+                struct json_object *pf = json_object_array_get_idx(pfs, i);
+
+                if (jstr(pf, "changing"))
+                        printf("%s changing: %s\n", strna(jstr(pf, "address")), jstr(pf, "changing"));
+        }
         return 0;
 }

@@ -13,6 +13,7 @@
 #include "hypervisor.h"
 #include "interface.h"
 #include "iommu.h"
+#include "journal.h"
 #include "json-util.h"
 #include "libvirt.h"
 #include "log.h"
@@ -1188,6 +1189,54 @@ static bool vf_taken(struct manager *m, const char *vf, struct call *call) {
         return true;
 }
 
+/* Whether pf has a journal no operation is working on (a reconf or
+ * reprogram, or an init, whose numvfs write failed or passed its deadline
+ * and may still be in the kernel): the VF count change it records is not
+ * done, and the pending write or the request that completes it removes
+ * every VF of pf. A VF handed out now would go with them, so Attach and
+ * Unpause refuse, answering call (device: what it asked for). */
+static bool pf_journal_kept(struct manager *m, const char *pf, const char *device, struct call *call) {
+        struct json_object *e, *rp = NULL;
+        const char *op = "operation";
+        unsigned target = 0;
+
+        if (!pf || !(e = journal_get(m, pf)) || manager_find_operation(m, pf))
+                return false;
+        if (!call)
+                return true;
+        (void) svff_json_get_string(e, "op", &op);
+        (void) svff_json_get_unsigned(e, "numvfs", &target);
+        if (svff_json_get_object(e, "reprogram", &rp) >= 0 && rp)
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", device,
+                            "PF %s has an interrupted reprogram whose journal is kept: its VFs go when it is "
+                            "completed, and with them any VF handed out now. Run 'svffctl reprogram %s IMAGE' to "
+                            "flash again, or 'svffctl reconf %s %u' to take the PF as it is, then retry.",
+                            pf, pf, pf, target);
+        else
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", device,
+                            "PF %s has an interrupted %s to %u VFs whose journal is kept (its VF count write failed, "
+                            "or passed its deadline and may still be in the kernel): its VFs go when it is completed, "
+                            "and with them any VF handed out now. Once 'stuck writes' in 'svffctl status' is 0, run "
+                            "'svffctl %s %s %u' to complete it, then retry.",
+                            pf, op, target, op, pf, target);
+        return true;
+}
+
+/* The PF of vf: as svff recorded it, else as the snapshot has it; NULL
+ * when neither knows the VF. */
+static const char *pf_of_vf(struct manager *m, const char *vf) {
+        const char *pf = NULL;
+        struct snapshot *s = m->snapshot;
+
+        if (svff_store_get_vf(m->store, vf, &pf, NULL) > 0 && pf)
+                return pf;
+        for (size_t i = 0; s && i < s->n_pfs; i++)
+                for (size_t k = 0; k < s->pfs[i]->n_vfs; k++)
+                        if (streq(s->pfs[i]->vfs[k].address, vf))
+                                return s->pfs[i]->address;
+        return NULL;
+}
+
 /* Fills j's class fields for VF j->vf (its store record vrec): the PF
  * and index, the PF's policy's settings (what every tenant gets; never
  * what the VF's record says an earlier tenant had), and the VF's class
@@ -1228,7 +1277,7 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
                             "'%.64s' is not a guest PCI address; use BB:SS.F or DDDD:BB:SS.F.", ga);
                 return;
         }
-        if (vf_taken(m, vf, call))
+        if (vf_taken(m, vf, call) || pf_journal_kept(m, pf_of_vf(m, vf), vf, call))
                 return;
 
         j = job_new(m, call, JOB_ATTACH, vf);
@@ -1303,6 +1352,8 @@ static void attach_from_pool(struct manager *m, struct call *call) {
                             "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", strna(pf));
                 return;
         }
+        if (pf_journal_kept(m, pf, pf, call))
+                return;
         for (size_t i = 0; i < found->n_vfs; i++) {
                 const struct svff_vf *vf = &found->vfs[i];
 
@@ -1495,6 +1546,8 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind) 
                             svff_assign_state_to_string(a.state));
                 return;
         }
+        if (kind == JOB_UNPAUSE && pf_journal_kept(m, pf_of_vf(m, vf), vf, call))
+                return;
         j = vf_job_new(m, call, kind, vf, &a);
         if (j)
                 job_submit(m, j);

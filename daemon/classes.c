@@ -153,9 +153,15 @@ static int opened_open(struct svff_ctx *ctx, const char *pf, bool try, struct op
         int r;
 
         *o = (struct opened) {};
-        r = svff_pf_load(ctx, pf, &o->pf, err);
+        /* A try (a read-only look) never waits for a VF count write,
+         * which holds every read of the PF's count: busy, as a step is. */
+        r = try ? svff_pf_load_nowait(ctx, pf, &o->pf, err) : svff_pf_load(ctx, pf, &o->pf, err);
         if (r < 0)
                 return r;
+        if (o->pf->numvfs_pending) {
+                opened_done(o);
+                return svff_error_set(err, -EBUSY, "The VF count of PF %s is being changed", pf);
+        }
         class = svff_class_find(ctx, o->pf);
         if (!class) {
                 opened_done(o);

@@ -187,6 +187,26 @@ static struct json_object *json_image(struct manager *m, const char *pf) {
         return o;
 }
 
+/* Why pf is its last known state rather than what sysfs says now: the
+ * sriov_numvfs write in the kernel, which a read would wait for, and the
+ * operation behind it. NULL when pf was read as it is. */
+static struct json_object *json_changing(struct manager *m, const struct svff_pf *pf) {
+        struct operation *op;
+        char buf[512];
+
+        if (!pf->numvfs_pending)
+                return NULL;
+        op = manager_find_operation(m, pf->address);
+        if (op)
+                snprintf(buf, sizeof(buf), "%s in progress (phase %s): sriov_numvfs is being set to %s; shown as last "
+                         "read", op->kind, op->phase, pf->numvfs_pending);
+        else
+                snprintf(buf, sizeof(buf), "a write of %s to sriov_numvfs %sis still in the kernel; shown as last "
+                         "read", pf->numvfs_pending,
+                         pf->numvfs_pending_late ? "passed its deadline (stuck writes in status) and " : "");
+        return json_object_new_string(buf);
+}
+
 struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
         struct json_object *o = json_object_new_object(), *vfs, *desired;
         const struct svff_policy *pol;
@@ -210,6 +230,7 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf) {
         json_object_object_add(o, "class", hex(pf->class, 6));
         json_object_object_add(o, "totalvfs", json_object_new_int64(pf->totalvfs));
         json_object_object_add(o, "numvfs", json_object_new_int64(pf->numvfs));
+        json_object_object_add(o, "changing", json_changing(m, pf));
         json_object_object_add(o, "vf_device_id", hex(pf->vf_device_id, 4));
         json_object_object_add(o, "driver", str_or_null(pf->driver));
         json_object_object_add(o, "autoprobe", json_object_new_boolean(pf->autoprobe));
@@ -280,6 +301,15 @@ static struct json_object *json_absent(struct manager *m) {
         return a;
 }
 
+/* Whether a PF in s is its last known state: what Changing says of it
+ * follows the operations, which the cached reply does not. */
+static bool snapshot_has_pending(const struct snapshot *s) {
+        for (size_t i = 0; i < s->n_pfs; i++)
+                if (s->pfs[i]->numvfs_pending)
+                        return true;
+        return false;
+}
+
 static void list_answer(struct manager *m, struct call *call) {
         struct snapshot *s = m->snapshot;
         struct json_object *p, *pfs;
@@ -287,6 +317,7 @@ static void list_answer(struct manager *m, struct call *call) {
         struct blob *b;
         char *msg = NULL;
         size_t len;
+        bool cacheable;
         int r;
 
         if (s->error < 0) {
@@ -295,10 +326,11 @@ static void list_answer(struct manager *m, struct call *call) {
                 return;
         }
         (void) svff_json_get_string(call_request(call)->parameters, "pf", &filter);
+        cacheable = !filter && !snapshot_has_pending(s);
 
         /* The whole-host reply is encoded once per (snapshot, store
          * generation): under many clients, List is a memcpy. */
-        if (!filter && m->list_cache && m->list_cache_snapshot_id == snapshot_cache_id(m->snapshots) &&
+        if (cacheable && m->list_cache && m->list_cache_snapshot_id == snapshot_cache_id(m->snapshots) &&
             m->list_cache_generation == svff_store_generation(m->store)) {
                 call_reply_blob(call, m->list_cache);
                 return;
@@ -332,7 +364,7 @@ static void list_answer(struct manager *m, struct call *call) {
                 return;
         }
         call_reply_blob(call, b);
-        if (!filter) {
+        if (cacheable) {
                 blob_unref(m->list_cache);
                 m->list_cache = blob_ref(b);
                 m->list_cache_snapshot_id = snapshot_cache_id(m->snapshots);

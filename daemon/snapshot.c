@@ -150,7 +150,7 @@ static struct snapshot *discover(struct svff_ctx *ctx, uint64_t seq) {
                 return NULL;
         s->seq = seq;
         s->taken_usec = now_usec();
-        r = svff_pf_list(ctx, &s->pfs, &s->n_pfs, &err);
+        r = svff_pf_list_nowait(ctx, &s->pfs, &s->n_pfs, &err);
         if (r < 0) {
                 s->pfs = NULL;
                 s->n_pfs = 0;
@@ -177,7 +177,7 @@ static struct snapshot *discover_some(struct svff_ctx *ctx, uint64_t seq, char *
         }
         s->n_pfs = n;
         for (size_t i = 0; i < n; i++) {
-                int r = svff_pf_load(ctx, only[i], &s->pfs[i], NULL);
+                int r = svff_pf_load_nowait(ctx, only[i], &s->pfs[i], NULL);
 
                 if (r == -ENODEV)
                         s->pfs[i] = NULL;
@@ -194,6 +194,32 @@ static int cmp_pf(const void *a, const void *b) {
         return strcmp((*(struct svff_pf *const *) a)->address, (*(struct svff_pf *const *) b)->address);
 }
 
+/* A pass does not read a PF while svffd's write to its sriov_numvfs is
+ * in the kernel, which would hold the read (and every caller behind the
+ * pass) until the write ends: it gives only the write (numvfs_pending).
+ * The PF's last known state stands in, marked with that write; the stand-in
+ * (*pf) is freed. *pf is NULL for a PF that is gone, old NULL for one
+ * never read. */
+static void keep_last_known(struct svff_pf **pf, struct svff_pf **old) {
+        struct svff_pf *last;
+
+        if (!*pf || !old || !*old || !(*pf)->numvfs_pending)
+                return;
+        last = TAKE_PTR(*old);
+        free(last->numvfs_pending);
+        last->numvfs_pending = TAKE_PTR((*pf)->numvfs_pending);
+        last->numvfs_pending_late = (*pf)->numvfs_pending_late;
+        svff_pf_free(*pf);
+        *pf = last;
+}
+
+static struct svff_pf **find_pf(struct snapshot *s, const char *address) {
+        for (size_t k = 0; s && k < s->n_pfs; k++)
+                if (s->pfs[k] && streq(s->pfs[k]->address, address))
+                        return &s->pfs[k];
+        return NULL;
+}
+
 /* Puts the PFs of a partial pass into the current snapshot (taking
  * them), dropping PFs that are gone. Returns <0 when it cannot. */
 static int merge_snapshot(struct snapshot_cache *c, struct snapshot *part, char **only) {
@@ -207,6 +233,7 @@ static int merge_snapshot(struct snapshot_cache *c, struct snapshot *part, char 
                         if (streq(s->pfs[k]->address, only[i]))
                                 break;
                 if (k < s->n_pfs) {
+                        keep_last_known(&pf, &s->pfs[k]);
                         svff_pf_free(s->pfs[k]);
                         if (pf)
                                 s->pfs[k] = pf;
@@ -234,6 +261,8 @@ static int merge_snapshot(struct snapshot_cache *c, struct snapshot *part, char 
 static void start_discovery(struct snapshot_cache *c);
 
 static void install_snapshot(struct snapshot_cache *c, struct snapshot *s) {
+        for (size_t i = 0; i < s->n_pfs; i++)
+                keep_last_known(&s->pfs[i], find_pf(c->snapshot, s->pfs[i]->address));
         snapshot_free(c->snapshot);
         c->snapshot = s;
         changed(c);
@@ -428,11 +457,28 @@ static uint64_t snapshot_not_before(struct snapshot_cache *c, uint64_t t) {
         return t > c->max_age_usec ? t - c->max_age_usec : 0;
 }
 
+/* Whether a write the snapshot shows in progress has ended: the PF can
+ * be read again, and only a pass shows what the write did. */
+static bool pending_write_ended(struct snapshot_cache *c) {
+        for (size_t i = 0; c->snapshot && i < c->snapshot->n_pfs; i++) {
+                const struct svff_pf *pf = c->snapshot->pfs[i];
+                _cleanup_free_ char *path = NULL;
+
+                if (!pf->numvfs_pending)
+                        continue;
+                if (asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", pf->address) < 0 ||
+                    svff_ctx_write_pending(c->ctx, path, NULL, NULL) == 0)
+                        return true;
+        }
+        return false;
+}
+
 void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_waiter_fn fn) {
         struct snapshot_waiter *w;
         uint64_t not_before = snapshot_not_before(c, now_usec());
 
-        if (c->snapshot && c->snapshot->seq >= c->seq && c->snapshot->taken_usec >= not_before) {
+        if (c->snapshot && c->snapshot->seq >= c->seq && c->snapshot->taken_usec >= not_before &&
+            !pending_write_ended(c)) {
                 fn(c->owner, call);
                 return;
         }

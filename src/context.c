@@ -22,12 +22,25 @@ struct svff_ctx {
          * hold a reference, so the counter outlives every one of them. */
         atomic_uint stuck_writes;
 
+        /* Deadline-bounded writes whose thread has not returned yet
+         * (sysfs.c), so a reader can tell a file is being written before
+         * it reads one the kernel serialises behind the write. */
+        pthread_mutex_t writes_lock;
+        struct pending_write *writes;
+
         pthread_mutex_t pci_lock;
         void *pci_access;         /* struct pci_access *, lazily */
         /* Set by the one who filled pci_access (pcinames.c): the context
          * drops the handle without knowing what it is. */
         void (*pci_access_free)(void *pci_access);
         char *pci_ids_path;       /* NULL: libpci's default */
+};
+
+struct pending_write {
+        struct pending_write *next;
+        char *path;
+        char *value;
+        bool late;              /* its writer gave up waiting for it */
 };
 
 static void log_stderr(void *userdata, int priority, const char *file, int line,
@@ -54,6 +67,7 @@ int svff_ctx_new(const char *sysfs_root, struct svff_ctx **ret) {
         ctx->log_fn = log_stderr;
         ctx->log_priority = LOG_ERR;
         pthread_mutex_init(&ctx->pci_lock, NULL);
+        pthread_mutex_init(&ctx->writes_lock, NULL);
 
         ctx->rootfd = open(sysfs_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (ctx->rootfd < 0)
@@ -84,6 +98,8 @@ struct svff_ctx *svff_ctx_unref(struct svff_ctx *ctx) {
         if (ctx->pci_access)
                 ctx->pci_access_free(ctx->pci_access);
         pthread_mutex_destroy(&ctx->pci_lock);
+        /* Every write thread holds a reference: none is pending here. */
+        pthread_mutex_destroy(&ctx->writes_lock);
         free(ctx->pci_ids_path);
         free(ctx->root);
         closep(&ctx->rootfd);
@@ -122,6 +138,85 @@ void svff_ctx_stuck_writes_inc(struct svff_ctx *ctx) {
 
 void svff_ctx_stuck_writes_dec(struct svff_ctx *ctx) {
         atomic_fetch_sub(&ctx->stuck_writes, 1);
+}
+
+int svff_ctx_write_begin(struct svff_ctx *ctx, const char *path, const char *value) {
+        struct pending_write *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return -ENOMEM;
+        w->path = strdup(path);
+        w->value = strdup(value);
+        if (!w->path || !w->value) {
+                free(w->path);
+                free(w->value);
+                free(w);
+                return -ENOMEM;
+        }
+        pthread_mutex_lock(&ctx->writes_lock);
+        w->next = ctx->writes;
+        ctx->writes = w;
+        pthread_mutex_unlock(&ctx->writes_lock);
+        return 0;
+}
+
+static struct pending_write **find_write(struct svff_ctx *ctx, const char *path) {
+        struct pending_write **p = &ctx->writes;
+
+        while (*p && !streq((*p)->path, path))
+                p = &(*p)->next;
+        return p;
+}
+
+void svff_ctx_write_late(struct svff_ctx *ctx, const char *path) {
+        struct pending_write **p;
+
+        pthread_mutex_lock(&ctx->writes_lock);
+        p = find_write(ctx, path);
+        if (*p)
+                (*p)->late = true;
+        pthread_mutex_unlock(&ctx->writes_lock);
+}
+
+void svff_ctx_write_end(struct svff_ctx *ctx, const char *path) {
+        struct pending_write **p, *w;
+
+        pthread_mutex_lock(&ctx->writes_lock);
+        p = find_write(ctx, path);
+        w = *p;
+        if (w)
+                *p = w->next;
+        pthread_mutex_unlock(&ctx->writes_lock);
+        if (!w)
+                return;
+        free(w->path);
+        free(w->value);
+        free(w);
+}
+
+int svff_ctx_write_pending(struct svff_ctx *ctx, const char *path, char **ret_value, bool *ret_late) {
+        struct pending_write *w;
+        char *value = NULL;
+        bool late = false;
+
+        if (!ctx || !path)
+                return -EINVAL;
+        pthread_mutex_lock(&ctx->writes_lock);
+        w = *find_write(ctx, path);
+        if (w) {
+                late = w->late;
+                value = ret_value ? strdup(w->value) : NULL;
+        }
+        pthread_mutex_unlock(&ctx->writes_lock);
+        if (!w)
+                return 0;
+        if (ret_value && !value)
+                return -ENOMEM;
+        if (ret_value)
+                *ret_value = value;
+        if (ret_late)
+                *ret_late = late;
+        return 1;
 }
 
 int svff_ctx_set_pci_ids_path(struct svff_ctx *ctx, const char *path) {

@@ -41,6 +41,13 @@ int svff_ctx_get_log_priority(struct svff_ctx *ctx);
  * blocked in the kernel (see svff_sysfs_write_deadline()). */
 unsigned svff_ctx_get_stuck_writes(struct svff_ctx *ctx);
 
+/* Whether a deadline-bounded write of this context to path (relative to
+ * the root, e.g. "bus/pci/devices/0000:01:00.0/sriov_numvfs") has not
+ * returned yet: 1, with the value written (ret_value, the caller's to
+ * free) and whether its writer gave up waiting for it (ret_late, a
+ * stuck write); 0 when none is; -ENOMEM. Both outputs are optional. */
+int svff_ctx_write_pending(struct svff_ctx *ctx, const char *path, char **ret_value, bool *ret_late);
+
 /* Use path instead of libpci's compiled-in pci.ids (tests; hosts with
  * their own copy). Drops a libpci handle already set up, so it takes
  * effect at the next lookup. -ENOMEM. */
@@ -66,3 +73,10 @@ void svff_ctx_pci_release(struct svff_ctx *ctx);
 /* The stuck-writes counter behind svff_ctx_get_stuck_writes() (sysfs.c). */
 void svff_ctx_stuck_writes_inc(struct svff_ctx *ctx);
 void svff_ctx_stuck_writes_dec(struct svff_ctx *ctx);
+
+/* The writes behind svff_ctx_write_pending() (sysfs.c): begin before the
+ * write starts (-ENOMEM), late once its writer stops waiting, end when
+ * the write returns. */
+int svff_ctx_write_begin(struct svff_ctx *ctx, const char *path, const char *value);
+void svff_ctx_write_late(struct svff_ctx *ctx, const char *path);
+void svff_ctx_write_end(struct svff_ctx *ctx, const char *path);

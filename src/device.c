@@ -143,6 +143,7 @@ void svff_pf_free(struct svff_pf *pf) {
         free(pf->device_name);
         free(pf->driver);
         free(pf->netdev);
+        free(pf->numvfs_pending);
         free(pf);
 }
 
@@ -292,12 +293,51 @@ static int pf_read_numbers(struct svff_pf *pf, int dfd, const struct pf_number *
         return 0;
 }
 
-static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, struct svff_pf **ret,
+/* A PF whose sriov_numvfs this context is writing, as far as it can be
+ * known without waiting for the write: its address and the write. 0 and
+ * *ret NULL when no write is pending. */
+static int pf_load_pending(struct svff_ctx *ctx, const char *address, struct svff_pf **ret) {
+        _cleanup_free_ char *path = NULL, *value = NULL;
+        struct svff_pf *pf;
+        bool late = false;
+        int r;
+
+        *ret = NULL;
+        if (asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", address) < 0)
+                return -ENOMEM;
+        r = svff_ctx_write_pending(ctx, path, &value, &late);
+        if (r <= 0)
+                return r;
+        pf = calloc(1, sizeof(*pf));
+        if (!pf)
+                return -ENOMEM;
+        memcpy(pf->address, address, SVFF_PCI_ADDR_STRLEN);
+        pf->numa_node = pf->iommu_group = -1;
+        pf->vf_missing = UINT_MAX;
+        pf->numvfs_pending = TAKE_PTR(value);
+        pf->numvfs_pending_late = late;
+        svff_log_debug(ctx, "PF '%s' has a write of %s to sriov_numvfs pending%s, not reading it", address,
+                       pf->numvfs_pending, late ? " past its deadline" : "");
+        *ret = pf;
+        return 0;
+}
+
+static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, bool nowait, struct svff_pf **ret,
                       struct svff_error *err) {
         _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
         _cleanup_free_ char *physfn = NULL;
         _cleanup_strv_free_ char **net = NULL;
         int r;
+
+        if (nowait) {
+                r = pf_load_pending(ctx, address, &pf);
+                if (r < 0)
+                        return r;
+                if (pf) {
+                        *ret = TAKE_PTR(pf);
+                        return 0;
+                }
+        }
 
         r = read_link_opt(dfd, "physfn", &physfn);
         if (r < 0)
@@ -386,8 +426,8 @@ static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, struct
         return 0;
 }
 
-int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
-                 struct svff_error *err) {
+static int pf_load(struct svff_ctx *ctx, const char *address, bool nowait, struct svff_pf **ret,
+                   struct svff_error *err) {
         char canonical[SVFF_PCI_ADDR_STRLEN];
         _cleanup_close_ int dfd = -EBADF;
 
@@ -397,7 +437,17 @@ int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret
         if (dfd < 0)
                 return dfd;
 
-        return pf_load_at(ctx, canonical, dfd, ret, err);
+        return pf_load_at(ctx, canonical, dfd, nowait, ret, err);
+}
+
+int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
+                 struct svff_error *err) {
+        return pf_load(ctx, address, false, ret, err);
+}
+
+int svff_pf_load_nowait(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
+                        struct svff_error *err) {
+        return pf_load(ctx, address, true, ret, err);
 }
 
 static int cmp_vf_address(const void *key, const void *elem) {
@@ -416,8 +466,8 @@ static bool is_known_vf(struct svff_pf **pfs, size_t n, const char *address) {
         return false;
 }
 
-int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
-                 struct svff_error *err) {
+static int pf_list(struct svff_ctx *ctx, bool nowait, struct svff_pf ***ret, size_t *ret_n,
+                   struct svff_error *err) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_close_ int devfd = -EBADF;
         struct svff_pf **pfs = NULL;
@@ -464,7 +514,7 @@ int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
                         goto fail;
                 }
 
-                r = pf_load_at(ctx, canonical, dfd, &pf, err);
+                r = pf_load_at(ctx, canonical, dfd, nowait, &pf, err);
                 if (r < 0) {
                         if (r == -EOPNOTSUPP) {
                                 /* A VF, or SR-IOV the kernel did not enable:
@@ -504,6 +554,16 @@ int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
 fail:
         svff_pf_list_free(pfs, n);
         return r;
+}
+
+int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
+                 struct svff_error *err) {
+        return pf_list(ctx, false, ret, ret_n, err);
+}
+
+int svff_pf_list_nowait(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
+                        struct svff_error *err) {
+        return pf_list(ctx, true, ret, ret_n, err);
 }
 
 /* The index i with virtfn<i> -> address: computed from the routing IDs,

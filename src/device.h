@@ -48,6 +48,10 @@ struct svff_pf {
         size_t n_vfs;
         unsigned vf_missing;                     /* the first index below numvfs with no VF
                                                   * (virtfn<i> absent or dangling); UINT_MAX: none */
+        char *numvfs_pending;                    /* the _nowait loads: the value a write of this
+                                                  * context is putting into sriov_numvfs, and
+                                                  * then only the address is read; else NULL */
+        bool numvfs_pending_late;                /* ...a write its writer gave up waiting for */
 };
 
 /* Loads the PF at address (any accepted spelling; stored canonical).
@@ -60,6 +64,12 @@ struct svff_pf {
  * disabled) is left out of vfs and the first such is vf_missing. */
 int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
                  struct svff_error *err);
+/* Like svff_pf_load(), but never waits for a sriov_numvfs write of ctx
+ * (svff_ctx_write_pending()): the kernel serialises reads of the PF's
+ * sriov_numvfs (and its config space) behind the write, so such a PF is
+ * returned with its address and numvfs_pending set, nothing else read. */
+int svff_pf_load_nowait(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
+                        struct svff_error *err);
 void svff_pf_free(struct svff_pf *pf);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_pf *, svff_pf_free);
 
@@ -68,6 +78,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_pf *, svff_pf_free);
  * other failure to read one fails the pass. */
 int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
                  struct svff_error *err);
+/* The same, each PF loaded as svff_pf_load_nowait() does. */
+int svff_pf_list_nowait(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
+                        struct svff_error *err);
 void svff_pf_list_free(struct svff_pf **pfs, size_t n);
 
 /* Loads one VF by address. ret_pf_address (optional) receives its PF.

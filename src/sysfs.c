@@ -278,6 +278,7 @@ static void *write_job_run(void *userdata) {
         int r;
 
         r = svff_sysfs_write(svff_ctx_get_rootfd(j->ctx), j->path, j->value);
+        svff_ctx_write_end(j->ctx, j->path);
 
         pthread_mutex_lock(&j->lock);
         j->done = true;
@@ -333,12 +334,19 @@ int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char
         pthread_condattr_destroy(&cattr);
         j->ctx = svff_ctx_ref(ctx);
         j->n_ref = 2;
+        r = svff_ctx_write_begin(ctx, path, value);
+        if (r < 0) {
+                j->n_ref = 1;
+                write_job_unref(j);
+                return r;
+        }
 
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         r = -pthread_create(&thread, &attr, write_job_run, j);
         pthread_attr_destroy(&attr);
         if (r < 0) {
+                svff_ctx_write_end(ctx, path);
                 j->n_ref = 1;
                 write_job_unref(j);
                 return r;
@@ -354,6 +362,7 @@ int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char
                 if (k == ETIMEDOUT && !j->done) {
                         j->abandoned = true;
                         svff_ctx_stuck_writes_inc(ctx);
+                        svff_ctx_write_late(ctx, path);
                         break;
                 }
         }

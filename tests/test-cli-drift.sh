@@ -36,6 +36,11 @@ done
 expect_eq "$(grep -o "svffctl reconf $PF 240" "$T/screen" | wc -l)" 1 "next steps in the reconf's message"
 
 note "status: the drift per PF and kind, one next step"
+# Status answers at once while the write runs, the PF as last read
+# (changing); the drift below is what it shows once the write ended
+# (reading sriov_numvfs here waits for it).
+numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
+wait_for_s 30 numvfs_zero || fail "the write never ended"
 rc=0; ctl status > "$T/status" 2>&1 || rc=$?
 expect_eq "$rc" 5 "status's exit status with drift"
 for lie in "svffd stopped" "restart" "held by a user" "svffctl init"; do
@@ -48,7 +53,6 @@ grep -q "^  $PF: interrupted: .*did not finish" "$T/status" || fail "no interrup
 n=$(grep -c "^  $PF: " "$T/status")
 [ "$n" -le 5 ] || fail "$n drift lines for one PF: $(cat "$T/status")"
 expect_eq "$(grep -c "next step" "$T/status")" 1 "next steps in status"
-# (status may wait for the write to end: reading the PF waits for it)
 grep -qE "^  $PF: next step: (once the write past its deadline ends \(stuck writes in status\), )?run 'svffctl reconf $PF 240' to complete it" "$T/status" ||
         fail "the next step: $(cat "$T/status")"
 
@@ -65,8 +69,6 @@ expect_eq "$rc" 2 "-v on list"
 
 note "the same reconf completes it: no restart claimed"
 pcisim_ctl latency vf_disable 0
-numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
-wait_for_s 30 numvfs_zero || fail "the write never ended"
 ctl reconf $PF 240 > "$T/out" 2>&1 || fail "completing the reconf: $(cat "$T/out")"
 ctl_status > "$T/status" || fail "status after completing"
 grep -q "^Recovered: .*reconf of PF $PF resumed from its journal: " "$T/status" ||

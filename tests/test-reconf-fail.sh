@@ -107,6 +107,26 @@ expect_eq "$(state_of "$VF1")" paused "VF1's record while the write is blocked"
 rc=0; ctl init $PF 4 2> "$T/err2" || rc=$?
 expect_eq "$rc" 1 "init while a reconf is journaled"
 grep -q "interrupted reconf" "$T/err2" || fail "init refusal: $(cat "$T/err2")"
+# The pending write, or the reconf that completes the journal, removes
+# every VF of the PF: none may be handed out meanwhile.
+# refused_kept WHAT ARGS...: svffctl ARGS refused, naming the PF and the
+# reconf that completes it.
+refused_kept() {
+        what=$1
+        shift
+        rc=0; ctl "$@" --json > "$T/out3" 2> "$T/err3" || rc=$?
+        [ "$rc" != 0 ] || fail "$what went ahead while the reconf's journal is kept: $(cat "$T/out3")"
+        grep -q '"error":"io.svff.OperationInProgress"' "$T/err3" || fail "$what refusal: $(cat "$T/err3")"
+        grep -q "PF $PF has an interrupted reconf to 4 VFs whose journal is kept" "$T/err3" ||
+                fail "$what refusal does not name the PF: $(cat "$T/err3")"
+        grep -q "run 'svffctl reconf $PF 4' to complete it" "$T/err3" ||
+                fail "$what refusal does not say what to do: $(cat "$T/err3")"
+}
+refused_kept "attach of VF3" attach "$VF3" vm1
+refused_kept "attach --pf" attach --pf $PF vm3
+refused_kept "unpause of VF1" unpause "$VF1"
+expect_eq "$(state_of "$VF1")" paused "VF1's record after its unpause was refused"
+store_py 'print(d["assignments"].get("'"$VF3"'"))' | grep -qx None || fail "VF3 assigned while the journal is kept"
 pcisim_ctl release "$VF3"
 numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
 wait_for numvfs_zero || fail "the held write did not finish after the release"

@@ -1,0 +1,102 @@
+#!/bin/sh
+# Reads never wait for writes: while a PF's sriov_numvfs write is in the
+# kernel (which serialises every read of sriov_numvfs behind it), List
+# and Status answer at once from the last snapshot, the PF in flux shown
+# as changing with the operation named, the other PFs as they are; once
+# the write ends, the PF is shown as it now is.
+#   - a write past its deadline, held by a VF a VFIO user keeps open;
+#   - a slow write (pcisim's latency profile with the SVFF paper's
+#     figures) while its init runs.
+. "$(dirname "$0")/daemon-lib.sh"
+
+PF=0000:01:00.0
+OTHER=0000:03:00.0
+# A failure while a VF is held lets it go first: svffd's exit would wait
+# for the write it holds.
+HELD=""
+fail() {
+        [ -n "$HELD" ] && pcisim_ctl release "$HELD" 2>/dev/null
+        echo "FAIL: $*" >&2
+        sed 's/^/  svffd| /' "$T/svffd.log" | tail -n 40 >&2
+        exit 1
+}
+cat > "$T/svff.conf" <<'CONF'
+{
+  "settle_msec": 50,
+  "numvfs_timeout_sec": 1,
+  "numvfs_timeout_per_vf_msec": 300
+}
+CONF
+start_pcisim mixed --latency-profile svff-paper
+start_svffd
+
+# timed NAME CMD...: runs CMD (svffctl, --timeout 5), its output in
+# $T/NAME.out, and fails unless it answers within 1.5 s (times
+# SVFF_TEST_SLOWDOWN): svffd answers from its last snapshot.
+timed() {
+        name=$1
+        shift
+        t0=$(date +%s%N)
+        rc=0
+        "$SVFFCTL" --socket "$SOCK" --timeout 5 "$@" > "$T/$name.out" 2> "$T/$name.err" || rc=$?
+        ms=$((($(date +%s%N) - t0) / 1000000))
+        note "$name: svffctl $* answered in $ms ms (exit $rc)"
+        expect_eq "$rc" 0 "$name: exit status ($(cat "$T/$name.err"))"
+        [ "$ms" -lt $((1500 * ${SVFF_TEST_SLOWDOWN:-1})) ] ||
+                fail "$name: svffctl $* took $ms ms while a numvfs write is in the kernel"
+}
+
+# changing PF < list.json: the PF's changing field, "None" when settled.
+changing() { jget '[p["changing"] for p in d["pfs"] if p["address"] == "'"$1"'"][0]'; }
+list_numvfs() { jget '[p["numvfs"] for p in d["pfs"] if p["address"] == "'"$1"'"][0]'; }
+
+ctl init $PF 2 > "$T/out" 2>&1 || fail "init 2: $(cat "$T/out")"
+VF0=$(sys_vf $PF 0)
+
+note "a write past its deadline: VF 0 held open, init 0 gives up after 1.6 s, the write goes on"
+pcisim_ctl hold "$VF0"
+HELD=$VF0
+rc=0
+ctl init $PF 0 > "$T/out" 2> "$T/err" || rc=$?
+[ "$rc" != 0 ] || fail "init 0 passed with VF 0 held open"
+grep -q "goes on in the background" "$T/err" || fail "init 0 with VF 0 held: $(cat "$T/err")"
+timed stuck-list list --json
+changing $PF < "$T/stuck-list.out" | grep -q "sriov_numvfs" ||
+        fail "the PF with a write past its deadline is not shown as changing: $(cat "$T/stuck-list.out")"
+expect_eq "$(list_numvfs $PF < "$T/stuck-list.out")" 2 "the last known count while the write is stuck"
+expect_eq "$(changing $OTHER < "$T/stuck-list.out")" None "another PF while the write is stuck"
+timed stuck-list-text list
+grep -q "changing" "$T/stuck-list-text.out" || fail "list does not say the PF is changing: $(cat "$T/stuck-list-text.out")"
+timed stuck-status status
+pcisim_ctl release "$VF0"
+HELD=""
+wait_for_s 20 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 0 ]" || fail "the held write never ended"
+wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' list --json | grep -q '\"changing\":null.*\"changing\":null.*\"changing\":null'" ||
+        fail "the PF stays changing after the write ended: $(ctl list --json)"
+ctl list --json > "$T/list.json"
+expect_eq "$(list_numvfs $PF < "$T/list.json")" 0 "the count once the stuck write ended"
+expect_eq "$(changing $PF < "$T/list.json")" None "the PF once the stuck write ended"
+
+note "a slow write: init 40 at the paper's 136 ms per VF, List and Status meanwhile"
+ctl init $PF 40 > "$T/init.out" 2> "$T/init.err" &
+init=$!
+BG_PIDS="$init"
+wait_for grep -q "$PF: setting sriov_numvfs 0 -> 40" "$T/svffd.log" || fail "the init did not reach its numvfs write"
+sleep 0.5
+timed slow-list list --json
+changing $PF < "$T/slow-list.out" | grep -q "init" ||
+        fail "the PF being initialised is not shown as changing by its init: $(cat "$T/slow-list.out")"
+expect_eq "$(changing $OTHER < "$T/slow-list.out")" None "another PF during the init"
+timed slow-status status --json
+jget '[o["op"] for o in d["operations"] if o["pf"] == "'$PF'"][0]' < "$T/slow-status.out" | grep -qx init ||
+        fail "status does not name the init: $(cat "$T/slow-status.out")"
+timed slow-list-pf list $PF
+rc=0; wait $init || rc=$?
+BG_PIDS=""
+expect_eq "$rc" 0 "init 40: $(cat "$T/init.err")"
+ctl list --json > "$T/list.json"
+expect_eq "$(list_numvfs $PF < "$T/list.json")" 40 "the count after the slow init"
+expect_eq "$(changing $PF < "$T/list.json")" None "the PF after the slow init"
+expect_eq "$(jget '[len(p["vfs"]) for p in d["pfs"] if p["address"] == "'$PF'"][0]' < "$T/list.json")" 40 \
+        "the VFs listed after the slow init"
+exit 0
