@@ -116,11 +116,11 @@ func main() {
 	}
 	out["init"] = map[string]interface{}{"numvfs": numvfs, "vfs": initVfs}
 
-	gotVf, driver, _, err := iosvff.Release().Call(ctx, c, vf, nil)
+	gotVf, driver, reprobed, _, err := iosvff.Release().Call(ctx, c, vf, nil)
 	if err != nil {
 		die("Release", err)
 	}
-	out["release"] = map[string]interface{}{"vf": gotVf, "driver": driver}
+	out["release"] = map[string]interface{}{"vf": gotVf, "driver": driver, "reprobed": reprobed}
 
 	// The event the release caused, typed.
 	for {
