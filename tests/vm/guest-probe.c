@@ -3,15 +3,16 @@
  * and verifies it, and reports what the guest saw as timestamped lines
  * on stdout (the guest's /init sends them over its second serial port):
  *
- *   guest-probe [-b BLOCKS] [-s STALL_MS] DEVICE
+ *   guest-probe [-b BLOCKS] [-o FIRST] [-s STALL_MS] DEVICE
  *
- * It cycles over the first BLOCKS (default 256) 4 KiB blocks of DEVICE,
+ * It cycles over BLOCKS (default 256) 4 KiB blocks of DEVICE from block
+ * FIRST (default 0; e.g. past a filesystem on the same device),
  * each pass with a new generation number in every block, until SIGTERM or
  * SIGINT; then it reads back every block it wrote and prints the summary.
  * SIGUSR1 prints the figures so far. Every line starts with "probe
  * t=SECONDS" (CLOCK_BOOTTIME, the clock of the guest's /proc/uptime):
  *
- *   probe t=T start dev=DEVICE blocks=N bs=4096
+ *   probe t=T start dev=DEVICE blocks=N first=FIRST bs=4096
  *   probe t=T error op=write|read block=K errno=NAME    an I/O that failed
  *   probe t=T mismatch block=K                          a read-back differs
  *   probe t=T gone                                      DEVICE's node vanished
@@ -96,7 +97,7 @@ static void fill(uint64_t *buf, uint64_t k, uint64_t gen) {
 struct probe {
         const char *dev;
         int fd;
-        uint64_t blocks, ios, errors, mismatches, vanished;
+        uint64_t blocks, first, ios, errors, mismatches, vanished;
         uint64_t *done;    /* per block: the generation last written, 0 none */
         uint64_t *pending; /* per block: a generation whose write failed */
         double last_ok, max_stall, max_stall_from, stall_ms;
@@ -185,7 +186,7 @@ static void verify(struct probe *p, uint64_t *buf, uint64_t *want, uint64_t *ret
         for (uint64_t k = 0; k < p->blocks; k++) {
                 if (p->done[k] == 0 && p->pending[k] == 0)
                         continue;
-                if (p->fd < 0 || pread(p->fd, buf, BS, (off_t) (k * BS)) != BS ||
+                if (p->fd < 0 || pread(p->fd, buf, BS, (off_t) ((p->first + k) * BS)) != BS ||
                     !(matches(buf, want, k, p->done[k]) || matches(buf, want, k, p->pending[k]))) {
                         bad++;
                         continue;
@@ -203,7 +204,7 @@ int main(int argc, char **argv) {
         char extra[96];
         int c;
 
-        while ((c = getopt(argc, argv, "b:s:")) != -1) {
+        while ((c = getopt(argc, argv, "b:o:s:")) != -1) {
                 char *end;
 
                 errno = 0;
@@ -212,6 +213,11 @@ int main(int argc, char **argv) {
                         if (errno != 0 || *end != '\0' || v == 0 || v > (1u << 20))
                                 goto usage;
                         p.blocks = v;
+                } else if (c == 'o') {
+                        unsigned long long v = strtoull(optarg, &end, 10);
+                        if (errno != 0 || *end != '\0' || v > (UINT64_C(1) << 40))
+                                goto usage;
+                        p.first = v;
                 } else if (c == 's') {
                         unsigned long v = strtoul(optarg, &end, 10);
                         if (errno != 0 || *end != '\0' || v == 0 || v > 3600000)
@@ -239,7 +245,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "guest-probe: cannot open '%s': %m\n", p.dev);
                 return 1;
         }
-        say("start dev=%s blocks=%" PRIu64 " bs=%d", p.dev, p.blocks, BS);
+        say("start dev=%s blocks=%" PRIu64 " first=%" PRIu64 " bs=%d", p.dev, p.blocks, p.first, BS);
         p.last_ok = now();
 
         for (uint64_t i = 0; !stop; i++) {
@@ -251,7 +257,7 @@ int main(int argc, char **argv) {
                         figures(&p, "status", "");
                 }
                 fill(buf, k, gen);
-                n = pwrite(p.fd, buf, BS, (off_t) (k * BS));
+                n = pwrite(p.fd, buf, BS, (off_t) ((p.first + k) * BS));
                 if (n != BS) {
                         p.pending[k] = gen;
                         failed(&p, "write", k, n < 0 ? errno : EIO);
@@ -260,7 +266,7 @@ int main(int argc, char **argv) {
                 p.done[k] = gen;
                 p.pending[k] = 0;
                 completed(&p);
-                n = pread(p.fd, buf, BS, (off_t) (k * BS));
+                n = pread(p.fd, buf, BS, (off_t) ((p.first + k) * BS));
                 if (n != BS) {
                         failed(&p, "read", k, n < 0 ? errno : EIO);
                         continue;
@@ -278,6 +284,6 @@ int main(int argc, char **argv) {
         return 0;
 
 usage:
-        fprintf(stderr, "usage: guest-probe [-b BLOCKS] [-s STALL_MS] DEVICE\n");
+        fprintf(stderr, "usage: guest-probe [-b BLOCKS] [-o FIRST] [-s STALL_MS] DEVICE\n");
         return 2;
 }
