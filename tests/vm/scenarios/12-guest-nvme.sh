@@ -100,8 +100,8 @@ vm_cleanup 'virsh -q destroy g1 >/dev/null 2>&1'
 
 # guest_run COMMAND: runs COMMAND in the guest's shell (tests/vm/guest-init)
 # and waits for it, up to gtimeout s (60); its status in grc, its output
-# (the probe's lines left out) in gout. guest COMMAND: the same, and fails
-# the scenario unless COMMAND succeeds.
+# (the probe's lines left out) in gout; output must end with a newline.
+# guest COMMAND: the same, and fails the scenario unless COMMAND succeeds.
 gseq=0
 guest_done() { grep -q "^guest: done $gseq " "$GLOG"; }
 guest_run() {
@@ -153,7 +153,7 @@ vm_log "FIGURE guest boot: $boot s from 'virsh start' to its /init reading comma
 vm_log "svffctl attach $vf1 g1"
 svffctl attach "$vf1" g1 >"$R/attach.out" 2>&1 || { cat "$R/attach.out"; vm_fail "svffctl attach $vf1 g1 failed"; }
 gtimeout=300 guest 'i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 2400 ]; do sleep 0.1; i=$((i + 1)); done; test -b /dev/nvme0n1'
-guest 'ls /sys/block | tr "\n" " "'
+guest 'echo $(ls /sys/block)'
 vm_log "the guest's block devices: $gout"
 guest 'cat /sys/module/nvme_core/parameters/multipath'
 assert_eq "guest: nvme_core.multipath" Y "$gout"
@@ -235,7 +235,7 @@ assert_eq "(a) guest: read-backs that differed" 0 "$(field mismatches "$end")"
 assert_eq "(a) guest: times the head vanished" 0 "$(field vanished "$end")"
 assert_eq "(a) guest: blocks that did not verify" 0 "$(field bad "$end")"
 assert_true "(a) guest: blocks verified" test "$(field verified "$end")" -gt 0
-guest 'ls -d /sys/block/nvme0c*n1 | tr "\n" " "'
+guest 'echo $(ls -d /sys/block/nvme0c*n1)'
 vm_log "(a) the head's paths after the reconfs: $gout"
 stall_a=$(field max_stall "$end")
 assert_eq "(a) VF $vf1 attached to g1 again" "attached g1" "$(vm_state "$vf1")"
