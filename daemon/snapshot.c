@@ -457,17 +457,17 @@ static uint64_t snapshot_not_before(struct snapshot_cache *c, uint64_t t) {
         return t > c->max_age_usec ? t - c->max_age_usec : 0;
 }
 
-/* Whether a write the snapshot shows in progress has ended: the PF can
- * be read again, and only a pass shows what the write did. */
-static bool pending_write_ended(struct snapshot_cache *c) {
+/* Whether a numvfs write began or ended since the snapshot was taken:
+ * one it shows in progress has ended (the PF can be read again, and only
+ * a pass shows what the write did), or one began on a PF it shows as
+ * read (it must show the PF as changing from the start of the write). */
+static bool pending_writes_changed(struct snapshot_cache *c) {
         for (size_t i = 0; c->snapshot && i < c->snapshot->n_pfs; i++) {
                 const struct svff_pf *pf = c->snapshot->pfs[i];
                 _cleanup_free_ char *path = NULL;
 
-                if (!pf->numvfs_pending)
-                        continue;
                 if (asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", pf->address) < 0 ||
-                    svff_ctx_write_pending(c->ctx, path, NULL, NULL) == 0)
+                    (svff_ctx_write_pending(c->ctx, path, NULL, NULL) > 0) != !!pf->numvfs_pending)
                         return true;
         }
         return false;
@@ -478,7 +478,7 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
         uint64_t not_before = snapshot_not_before(c, now_usec());
 
         if (c->snapshot && c->snapshot->seq >= c->seq && c->snapshot->taken_usec >= not_before &&
-            !pending_write_ended(c)) {
+            !pending_writes_changed(c)) {
                 fn(c->owner, call);
                 return;
         }
