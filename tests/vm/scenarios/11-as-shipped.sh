@@ -425,7 +425,9 @@ assert_true "the deadline fired at flash_timeout_sec ($deadline_at s)" \
         awk -v d="$deadline_at" -v t="$timeout" 'BEGIN { exit !(d > t - 1 && d < t + 3) }'
 assert_true "the unit was dead within 3 s of its deadline ($kill_after s)" \
         awk -v k="$kill_after" 'BEGIN { exit !(k < 3) }'
-svffctl status --json >"$R/status-hang.json" || vm_fail "svffctl status --json failed"
+rc=0
+svffctl status --json >"$R/status-hang.json" || rc=$?
+assert_eq "status's exit status with the interrupted reprogram (5: drift)" 5 "$rc"
 assert_eq "status: the PF's reprogram is interrupted" 1 \
         "$(jq --arg pf "$nvmepf" '[.drift[] | select(.device == $pf and .kind == "interrupted")] | length' \
         "$R/status-hang.json")"
