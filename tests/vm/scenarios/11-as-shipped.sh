@@ -461,13 +461,21 @@ vm_wait 60 unit_done || vm_fail "flash unit $sunit did not finish"
 assert_eq "the flash unit succeeded without svffd" "active success" \
         "$(systemctl show -P ActiveState "$sunit") $(systemctl show -P Result "$sunit")"
 systemctl start svffd.service || vm_fail "systemctl start svffd failed: $(systemctl status svffd.service)"
-svffctl status --wait --timeout 120 >/dev/null || vm_fail "svffd stayed busy after its start"
+# (exit 5: not busy any more, and drift, which the check below waits out)
+rc=0
+svffctl status --wait --timeout 120 >/dev/null || rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 5 ] || vm_fail "svffd stayed busy after its start (status --wait exit $rc)"
 assert_true "the start took up the flash unit's result" sh -c "journalctl -b --no-pager -u svffd.service -o cat |
         grep -q \"Taking up the result of flash unit '$sunit'\""
 vm_wait 30 ctrl_back || vm_fail "the NVMe PF's controller did not come back"
 ctrl=$(ls "$N/nvme" | grep '^nvme' | head -n1)
 dev=/dev/$ctrl
 nvme_kept "after the start that took up the flash"
-svffctl status --json >"$R/status-after-stop.json" || vm_fail "svffctl status --json failed"
+# The snapshot of the recovered PF may lag the recovery by its
+# list_max_age_msec: the drift must be gone within seconds.
+# (status exits 0 only with no drift, 5 with some)
+no_drift() { svffctl status --json >"$R/status-after-stop.json"; }
+vm_wait 30 no_drift ||
+        vm_fail "drift 30 s after the flash was taken up: $(jq -c '.drift' "$R/status-after-stop.json")"
 assert_eq "status: no drift after the flash was taken up" 0 "$(jq '.drift | length' "$R/status-after-stop.json")"
 assert_eq "the taken-up flash unit is gone" inactive "$(systemctl show -P ActiveState "$sunit")"
