@@ -116,8 +116,9 @@ static int step_failed(struct dev *d, struct svff_error *err, int r, const char 
         return svff_error_set_errno(err, r, "Failed %s for PCI device '%s'", step, d->addr);
 }
 
-/* Polls the driver link until it names driver. Returns 0 when it does,
- * -EBUSY with *ret_now set to what is bound instead (NULL: nothing). */
+/* Polls the driver link until it names driver (NULL: any driver, then
+ * named in *ret_now). Returns 0 when it does, -EBUSY with *ret_now set
+ * to what is bound instead (NULL: nothing). */
 static int verify_driver(struct dev *d, const char *driver, char **ret_now) {
         usec_t deadline = svff_now_usec() + BIND_VERIFY_TIMEOUT_USEC;
         long delay_ns = 1000 * 1000;
@@ -129,8 +130,11 @@ static int verify_driver(struct dev *d, const char *driver, char **ret_now) {
                 r = get_driver(d, &now);
                 if (r < 0)
                         return r;
-                if (now && streq(now, driver))
+                if (now && (!driver || streq(now, driver))) {
+                        if (!driver)
+                                *ret_now = TAKE_PTR(now);
                         return 0;
+                }
                 /* Bound elsewhere is final; absent may still be probing,
                  * unless the device itself is gone. */
                 if (now || svff_now_usec() >= deadline || dev_gone(d)) {
@@ -337,7 +341,6 @@ static int probe_default(struct dev *d) {
 int svff_dev_reprobe(struct svff_ctx *ctx, const char *address, char **ret_driver, struct svff_error *err) {
         _cleanup_(dev_close) struct dev d = { .pcifd = -EBADF, .dfd = -EBADF };
         _cleanup_free_ char *now = NULL;
-        usec_t deadline = svff_now_usec() + BIND_VERIFY_TIMEOUT_USEC;
         int r;
 
         r = svff_dev_unbind(ctx, address, err);
@@ -350,16 +353,11 @@ int svff_dev_reprobe(struct svff_ctx *ctx, const char *address, char **ret_drive
         if (r < 0 && dev_gone(&d))
                 return step_failed(&d, err, -ENODEV, "probing its default driver");
         /* Probing an unclaimed device may fail (no driver for its id):
-         * that leaves it unbound, which the caller reports. The link
-         * comes at the end of a probe, so look for a while. */
-        for (long delay_ns = 1000 * 1000;; delay_ns *= 2) {
-                r = get_driver(&d, &now);
-                if (r < 0)
-                        return step_failed(&d, err, r, "reading its driver");
-                if (now || svff_now_usec() >= deadline)
-                        break;
-                nanosleep(&(struct timespec) { .tv_nsec = MIN(delay_ns, 64 * 1000 * 1000L) }, NULL);
-        }
+         * that leaves it unbound (-EBUSY, now NULL), which the caller
+         * reports. */
+        r = verify_driver(&d, NULL, &now);
+        if (r < 0 && r != -EBUSY)
+                return step_failed(&d, err, r, "reading its driver");
         if (ret_driver)
                 *ret_driver = TAKE_PTR(now);
         return 0;
