@@ -1035,7 +1035,7 @@ static int policy_totalvfs_warnings(const struct svff_config *c, char **warnings
                 const char *addr = jstr(pf, "address"), *ven = jstr(pf, "vendor_id"), *dev = jstr(pf, "device_id");
                 long long total = jint(pf, "totalvfs", -1);
                 const struct svff_policy *pol;
-                _cleanup_free_ char *name = NULL, *line = NULL, *n = NULL;
+                _cleanup_free_ char *name = NULL;
 
                 if (!addr || !ven || !dev || total < 0)
                         continue;
@@ -1044,13 +1044,10 @@ static int policy_totalvfs_warnings(const struct svff_config *c, char **warnings
                 if (!pol || pol->numvfs <= total)
                         continue;
                 name = svff_utf8_escape(pol->name, false);
-                if (asprintf(&line, "%s: policy '%s' asks %d VFs of PF %s, which has at most %lld "
-                             "(sriov_totalvfs, as svffd lists it): its init there fails", strna(pol->origin),
-                             strna(name), pol->numvfs, addr, total) < 0 ||
-                    asprintf(&n, "%s%s%s", *warnings ?: "", *warnings ? "\n" : "", line) < 0)
+                if (svff_warnings_add(warnings, "%s: policy '%s' asks %d VFs of PF %s, which has at most %lld "
+                                      "(sriov_totalvfs, as svffd lists it): its init there fails",
+                                      strna(pol->origin), strna(name), pol->numvfs, addr, total) < 0)
                         return -ENOMEM;
-                free(*warnings);
-                *warnings = TAKE_PTR(n);
         }
         return 0;
 }

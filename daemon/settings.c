@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,34 +89,12 @@ int settings_keep_restart_only(const struct svff_config *running, struct svff_co
 }
 
 bool settings_admin_gid(const struct svff_config *c, gid_t *ret) {
-        struct group grp, *res = NULL;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 16384;
-        int r;
+        int r = svff_config_admin_gid(c, ret);
 
-        if (!c->admin_group)
-                return false;
-        /* A group with many members does not fit a fixed buffer: ERANGE
-         * asks for a bigger one. */
-        for (;;) {
-                char *b = realloc(buf, size);
-
-                if (!b) {
-                        r = ENOMEM;
-                        break;
-                }
-                buf = b;
-                r = getgrnam_r(c->admin_group, &grp, buf, size, &res);
-                if (r != ERANGE || size >= 16u * 1024u * 1024u)
-                        break;
-                size *= 2;
-        }
-        if (r == 0 && res) {
-                *ret = res->gr_gid;
+        if (r > 0)
                 return true;
-        }
-        log_warning_errno(r > 0 ? -r : -ENOENT, "Admin group '%s' not found, only root may change devices: %m",
-                          c->admin_group);
+        if (r < 0)
+                log_warning_errno(r, "Admin group '%s' not found, only root may change devices: %m", c->admin_group);
         return false;
 }
 

@@ -325,17 +325,11 @@ static int add_warning(struct parser *p, unsigned line, const char *fmt, ...) _p
 static int add_warning(struct parser *p, unsigned line, const char *fmt, ...) {
         char what[1024];
         va_list ap;
-        char *n;
 
         va_start(ap, fmt);
         vsnprintf(what, sizeof(what), fmt, ap);
         va_end(ap);
-        if (asprintf(&n, "%s%s%s:%u: %s", p->warnings ?: "", p->warnings ? "\n" : "", p->path, line,
-                     what) < 0)
-                return -ENOMEM;
-        free(p->warnings);
-        p->warnings = n;
-        return 0;
+        return svff_warnings_add(&p->warnings, "%s:%u: %s", p->path, line, what);
 }
 
 /* Records "FILE:LINE: key 'K' <problem>" for the key being looked at. */
@@ -1550,8 +1544,7 @@ const struct svff_policy *svff_config_find_policy(const struct svff_config *cfg,
         return best;
 }
 
-static int warn(char **warnings, const char *fmt, ...) _printf_(2, 3);
-static int warn(char **warnings, const char *fmt, ...) {
+int svff_warnings_add(char **warnings, const char *fmt, ...) {
         _cleanup_free_ char *line = NULL;
         va_list ap;
         char *n;
@@ -1567,24 +1560,34 @@ static int warn(char **warnings, const char *fmt, ...) {
         return 0;
 }
 
-static bool group_exists(const char *name) {
+int svff_config_admin_gid(const struct svff_config *cfg, gid_t *ret) {
         _cleanup_free_ char *buf = NULL;
         struct group grp, *res = NULL;
         size_t size = 16384;
         int r;
 
+        if (!cfg->admin_group)
+                return 0;
+        /* A group with many members does not fit a fixed buffer: ERANGE
+         * asks for a bigger one. */
         for (;;) {
                 char *b = realloc(buf, size);
 
                 if (!b)
-                        return true;    /* not known: no warning */
+                        return -ENOMEM;
                 buf = b;
-                r = getgrnam_r(name, &grp, buf, size, &res);
+                r = getgrnam_r(cfg->admin_group, &grp, buf, size, &res);
                 if (r != ERANGE || size >= 16u * 1024u * 1024u)
                         break;
                 size *= 2;
         }
-        return r != 0 || res;
+        if (r != 0)
+                return -r;
+        if (!res)
+                return -ENOENT;
+        if (ret)
+                *ret = res->gr_gid;
+        return 1;
 }
 
 static bool driver_registered(const struct svff_config *cfg, const char *driver) {
@@ -1613,21 +1616,21 @@ int svff_config_host_warnings(const struct svff_config *cfg, char **warnings) {
         const char *uri = cfg->libvirt_uri;
         int r = 0;
 
-        if (cfg->admin_group && !group_exists(cfg->admin_group)) {
+        if (svff_config_admin_gid(cfg, NULL) == -ENOENT) {
                 _cleanup_free_ char *g = svff_utf8_escape(cfg->admin_group, false);
 
-                r = warn(warnings, "key 'admin_group': no group '%s' on this host: svffd lets only root change "
+                r = svff_warnings_add(warnings, "key 'admin_group': no group '%s' on this host: svffd lets only root change "
                          "devices until it exists (groupadd %s)", strna(g), strna(g));
         }
         if (r >= 0 && cfg->vf_driver && !driver_registered(cfg, cfg->vf_driver))
-                r = warn(warnings, "key 'vf_driver': no PCI driver '%s' is registered under %s/bus/pci/drivers: "
+                r = svff_warnings_add(warnings, "key 'vf_driver': no PCI driver '%s' is registered under %s/bus/pci/drivers: "
                          "init refuses until its module is loaded (modprobe %s)", cfg->vf_driver, cfg->sysfs_root,
                          cfg->vf_driver);
         if (r >= 0 && uri && strncmp(uri, "qemu:///", 8) != 0 && strncmp(uri, "qemu+", 5) != 0 &&
             strncmp(uri, "test:///", 8) != 0) {
                 _cleanup_free_ char *u = svff_utf8_escape(uri, false);
 
-                r = warn(warnings, "key 'libvirt_uri': '%s' is not a URI of libvirt's QEMU driver (qemu:///system, "
+                r = svff_warnings_add(warnings, "key 'libvirt_uri': '%s' is not a URI of libvirt's QEMU driver (qemu:///system, "
                          "qemu:///session or qemu:///embed?root=DIR): svffd assigns VFs through it", strna(u));
         }
         for (size_t i = 0; r >= 0 && i < cfg->n_policies; i++) {
@@ -1635,14 +1638,14 @@ int svff_config_host_warnings(const struct svff_config *cfg, char **warnings) {
                 _cleanup_free_ char *name = svff_utf8_escape(p->name, false);
 
                 if (p->vf_driver && !driver_registered(cfg, p->vf_driver))
-                        r = warn(warnings, "%s: policy '%s': no PCI driver '%s' is registered under "
+                        r = svff_warnings_add(warnings, "%s: policy '%s': no PCI driver '%s' is registered under "
                                  "%s/bus/pci/drivers: the policy fails until its module is loaded (modprobe %s)",
                                  strna(p->origin), strna(name), p->vf_driver, cfg->sysfs_root, p->vf_driver);
                 for (size_t j = 0; r >= 0 && j < i; j++)
                         if (same_match(&cfg->policies[j], p)) {
                                 _cleanup_free_ char *first = svff_utf8_escape(cfg->policies[j].name, false);
 
-                                r = warn(warnings, "%s: policy '%s' matches exactly what policy '%s' (%s) matches, "
+                                r = svff_warnings_add(warnings, "%s: policy '%s' matches exactly what policy '%s' (%s) matches, "
                                          "which comes first: '%s' never applies; merge the two or remove one",
                                          strna(p->origin), strna(name), strna(first),
                                          strna(cfg->policies[j].origin), strna(name));

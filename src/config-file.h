@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <sys/types.h>
+
 /* svff's settings: built-in defaults, then the config file, then its
  * drop-ins (FILE.d/ *.conf in lexical order, later wins), then svffd's
  * command line. Each file is one JSON object, read with json-c. svffd
@@ -194,6 +196,15 @@ int svff_config_load(struct svff_config *cfg, const char *path, bool missing_ok,
  * what svffd runs with after the file and its drop-ins. A new
  * reference, or NULL on out of memory. */
 struct json_object *svff_config_to_json(const struct svff_config *cfg);
+
+/* Appends one line to *warnings (NULL: none yet), as config loads give
+ * them. -ENOMEM. */
+int svff_warnings_add(char **warnings, const char *fmt, ...) _printf_(2, 3);
+
+/* The gid of cfg's admin_group: 1 and *ret (may be NULL), 0 when none is
+ * set, -ENOENT when there is no such group, other -errno when the lookup
+ * failed. */
+int svff_config_admin_gid(const struct svff_config *cfg, gid_t *ret);
 
 /* What a loaded configuration asks of this host that the host does not
  * have, for 'svffctl config check' (svffd itself reports each when it
