@@ -92,6 +92,21 @@ pcisim_ctl() { printf '%s' "$*" > "$SYS/.pcisim/ctl"; }
 
 ctl() { "$SVFFCTL" --socket "$SOCK" "$@"; }
 
+# store_assign VF [GUEST_ADDRESS]: records VF as attached to domain vm1's
+# persistent definition in the store of a stopped svffd, a stand-in for
+# an attach where there is no libvirt.
+store_assign() {
+        python3 - "$STATE/store.json" "$1" "${2:-}" <<'PY'
+import json, sys
+path, vf, guest = sys.argv[1], sys.argv[2], sys.argv[3] or None
+d = json.load(open(path))
+d["assignments"][vf] = {"uuid": "c7a5fdbd-cdaf-9455-926a-d65c16db1809", "domain": "vm1",
+                        "guest_address": guest, "alias": "ua-svff-x", "live": False,
+                        "config": True, "state": "attached", "pause_mode": None}
+json.dump(d, open(path, "w"))
+PY
+}
+
 # wait_for CMD...: retries CMD for up to 10 s.
 wait_for() { wait_for_s 10 "$@"; }
 

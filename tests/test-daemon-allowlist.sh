@@ -106,15 +106,7 @@ stop_svffd TERM || fail "svffd exit status"
 # assignment is recorded while svffd is stopped, as a stand-in for an
 # attach: no libvirt here).
 NIC_VF=$(sys_vf $NIC 0)
-python3 - "$STATE/store.json" "$NIC_VF" <<'PY'
-import json, sys
-path, vf = sys.argv[1], sys.argv[2]
-d = json.load(open(path))
-d["assignments"][vf] = {"uuid": "c7a5fdbd-cdaf-9455-926a-d65c16db1809", "domain": "vm1",
-                        "guest_address": None, "alias": "ua-svff-x", "live": False,
-                        "config": True, "state": "attached", "pause_mode": None}
-json.dump(d, open(path, "w"))
-PY
+store_assign "$NIC_VF"
 start_svffd
 wait_for settled || fail "start-up did not settle"
 ctl monitor --json > "$T/monitor.out" 2>&1 &

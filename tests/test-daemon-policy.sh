@@ -204,15 +204,7 @@ expect_eq "$(sys_driver "$VF1")" qdma-vf "released VF (re-probed to its default 
 # attach: no libvirt here).
 ctl init $PF --policy > /dev/null || fail "init --policy again"
 stop_svffd TERM || fail "svffd exit status"
-python3 - "$STATE/store.json" "$(sys_vf $PF 0)" <<'PY'
-import json, sys
-path, vf = sys.argv[1], sys.argv[2]
-d = json.load(open(path))
-d["assignments"][vf] = {"uuid": "c7a5fdbd-cdaf-9455-926a-d65c16db1809", "domain": "vm1",
-                        "guest_address": None, "alias": "ua-svff-x", "live": False,
-                        "config": True, "state": "attached", "pause_mode": None}
-json.dump(d, open(path, "w"))
-PY
+store_assign "$(sys_vf $PF 0)"
 start_svffd
 sed 's/"numvfs": 4/"numvfs": 3/' "$T/good.conf" > "$T/svff.conf"
 reload

@@ -65,15 +65,7 @@ all_on vfio-pci 4 || fail "a refused init changed the VFs"
 # stand-in for an attach: no libvirt here): neither another count nor
 # another driver, both of which would take the VF from its domain.
 stop_svffd TERM || fail "svffd exit status"
-python3 - "$STATE/store.json" "$VF0" <<'PY'
-import json, sys
-path, vf = sys.argv[1], sys.argv[2]
-d = json.load(open(path))
-d["assignments"][vf] = {"uuid": "c7a5fdbd-cdaf-9455-926a-d65c16db1809", "domain": "vm1",
-                        "guest_address": "0000:05:00.0", "alias": "ua-svff-x", "live": False,
-                        "config": True, "state": "attached", "pause_mode": None}
-json.dump(d, open(path, "w"))
-PY
+store_assign "$VF0" 0000:05:00.0
 start_svffd
 rc=0
 ctl init $PF 2 2> "$T/err" || rc=$?
