@@ -1308,7 +1308,9 @@ static int nvme_release(struct svff_class_pf *c, const struct svff_pf *pf, unsig
         return 0;
 }
 
-static char *nvme_describe(struct json_object *state) {
+/* The secondary controller's state, its queue counts when with_queues,
+ * and the namespaces: "online 2VQ/1VI ns 1,5". */
+static char *state_line(struct json_object *state, bool with_queues) {
         struct ids ns;
         const char *secondary;
         char *s = NULL;
@@ -1322,7 +1324,7 @@ static char *nvme_describe(struct json_object *state) {
         if (!f)
                 return NULL;
         fputs(secondary ? secondary : "unknown", f);
-        if (state_int(state, "vq") >= 0 || state_int(state, "vi") >= 0)
+        if (with_queues && (state_int(state, "vq") >= 0 || state_int(state, "vi") >= 0))
                 fprintf(f, " %dVQ/%dVI", state_int(state, "vq"), state_int(state, "vi"));
         if (state_u32s(state, "namespaces", &ns) == 0 && ns.n > 0) {
                 fputs(" ns ", f);
@@ -1333,29 +1335,14 @@ static char *nvme_describe(struct json_object *state) {
         return s;
 }
 
+static char *nvme_describe(struct json_object *state) {
+        return state_line(state, true);
+}
+
 /* "online ns 1,5", or the secondary controller's state when it is not
  * online: the queue counts are in describe's line. */
 static char *nvme_summarize(struct json_object *state) {
-        struct ids ns;
-        const char *secondary;
-        char *s = NULL;
-        size_t len = 0;
-        FILE *f;
-
-        if (!state || !json_object_is_type(state, json_type_object))
-                return strdup("-");
-        secondary = json_object_get_string(json_object_object_get(state, "secondary"));
-        f = open_memstream(&s, &len);
-        if (!f)
-                return NULL;
-        fputs(secondary ? secondary : "unknown", f);
-        if (state_u32s(state, "namespaces", &ns) == 0 && ns.n > 0) {
-                fputs(" ns ", f);
-                for (size_t i = 0; i < ns.n; i++)
-                        fprintf(f, "%s%" PRIu32, i ? "," : "", ns.v[i]);
-        }
-        fclose(f);
-        return s;
+        return state_line(state, false);
 }
 
 /* ---- every batch of commands behind ctrl_check() ------------------------ */
