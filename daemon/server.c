@@ -229,6 +229,8 @@ size_t blob_size(const struct blob *b) {
         return b->len;
 }
 
+static void connection_touch(struct connection *c);
+
 static int connection_queue(struct connection *c, struct blob *b) {
         struct segment *seg = malloc(sizeof(*seg));
 
@@ -242,6 +244,12 @@ static int connection_queue(struct connection *c, struct blob *b) {
         else
                 c->out = seg;
         c->out_tail = seg;
+        /* The peer has its whole idle timeout to take what is now waiting
+         * for it: a timer already due in this loop iteration must not find
+         * a message queued before its EPOLLOUT was dispatched and take
+         * the peer for one that does not read. */
+        if (c->out_pending == 0)
+                connection_touch(c);
         c->out_pending += b->len;
         return 0;
 }
@@ -445,8 +453,8 @@ static void connection_update_events(struct connection *c) {
         (void) sd_event_source_set_io_events(c->io, ev);
 }
 
-/* Re-arms the idle timeout: at accept, and for each complete message
- * taken from the peer or written to it. Bytes alone do not count, or a
+/* Re-arms the idle timeout: at accept, for each complete message taken
+ * from the peer or written to it, and when output starts waiting. Bytes alone do not count, or a
  * peer dripping one a second would hold its connection forever. */
 static void connection_touch(struct connection *c) {
         if (c->server->limits.idle_timeout_usec == 0) {
