@@ -26,7 +26,13 @@
 #   uid 65534 is refused by path and owner before anything is touched; a
 #   hook that hangs is killed by systemd at its deadline with its setsid()
 #   child; 'systemctl stop svffd' during a flash leaves the unit running,
-#   and the next start takes up its success: every VF back.
+#   and the next start takes up its success: every VF back;
+# - 'systemctl stop svffd' in the middle of a reconf of 4 VFs assigned to
+#   4 running domains under libvirtd.service: a clean exit within
+#   TimeoutStopSec with the journal kept, and after 'systemctl start'
+#   every domain has its VF at the guest address it had;
+# - the same reconf with svffd hung (SIGSTOP): the watchdog's restart
+#   resumes the journal, and every domain has its VF again.
 # The class checks all run before the first failure is reported, so one
 # boot shows each class that does not work under the sandbox.
 
@@ -479,3 +485,96 @@ vm_wait 30 no_drift ||
         vm_fail "drift 30 s after the flash was taken up: $(jq -c '.drift' "$R/status-after-stop.json")"
 assert_eq "status: no drift after the flash was taken up" 0 "$(jq '.drift | length' "$R/status-after-stop.json")"
 assert_eq "the taken-up flash unit is gone" inactive "$(systemctl show -P ActiveState "$sunit")"
+
+# ---- systemctl stop during a reconf of 4 assigned VFs, then start ----
+# Four OS-less domains under libvirtd.service, each given one of the NVMe
+# PF's VFs. A 'reconf PF 4 --cycle' is stopped by systemd once the first
+# domain has lost its VF (read from libvirt, not svff): svffd reaches its
+# next safe point and exits 0 within TimeoutStopSec, its journal kept in
+# the store; the next start resumes it, and every domain has its VF again
+# at the guest address it had, on vfio-pci, with its secondary online.
+doms="d1 d2 d3 d4"
+for d in $doms; do vm_domain_define "$d"; done
+vm_cleanup 'for d in $doms; do virsh -q destroy "$d" >/dev/null 2>&1; done'
+vm_domains_start $doms
+vfs=""
+i=0
+for d in $doms; do
+        v=$(basename "$(readlink "$N/virtfn$i")")
+        svffctl attach "$v" "$d" >"$R/attach-$d.out" 2>&1 ||
+                vm_fail "svffctl attach $v $d failed: $(cat "$R/attach-$d.out")"
+        vfs="$vfs $v"
+        i=$((i + 1))
+done
+before=$(vm_places)
+echo "$before"
+! echo "$before" | grep -q ' $' || vm_fail "a VF is missing from its domain's query-pci"
+stopsec=$(systemctl show -P TimeoutStopUSec svffd.service)
+vm_log "reconf $nvmepf 4 --cycle over 4 assigned VFs, stopped mid-way (TimeoutStopSec=$stopsec)"
+svffctl reconf "$nvmepf" 4 --cycle >"$R/reconf-stop.out" 2>&1 &
+d1_lost() { [ -z "$(vm_xml_addr d1)" ]; }
+vm_wait 120 d1_lost || vm_fail "d1 still has its VF 120 s into the reconf: $(cat "$R/reconf-stop.out")"
+t=$(vm_now)
+systemctl stop svffd.service
+took=$(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }')
+vm_log "systemctl stop svffd took $took s during the reconf"
+wait || true
+cat "$R/reconf-stop.out"
+assert_eq "svffd.service stopped during the reconf" inactive "$(systemctl is-active svffd.service || true)"
+assert_eq "svffd's exit at the stop (a safe point, not a kill)" "success 0" \
+        "$(systemctl show -P Result svffd.service) $(systemctl show -P ExecMainStatus svffd.service)"
+assert_true "the stop ($took s) within TimeoutStopSec=$stopsec" \
+        awk -v a="$took" -v s="$stopsec" 'BEGIN { sub(/s$/, "", s); if (s ~ /min/) { split(s, m, "min"); s = m[1] * 60 + m[2] }
+                                                  exit !(a < s) }'
+assert_eq "the reconf's journal kept over the stop" "$nvmepf" \
+        "$(jq -r '.journal.pfs // {} | keys | join(" ")' /var/lib/svff/store.json)"
+systemctl start svffd.service || vm_fail "systemctl start svffd failed: $(systemctl status svffd.service)"
+rc=0
+svffctl status --wait --timeout 240 >/dev/null || rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 5 ] || vm_fail "svffd stayed busy after its start (status --wait exit $rc)"
+assert_eq "no reconf left in the journal after the start" "" \
+        "$(svffctl status --json | jq -r '.operations[] | select(.pf == "'"$nvmepf"'") | .op')"
+vm_check_kept "after a stop mid-reconf and a start"
+for i in 0 1 2 3; do
+        assert_eq "after the start: NVMe VF $i secondary online" 1 "$(secondary "$i" secondary-controller-state)"
+done
+for d in $doms; do
+        assert_eq "after the start: $d's live XML holds one hostdev" 1 \
+                "$(virsh -q dumpxml "$d" | grep -c '<hostdev ')"
+done
+
+# ---- the watchdog during a reconf: the restart resumes its journal ----
+# The same reconf, and svffd hung (SIGSTOP) once d1 lost its VF: systemd's
+# watchdog kills it, Restart= starts it again, and the new svffd finishes
+# the reconf from its journal.
+restarts=$(systemctl show -P NRestarts svffd.service)
+wdkills() { journalctl -b --no-pager -u svffd.service -o cat | grep -c 'Watchdog timeout'; }
+wdbefore=$(wdkills)
+pid=$(systemctl show -P MainPID svffd.service)
+vm_log "reconf $nvmepf 4 --cycle over 4 assigned VFs, svffd (pid $pid) hung mid-way"
+svffctl reconf "$nvmepf" 4 --cycle >"$R/reconf-watchdog.out" 2>&1 &
+vm_wait 120 d1_lost || vm_fail "d1 still has its VF 120 s into the reconf: $(cat "$R/reconf-watchdog.out")"
+t=$(vm_now)
+kill -STOP "$pid"
+restarted_again() {
+        [ "$(systemctl show -P NRestarts svffd.service)" -gt "$restarts" ] &&
+        [ "$(systemctl show -P ActiveState svffd.service)" = active ]
+}
+vm_wait 120 restarted_again || vm_fail "svffd not restarted 120 s after SIGSTOP mid-reconf: $(systemctl status svffd.service)"
+vm_log "svffd restarted $(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s after SIGSTOP mid-reconf"
+wait || true
+newpid=$(systemctl show -P MainPID svffd.service)
+assert_true "the restart's new svffd" test "$newpid" != "$pid"
+assert_true "the watchdog killed the hung svffd" test "$(wdkills)" -gt "$wdbefore"
+rc=0
+svffctl status --wait --timeout 240 >/dev/null || rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 5 ] || vm_fail "svffd stayed busy after the watchdog restart (status --wait exit $rc)"
+assert_true "the new svffd resumed the reconf's journal" sh -c "journalctl -b --no-pager _PID=$newpid -o cat |
+        grep -q 'Recovering the interrupted reconf of PF $nvmepf'"
+assert_eq "no reconf left in the journal after the watchdog restart" "" \
+        "$(svffctl status --json | jq -r '.operations[] | select(.pf == "'"$nvmepf"'") | .op')"
+vm_check_kept "after a watchdog restart mid-reconf"
+for i in 0 1 2 3; do
+        assert_eq "after the watchdog restart: NVMe VF $i secondary online" 1 \
+                "$(secondary "$i" secondary-controller-state)"
+done
