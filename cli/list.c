@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -379,5 +380,92 @@ int list_print(struct json_object *reply) {
                 if (jstr(pf, "changing"))
                         printf("%s changing: %s\n", strna(jstr(pf, "address")), jstr(pf, "changing"));
         }
+        return 0;
+}
+
+/* Whether want holds addr. */
+static bool addr_wanted(const char *addr, char (*want)[SVFF_PCI_ADDR_STRLEN], bool *seen, size_t n) {
+        bool hit = false;
+
+        for (size_t i = 0; addr && i < n; i++)
+                if (streq(addr, want[i])) {
+                        seen[i] = true;
+                        hit = true;
+                }
+        return hit;
+}
+
+/* Whether VF vf is assigned to the domain asked for (by name or UUID). */
+static bool vf_in_domain(struct json_object *vf, const char *domain) {
+        struct json_object *a = NULL;
+        const char *d, *u;
+
+        return json_object_object_get_ex(vf, "assigned_to", &a) && a &&
+               (((d = jstr(a, "domain")) && streq(d, domain)) || ((u = jstr(a, "uuid")) && streq(u, domain)));
+}
+
+/* Keeps in one "pfs" or "absent" array what the filter asks for: the
+ * PFs it names, whole, and the VFs it names, each under its PF's row;
+ * with a domain, of those (of all, when no address is named) only the
+ * VFs assigned to it. */
+static int filter_pfs(struct json_object *reply, const char *key, const struct list_filter *f, bool *seen) {
+        struct json_object *pfs, *kept;
+
+        if (!json_object_object_get_ex(reply, key, &pfs) || !json_object_is_type(pfs, json_type_array))
+                return 0;
+        kept = json_object_new_array();
+        if (!kept)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(pfs); i++) {
+                struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs = NULL, *some;
+                bool whole = f->n_addrs == 0 || addr_wanted(jstr(pf, "address"), f->addrs, seen, f->n_addrs);
+
+                if (whole && !f->domain) {
+                        json_object_array_add(kept, json_object_get(pf));
+                        continue;
+                }
+                if (!json_object_object_get_ex(pf, "vfs", &vfs) || !json_object_is_type(vfs, json_type_array))
+                        continue;
+                some = json_object_new_array();
+                if (!some) {
+                        json_object_put(kept);
+                        return -ENOMEM;
+                }
+                for (size_t k = 0; k < json_object_array_length(vfs); k++) {
+                        struct json_object *vf = json_object_array_get_idx(vfs, k);
+                        bool named = addr_wanted(jstr(vf, "address"), f->addrs, seen, f->n_addrs);
+
+                        if ((whole || named) && (!f->domain || vf_in_domain(vf, f->domain)))
+                                json_object_array_add(some, json_object_get(vf));
+                }
+                if (json_object_array_length(some) == 0) {
+                        json_object_put(some);
+                        continue;
+                }
+                /* The PF's row, with only the VFs asked for. */
+                json_object_object_add(pf, "vfs", some);
+                json_object_array_add(kept, json_object_get(pf));
+        }
+        json_object_object_add(reply, key, kept);
+        return 0;
+}
+
+int list_filter(struct json_object *reply, const struct list_filter *f, const char **ret_unknown) {
+        _cleanup_free_ bool *seen = calloc(f->n_addrs + 1, sizeof(bool));
+        int r;
+
+        if (!seen)
+                return -ENOMEM;
+        *ret_unknown = NULL;
+        r = filter_pfs(reply, "pfs", f, seen);
+        if (r >= 0)
+                r = filter_pfs(reply, "absent", f, seen);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < f->n_addrs; i++)
+                if (!seen[i]) {
+                        *ret_unknown = f->addrs[i];
+                        return -ENODEV;
+                }
         return 0;
 }

@@ -54,6 +54,7 @@ static const char *arg_failover = NULL;
  * "class"); NIC options map onto the same object. */
 static struct json_object *arg_class = NULL;
 static const char *arg_pf = NULL;
+static const char *arg_domain = NULL;   /* list --domain */
 static const char *arg_mode = NULL;
 static bool arg_dry_run = false;
 static bool arg_force = false;
@@ -493,22 +494,75 @@ static int print_list(struct json_object *reply, const void *userdata) {
         return list_print(reply);
 }
 
-static int cmd_list(int argc, char **argv) {
-        struct json_object *params;
-        char pf[SVFF_PCI_ADDR_STRLEN];
+/* A List reply cut down to what 'list ADDR... --domain D' asks for,
+ * then printed as print_reply() would. */
+static int print_list_filtered(struct json_object *p, const char *error, bool continues, void *userdata) {
+        const struct list_filter *f = userdata;
+        struct json_object *pfs = NULL, *absent = NULL;
+        const char *unknown;
         int r;
 
-        if (argc > 2)
-                return usage_error("list", "takes at most one PF address; see 'svffctl list --help'.");
-        if (argc == 2) {
-                r = parse_device("list", "PF", argv[1], pf);
+        if (error)
+                return report_error(error, p);
+        r = list_filter(p, f, &unknown);
+        if (r == -ENODEV) {
+                _cleanup_json_ struct json_object *e = json_object_new_object();
+
+                if (e)
+                        json_object_object_add(e, "device", json_object_new_string(unknown));
+                cli_error("io.svff.NoSuchDevice", e, "No SR-IOV PF or VF %s; 'svffctl list' shows the devices "
+                          "there are.", unknown);
+                return EXIT_DAEMON_ERROR;
+        }
+        if (r < 0)
+                return transport_error(r);
+        if (arg_json) {
+                print_json(stdout, p);
+                return 0;
+        }
+        (void) json_object_object_get_ex(p, "pfs", &pfs);
+        (void) json_object_object_get_ex(p, "absent", &absent);
+        if (f->domain && json_object_array_length(pfs) + (absent ? json_object_array_length(absent) : 0) == 0) {
+                printf("No VF%s is assigned to domain '%s'.\n", f->n_addrs > 0 ? " of those named" : "",
+                       f->domain);
+                return 0;
+        }
+        return list_print(p);
+}
+
+static int cmd_list(int argc, char **argv) {
+        _cleanup_free_ char (*addrs)[SVFF_PCI_ADDR_STRLEN] = NULL;
+        _cleanup_json_ struct json_object *params = NULL;
+        struct list_filter f = { .domain = arg_domain };
+        int r;
+
+        if (f.domain) {
+                r = check_domain("list", f.domain);
                 if (r != 0)
                         return r;
         }
+        addrs = calloc(argc > 1 ? argc - 1 : 1, sizeof(*addrs));
+        if (!addrs)
+                return transport_error(-ENOMEM);
+        for (int i = 1; i < argc; i++) {
+                r = parse_device("list", "PF or VF", argv[i], addrs[f.n_addrs]);
+                if (r != 0)
+                        return r;
+                f.n_addrs++;
+        }
+        f.addrs = addrs;
+        if (f.n_addrs == 0 && !f.domain)
+                return call_and_print("io.svff.List", json_object_new_object(), false, print_list, NULL);
+        /* The whole host's reply, cut down here: svffd's own filter
+         * takes one PF, and no VF or domain. */
         params = json_object_new_object();
-        if (argc == 2)
-                json_object_object_add(params, "pf", json_object_new_string(pf));
-        return call_and_print("io.svff.List", params, false, print_list, NULL);
+        return call_run(&(struct call) {
+                .method = "io.svff.List",
+                .params = params,
+                .timeout = timeout_for(false),
+                .handle = print_list_filtered,
+                .userdata = &f,
+        });
 }
 
 static void format_duration(long long usec, char *buf, size_t n) {
@@ -1529,9 +1583,11 @@ struct command {
 };
 
 static const struct command commands[] = {
-        { "list", "list [PF] [-o [+]COL,...] [--json]",
+        { "list", "list [PF|VF...] [--domain=D] [-o [+]COL,...] [--json]",
           "List the SR-IOV PFs and their VFs in one table: driver, VF count, the domain,\n"
           "guest address and state of each assigned VF, and its device class's state.\n"
+          "Addresses pick PFs (whole) and VFs (under their PF's row); --domain keeps the\n"
+          "VFs assigned to a domain, by name or UUID. --json is cut down the same way.\n"
           "-o picks the columns, -o +COL adds one (e.g. -o +owner,iface). On a terminal\n"
           "the table fits its width; a pipe gets it whole.", cmd_list, .has_columns = true },
         { "status", "status [-v] [-q] [--wait] [--json]",
@@ -1694,7 +1750,8 @@ static void command_help(const struct command *c) {
                c->has_reconf_options ? "  --mode=MODE     How VFs leave their domains: pause (default) or detach\n"
                                        "  --dry-run       Print the plan, change nothing\n"
                                        "  --force         Drop the assignments the new count removes\n" : "",
-               c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order; +COL,... adds them\n" :
+               c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order; +COL,... adds them\n"
+                                "  --domain=D      Only the VFs assigned to domain D (name or UUID)\n" :
                c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" :
                c->has_verbose ? "  -v, --verbose   Every drift, not the summary per PF\n"
                                 "  -q, --quiet     Print nothing: the exit status says it\n"
@@ -1800,7 +1857,7 @@ static int nic_option(const char *opt, const char *arg) {
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
                ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_CYCLE, ARG_POLICY, ARG_NO_RECONNECT, ARG_WAIT, ARG_EFFECTIVE,
-               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC, ARG_NUMVFS, ARG_REPROGRAM, ARG_FAILOVER };
+               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC, ARG_NUMVFS, ARG_REPROGRAM, ARG_FAILOVER, ARG_DOMAIN };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -1823,6 +1880,7 @@ int main(int argc, char **argv) {
                 { "max-tx-rate", required_argument, NULL, ARG_NIC },
                 { "min-tx-rate", required_argument, NULL, ARG_NIC },
                 { "pf", required_argument, NULL, ARG_PF },
+                { "domain", required_argument, NULL, ARG_DOMAIN },
                 { "mode", required_argument, NULL, ARG_MODE },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "force", no_argument, NULL, ARG_FORCE },
@@ -1921,6 +1979,9 @@ int main(int argc, char **argv) {
                 case ARG_PF:
                         arg_pf = optarg;
                         break;
+                case ARG_DOMAIN:
+                        arg_domain = optarg;
+                        break;
                 case ARG_MODE:
                         arg_mode = optarg;
                         break;
@@ -2008,6 +2069,9 @@ int main(int argc, char **argv) {
                 return usage_error(cmd->name, "--policy only applies to init.");
         if (arg_output && !cmd->has_columns)
                 return usage_error(cmd->name, "-o only applies to list.");
+        if (arg_domain && !cmd->has_columns)
+                return usage_error(cmd->name, "--domain only applies to list (attach takes the domain as its "
+                                   "last argument).");
         if (arg_verbose && !cmd->has_verbose)
                 return usage_error(cmd->name, "-v only applies to status.");
         if (arg_wait && !cmd->has_verbose)

@@ -160,6 +160,32 @@ grep -q "bogus" "$T/err" || fail "unknown column not named: $(cat "$T/err")"
 rc=0; ctl status -o device 2>/dev/null || rc=$?
 expect_eq "$rc" 2 "-o on status"
 
+# Filters: PFs whole, VFs under their PF's row, a domain's VFs (by name
+# or UUID), the same under --json; an address that is neither a PF nor a
+# VF is refused by name.
+NIC=0000:03:00.0
+rows() { awk 'NR > 1 { print $1 }' | tr '\n' ' ' | sed 's/ $//'; }
+expect_eq "$(ctl list $NIC | rows)" "$NIC $(for i in 0 1 2 3 4 5 6; do sys_vf $NIC $i; done | tr '\n' ' ' | sed 's/ $//')" \
+        "list PF: the PF and all its VFs"
+expect_eq "$(ctl list "$VF1" | rows)" "$QDMA $VF1" "list VF: the VF under its PF's row"
+expect_eq "$(ctl list "$VF2" 0000:00:04.0 | rows)" \
+        "0000:00:04.0 $(sys_vf 0000:00:04.0 0) $(sys_vf 0000:00:04.0 1) $QDMA $VF2" "list VF PF: both, in the host's order"
+expect_eq "$(ctl list --domain tenant-db-02 | rows)" "$QDMA $VF1" "list --domain NAME"
+expect_eq "$(ctl list --domain c7a5fdbd-cdaf-9455-926a-d65c16db1802 | rows)" "$QDMA $VF2" "list --domain UUID"
+expect_eq "$(ctl list $QDMA --domain vm1 | rows)" "$QDMA $VF0" "list PF --domain: that PF's VFs in the domain"
+expect_eq "$(ctl list $NIC --domain vm1)" "No VF of those named is assigned to domain 'vm1'." \
+        "list PF --domain with none there"
+expect_eq "$(ctl list --domain vm1 --json | jget '[(p["address"], [v["address"] for v in p["vfs"]]) for p in d["pfs"]]')" \
+        "[('$QDMA', ['$VF0'])]" "list --domain --json"
+rc=0; ctl list "$VF0" 0000:0a:00.0 >"$T/out" 2>"$T/err" || rc=$?
+expect_eq "$rc" 1 "list of an address that is no PF or VF"
+expect_eq "$(cat "$T/err")" "svffctl: No SR-IOV PF or VF 0000:0a:00.0; 'svffctl list' shows the devices there are." \
+        "its message"
+rc=0; ctl list --domain "" 2>/dev/null || rc=$?
+expect_eq "$rc" 2 "list --domain with an empty name"
+rc=0; ctl status --domain vm1 2>/dev/null || rc=$?
+expect_eq "$rc" 2 "--domain on status"
+
 # Every column is named in 'list --help' and in svffctl(8) COLUMNS.
 cols=$(ctl list --help | sed -n '/^Columns for -o/,/^$/p' | awk 'NR > 1 && NF { print $1 }')
 [ "$(echo "$cols" | wc -w)" -ge 12 ] || fail "list --help lists too few columns: $cols"
