@@ -163,8 +163,8 @@ snapshot() {
 
 # play NAME|PATH [ansible-playbook options]: runs $T/NAME.yml (or the
 # playbook at PATH) on all three hosts; output in $T/NAME.out (NAME: the
-# file's name without .yml), the JSON callback's in $T/NAME.json when
-# JSON=1.
+# file's name without .yml), each host's result of the play's one task in
+# $T/NAME.json when JSON=1.
 play() {
         _pb=$1; shift
         case $_pb in
@@ -173,8 +173,24 @@ play() {
         esac
         _rc=0
         if [ "${JSON:-0}" = 1 ]; then
-                ANSIBLE_STDOUT_CALLBACK=json ansible-playbook -i "$T/inventory" "$@" "$_pb" \
-                        >"$T/$_name.json" 2>"$T/$_name.err" || _rc=$?
+                # ansible-core's own tree callback, a file per host with its
+                # result (the json one is ansible.posix's, which Debian's
+                # ansible-core lacks), gathered as the json callback would
+                # put a one-task play: plays[0].tasks[0].hosts, each marked
+                # failed as the play's recap counts it.
+                rm -rf "$T/$_name.tree"
+                ANSIBLE_CALLBACKS_ENABLED=ansible.builtin.tree ANSIBLE_CALLBACK_TREE_DIR="$T/$_name.tree" \
+                        ansible-playbook -i "$T/inventory" "$@" "$_pb" >"$T/$_name.out" 2>"$T/$_name.err" || _rc=$?
+                python3 - "$T/$_name.tree" "$T/$_name.out" >"$T/$_name.json" <<'PY'
+import json, os, re, sys
+d, out = sys.argv[1], open(sys.argv[2]).read()
+hosts = {h: json.load(open(os.path.join(d, h))) for h in sorted(os.listdir(d))} if os.path.isdir(d) else {}
+for h, r in hosts.items():
+    m = re.search(r"^%s\s*:.*\bfailed=(\d+)" % re.escape(h), out, re.M)
+    if m and int(m.group(1)) > 0:
+        r["failed"] = True
+json.dump({"plays": [{"tasks": [{"hosts": hosts}]}]}, sys.stdout)
+PY
         else
                 ansible-playbook -i "$T/inventory" "$@" "$_pb" >"$T/$_name.out" 2>&1 || _rc=$?
         fi
