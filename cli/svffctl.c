@@ -1440,6 +1440,9 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
         ok = json_object_object_get_ex(reply, "executable", &v) && json_object_get_boolean(v);
         if (arg_json)
                 print_json(stdout, reply);
+        else if (!json_object_object_get_ex(reply, "plan", &jp) && ok && jstr(reply, "message"))
+                /* Nothing to plan: the PF has the count already. */
+                printf("%s\n", jstr(reply, "message"));
         else if (!json_object_object_get_ex(reply, "plan", &jp) || svff_reconf_plan_from_json(jp, &plan) < 0) {
                 cli_error("io.svff.ctl.BadReply", NULL, "svffd sent a plan this svffctl cannot read.");
                 return EXIT_DAEMON_ERROR;

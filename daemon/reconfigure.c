@@ -662,8 +662,9 @@ struct reconf_request {
         const char *owner;              /* svffd's own: who owns the count from now on */
 };
 
-/* Reconf's final reply for a count the PF has already. */
-static void reply_nothing_to_do(struct call *call, const char *pf, unsigned numvfs) {
+/* Reconf's final reply for a count the PF has already: its dry run's
+ * too, a plan with no step. */
+static void reply_nothing_to_do(struct call *call, const char *pf, unsigned numvfs, bool dry_run) {
         struct json_object *p = json_object_new_object();
         char msg[MESSAGE_MAX];
 
@@ -673,8 +674,13 @@ static void reply_nothing_to_do(struct call *call, const char *pf, unsigned numv
         }
         snprintf(msg, sizeof(msg), "PF %s: already %u VF%s; nothing to do (--cycle takes them through 0 anyway)",
                  pf, numvfs, numvfs == 1 ? "" : "s");
-        log_info("Reconf of PF %s to %u VFs: it has them already, nothing to do.", pf, numvfs);
+        if (!dry_run)
+                log_info("Reconf of PF %s to %u VFs: it has them already, nothing to do.", pf, numvfs);
         json_object_object_add(p, "pf", json_object_new_string(pf));
+        if (dry_run) {
+                json_object_object_add(p, "dry_run", json_object_new_boolean(true));
+                json_object_object_add(p, "executable", json_object_new_boolean(true));
+        }
         json_object_object_add(p, "numvfs", json_object_new_int64(numvfs));
         json_object_object_add(p, "message", json_object_new_string(msg));
         json_object_object_add(p, "assignments", json_object_new_array());
@@ -825,9 +831,9 @@ static int request_start(struct manager *m, struct call *call, const struct reco
          * nothing. Nothing is touched, the owner included, unless cycle
          * asks for the full cycle. A PF that lost a VF (no virtfnK) gets
          * it back only through the cycle, so that reconf goes ahead. */
-        if (call && !image && !dry_run && !req->cycle && numvfs == found->numvfs && found->n_vfs == numvfs &&
+        if (call && !image && !req->cycle && numvfs == found->numvfs && found->n_vfs == numvfs &&
             found->vf_missing == UINT_MAX) {
-                reply_nothing_to_do(call, pf, numvfs);
+                reply_nothing_to_do(call, pf, numvfs, dry_run);
                 return 0;
         }
         r = collect_items(m, pf, &items, &n, &bad);

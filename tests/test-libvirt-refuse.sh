@@ -89,6 +89,15 @@ virsh_ dumpxml --inactive vm1 >"$T/before.xml" || fail "dumpxml vm1"
 grep -q "ua-svff" "$T/before.xml" || fail "vm1 does not have the VF: $(cat "$T/before.xml")"
 gen=$(jget 'd["generation"]' <"$STATE/store.json")
 start_connected
+# Its dry run says the same, and plans no cycle.
+ctl reconf $PF 2 --dry-run >"$T/out" 2>"$T/err" || fail "reconf --dry-run to the same count: $(cat "$T/out" "$T/err")"
+expect_eq "$(cat "$T/out")" "PF $PF: already 2 VFs; nothing to do (--cycle takes them through 0 anyway)" \
+        "reconf --dry-run to the same count"
+ctl reconf $PF 2 --dry-run --json >"$T/out" || fail "reconf --dry-run --json to the same count"
+expect_eq "$(jget '(d["dry_run"], d["executable"], d["steps"], "plan" in d)' <"$T/out")" "(True, True, [], False)" \
+        "reconf --dry-run --json to the same count"
+ctl reconf $PF 2 --dry-run --cycle >"$T/out" 2>"$T/err" || fail "reconf --dry-run --cycle: $(cat "$T/out" "$T/err")"
+grep -q "nothing to do" "$T/out" && fail "reconf --dry-run --cycle plans nothing: $(cat "$T/out")"
 ctl reconf $PF 2 >"$T/out" 2>"$T/err" || fail "reconf to the same count: $(cat "$T/out" "$T/err")"
 grep -q "already 2 VFs; nothing to do" "$T/out" || fail "reconf to the same count: $(cat "$T/out")"
 expect_eq "$(sys_numvfs $PF)" 2 "numvfs after the no-op reconf"
