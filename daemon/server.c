@@ -111,6 +111,12 @@ struct server {
         sd_event_source *backoff;
         bool accept_paused;
         struct flood_log log_accept, log_refused;
+
+        /* The socket file server_listen_path() made, removed at the end
+         * if it is still that one (not one a later svffd bound). */
+        char *bound_path;
+        dev_t bound_dev;
+        ino_t bound_ino;
 };
 
 static void connection_free(struct connection *c);
@@ -981,6 +987,14 @@ struct server *server_free(struct server *s) {
                 close(fd);
         }
         free(s->listen);
+        if (s->bound_path) {
+                struct stat st;
+
+                if (lstat(s->bound_path, &st) >= 0 && S_ISSOCK(st.st_mode) && st.st_dev == s->bound_dev &&
+                    st.st_ino == s->bound_ino)
+                        (void) unlink(s->bound_path);
+                free(s->bound_path);
+        }
         sd_event_source_disable_unref(s->backoff);
         sd_event_unref(s->event);
         free(s);
@@ -1041,6 +1055,15 @@ int server_listen_path(struct server *s, const char *path, mode_t mode) {
         if (r < 0)
                 return r;
         TAKE_FD(fd);
+        {
+                struct stat st;
+
+                if (!s->bound_path && lstat(path, &st) >= 0) {
+                        s->bound_path = strdup(path);
+                        s->bound_dev = st.st_dev;
+                        s->bound_ino = st.st_ino;
+                }
+        }
         return 0;
 }
 

@@ -87,6 +87,27 @@ grep -q "'$SOCK' is in use" "$T/second.log" || fail "second svffd: socket not na
 ctl_status >/dev/null || fail "the first svffd lost its socket"
 note "second svffd: $(head -n 1 "$T/second.log")"
 
+# A clean stop removes the socket svffd made (the refused second one
+# above left it alone).
+stop_svffd TERM || fail "svffd exit status"
+[ ! -e "$SOCK" ] || fail "svffd left its socket '$SOCK' behind after a clean stop"
+start_svffd
+
+# An svffd that is not root says that it must be, not only which
+# directory it could not create.
+# (Its config and sysfs root where uid 65534 may read them; its state
+# directory under a directory only root may write, as /var/lib is.)
+pub=$(mktemp -d)
+chmod 755 "$pub"
+cp "$T/svff.conf" "$pub/svff.conf"
+rc=0
+timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups "$SVFFD" --socket "$pub/svffd.sock" \
+        --state-dir "$pub/state" --sysfs-root /sys --config "$pub/svff.conf" > "$T/nobody.log" 2>&1 || rc=$?
+rm -rf "$pub"
+expect_eq "$rc" 1 "svffd's exit status as uid 65534"
+grep -q "svffd must run as root: .* uid 65534 .*'$pub/state'" "$T/nobody.log" ||
+        fail "svffd as uid 65534: $(cat "$T/nobody.log")"
+
 # Disk full on commit: on a small tmpfs state directory.
 stop_svffd TERM
 if mkdir -p "$T/small" && mount -t tmpfs -o size=64k tmpfs "$T/small" 2>/dev/null; then
