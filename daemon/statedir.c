@@ -31,6 +31,18 @@ static pid_t lock_holder(int fd) {
         return (pid_t) v;
 }
 
+/* A permission error from an svffd that is not root: the reason is that. */
+static bool not_root(int error) {
+        return (error == EACCES || error == EPERM) && geteuid() != 0;
+}
+
+static int root_needed(int r, const char *dir) {
+        errno = -r;
+        return log_error_errno(r, "svffd must run as root: it writes sysfs, and as uid %u it cannot write its "
+                               "state directory '%s' (%m). Run it as root, or through its systemd unit.",
+                               (unsigned) geteuid(), dir);
+}
+
 /* Held until svffd exits (the kernel drops it even on SIGKILL); the file
  * stays, as unlinking a lock file races with the next taker. */
 int statedir_lock(const char *dir, int *ret_fd) {
@@ -40,12 +52,14 @@ int statedir_lock(const char *dir, int *ret_fd) {
         int n;
 
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return log_error_errno(-errno, "Failed to create state directory '%s': %m", dir);
+                return not_root(errno) ? root_needed(-errno, dir)
+                                       : log_error_errno(-errno, "Failed to create state directory '%s': %m", dir);
         if (asprintf(&path, "%s/" STATE_LOCK_FILE, dir) < 0)
                 return log_oom();
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
         if (fd < 0)
-                return log_error_errno(-errno, "Failed to open lock file '%s': %m", path);
+                return not_root(errno) ? root_needed(-errno, dir)
+                                       : log_error_errno(-errno, "Failed to open lock file '%s': %m", path);
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 pid_t holder;
 
