@@ -1570,6 +1570,7 @@ static int cmd_reprogram(int argc, char **argv) {
 
 struct command {
         const char *name;
+        const char *summary;    /* one line, for 'svffctl help' */
         const char *usage;
         const char *help;
         int (*fn)(int argc, char **argv);
@@ -1586,14 +1587,16 @@ struct command {
 };
 
 static const struct command commands[] = {
-        { "list", "list [PF|VF...] [--domain=D] [-o [+]COL,...] [--json]",
+        { "list", "Show the PFs and their VFs: counts, assignments, class state",
+          "list [PF|VF...] [--domain=D] [-o [+]COL,...] [--json]",
           "List the SR-IOV PFs and their VFs in one table: driver, VF count, the domain,\n"
           "guest address and state of each assigned VF, and its device class's state.\n"
           "Addresses pick PFs (whole) and VFs (under their PF's row); --domain keeps the\n"
           "VFs assigned to a domain, by name or UUID. --json is cut down the same way.\n"
           "-o picks the columns, -o +COL adds one (e.g. -o +owner,iface). On a terminal\n"
           "the table fits its width; a pipe gets it whole.", cmd_list, .has_columns = true },
-        { "status", "status [-v] [-q] [--wait] [--json]",
+        { "status", "Show svffd's state, operations in progress and drift",
+          "status [-v] [-q] [--wait] [--json]",
           "Show svffd's version, uptime, store path and generation, libvirt's\n"
           "connection, the operations in progress, each PF's VF count, owner and VF\n"
           "limit, and any drift between the store and the host: per PF, one line per\n"
@@ -1603,7 +1606,8 @@ static const struct command commands[] = {
           "Exits 5 when there is drift or the last configuration reload failed; -q\n"
           "prints nothing, for scripts.",
           cmd_status, .has_verbose = true },
-        { "init", "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
+        { "init", "Set a PF's VF count, with no VF assigned",
+          "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
           "DRIVER (default: svffd's vf_driver, normally vfio-pci) and record the desired\n"
           "state and each VF's original driver. An unknown driver, more VFs than the PF\n"
@@ -1613,17 +1617,20 @@ static const struct command commands[] = {
           "the count back to it. Shows progress on a terminal (one line\n"
           "per phase otherwise); Ctrl-C leaves the init running in svffd (exit 130).\n"
           "Needs root or the admin group.", cmd_init, .has_driver = true, .has_policy = true },
-        { "release", "release VF [--force] [--json]",
+        { "release", "Give a VF back to the host, svff no longer managing it",
+          "release VF [--force] [--json]",
           "Give VF back to its original driver (the one it had before svff bound it),\n"
           "and forget it. A VF assigned to a domain is refused (the domain could not\n"
           "start without it): detach it first, or use --force, which detaches it from\n"
           "its domain (as 'svffctl detach' does) first. Needs root or the admin group.", cmd_release, .has_force = true },
-        { "monitor", "monitor [--no-reconnect] [--json]",
+        { "monitor", "Follow svffd's events as they happen",
+          "monitor [--no-reconnect] [--json]",
           "Print svffd's events as they happen, one per line (--json: one JSON object\n"
           "per line), until interrupted. When svffd restarts, monitor connects again\n"
           "and says so on stderr; --no-reconnect exits (status 3) instead.", cmd_monitor,
           .has_reconnect = true, .no_timeout = true },
-        { "attach", "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F] [--namespace NSID]"
+        { "attach", "Assign a VF to a libvirt domain",
+          "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F] [--namespace NSID]"
           " [--failover STANDBY]",
           "Assign VF (or, with --pf, any free VF of PF on vfio-pci) to the libvirt domain\n"
           "DOMAIN (name or UUID) as a managed='no' vfio hostdev. The VF must be on\n"
@@ -1642,19 +1649,23 @@ static const struct command commands[] = {
           "guest's traffic stays on the standby while a reconf unplugs the VF.\n"
           "Needs root or the admin group.",
           cmd_attach, .has_attach_options = true },
-        { "detach", "detach VF [--release]",
+        { "detach", "Take a VF from its domain, back to the pool",
+          "detach VF [--release]",
           "Remove VF from its domain, waiting for the guest to let go of it (svffd's\n"
           "detach_timeout_sec). If the guest does not, the VF stays 'detaching' and the\n"
           "command fails; run it again later. --release then runs 'svffctl release' on\n"
           "the VF (its device class undoes what it set up).", cmd_detach, .has_release = true },
-        { "pause", "pause VF",
+        { "pause", "Take a VF from its running domain, its place kept",
+          "pause VF",
           "Pause VF's assignment: a native pause when the domain's QEMU offers the\n"
           "device-pause command (the guest keeps seeing the device), else a detach pause\n"
           "(detached, its guest address and alias reserved). Prints which it was.", cmd_pause },
-        { "unpause", "unpause VF",
+        { "unpause", "Give a paused VF back to its domain",
+          "unpause VF",
           "End a pause: in place for a native pause, else by re-attaching the VF at the\n"
           "reserved guest address with the same alias.", cmd_unpause },
-        { "reconf", "reconf PF NUMVFS [--mode pause|detach] [--dry-run] [--force] [--cycle] [--json]",
+        { "reconf", "Change a PF's VF count, every domain keeping its VF",
+          "reconf PF NUMVFS [--mode pause|detach] [--dry-run] [--force] [--cycle] [--json]",
           "Change PF's VF count to NUMVFS while every domain keeps its VFs. --mode says\n"
           "how reconf takes the VFs off their domains: pause (the default: each VF gets a\n"
           "native or a detach pause) or detach (every assigned VF detached), in parallel\n"
@@ -1669,7 +1680,8 @@ static const struct command commands[] = {
           "reprogram to NUMVFS VFs (see reprogram). At the count PF has already it does\n"
           "nothing and says so; --cycle runs the full cycle through 0 anyway.",
           cmd_reconf, .has_reconf_options = true },
-        { "reprogram", "reprogram PF IMAGE [--numvfs N] [--mode pause|detach] [--dry-run] [--force] [--json]",
+        { "reprogram", "Flash a PF with a new image, every domain keeping its VF",
+          "reprogram PF IMAGE [--numvfs N] [--mode pause|detach] [--dry-run] [--force] [--json]",
           "Write IMAGE to PF (an FPGA's bitstream) inside the reconf window: every\n"
           "assignment quiesced as reconf does, the count set to 0, the PF's driver\n"
           "unbound and the PF removed, svffd's flash_hook run on IMAGE (a file under\n"
@@ -1681,7 +1693,8 @@ static const struct command commands[] = {
           "assignments paused: run reprogram again, or reconf to take the PF as it is.\n"
           "Progress and Ctrl-C as for init. Needs root or the admin group (--dry-run\n"
           "too).", cmd_reprogram, .has_reconf_options = true },
-        { "config", "config check [FILE] [--effective] [--json]",
+        { "config", "Check svffd's configuration file",
+          "config check [FILE] [--effective] [--json]",
           "Validate FILE (default: svffd's config file) and its drop-ins FILE.d/*.conf,\n"
           "as 'svffd --config FILE' reads them, with svffd's own parser; every problem\n"
           "is named as FILE:LINE: key 'KEY' .... --effective prints the settings that\n"
@@ -1705,11 +1718,14 @@ static void help(void) {
                "\n"
                "Commands:\n");
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-                printf("  %s\n", commands[i].usage);
+                printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+        printf("  %-10s %s\n\n", "help", "Show this, or a command's help");
+        printf("'svffctl help COMMAND' shows a command's arguments and options.\n");
         printf("\n"
                "Options (before or after the command):\n"
                "  -h --help          Show help (for a command: svffctl COMMAND --help)\n"
-               "     --socket=PATH   svffd's socket (default $SVFF_SOCKET or %s)\n"
+               "     --socket=PATH   svffd's socket (default $SVFF_SOCKET or\n"
+               "                     %s)\n"
                "     --json          Print JSON on stdout; errors as JSON on stderr\n"
                "     --timeout=SEC   Give up on svffd after SEC seconds (0: never). Default:\n"
                "                     30 for list, status and reconf --dry-run; the other\n"
@@ -2038,11 +2054,23 @@ int main(int argc, char **argv) {
                 }
                 return usage_error(NULL, "no command given; see 'svffctl --help'.");
         }
+        /* 'help [COMMAND]', as 'svffctl [COMMAND] --help' */
+        if (streq(args[0], "help")) {
+                if (n_args > 2)
+                        return usage_error("help", "takes at most one command.");
+                if (n_args == 1) {
+                        help();
+                        return 0;
+                }
+                args++;
+                n_args--;
+                want_help = true;
+        }
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)
                 if (streq(args[0], commands[i].name))
                         cmd = &commands[i];
         if (!cmd)
-                return usage_error(NULL, "unknown command '%s'; see 'svffctl --help'.", args[0]);
+                return usage_error(NULL, "unknown command '%s'; see 'svffctl help'.", args[0]);
         if (want_help) {
                 command_help(cmd);
                 return 0;

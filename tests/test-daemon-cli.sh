@@ -105,6 +105,18 @@ done
 for c in list status init release monitor; do
         ctl $c --help | grep -q "^Usage: svffctl $c" || fail "$c --help"
 done
+# help: a line per command with what it does, within 80 columns; 'help
+# COMMAND' is 'COMMAND --help'.
+ctl help > "$T/help" || fail "svffctl help"
+for c in list status init release monitor attach detach pause unpause reconf reprogram config help; do
+        grep -qE "^  $c +[A-Z].{20,}$" "$T/help" || fail "help: no line saying what $c does: $(cat "$T/help")"
+done
+awk 'length > 80 { bad = 1 } END { exit bad }' "$T/help" || fail "help: a line wider than 80 columns: $(cat "$T/help")"
+for c in list reconf; do
+        expect_eq "$(ctl help $c | cksum)" "$(ctl $c --help | cksum)" "'help $c' and '$c --help'"
+done
+rc=0; ctl help frobnicate 2>/dev/null || rc=$?
+expect_eq "$rc" 2 "help of an unknown command"
 # A malformed address is a usage error (svffctl(8), EXIT STATUS).
 rc=0; ctl init bogus 4 2> "$T/err" || rc=$?
 expect_eq "$rc" 2 "init with a bad address"
