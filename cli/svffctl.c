@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
@@ -221,9 +223,21 @@ static int connect_daemon(struct svff_varlink_client **ret) {
         json_object_object_add(p, "socket", json_object_new_string(socket_path()));
         json_object_object_add(p, "errno", json_object_new_string(strerror(-r)));
         if (r == -EACCES || r == -EPERM) {
+                struct stat st;
+                struct group *g = NULL;
+                char gid[32] = "";
+
+                /* Reading needs the socket's group (svffd.socket's
+                 * SocketGroup=); changing devices, root or admin_group. */
+                if (stat(socket_path(), &st) >= 0) {
+                        g = getgrgid(st.st_gid);
+                        snprintf(gid, sizeof(gid), "%u", (unsigned) st.st_gid);
+                }
                 cli_error("io.svff.ctl.PermissionDenied", p,
-                          "cannot connect to svffd at '%s': %s. The socket is for root and svffd's admin "
-                          "group (admin_group in svff.conf); run as one of them.", socket_path(), strerror(-r));
+                          "cannot connect to svffd at '%s': %s. To read, join the socket's group%s%s%s "
+                          "('usermod -aG %s USER', then log in again); changing devices needs root or svffd's "
+                          "admin_group as well.", socket_path(), strerror(-r), *gid ? " '" : "",
+                          g ? g->gr_name : gid, *gid ? "'" : "", g ? g->gr_name : *gid ? gid : "svff");
                 return EXIT_PERMISSION;
         }
         if (r == -ENOENT || r == -ECONNREFUSED)

@@ -64,8 +64,13 @@ expect_eq "$(sys_numvfs $PF)" 3 "numvfs after the admin's init"
 as_nobody_supp release "$VF0" >/dev/null || fail "release by a member of the admin group (supplementary)"
 expect_eq "$(sys_driver "$VF0")" qdma-vf "driver after the admin's release (re-probed: svffd made it)"
 
-# Someone outside the group is still refused.
+# Someone outside the socket's group cannot even read, and is told which
+# group lets them.
+rc=0; setpriv --reuid=65534 --regid=1 --clear-groups "$SVFFCTL" --socket "$SOCK" list 2>"$T/err" || rc=$?
+expect_eq "$rc" 4 "list by a non-member of the socket's group"
+grep -q "To read, join the socket's group '$NOGROUP' ('usermod -aG $NOGROUP USER'" "$T/err" ||
+        fail "non-member's message: $(cat "$T/err")"
 rc=0; setpriv --reuid=65534 --regid=1 --clear-groups "$SVFFCTL" --socket "$SOCK" init $PF 1 2>/dev/null || rc=$?
-[ "$rc" = 4 ] || [ "$rc" = 3 ] || fail "non-member: exit $rc"
+expect_eq "$rc" 4 "init by a non-member of the socket's group"
 
 echo "PASS"
