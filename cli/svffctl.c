@@ -67,6 +67,7 @@ static const char *arg_numvfs = NULL;
 static const char *arg_reprogram = NULL;
 static const char *arg_output = NULL;
 static bool arg_no_reconnect = false;
+static bool arg_utc = false;          /* monitor: times in UTC */
 static bool arg_verbose = false;
 static bool arg_quiet = false;
 static bool arg_wait = false;
@@ -797,9 +798,17 @@ static void print_event_line(struct json_object *ev) {
         struct tm tm;
         char when[64];
 
-        gmtime_r(&t, &tm);
+        char zone[16] = "Z";
+
+        /* ISO 8601, to the millisecond, with the zone's offset. */
+        if (arg_utc)
+                gmtime_r(&t, &tm);
+        else {
+                localtime_r(&t, &tm);
+                strftime(zone, sizeof(zone), "%z", &tm);
+        }
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-        printf("%s.%03lldZ %s", when, ts / 1000 % 1000, strna(jstr(ev, "event")));
+        printf("%s.%03lld%s %s", when, ts / 1000 % 1000, zone, strna(jstr(ev, "event")));
         if (jstr(ev, "device"))
                 printf(" %s", jstr(ev, "device"));
         if (jstr(ev, "pf") && (!jstr(ev, "device") || !streq(jstr(ev, "pf"), jstr(ev, "device"))))
@@ -808,6 +817,11 @@ static void print_event_line(struct json_object *ev) {
                 printf(" %s", jstr(ev, "action"));
         if (jstr(ev, "domain"))
                 printf(" domain=%s", jstr(ev, "domain"));
+        if (jstr(ev, "guest_address")) {
+                char ga[SVFF_PCI_ADDR_STRLEN];
+
+                printf(" guest=%s", guest_address_display(jstr(ev, "guest_address"), ga, sizeof(ga)));
+        }
         /* Two things are called mode in svffd's events: how a reconf
          * takes VFs off their domains, and how one VF was paused. */
         if (jstr(ev, "mode"))
@@ -1638,9 +1652,10 @@ static const struct command commands[] = {
           "start without it): detach it first, or use --force, which detaches it from\n"
           "its domain (as 'svffctl detach' does) first. Needs root or the admin group.", cmd_release, .has_force = true },
         { "monitor", "Follow svffd's events as they happen",
-          "monitor [--no-reconnect] [--json]",
+          "monitor [--no-reconnect] [--utc] [--json]",
           "Print svffd's events as they happen, one per line (--json: one JSON object\n"
-          "per line), until interrupted. When svffd restarts, monitor connects again\n"
+          "per line), until interrupted, each stamped with the local time and its\n"
+          "offset from UTC (--utc: in UTC). When svffd restarts, monitor connects again\n"
           "and says so on stderr; --no-reconnect exits (status 3) instead.", cmd_monitor,
           .has_reconnect = true, .no_timeout = true },
         { "attach", "Assign a VF to a libvirt domain",
@@ -1785,7 +1800,8 @@ static void command_help(const struct command *c) {
                                        "  --force         Drop the assignments the new count removes\n" : "",
                c->has_columns ? "  -o, --output=COL,...  The columns to show, in that order; +COL,... adds them\n"
                                 "  --domain=D      Only the VFs assigned to domain D (name or UUID)\n" :
-               c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n" :
+               c->has_reconnect ? "  --no-reconnect  Exit when svffd goes away instead of reconnecting\n"
+                                  "  --utc           Times in UTC, not the local zone\n" :
                c->has_verbose ? "  -v, --verbose   Every drift, not the summary per PF\n"
                                 "  -q, --quiet     Print nothing: the exit status says it\n"
                                 "  --wait          Wait until no operation is in progress\n" : "");
@@ -1890,7 +1906,7 @@ static int nic_option(const char *opt, const char *arg) {
 int main(int argc, char **argv) {
         enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_TIMEOUT, ARG_DRIVER, ARG_VERSION, ARG_LIVE, ARG_CONFIG,
                ARG_GUEST_ADDRESS, ARG_PF, ARG_MODE, ARG_DRY_RUN, ARG_FORCE, ARG_CYCLE, ARG_POLICY, ARG_NO_RECONNECT, ARG_WAIT, ARG_EFFECTIVE,
-               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC, ARG_NUMVFS, ARG_REPROGRAM, ARG_FAILOVER, ARG_DOMAIN };
+               ARG_NAMESPACE, ARG_RELEASE, ARG_NIC, ARG_NUMVFS, ARG_REPROGRAM, ARG_FAILOVER, ARG_DOMAIN, ARG_UTC };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -1923,6 +1939,7 @@ int main(int argc, char **argv) {
                 { "reprogram", required_argument, NULL, ARG_REPROGRAM },
                 { "output", required_argument, NULL, 'o' },
                 { "no-reconnect", no_argument, NULL, ARG_NO_RECONNECT },
+                { "utc", no_argument, NULL, ARG_UTC },
                 { "wait", no_argument, NULL, ARG_WAIT },
                 { "quiet", no_argument, NULL, 'q' },
                 { "effective", no_argument, NULL, ARG_EFFECTIVE },
@@ -2051,6 +2068,9 @@ int main(int argc, char **argv) {
                 case ARG_NO_RECONNECT:
                         arg_no_reconnect = true;
                         break;
+                case ARG_UTC:
+                        arg_utc = true;
+                        break;
                 case ARG_WAIT:
                         arg_wait = true;
                         break;
@@ -2123,6 +2143,8 @@ int main(int argc, char **argv) {
                 return usage_error(cmd->name, "--wait only applies to status.");
         if (arg_quiet && !cmd->has_verbose)
                 return usage_error(cmd->name, "-q only applies to status.");
+        if (arg_utc && !cmd->has_reconnect)
+                return usage_error(cmd->name, "--utc only applies to monitor.");
         if (arg_no_reconnect && !cmd->has_reconnect)
                 return usage_error(cmd->name, "--no-reconnect only applies to monitor.");
         if (arg_timeout_set && cmd->no_timeout)

@@ -117,6 +117,18 @@ case_3() {
         mon=$!
         BG_PIDS="$mon"
         wait_for grep -q subscribed "$T/mon.out" || fail "monitor did not subscribe"
+        # Its times: the local zone with its offset, or UTC with --utc.
+        TZ=UTC-3 "$SVFFCTL" --socket "$SOCK" monitor > "$T/mon-tz.out" 2>&1 & tz=$!
+        "$SVFFCTL" --socket "$SOCK" monitor --utc > "$T/mon-utc.out" 2>&1 & utc=$!
+        BG_PIDS="$mon $tz $utc"
+        wait_for grep -q subscribed "$T/mon-tz.out" || fail "monitor in UTC+3 did not subscribe"
+        wait_for grep -q subscribed "$T/mon-utc.out" || fail "monitor --utc did not subscribe"
+        kill $tz $utc
+        BG_PIDS="$mon"
+        grep -qE '^[0-9-]{10}T[0-9:]{8}\.[0-9]{3}\+0300 subscribed' "$T/mon-tz.out" ||
+                fail "monitor's time in the local zone (UTC+3): $(cat "$T/mon-tz.out")"
+        grep -qE '^[0-9-]{10}T[0-9:]{8}\.[0-9]{3}Z subscribed' "$T/mon-utc.out" ||
+                fail "monitor --utc's time: $(cat "$T/mon-utc.out")"
         stop_svffd TERM || fail "svffd exit status"
         rc=0; wait $mon || rc=$?
         BG_PIDS=""

@@ -64,7 +64,14 @@ ctl init $PF 4 >/dev/null || fail "init"
 VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2)
 gen() { ctl status --json | jget 'd["store"]["generation"]'; }
 
-ctl attach "$VF0" vm1 >/dev/null || fail "attach through libvirtd"
+# monitor's line for the attach names the domain and the guest address.
+"$SVFFCTL" --socket "$SOCK" monitor --utc > "$T/mon.out" 2>&1 &
+BG_PIDS=$!
+wait_for grep -q subscribed "$T/mon.out" || fail "monitor did not subscribe"
+ctl attach "$VF0" vm1 --guest-address 05:00.0 >/dev/null || fail "attach through libvirtd"
+attached_line() { grep -qE "^[0-9-]{10}T[0-9:]{8}\.[0-9]{3}Z vf-attached $VF0 domain=vm1 guest=05:00\.0" "$T/mon.out"; }
+wait_for attached_line || fail "monitor's vf-attached line: $(cat "$T/mon.out")"
+kill $BG_PIDS; BG_PIDS=""
 
 # libvirtd dies with svffd's call in flight: frozen first, so the call
 # is certainly waiting for it when it is killed.
