@@ -3,8 +3,10 @@
 # with bash-completion and completion/svffctl, the test sends
 # 'svffctl <TAB><TAB>' and PCI address prefixes (colons and all), reads
 # the screen with capture-pane and checks what was offered: commands,
-# every option of a command, PF and VF addresses from svffd, and domains
-# after a VF address for attach but not for detach.
+# every option of a command, PF and VF addresses from svffd (for each
+# command the VFs it can take: free ones to attach, assigned ones to
+# detach, attached ones to pause, paused ones to unpause, recorded ones to
+# release), and domains after a VF address for attach but not detach.
 . "$(dirname "$0")/daemon-lib.sh"
 
 BASH_COMPLETION=/usr/share/bash-completion/bash_completion
@@ -16,6 +18,23 @@ PF=0000:01:00.0
 start_pcisim qdma
 start_svffd
 ctl init $PF 4 >/dev/null || fail "init"
+# VF 0 attached to a running domain, VF 2 paused, VFs 1 and 3 free:
+# recorded while svffd is stopped, a stand-in for attach and pause (no
+# libvirt here).
+stop_svffd TERM || fail "svffd exit status"
+python3 - "$STATE/store.json" "$(sys_vf $PF 0)" "$(sys_vf $PF 2)" <<'PY'
+import json, sys
+path, attached, paused = sys.argv[1:]
+d = json.load(open(path))
+for i, (vf, state, mode) in enumerate([(attached, "attached", None), (paused, "paused", "detach")]):
+    d["assignments"][vf] = {"uuid": "c7a5fdbd-cdaf-9455-926a-d65c16db180%d" % i, "domain": "vm%d" % (i + 1),
+                            "guest_address": "0000:05:00.0", "alias": "ua-svff-%d" % i, "live": True,
+                            "config": True, "state": state, "pause_mode": mode}
+json.dump(d, open(path, "w"))
+PY
+start_svffd
+expect_eq "$(ctl list -o type,state $PF | awk 'NR > 2 { print $2 }' | tr '\n' ' ')" "attached - paused - " \
+        "the VFs' states the completion is checked against"
 
 # A stand-in for virsh: libvirt's domains are what the completion asks it
 # for, and no libvirtd of this test's own can run next to the system's.
@@ -68,7 +87,7 @@ for c in list status init reconf reprogram release monitor attach detach pause u
 done
 
 note "a VF address prefix with colons completes to the VFs"
-type_keys "svffctl pause 0000:01:00." Tab Tab
+type_keys "svffctl release 0000:01:00." Tab Tab
 # bash lists them without the part before the last colon, which is on
 # the command line already (what __ltrim_colon_completions is for).
 for i in 0 1 2 3; do
@@ -78,6 +97,27 @@ done
 reject_screen "the PF is not a VF" "(^| )00\.0( |\$)"
 type_keys "svffctl init 0000:01:0" Tab
 expect_screen "the PF address completes past both colons" '^\$ svffctl init 0000:01:00\.0$'
+
+note "each command offers the VFs it can take"
+# expect_vfs COMMAND INDEXES...: 'svffctl COMMAND <prefix>' offers exactly
+# those VFs of the PF.
+expect_vfs() {
+        _c=$1; shift
+        type_keys "svffctl $_c 0000:01:00." Tab Tab
+        for _i in 0 1 2 3; do
+                _vf=$(sys_vf $PF $_i)
+                case " $* " in
+                # (one alone is completed on the command line itself)
+                *" $_i "*) expect_screen "$_c offers VF $_i" "(^| |:01:)${_vf#0000:01:}( |\$)" ;;
+                *) reject_screen "$_c does not offer VF $_i" "(^| |:01:)${_vf#0000:01:}( |\$)" ;;
+                esac
+        done
+}
+expect_vfs attach 1 3
+expect_vfs detach 0 2
+expect_vfs pause 0
+expect_vfs unpause 2
+expect_vfs release 0 1 2 3
 
 note "domains after a VF address for attach, not for detach"
 type_keys "svffctl attach $(sys_vf $PF 1) vm-" Tab Tab
