@@ -1,5 +1,6 @@
 #!/bin/sh
-# svffd's replies and errors are what its interface declares. Each call
+# svffd's replies and errors are what its interface declares, and the
+# README's socat line reads that interface as written. Each call
 # goes through varlink-check (daemon-lib.sh), which fails the test on any
 # reply that breaks the description svffd serves, and the cases the
 # validator cannot see by itself are asserted here:
@@ -28,6 +29,15 @@ start_pcisim qdma
 chmod 0755 "$T"
 printf '{ "numvfs_timeout_sec": 1 }\n' > "$T/svff.conf"
 start_svffd
+# The README's way to read the interface on Debian 12 (socat and jq),
+# run as written against this svffd's socket.
+awk '/read it with socat and jq:/ { on = 1 } on && /```sh/ { code = 1; next } code && /```/ { exit } code' \
+        "$top_srcdir/README.md" | sed "s|/run/svff/svffd.sock|$SOCK|" > "$T/introspect.sh"
+[ -s "$T/introspect.sh" ] || fail "no socat line under the README's interface paragraph"
+command -v socat >/dev/null || fail "socat is not installed (scripts/setup-deps installs it)"
+sh "$T/introspect.sh" > "$T/introspect.out" || fail "the README's socat line failed: $(cat "$T/introspect.out")"
+grep -qx "interface io.svff" "$T/introspect.out" || fail "the README's socat line: $(head -n 5 "$T/introspect.out")"
+grep -q "^method Reconf(" "$T/introspect.out" || fail "the README's socat line: no method Reconf"
 
 note "every member documented, enums, GetInfo's url"
 "$VC" -upstream "$SOCK" -lint > "$T/lint.out" 2>&1 || fail "undocumented members: $(cat "$T/lint.out")"
