@@ -381,11 +381,17 @@ static int init_record(struct init_op *io) {
                 gone = n;
                 gone[n_gone++] = key;
         }
+        /* One line per shrink, however many VFs it took; Monitor still
+         * gets an event per VF. */
+        if (n_gone == 1)
+                log_info("VF %s no longer exists after setting %u VFs on %s; dropping its record.", gone[0],
+                         io->numvfs, io->pf);
+        else if (n_gone > 1)
+                log_info("%zu VFs (%s to %s) no longer exist after setting %u VFs on %s; dropping their records.",
+                         n_gone, gone[0], gone[n_gone - 1], io->numvfs, io->pf);
         for (size_t i = 0; i < n_gone; i++) {
                 struct json_object *ev = event_new("vf-forgotten", gone[i], io->pf);
 
-                log_info("VF %s no longer exists after setting %u VFs on %s; dropping its record.",
-                         gone[i], io->numvfs, io->pf);
                 if (ev)
                         json_object_object_add(ev, "message",
                                                json_object_new_string("the new VF count removed this VF"));

@@ -182,4 +182,18 @@ PY
 ctl init $PF 8 >/dev/null || fail "init restoring the recorded count"
 ctl status --json | jget 'len(d["drift"])' | grep -qx 0 || fail "drift left after restoring"
 
+# A shrink: one log line for the records it drops, however many, and an
+# event per VF for Monitor.
+"$SVFFCTL" --socket "$SOCK" monitor --json > "$T/shrink.out" &
+BG_PIDS=$!
+wait_for grep -q subscribed "$T/shrink.out" || fail "monitor did not subscribe"
+vf3=$(sys_vf $PF 3); vf7=$(sys_vf $PF 7)
+ctl init $PF 3 >/dev/null || fail "init 3"
+forgotten() { [ "$(grep -c '"vf-forgotten"' "$T/shrink.out")" = 5 ]; }
+wait_for forgotten || fail "vf-forgotten events of the shrink: $(grep -c vf-forgotten "$T/shrink.out")"
+kill $BG_PIDS; BG_PIDS=""
+expect_eq "$(grep -c "no longer exist" "$T/svffd.log")" 1 "log lines for the records a shrink from 8 to 3 drops"
+grep -q "5 VFs ($vf3 to $vf7) no longer exist after setting 3 VFs on $PF; dropping their records" "$T/svffd.log" ||
+        fail "the shrink's log line: $(grep "no longer exist" "$T/svffd.log")"
+
 echo "PASS"
