@@ -59,10 +59,10 @@ grep -q "ETA" "$T/seen" || fail "no ETA shown: $(sort -u "$T/seen")"
 python3 - "$T/screen" <<'PY' || fail "monitor and progress lines glued together: $(cat "$T/screen")"
 import re, sys
 lines = open(sys.argv[1]).read().splitlines()
-ev = [l for l in lines if re.search(r"\d{4}-\d\d-\d\dT[\d:.]+Z ", l)]
+ev = [l for l in lines if re.search(r"\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d{4}) ", l)]
 assert len(ev) >= 40, len(ev)
 for l in ev:
-    assert re.match(r"\d{4}-\d\d-\d\dT[\d:.]+Z ", l), l
+    assert re.match(r"\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d{4}) ", l), l
     assert not re.search(r"init \S+ [|/\\-] ", l), l
 PY
 grep -q "PF $PF: $N VFs on vfio-pci" "$T/screen" || fail "result line: $(cat "$T/screen")"
