@@ -515,6 +515,7 @@ static int print_list_filtered(struct json_object *p, const char *error, bool co
         const struct list_filter *f = userdata;
         struct json_object *pfs = NULL, *absent = NULL;
         const char *unknown;
+        size_t n;
         int r;
 
         if (error)
@@ -535,9 +536,12 @@ static int print_list_filtered(struct json_object *p, const char *error, bool co
                 print_json(stdout, p);
                 return 0;
         }
-        (void) json_object_object_get_ex(p, "pfs", &pfs);
-        (void) json_object_object_get_ex(p, "absent", &absent);
-        if (f->domain && json_object_array_length(pfs) + (absent ? json_object_array_length(absent) : 0) == 0) {
+        if (!json_object_object_get_ex(p, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
+                pfs = NULL;
+        if (!json_object_object_get_ex(p, "absent", &absent) || !json_object_is_type(absent, json_type_array))
+                absent = NULL;
+        n = (pfs ? json_object_array_length(pfs) : 0) + (absent ? json_object_array_length(absent) : 0);
+        if (f->domain && n == 0) {
                 printf("No VF%s is assigned to domain '%s'.\n", f->n_addrs > 0 ? " of those named" : "",
                        f->domain);
                 return 0;
