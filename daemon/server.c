@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -666,6 +668,22 @@ static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
         if (c->current && c->out_pending == 0) {
                 connection_touch(c);
                 return 0;
+        }
+        /* Output waits, but the peer has read all the kernel holds for
+         * it: only the loop has not written the rest yet (a busy
+         * iteration), which says nothing about the peer. */
+        if (c->out_pending > 0) {
+                int unread = 0;
+
+                if (ioctl(c->fd, SIOCOUTQ, &unread) >= 0 && unread == 0) {
+                        if (connection_flush(c) < 0) {
+                                connection_free(c);
+                                return 0;
+                        }
+                        connection_update_events(c);
+                        connection_touch(c);
+                        return 0;
+                }
         }
         log_debug("Connection from pid %d idle for too long, closing.", (int) c->peer.pid);
         connection_free(c);
