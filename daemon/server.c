@@ -462,8 +462,9 @@ static void connection_update_events(struct connection *c) {
 }
 
 /* Re-arms the idle timeout: at accept, for each complete message taken
- * from the peer or written to it, and when output starts waiting. Bytes alone do not count, or a
- * peer dripping one a second would hold its connection forever. */
+ * from the peer or written to it, and when output starts waiting. Bytes
+ * alone do not count, or a peer dripping one a second would hold its
+ * connection forever. */
 static void connection_touch(struct connection *c) {
         if (c->server->limits.idle_timeout_usec == 0) {
                 (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
