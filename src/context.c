@@ -24,9 +24,11 @@ struct svff_ctx {
 
         /* Deadline-bounded writes whose thread has not returned yet
          * (sysfs.c), so a reader can tell a file is being written before
-         * it reads one the kernel serialises behind the write. */
+         * it reads one the kernel serialises behind the write; and
+         * deadline-bounded reads abandoned in the kernel, so that none
+         * is started again before the last one returns. */
         pthread_mutex_t writes_lock;
-        struct pending_write *writes;
+        struct pending_io *writes;
 
         pthread_mutex_t pci_lock;
         void *pci_access;         /* struct pci_access *, lazily */
@@ -36,11 +38,12 @@ struct svff_ctx {
         char *pci_ids_path;       /* NULL: libpci's default */
 };
 
-struct pending_write {
-        struct pending_write *next;
+struct pending_io {
+        struct pending_io *next;
         char *path;
-        char *value;
+        char *value;            /* a write's value; NULL for a read */
         bool late;              /* its writer gave up waiting for it */
+        uint64_t since;         /* a read: when it began */
 };
 
 static void log_stderr(void *userdata, int priority, const char *file, int line,
@@ -140,14 +143,16 @@ void svff_ctx_stuck_writes_dec(struct svff_ctx *ctx) {
         atomic_fetch_sub(&ctx->stuck_writes, 1);
 }
 
-int svff_ctx_write_begin(struct svff_ctx *ctx, const char *path, const char *value) {
-        struct pending_write *w = calloc(1, sizeof(*w));
+/* value NULL: a read. */
+static int io_begin(struct svff_ctx *ctx, const char *path, const char *value, uint64_t since) {
+        struct pending_io *w = calloc(1, sizeof(*w));
 
         if (!w)
                 return -ENOMEM;
         w->path = strdup(path);
-        w->value = strdup(value);
-        if (!w->path || !w->value) {
+        w->value = value ? strdup(value) : NULL;
+        w->since = since;
+        if (!w->path || (value && !w->value)) {
                 free(w->path);
                 free(w->value);
                 free(w);
@@ -160,29 +165,19 @@ int svff_ctx_write_begin(struct svff_ctx *ctx, const char *path, const char *val
         return 0;
 }
 
-static struct pending_write **find_write(struct svff_ctx *ctx, const char *path) {
-        struct pending_write **p = &ctx->writes;
+static struct pending_io **find_io(struct svff_ctx *ctx, const char *path, bool read) {
+        struct pending_io **p = &ctx->writes;
 
-        while (*p && !streq((*p)->path, path))
+        while (*p && (!streq((*p)->path, path) || !(*p)->value != read))
                 p = &(*p)->next;
         return p;
 }
 
-void svff_ctx_write_late(struct svff_ctx *ctx, const char *path) {
-        struct pending_write **p;
+static void io_end(struct svff_ctx *ctx, const char *path, bool read) {
+        struct pending_io **p, *w;
 
         pthread_mutex_lock(&ctx->writes_lock);
-        p = find_write(ctx, path);
-        if (*p)
-                (*p)->late = true;
-        pthread_mutex_unlock(&ctx->writes_lock);
-}
-
-void svff_ctx_write_end(struct svff_ctx *ctx, const char *path) {
-        struct pending_write **p, *w;
-
-        pthread_mutex_lock(&ctx->writes_lock);
-        p = find_write(ctx, path);
+        p = find_io(ctx, path, read);
         w = *p;
         if (w)
                 *p = w->next;
@@ -194,15 +189,57 @@ void svff_ctx_write_end(struct svff_ctx *ctx, const char *path) {
         free(w);
 }
 
+int svff_ctx_write_begin(struct svff_ctx *ctx, const char *path, const char *value) {
+        return io_begin(ctx, path, value, 0);
+}
+
+void svff_ctx_write_late(struct svff_ctx *ctx, const char *path) {
+        struct pending_io **p;
+
+        pthread_mutex_lock(&ctx->writes_lock);
+        p = find_io(ctx, path, false);
+        if (*p)
+                (*p)->late = true;
+        pthread_mutex_unlock(&ctx->writes_lock);
+}
+
+void svff_ctx_write_end(struct svff_ctx *ctx, const char *path) {
+        io_end(ctx, path, false);
+}
+
+int svff_ctx_read_stuck_begin(struct svff_ctx *ctx, const char *path, uint64_t since) {
+        return io_begin(ctx, path, NULL, since);
+}
+
+void svff_ctx_read_stuck_end(struct svff_ctx *ctx, const char *path) {
+        io_end(ctx, path, true);
+}
+
+int svff_ctx_read_stuck(struct svff_ctx *ctx, const char *path, uint64_t *ret_since) {
+        struct pending_io *w;
+        uint64_t since = 0;
+
+        if (!ctx || !path)
+                return -EINVAL;
+        pthread_mutex_lock(&ctx->writes_lock);
+        w = *find_io(ctx, path, true);
+        if (w)
+                since = w->since;
+        pthread_mutex_unlock(&ctx->writes_lock);
+        if (w && ret_since)
+                *ret_since = since;
+        return !!w;
+}
+
 int svff_ctx_write_pending(struct svff_ctx *ctx, const char *path, char **ret_value, bool *ret_late) {
-        struct pending_write *w;
+        struct pending_io *w;
         char *value = NULL;
         bool late = false;
 
         if (!ctx || !path)
                 return -EINVAL;
         pthread_mutex_lock(&ctx->writes_lock);
-        w = *find_write(ctx, path);
+        w = *find_io(ctx, path, false);
         if (w) {
                 late = w->late;
                 value = ret_value ? strdup(w->value) : NULL;

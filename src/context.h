@@ -48,6 +48,12 @@ unsigned svff_ctx_get_stuck_writes(struct svff_ctx *ctx);
  * stuck write); 0 when none is; -ENOMEM. Both outputs are optional. */
 int svff_ctx_write_pending(struct svff_ctx *ctx, const char *path, char **ret_value, bool *ret_late);
 
+/* Whether a deadline-bounded read of path by this context gave up waiting
+ * and the read has not returned from the kernel yet (a write by another
+ * process holds it): 1, with when it began (ret_since, CLOCK_MONOTONIC
+ * usec, optional); 0 when none is. */
+int svff_ctx_read_stuck(struct svff_ctx *ctx, const char *path, uint64_t *ret_since);
+
 /* Use path instead of libpci's compiled-in pci.ids (tests; hosts with
  * their own copy). Drops a libpci handle already set up, so it takes
  * effect at the next lookup. -ENOMEM. */
@@ -80,3 +86,8 @@ void svff_ctx_stuck_writes_dec(struct svff_ctx *ctx);
 int svff_ctx_write_begin(struct svff_ctx *ctx, const char *path, const char *value);
 void svff_ctx_write_late(struct svff_ctx *ctx, const char *path);
 void svff_ctx_write_end(struct svff_ctx *ctx, const char *path);
+
+/* The reads behind svff_ctx_read_stuck() (sysfs.c): begin when a reader
+ * gives up on one (-ENOMEM), end when the read returns. */
+int svff_ctx_read_stuck_begin(struct svff_ctx *ctx, const char *path, uint64_t since);
+void svff_ctx_read_stuck_end(struct svff_ctx *ctx, const char *path);

@@ -235,12 +235,13 @@ int svff_sysfs_write(int rootfd, const char *path, const char *value) {
         return 0;
 }
 
-/* One blocking write, shared between the caller (who may give up) and the
- * thread doing it (which cannot). Whoever drops the last reference frees
- * it; the job holds a context reference so that the stuck-writes counter
- * and the root fd stay valid until the write returns, even when the
- * caller has long since unref'd the context. */
-struct write_job {
+/* One blocking read or write, shared between the caller (who may give up)
+ * and the thread doing it (which cannot). Whoever drops the last
+ * reference frees it; the job holds a context reference so that the
+ * stuck-writes counter, the pending list and the root fd stay valid until
+ * the I/O returns, even when the caller has long since unref'd the
+ * context. */
+struct io_job {
         pthread_mutex_t lock;
         pthread_cond_t cond;
         unsigned n_ref;     /* under lock */
@@ -250,10 +251,12 @@ struct write_job {
 
         struct svff_ctx *ctx;
         char *path;
-        char *value;
+        bool read;
+        char *value;        /* a write's value; a read's result, under lock */
+        usec_t started;
 };
 
-static void write_job_unref(struct write_job *j) {
+static void io_job_unref(struct io_job *j) {
         bool last;
 
         if (!j)
@@ -273,36 +276,122 @@ static void write_job_unref(struct write_job *j) {
         free(j);
 }
 
-static void *write_job_run(void *userdata) {
-        struct write_job *j = userdata;
+static void *io_job_run(void *userdata) {
+        struct io_job *j = userdata;
+        char *value = NULL;
         int r;
 
-        r = svff_sysfs_write(svff_ctx_get_rootfd(j->ctx), j->path, j->value);
-        svff_ctx_write_end(j->ctx, j->path);
+        if (j->read)
+                r = svff_sysfs_read(svff_ctx_get_rootfd(j->ctx), j->path, &value);
+        else {
+                r = svff_sysfs_write(svff_ctx_get_rootfd(j->ctx), j->path, j->value);
+                svff_ctx_write_end(j->ctx, j->path);
+        }
 
         pthread_mutex_lock(&j->lock);
         j->done = true;
         j->result = r;
+        if (j->read)
+                j->value = value;
         if (j->abandoned) {
-                svff_ctx_stuck_writes_dec(j->ctx);
-                svff_log_debug(j->ctx, "Stuck write of '%s' to '%s' finished late: %d",
-                               j->value, j->path, r);
+                if (j->read)
+                        svff_ctx_read_stuck_end(j->ctx, j->path);
+                else
+                        svff_ctx_stuck_writes_dec(j->ctx);
+                svff_log_debug(j->ctx, "Stuck %s of '%s' finished late: %d", j->read ? "read" : "write",
+                               j->path, r);
         }
         pthread_cond_signal(&j->cond);
         pthread_mutex_unlock(&j->lock);
 
-        write_job_unref(j);
+        io_job_unref(j);
         return NULL;
 }
 
-int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char *value,
-                              usec_t timeout_usec) {
-        struct write_job *j;
-        pthread_condattr_t cattr;
+/* Runs j on a thread of its own and waits up to timeout_usec for it:
+ * its result, or -ETIMEDOUT with the job left to finish alone and
+ * recorded as stuck in the context. Takes the caller's reference. */
+static int io_job_run_deadline(struct io_job *j, usec_t timeout_usec, char **ret_value) {
+        struct svff_ctx *ctx = j->ctx;
         pthread_attr_t attr;
         pthread_t thread;
         struct timespec ts;
         usec_t deadline;
+        int r;
+
+        j->n_ref = 2;
+        j->started = svff_now_usec();
+
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        r = -pthread_create(&thread, &attr, io_job_run, j);
+        pthread_attr_destroy(&attr);
+        if (r < 0) {
+                if (!j->read)
+                        svff_ctx_write_end(ctx, j->path);
+                j->n_ref = 1;
+                io_job_unref(j);
+                return r;
+        }
+
+        deadline = j->started + timeout_usec;
+        ts.tv_sec = (time_t) (deadline / USEC_PER_SEC);
+        ts.tv_nsec = (long) (deadline % USEC_PER_SEC * 1000);
+
+        pthread_mutex_lock(&j->lock);
+        while (!j->done) {
+                int k = pthread_cond_timedwait(&j->cond, &j->lock, &ts);
+                if (k == ETIMEDOUT && !j->done) {
+                        j->abandoned = true;
+                        if (j->read)
+                                (void) svff_ctx_read_stuck_begin(ctx, j->path, j->started);
+                        else {
+                                svff_ctx_stuck_writes_inc(ctx);
+                                svff_ctx_write_late(ctx, j->path);
+                        }
+                        break;
+                }
+        }
+        r = j->done ? j->result : -ETIMEDOUT;
+        if (r >= 0 && ret_value)
+                *ret_value = TAKE_PTR(j->value);
+        pthread_mutex_unlock(&j->lock);
+
+        if (r == -ETIMEDOUT)
+                svff_log_debug(ctx, "%s '%s' still blocked after %llu ms, leaving it",
+                               j->read ? "Read of" : "Write to", j->path,
+                               (unsigned long long) (timeout_usec / USEC_PER_MSEC));
+        io_job_unref(j);
+        return r;
+}
+
+/* value NULL: a read. One reference, the caller's. */
+static struct io_job *io_job_new(struct svff_ctx *ctx, const char *path, const char *value) {
+        struct io_job *j = calloc(1, sizeof(*j));
+        pthread_condattr_t cattr;
+
+        if (!j)
+                return NULL;
+        pthread_mutex_init(&j->lock, NULL);
+        pthread_condattr_init(&cattr);
+        pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+        pthread_cond_init(&j->cond, &cattr);
+        pthread_condattr_destroy(&cattr);
+        j->n_ref = 1;
+        j->ctx = svff_ctx_ref(ctx);
+        j->path = strdup(path);
+        j->read = !value;
+        j->value = value ? strdup(value) : NULL;
+        if (!j->path || (value && !j->value)) {
+                io_job_unref(j);
+                return NULL;
+        }
+        return j;
+}
+
+int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char *value,
+                              usec_t timeout_usec) {
+        struct io_job *j;
         int r;
 
         if (!ctx)
@@ -316,64 +405,38 @@ int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char
         if (!value)
                 return -EINVAL;
 
-        j = calloc(1, sizeof(*j));
+        j = io_job_new(ctx, path, value);
         if (!j)
                 return -ENOMEM;
-        j->path = strdup(path);
-        j->value = strdup(value);
-        if (!j->path || !j->value) {
-                free(j->path);
-                free(j->value);
-                free(j);
-                return -ENOMEM;
-        }
-        pthread_mutex_init(&j->lock, NULL);
-        pthread_condattr_init(&cattr);
-        pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-        pthread_cond_init(&j->cond, &cattr);
-        pthread_condattr_destroy(&cattr);
-        j->ctx = svff_ctx_ref(ctx);
-        j->n_ref = 2;
         r = svff_ctx_write_begin(ctx, path, value);
         if (r < 0) {
-                j->n_ref = 1;
-                write_job_unref(j);
+                io_job_unref(j);
                 return r;
         }
+        return io_job_run_deadline(j, timeout_usec, NULL);
+}
 
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        r = -pthread_create(&thread, &attr, write_job_run, j);
-        pthread_attr_destroy(&attr);
-        if (r < 0) {
-                svff_ctx_write_end(ctx, path);
-                j->n_ref = 1;
-                write_job_unref(j);
+int svff_sysfs_read_u64_deadline(struct svff_ctx *ctx, const char *path, usec_t timeout_usec, uint64_t *ret) {
+        _cleanup_free_ char *value = NULL;
+        struct io_job *j;
+        int r;
+
+        if (!ctx || !ret)
+                return -EINVAL;
+        r = check_path(path);
+        if (r < 0)
                 return r;
-        }
+        r = svff_ctx_read_stuck(ctx, path, NULL);
+        if (r != 0)
+                return r < 0 ? r : -EBUSY;
 
-        deadline = svff_now_usec() + timeout_usec;
-        ts.tv_sec = (time_t) (deadline / USEC_PER_SEC);
-        ts.tv_nsec = (long) (deadline % USEC_PER_SEC * 1000);
-
-        pthread_mutex_lock(&j->lock);
-        while (!j->done) {
-                int k = pthread_cond_timedwait(&j->cond, &j->lock, &ts);
-                if (k == ETIMEDOUT && !j->done) {
-                        j->abandoned = true;
-                        svff_ctx_stuck_writes_inc(ctx);
-                        svff_ctx_write_late(ctx, path);
-                        break;
-                }
-        }
-        r = j->done ? j->result : -ETIMEDOUT;
-        pthread_mutex_unlock(&j->lock);
-
-        if (r == -ETIMEDOUT)
-                svff_log_debug(ctx, "Write of '%s' to '%s' still blocked after %llu ms, leaving it",
-                               value, path, (unsigned long long) (timeout_usec / USEC_PER_MSEC));
-        write_job_unref(j);
-        return r;
+        j = io_job_new(ctx, path, NULL);
+        if (!j)
+                return -ENOMEM;
+        r = io_job_run_deadline(j, timeout_usec, &value);
+        if (r < 0)
+                return r;
+        return parse_u64(value, ret);
 }
 
 int svff_sysfs_readlink(int rootfd, const char *path, char **ret) {

@@ -47,6 +47,14 @@ int svff_sysfs_write(int rootfd, const char *path, const char *value);
 int svff_sysfs_write_deadline(struct svff_ctx *ctx, const char *path, const char *value,
                               usec_t timeout_usec);
 
+/* Like svff_sysfs_read_u64(), bounded by a deadline, for attributes a write
+ * by another process can hold in the kernel (reading sriov_numvfs waits
+ * for any store to it). The read runs on a thread of its own; when
+ * timeout_usec passes first this returns -ETIMEDOUT, and the thread is
+ * left to finish the read, recorded by svff_ctx_read_stuck() until it
+ * does. While one is, another read of path returns -EBUSY at once. */
+int svff_sysfs_read_u64_deadline(struct svff_ctx *ctx, const char *path, usec_t timeout_usec, uint64_t *ret);
+
 /* A symlink's target as stored ("../../../bus/pci/drivers/vfio-pci"). */
 int svff_sysfs_readlink(int rootfd, const char *path, char **ret);
 

@@ -217,6 +217,58 @@ START_TEST(test_deadline_fifo) {
 }
 END_TEST
 
+/* Writes value into the FIFO at path once its reader is there. */
+static void feed_fifo(const char *path, const char *value) {
+        _cleanup_close_ int fd = -EBADF;
+        usec_t deadline = svff_now_usec() + 5 * USEC_PER_SEC;
+
+        /* O_NONBLOCK: ENXIO until the reader has opened its side. */
+        while ((fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 && errno == ENXIO &&
+               svff_now_usec() < deadline)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000 * 1000 }, NULL);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, value, strlen(value)), (ssize_t) strlen(value));
+}
+
+START_TEST(test_read_deadline) {
+        _cleanup_free_ char *fifo = NULL;
+        uint64_t v = 0, since = 0;
+        usec_t start, elapsed, deadline;
+
+        ck_assert_int_ge(asprintf(&fifo, "%s/a/fifo", root), 0);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+
+        ck_assert_int_eq(svff_sysfs_read_u64_deadline(ctx, "a/dec", 5 * USEC_PER_SEC, &v), 0);
+        ck_assert_uint_eq(v, 252);
+        ck_assert_int_eq(svff_sysfs_read_u64_deadline(ctx, "a/text", 5 * USEC_PER_SEC, &v), -EINVAL);
+        ck_assert_int_eq(svff_sysfs_read_u64_deadline(ctx, "a/none", 5 * USEC_PER_SEC, &v), -ENOENT);
+        ck_assert_int_eq(svff_ctx_read_stuck(ctx, "a/fifo", NULL), 0);
+
+        /* No writer: open(O_RDONLY) blocks, as reading sriov_numvfs does
+         * while another process's write to it is in the kernel. */
+        start = svff_now_usec();
+        ck_assert_int_eq(svff_sysfs_read_u64_deadline(ctx, "a/fifo", 100 * USEC_PER_MSEC, &v), -ETIMEDOUT);
+        elapsed = svff_now_usec() - start;
+        ck_assert_uint_ge(elapsed, 100 * USEC_PER_MSEC);
+        ck_assert_uint_lt(elapsed, 2 * USEC_PER_SEC);
+        ck_assert_int_eq(svff_ctx_read_stuck(ctx, "a/fifo", &since), 1);
+        ck_assert_uint_ge(since, start);
+        ck_assert_uint_le(since, start + elapsed);
+        /* No second reader piles up behind the first: busy at once. */
+        start = svff_now_usec();
+        ck_assert_int_eq(svff_sysfs_read_u64_deadline(ctx, "a/fifo", 5 * USEC_PER_SEC, &v), -EBUSY);
+        ck_assert_uint_lt(svff_now_usec() - start, USEC_PER_SEC);
+        /* A write of the same path is no read. */
+        ck_assert_int_eq(svff_ctx_write_pending(ctx, "a/fifo", NULL, NULL), 0);
+
+        feed_fifo(fifo, "3\n");
+        deadline = svff_now_usec() + 5 * USEC_PER_SEC;
+        while (svff_ctx_read_stuck(ctx, "a/fifo", NULL) > 0 && svff_now_usec() < deadline)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000 * 1000 }, NULL);
+        ck_assert_int_eq(svff_ctx_read_stuck(ctx, "a/fifo", NULL), 0);
+}
+END_TEST
+
 START_TEST(test_deadline_outlives_ctx) {
         _cleanup_free_ char *fifo = NULL;
 
@@ -256,6 +308,7 @@ int main(void) {
         tcase_add_test(tc, test_write_links_dirs);
         tcase_add_test(tc, test_deadline_completes);
         tcase_add_test(tc, test_deadline_fifo);
+        tcase_add_test(tc, test_read_deadline);
         tcase_add_test(tc, test_deadline_outlives_ctx);
         tcase_add_test(tc, test_ctx);
         suite_add_tcase(s, tc);
