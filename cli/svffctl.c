@@ -696,6 +696,8 @@ static int print_status(struct json_object *reply, const void *userdata) {
 
                         if (jstr(o, "refused"))
                                 printf("  %s: policy not applied: %s\n", strna(jstr(o, "pf")), jstr(o, "refused"));
+                        if (jstr(o, "changing"))
+                                printf("  %s: changing: %s\n", strna(jstr(o, "pf")), jstr(o, "changing"));
                         /* What sets LIMIT, in the words of every message
                          * about a refused count: when something other
                          * than the device lowers it or shares it out

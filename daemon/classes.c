@@ -158,7 +158,7 @@ static int opened_open(struct svff_ctx *ctx, const char *pf, bool try, struct op
         r = try ? svff_pf_load_nowait(ctx, pf, &o->pf, err) : svff_pf_load(ctx, pf, &o->pf, err);
         if (r < 0)
                 return r;
-        if (o->pf->numvfs_pending) {
+        if (svff_pf_is_unread(o->pf)) {
                 opened_done(o);
                 return svff_error_set(err, -EBUSY, "The VF count of PF %s is being changed", pf);
         }

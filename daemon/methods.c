@@ -20,6 +20,7 @@
 #include "params.h"
 #include "reconcile.h"
 #include "reconfigure.h"
+#include "sysfs.h"
 
 static uint64_t now(clockid_t clock) {
         struct timespec ts;
@@ -194,6 +195,13 @@ static struct json_object *json_changing(struct manager *m, const struct svff_pf
         struct operation *op;
         char buf[512];
 
+        if (pf->numvfs_unread_since) {
+                snprintf(buf, sizeof(buf), "its sriov_numvfs has not answered a read for %llu s: another process "
+                         "is changing the VF count (or the PF's driver) and the kernel holds the PF until it "
+                         "ends; shown as last read",
+                         (unsigned long long) ((svff_now_usec() - pf->numvfs_unread_since) / USEC_PER_SEC));
+                return json_object_new_string(buf);
+        }
         if (!pf->numvfs_pending)
                 return NULL;
         op = manager_find_operation(m, pf->address);
@@ -305,7 +313,7 @@ static struct json_object *json_absent(struct manager *m) {
  * follows the operations, which the cached reply does not. */
 static bool snapshot_has_pending(const struct snapshot *s) {
         for (size_t i = 0; i < s->n_pfs; i++)
-                if (s->pfs[i]->numvfs_pending)
+                if (svff_pf_is_unread(s->pfs[i]))
                         return true;
         return false;
 }
@@ -429,6 +437,7 @@ static struct json_object *json_owners(struct manager *m) {
                                        pf->cap_totalvfs ? json_object_new_int64(pf->cap_totalvfs) : NULL);
                 json_object_object_add(o, "vf_total_msix",
                                        pf->vf_total_msix ? json_object_new_int64(pf->vf_total_msix) : NULL);
+                json_object_object_add(o, "changing", json_changing(m, pf));
                 json_object_array_add(a, o);
         }
         return a;

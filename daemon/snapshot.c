@@ -194,21 +194,23 @@ static int cmp_pf(const void *a, const void *b) {
         return strcmp((*(struct svff_pf *const *) a)->address, (*(struct svff_pf *const *) b)->address);
 }
 
-/* A pass does not read a PF while svffd's write to its sriov_numvfs is
- * in the kernel, which would hold the read (and every caller behind the
- * pass) until the write ends: it gives only the write (numvfs_pending).
- * The PF's last known state stands in, marked with that write; the stand-in
- * (*pf) is freed. *pf is NULL for a PF that is gone, old NULL for one
- * never read. */
+/* A pass does not read a PF while a write to its sriov_numvfs is in the
+ * kernel, which would hold the read (and every caller behind the pass)
+ * until the write ends: it gives only svffd's own write (numvfs_pending),
+ * or how long the read has waited for another process's
+ * (numvfs_unread_since). The PF's last known state stands in, marked with
+ * that; the stand-in (*pf) is freed. *pf is NULL for a PF that is gone,
+ * old NULL for one never read. */
 static void keep_last_known(struct svff_pf **pf, struct svff_pf **old) {
         struct svff_pf *last;
 
-        if (!*pf || !old || !*old || !(*pf)->numvfs_pending)
+        if (!*pf || !old || !*old || !svff_pf_is_unread(*pf))
                 return;
         last = TAKE_PTR(*old);
         free(last->numvfs_pending);
         last->numvfs_pending = TAKE_PTR((*pf)->numvfs_pending);
         last->numvfs_pending_late = (*pf)->numvfs_pending_late;
+        last->numvfs_unread_since = (*pf)->numvfs_unread_since;
         svff_pf_free(*pf);
         *pf = last;
 }
@@ -460,14 +462,17 @@ static uint64_t snapshot_not_before(struct snapshot_cache *c, uint64_t t) {
 /* Whether a numvfs write began or ended since the snapshot was taken:
  * one it shows in progress has ended (the PF can be read again, and only
  * a pass shows what the write did), or one began on a PF it shows as
- * read (it must show the PF as changing from the start of the write). */
+ * read (it must show the PF as changing from the start of the write).
+ * The same for a read another process's write held: once it returned,
+ * only a pass shows what that write did. */
 static bool pending_writes_changed(struct snapshot_cache *c) {
         for (size_t i = 0; c->snapshot && i < c->snapshot->n_pfs; i++) {
                 const struct svff_pf *pf = c->snapshot->pfs[i];
                 _cleanup_free_ char *path = NULL;
 
                 if (asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", pf->address) < 0 ||
-                    (svff_ctx_write_pending(c->ctx, path, NULL, NULL) > 0) != !!pf->numvfs_pending)
+                    (svff_ctx_write_pending(c->ctx, path, NULL, NULL) > 0) != !!pf->numvfs_pending ||
+                    (pf->numvfs_unread_since && svff_ctx_read_stuck(c->ctx, path, NULL) <= 0))
                         return true;
         }
         return false;

@@ -259,7 +259,6 @@ static const struct pf_number pf_ids[] = {
         PF_NUMBER("vendor", true, vendor_id),
         PF_NUMBER("device", true, device_id),
         PF_NUMBER("class", true, class),
-        PF_NUMBER("sriov_numvfs", false, numvfs),
 };
 
 /* sriov_offset, sriov_stride and sriov_vf_device appeared in Linux 4.18;
@@ -322,6 +321,46 @@ static int pf_load_pending(struct svff_ctx *ctx, const char *address, struct svf
         return 0;
 }
 
+/* A PF's count, which a write by another process holds in the kernel.
+ * Under nowait the read has a deadline: past it, or while an earlier
+ * read is still held, *ret is the PF with only its address and
+ * numvfs_unread_since. 0 with *ret NULL and *numvfs set when read. */
+static int pf_read_numvfs(struct svff_ctx *ctx, const char *address, int dfd, bool nowait, unsigned *numvfs,
+                          struct svff_pf **ret) {
+        _cleanup_free_ char *path = NULL;
+        uint64_t v, since = 0;
+        struct svff_pf *pf;
+        int r;
+
+        *ret = NULL;
+        if (!nowait)
+                r = svff_sysfs_read_u64(dfd, "sriov_numvfs", &v);
+        else {
+                if (asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", address) < 0)
+                        return -ENOMEM;
+                r = svff_sysfs_read_u64_deadline(ctx, path, SVFF_NUMVFS_READ_TIMEOUT_USEC, &v);
+        }
+        if (r >= 0) {
+                *numvfs = (unsigned) v;
+                return 0;
+        }
+        if (r != -ETIMEDOUT && r != -EBUSY)
+                return r;
+        if (svff_ctx_read_stuck(ctx, path, &since) <= 0)
+                since = svff_now_usec();  /* ended just now: the next pass reads it */
+        pf = calloc(1, sizeof(*pf));
+        if (!pf)
+                return -ENOMEM;
+        memcpy(pf->address, address, SVFF_PCI_ADDR_STRLEN);
+        pf->numa_node = pf->iommu_group = -1;
+        pf->vf_missing = UINT_MAX;
+        pf->numvfs_unread_since = since;
+        svff_log_debug(ctx, "PF '%s': sriov_numvfs has not answered for %llu ms, not reading the PF", address,
+                       (unsigned long long) ((svff_now_usec() - since) / USEC_PER_MSEC));
+        *ret = pf;
+        return 0;
+}
+
 static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, bool nowait, struct svff_pf **ret,
                       struct svff_error *err) {
         _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
@@ -357,6 +396,19 @@ static int pf_load_at(struct svff_ctx *ctx, const char *address, int dfd, bool n
                 return no_sriov(ctx, address, err);
         if (r < 0)
                 return r;
+        {
+                struct svff_pf *unread;
+
+                r = pf_read_numvfs(ctx, address, dfd, nowait, &pf->numvfs, &unread);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return vanished(err, r, address, "sriov_numvfs");
+                if (unread) {
+                        *ret = unread;
+                        return 0;
+                }
+        }
 
         r = pf_read_numbers(pf, dfd, pf_vf_layout, ELEMENTSOF(pf_vf_layout), err);
         if (r == -ENOENT) {

@@ -52,7 +52,17 @@ struct svff_pf {
                                                   * context is putting into sriov_numvfs, and
                                                   * then only the address is read; else NULL */
         bool numvfs_pending_late;                /* ...a write its writer gave up waiting for */
+        uint64_t numvfs_unread_since;            /* the _nowait loads: when a read of sriov_numvfs
+                                                  * began that has not answered within its
+                                                  * deadline (a write by another process holds
+                                                  * it), and then only the address is read; else 0 */
 };
+
+/* Whether pf is no more than its address: a _nowait load of a PF whose
+ * count is being written. */
+static inline bool svff_pf_is_unread(const struct svff_pf *pf) {
+        return pf->numvfs_pending || pf->numvfs_unread_since;
+}
 
 /* Loads the PF at address (any accepted spelling; stored canonical).
  *   -EINVAL     not a PCI address
@@ -64,10 +74,14 @@ struct svff_pf {
  * disabled) is left out of vfs and the first such is vf_missing. */
 int svff_pf_load(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
                  struct svff_error *err);
-/* Like svff_pf_load(), but never waits for a sriov_numvfs write of ctx
- * (svff_ctx_write_pending()): the kernel serialises reads of the PF's
- * sriov_numvfs (and its config space) behind the write, so such a PF is
- * returned with its address and numvfs_pending set, nothing else read. */
+/* Like svff_pf_load(), but never waits for a sriov_numvfs write: the
+ * kernel serialises reads of the PF's sriov_numvfs (and its config space)
+ * behind the write. A write of ctx (svff_ctx_write_pending()) is not
+ * waited for at all: such a PF is returned with its address and
+ * numvfs_pending set, nothing else read. Any other write (another
+ * process's) is waited for up to SVFF_NUMVFS_READ_TIMEOUT_USEC, then the
+ * PF is returned with its address and numvfs_unread_since set. */
+#define SVFF_NUMVFS_READ_TIMEOUT_USEC (100 * 1000ULL)
 int svff_pf_load_nowait(struct svff_ctx *ctx, const char *address, struct svff_pf **ret,
                         struct svff_error *err);
 void svff_pf_free(struct svff_pf *pf);

@@ -99,4 +99,41 @@ expect_eq "$(list_numvfs $PF < "$T/list.json")" 40 "the count after the slow ini
 expect_eq "$(changing $PF < "$T/list.json")" None "the PF after the slow init"
 expect_eq "$(jget '[len(p["vfs"]) for p in d["pfs"] if p["address"] == "'$PF'"][0]' < "$T/list.json")" 40 \
         "the VFs listed after the slow init"
+
+note "a write by another process: sriov_numvfs set to 0 by hand, List and Status meanwhile, an init of another PF"
+# VF 0 held open keeps the write in the kernel until it is released. No
+# deadline of svffd's bounds this write: only a deadline on each read of
+# the count keeps discovery from waiting for it.
+VF0=$(sys_vf $PF 0)
+pcisim_ctl hold "$VF0"
+HELD=$VF0
+sh -c "echo 0 > '$SYS/bus/pci/devices/$PF/sriov_numvfs'" &
+writer=$!
+BG_PIDS="$writer"
+# Past list_max_age_msec (1 s), so that the next List needs a pass.
+sleep 1.5
+kill -0 $writer 2>/dev/null || fail "the write by hand ended before List could meet it"
+timed other-list list --json
+changing $PF < "$T/other-list.out" | grep -q "another process" ||
+        fail "the PF another process writes is not shown as changing: $(cat "$T/other-list.out")"
+expect_eq "$(list_numvfs $PF < "$T/other-list.out")" 40 "the last known count while another process writes"
+expect_eq "$(changing $OTHER < "$T/other-list.out")" None "another PF while another process writes"
+timed other-status status --json
+jget '[o["changing"] for o in d["owners"] if o["pf"] == "'$PF'"][0]' < "$T/other-status.out" | grep -q "another process" ||
+        fail "status does not show the PF another process writes as changing: $(cat "$T/other-status.out")"
+timed other-status-text status
+grep -q "$PF: changing: .*another process" "$T/other-status-text.out" ||
+        fail "status does not say the PF is changing: $(cat "$T/other-status-text.out")"
+timed other-list-again list --json
+timed other-init init $OTHER 2
+kill -0 $writer 2>/dev/null || fail "the write by hand ended before the checks: they did not meet it"
+pcisim_ctl release "$VF0"
+HELD=""
+rc=0; wait $writer || rc=$?
+BG_PIDS=""
+expect_eq "$rc" 0 "the write by hand"
+wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' list --json | grep -q '\"changing\":null.*\"changing\":null.*\"changing\":null'" ||
+        fail "the PF stays changing after the write by hand ended: $(ctl list --json)"
+ctl list --json > "$T/list.json"
+expect_eq "$(list_numvfs $PF < "$T/list.json")" 0 "the count once the write by hand ended"
 exit 0
