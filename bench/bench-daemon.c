@@ -39,6 +39,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -725,6 +726,98 @@ static size_t run_cli_n(const char *svffctl, char *const argv[], usec_t *v, size
         return k;
 }
 
+#define HELD_RUNS 100                 /* per command, held and not */
+
+struct held_write {
+        pthread_t thread;
+        int rootfd;
+        const char *path;
+        int r;
+        atomic_bool done;
+};
+
+static void *held_write_main(void *userdata) {
+        struct held_write *w = userdata;
+
+        w->r = svff_sysfs_write(w->rootfd, w->path, "0");
+        atomic_store(&w->done, true);
+        return NULL;
+}
+
+/* 'svffctl list --json' and 'status --json', HELD_RUNS each, first as
+ * they are and then while another process's write of 0 to pf's
+ * sriov_numvfs is held in the kernel (its VF 0 held open, as QEMU holds
+ * a VF's vfio device), which every read of the PF's count waits for. */
+static int held_write_reads(struct pcisim *sim, const char *svffctl, const char *pf) {
+        char *list[] = { (char *) svffctl, "--socket", sock, "list", "--json", NULL };
+        char *status[] = { (char *) svffctl, "--socket", sock, "status", "--json", NULL };
+        char *const *argv[] = { list, status };
+        const char *name[] = { "list --json", "status --json" };
+        _cleanup_free_ char *path = NULL, *link = NULL, *vf = NULL;
+        _cleanup_free_ usec_t *lat = calloc(4 * HELD_RUNS, sizeof(usec_t));
+        struct held_write w = { .rootfd = -1 };
+        struct lat_stats st[2][2];
+        unsigned errors[2][2] = {};
+        bool still_held;
+        int r;
+
+        if (!lat || asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", pf) < 0 ||
+            asprintf(&link, "bus/pci/devices/%s/virtfn0", pf) < 0)
+                return -ENOMEM;
+        w.rootfd = open(pcisim_root(sim), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (w.rootfd < 0)
+                return -errno;
+        w.path = path;
+        r = svff_sysfs_readlink_base(w.rootfd, link, &vf);
+        if (r < 0)
+                goto out;
+
+        for (unsigned k = 0; k < 2; k++) {
+                size_t n = run_cli_n(svffctl, argv[k], lat + k * HELD_RUNS, HELD_RUNS, UINT64_MAX, &errors[0][k]);
+                stats_of(lat + k * HELD_RUNS, n, errors[0][k], &st[0][k]);
+        }
+        r = pcisim_ctl(sim, "hold %s", vf);
+        if (r < 0)
+                goto out;
+        r = -pthread_create(&w.thread, NULL, held_write_main, &w);
+        if (r < 0) {
+                (void) pcisim_ctl(sim, "release %s", vf);
+                goto out;
+        }
+        /* Past list_max_age_msec, so that svffd's next answer needs a
+         * discovery pass that meets the write. */
+        usleep(1500000);
+        for (unsigned k = 0; k < 2; k++) {
+                usec_t *v = lat + (2 + k) * HELD_RUNS;
+                size_t n = run_cli_n(svffctl, argv[k], v, HELD_RUNS, UINT64_MAX, &errors[1][k]);
+
+                stats_of(v, n, errors[1][k], &st[1][k]);
+        }
+        still_held = !atomic_load(&w.done);
+        (void) pcisim_ctl(sim, "release %s", vf);
+        pthread_join(w.thread, NULL);
+
+        printf("\nReads while another process's write of 0 to %s's sriov_numvfs is held in the kernel\n"
+               "(its VF %s held open; the write %s held through every call, and then returned %d):\n",
+               pf, vf, still_held ? "was" : "was NOT", w.r);
+        for (unsigned k = 0; k < 2; k++) {
+                char what[64];
+
+                snprintf(what, sizeof(what), "%s, nothing held:", name[k]);
+                print_stats(what, &st[0][k]);
+                snprintf(what, sizeof(what), "%s, the write held:", name[k]);
+                print_stats(what, &st[1][k]);
+                printf("  held / nothing held, %s: p50 %.2f, p99 %.2f; p99 / target (100 ms): %.2f\n", name[k],
+                       st[0][k].p50 ? (double) st[1][k].p50 / (double) st[0][k].p50 : 0.0,
+                       st[0][k].p99 ? (double) st[1][k].p99 / (double) st[0][k].p99 : 0.0,
+                       (double) st[1][k].p99 / 100000.0);
+        }
+        r = 0;
+out:
+        close(w.rootfd);
+        return r;
+}
+
 #define METRICS_BLOCKS 6              /* alternating, half with the file */
 #define METRICS_CHANGES 4             /* per block */
 
@@ -1238,6 +1331,12 @@ int main(void) {
         r = metrics_cost(pid, cfg, state);
         if (r < 0) {
                 fprintf(stderr, "metrics cost: %s\n", strerror(-r));
+                goto out;
+        }
+        /* Last: it leaves the PF with no VFs. */
+        r = held_write_reads(sim, svffctl, pfs[0]);
+        if (r < 0) {
+                fprintf(stderr, "reads during a held write: %s\n", strerror(-r));
                 goto out;
         }
         ret = EXIT_SUCCESS;
