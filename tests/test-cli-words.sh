@@ -15,6 +15,17 @@ for term in "release" "drop" "recorded" "original driver" "guest address" "nativ
         echo "$glossary" | grep -q "^\.B $term\$" || fail "the glossary lacks '$term'"
 done
 
+# Each command that changes the host says who may run it, in its own
+# entry of svffctl(8) (an entry runs from one .TP to the next).
+sed -n '/^\.SH COMMANDS/,/^\.SH [^C]/p' "$MAN" | awk '
+        /^\.TP/ { if (cmd != "") print cmd, has; getline; cmd = $2; gsub(/"/, "", cmd); has = 0; next }
+        /Needs root or the admin group/ { has = 1 }
+        END { if (cmd != "") print cmd, has }' > "$T/man-entries"
+for c in init reconf reprogram release attach detach pause; do
+        grep -q "^$c " "$T/man-entries" || fail "svffctl(8) has no entry for $c"
+        grep -q "^$c 0" "$T/man-entries" && fail "svffctl(8)'s entry for $c does not say it needs root or the admin group"
+done
+
 # --help: release is the command's word only, mode reconf's only.
 "$SVFFCTL" --help > "$T/help"
 for c in list status init release monitor attach detach pause unpause reconf config; do
