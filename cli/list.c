@@ -278,6 +278,17 @@ static void fill_vf(struct row *r, struct json_object *vf) {
                 r->cell[COL_CLASS] = jstr(c, "summary") ?: jstr(c, "description") ?: "recorded";
 }
 
+/* The row of an assignment whose VF does not exist. */
+static void fill_gone(struct row *r, struct json_object *g) {
+        struct json_object *a = NULL;
+
+        r->cell[COL_DEVICE] = jstr(g, "address");
+        r->cell[COL_TYPE] = "VF";
+        (void) json_object_object_get_ex(g, "assigned_to", &a);
+        fill_assignment(r, a);
+        r->cell[COL_STATE] = "gone";
+}
+
 static int add_row(struct table *t, const unsigned *cols, size_t n, const struct row *r) {
         const char *cells[_COL_MAX];
 
@@ -286,12 +297,37 @@ static int add_row(struct table *t, const unsigned *cols, size_t n, const struct
         return table_add_row(t, cells);
 }
 
+static bool same_str(const char *a, const char *b) {
+        return a && b && streq(a, b);
+}
+
+/* Rows for the assignments in gone whose VF is on pf (NULL: on none of
+ * the present PFs). */
+static int add_gone_rows(struct table *t, const unsigned *cols, size_t n, struct json_object *gone,
+                         struct json_object *pfs, const char *pf) {
+        for (size_t i = 0; gone && i < json_object_array_length(gone); i++) {
+                struct json_object *g = json_object_array_get_idx(gone, i);
+                const char *of = jstr(g, "pf");
+                struct row r = {};
+                bool present = false;
+
+                for (size_t k = 0; !pf && of && pfs && k < json_object_array_length(pfs); k++)
+                        present = present || same_str(jstr(json_object_array_get_idx(pfs, k), "address"), of);
+                if (pf ? !same_str(of, pf) : present)
+                        continue;
+                fill_gone(&r, g);
+                if (add_row(t, cols, n, &r) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int list_print(struct json_object *reply) {
         _cleanup_(table_freep) struct table *t = NULL;
-        struct json_object *pfs = NULL, *absent = NULL;
+        struct json_object *pfs = NULL, *absent = NULL, *gone = NULL;
         const char *headers[_COL_MAX];
         unsigned cols[_COL_MAX];
-        size_t n = 0, n_pfs, n_absent;
+        size_t n = 0, n_pfs, n_absent, n_gone;
 
         if (!json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
                 pfs = NULL;
@@ -299,7 +335,10 @@ int list_print(struct json_object *reply) {
                 absent = NULL;
         n_pfs = pfs ? json_object_array_length(pfs) : 0;
         n_absent = absent ? json_object_array_length(absent) : 0;
-        if (n_pfs + n_absent == 0) {
+        if (!json_object_object_get_ex(reply, "gone", &gone) || !json_object_is_type(gone, json_type_array))
+                gone = NULL;
+        n_gone = gone ? json_object_array_length(gone) : 0;
+        if (n_pfs + n_absent + n_gone == 0) {
                 printf("No SR-IOV physical functions found.\n");
                 return 0;
         }
@@ -330,16 +369,20 @@ int list_print(struct json_object *reply) {
                 fill_pf(&r, pf);
                 if (add_row(t, cols, n, &r) < 0)
                         return EXIT_FAILURE;
-                if (!json_object_object_get_ex(pf, "vfs", &vfs) || !json_object_is_type(vfs, json_type_array))
-                        continue;
-                for (size_t k = 0; k < json_object_array_length(vfs); k++) {
-                        struct row v = {};
+                if (json_object_object_get_ex(pf, "vfs", &vfs) && json_object_is_type(vfs, json_type_array))
+                        for (size_t k = 0; k < json_object_array_length(vfs); k++) {
+                                struct row v = {};
 
-                        fill_vf(&v, json_object_array_get_idx(vfs, k));
-                        if (add_row(t, cols, n, &v) < 0)
-                                return EXIT_FAILURE;
-                }
+                                fill_vf(&v, json_object_array_get_idx(vfs, k));
+                                if (add_row(t, cols, n, &v) < 0)
+                                        return EXIT_FAILURE;
+                        }
+                /* Its assignments whose VF is gone, where the VF was. */
+                if (add_gone_rows(t, cols, n, gone, NULL, jstr(pf, "address")) < 0)
+                        return EXIT_FAILURE;
         }
+        if (add_gone_rows(t, cols, n, gone, pfs, NULL) < 0)
+                return EXIT_FAILURE;
         /* PFs svffd has records of that are not present: nothing is
          * forgotten, and they line up with the rest. */
         for (size_t i = 0; i < n_absent; i++) {
@@ -379,6 +422,13 @@ int list_print(struct json_object *reply) {
 
                 if (jstr(pf, "changing"))
                         printf("%s changing: %s\n", strna(jstr(pf, "address")), jstr(pf, "changing"));
+        }
+        for (size_t i = 0; i < n_gone; i++) {
+                struct json_object *g = json_object_array_get_idx(gone, i), *a = NULL;
+
+                (void) json_object_object_get_ex(g, "assigned_to", &a);
+                printf("%s gone: domain '%s' lacks it; %s\n", strna(jstr(g, "address")),
+                       strna(a ? jstr(a, "domain") : NULL), strna(jstr(g, "next_step")));
         }
         return 0;
 }
@@ -450,6 +500,28 @@ static int filter_pfs(struct json_object *reply, const char *key, const struct l
         return 0;
 }
 
+/* Keeps in "gone" the assignments the filter asks for: of the VFs or PFs
+ * it names, and of its domain. */
+static int filter_gone(struct json_object *reply, const struct list_filter *f, bool *seen) {
+        struct json_object *gone, *kept;
+
+        if (!json_object_object_get_ex(reply, "gone", &gone) || !json_object_is_type(gone, json_type_array))
+                return 0;
+        kept = json_object_new_array();
+        if (!kept)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(gone); i++) {
+                struct json_object *g = json_object_array_get_idx(gone, i);
+                bool vf = addr_wanted(jstr(g, "address"), f->addrs, seen, f->n_addrs);
+                bool pf = addr_wanted(jstr(g, "pf"), f->addrs, seen, f->n_addrs);
+
+                if ((f->n_addrs == 0 || vf || pf) && (!f->domain || vf_in_domain(g, f->domain)))
+                        json_object_array_add(kept, json_object_get(g));
+        }
+        json_object_object_add(reply, "gone", kept);
+        return 0;
+}
+
 int list_filter(struct json_object *reply, const struct list_filter *f, const char **ret_unknown) {
         _cleanup_free_ bool *seen = calloc(f->n_addrs + 1, sizeof(bool));
         int r;
@@ -460,6 +532,8 @@ int list_filter(struct json_object *reply, const struct list_filter *f, const ch
         r = filter_pfs(reply, "pfs", f, seen);
         if (r >= 0)
                 r = filter_pfs(reply, "absent", f, seen);
+        if (r >= 0)
+                r = filter_gone(reply, f, seen);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < f->n_addrs; i++)

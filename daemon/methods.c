@@ -309,6 +309,25 @@ static struct json_object *json_absent(struct manager *m) {
         return a;
 }
 
+/* The assignments whose VF does not exist on a present PF (on filter,
+ * when not NULL). */
+static struct json_object *json_gone(struct manager *m, const char *filter) {
+        struct json_object *all = reconcile_gone(m, false), *a;
+        const char *pf;
+
+        if (!all || !filter)
+                return all;
+        a = json_object_new_array();
+        for (size_t i = 0; a && i < json_object_array_length(all); i++) {
+                struct json_object *g = json_object_array_get_idx(all, i);
+
+                if (svff_json_get_string(g, "pf", &pf) >= 0 && pf && streq(pf, filter))
+                        json_object_array_add(a, json_object_get(g));
+        }
+        json_object_put(all);
+        return a;
+}
+
 /* Whether a PF in s is its last known state: what Changing says of it
  * follows the operations, which the cached reply does not. */
 static bool snapshot_has_pending(const struct snapshot *s) {
@@ -359,6 +378,7 @@ static void list_answer(struct manager *m, struct call *call) {
         json_object_object_add(p, "pfs", pfs);
         if (!filter)
                 json_object_object_add(p, "absent", json_absent(m));
+        json_object_object_add(p, "gone", json_gone(m, filter));
         r = svff_varlink_encode_reply(p, false, &msg, &len);
         json_object_put(p);
         if (r < 0) {

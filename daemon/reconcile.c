@@ -149,6 +149,43 @@ static bool in_interrupted_reprogram(struct json_object *journal, const char *vf
         return false;
 }
 
+struct json_object *reconcile_gone(struct manager *m, bool absent_pfs) {
+        struct json_object *a = json_object_new_array(), *jp;
+        struct snapshot *s = m->snapshot;
+
+        if (!a || !s || s->error < 0)
+                return a;
+        jp = journal_entries(m);
+        /* A domain that lacks its VF because the VF is gone (a reconf
+         * that could not put it back): the VF record went with the VF,
+         * only the assignment says so. */
+        json_object_object_foreach(svff_store_assignments(m->store), avf, arec) {
+                const char *apf = NULL;
+                struct json_object *o;
+                char next[160];
+
+                if (find_vf(s, avf) || in_interrupted_reprogram(jp, avf))
+                        continue;
+                if (svff_store_get_vf(m->store, avf, &apf, NULL) > 0 && apf && manager_find_operation(m, apf))
+                        continue;  /* in flux */
+                if (!absent_pfs && apf && !find_pf(s, apf) && svff_store_get_pf(m->store, apf, NULL, NULL) > 0)
+                        continue;
+                if (!apf)
+                        apf = pf_by_layout(s, avf);
+                snprintf(next, sizeof(next), "'svffctl reconf' its PF back to a count that has VF %s, then "
+                         "'svffctl unpause %s'", avf, avf);
+                o = json_object_new_object();
+                if (!o)
+                        break;
+                json_object_object_add(o, "address", json_object_new_string(avf));
+                json_object_object_add(o, "pf", apf ? json_object_new_string(apf) : NULL);
+                json_object_object_add(o, "assigned_to", json_object_get(arec));
+                json_object_object_add(o, "next_step", json_object_new_string(next));
+                json_object_array_add(a, o);
+        }
+        return a;
+}
+
 struct json_object *reconcile_drift(struct manager *m) {
         struct json_object *a = json_object_new_array(), *jp;
         struct snapshot *s = m->snapshot;
@@ -205,24 +242,21 @@ struct json_object *reconcile_drift(struct manager *m) {
                         driver_changed(m, a, vf, vpf, want, v->driver);
         }
 
-        /* A domain that lacks its VF because the VF is gone (a reconf
-         * that could not put it back): the VF record went with the VF,
-         * only the assignment says so. */
-        json_object_object_foreach(svff_store_assignments(m->store), avf, arec) {
-                const char *dom = "?", *apf = NULL;
-                char next[160];
+        {
+                _cleanup_(json_object_putp) struct json_object *gone = reconcile_gone(m, true);
 
-                if (find_vf(s, avf) || in_interrupted_reprogram(jp, avf))
-                        continue;
-                (void) svff_json_get_string(arec, "domain", &dom);
-                if (svff_store_get_vf(m->store, avf, &apf, NULL) > 0 && apf && manager_find_operation(m, apf))
-                        continue;  /* in flux */
-                if (!apf)
-                        apf = pf_by_layout(s, avf);
-                snprintf(next, sizeof(next), "'svffctl reconf' its PF back to a count that has VF %s, then "
-                         "'svffctl unpause %s'", avf, avf);
-                add(a, "assignment-without-vf", avf, apf, NULL, NULL, next,
-                    "Domain '%s' is assigned VF %s, which does not exist; %s", dom, avf, next);
+                for (size_t i = 0; gone && i < json_object_array_length(gone); i++) {
+                        struct json_object *g = json_object_array_get_idx(gone, i), *asg = NULL;
+                        const char *gvf = NULL, *gpf = NULL, *dom = NULL, *next = NULL;
+
+                        (void) svff_json_get_string(g, "address", &gvf);
+                        (void) svff_json_get_string_or_null(g, "pf", &gpf);
+                        (void) svff_json_get_string(g, "next_step", &next);
+                        if (json_object_object_get_ex(g, "assigned_to", &asg))
+                                (void) svff_json_get_string(asg, "domain", &dom);
+                        add(a, "assignment-without-vf", gvf, gpf, NULL, NULL, next,
+                            "Domain '%s' is assigned VF %s, which does not exist; %s", strna(dom), gvf, next);
+                }
         }
 
         if (jp) {

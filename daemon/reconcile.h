@@ -15,5 +15,10 @@
 /* A new JSON array of Drift objects (see the interface). */
 struct json_object *reconcile_drift(struct manager *m);
 
+/* A new JSON array of GoneVF objects (see the interface): each
+ * assignment whose VF does not exist, outside an operation in flight;
+ * with absent_pfs, also those of a recorded PF that is not present. */
+struct json_object *reconcile_gone(struct manager *m, bool absent_pfs);
+
 /* Logs every drift (start-up). Returns how many there are. */
 size_t reconcile_log(struct manager *m);

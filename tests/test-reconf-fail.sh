@@ -184,6 +184,21 @@ grep -q "^  $PF: assignment-without-vf: 3 assigned VFs that do not exist" "$T/st
         fail "status does not count the assignments without a VF: $(cat "$T/status")"
 grep -q "Domain 'vm1' is assigned VF $VF0, which does not exist$" "$T/status" ||
         fail "status does not name vm1's VF: $(cat "$T/status")"
+# list keeps them: a row per VF, gone, with its domain, and the next step.
+ctl list > "$T/list" || fail "list with the VFs gone"
+for v in "$VF0 vm1" "$VF1 vm2" "$VF2 vm3"; do
+        set -- $v
+        grep -qE "^$1 +VF .* $2 .* gone\$" "$T/list" || fail "list has no gone row for $1 of $2: $(cat "$T/list")"
+        grep -q "^$1 gone: domain '$2' lacks it; 'svffctl reconf' its PF back" "$T/list" ||
+                fail "list does not say what brings $1 back: $(cat "$T/list")"
+done
+ctl list --json > "$T/list.json" || fail "list --json with the VFs gone"
+expect_eq "$(jget 'sorted((g["address"], g["pf"], g["assigned_to"]["domain"]) for g in d["gone"])' < "$T/list.json")" \
+        "[('$VF0', '$PF', 'vm1'), ('$VF1', '$PF', 'vm2'), ('$VF2', '$PF', 'vm3')]" "List's gone VFs"
+ctl list --domain vm2 --json > "$T/list.json" || fail "list --domain vm2"
+expect_eq "$(jget '[g["address"] for g in d["gone"]]' < "$T/list.json")" "['$VF1']" "vm2's gone VF"
+ctl list "$VF2" --json > "$T/list.json" || fail "list $VF2, which is gone"
+expect_eq "$(jget '[g["address"] for g in d["gone"]]' < "$T/list.json")" "['$VF2']" "list of a gone VF"
 # The same reconf finishes the rollback.
 ctl reconf $PF 6 > "$T/out" 2>&1 || fail "finishing the rollback: $(cat "$T/out")"
 # svffd ran throughout: nothing says it stopped or restarted.
