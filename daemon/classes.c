@@ -13,6 +13,7 @@
 #endif
 #include "json-util.h"
 #include "log.h"
+#include "sysfs.h"
 
 /* One lock per PF that ever ran a class step: a handful of entries,
  * kept until svffd exits, so a worker never frees one another waits on.
@@ -701,10 +702,25 @@ int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, class
 
 /* ---- main thread: drift for status ---- */
 
-struct drift_job {
-        struct manager *m;
+struct drift_waiter {
+        struct drift_waiter *next;
         struct call *call;
         classes_drift_fn fn;
+};
+
+struct classes_drift_cache {
+        struct json_object *result;     /* the last inspection's */
+        bool have;
+        uint64_t taken_usec;            /* when it started */
+        uint64_t generation;            /* the store's then */
+        bool running;
+        struct drift_waiter *waiters;   /* for the one running */
+};
+
+struct drift_job {
+        struct manager *m;
+        uint64_t started_usec;
+        uint64_t generation;
         struct svff_ctx *ctx;
         struct worker_pool *pool;
         struct json_object *recorded;   /* {"<pf>": {"<index>": state}} */
@@ -713,7 +729,6 @@ struct drift_job {
 };
 
 static void drift_job_free(struct drift_job *j) {
-        call_unref(j->call);
         svff_ctx_unref(j->ctx);
         json_object_put(j->recorded);
         json_object_put(j->vfs);
@@ -737,6 +752,41 @@ static void drift_add(struct json_object *a, const char *device, const char *pf,
         json_object_object_add(d, "pf", json_object_new_string(pf));
         json_object_object_add(d, "next_step", next_step ? json_object_new_string(next_step) : NULL);
         json_object_array_add(a, d);
+}
+
+/* Keeps a (taken) as the result of the inspection started at t over
+ * the store's generation gen, and answers everyone waiting for it. */
+static void drift_serve(struct manager *m, uint64_t t, uint64_t gen, struct json_object *a) {
+        struct classes_drift_cache *c = m->class_drift;
+        struct drift_waiter *w;
+
+        json_object_put(c->result);
+        c->result = a;
+        c->have = true;
+        c->taken_usec = t;
+        c->generation = gen;
+        c->running = false;
+        while ((w = c->waiters)) {
+                c->waiters = w->next;
+                w->fn(m, w->call, json_object_get(a));
+                call_unref(w->call);
+                free(w);
+        }
+}
+
+static struct classes_drift_cache *classes_drift_cache_free(struct classes_drift_cache *c) {
+        struct drift_waiter *w;
+
+        if (!c)
+                return NULL;
+        while ((w = c->waiters)) {
+                c->waiters = w->next;
+                call_unref(w->call);
+                free(w);
+        }
+        json_object_put(c->result);
+        free(c);
+        return NULL;
 }
 
 static void drift_done(void *userdata) {
@@ -784,7 +834,7 @@ static void drift_done(void *userdata) {
                         drift_add(a, vf, pf, e, g, line, next);
                 }
         }
-        j->fn(j->m, j->call, a);
+        drift_serve(j->m, j->started_usec, j->generation, a);
         drift_job_free(j);
 }
 
@@ -826,11 +876,42 @@ static struct json_object *object_child(struct json_object *o, const char *key) 
 }
 
 void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn fn) {
-        struct drift_job *j = calloc(1, sizeof(*j));
+        struct classes_drift_cache *c;
+        struct drift_waiter *w;
+        struct drift_job *j;
+        uint64_t now = svff_now_usec();
         bool any = false;
 
-        if (!j) {
+        if (!m->class_drift) {
+                m->class_drift = calloc(1, sizeof(struct classes_drift_cache));
+                m->class_drift_free = classes_drift_cache_free;
+        }
+        c = m->class_drift;
+        if (!c) {
                 fn(m, call, NULL);
+                return;
+        }
+        if (c->have && !c->running && c->generation == svff_store_generation(m->store) &&
+            now - c->taken_usec < m->config.list_max_age_usec) {
+                fn(m, call, json_object_get(c->result));
+                return;
+        }
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                fn(m, call, NULL);
+                return;
+        }
+        w->call = call_ref(call);
+        w->fn = fn;
+        w->next = c->waiters;
+        c->waiters = w;
+        if (c->running)
+                return;
+
+        j = calloc(1, sizeof(*j));
+        if (!j) {
+                drift_serve(m, now, svff_store_generation(m->store), NULL);
+                c->have = false;
                 return;
         }
         j->recorded = json_object_new_object();
@@ -838,7 +919,8 @@ void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn f
         j->results = json_object_new_object();
         if (!j->recorded || !j->vfs || !j->results) {
                 drift_job_free(j);
-                fn(m, call, NULL);
+                drift_serve(m, now, svff_store_generation(m->store), NULL);
+                c->have = false;
                 return;
         }
         json_object_object_foreach(svff_store_vfs(m->store), vf, rec) {
@@ -861,17 +943,22 @@ void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn f
         }
         if (!any) {
                 drift_job_free(j);
-                fn(m, call, NULL);
+                drift_serve(m, now, svff_store_generation(m->store), NULL);
                 return;
         }
+        log_debug("Reading the device-class state of %zu PF(s) for drift.",
+                  (size_t) json_object_object_length(j->recorded));
         j->m = m;
-        j->call = call_ref(call);
-        j->fn = fn;
+        j->started_usec = now;
+        j->generation = svff_store_generation(m->store);
         j->ctx = svff_ctx_ref(m->ctx);
         /* The discovery pool: short reads, never queued behind an init. */
         j->pool = snapshot_cache_pool(m->snapshots);
         if (worker_pool_submit(j->pool, drift_run, j) < 0) {
                 drift_job_free(j);
-                fn(m, call, NULL);
+                drift_serve(m, now, svff_store_generation(m->store), NULL);
+                c->have = false;
+                return;
         }
+        c->running = true;
 }

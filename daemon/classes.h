@@ -140,8 +140,11 @@ int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, class
 /* Inspects every PF with VFs whose class state svffd recorded (none
  * with an operation in progress, none whose class step is running) on
  * the discovery pool and compares with the records through the class's
- * verify; then fn(m, call, drift): a new array of Drift objects of kind
- * "class-drift" (taken by fn), NULL when there was nothing to inspect.
- * Holds a reference on call meanwhile. */
+ * verify; then fn(m, call, drift): a new reference to an array of Drift
+ * objects of kind "class-drift" (taken by fn, not to be changed), NULL
+ * when there was nothing to inspect. Holds a reference on call
+ * meanwhile. The devices are read at most once per list_max_age_msec
+ * at one store generation: callers meanwhile share the inspection
+ * running, or the last one's result. */
 typedef void (*classes_drift_fn)(struct manager *m, struct call *call, struct json_object *drift);
 void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn fn);

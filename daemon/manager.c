@@ -97,6 +97,8 @@ struct manager *manager_free(struct manager *m) {
         m->snapshot = NULL;
         svff_ctx_unref(m->ctx);
         blob_unref(m->list_cache);
+        if (m->class_drift)
+                m->class_drift = m->class_drift_free(m->class_drift);
         json_object_put(m->recovered);
         svff_config_done(&m->config);
         free(m->config_error);

@@ -79,6 +79,11 @@ struct manager {
          * through here (commits, snapshots, operations, events). */
         struct metrics *metrics;
 
+        /* Status's class drift (classes.c), and how classes.c frees
+         * it, once the pools are stopped. */
+        struct classes_drift_cache *class_drift;
+        struct classes_drift_cache *(*class_drift_free)(struct classes_drift_cache *c);
+
         /* The encoded List reply for (snapshot, store generation). */
         struct blob *list_cache;
         uint64_t list_cache_snapshot_id;

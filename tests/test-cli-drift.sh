@@ -111,4 +111,29 @@ expect_eq "$(grep -c "^  0000:10:[0-9a-f][0-9a-f]\.[0-7]: " "$T/status")" 2 "dri
 ctl status --json > "$T/status.json" || [ $? = 5 ] || fail "status --json"
 expect_eq "$(jget "sorted(set((x['pf'], x['next_step']) for x in d['drift'] if x['kind'] == 'class-drift'))" < "$T/status.json")" \
         "[('$QPF', \"run 'svffctl init $QPF 4' to provision the PF's VFs again\")]" "class drifts' PF and next step in JSON"
+
+note "status reads the device classes at most once per list_max_age_msec; a change of svffd's own is seen at once"
+cat > "$T/svff.conf" <<CONF
+{ "settle_msec": 50, "numvfs_timeout_sec": 1, "numvfs_timeout_per_vf_msec": 2, "list_max_age_msec": 60000,
+  "policies": { "q": { "match": { "address": "$QPF" }, "numvfs": 4,
+                       "qdma": { "qmax": 256, "vf_qmax": 8 } } } }
+CONF
+kill -HUP "$SVFFD_PID"
+max_age() { "$SVFFCTL" --socket "$SOCK" status --json 2>/dev/null | jget 'd["snapshot_max_age_usec"]'; }
+reloaded() { [ "$(max_age)" = 60000000 ]; }
+wait_for reloaded || fail "the reload to list_max_age_msec 60000: $(max_age)"
+reads() { grep -c "Reading the device-class state" "$T/svffd.log"; }
+before=$(reads)
+i=0
+while [ $i -lt 20 ]; do
+        ctl_status > "$T/status.$i" || [ $? = 5 ] || fail "status $i"
+        grep -q "class-drift" "$T/status.$i" || fail "status $i lost the class drift: $(cat "$T/status.$i")"
+        i=$((i + 1))
+done
+n=$(( $(reads) - before ))
+note "20 status calls read the device classes $n time(s)"
+[ "$n" -le 1 ] || fail "20 status calls within list_max_age_msec read the device classes $n times"
+ctl init $QPF 4 > "$T/out" 2>&1 || fail "init $QPF 4 to provision it again: $(cat "$T/out")"
+ctl_status > "$T/status" || [ $? = 5 ] || fail "status after the init"
+grep -q "class-drift" "$T/status" && fail "status shows the class drift the init repaired: $(cat "$T/status")"
 echo PASS
