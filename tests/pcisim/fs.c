@@ -398,8 +398,13 @@ static int walk_device(struct sim *sim, const struct node *p, child_fn fn, void 
         CHILD("subsystem", .kind = K_LINK, .link = L_SUBSYSTEM, .dev = d);
         if (d->pf && !d->unlinked)
                 CHILD("physfn", .kind = K_LINK, .link = L_PHYSFN, .dev = d);
-        for (unsigned i = 0; d->is_pf && i < d->numvfs; i++) {
-                if ((!d->vfs[i].present && !d->vfs[i].dangling) || d->vfs[i].unlinked)
+        /* pci_iov_add_virtfn() links each VF as it is added, before
+         * sriov_numvfs says so, and the disable unlinks them one by one
+         * before it reads 0: past numvfs, the VFs present are linked. */
+        for (unsigned i = 0; d->is_pf && d->vfs && i < d->totalvfs; i++) {
+                bool linked = i < d->numvfs ? d->vfs[i].present || d->vfs[i].dangling : d->vfs[i].present;
+
+                if (!linked || d->vfs[i].unlinked)
                         continue;
                 snprintf(name, sizeof(name), "virtfn%u", i);
                 CHILD(name, .kind = K_LINK, .link = L_VIRTFN, .dev = &d->vfs[i]);
