@@ -89,7 +89,7 @@ void progress_tick(struct progress *p) {
 static const char *event_phase(struct json_object *ev, const char *name) {
         if (jstr(ev, "phase"))
                 return jstr(ev, "phase");
-        if (streq(name, "init-started"))
+        if (streq(name, "init-started") || streq(name, "numvfs-progress"))
                 return "numvfs";
         if (streq(name, "numvfs-set") || streq(name, "vf-bound") || streq(name, "vf-bind-failed"))
                 return "bind";
@@ -105,6 +105,9 @@ static void describe(struct progress *p, struct json_object *ev, const char *nam
 
         if (streq(name, "init-started"))
                 snprintf(p->action, sizeof(p->action), "writing %lld to sriov_numvfs", jint(ev, "total", 0));
+        else if (streq(name, "numvfs-progress"))
+                snprintf(p->action, sizeof(p->action), "writing %lld to sriov_numvfs: %lld so far, deadline %llds",
+                         jint(ev, "total", 0), jint(ev, "done", 0), jint(ev, "deadline_msec", 0) / 1000);
         else if (streq(name, "numvfs-set"))
                 snprintf(p->action, sizeof(p->action), "binding the VFs");
         else if (streq(name, "vf-bound") || streq(name, "vf-bind-failed"))

@@ -119,7 +119,27 @@ struct init_op {
         int first_r;
         char *first_message;
         char first_device[SVFF_PCI_ADDR_STRLEN];
+
+        /* main: while the numvfs write is in the kernel, the VFs it has
+         * made so far, counted on the discovery pool every half second,
+         * for the caller's progress */
+        sd_event_source *numvfs_watch;
+        struct numvfs_count *counting;  /* the count in flight, or NULL */
+        usec_t numvfs_budget;           /* the writes' deadlines together */
+        long numvfs_seen;               /* the last count told; -1 none */
 };
+
+/* A count of a PF's virtfn links. io is NULL once the init is gone. */
+struct numvfs_count {
+        struct init_op *io;
+        struct worker_pool *pool;
+        struct svff_ctx *ctx;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        int r;
+        long n;
+};
+
+#define NUMVFS_WATCH_USEC (500 * USEC_PER_MSEC)
 
 struct bind_result {
         struct init_op *io;
@@ -128,9 +148,17 @@ struct bind_result {
         char *message;
 };
 
+static void numvfs_watch_stop(struct init_op *io) {
+        io->numvfs_watch = sd_event_source_disable_unref(io->numvfs_watch);
+        if (io->counting)
+                io->counting->io = NULL;
+        io->counting = NULL;
+}
+
 static void init_op_free(struct init_op *io) {
         if (!io)
                 return;
+        numvfs_watch_stop(io);
         svff_ctx_unref(io->ctx);
         free(io->driver);
         free(io->reason);
@@ -450,6 +478,7 @@ static void init_numvfs_event(struct init_op *io) {
 static void init_numvfs_announce(void *userdata) {
         struct init_op *io = userdata;
 
+        numvfs_watch_stop(io);
         io->numvfs_announced = true;
         io->op->phase = "provision";
         init_numvfs_event(io);
@@ -462,6 +491,7 @@ static void init_numvfs_done(void *userdata) {
         struct json_object *p;
         int r;
 
+        numvfs_watch_stop(io);
         manager_sysfs_changed(m, io->pf);
 
         if (io->r < 0) {
@@ -704,6 +734,75 @@ static void init_numvfs_run(void *userdata) {
         (void) worker_pool_post(io->pool, init_numvfs_done, io);
 }
 
+static void numvfs_count_done(void *userdata) {
+        struct numvfs_count *c = userdata;
+        struct init_op *io = c->io;
+        struct json_object *ev;
+        char msg[160];
+
+        if (io) {
+                io->counting = NULL;
+                if (c->r >= 0 && c->n != io->numvfs_seen) {
+                        io->numvfs_seen = c->n;
+                        snprintf(msg, sizeof(msg), "%ld of %u VFs so far; the write is given up after %llu s",
+                                 c->n, io->numvfs, (unsigned long long) (io->numvfs_budget / USEC_PER_SEC));
+                        ev = event_new("numvfs-progress", io->pf, io->pf);
+                        if (ev) {
+                                json_object_object_add(ev, "done", json_object_new_int64(c->n));
+                                json_object_object_add(ev, "total", json_object_new_int64(io->numvfs));
+                                json_object_object_add(ev, "deadline_msec",
+                                                       json_object_new_int64((int64_t) (io->numvfs_budget /
+                                                                                        USEC_PER_MSEC)));
+                                json_object_object_add(ev, "message", json_object_new_string(msg));
+                        }
+                        manager_emit(io->op->manager, io->op, ev);
+                }
+        }
+        svff_ctx_unref(c->ctx);
+        free(c);
+}
+
+/* Worker: the PF's virtfn links, which the kernel adds (and removes) one
+ * VF at a time while the write runs; reading the directory does not
+ * wait for the write, as reading sriov_numvfs does. */
+static void numvfs_count_run(void *userdata) {
+        struct numvfs_count *c = userdata;
+        _cleanup_strv_free_ char **names = NULL;
+        char path[64];
+
+        snprintf(path, sizeof(path), "bus/pci/devices/%s", c->pf);
+        c->r = svff_sysfs_list_dir(svff_ctx_get_rootfd(c->ctx), path, &names);
+        for (size_t i = 0; c->r >= 0 && names[i]; i++)
+                if (strncmp(names[i], "virtfn", 6) == 0)
+                        c->n++;
+        if (worker_pool_post(c->pool, numvfs_count_done, c) < 0) {
+                svff_ctx_unref(c->ctx);
+                free(c);
+        }
+}
+
+static int numvfs_watch_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct init_op *io = userdata;
+        struct manager *m = io->op->manager;
+        struct numvfs_count *c;
+
+        (void) usec;
+        if (!io->counting && (c = calloc(1, sizeof(*c)))) {
+                c->io = io;
+                c->pool = snapshot_cache_pool(m->snapshots);
+                c->ctx = svff_ctx_ref(io->ctx);
+                snprintf(c->pf, sizeof(c->pf), "%s", io->pf);
+                if (worker_pool_submit(c->pool, numvfs_count_run, c) < 0) {
+                        svff_ctx_unref(c->ctx);
+                        free(c);
+                } else
+                        io->counting = c;
+        }
+        (void) sd_event_source_set_time_relative(s, NUMVFS_WATCH_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
 struct init_params {
         char pf[SVFF_PCI_ADDR_STRLEN];
         unsigned numvfs;        /* NUMVFS_UNSET when not given */
@@ -929,6 +1028,23 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
 
                 json_object_object_add(p, "message", json_object_new_string("svffd is shutting down"));
                 init_finish(io, SVFF_ERROR_SHUTTING_DOWN, p, true);
+                return 0;
+        }
+        /* A watch of the write's progress: without it, a caller sees
+         * nothing for as long as the kernel takes (seconds per VF on
+         * some PFs). */
+        {
+                unsigned from = numvfs;
+
+                for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                        if (streq(m->snapshot->pfs[i]->address, pf))
+                                from = m->snapshot->pfs[i]->numvfs;
+                io->numvfs_budget = operation_init_budget(m, from, numvfs) -
+                                    svff_config_bind_timeout(&m->config, numvfs);
+                io->numvfs_seen = -1;
+                if (from != numvfs)
+                        (void) sd_event_add_time_relative(m->event, &io->numvfs_watch, CLOCK_MONOTONIC,
+                                                          NUMVFS_WATCH_USEC, 0, numvfs_watch_tick, io);
         }
         return 0;
 }

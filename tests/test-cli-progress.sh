@@ -49,11 +49,16 @@ grep -q "numvfs" "$T/seen" || fail "no numvfs phase shown: $(sort -u "$T/seen")"
 grep -q "bind .*/$N VFs" "$T/seen" || fail "no bind counts shown: $(sort -u "$T/seen")"
 grep -q "ETA" "$T/seen" || fail "no ETA shown: $(sort -u "$T/seen")"
 # It moved: several different counts during the bind phase, and the
-# elapsed time ticking during the numvfs write, which sends no events.
+# elapsed time ticking during the numvfs write.
 [ "$(grep -oE "bind [0-9]+/$N VFs" "$T/seen" | sort -u | wc -l)" -ge 3 ] ||
         fail "the bind count did not move: $(sort -u "$T/seen")"
 [ "$(grep "numvfs" "$T/seen" | sort -u | wc -l)" -ge 2 ] ||
         fail "the numvfs phase showed one frozen line: $(sort -u "$T/seen")"
+# ...and the VFs the write has made so far, against its deadline.
+[ "$(grep -oE "numvfs [0-9]+/$N VFs" "$T/seen" | sort -u | wc -l)" -ge 2 ] ||
+        fail "the numvfs write's count did not move: $(sort -u "$T/seen")"
+grep -qE "writing $N to sriov_numvfs: [0-9]+ so far, deadline [0-9]+s" "$T/seen" ||
+        fail "the numvfs write's progress does not show its deadline: $(sort -u "$T/seen")"
 # Monitor and progress never share a line: every monitor line begins
 # with its timestamp, and no line holds both.
 python3 - "$T/screen" <<'PY' || fail "monitor and progress lines glued together: $(cat "$T/screen")"
