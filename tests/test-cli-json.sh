@@ -72,6 +72,10 @@ kill -0 $MON 2>/dev/null || fail "monitor exited when svffd stopped"
 grep -q '"event":"shutdown"' "$T/mon.out" || fail "monitor did not get svffd's shutdown event: $(cat "$T/mon.out")"
 start_svffd
 wait_for grep -q reconnected "$T/mon.err" || fail "monitor did not reconnect: $(cat "$T/mon.err")"
+# Subscribed anew (the reply, not just the connection) before the init:
+# events before the subscription are not the monitor's to see.
+wait_for sh -c "[ \"\$(grep -c '\"event\":\"subscribed\"' '$T/mon.out')\" -ge 2 ]" ||
+        fail "monitor did not subscribe again: $(cat "$T/mon.out")"
 ctl init $PF 2 >/dev/null 2>&1 || fail "init after the restart"
 wait_for grep -q init-done "$T/mon.out" || fail "monitor missed the init after the restart: $(cat "$T/mon.out")"
 expect_eq "$(grep -c '"event":"subscribed"' "$T/mon.out")" 2 "subscriptions"
