@@ -297,37 +297,21 @@ static int add_row(struct table *t, const unsigned *cols, size_t n, const struct
         return table_add_row(t, cells);
 }
 
-static bool same_str(const char *a, const char *b) {
-        return a && b && streq(a, b);
-}
+/* A PF's assignments whose VF is gone, or NULL. */
+static struct json_object *pf_gone(struct json_object *pf) {
+        struct json_object *gone;
 
-/* Rows for the assignments in gone whose VF is on pf (NULL: on none of
- * the present PFs). */
-static int add_gone_rows(struct table *t, const unsigned *cols, size_t n, struct json_object *gone,
-                         struct json_object *pfs, const char *pf) {
-        for (size_t i = 0; gone && i < json_object_array_length(gone); i++) {
-                struct json_object *g = json_object_array_get_idx(gone, i);
-                const char *of = jstr(g, "pf");
-                struct row r = {};
-                bool present = false;
-
-                for (size_t k = 0; !pf && of && pfs && k < json_object_array_length(pfs); k++)
-                        present = present || same_str(jstr(json_object_array_get_idx(pfs, k), "address"), of);
-                if (pf ? !same_str(of, pf) : present)
-                        continue;
-                fill_gone(&r, g);
-                if (add_row(t, cols, n, &r) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
+        if (!json_object_object_get_ex(pf, "gone", &gone) || !json_object_is_type(gone, json_type_array))
+                return NULL;
+        return gone;
 }
 
 int list_print(struct json_object *reply) {
         _cleanup_(table_freep) struct table *t = NULL;
-        struct json_object *pfs = NULL, *absent = NULL, *gone = NULL;
+        struct json_object *pfs = NULL, *absent = NULL;
         const char *headers[_COL_MAX];
         unsigned cols[_COL_MAX];
-        size_t n = 0, n_pfs, n_absent, n_gone;
+        size_t n = 0, n_pfs, n_absent;
 
         if (!json_object_object_get_ex(reply, "pfs", &pfs) || !json_object_is_type(pfs, json_type_array))
                 pfs = NULL;
@@ -335,10 +319,7 @@ int list_print(struct json_object *reply) {
                 absent = NULL;
         n_pfs = pfs ? json_object_array_length(pfs) : 0;
         n_absent = absent ? json_object_array_length(absent) : 0;
-        if (!json_object_object_get_ex(reply, "gone", &gone) || !json_object_is_type(gone, json_type_array))
-                gone = NULL;
-        n_gone = gone ? json_object_array_length(gone) : 0;
-        if (n_pfs + n_absent + n_gone == 0) {
+        if (n_pfs + n_absent == 0) {
                 printf("No SR-IOV physical functions found.\n");
                 return 0;
         }
@@ -363,7 +344,7 @@ int list_print(struct json_object *reply) {
                 table_set_shrink_rank(t, (unsigned) i, columns[cols[i]].shrink);
 
         for (size_t i = 0; i < n_pfs; i++) {
-                struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs;
+                struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs, *gone = pf_gone(pf);
                 struct row r = {};
 
                 fill_pf(&r, pf);
@@ -378,11 +359,14 @@ int list_print(struct json_object *reply) {
                                         return EXIT_FAILURE;
                         }
                 /* Its assignments whose VF is gone, where the VF was. */
-                if (add_gone_rows(t, cols, n, gone, NULL, jstr(pf, "address")) < 0)
-                        return EXIT_FAILURE;
+                for (size_t k = 0; gone && k < json_object_array_length(gone); k++) {
+                        struct row v = {};
+
+                        fill_gone(&v, json_object_array_get_idx(gone, k));
+                        if (add_row(t, cols, n, &v) < 0)
+                                return EXIT_FAILURE;
+                }
         }
-        if (add_gone_rows(t, cols, n, gone, pfs, NULL) < 0)
-                return EXIT_FAILURE;
         /* PFs svffd has records of that are not present: nothing is
          * forgotten, and they line up with the rest. */
         for (size_t i = 0; i < n_absent; i++) {
@@ -418,17 +402,17 @@ int list_print(struct json_object *reply) {
         }
         table_print_fit(t, stdout, 0, output_width(stdout));
         for (size_t i = 0; i < n_pfs; i++) {
-                struct json_object *pf = json_object_array_get_idx(pfs, i);
+                struct json_object *pf = json_object_array_get_idx(pfs, i), *gone = pf_gone(pf);
 
                 if (jstr(pf, "changing"))
                         printf("%s changing: %s\n", strna(jstr(pf, "address")), jstr(pf, "changing"));
-        }
-        for (size_t i = 0; i < n_gone; i++) {
-                struct json_object *g = json_object_array_get_idx(gone, i), *a = NULL;
+                for (size_t k = 0; gone && k < json_object_array_length(gone); k++) {
+                        struct json_object *g = json_object_array_get_idx(gone, k), *a = NULL;
 
-                (void) json_object_object_get_ex(g, "assigned_to", &a);
-                printf("%s gone: domain '%s' lacks it; %s\n", strna(jstr(g, "address")),
-                       strna(a ? jstr(a, "domain") : NULL), strna(jstr(g, "next_step")));
+                        (void) json_object_object_get_ex(g, "assigned_to", &a);
+                        printf("%s gone: domain '%s' lacks it; %s\n", strna(jstr(g, "address")),
+                               strna(a ? jstr(a, "domain") : NULL), strna(jstr(g, "next_step")));
+                }
         }
         return 0;
 }
@@ -454,6 +438,31 @@ static bool vf_in_domain(struct json_object *vf, const char *domain) {
                (((d = jstr(a, "domain")) && streq(d, domain)) || ((u = jstr(a, "uuid")) && streq(u, domain)));
 }
 
+/* Keeps in pf[key] (its VFs, or its assignments whose VF is gone) those
+ * the filter asks for: all when whole, else those it names; with a
+ * domain, of those only the ones assigned to it. Returns how many. */
+static int filter_vfs(struct json_object *pf, const char *key, bool whole, const struct list_filter *f,
+                      bool *seen) {
+        struct json_object *vfs, *some;
+        size_t n;
+
+        if (!json_object_object_get_ex(pf, key, &vfs) || !json_object_is_type(vfs, json_type_array))
+                return 0;
+        some = json_object_new_array();
+        if (!some)
+                return -ENOMEM;
+        for (size_t k = 0; k < json_object_array_length(vfs); k++) {
+                struct json_object *vf = json_object_array_get_idx(vfs, k);
+                bool named = addr_wanted(jstr(vf, "address"), f->addrs, seen, f->n_addrs);
+
+                if ((whole || named) && (!f->domain || vf_in_domain(vf, f->domain)))
+                        json_object_array_add(some, json_object_get(vf));
+        }
+        n = json_object_array_length(some);
+        json_object_object_add(pf, key, some);
+        return (int) n;
+}
+
 /* Keeps in one "pfs" or "absent" array what the filter asks for: the
  * PFs it names, whole, and the VFs it names, each under its PF's row;
  * with a domain, of those (of all, when no address is named) only the
@@ -467,58 +476,25 @@ static int filter_pfs(struct json_object *reply, const char *key, const struct l
         if (!kept)
                 return -ENOMEM;
         for (size_t i = 0; i < json_object_array_length(pfs); i++) {
-                struct json_object *pf = json_object_array_get_idx(pfs, i), *vfs = NULL, *some;
+                struct json_object *pf = json_object_array_get_idx(pfs, i);
                 bool whole = f->n_addrs == 0 || addr_wanted(jstr(pf, "address"), f->addrs, seen, f->n_addrs);
+                int n_vfs, n_gone;
 
                 if (whole && !f->domain) {
                         json_object_array_add(kept, json_object_get(pf));
                         continue;
                 }
-                if (!json_object_object_get_ex(pf, "vfs", &vfs) || !json_object_is_type(vfs, json_type_array))
-                        continue;
-                some = json_object_new_array();
-                if (!some) {
+                /* The PF's row, with only the VFs asked for. */
+                n_vfs = filter_vfs(pf, "vfs", whole, f, seen);
+                n_gone = filter_vfs(pf, "gone", whole, f, seen);
+                if (n_vfs < 0 || n_gone < 0) {
                         json_object_put(kept);
                         return -ENOMEM;
                 }
-                for (size_t k = 0; k < json_object_array_length(vfs); k++) {
-                        struct json_object *vf = json_object_array_get_idx(vfs, k);
-                        bool named = addr_wanted(jstr(vf, "address"), f->addrs, seen, f->n_addrs);
-
-                        if ((whole || named) && (!f->domain || vf_in_domain(vf, f->domain)))
-                                json_object_array_add(some, json_object_get(vf));
-                }
-                if (json_object_array_length(some) == 0) {
-                        json_object_put(some);
-                        continue;
-                }
-                /* The PF's row, with only the VFs asked for. */
-                json_object_object_add(pf, "vfs", some);
-                json_object_array_add(kept, json_object_get(pf));
+                if (n_vfs + n_gone > 0)
+                        json_object_array_add(kept, json_object_get(pf));
         }
         json_object_object_add(reply, key, kept);
-        return 0;
-}
-
-/* Keeps in "gone" the assignments the filter asks for: of the VFs or PFs
- * it names, and of its domain. */
-static int filter_gone(struct json_object *reply, const struct list_filter *f, bool *seen) {
-        struct json_object *gone, *kept;
-
-        if (!json_object_object_get_ex(reply, "gone", &gone) || !json_object_is_type(gone, json_type_array))
-                return 0;
-        kept = json_object_new_array();
-        if (!kept)
-                return -ENOMEM;
-        for (size_t i = 0; i < json_object_array_length(gone); i++) {
-                struct json_object *g = json_object_array_get_idx(gone, i);
-                bool vf = addr_wanted(jstr(g, "address"), f->addrs, seen, f->n_addrs);
-                bool pf = addr_wanted(jstr(g, "pf"), f->addrs, seen, f->n_addrs);
-
-                if ((f->n_addrs == 0 || vf || pf) && (!f->domain || vf_in_domain(g, f->domain)))
-                        json_object_array_add(kept, json_object_get(g));
-        }
-        json_object_object_add(reply, "gone", kept);
         return 0;
 }
 
@@ -532,8 +508,6 @@ int list_filter(struct json_object *reply, const struct list_filter *f, const ch
         r = filter_pfs(reply, "pfs", f, seen);
         if (r >= 0)
                 r = filter_pfs(reply, "absent", f, seen);
-        if (r >= 0)
-                r = filter_gone(reply, f, seen);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < f->n_addrs; i++)

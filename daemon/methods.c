@@ -309,22 +309,17 @@ static struct json_object *json_absent(struct manager *m) {
         return a;
 }
 
-/* The assignments whose VF does not exist on a present PF (on filter,
- * when not NULL). */
-static struct json_object *json_gone(struct manager *m, const char *filter) {
-        struct json_object *all = reconcile_gone(m, false), *a;
-        const char *pf;
+/* Of gone (reconcile_gone()), the assignments of PF pf. */
+static struct json_object *json_gone(struct json_object *gone, const char *pf) {
+        struct json_object *a = json_object_new_array();
+        const char *of;
 
-        if (!all || !filter)
-                return all;
-        a = json_object_new_array();
-        for (size_t i = 0; a && i < json_object_array_length(all); i++) {
-                struct json_object *g = json_object_array_get_idx(all, i);
+        for (size_t i = 0; a && gone && i < json_object_array_length(gone); i++) {
+                struct json_object *g = json_object_array_get_idx(gone, i);
 
-                if (svff_json_get_string(g, "pf", &pf) >= 0 && pf && streq(pf, filter))
+                if (svff_json_get_string(g, "pf", &of) >= 0 && of && streq(of, pf))
                         json_object_array_add(a, json_object_get(g));
         }
-        json_object_put(all);
         return a;
 }
 
@@ -339,7 +334,7 @@ static bool snapshot_has_pending(const struct snapshot *s) {
 
 static void list_answer(struct manager *m, struct call *call) {
         struct snapshot *s = m->snapshot;
-        struct json_object *p, *pfs;
+        struct json_object *p, *pfs, *gone;
         const char *filter = NULL;
         struct blob *b;
         char *msg = NULL;
@@ -363,10 +358,16 @@ static void list_answer(struct manager *m, struct call *call) {
                 return;
         }
 
+        gone = reconcile_gone(m, false);
         pfs = json_object_new_array_ext((int) s->n_pfs);
         for (size_t i = 0; i < s->n_pfs; i++)
-                if (!filter || streq(filter, s->pfs[i]->address))
-                        json_object_array_add(pfs, json_pf(m, s->pfs[i]));
+                if (!filter || streq(filter, s->pfs[i]->address)) {
+                        struct json_object *o = json_pf(m, s->pfs[i]);
+
+                        json_object_object_add(o, "gone", json_gone(gone, s->pfs[i]->address));
+                        json_object_array_add(pfs, o);
+                }
+        json_object_put(gone);
         if (filter && json_object_array_length(pfs) == 0) {
                 json_object_put(pfs);
                 call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", filter,
@@ -378,7 +379,6 @@ static void list_answer(struct manager *m, struct call *call) {
         json_object_object_add(p, "pfs", pfs);
         if (!filter)
                 json_object_object_add(p, "absent", json_absent(m));
-        json_object_object_add(p, "gone", json_gone(m, filter));
         r = svff_varlink_encode_reply(p, false, &msg, &len);
         json_object_put(p);
         if (r < 0) {

@@ -193,12 +193,12 @@ for v in "$VF0 vm1" "$VF1 vm2" "$VF2 vm3"; do
                 fail "list does not say what brings $1 back: $(cat "$T/list")"
 done
 ctl list --json > "$T/list.json" || fail "list --json with the VFs gone"
-expect_eq "$(jget 'sorted((g["address"], g["pf"], g["assigned_to"]["domain"]) for g in d["gone"])' < "$T/list.json")" \
+expect_eq "$(jget 'sorted((g["address"], g["pf"], g["assigned_to"]["domain"]) for p in d["pfs"] for g in p["gone"])' < "$T/list.json")" \
         "[('$VF0', '$PF', 'vm1'), ('$VF1', '$PF', 'vm2'), ('$VF2', '$PF', 'vm3')]" "List's gone VFs"
 ctl list --domain vm2 --json > "$T/list.json" || fail "list --domain vm2"
-expect_eq "$(jget '[g["address"] for g in d["gone"]]' < "$T/list.json")" "['$VF1']" "vm2's gone VF"
+expect_eq "$(jget '[g["address"] for p in d["pfs"] for g in p["gone"]]' < "$T/list.json")" "['$VF1']" "vm2's gone VF"
 ctl list "$VF2" --json > "$T/list.json" || fail "list $VF2, which is gone"
-expect_eq "$(jget '[g["address"] for g in d["gone"]]' < "$T/list.json")" "['$VF2']" "list of a gone VF"
+expect_eq "$(jget '[g["address"] for p in d["pfs"] for g in p["gone"]]' < "$T/list.json")" "['$VF2']" "list of a gone VF"
 # The same reconf finishes the rollback.
 ctl reconf $PF 6 > "$T/out" 2>&1 || fail "finishing the rollback: $(cat "$T/out")"
 # svffd ran throughout: nothing says it stopped or restarted.
