@@ -399,10 +399,12 @@ static int walk_device(struct sim *sim, const struct node *p, child_fn fn, void 
         if (d->pf && !d->unlinked)
                 CHILD("physfn", .kind = K_LINK, .link = L_PHYSFN, .dev = d);
         /* pci_iov_add_virtfn() links each VF as it is added, before
-         * sriov_numvfs says so, and the disable unlinks them one by one
-         * before it reads 0: past numvfs, the VFs present are linked. */
+         * sriov_numvfs says so: while an enable runs, past numvfs, the
+         * VFs present are linked (never orphans of a removed PF, which
+         * the enable refuses to run over). */
         for (unsigned i = 0; d->is_pf && d->vfs && i < d->totalvfs; i++) {
-                bool linked = i < d->numvfs ? d->vfs[i].present || d->vfs[i].dangling : d->vfs[i].present;
+                bool linked = i < d->numvfs ? d->vfs[i].present || d->vfs[i].dangling
+                                            : d->enabling && d->vfs[i].present;
 
                 if (!linked || d->vfs[i].unlinked)
                         continue;

@@ -721,6 +721,7 @@ static void sriov_enable(struct sim *sim, struct sim_dev *pf, uint16_t n) {
         }
         pf->cfg_numvfs = n;
         pf->cfg_vf_enable = n > 0;
+        pf->enabling = true;
         sim_sleep(sim, SIM_LAT_SRIOV_ENABLE);
         for (unsigned i = 0; i < n; i++) {
                 sim_sleep(sim, SIM_LAT_VF_ENABLE);
@@ -740,6 +741,7 @@ static void sriov_enable(struct sim *sim, struct sim_dev *pf, uint16_t n) {
         }
         pf->drop_vf = -1;
         pf->numvfs = n;
+        pf->enabling = false;
         pthread_cond_broadcast(&sim->cond);
 }
 

@@ -87,6 +87,7 @@ struct sim_dev {
         bool drivers_autoprobe;
         bool shared_group;              /* PF and VFs in one IOMMU group */
         int partial;                    /* next enable creates this many VFs, -1: off */
+        bool enabling;                  /* sriov_enable() is adding VFs, numvfs not set yet */
         uint16_t next_offset, next_stride; /* from the next enable on (ctl layout), 0: as is */
         int drop_vf;                    /* next enable loses this VF, -1: off */
         bool drop_dangling;             /* ... and leaves its virtfn link */
