@@ -187,6 +187,15 @@ vm_svffd_stop() {
 # svffctl ARGS...: the host-built CLI against the guest's daemon.
 svffctl() { "$svffctl" --socket "$SVFF_SOCKET" "$@"; }
 
+# vm_status_after_change FILE: 'svffctl status --json' into FILE once a
+# change made behind svffd's back is sure to show: svffd reads the device
+# classes for drift at most once per list_max_age_msec, so past that age.
+vm_status_after_change() {
+        max=$(svffctl status --json | jq '.snapshot_max_age_usec') || vm_fail "svffctl status --json failed"
+        sleep "$(awk -v u="$max" 'BEGIN { printf "%.3f", u / 1e6 + 0.1 }')"
+        svffctl status --json >"$1" || [ $? = 5 ] || vm_fail "svffctl status --json failed"
+}
+
 # vm_libvirtd_start: a real libvirtd with the QEMU capabilities cached by
 # earlier runs (ready in 3-4 s instead of 9-12 s).
 # vm_libvirtd_start [SETTING...]: libvirtd with the host's libvirtd.conf

@@ -142,7 +142,7 @@ scid1=$(secondary 1 secondary-controller-identifier)
 scid2=$(secondary 2 secondary-controller-identifier)
 nvme virt-mgmt "$dev" -c "$scid1" -a 7 >/dev/null || vm_fail "taking secondary $scid1 offline by hand failed"
 nvme detach-ns "$dev" -n 3 -c "$scid2" >/dev/null || vm_fail "detaching namespace 3 by hand failed"
-svffctl status --json >"$R/status-drift.json" || [ $? = 5 ] || vm_fail "svffctl status --json failed"
+vm_status_after_change "$R/status-drift.json"
 drift_of() {
         jq -r --arg d "$1" '[.drift[] | select(.kind == "class-drift" and .device == $d)] | length' \
                 "$R/status-drift.json"
