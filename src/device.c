@@ -292,6 +292,19 @@ static int pf_read_numbers(struct svff_pf *pf, int dfd, const struct pf_number *
         return 0;
 }
 
+/* A PF known by its address only, while a write of its count is in the
+ * kernel; NULL out of memory. */
+static struct svff_pf *pf_stand_in(const char *address) {
+        struct svff_pf *pf = calloc(1, sizeof(*pf));
+
+        if (!pf)
+                return NULL;
+        memcpy(pf->address, address, SVFF_PCI_ADDR_STRLEN);
+        pf->numa_node = pf->iommu_group = -1;
+        pf->vf_missing = UINT_MAX;
+        return pf;
+}
+
 /* A PF whose sriov_numvfs this context is writing, as far as it can be
  * known without waiting for the write: its address and the write. 0 and
  * *ret NULL when no write is pending. */
@@ -307,12 +320,9 @@ static int pf_load_pending(struct svff_ctx *ctx, const char *address, struct svf
         r = svff_ctx_write_pending(ctx, path, &value, &late);
         if (r <= 0)
                 return r;
-        pf = calloc(1, sizeof(*pf));
+        pf = pf_stand_in(address);
         if (!pf)
                 return -ENOMEM;
-        memcpy(pf->address, address, SVFF_PCI_ADDR_STRLEN);
-        pf->numa_node = pf->iommu_group = -1;
-        pf->vf_missing = UINT_MAX;
         pf->numvfs_pending = TAKE_PTR(value);
         pf->numvfs_pending_late = late;
         svff_log_debug(ctx, "PF '%s' has a write of %s to sriov_numvfs pending%s, not reading it", address,
@@ -348,12 +358,9 @@ static int pf_read_numvfs(struct svff_ctx *ctx, const char *address, int dfd, bo
                 return r;
         if (svff_ctx_read_stuck(ctx, path, &since) <= 0)
                 since = svff_now_usec();  /* ended just now: the next pass reads it */
-        pf = calloc(1, sizeof(*pf));
+        pf = pf_stand_in(address);
         if (!pf)
                 return -ENOMEM;
-        memcpy(pf->address, address, SVFF_PCI_ADDR_STRLEN);
-        pf->numa_node = pf->iommu_group = -1;
-        pf->vf_missing = UINT_MAX;
         pf->numvfs_unread_since = since;
         svff_log_debug(ctx, "PF '%s': sriov_numvfs has not answered for %llu ms, not reading the PF", address,
                        (unsigned long long) ((svff_now_usec() - since) / USEC_PER_MSEC));
