@@ -711,7 +711,7 @@ struct drift_waiter {
 struct classes_drift_cache {
         struct json_object *result;     /* the last inspection's */
         bool have;
-        uint64_t taken_usec;            /* when it started */
+        uint64_t taken_usec;            /* when it ended */
         uint64_t generation;            /* the store's then */
         bool running;
         struct drift_waiter *waiters;   /* for the one running */
@@ -719,7 +719,6 @@ struct classes_drift_cache {
 
 struct drift_job {
         struct manager *m;
-        uint64_t started_usec;
         uint64_t generation;
         struct svff_ctx *ctx;
         struct worker_pool *pool;
@@ -754,7 +753,7 @@ static void drift_add(struct json_object *a, const char *device, const char *pf,
         json_object_array_add(a, d);
 }
 
-/* Keeps a (taken) as the result of the inspection started at t over
+/* Keeps a (taken) as the result of the inspection that ended at t over
  * the store's generation gen, and answers everyone waiting for it. */
 static void drift_serve(struct manager *m, uint64_t t, uint64_t gen, struct json_object *a) {
         struct classes_drift_cache *c = m->class_drift;
@@ -834,7 +833,10 @@ static void drift_done(void *userdata) {
                         drift_add(a, vf, pf, e, g, line, next);
                 }
         }
-        drift_serve(j->m, j->started_usec, j->generation, a);
+        /* Aged from its end: an inspection that outlasts
+         * list_max_age_msec (a second at 1008 VFs) would otherwise be
+         * old on arrival, and every Status would start another. */
+        drift_serve(j->m, svff_now_usec(), j->generation, a);
         drift_job_free(j);
 }
 
@@ -949,7 +951,6 @@ void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn f
         log_debug("Reading the device-class state of %zu PF(s) for drift.",
                   (size_t) json_object_object_length(j->recorded));
         j->m = m;
-        j->started_usec = now;
         j->generation = svff_store_generation(m->store);
         j->ctx = svff_ctx_ref(m->ctx);
         /* The discovery pool: short reads, never queued behind an init. */
