@@ -781,6 +781,17 @@ static void numvfs_count_run(void *userdata) {
         }
 }
 
+/* The deadlines of the writes from from VFs to to (through 0). */
+static uint64_t numvfs_budget(struct manager *m, unsigned from, unsigned to) {
+        uint64_t total = 0;
+
+        if (from != to && from > 0)
+                total += svff_config_numvfs_timeout(&m->config, from);
+        if (from != to && to > 0)
+                total += svff_config_numvfs_timeout(&m->config, to);
+        return total;
+}
+
 static int numvfs_watch_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         struct init_op *io = userdata;
         struct manager *m = io->op->manager;
@@ -1039,8 +1050,7 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
                 for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
                         if (streq(m->snapshot->pfs[i]->address, pf))
                                 from = m->snapshot->pfs[i]->numvfs;
-                io->numvfs_budget = operation_init_budget(m, from, numvfs) -
-                                    svff_config_bind_timeout(&m->config, numvfs);
+                io->numvfs_budget = numvfs_budget(m, from, numvfs);
                 io->numvfs_seen = -1;
                 if (from != numvfs)
                         (void) sd_event_add_time_relative(m->event, &io->numvfs_watch, CLOCK_MONOTONIC,
@@ -1050,13 +1060,7 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
 }
 
 uint64_t operation_init_budget(struct manager *m, unsigned from, unsigned to) {
-        uint64_t total = 0;
-
-        if (from != to && from > 0)
-                total += svff_config_numvfs_timeout(&m->config, from);
-        if (from != to && to > 0)
-                total += svff_config_numvfs_timeout(&m->config, to);
-        return total + svff_config_bind_timeout(&m->config, to);
+        return numvfs_budget(m, from, to) + svff_config_bind_timeout(&m->config, to);
 }
 
 /* ---- Release ---- */
