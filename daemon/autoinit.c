@@ -36,10 +36,26 @@ struct refusal {
         bool failed;                    /* its Init ran and failed: drift too */
 };
 
+/* A policy's image read for its content's hash on the ops pool, and
+ * what the read found; apply() takes it on its next pass over the PF. */
+struct image_read {
+        struct image_read *next;
+        struct autoinit *autoinit;      /* NULL once auto-init is gone */
+        struct worker_pool *pool;
+        char address[SVFF_PCI_ADDR_STRLEN];
+        char *image, *image_dir;
+        bool startup;                   /* counted in startup_reads */
+        bool done;
+        int r;
+        struct json_object *identity;   /* with "sha256", when r >= 0 */
+        struct svff_error err;
+};
+
 struct autoinit {
         struct manager *manager;
         struct pending *pending;
         struct refusal *refusals;
+        struct image_read *reads;
         bool waiting;                   /* a snapshot is on its way */
         uint64_t startup_budget;        /* what the start-up Inits may take */
 };
@@ -62,9 +78,45 @@ int autoinit_new(struct manager *m, struct autoinit **ret) {
         return 0;
 }
 
+static struct image_read *image_read_free(struct image_read *r) {
+        if (r) {
+                free(r->image);
+                free(r->image_dir);
+                json_object_put(r->identity);
+                svff_error_free(&r->err);
+                free(r);
+        }
+        return NULL;
+}
+
+/* Unlinks r from its auto-init, and ends its part in start-up. */
+static void image_read_unlink(struct image_read *r) {
+        struct autoinit *a = r->autoinit;
+
+        if (!a)
+                return;
+        for (struct image_read **p = &a->reads; *p; p = &(*p)->next)
+                if (*p == r) {
+                        *p = r->next;
+                        break;
+                }
+        if (r->startup && a->manager->startup_reads > 0)
+                a->manager->startup_reads--;
+        r->autoinit = NULL;
+        r->next = NULL;
+}
+
 struct autoinit *autoinit_free(struct autoinit *a) {
         if (!a)
                 return NULL;
+        while (a->reads) {
+                struct image_read *r = a->reads;
+
+                image_read_unlink(r);
+                /* a read still running is freed by its end */
+                if (r->done)
+                        image_read_free(r);
+        }
         while (a->pending) {
                 struct pending *p = a->pending;
 
@@ -213,6 +265,110 @@ static bool assignments_need_restore(struct manager *m, const struct svff_pf *pf
         return false;
 }
 
+static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool startup);
+
+static bool read_cancelled(void *userdata) {
+        struct image_read *r = userdata;
+
+        return worker_pool_cancelled(r->pool);
+}
+
+static void image_read_done(void *userdata);
+
+/* On the ops pool: the whole image, through its checks. */
+static void image_read_run(void *userdata) {
+        struct image_read *r = userdata;
+
+        r->r = svff_flash_image_hash(r->image_dir, r->image, read_cancelled, r, &r->identity, &r->err);
+        if (worker_pool_post(r->pool, image_read_done, r) < 0)
+                log_oom();      /* lost: the next reload reads it again */
+}
+
+/* Main thread: the policy is applied again with what the read found. */
+static void image_read_done(void *userdata) {
+        struct image_read *r = userdata;
+        struct autoinit *a = r->autoinit;
+        struct manager *m;
+        const struct svff_pf *pf;
+        bool startup = r->startup;
+
+        r->done = true;
+        if (!a) {
+                image_read_free(r);
+                return;
+        }
+        m = a->manager;
+        pf = m->shutting_down ? NULL : snapshot_pf(m, r->address);
+        if (pf)
+                (void) apply(m, pf, false, startup);
+        /* still here: the pass took another way (the PF's owner changed) */
+        for (struct image_read *i = a->reads; i; i = i->next)
+                if (i == r) {
+                        image_read_unlink(r);
+                        image_read_free(r);
+                        break;
+                }
+        if (startup)
+                manager_notify_ready(m);
+}
+
+/* What the read of pol's image for pf found: 1 with the identity in
+ * *ret (taken), -errno with err filled, or 0 when it is under way (it is
+ * started if need be, and its end applies the policy again). */
+static int image_read_take(struct manager *m, const char *pf, const struct svff_policy *pol, bool startup,
+                           struct json_object **ret, struct svff_error *err) {
+        struct autoinit *a = m->autoinit;
+        struct image_read *r;
+        int k;
+
+        for (r = a->reads; r; r = r->next)
+                if (streq(r->address, pf))
+                        break;
+        if (r && !r->done) {
+                if (startup && !r->startup) {
+                        r->startup = true;
+                        m->startup_reads++;
+                }
+                return 0;
+        }
+        if (r) {
+                image_read_unlink(r);
+                if (streq(r->image, pol->image)) {
+                        k = r->r;
+                        if (k < 0)
+                                svff_error_set(err, k, "%s", svff_error_message(&r->err));
+                        else
+                                *ret = TAKE_PTR(r->identity);
+                        image_read_free(r);
+                        return k < 0 ? k : 1;
+                }
+                image_read_free(r);     /* of an image the policy no longer names */
+        }
+
+        r = calloc(1, sizeof(*r));
+        if (!r || !(r->image = strdup(pol->image)) || !(r->image_dir = strdup(m->config.flash_image_dir))) {
+                image_read_free(r);
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        }
+        r->pool = m->ops_pool;
+        snprintf(r->address, sizeof(r->address), "%s", pf);
+        k = worker_pool_submit(m->ops_pool, image_read_run, r);
+        if (k < 0) {
+                image_read_free(r);
+                return svff_error_set_errno(err, k, "Cannot start reading image '%s'", pol->image);
+        }
+        r->autoinit = a;
+        r->next = a->reads;
+        a->reads = r;
+        if (startup) {
+                r->startup = true;
+                m->startup_reads++;
+        }
+        log_info("PF %s: reading image '%s' for its SHA-256 (policy '%s', \"verify_image\": \"sha256\").", pf,
+                 pol->image, pol->name);
+        return 0;
+}
+
 /* What a reprogram takes beyond the hook and the numvfs writes: the
  * PF's removal, the rescan's wait for it (reconf-ops.c) and its bind. */
 #define RESCAN_BUDGET_USEC (40 * USEC_PER_SEC)
@@ -223,7 +379,8 @@ static bool assignments_need_restore(struct manager *m, const struct svff_pf *pf
  * 1 when the reprogram was started, 0 when the PF holds the image (the
  * count is applied as usual), -EAGAIN when nothing may be done now (the
  * refusal is recorded), -EBUSY when an operation on the PF is in
- * progress. */
+ * progress, -EINPROGRESS while the image is read for its hash (a policy
+ * with "verify_image": "sha256"; the read's end applies it again). */
 static int apply_image(struct manager *m, const struct svff_pf *pf, const struct svff_policy *pol, bool startup) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         _cleanup_(json_object_putp) struct json_object *identity = NULL;
@@ -232,7 +389,7 @@ static int apply_image(struct manager *m, const struct svff_pf *pf, const struct
         char reason[512], msg[1400];
         struct operation *op = NULL;
         struct stat st;
-        int r;
+        int r = 0;
 
         snprintf(reason, sizeof(reason), "policy '%s' (%s)", pol->name, pol->origin);
         if (!m->config.flash_hook || !m->config.flash_image_dir)
@@ -241,10 +398,17 @@ static int apply_image(struct manager *m, const struct svff_pf *pf, const struct
         else if (svff_flash_image_stat(m->config.flash_image_dir, pol->image, &st, &err) < 0)
                 snprintf(msg, sizeof(msg), "%s names an image svff cannot flash: %s; not applied", reason,
                          svff_error_message(&err));
-        else if (!(identity = svff_flash_image_identity(pol->image, &st)))
+        else if (pol->verify_sha256 && (r = image_read_take(m, pf->address, pol, startup, &identity, &err)) == 0)
+                return -EINPROGRESS;
+        else if (pol->verify_sha256 && r < 0)
+                snprintf(msg, sizeof(msg), "%s names an image svff could not read for its SHA-256: %s; not "
+                         "applied", reason, svff_error_message(&err));
+        else if (!pol->verify_sha256 && !(identity = svff_flash_image_identity(pol->image, &st)))
                 return log_oom();
-        else if (svff_flash_image_same(stored, identity)) {
-                log_info("PF %s holds image '%s' (%s), as svff flashed it.", pf->address, pol->image, reason);
+        else if (pol->verify_sha256 ? svff_flash_image_same_content(stored, identity)
+                                    : svff_flash_image_same(stored, identity)) {
+                log_info("PF %s holds image '%s' (%s), as svff flashed it%s.", pf->address, pol->image, reason,
+                         pol->verify_sha256 ? ": the same content" : "");
                 return 0;
         } else {
                 if (stored)
@@ -254,7 +418,9 @@ static int apply_image(struct manager *m, const struct svff_pf *pf, const struct
                         snprintf(msg, sizeof(msg), "%s names image '%s', which svff has not flashed to the PF as it "
                                  "is now (%s%s%s), but VFs of the PF are assigned; not applied: 'svffctl reprogram "
                                  "%s %s' flashes it keeping them", reason, pol->image, had ? "it holds '" : "",
-                                 had ?: "no flash recorded", had ? "', or a file changed since" : "", pf->address,
+                                 had ?: "no flash recorded",
+                                 !had ? "" : pol->verify_sha256 ? "', or with other content" : "', or a file changed since",
+                                 pf->address,
                                  pol->image);
                 else if (!pf->driver) {
                         log_info("PF %s has no driver yet; %s waits for it to bind before it flashes '%s'.",
@@ -272,8 +438,10 @@ static int apply_image(struct manager *m, const struct svff_pf *pf, const struct
                                 log_notice("PF %s: %s names image '%s', %s; reprogramming it.", pf->address, reason,
                                            pol->image,
                                            !had ? "which svff has no record of flashing to it"
-                                           : streq(had, pol->image) ? "which changed since svff flashed it"
-                                                                    : "not the one svff flashed last");
+                                           : !streq(had, pol->image) ? "not the one svff flashed last"
+                                           : pol->verify_sha256 ? "whose content is not what svff flashed (or "
+                                                                  "was not hashed then)"
+                                                                : "which changed since svff flashed it");
                                 /* It may have ended already. */
                                 op = manager_find_operation(m, pf->address);
                                 if (op && op->data && streq(op->kind, "reprogram")) {
@@ -341,7 +509,7 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
         if (pol && pol->image && (!owner || !streq(owner, SVFF_PF_OWNER_OPERATOR))) {
                 r = apply_image(m, pf, pol, startup);
                 if (r != 0)
-                        return r == -EAGAIN ? 0 : r;
+                        return r == -EAGAIN || r == -EINPROGRESS ? 0 : r;
         }
         if (pol && pol->numvfs >= 0 && owner && !streq(owner, SVFF_PF_OWNER_OPERATOR)) {
                 numvfs = (unsigned) pol->numvfs;

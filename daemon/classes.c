@@ -519,20 +519,10 @@ int classes_inspect_sync(struct svff_ctx *ctx, const char *pf, struct json_objec
 
 /* ---- main thread: settings and records ---- */
 
-static const struct svff_pf *snapshot_pf(struct manager *m, const char *pf) {
-        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                if (streq(m->snapshot->pfs[i]->address, pf))
-                        return m->snapshot->pfs[i];
-        return NULL;
-}
-
 struct json_object *classes_policy_settings(struct manager *m, const char *pf) {
-        const struct svff_pf *p = snapshot_pf(m, pf);
-        const struct svff_policy *pol;
+        const struct svff_policy *pol = manager_pf_policy(m, pf);
         struct json_object *copy = NULL;
 
-        pol = p ? svff_config_find_policy(&m->config, pf, p->vendor_id, p->device_id, p->netdev)
-                : svff_config_find_policy(&m->config, pf, 0, 0, NULL);
         if (!pol || !pol->classes)
                 return NULL;
         if (json_object_deep_copy(pol->classes, &copy, NULL) < 0)

@@ -267,6 +267,16 @@ int manager_commit(struct manager *m, struct svff_error *err) {
         return r;
 }
 
+const struct svff_policy *manager_pf_policy(struct manager *m, const char *pf) {
+        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++) {
+                const struct svff_pf *p = m->snapshot->pfs[i];
+
+                if (streq(p->address, pf))
+                        return svff_config_find_policy(&m->config, pf, p->vendor_id, p->device_id, p->netdev);
+        }
+        return svff_config_find_policy(&m->config, pf, 0, 0, NULL);
+}
+
 const char *manager_pf_owner(struct manager *m, const char *pf, const struct svff_policy *pol, char *buf,
                              size_t n) {
         const char *stored = svff_store_get_pf_owner(m->store, pf);
@@ -379,7 +389,7 @@ void manager_remove_operation(struct manager *m, struct operation *op) {
 void manager_notify_ready(struct manager *m) {
         size_t n = 0;
 
-        if (m->ready || !m->serving)
+        if (m->ready || !m->serving || m->startup_reads > 0)
                 return;
         for (struct operation *op = registry_operations(m->registry); op; op = op->next)
                 if (op->startup)

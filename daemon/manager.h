@@ -100,6 +100,9 @@ struct manager {
         struct udev_watch *udev;
         bool serving;           /* listening; READY=1 once start-up work is done */
         bool ready;             /* READY=1 sent */
+        /* Start-up work READY=1 waits for that is no operation yet: the
+         * policy images being read for their hash (autoinit.c). */
+        unsigned startup_reads;
 
         /* A stop was asked for (SIGTERM): no new calls or operations;
          * the running ones go on to their next journaled safe point, then
@@ -137,6 +140,10 @@ void manager_server_limits(struct manager *m, struct server_limits *ret);
 int manager_open_store(struct manager *m);
 /* Commits; on failure logs and fills err. */
 int manager_commit(struct manager *m, struct svff_error *err);
+/* The policy matching pf as the current snapshot shows it (by its
+ * address alone when the snapshot lacks it), or NULL. Borrowed from the
+ * config. */
+const struct svff_policy *manager_pf_policy(struct manager *m, const char *pf);
 /* Who owns pf's VF count (see autoinit.h): "operator", "policy:<name>"
  * (in buf, n bytes) or NULL (no policy with a count matches and no
  * operator set it). pol is the policy matching pf, or NULL. */

@@ -18,6 +18,7 @@
 #include "methods.h"
 #include "operations.h"
 #include "params.h"
+#include "sha256.h"
 #include "reconcile.h"
 #include "reconfigure.h"
 #include "sysfs.h"
@@ -170,7 +171,7 @@ static struct json_object *json_desired(struct manager *m, const char *pf) {
 static struct json_object *json_image(struct manager *m, const char *pf) {
         _cleanup_(json_object_putp) struct json_object *now = NULL;
         struct json_object *stored = svff_store_get_pf_image(m->store, pf), *o;
-        const char *path = NULL;
+        const char *path = NULL, *sha256 = NULL;
         struct stat st;
         bool unchanged = false;
 
@@ -185,6 +186,8 @@ static struct json_object *json_image(struct manager *m, const char *pf) {
                 return NULL;
         json_object_object_add(o, "path", json_object_new_string(path));
         json_object_object_add(o, "unchanged", json_object_new_boolean(unchanged));
+        if (svff_json_get_string(stored, "sha256", &sha256) >= 0 && svff_sha256_hex_valid(sha256))
+                json_object_object_add(o, "sha256", json_object_new_string(sha256));
         return o;
 }
 

@@ -799,10 +799,27 @@ static void pfop_job_free(struct pfop_job *j) {
         free(j);
 }
 
-static struct json_object *image_identity(const char *image_dir, const char *image) {
+static bool ops_cancelled(void *userdata) {
+        struct reconf_run *run = userdata;
+
+        return worker_pool_cancelled(run->env.ops_pool);
+}
+
+/* Which file the image is now, with its content's hash when the PF's
+ * policy compares content; NULL: not known. */
+static struct json_object *image_identity(struct reconf_run *run, const char *image_dir, const char *image) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *identity = NULL;
         struct stat st;
 
-        if (!image || svff_flash_image_stat(image_dir, image, &st, NULL) < 0)
+        if (!image)
+                return NULL;
+        if (run->env.verify_image_sha256) {
+                if (svff_flash_image_hash(image_dir, image, ops_cancelled, run, &identity, &err) < 0)
+                        log_warning("%s.", svff_error_message(&err));
+                return identity;
+        }
+        if (svff_flash_image_stat(image_dir, image, &st, NULL) < 0)
                 return NULL;
         return svff_flash_image_identity(image, &st);
 }
@@ -816,8 +833,9 @@ static void flash_identity(struct pfop_job *j, const char *image_dir) {
                            "as holding it.", j->pf);
                 return;
         }
-        j->identity = image_identity(image_dir, j->image);
-        if (!svff_flash_image_same(j->before, j->identity)) {
+        j->identity = image_identity(j->run, image_dir, j->image);
+        if (!svff_flash_image_same(j->before, j->identity) ||
+            (j->run->env.verify_image_sha256 && !svff_flash_image_same_content(j->before, j->identity))) {
                 json_object_put(j->identity);
                 j->identity = NULL;
                 log_warning("Image '%s' changed while the flash hook ran: PF %s is not recorded as holding it.",
@@ -829,7 +847,7 @@ static void flash_identity(struct pfop_job *j, const char *image_dir) {
 static int flash(struct pfop_job *j, const struct svff_flash_hook *hook) {
         int r;
 
-        j->before = image_identity(hook->image_dir, j->image);
+        j->before = image_identity(j->run, hook->image_dir, j->image);
         r = svff_flash_hook_run(j->run->env.ctx, hook, j->pf, j->image, &j->err);
         if (r < 0)
                 return r;
@@ -848,7 +866,7 @@ static int flash_unit_prepare(struct pfop_job *j, const struct svff_flash_hook *
         r = svff_flash_image_check(hook->image_dir, j->image, &j->err);
         if (r < 0)
                 return r;
-        j->before = image_identity(hook->image_dir, j->image);
+        j->before = image_identity(j->run, hook->image_dir, j->image);
         return 0;
 }
 

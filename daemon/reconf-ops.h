@@ -51,6 +51,10 @@ struct reconf_env {
          * may take to come back after the rescan. */
         const char *flash_hook, *flash_image_dir;
         usec_t flash_timeout, rescan_timeout;
+        /* The PF's policy says "verify_image": "sha256": the image's
+         * identity, before and after the hook, carries its content's
+         * hash (read on the ops pool), and so does the store's record. */
+        bool verify_image_sha256;
         /* The PF's policy's class settings (classes_policy_settings(),
          * copied; NULL: none), for its class's PF-wide set-up (a QDMA
          * PF's qmax) once a reprogrammed PF is back on its driver. */

@@ -341,6 +341,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         bool recovery = journal != NULL;
         _cleanup_(json_object_putp) struct json_object *class_policy = NULL;
+        const struct svff_policy *pol = manager_pf_policy(m, plan->pf);
         virConnectPtr conn = NULL;
         struct reconf_run *run;
         struct reconf_env env;
@@ -378,6 +379,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .flash_image_dir = m->config.flash_image_dir,
                 .flash_timeout = m->config.flash_timeout_usec,
                 .class_policy = class_policy = classes_policy_settings(m, plan->pf),
+                .verify_image_sha256 = pol && pol->verify_sha256,
                 .stopping = env_stopping,
                 .commit = env_commit,
                 .sysfs_changed = env_sysfs_changed,

@@ -563,7 +563,15 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                 /* Checked against flash_image_dir when it is applied:
                  * the file may come and go. */
                 k = get_abs_path(p, val, &pol->image);
-        else if (svff_class_by_name(key)) {
+        else if (streq(key, "verify_image")) {
+                if (!json_object_is_type(val, json_type_string) || !streq(json_object_get_string(val), "sha256"))
+                        k = key_error(p, -EINVAL, "must be \"sha256\" (the image is compared by its content), or "
+                                      "left out (by its path and metadata)");
+                else {
+                        pol->verify_sha256 = true;
+                        k = 0;
+                }
+        } else if (svff_class_by_name(key)) {
                 struct json_object *copy = NULL;
 
                 /* The class checks the content without the device (and
@@ -583,7 +591,7 @@ static int parse_policy_key(struct parser *p, const char *key, struct json_objec
                         k = 0;
         } else
                 k = key_error(p, -EINVAL, "is unknown (a policy has match, numvfs, vf_driver, autoprobe, pool, "
-                              "reprogram_ids, image, or settings named after a device class)");
+                              "reprogram_ids, image, verify_image, or settings named after a device class)");
         return k;
 }
 
@@ -595,6 +603,8 @@ static int parse_policy(struct parser *p, const char *name, struct json_object *
         r = parse_keys(p, o, "must be an object (or null to drop the policy)", parse_policy_key, &pol);
         if (r >= 0 && !json_object_object_get_ex(o, "match", NULL))
                 r = key_error(p, -EINVAL, "needs a 'match'");
+        if (r >= 0 && pol.verify_sha256 && !pol.image)
+                r = key_error(p, -EINVAL, "has 'verify_image' but no 'image' to verify");
         if (r >= 0) {
                 char origin[PATH_MAX + 16];
 
@@ -1482,6 +1492,8 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
                         json_object_object_add(po, "reprogram_ids", json_object_get(pol->reprogram_ids));
                 if (pol->image)
                         json_object_object_add(po, "image", json_object_new_string(pol->image));
+                if (pol->verify_sha256)
+                        json_object_object_add(po, "verify_image", json_object_new_string("sha256"));
                 if (pol->classes) {
                         json_object_object_foreach(pol->classes, cname, csettings)
                                 json_object_object_add(po, cname, json_object_get(csettings));

@@ -120,6 +120,9 @@ struct svff_policy {
          * flash_image_dir), flashed by the policy's init unless the store
          * says svff last flashed this very file to it; NULL: none. */
         char *image;
+        /* "verify_image": "sha256": the image is compared by its
+         * content's SHA-256, not by its metadata. */
+        bool verify_sha256;
 };
 
 struct svff_config {

@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "flash-hook.h"
+#include "json-util.h"
+#include "macro.h"
+#include "sha256.h"
 #include "sysfs.h"
 #include "utf8.h"
 
@@ -280,6 +283,58 @@ bool svff_flash_image_same(struct json_object *a, struct json_object *b) {
                     json_object_get_int64(va) != json_object_get_int64(vb))
                         return false;
         return true;
+}
+
+static bool same_path(struct json_object *a, struct json_object *b) {
+        const char *pa = NULL, *pb = NULL;
+
+        return a && b && svff_json_get_string(a, "path", &pa) >= 0 && svff_json_get_string(b, "path", &pb) >= 0 &&
+               streq(pa, pb);
+}
+
+bool svff_flash_image_same_content(struct json_object *a, struct json_object *b) {
+        const char *ha = NULL, *hb = NULL;
+
+        return same_path(a, b) && svff_json_get_string(a, "sha256", &ha) >= 0 &&
+               svff_json_get_string(b, "sha256", &hb) >= 0 && svff_sha256_hex_valid(ha) && streq(ha, hb);
+}
+
+static bool same_file_state(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+int svff_flash_image_hash(const char *image_dir, const char *image, bool (*cancelled)(void *userdata),
+                          void *userdata, struct json_object **ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *o = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char hex[SVFF_SHA256_HEX_SIZE];
+        struct stat lst, st, after;
+        int r;
+
+        r = svff_flash_image_stat(image_dir, image, &lst, err);
+        if (r < 0)
+                return r;
+        fd = open(image, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return svff_error_set_errno(err, -errno, "Cannot open image '%s'", image);
+        if (fstat(fd, &st) < 0)
+                return svff_error_set_errno(err, -errno, "Cannot stat image '%s'", image);
+        if (!S_ISREG(st.st_mode) || st.st_dev != lst.st_dev || st.st_ino != lst.st_ino)
+                return svff_error_set(err, -EAGAIN, "Image '%s' was replaced while svffd opened it", image);
+        r = svff_sha256_fd(fd, image, cancelled, userdata, hex, err);
+        if (r < 0)
+                return r;
+        if (fstat(fd, &after) < 0)
+                return svff_error_set_errno(err, -errno, "Cannot stat image '%s'", image);
+        if (!same_file_state(&st, &after))
+                return svff_error_set(err, -EAGAIN, "Image '%s' changed while svffd read it", image);
+        o = svff_flash_image_identity(image, &st);
+        if (!o || json_object_object_add(o, "sha256", json_object_new_string(hex)) < 0)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        *ret = TAKE_PTR(o);
+        return 0;
 }
 
 static int hook_check(const char *path, struct svff_error *err) {

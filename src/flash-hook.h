@@ -71,6 +71,20 @@ struct json_object *svff_flash_image_identity(const char *image, const struct st
  * nothing. */
 bool svff_flash_image_same(struct json_object *a, struct json_object *b);
 
+/* The identity above with "sha256", the SHA-256 of the image's content
+ * (lower-case hex), read through an O_NOFOLLOW open of the file the
+ * checks of svff_flash_image_stat() passed. cancelled(userdata) (may be
+ * NULL) is asked between reads. Reads the whole file: a worker's job.
+ *   -EAGAIN     the file was replaced or changed while it was read
+ *   -ECANCELED  cancelled
+ *   as svff_flash_image_stat(), or -errno from open() or read()
+ * err names the image. */
+int svff_flash_image_hash(const char *image_dir, const char *image, bool (*cancelled)(void *userdata),
+                          void *userdata, struct json_object **ret, struct svff_error *err);
+/* Whether two identities name the same path with the same content: both
+ * carry a valid "sha256" and it is the same. Metadata is not compared. */
+bool svff_flash_image_same_content(struct json_object *a, struct json_object *b);
+
 /* Checks the image, then runs the hook on pf and waits for it.
  *   0          exit status 0
  *   -EIO       another exit status, or killed by a signal: err says which,

@@ -12,6 +12,7 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "sha256.h"
 #include "store.h"
 #include "utf8.h"
 
@@ -73,6 +74,10 @@ static int check_pf(const char *key, struct json_object *rec, char **ret_detail)
                 return 0;
         if (r < 0 || (v && svff_json_get_string(v, "path", &s) < 0))
                 return detail(ret_detail, "'pfs.%s.image' is not an image record", key);
+        /* an image flashed for a policy that compares content */
+        if (v && json_object_object_get_ex(v, "sha256", NULL) &&
+            (svff_json_get_string(v, "sha256", &s) < 0 || !svff_sha256_hex_valid(s)))
+                return detail(ret_detail, "'pfs.%s.image.sha256' is not a SHA-256 digest in hex", key);
         return 0;
 }
 

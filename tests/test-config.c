@@ -539,6 +539,49 @@ START_TEST(test_policy_image) {
 }
 END_TEST
 
+START_TEST(test_policy_verify_image) {
+        /* "sha256" alone, copied with the policy; anything else, or no
+         * image to verify, refused by name. */
+        static const struct {
+                const char *keys, *error;
+        } refused[] = {
+                { "\"image\": \"/i/a.bit\", \"verify_image\": \"md5\"",
+                  "key 'policies.fpga.verify_image' must be \"sha256\"" },
+                { "\"image\": \"/i/a.bit\", \"verify_image\": true",
+                  "key 'policies.fpga.verify_image' must be \"sha256\"" },
+                { "\"verify_image\": \"sha256\"", "has 'verify_image' but no 'image' to verify" },
+        };
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct svff_config a, b;
+
+        write_file("{ \"policies\": { \"fpga\": { \"match\": { \"address\": \"0000:01:00.0\" },"
+                   " \"image\": \"/i/a.bit\", \"verify_image\": \"sha256\" },"
+                   " \"other\": { \"match\": { \"address\": \"0000:02:00.0\" }, \"image\": \"/i/b.bit\" } } }");
+        ck_assert_int_eq(svff_config_init(&a), 0);
+        ck_assert_int_eq(svff_config_load_file(&a, path, &err), 0);
+        ck_assert_int_eq(svff_config_copy(&a, &b), 0);
+        svff_config_done(&a);
+        ck_assert_str_eq(b.policies[0].name, "fpga");
+        ck_assert(b.policies[0].verify_sha256);
+        ck_assert(!b.policies[1].verify_sha256);
+        svff_config_done(&b);
+
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                char text[512];
+
+                snprintf(text, sizeof(text), "{ \"policies\": { \"fpga\": { \"match\": "
+                         "{ \"address\": \"0000:01:00.0\" }, %s } } }", refused[i].keys);
+                write_file(text);
+                ck_assert_int_eq(svff_config_init(&a), 0);
+                ck_assert_int_lt(svff_config_load_file(&a, path, &err), 0);
+                ck_assert_msg(strstr(svff_error_message(&err), refused[i].error), "case %zu: %s", i,
+                              svff_error_message(&err));
+                svff_error_free(&err);
+                svff_config_done(&a);
+        }
+}
+END_TEST
+
 /* The longest policy name, and every kind of character a name may hold. */
 START_TEST(test_policy_names) {
         static const char *const names[] = {
@@ -725,6 +768,7 @@ int main(void) {
         tcase_add_test(tc, test_class_member);
         tcase_add_test(tc, test_reprogram_ids);
         tcase_add_test(tc, test_policy_image);
+        tcase_add_test(tc, test_policy_verify_image);
         tcase_add_test(tc, test_spellings);
         tcase_add_test(tc, test_policy_names);
         tcase_add_loop_test(tc, test_bytes, 0, (int) (sizeof(bad_bytes) / sizeof(bad_bytes[0])));

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "flash-hook.h"
+#include "json-util.h"
 #include "sysfs.h"
 
 #define PF "0000:01:00.0"
@@ -421,6 +422,64 @@ START_TEST(test_image_identity) {
 }
 END_TEST
 
+static bool cancel_at_once(void *userdata) {
+        (void) userdata;
+        return true;
+}
+
+/* The identity with the content's hash: the metadata as without it, the
+ * hash of the bytes; the same bytes in another file have the same
+ * content and not the same metadata; a link is refused as ever. */
+START_TEST(test_image_hash) {
+        static const char abc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *a = NULL, *b = NULL, *plain;
+        const char *sha = NULL;
+        struct stat st;
+        char p[400];
+
+        write_file(image, "abc", 0644);
+        ck_assert_int_eq(svff_flash_image_hash(images, image, NULL, NULL, &a, &err), 0);
+        ck_assert_int_eq(svff_json_get_string(a, "sha256", &sha), 0);
+        ck_assert_str_eq(sha, abc);
+        ck_assert_int_eq(svff_flash_image_stat(images, image, &st, &err), 0);
+        plain = svff_flash_image_identity(image, &st);
+        ck_assert(svff_flash_image_same(a, plain));
+        ck_assert(!svff_flash_image_same_content(a, plain));    /* no hash in plain */
+        ck_assert(svff_flash_image_same_content(a, a));
+
+        snprintf(p, sizeof(p), "%s/copy.bit", images);
+        write_file(p, "abc", 0644);
+        ck_assert_int_eq(rename(p, image), 0);
+        ck_assert_int_eq(svff_flash_image_hash(images, image, NULL, NULL, &b, &err), 0);
+        ck_assert(!svff_flash_image_same(a, b));
+        ck_assert(svff_flash_image_same_content(a, b));
+        json_object_object_add(b, "path", json_object_new_string(p));
+        ck_assert(!svff_flash_image_same_content(a, b));
+        json_object_put(b);
+        b = NULL;
+
+        write_file(image, "abd", 0644);
+        ck_assert_int_eq(svff_flash_image_hash(images, image, NULL, NULL, &b, &err), 0);
+        ck_assert(!svff_flash_image_same_content(a, b));
+        json_object_put(b);
+        b = NULL;
+
+        ck_assert_int_eq(svff_flash_image_hash(images, image, cancel_at_once, NULL, &b, &err), -ECANCELED);
+        ck_assert_ptr_null(b);
+        svff_error_free(&err);
+
+        snprintf(p, sizeof(p), "%s/link.bit", images);
+        ck_assert_int_eq(symlink(image, p), 0);
+        ck_assert_int_eq(svff_flash_image_hash(images, p, NULL, NULL, &b, &err), -ELOOP);
+        ck_assert_ptr_null(b);
+        ck_assert_msg(strstr(svff_error_message(&err), "symbolic link"), "%s", svff_error_message(&err));
+
+        json_object_put(a);
+        json_object_put(plain);
+}
+END_TEST
+
 START_TEST(test_hook_checks) {
         struct svff_error err = SVFF_ERROR_NULL;
         struct svff_flash_hook h = { .path = "flash", .image_dir = images, .timeout_usec = USEC_PER_SEC };
@@ -543,6 +602,7 @@ int main(void) {
         tcase_add_test(tc, test_hook_checks);
         tcase_add_test(tc, test_owner_checks);
         tcase_add_test(tc, test_image_identity);
+        tcase_add_test(tc, test_image_hash);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -221,6 +221,35 @@ START_TEST(test_pf_image) {
         s = open_ok();
         ck_assert_ptr_null(svff_store_get_pf_image(s, "0000:03:00.0"));
         json_object_put(img);
+
+        /* A content hash (policy "verify_image": "sha256") is kept as
+         * written; one that is not 64 lower-case hex digits is never
+         * written, as the loader would refuse it. */
+        img = json_tokener_parse("{\"path\":\"/images/a.bit\",\"sha256\":"
+                                 "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}");
+        ck_assert_int_eq(svff_store_set_pf_image(s, "0000:03:00.0", json_object_get(img)), 0);
+        commit_ok(s);
+        svff_store_free(TAKE_PTR(s));
+        s = open_ok();
+        ck_assert(json_object_equal(svff_store_get_pf_image(s, "0000:03:00.0"), img));
+        json_object_put(img);
+        {
+                static const char *const bad[] = {
+                        "\"E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\"",
+                        "\"e3b0c442\"", "42", "null",
+                };
+
+                for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+                        char text[256];
+
+                        snprintf(text, sizeof(text), "{\"path\":\"/images/a.bit\",\"sha256\":%s}", bad[i]);
+                        ck_assert_int_eq(svff_store_set_pf_image(s, "0000:03:00.0", json_tokener_parse(text)), 0);
+                        ck_assert_int_eq(svff_store_commit(s, &err), -EINVAL);
+                        ck_assert_msg(strstr(svff_error_message(&err), "'pfs.0000:03:00.0.image.sha256' is not a "
+                                             "SHA-256 digest"), "%s", svff_error_message(&err));
+                }
+        }
 }
 END_TEST
 
