@@ -40,8 +40,9 @@ reconf_scene() {
 }
 
 
-# flash_hook_standin: $T/hook, standing in for a vendor's flash tool (no
-# FPGA here) on pcisim's QDMA PF. Each run is logged to $T/hook.log as
+# flash_hook_standin: the image directory $IMAGES (root's, mode 0755, as
+# svffd requires of it), and $T/hook, standing in for a vendor's flash
+# tool (no FPGA here) on pcisim's QDMA PF. Each run is logged to $T/hook.log as
 # "hook PF IMAGE DEADLINE on-bus|removed"; what it does is the image's
 # first line: "DEVICE TOTALVFS [touch | offset=N stride=N]" has pcisim
 # bring the PF back as 10ee:DEVICE with TOTALVFS VFs (touch: the image
@@ -50,6 +51,9 @@ reconf_scene() {
 # "latin1" exits 1 with a last line that is not UTF-8 and holds control
 # characters (ESC, U+202E), as a vendor's tool might print.
 flash_hook_standin() {
+        IMAGES="$T/images"
+        mkdir -p "$IMAGES"
+        chmod 755 "$IMAGES"
         cat > "$T/hook" <<EOF
 #!/bin/sh
 # flash hook stand-in: PF IMAGE DEADLINE

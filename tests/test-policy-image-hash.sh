@@ -13,12 +13,9 @@ DOMAINS="vm1"
 define $DOMAINS
 start_pcisim qdma
 PF=0000:01:00.0
-IMAGES="$T/images"
-mkdir -p "$IMAGES"
-chmod 755 "$IMAGES"
+flash_hook_standin
 printf '913f 8\nfirst\n' > "$IMAGES/a.bit"
 printf '913f 8\nsecond\n' > "$IMAGES/b.bit"
-flash_hook_standin
 touch "$T/hook.log"
 
 # conf IMAGE [VERIFY]: the policy "fpga" of the PF, 4 VFs from IMAGE,

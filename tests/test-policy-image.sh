@@ -15,16 +15,13 @@ DOMAINS="vm1"
 define $DOMAINS
 start_pcisim qdma
 PF=0000:01:00.0
-IMAGES="$T/images"
-mkdir -p "$IMAGES"
-chmod 755 "$IMAGES"
+flash_hook_standin
 echo "913f 8" > "$IMAGES/good.bit"
 echo "913f 8 v2" > "$IMAGES/good2.bit"
 echo "913f 8 touch" > "$IMAGES/touched.bit"
 echo "fail" > "$IMAGES/fail.bit"
 echo "kill" > "$IMAGES/kill.bit"
 echo "913f 8" > "$T/outside.bit"
-flash_hook_standin
 touch "$T/hook.log"
 
 # conf IMAGE [HOOK [COUNT]]: the policy "fpga" of the PF, COUNT (default

@@ -17,12 +17,9 @@ define $DOMAINS
 virsh_ start vm4 >/dev/null || fail "starting vm4 (TCG)"
 start_pcisim qdma
 PF=0000:01:00.0
-IMAGES="$T/images"
-mkdir -p "$IMAGES"
-chmod 755 "$IMAGES"
+flash_hook_standin
 # back as 10ee:913f with 8 VFs at offset 8, stride 2
 echo "913f 8 offset=8 stride=2" > "$IMAGES/moved.bit"
-flash_hook_standin
 svff_conf ", \"flash_hook\": \"$T/hook\", \"flash_image_dir\": \"$IMAGES\", \"flash_timeout_sec\": 3,
  \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, \"reprogram_ids\": [\"10ee:913f\"],
  \"qdma\": { \"qmax\": 256, \"vf_qmax\": 8 } } }"

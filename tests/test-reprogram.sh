@@ -17,9 +17,7 @@ DOMAINS="vm1 vm2 vm3"
 define $DOMAINS
 start_pcisim qdma
 PF=0000:01:00.0
-IMAGES="$T/images"
-mkdir -p "$IMAGES"
-chmod 755 "$IMAGES"
+flash_hook_standin
 # good: back as 10ee:913f with 8 VFs; bad: as 10ee:9fff (not allowed);
 # fail: exit 1; slow: past the deadline; kill: svffd dies while it runs.
 echo "913f 8" > "$IMAGES/good.bit"
@@ -30,7 +28,6 @@ echo "slow" > "$IMAGES/slow.bit"
 echo "kill" > "$IMAGES/kill.bit"
 ln -s "$IMAGES/good.bit" "$IMAGES/link.bit"
 echo "913f 8" > "$T/outside.bit"
-flash_hook_standin
 svff_conf ", \"flash_hook\": \"$T/hook\", \"flash_image_dir\": \"$IMAGES\", \"flash_timeout_sec\": 3,
  \"policies\": { \"fpga\": { \"match\": { \"address\": \"$PF\" }, \"reprogram_ids\": [\"10ee:913f\"],
  \"qdma\": { \"qmax\": 256 } } }"
