@@ -14,6 +14,7 @@
 #include "interface.h"
 #include "json-util.h"
 #include "log.h"
+#include "numvfs-watch.h"
 #include "params.h"
 #include "operations.h"
 #include "journal.h"
@@ -123,23 +124,9 @@ struct init_op {
         /* main: while the numvfs write is in the kernel, the VFs it has
          * made so far, counted on the discovery pool every half second,
          * for the caller's progress */
-        sd_event_source *numvfs_watch;
-        struct numvfs_count *counting;  /* the count in flight, or NULL */
+        struct numvfs_watch *numvfs_watch;
         usec_t numvfs_budget;           /* the writes' deadlines together */
-        long numvfs_seen;               /* the last count told; -1 none */
 };
-
-/* A count of a PF's virtfn links. io is NULL once the init is gone. */
-struct numvfs_count {
-        struct init_op *io;
-        struct worker_pool *pool;
-        struct svff_ctx *ctx;
-        char pf[SVFF_PCI_ADDR_STRLEN];
-        int r;
-        long n;
-};
-
-#define NUMVFS_WATCH_USEC (500 * USEC_PER_MSEC)
 
 struct bind_result {
         struct init_op *io;
@@ -149,10 +136,7 @@ struct bind_result {
 };
 
 static void numvfs_watch_stop(struct init_op *io) {
-        io->numvfs_watch = sd_event_source_disable_unref(io->numvfs_watch);
-        if (io->counting)
-                io->counting->io = NULL;
-        io->counting = NULL;
+        io->numvfs_watch = numvfs_watch_free(io->numvfs_watch);
 }
 
 static void init_op_free(struct init_op *io) {
@@ -734,51 +718,22 @@ static void init_numvfs_run(void *userdata) {
         (void) worker_pool_post(io->pool, init_numvfs_done, io);
 }
 
-static void numvfs_count_done(void *userdata) {
-        struct numvfs_count *c = userdata;
-        struct init_op *io = c->io;
+static void init_numvfs_seen(void *userdata, unsigned n) {
+        struct init_op *io = userdata;
         struct json_object *ev;
         char msg[160];
 
-        if (io) {
-                io->counting = NULL;
-                if (c->r >= 0 && c->n != io->numvfs_seen) {
-                        io->numvfs_seen = c->n;
-                        snprintf(msg, sizeof(msg), "%ld of %u VFs so far; the write is given up after %llu s",
-                                 c->n, io->numvfs, (unsigned long long) (io->numvfs_budget / USEC_PER_SEC));
-                        ev = event_new("numvfs-progress", io->pf, io->pf);
-                        if (ev) {
-                                json_object_object_add(ev, "done", json_object_new_int64(c->n));
-                                json_object_object_add(ev, "total", json_object_new_int64(io->numvfs));
-                                json_object_object_add(ev, "deadline_msec",
-                                                       json_object_new_int64((int64_t) (io->numvfs_budget /
-                                                                                        USEC_PER_MSEC)));
-                                json_object_object_add(ev, "message", json_object_new_string(msg));
-                        }
-                        manager_emit(io->op->manager, io->op, ev);
-                }
+        snprintf(msg, sizeof(msg), "%u of %u VFs so far; the write is given up after %llu s", n, io->numvfs,
+                 (unsigned long long) (io->numvfs_budget / USEC_PER_SEC));
+        ev = event_new("numvfs-progress", io->pf, io->pf);
+        if (ev) {
+                json_object_object_add(ev, "done", json_object_new_int64(n));
+                json_object_object_add(ev, "total", json_object_new_int64(io->numvfs));
+                json_object_object_add(ev, "deadline_msec",
+                                       json_object_new_int64((int64_t) (io->numvfs_budget / USEC_PER_MSEC)));
+                json_object_object_add(ev, "message", json_object_new_string(msg));
         }
-        svff_ctx_unref(c->ctx);
-        free(c);
-}
-
-/* Worker: the PF's virtfn links, which the kernel adds (and removes) one
- * VF at a time while the write runs; reading the directory does not
- * wait for the write, as reading sriov_numvfs does. */
-static void numvfs_count_run(void *userdata) {
-        struct numvfs_count *c = userdata;
-        _cleanup_strv_free_ char **names = NULL;
-        char path[64];
-
-        snprintf(path, sizeof(path), "bus/pci/devices/%s", c->pf);
-        c->r = svff_sysfs_list_dir(svff_ctx_get_rootfd(c->ctx), path, &names);
-        for (size_t i = 0; c->r >= 0 && names[i]; i++)
-                if (strncmp(names[i], "virtfn", 6) == 0)
-                        c->n++;
-        if (worker_pool_post(c->pool, numvfs_count_done, c) < 0) {
-                svff_ctx_unref(c->ctx);
-                free(c);
-        }
+        manager_emit(io->op->manager, io->op, ev);
 }
 
 /* The deadlines of the writes from from VFs to to (through 0). */
@@ -790,28 +745,6 @@ static uint64_t numvfs_budget(struct manager *m, unsigned from, unsigned to) {
         if (from != to && to > 0)
                 total += svff_config_numvfs_timeout(&m->config, to);
         return total;
-}
-
-static int numvfs_watch_tick(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct init_op *io = userdata;
-        struct manager *m = io->op->manager;
-        struct numvfs_count *c;
-
-        (void) usec;
-        if (!io->counting && (c = calloc(1, sizeof(*c)))) {
-                c->io = io;
-                c->pool = snapshot_cache_pool(m->snapshots);
-                c->ctx = svff_ctx_ref(io->ctx);
-                snprintf(c->pf, sizeof(c->pf), "%s", io->pf);
-                if (worker_pool_submit(c->pool, numvfs_count_run, c) < 0) {
-                        svff_ctx_unref(c->ctx);
-                        free(c);
-                } else
-                        io->counting = c;
-        }
-        (void) sd_event_source_set_time_relative(s, NUMVFS_WATCH_USEC);
-        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        return 0;
 }
 
 struct init_params {
@@ -1051,10 +984,9 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
                         if (streq(m->snapshot->pfs[i]->address, pf))
                                 from = m->snapshot->pfs[i]->numvfs;
                 io->numvfs_budget = numvfs_budget(m, from, numvfs);
-                io->numvfs_seen = -1;
                 if (from != numvfs)
-                        (void) sd_event_add_time_relative(m->event, &io->numvfs_watch, CLOCK_MONOTONIC,
-                                                          NUMVFS_WATCH_USEC, 0, numvfs_watch_tick, io);
+                        (void) numvfs_watch_start(m->event, snapshot_cache_pool(m->snapshots), io->ctx, io->pf,
+                                                  init_numvfs_seen, io, &io->numvfs_watch);
         }
         return 0;
 }
