@@ -105,6 +105,13 @@ static void describe(struct progress *p, struct json_object *ev, const char *nam
 
         if (streq(name, "init-started"))
                 snprintf(p->action, sizeof(p->action), "writing %lld to sriov_numvfs", jint(ev, "total", 0));
+        else if (streq(name, "numvfs-progress") && jint(ev, "vfs", -1) >= 0 && jint(ev, "numvfs", 0) == 0)
+                /* a reconf's: its counts are steps, the VFs are apart */
+                snprintf(p->action, sizeof(p->action), "writing 0 to sriov_numvfs: %lld left, deadline %llds",
+                         jint(ev, "vfs", 0), jint(ev, "deadline_msec", 0) / 1000);
+        else if (streq(name, "numvfs-progress") && jint(ev, "vfs", -1) >= 0)
+                snprintf(p->action, sizeof(p->action), "writing %lld to sriov_numvfs: %lld so far, deadline %llds",
+                         jint(ev, "numvfs", 0), jint(ev, "vfs", 0), jint(ev, "deadline_msec", 0) / 1000);
         else if (streq(name, "numvfs-progress"))
                 snprintf(p->action, sizeof(p->action), "writing %lld to sriov_numvfs: %lld so far, deadline %llds",
                          jint(ev, "total", 0), jint(ev, "done", 0), jint(ev, "deadline_msec", 0) / 1000);

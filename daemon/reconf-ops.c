@@ -515,6 +515,7 @@ static void numvfs_done(void *userdata) {
                         if (j->after->vfs[v].index < (unsigned) n)
                                 vfs[j->after->vfs[v].index] = j->after->vfs[v].address;
         }
+        run->numvfs_watch = numvfs_watch_free(run->numvfs_watch);
         svff_pf_free(run->after);
         run->after = TAKE_PTR(j->after);
         forward_stop(run);
@@ -546,6 +547,12 @@ static void numvfs_run(void *userdata) {
         (void) worker_pool_post(run->env.ops_pool, numvfs_done, j);
 }
 
+static void numvfs_seen(void *userdata, unsigned n) {
+        struct reconf_run *run = userdata;
+
+        run->env.numvfs_progress(run->userdata, run->numvfs_target, n, run->numvfs_deadline);
+}
+
 static int op_set_numvfs(void *userdata, unsigned n) {
         struct reconf_run *run = userdata;
         const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
@@ -563,9 +570,20 @@ static int op_set_numvfs(void *userdata, unsigned n) {
                             !reconf_machine_recovery(run->rm);
         run->env.phase(run->userdata, reconf_machine_phase(run->rm));
         r = worker_pool_submit(run->env.ops_pool, numvfs_run, j);
-        if (r < 0)
+        if (r < 0) {
                 pf_job_free(j);
-        return r;
+                return r;
+        }
+        /* The write's deadline as numvfs_run() scales it: by the VFs it
+         * makes, or those it removes. */
+        run->numvfs_target = n;
+        run->numvfs_deadline = run->env.numvfs_timeout +
+                               run->env.numvfs_per_vf * (n > 0 ? n : run->after ? run->after->numvfs : plan->from);
+        run->numvfs_watch = numvfs_watch_free(run->numvfs_watch);
+        if (run->env.disc_pool && run->env.numvfs_progress)
+                (void) numvfs_watch_start(run->env.event, run->env.disc_pool, run->env.ctx, plan->pf, numvfs_seen,
+                                          run, &run->numvfs_watch);
+        return 0;
 }
 
 static void provision_done(void *userdata) {
@@ -1621,6 +1639,7 @@ void reconf_run_free(struct reconf_run *run) {
                 pfop_job_free(run->flash_job);
         flash_unit_end(run);
         reconf_machine_free(run->rm);
+        numvfs_watch_free(run->numvfs_watch);
         svff_pf_free(run->after);
         svff_ctx_unref(run->env.ctx);
         if (run->conn)

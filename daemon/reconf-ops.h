@@ -27,6 +27,7 @@
 #include "hv-removals.h"
 #include "reconf-machine.h"
 #include "store.h"
+#include "numvfs-watch.h"
 #include "worker.h"
 
 struct reconf_run;
@@ -42,6 +43,9 @@ struct reconf_env {
         sd_event *event;
         struct worker_pool *ops_pool;   /* numvfs writes, provisioning, binding */
         struct worker_pool *virt_pool;  /* every libvirt call */
+        /* where the VFs a numvfs write has made so far are counted (not
+         * ops_pool, which the write holds; NULL: not counted) */
+        struct worker_pool *disc_pool;
         struct svff_hv_removals *removals;
         const char *pause_cmd, *unpause_cmd;    /* copied */
         usec_t detach_timeout, numvfs_timeout, numvfs_per_vf;
@@ -70,6 +74,10 @@ struct reconf_env {
         void (*sysfs_changed)(void *userdata, const char *pf);
         /* The phase the run is in now ("numvfs", ...), for Status. */
         void (*phase)(void *userdata, const char *phase);
+        /* While a numvfs write to target is in the kernel: the VFs
+         * that exist now (n), each time that changes, and the write's
+         * deadline. May be NULL. */
+        void (*numvfs_progress)(void *userdata, unsigned target, unsigned n, usec_t deadline);
         /* A step done or failed (reconf_ops.step). */
         void (*step)(void *userdata, struct json_object *step, int item, int r, const char *message);
         /* The run ended (reconf_machine_finished()): answer, free. */
@@ -101,6 +109,11 @@ struct reconf_run {
         unsigned n_attaching;           /* attach calls started (fault points) */
         unsigned n_jobs[2];             /* domain jobs submitted, quiesce and restore */
         struct svff_pf *after;          /* the PF as the last numvfs write left it */
+        /* the numvfs write in the kernel: its VFs so far, its target and
+         * its deadline */
+        struct numvfs_watch *numvfs_watch;
+        unsigned numvfs_target;
+        usec_t numvfs_deadline;
         char pf_id[16];                 /* "vvvv:dddd" before the removal, "" unknown */
         sd_event_source *commit_source;
         /* A flash hook in its own systemd unit (flash-unit.h), waited

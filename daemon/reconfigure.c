@@ -306,6 +306,34 @@ static void env_step(void *userdata, struct json_object *step, int item, int r, 
         manager_emit(op->manager, op, ev);
 }
 
+/* A numvfs write in the kernel: the VFs so far, on Monitor and to the
+ * caller, as init shows its own (its done and total stay the plan's
+ * steps). */
+static void env_numvfs_progress(void *userdata, unsigned target, unsigned n, usec_t deadline) {
+        struct operation *op = userdata;
+        struct reconf_run *run = op->data;
+        struct json_object *ev = reconf_run_event(run, "numvfs-progress");
+        char msg[160];
+
+        if (!ev)
+                return;
+        if (target > 0)
+                snprintf(msg, sizeof(msg), "%u of %u VFs so far; the write is given up after %llu s", n, target,
+                         (unsigned long long) (deadline / USEC_PER_SEC));
+        else
+                snprintf(msg, sizeof(msg), "%u VF%s left to remove; the write is given up after %llu s", n,
+                         n == 1 ? "" : "s", (unsigned long long) (deadline / USEC_PER_SEC));
+        json_object_object_add(ev, "phase", json_object_new_string(reconf_machine_rollback(run->rm) ? "rollback"
+                                                                                                   : "numvfs"));
+        json_object_object_add(ev, "numvfs", json_object_new_int64(target));
+        json_object_object_add(ev, "vfs", json_object_new_int64(n));
+        json_object_object_add(ev, "deadline_msec", json_object_new_int64((int64_t) (deadline / USEC_PER_MSEC)));
+        json_object_object_add(ev, "done", json_object_new_int64(op->done));
+        json_object_object_add(ev, "total", json_object_new_int64(op->total));
+        json_object_object_add(ev, "message", json_object_new_string(msg));
+        manager_emit(op->manager, op, ev);
+}
+
 /* ---- starting ---- */
 
 /* CLOCK_REALTIME, as an operation's started_usec: the journal records it
@@ -367,6 +395,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .event = m->event,
                 .ops_pool = m->ops_pool,
                 .virt_pool = hv_pool(m->hv),
+                .disc_pool = snapshot_cache_pool(m->snapshots),
                 .removals = hv_removals(m->hv),
                 .pause_cmd = m->config.device_pause_command,
                 .unpause_cmd = m->config.device_unpause_command,
@@ -384,6 +413,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 .commit = env_commit,
                 .sysfs_changed = env_sysfs_changed,
                 .phase = env_phase,
+                .numvfs_progress = env_numvfs_progress,
                 .step = env_step,
                 .finished = reconf_finished,
                 .class_record = env_class_record,
