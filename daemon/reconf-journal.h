@@ -10,6 +10,7 @@
  *     "rollback": { "numvfs": COUNT, "reason": "..." | null }?,
  *     "class": { "<VF index>": CLASS-STATE, ... }?,
  *     "reprogram": { "image": PATH, "image_identity": IDENTITY?,
+ *                    "image_before": IDENTITY?,
  *                    "ids": ["vvvv:dddd", ...],
  *                    "flashed": BOOL, "reason": "..." | null,
  *                    "flash_unit": UNIT? }?,
@@ -25,7 +26,11 @@
  * mtime_nsec, ctime_nsec}, src/flash-hook.h), there from the rescan on
  * when the file was the same before and after the hook ran: the store's
  * "image" of the PF drops when the journal enters "flash" and is set
- * from it when the journal says "flashed".
+ * from it when the journal says "flashed". "image_before" is the file
+ * as the PF was removed, in phase "flash": a flash unit's result taken
+ * up after a restart is compared with it.
+ * With a policy's "verify_image": "sha256", an IDENTITY also holds
+ * "sha256", its content's hash.
  *
  * "rollback" is written before the first step of a rollback; an entry in
  * phase "rollback" without it (an older svffd) goes back to the plan's

@@ -68,6 +68,10 @@ struct reconf_machine {
         bool interrupted;
         char *image;
         struct json_object *image_identity; /* which file it was, or NULL */
+        /* which file the image was as the PF was removed, before any
+         * hook ran: what a flash taken up after a restart compares the
+         * file with (NULL: not known) */
+        struct json_object *image_before;
         struct json_object *ids;        /* allowed identities, or NULL */
         char *flash_unit;               /* the systemd unit the hook runs in, or NULL */
         char *reprogram_reason;         /* why it was interrupted */
@@ -766,6 +770,8 @@ static int journal_reprogram(struct reconf_machine *rm) {
         json_object_object_add(o, "image", json_object_new_string(rm->image));
         if (rm->image_identity)
                 json_object_object_add(o, "image_identity", json_object_get(rm->image_identity));
+        if (rm->image_before)
+                json_object_object_add(o, "image_before", json_object_get(rm->image_before));
         json_object_object_add(o, "ids", rm->ids ? json_object_get(rm->ids) : NULL);
         json_object_object_add(o, "flashed", json_object_new_boolean(rm->flashed));
         if (rm->flash_unit)
@@ -829,6 +835,9 @@ static void reprogram_start(struct reconf_machine *rm) {
                 reprogram_stop(rm, "with the removal");
                 return;
         }
+        /* the removal tells it again */
+        json_object_put(rm->image_before);
+        rm->image_before = NULL;
         (void) journal_reprogram(rm);
         (void) journal_phase(rm, "remove");
         commit_hard(rm, remove_committed);
@@ -973,6 +982,8 @@ void reconf_machine_pf_done(struct reconf_machine *rm, enum reconf_pf_op op, int
                 /* Which file the hook flashed, if the ops could tell. */
                 free(rm->flash_unit);
                 rm->flash_unit = NULL;
+                json_object_put(rm->image_before);
+                rm->image_before = NULL;
                 (void) journal_reprogram(rm);
                 (void) journal_phase(rm, "rescan");
                 commit_hard(rm, rescan_committed);
@@ -1040,6 +1051,8 @@ static bool reprogram_recover(struct reconf_machine *rm) {
                  * back): either way what it holds is not known yet. */
                 json_object_put(rm->image_identity);
                 rm->image_identity = NULL;
+                json_object_put(rm->image_before);
+                rm->image_before = NULL;
                 (void) journal_reprogram(rm);
                 if (streq(rm->resume_at, "remove")) {
                         (void) journal_phase(rm, "remove");
@@ -1095,6 +1108,8 @@ int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, s
          * until its flash completes. */
         json_object_put(rm->image_identity);
         rm->image_identity = NULL;
+        json_object_put(rm->image_before);
+        rm->image_before = NULL;
         if (ids) {
                 json_object_put(rm->ids);
                 rm->ids = json_object_get(ids);
@@ -1106,6 +1121,19 @@ int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, s
 void reconf_machine_set_image_identity(struct reconf_machine *rm, struct json_object *identity) {
         json_object_put(rm->image_identity);
         rm->image_identity = json_object_get(identity);
+}
+
+void reconf_machine_set_image_before(struct reconf_machine *rm, struct json_object *identity) {
+        json_object_put(rm->image_before);
+        rm->image_before = json_object_get(identity);
+}
+
+struct json_object *reconf_machine_image_before(const struct reconf_machine *rm) {
+        return rm->image_before;
+}
+
+const char *reconf_machine_image(const struct reconf_machine *rm) {
+        return rm->image;
 }
 
 int reconf_machine_set_owner(struct reconf_machine *rm, const char *owner) {
@@ -1522,6 +1550,10 @@ struct reconf_machine *reconf_machine_new(struct svff_reconf_plan *plan, const s
                             json_object_is_type(identity, json_type_object) &&
                             json_object_deep_copy(identity, &rm->image_identity, NULL) < 0)
                                 return reconf_machine_free(rm);
+                        if (json_object_object_get_ex(journal->reprogram, "image_before", &identity) &&
+                            json_object_is_type(identity, json_type_object) &&
+                            json_object_deep_copy(identity, &rm->image_before, NULL) < 0)
+                                return reconf_machine_free(rm);
                         if (!rm->image || journal_reprogram(rm) < 0)
                                 return reconf_machine_free(rm);
                 }
@@ -1563,6 +1595,7 @@ struct reconf_machine *reconf_machine_free(struct reconf_machine *rm) {
         free(rm->image);
         free(rm->flash_unit);
         json_object_put(rm->image_identity);
+        json_object_put(rm->image_before);
         json_object_put(rm->ids);
         free(rm->reprogram_reason);
         free(rm->message);

@@ -221,6 +221,15 @@ int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, s
  * for the store's record of what the PF holds. Dropped when a flash
  * begins. */
 void reconf_machine_set_image_identity(struct reconf_machine *rm, struct json_object *identity);
+/* Which file the image was as the PF was removed, before the hook (a
+ * reference taken; NULL: not known), given by the ops before they
+ * complete the removal: journaled with the flash, so that its result,
+ * taken up after a restart, is compared with the same file. Dropped
+ * once the flash completes. */
+void reconf_machine_set_image_before(struct reconf_machine *rm, struct json_object *identity);
+struct json_object *reconf_machine_image_before(const struct reconf_machine *rm);
+/* The reprogram's image, or NULL. */
+const char *reconf_machine_image(const struct reconf_machine *rm);
 /* Before start of a recovery of an interrupted reprogram: go on from the
  * removal (a reprogram again, flash: true) or from the rescan without a
  * flash (a reconf). */

@@ -795,8 +795,10 @@ struct pfop_job {
         unsigned numvfs;
         char pf_id[16];                 /* remove: what the PF was */
         struct json_object *identity;   /* flash: the file the hook wrote, or NULL */
-        /* flash in a systemd unit: its name, the image before it ran
-         * (NULL: not known), and whether it ended (the result in r) */
+        /* remove: the image as the PF leaves the bus; flash: the image
+         * before the hook ran (as the removal saw it, when it did; NULL:
+         * not known); in a systemd unit: its name, and whether it ended
+         * (the result in r) */
         char *unit;
         struct json_object *before;
         bool unit_ended;
@@ -865,7 +867,8 @@ static void flash_identity(struct pfop_job *j, const char *image_dir) {
 static int flash(struct pfop_job *j, const struct svff_flash_hook *hook) {
         int r;
 
-        j->before = image_identity(j->run, hook->image_dir, j->image);
+        if (!j->before)
+                j->before = image_identity(j->run, hook->image_dir, j->image);
         r = svff_flash_hook_run(j->run->env.ctx, hook, j->pf, j->image, &j->err);
         if (r < 0)
                 return r;
@@ -884,7 +887,8 @@ static int flash_unit_prepare(struct pfop_job *j, const struct svff_flash_hook *
         r = svff_flash_image_check(hook->image_dir, j->image, &j->err);
         if (r < 0)
                 return r;
-        j->before = image_identity(j->run, hook->image_dir, j->image);
+        if (!j->before)
+                j->before = image_identity(j->run, hook->image_dir, j->image);
         return 0;
 }
 
@@ -1080,6 +1084,8 @@ static void pfop_done(void *userdata) {
         run->env.sysfs_changed(run->userdata, j->pf);
         if (j->op == RECONF_PF_REMOVE && j->r >= 0 && *j->pf_id)
                 memcpy(run->pf_id, j->pf_id, sizeof(run->pf_id));
+        if (j->op == RECONF_PF_REMOVE && j->r >= 0)
+                reconf_machine_set_image_before(run->rm, j->before);
         if (j->op == RECONF_PF_FLASH && j->r >= 0)
                 reconf_machine_set_image_identity(run->rm, j->identity);
         forward_stop(run);
@@ -1094,6 +1100,10 @@ static void pfop_run(void *userdata) {
         switch (j->op) {
         case RECONF_PF_REMOVE:
                 j->r = pf_remove(j);
+                /* The image as the PF leaves the bus, journaled with the
+                 * flash for a result taken up after a restart. */
+                if (j->r >= 0 && j->image)
+                        j->before = image_identity(run, run->env.flash_image_dir, j->image);
                 break;
         case RECONF_PF_FLASH: {
                 struct svff_flash_hook hook = {
@@ -1141,6 +1151,16 @@ static struct pfop_job *pfop_new(struct reconf_run *run, enum reconf_pf_op op, c
         j->numvfs = numvfs;
         snprintf(j->pf, sizeof(j->pf), "%s", reconf_machine_plan(run->rm)->pf);
         memcpy(j->pf_id, run->pf_id, sizeof(j->pf_id));
+        /* The removal and the flash (a unit's taken up too) know their
+         * image from the reprogram; the flash compares the file with
+         * what it was at the removal. */
+        if (!image && (op == RECONF_PF_REMOVE || op == RECONF_PF_FLASH))
+                image = reconf_machine_image(run->rm);
+        if (op == RECONF_PF_FLASH && reconf_machine_image_before(run->rm) &&
+            json_object_deep_copy(reconf_machine_image_before(run->rm), &j->before, NULL) < 0) {
+                pfop_job_free(j);
+                return NULL;
+        }
         if ((image && !(j->image = strdup(image))) || (ids && json_object_deep_copy(ids, &j->ids, NULL) < 0) ||
             (run->env.class_policy && json_object_deep_copy(run->env.class_policy, &j->class_policy, NULL) < 0) ||
             (unit && !(j->unit = strdup(unit)))) {

@@ -616,6 +616,9 @@ static int f_remove_pf(void *userdata) {
         return f_pf(userdata, RECONF_PF_REMOVE, K_REMOVE);
 }
 
+/* the file as the PF was removed, as the ops tell it */
+#define IMAGE_BEFORE "{\"path\":\"/images/new.bit\",\"dev\":1,\"ino\":7,\"size\":9,\"mtime_nsec\":2}"
+
 static int f_flash(void *userdata, const char *image) {
         struct world *w = userdata;
 
@@ -656,6 +659,16 @@ static int f_flash_resume(void *userdata, const char *unit) {
         struct world *w = userdata;
 
         ck_assert_str_eq(unit, w->unit_name);
+        /* Taken up after a restart: the image, and the file as it was
+         * before the flash, from the journal. */
+        {
+                _cleanup_(json_object_putp) struct json_object *want = json_tokener_parse(IMAGE_BEFORE);
+
+                ck_assert_str_eq(strna(reconf_machine_image(w->rm)), "/images/new.bit");
+                ck_assert_msg(json_object_equal(reconf_machine_image_before(w->rm), want),
+                              "the image before the flash, taken up: %s",
+                              json_object_to_json_string(reconf_machine_image_before(w->rm)));
+        }
         w->unit_resumed++;
         if (!w->pf_gone)
                 bad(w, "a flash taken up with PF %s on the bus", PF);
@@ -708,6 +721,19 @@ static void apply_commit(struct world *w, struct json_object *journal) {
                         if (!json_object_equal(id, want))
                                 bad(w, "the journal's image identity changed: %s", json_object_to_json_string(id));
                 }
+                /* The file as the PF left the bus goes with the flash
+                 * (its result may be taken up after a restart), and only
+                 * with it. */
+                if (json_object_object_get_ex(rp, "image_before", &id)) {
+                        _cleanup_(json_object_putp) struct json_object *want = json_tokener_parse(IMAGE_BEFORE);
+
+                        if (!phase || (!streq(phase, "flash") && !streq(phase, "interrupted")))
+                                bad(w, "the journal has the image before the flash in phase %s", strna(phase));
+                        if (!json_object_equal(id, want))
+                                bad(w, "the journal's image before the flash changed: %s",
+                                    json_object_to_json_string(id));
+                } else if (phase && streq(phase, "flash") && !w->image_unknown)
+                        bad(w, "the journal is in phase flash without the image before it");
         }
         free(w->journal);
         w->journal = journal ? strdup(json_object_to_json_string(journal)) : NULL;
@@ -845,6 +871,14 @@ static void deliver(struct world *w, struct event *e) {
         case EV_PF:
                 if (e->r >= 0)
                         done_token(w, "%s", reconf_pf_op_to_string(e->op));
+                if (e->op == RECONF_PF_REMOVE && e->r >= 0) {
+                        /* The ops tell which file the image is as the PF
+                         * leaves the bus. */
+                        struct json_object *id = json_tokener_parse(IMAGE_BEFORE);
+
+                        reconf_machine_set_image_before(rm, id);
+                        json_object_put(id);
+                }
                 if (e->op == RECONF_PF_FLASH && e->r >= 0) {
                         /* The ops tell which file the hook wrote. */
                         struct json_object *id = json_tokener_parse(IMAGE_IDENTITY);

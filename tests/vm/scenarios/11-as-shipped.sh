@@ -477,6 +477,10 @@ vm_wait 30 ctrl_back || vm_fail "the NVMe PF's controller did not come back"
 ctrl=$(ls "$N/nvme" | grep '^nvme' | head -n1)
 dev=/dev/$ctrl
 nvme_kept "after the start that took up the flash"
+# The file was the same as the PF left the bus (journaled with the
+# flash) and as the result was taken up: the PF is recorded as holding it.
+assert_eq "the image recorded after the flash was taken up" "$F/images/a.bin" \
+        "$(svffctl list --json | jq -r --arg pf "$nvmepf" '.pfs[] | select(.address == $pf) | .image.path')"
 # The snapshot of the recovered PF may lag the recovery by its
 # list_max_age_msec: the drift must be gone within seconds.
 # (status exits 0 only with no drift, 5 with some)
