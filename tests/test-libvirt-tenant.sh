@@ -10,7 +10,8 @@
 #     with --pf): the namespace went with the first assignment;
 #   - an attach with another namespace: the old one is not left beside it;
 #   - the first domain undefined: the next attach resets the VF;
-#   - an attach that libvirt refuses: its namespace does not stay;
+#   - an attach that libvirt refuses, or a live one to a domain that is
+#     shut off: its namespace does not stay;
 #   - a VF lost under a paused assignment, its PF reconf'ed back, then
 #     unpaused: the namespace is back on the same domain's VF.
 SVFF_LIBVIRT=daemon
@@ -87,6 +88,13 @@ ctl attach "$VF1" vm1 --guest-address 00:05.0 --namespace 2 >"$T/out" 2>&1 || rc
 expect_eq "$(ns_of 1)" "" "VF 1's namespaces after the refused attach"
 expect_eq "$(domain_of 1)" None "VF 1's assignment after the refused attach"
 ctl detach "$VF0" >"$T/out" 2>&1 || fail "detach $VF0: $(cat "$T/out")"
+# ...and a live attach to a domain that is shut off, refused before its
+# class step runs
+rc=0
+ctl attach "$VF1" vm2 --live --namespace 2 >"$T/out" 2>&1 || rc=$?
+expect_eq "$rc" 1 "exit status of a live attach to vm2, shut off"
+expect_eq "$(ns_of 1)" "" "VF 1's namespaces after the refused live attach"
+expect_eq "$(domain_of 1)" None "VF 1's assignment after the refused live attach"
 check_vfs "after the refused attach"
 
 # 6. a VF lost under its paused assignment, its PF reconf'ed back, then
