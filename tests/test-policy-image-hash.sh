@@ -161,8 +161,10 @@ conf "$IMAGES/big.bit"
 kill -HUP "$SVFFD_PID"
 wait_for_s 20 grep -q "reading image '$IMAGES/big.bit'" "$T/svffd.log" || fail "svffd did not start the read"
 sleep 1
+t0=$(date +%s.%N)
 kill -TERM "$SVFFD_PID"
 wait_for_s 20 svffd_gone || fail "svffd's stop waited for the read of an 8 GiB image"
+note "svffd was gone $(echo "$t0 $(date +%s.%N)" | awk '{ printf "%.2f", $2 - $1 }') s after SIGTERM during the read"
 rc=0; wait "$SVFFD_PID" || rc=$?
 SVFFD_PID=""
 varlink_check stop || fail "svffd's replies break its interface"
