@@ -606,10 +606,12 @@ static void snapshot_ready(struct manager *m, struct call *call) {
                 }
                 *pp = p->next;
                 pf = snapshot_pf(m, p->address);
-                if (!pf)
+                if (!pf) {
+                        LOG_CONTEXT(.pf = p->address, .operation = "uevent");
+
                         log_debug("%s is not an SR-IOV PF (or is gone again), ignoring its event.",
                                   p->address);
-                else {
+                } else {
                         emit(m, "pf-added", pf->address, "PF %s (%04x:%04x) is present", pf->address,
                              pf->vendor_id, pf->device_id);
                         r = apply(m, pf, p->restore, false);
@@ -804,7 +806,11 @@ void method_debug_inject_uevent(struct manager *m, struct call *call) {
                             "Parameter 'device' must be a PCI address.");
                 return;
         }
-        log_info("Injected uevent: %s %s.", action, device);
+        {
+                LOG_CONTEXT(.pf = device, .operation = "uevent");
+
+                log_info("Injected uevent: %s %s.", action, device);
+        }
         autoinit_handle_uevent(m, action, device);
         call_reply(call, NULL);
 }

@@ -13,6 +13,7 @@
 
 static int max_level = LOG_INFO;
 static bool use_journal = false;
+static bool stderr_fields = false;
 /* Each thread's innermost log context (log.h). */
 static _Thread_local struct log_context *context = NULL;
 
@@ -77,6 +78,7 @@ static bool stderr_is_journal(void) {
 }
 
 void log_setup(enum log_target target) {
+        stderr_fields = getenv("SVFF_LOG_FIELDS") != NULL;
         switch (target) {
         case LOG_TARGET_STDERR:
                 use_journal = false;
@@ -157,7 +159,13 @@ int log_internalv(int level, int error, const char *file, int line, const char *
                         (void) sd_journal_sendv(iov, (int) n);
                 for (size_t i = 0; i < n; i++)
                         free(text[i]);
-        } else
+        } else if (stderr_fields)
+                /* Some of the journal's fields after the message: what
+                 * the tests check the journal would get. */
+                fprintf(stderr, "svffd: %s {PRIORITY=%i SVFF_PF=%s SVFF_VF=%s SVFF_DOMAIN=%s SVFF_OPERATION=%s}\n",
+                        msg, level & LOG_PRIMASK, log_context_pf() ?: "", log_context_vf() ?: "",
+                        log_context_domain() ?: "", log_context_operation() ?: "");
+        else
                 /* One fprintf per message: stderr is unbuffered, and a
                  * single write keeps lines from two threads apart. */
                 fprintf(stderr, "svffd: %s\n", msg);

@@ -23,7 +23,11 @@ enum log_target {
         LOG_TARGET_JOURNAL,
 };
 
-/* Picks the target (AUTO: journal when run by systemd). */
+/* Picks the target (AUTO: journal when run by systemd). With
+ * SVFF_LOG_FIELDS in the environment, each message to stderr ends with
+ * the fields the journal would get ("{PRIORITY=6 SVFF_PF=... SVFF_VF=...
+ * SVFF_DOMAIN=... SVFF_OPERATION=...}"), for the tests, which run
+ * without a journal. */
 void log_setup(enum log_target target);
 bool log_to_journal(void);
 

@@ -331,9 +331,18 @@ size_t reconcile_log(struct manager *m) {
 
         for (size_t i = 0; i < n; i++) {
                 struct json_object *d = json_object_array_get_idx(a, i), *msg;
+                const char *device = NULL, *pf = NULL;
 
-                if (json_object_object_get_ex(d, "message", &msg))
-                        log_warning("Drift: %s", json_object_get_string(msg));
+                (void) svff_json_get_string(d, "device", &device);
+                (void) svff_json_get_string(d, "pf", &pf);
+                {
+                        /* the PF's own drift names it as the device */
+                        LOG_CONTEXT(.pf = pf ?: device, .vf = pf && device && !streq(pf, device) ? device : NULL,
+                                    .operation = "reconcile");
+
+                        if (json_object_object_get_ex(d, "message", &msg))
+                                log_warning("Drift: %s", json_object_get_string(msg));
+                }
         }
         json_object_put(a);
         return n;

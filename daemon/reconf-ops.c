@@ -1547,6 +1547,10 @@ static int on_commit(sd_event_source *s, void *userdata) {
         struct commit_req *c = userdata;
         struct reconf_run *run = c->run;
         struct json_object *journal = c->journal;
+        /* the run goes on from here: what it submits carries its PF */
+        LOG_CONTEXT(.pf = reconf_machine_plan(run->rm)->pf,
+                    .operation = reconf_machine_recovery(run->rm) ? "recover"
+                                 : reconf_machine_reprogram(run->rm) ? "reprogram" : "reconf");
 
         (void) s;
         free(c);

@@ -116,6 +116,8 @@ static void reconf_finished(struct reconf_run *run) {
         const char *what = reconf_machine_reprogram(rm) ? "Reprogram" : "Reconf";
         char msg[MESSAGE_MAX];
         bool outcomes;
+        LOG_CONTEXT(.pf = plan->pf, .operation = recovery ? "recover"
+                                                  : reconf_machine_reprogram(rm) ? "reprogram" : "reconf");
 
         error = error_name(reconf_machine_result(rm, &message));
         manager_sysfs_changed(m, plan->pf);
@@ -804,6 +806,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
         struct operation *op;
         unsigned numvfs = req->numvfs;
         size_t n = 0;
+        LOG_CONTEXT(.pf = pf, .operation = image ? "reprogram" : "reconf");
         int r;
 
         for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
@@ -1216,8 +1219,12 @@ void method_reconf(struct manager *m, struct call *call) {
                                     "to complete it first.", pf, jn, pf, jn);
                         return;
                 }
-                log_info("Completing the interrupted reconf of PF %s as requested by uid %u.", pf,
-                         (unsigned) call_peer(call)->uid);
+                {
+                        LOG_CONTEXT(.pf = pf, .operation = "reconf");
+
+                        log_info("Completing the interrupted reconf of PF %s as requested by uid %u.", pf,
+                                 (unsigned) call_peer(call)->uid);
+                }
                 (void) resume_journal(m, call, pf, e, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE,
                                       SVFF_PF_OWNER_OPERATOR);
                 return;
@@ -1271,8 +1278,12 @@ void method_reprogram(struct manager *m, struct call *call) {
                                                            : "run 'svffctl reconf' to complete it first");
                         return;
                 }
-                log_info("Reprogramming PF %s again after an interrupted reprogram, image %s, as requested by uid "
-                         "%u.", pf, image, (unsigned) call_peer(call)->uid);
+                {
+                        LOG_CONTEXT(.pf = pf, .operation = "reprogram");
+
+                        log_info("Reprogramming PF %s again after an interrupted reprogram, image %s, as "
+                                 "requested by uid %u.", pf, image, (unsigned) call_peer(call)->uid);
+                }
                 /* The count is the operator's only when they gave one. */
                 (void) resume_journal(m, call, pf, e, image, RESUME_REMOVE,
                                       json_object_object_get_ex(params, "numvfs", &v) && v ? SVFF_PF_OWNER_OPERATOR

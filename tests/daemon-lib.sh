@@ -254,3 +254,30 @@ while not buf.endswith(b"\0"):
 print(buf.rstrip(b"\0").decode())
 PY
 }
+
+# log_fields_check: with SVFF_LOG_FIELDS set for svffd (log.h), every
+# message at info level or above in $T/svffd.log that names a PCI device
+# carries SVFF_PF= or SVFF_VF=, so 'journalctl -u svffd SVFF_PF=...'
+# would show it in the device's history.
+log_fields_check() {
+        python3 - "$T/svffd.log" <<'PY' || fail "messages about a device without its journal fields (above)"
+import re, sys
+addr = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+line = re.compile(r"svffd: (.*) \{PRIORITY=(\d) SVFF_PF=(\S*) SVFF_VF=(\S*) SVFF_DOMAIN=(\S*) SVFF_OPERATION=(\S*)\}$")
+n = bad = 0
+for l in open(sys.argv[1], errors="replace"):
+    m = line.match(l.rstrip("\n"))
+    if not m:
+        continue
+    n += 1
+    msg, prio, pf, vf = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+    if prio <= 6 and addr.search(msg) and not pf and not vf:
+        bad += 1
+        print("  no SVFF_PF/SVFF_VF: " + msg, file=sys.stderr)
+if n == 0:
+    print("  no message with its fields: was SVFF_LOG_FIELDS set for svffd?", file=sys.stderr)
+    sys.exit(1)
+print("# %d messages read: each about a device carries its fields" % n if not bad else "")
+sys.exit(1 if bad else 0)
+PY
+}

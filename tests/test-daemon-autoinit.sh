@@ -6,6 +6,8 @@
 # removed one stays recorded and shows as absent, a PF that comes back
 # gets its recorded state, VF events are ignored.
 . "$(dirname "$0")/daemon-lib.sh"
+# every message about a device carries its journal fields (log_fields_check)
+SVFF_LOG_FIELDS=1; export SVFF_LOG_FIELDS
 
 PF=0000:01:00.0
 HOT=0000:02:00.0
@@ -109,4 +111,5 @@ wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' list --json | grep -q '\"absent\":
 # A remove for a device svff never knew is ignored.
 inject remove 0000:07:00.0
 stop_svffd TERM || fail "svffd exit status"
+log_fields_check
 echo "PASS"

@@ -18,6 +18,8 @@
 #   - without the stand-in pcisim's NVMe PF, whose controller has no
 #     device number (not the host's), is a bare PCI function.
 . "$(dirname "$0")/daemon-lib.sh"
+# every message about a device carries its journal fields (log_fields_check)
+SVFF_LOG_FIELDS=1; export SVFF_LOG_FIELDS
 
 PF=0000:00:04.0
 # The stand-in's model, as the device would answer it (daemon/classes.c).
@@ -157,4 +159,5 @@ expect_eq "$(ctl list --json | jget "[v['class'] for p in d['pfs'] if p['address
         "[None, None]" "the VFs' class without the stand-in"
 tail -n +"$((lines + 1))" "$T/svffd.log" | grep -q "/dev/nvme\|nvme class" &&
         fail "svffd went to an NVMe admin queue for pcisim's PF: $(tail -n +"$((lines + 1))" "$T/svffd.log")"
+log_fields_check
 echo "PASS: test-daemon-class"

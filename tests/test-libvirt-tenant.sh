@@ -16,6 +16,8 @@
 #     unpaused: the namespace is back on the same domain's VF.
 SVFF_LIBVIRT=daemon
 . "$(dirname "$0")/libvirt-embed-lib.sh"
+# every message about a device carries its journal fields (log_fields_check)
+SVFF_LOG_FIELDS=1; export SVFF_LOG_FIELDS
 
 define vm1 vm2 vm3
 PF=0000:00:04.0
@@ -118,4 +120,5 @@ ctl unpause "$VF1" >"$T/out" 2>&1 || fail "unpause $VF1: $(cat "$T/out")"
 expect_eq "$(ns_of 1)" "2" "VF 1's namespaces after the unpause"
 expect_eq "$(domain_of 1)" vm1 "VF 1's domain after the unpause"
 check_vfs "after the unpause"
+log_fields_check
 echo "PASS: test-libvirt-tenant"

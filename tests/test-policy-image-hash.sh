@@ -8,6 +8,8 @@
 #
 # The hook is reconf-lib.sh's stand-in for a vendor's flash tool.
 . "$(dirname "$0")/reconf-lib.sh"
+# every message about a device carries its journal fields (log_fields_check)
+SVFF_LOG_FIELDS=1; export SVFF_LOG_FIELDS
 
 DOMAINS="vm1"
 define $DOMAINS
@@ -171,4 +173,5 @@ varlink_check stop || fail "svffd's replies break its interface"
 expect_eq "$rc" 0 "svffd's exit status after a stop during the read"
 expect_eq "$(runs)" 6 "hook runs after the stop"
 expect_eq "$(stored sha256)" "$b_sum" "the hash recorded after the stop"
+log_fields_check
 echo "PASS"

@@ -8,6 +8,8 @@
 # (pcisim EIO): the journal says so, with the count it goes back to, and
 # the restart finishes the rollback instead of resuming to the target.
 . "$(dirname "$0")/reconf-lib.sh"
+# every message about a device carries its journal fields (log_fields_check)
+SVFF_LOG_FIELDS=1; export SVFF_LOG_FIELDS
 
 reconf_scene vm1
 
@@ -118,4 +120,5 @@ expect_eq "$(jget 'sorted(set(a["outcome"] for a in d["recovered"][0]["assignmen
 expect_eq "$(jget 'len(d["drift"])' < "$T/status.json")" 0 "refused on restart: drift after recovery"
 stop_svffd || fail "refused on restart: svffd exit status"
 check_xml
+log_fields_check
 echo "PASS"

@@ -14,6 +14,8 @@
 #     assignments paused; once released the same reconf completes it;
 #   - a libvirt attach fails: that domain's assignment stays paused.
 . "$(dirname "$0")/reconf-lib.sh"
+# every message about a device carries its journal fields (log_fields_check)
+SVFF_LOG_FIELDS=1; export SVFF_LOG_FIELDS
 
 DOMAINS="vm1 vm2 vm3"
 define $DOMAINS
@@ -229,4 +231,5 @@ else
 fi
 stop_svffd || fail "svffd exit status"
 check_xml
+log_fields_check
 echo "PASS"

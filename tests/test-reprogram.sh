@@ -12,6 +12,8 @@
 # reads what the image asks of it and tells pcisim what the device comes
 # back as.
 . "$(dirname "$0")/reconf-lib.sh"
+# every message about a device carries its journal fields (log_fields_check)
+SVFF_LOG_FIELDS=1; export SVFF_LOG_FIELDS
 
 DOMAINS="vm1 vm2 vm3"
 define $DOMAINS
@@ -266,4 +268,5 @@ note "the domains' XML says the same as the store"
 stop_svffd || fail "svffd exit status"
 DOMAINS="vm1 vm2 vm3"
 check_xml
+log_fields_check
 echo "PASS"
