@@ -301,26 +301,27 @@ static void image_read_done(void *userdata) {
         pf = m->shutting_down ? NULL : snapshot_pf(m, r->address);
         if (pf)
                 (void) apply(m, pf, false, startup);
-        /* still here: the pass took another way (the PF's owner changed) */
-        for (struct image_read *i = a->reads; i; i = i->next)
-                if (i == r) {
-                        image_read_unlink(r);
-                        image_read_free(r);
-                        break;
-                }
+        /* The pass took what it found, or took another way (the PF's
+         * owner changed, the policy names another image): either way the
+         * read is over, and only here is a read that is done freed. */
+        image_read_unlink(r);
+        image_read_free(r);
         if (startup)
                 manager_notify_ready(m);
 }
 
 /* What the read of pol's image for pf found: 1 with the identity in
  * *ret (taken), -errno with err filled, or 0 when it is under way (it is
- * started if need be, and its end applies the policy again). */
+ * started if need be, and its end applies the policy again). A read
+ * that is done is the one whose end is applying the policy now
+ * (image_read_done() frees it after): it is read, never freed here. */
 static int image_read_take(struct manager *m, const char *pf, const struct svff_policy *pol, bool startup,
                            struct json_object **ret, struct svff_error *err) {
         struct autoinit *a = m->autoinit;
         struct image_read *r;
         int k;
 
+        /* the newest first: a read started while another ends */
         for (r = a->reads; r; r = r->next)
                 if (streq(r->address, pf))
                         break;
@@ -331,19 +332,16 @@ static int image_read_take(struct manager *m, const char *pf, const struct svff_
                 }
                 return 0;
         }
-        if (r) {
-                image_read_unlink(r);
-                if (streq(r->image, pol->image)) {
-                        k = r->r;
-                        if (k < 0)
-                                svff_error_set(err, k, "%s", svff_error_message(&r->err));
-                        else
-                                *ret = TAKE_PTR(r->identity);
-                        image_read_free(r);
-                        return k < 0 ? k : 1;
-                }
-                image_read_free(r);     /* of an image the policy no longer names */
+        if (r && streq(r->image, pol->image)) {
+                k = r->r;
+                if (k < 0)
+                        return svff_error_set(err, k, "%s", svff_error_message(&r->err));
+                if (!r->identity)
+                        return svff_error_set(err, -ENOENT, "The read of image '%s' was taken already", r->image);
+                *ret = TAKE_PTR(r->identity);
+                return 1;
         }
+        /* none, or one of an image the policy no longer names */
 
         r = calloc(1, sizeof(*r));
         if (!r || !(r->image = strdup(pol->image)) || !(r->image_dir = strdup(m->config.flash_image_dir))) {

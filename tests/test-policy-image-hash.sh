@@ -147,7 +147,6 @@ flashed "$IMAGES/b.bit" 6 "the policy naming the image the operator flashed"
 
 note "other content while a VF is assigned: refused, naming the content"
 ctl attach "$(sys_vf $PF 0)" vm1 --guest-address 05:00.0 >/dev/null || fail "attach VF0"
-b_sum=$(stored sha256)
 printf '913f 8\nthird\n' > "$IMAGES/b.bit"
 hup
 ctl status --json | jget '[o["refused"] for o in d["owners"] if o["pf"] == "'$PF'"][0]' > "$T/refused"
@@ -155,6 +154,22 @@ grep -q "names image '$IMAGES/b.bit', which svff has not flashed to the PF as it
         "$T/refused" || fail "refusal: $(cat "$T/refused")"
 expect_eq "$(runs)" 6 "hook runs behind an assignment"
 ctl detach "$(sys_vf $PF 0)" >/dev/null || fail "detach VF0"
+
+note "a reload names another image while one is read: the first read's end reads and flashes the new one"
+printf '913f 8\nmid\n' > "$IMAGES/mid.bit"
+truncate -s 512M "$IMAGES/mid.bit"
+conf "$IMAGES/mid.bit"
+kill -HUP "$SVFFD_PID"
+wait_for_s 20 grep -q "reading image '$IMAGES/mid.bit'" "$T/svffd.log" || fail "svffd did not start the read"
+conf "$IMAGES/a.bit"
+hup
+a_flashed() { [ "$(stored path)" = "$IMAGES/a.bit" ] && [ "$(journal)" = None ]; }
+wait_for_s 120 a_flashed || fail "the image the reload named was not flashed: $(stored path)"
+idle || fail "svffd stayed busy after the flash of the reload's image"
+flashed "$IMAGES/a.bit" 7 "the reload's image, named during another read"
+grep -q "mid.bit" "$T/hook.log" && fail "the image no longer named was flashed: $(cat "$T/hook.log")"
+grep -q "PF $PF: reading image '$IMAGES/a.bit'" "$T/svffd.log" || fail "svffd did not read the reload's image"
+kept_sum=$(stored sha256)
 
 note "svffd stopped while it reads a large image: the read is cancelled, the stop not held up"
 printf '913f 8\nbig\n' > "$IMAGES/big.bit"
@@ -171,7 +186,7 @@ rc=0; wait "$SVFFD_PID" || rc=$?
 SVFFD_PID=""
 varlink_check stop || fail "svffd's replies break its interface"
 expect_eq "$rc" 0 "svffd's exit status after a stop during the read"
-expect_eq "$(runs)" 6 "hook runs after the stop"
-expect_eq "$(stored sha256)" "$b_sum" "the hash recorded after the stop"
+expect_eq "$(runs)" 7 "hook runs after the stop"
+expect_eq "$(stored sha256)" "$kept_sum" "the hash recorded after the stop"
 log_fields_check
 echo "PASS"
