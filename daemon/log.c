@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 #include "config-file.h"
 #include "log.h"
 
-static int max_level = LOG_INFO;
+/* A reload sets it while worker threads log. */
+static atomic_int max_level = LOG_INFO;
 static bool use_journal = false;
 static bool stderr_fields = false;
 /* Each thread's innermost log context (log.h). */
@@ -98,11 +100,11 @@ bool log_to_journal(void) {
 
 void log_set_max_level(int level) {
         if (level >= LOG_EMERG && level <= LOG_DEBUG)
-                max_level = level;
+                atomic_store_explicit(&max_level, level, memory_order_relaxed);
 }
 
 int log_get_max_level(void) {
-        return max_level;
+        return atomic_load_explicit(&max_level, memory_order_relaxed);
 }
 
 int log_level_from_string(const char *s) {
@@ -129,7 +131,7 @@ int log_internalv(int level, int error, const char *file, int line, const char *
         int saved = errno;
         char msg[2048];
 
-        if ((level & LOG_PRIMASK) > max_level)
+        if ((level & LOG_PRIMASK) > log_get_max_level())
                 return error < 0 ? error : 0;
 
         /* %m names error, not whatever errno happens to be. */

@@ -16,7 +16,7 @@ struct svff_ctx {
 
         svff_log_fn log_fn;
         void *log_userdata;
-        int log_priority;
+        atomic_int log_priority;  /* a reload sets it while threads log */
 
         /* Writes left behind by svff_sysfs_write_deadline(); their threads
          * hold a reference, so the counter outlives every one of them. */
@@ -68,7 +68,7 @@ int svff_ctx_new(const char *sysfs_root, struct svff_ctx **ret) {
         atomic_init(&ctx->stuck_writes, 0);
         ctx->rootfd = -EBADF;
         ctx->log_fn = log_stderr;
-        ctx->log_priority = LOG_ERR;
+        atomic_init(&ctx->log_priority, LOG_ERR);
         pthread_mutex_init(&ctx->pci_lock, NULL);
         pthread_mutex_init(&ctx->writes_lock, NULL);
 
@@ -124,11 +124,11 @@ void svff_ctx_set_log_fn(struct svff_ctx *ctx, svff_log_fn fn, void *userdata) {
 }
 
 void svff_ctx_set_log_priority(struct svff_ctx *ctx, int priority) {
-        ctx->log_priority = priority;
+        atomic_store_explicit(&ctx->log_priority, priority, memory_order_relaxed);
 }
 
 int svff_ctx_get_log_priority(struct svff_ctx *ctx) {
-        return ctx->log_priority;
+        return atomic_load_explicit(&ctx->log_priority, memory_order_relaxed);
 }
 
 unsigned svff_ctx_get_stuck_writes(struct svff_ctx *ctx) {
@@ -293,7 +293,7 @@ void svff_ctx_log(struct svff_ctx *ctx, int priority, const char *file, int line
         va_list ap;
         int saved = errno;
 
-        if (!ctx || !ctx->log_fn || priority > ctx->log_priority)
+        if (!ctx || !ctx->log_fn || priority > svff_ctx_get_log_priority(ctx))
                 return;
 
         va_start(ap, format);
