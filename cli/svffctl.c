@@ -584,6 +584,81 @@ static int cmd_list(int argc, char **argv) {
         });
 }
 
+/* A handler keeping the reply (a new reference in *userdata). */
+static int keep_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
+        struct json_object **ret = userdata;
+
+        (void) continues;
+        if (error)
+                return report_error(error, p);
+        json_object_put(*ret);
+        *ret = json_object_get(p);
+        return 0;
+}
+
+/* Show's reply under the PF's List entry (userdata; may be NULL). */
+static int print_show(struct json_object *reply, const void *userdata) {
+        struct json_object *pf = (struct json_object *) userdata, *dc, *lines, *settings;
+        const char *vendor = NULL, *device = NULL;
+
+        if (pf) {
+                vendor = jstr(pf, "vendor_name");
+                device = jstr(pf, "device_name");
+                printf("PF %s  %s%s%s [%s:%s]\n", strna(jstr(pf, "address")), vendor ?: "", vendor ? " " : "",
+                       device ?: "unknown device", strna(jstr(pf, "vendor_id")), strna(jstr(pf, "device_id")));
+                printf("  driver %s, %lld of %lld VF%s (sriov_totalvfs), count owned by %s\n",
+                       jstr(pf, "driver") ?: "none", jint(pf, "numvfs", 0), jint(pf, "totalvfs", 0),
+                       plural_s(jint(pf, "totalvfs", 0)), jstr(pf, "owner") ?: "nobody");
+        } else
+                printf("PF %s\n", strna(jstr(reply, "pf")));
+        if (!json_object_object_get_ex(reply, "device_class", &dc) || !dc) {
+                printf("  device class: none (a bare PCI function: svff gives its VFs nothing beyond the function)\n");
+                return 0;
+        }
+        printf("  device class: %s\n", strna(jstr(dc, "name")));
+        if (json_object_object_get_ex(dc, "capacity", &lines) && json_object_is_type(lines, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(lines); i++)
+                        printf("    %s\n", strna(json_object_get_string(json_object_array_get_idx(lines, i))));
+        if (json_object_object_get_ex(dc, "settings", &settings) && settings)
+                printf("  policy settings: %s\n",
+                       json_object_to_json_string_ext(settings, JSON_C_TO_STRING_SPACED |
+                                                                        JSON_C_TO_STRING_NOSLASHESCAPE));
+        return 0;
+}
+
+static int cmd_show(int argc, char **argv) {
+        _cleanup_json_ struct json_object *params = NULL, *list = NULL;
+        struct json_object *pfs, *pf = NULL;
+        char addr[SVFF_PCI_ADDR_STRLEN];
+        int r;
+
+        if (argc != 2)
+                return usage_error("show", "give one PF address, e.g. 'svffctl show 0000:03:00.0'.");
+        r = parse_device("show", "PF", argv[1], addr);
+        if (r != 0)
+                return r;
+        params = json_object_new_object();
+        if (!params)
+                return transport_error(-ENOMEM);
+        json_object_object_add(params, "pf", json_object_new_string(addr));
+        if (!arg_json) {
+                /* The PF's own line first: its List entry. */
+                r = call_run(&(struct call) {
+                        .method = "io.svff.List",
+                        .params = params,
+                        .timeout = timeout_for(false),
+                        .handle = keep_reply,
+                        .userdata = &list,
+                });
+                if (r != 0)
+                        return r;
+                if (json_object_object_get_ex(list, "pfs", &pfs) && json_object_is_type(pfs, json_type_array) &&
+                    json_object_array_length(pfs) > 0)
+                        pf = json_object_array_get_idx(pfs, 0);
+        }
+        return call_and_print("io.svff.Show", TAKE_PTR(params), false, print_show, pf);
+}
+
 static void format_duration(long long usec, char *buf, size_t n) {
         long long s = usec / 1000000;
 
@@ -1640,6 +1715,15 @@ static const struct command commands[] = {
           "Exits 5 when there is drift or the last configuration reload failed; -q\n"
           "prints nothing, for scripts.",
           cmd_status, .has_verbose = true },
+        { "show", "Show a PF's device class and what it can still give its VFs",
+          "show PF [--json]",
+          "Show PF's device class as the device answers now, and what the PF holds and\n"
+          "can still give its VFs: an NVMe PF's free flexible queue (VQ) and interrupt\n"
+          "(VI) resources, its secondary controllers and namespaces; a NIC PF's\n"
+          "interface and its VFs' MACs, VLANs and trust; a QDMA PF's queues, the\n"
+          "budget and what is free. Also the settings the PF's policy gives its class.\n"
+          "A bare PCI function has no class. Refused while an operation's step uses\n"
+          "the class: ask again when it ends.", cmd_show },
         { "init", "Set a PF's VF count, with no VF assigned",
           "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"

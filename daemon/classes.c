@@ -624,7 +624,8 @@ struct step {
         unsigned numvfs;
         struct json_object *policy;     /* policy class members */
         struct json_object *assignments; /* by index */
-        classes_plan_fn plan_done;
+        classes_plan_fn plan_done;     /* a plan's; else a Show's: */
+        classes_show_fn show_done;
         void *userdata;
 
         int r;
@@ -667,27 +668,84 @@ static void step_run(void *userdata) {
                 step_free(s);  /* the caller's done cannot run: svffd is out of memory */
 }
 
-int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
-        struct step *s = calloc(1, sizeof(*s));
-        int r;
+/* Show's DeviceClass from an inspection (taken): its class's capacity
+ * lines with the policy's member for the class. */
+static struct json_object *show_object(struct json_object *inspection, struct json_object *policy) {
+        _cleanup_(json_object_putp) struct json_object *insp = inspection, *o = json_object_new_object();
+        struct json_object *settings = NULL, *lines = NULL;
+        const struct svff_class *class;
+        const char *name = NULL;
 
-        if (!s)
-                return -ENOMEM;
+        if (!o || svff_json_get_string(insp, "class", &name) < 0 || !name || !(class = svff_class_by_name(name)))
+                return NULL;
+        if (policy)
+                (void) json_object_object_get_ex(policy, name, &settings);
+        json_object_object_add(o, "name", json_object_new_string(name));
+        json_object_object_del(insp, "class");
+        lines = class->capacity ? class->capacity(insp, settings) : json_object_new_array();
+        if (!lines)
+                return NULL;
+        json_object_object_add(o, "capacity", lines);
+        json_object_object_add(o, "settings", settings ? json_object_get(settings) : NULL);
+        json_object_object_add(o, "inspection", TAKE_PTR(insp));
+        return TAKE_PTR(o);
+}
+
+static void show_done(void *userdata) {
+        struct step *s = userdata;
+
+        s->show_done(s->m, s->r, s->r < 0 ? svff_error_message(&s->err) : NULL,
+                     s->r > 0 ? json_object_get(s->result) : NULL, s->userdata);
+        step_free(s);
+}
+
+static void show_run(void *userdata) {
+        struct step *s = userdata;
+        struct json_object *insp = NULL;
+
+        /* A look, not a step: never waits behind a running one. */
+        s->r = classes_inspect_sync(s->ctx, s->pf, NULL, true, &insp, &s->err);
+        if (s->r > 0 && !(s->result = show_object(insp, s->policy)))
+                s->r = svff_error_set(&s->err, -ENOMEM, "Out of memory reading the device class of PF %s", s->pf);
+        if (worker_pool_post(s->pool, show_done, s) < 0)
+                step_free(s);
+}
+
+/* A step of pf for the ops pool, with the PF's policy settings; run
+ * on a worker, it posts its done back. */
+static int step_start(struct manager *m, const char *pf, void (*run)(void *), struct step *s) {
         s->m = m;
         s->ctx = svff_ctx_ref(m->ctx);
         s->pool = m->ops_pool;
         snprintf(s->pf, sizeof(s->pf), "%s", pf);
-        s->numvfs = numvfs;
-        s->plan_done = done;
-        s->userdata = userdata;
         s->policy = classes_policy_settings(m, pf);
-        s->assignments = classes_assignment_settings(m, pf);
-        r = worker_pool_submit(s->pool, step_run, s);
-        if (r < 0) {
+        if (worker_pool_submit(s->pool, run, s) < 0) {
                 step_free(s);
                 return -ESHUTDOWN;
         }
         return 0;
+}
+
+int classes_show_start(struct manager *m, const char *pf, classes_show_fn done, void *userdata) {
+        struct step *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        s->show_done = done;
+        s->userdata = userdata;
+        return step_start(m, pf, show_run, s);
+}
+
+int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
+        struct step *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        s->numvfs = numvfs;
+        s->plan_done = done;
+        s->userdata = userdata;
+        s->assignments = classes_assignment_settings(m, pf);
+        return step_start(m, pf, step_run, s);
 }
 
 /* ---- main thread: drift for status ---- */

@@ -135,6 +135,17 @@ typedef void (*classes_plan_fn)(struct manager *m, int r, const char *message, s
                                 void *userdata);
 int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata);
 
+/* ---- main thread: a PF's class and capacity, for Show ---- */
+
+/* Reads pf's device class on the ops pool (never waiting behind a class
+ * step: -EBUSY): done gets r (0: no class, 1, or -errno with message),
+ * and for r 1 device_class (taken), Show's DeviceClass: {"name",
+ * "capacity": [lines], "settings": the policy's member or null,
+ * "inspection": the class's inspect}. */
+typedef void (*classes_show_fn)(struct manager *m, int r, const char *message, struct json_object *device_class,
+                                void *userdata);
+int classes_show_start(struct manager *m, const char *pf, classes_show_fn done, void *userdata);
+
 /* ---- main thread: drift, for status ---- */
 
 /* Inspects every PF with VFs whose class state svffd recorded (none

@@ -599,6 +599,65 @@ static void method_status(struct manager *m, struct call *call) {
                 manager_with_snapshot(m, call, status_answer);
 }
 
+static void show_reply(struct manager *m, int r, const char *message, struct json_object *device_class,
+                       void *userdata) {
+        _cleanup_(call_unrefp) struct call *call = userdata;
+        const char *pf = NULL;
+
+        (void) m;
+        (void) svff_json_get_string(call_request(call)->parameters, "pf", &pf);
+        if (r == -EBUSY)
+                call_errorf(call, SVFF_ERROR_DEVICE_BUSY, "device", pf,
+                            "%s; ask again when it ends ('svffctl status' shows the operation).",
+                            strna(message));
+        else if (r == -ESHUTDOWN)
+                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+        else if (r < 0)
+                call_errorf(call, SVFF_ERROR_OPERATION_FAILED, "device", pf,
+                            "The device class of PF %s cannot be read: %s", strna(pf), strna(message));
+        else {
+                struct json_object *p = json_object_new_object();
+
+                json_object_object_add(p, "pf", json_object_new_string(strna(pf)));
+                json_object_object_add(p, "device_class", json_object_get(device_class));
+                call_reply(call, p);
+                json_object_put(p);
+        }
+        json_object_put(device_class);
+}
+
+/* With a snapshot: the PF must be one of the host's SR-IOV PFs. */
+static void show_answer(struct manager *m, struct call *call) {
+        const char *pf = NULL;
+        bool found = false;
+
+        (void) svff_json_get_string(call_request(call)->parameters, "pf", &pf);
+        for (size_t i = 0; m->snapshot && pf && i < m->snapshot->n_pfs; i++)
+                found = found || streq(m->snapshot->pfs[i]->address, pf);
+        if (!found) {
+                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", strna(pf),
+                            "No SR-IOV PF %s under %s; 'svffctl list' shows the PFs there are.", strna(pf),
+                            m->config.sysfs_root);
+                return;
+        }
+        if (classes_show_start(m, pf, show_reply, call_ref(call)) < 0) {
+                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                call_unref(call);
+        }
+}
+
+static void method_show(struct manager *m, struct call *call) {
+        static const char *const allowed[] = { "pf", NULL };
+        char buf[SVFF_PCI_ADDR_STRLEN];
+
+        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) ||
+            !params_get_address(call, "pf", buf))
+                return;
+        /* Canonical form for the comparison. */
+        json_object_object_add(call_request(call)->parameters, "pf", json_object_new_string(buf));
+        manager_with_snapshot(m, call, show_answer);
+}
+
 static void method_monitor(struct manager *m, struct call *call) {
         struct json_object *p, *ev;
 
@@ -726,6 +785,7 @@ static const struct method svff_methods[] = {
         { "Ping", method_ping },
         { "List", method_list },
         { "Status", method_status },
+        { "Show", method_show },
         { "Init", method_init },
         { "Release", method_release },
         { "Monitor", method_monitor },

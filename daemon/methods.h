@@ -2,7 +2,7 @@
 #pragma once
 
 /* Method dispatch for the varlink server: org.varlink.service and io.svff.
- * Reads (Ping, List, Status, Monitor, GetInfo, GetInterfaceDescription)
+ * Reads (Ping, List, Status, Show, Monitor, GetInfo, GetInterfaceDescription)
  * are answered for any peer; Init and Release check the peer first. */
 
 #include "manager.h"

@@ -1181,6 +1181,52 @@ static int nic_check(struct json_object *settings, struct svff_error *err) {
         return want_parse(NULL, 0, settings, &w, err);
 }
 
+static struct json_object *nic_capacity(struct json_object *inspection, struct json_object *settings) {
+        _cleanup_(json_object_putp) struct json_object *lines = json_object_new_array();
+        struct json_object *pf = NULL, *vfs = NULL, *owner;
+        const char *ifname = NULL, *verify = NULL, *manager = NULL, *file = NULL, *conn = NULL;
+        unsigned n = 0, n_mac = 0, n_vlan = 0, n_trust = 0;
+        int r = 0;
+
+        (void) settings;
+        if (!lines)
+                return NULL;
+        (void) json_object_object_get_ex(inspection, "pf", &pf);
+        (void) json_object_object_get_ex(inspection, "vfs", &vfs);
+        if (pf && svff_json_get_string(pf, "ifname", &ifname) >= 0 && ifname)
+                r |= svff_class_line_add(lines, "interface: %s", ifname);
+        if (pf && json_object_object_get_ex(pf, "owner", &owner)) {
+                (void) svff_json_get_string(owner, "manager", &manager);
+                (void) svff_json_get_string(owner, "file", &file);
+                (void) svff_json_get_string(owner, "connection_id", &conn);
+                r |= svff_class_line_add(lines, "its VFs are configured by %s%s%s%s (%s) as well as svff",
+                                         strna(manager), conn ? " connection '" : "", conn ?: "", conn ? "'" : "",
+                                         strna(file));
+        }
+        if (vfs && json_object_is_type(vfs, json_type_object)) {
+                json_object_object_foreach(vfs, key, vo) {
+                        const char *mac = NULL;
+                        unsigned vlan = 0;
+                        struct json_object *t;
+
+                        (void) key;
+                        n++;
+                        if (svff_json_get_string(vo, "mac", &mac) >= 0 && mac && !streq(mac, "00:00:00:00:00:00"))
+                                n_mac++;
+                        if (svff_json_get_unsigned(vo, "vlan", &vlan) >= 0 && vlan > 0)
+                                n_vlan++;
+                        if (json_object_object_get_ex(vo, "trust", &t) && json_object_get_boolean(t))
+                                n_trust++;
+                }
+        }
+        if (pf && svff_json_get_string(pf, "verify", &verify) >= 0 && verify && !streq(verify, "read"))
+                r |= svff_class_line_add(lines, "VF settings not read back: %s", verify);
+        else
+                r |= svff_class_line_add(lines, "VFs as read now: %u, %u with a MAC, %u on a VLAN, %u trusted",
+                                         n, n_mac, n_vlan, n_trust);
+        return r < 0 ? NULL : TAKE_PTR(lines);
+}
+
 const struct svff_class svff_class_nic = {
         .name = "nic",
         .match = is_nic,
@@ -1195,4 +1241,5 @@ const struct svff_class svff_class_nic = {
         .summarize = nic_summarize,
         .check = nic_check,
         .wants_recorded_state = true,
+        .capacity = nic_capacity,
 };

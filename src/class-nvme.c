@@ -1345,6 +1345,91 @@ static char *nvme_summarize(struct json_object *state) {
         return state_line(state, false);
 }
 
+/* One flexible resource of inspect's "pf" ("vq", "vi"). */
+static int capacity_resource(struct json_object *lines, struct json_object *pf, const char *key,
+                             const char *what) {
+        unsigned total = 0, primary = 0, assigned = 0, free_ = 0, per_vf = 0;
+        struct json_object *o;
+
+        if (!json_object_object_get_ex(pf, key, &o) || svff_json_get_unsigned(o, "total", &total) < 0)
+                return 0;
+        (void) svff_json_get_unsigned(o, "primary", &primary);
+        (void) svff_json_get_unsigned(o, "assigned", &assigned);
+        (void) svff_json_get_unsigned(o, "free", &free_);
+        (void) svff_json_get_unsigned(o, "per_vf_max", &per_vf);
+        return svff_class_line_add(lines, "flexible %s resources: %u free of %u (primary controller %u, "
+                                   "secondaries %u; at most %u per VF)", what, free_, total, primary,
+                                   assigned, per_vf);
+}
+
+/* Appends ", id" (or "id" first) to *list: 0 or -ENOMEM. */
+static int id_list_add(char **list, int id) {
+        char *t;
+
+        if (asprintf(&t, "%s%s%d", *list ?: "", *list ? ", " : "", id) < 0)
+                return -ENOMEM;
+        free(*list);
+        *list = t;
+        return 0;
+}
+
+/* Whether a VF of inspect's "vfs" has namespace nsid attached. */
+static bool vf_holds(struct json_object *vfs, int nsid) {
+        if (!vfs || !json_object_is_type(vfs, json_type_object))
+                return false;
+        json_object_object_foreach(vfs, key, st) {
+                struct json_object *a;
+
+                (void) key;
+                if (!json_object_object_get_ex(st, "namespaces", &a) || !json_object_is_type(a, json_type_array))
+                        continue;
+                for (size_t i = 0; i < json_object_array_length(a); i++)
+                        if (json_object_get_int(json_object_array_get_idx(a, i)) == nsid)
+                                return true;
+        }
+        return false;
+}
+
+static struct json_object *nvme_capacity(struct json_object *inspection, struct json_object *settings) {
+        _cleanup_(json_object_putp) struct json_object *lines = json_object_new_array();
+        struct json_object *pf, *nss;
+        unsigned secondaries = 0;
+        const char *virt = NULL;
+        int r = 0;
+
+        (void) settings;
+        if (!lines)
+                return NULL;
+        if (!json_object_object_get_ex(inspection, "pf", &pf))
+                return TAKE_PTR(lines);
+        if (svff_json_get_string(pf, "virtualization", &virt) >= 0 && virt)
+                r |= svff_class_line_add(lines, "virtualization management: %s",
+                                         streq(virt, "oacs") ? "yes (OACS bit 7)"
+                                                             : "not in OACS; Identify CNS 14h answers");
+        r |= capacity_resource(lines, pf, "vq", "VQ (queue)");
+        r |= capacity_resource(lines, pf, "vi", "VI (interrupt)");
+        if (svff_json_get_unsigned(pf, "secondaries", &secondaries) >= 0)
+                r |= svff_class_line_add(lines, "secondary controllers: %u", secondaries);
+        if (json_object_object_get_ex(pf, "namespaces", &nss) && json_object_is_type(nss, json_type_array)) {
+                size_t n = json_object_array_length(nss);
+                _cleanup_free_ char *ids = NULL, *on_vfs = NULL, *unused = NULL;
+                struct json_object *vfs = NULL;
+
+                (void) json_object_object_get_ex(inspection, "vfs", &vfs);
+                for (size_t i = 0; i < n; i++) {
+                        int nsid = json_object_get_int(json_object_array_get_idx(nss, i));
+
+                        if (id_list_add(&ids, nsid) < 0 ||
+                            id_list_add(vf_holds(vfs, nsid) ? &on_vfs : &unused, nsid) < 0)
+                                return NULL;
+                }
+                r |= n ? svff_class_line_add(lines, "namespaces: %zu (NSID %s); on VFs: %s; on none: %s", n, ids,
+                                             on_vfs ?: "none", unused ?: "none")
+                       : svff_class_line_add(lines, "namespaces: none");
+        }
+        return r < 0 ? NULL : TAKE_PTR(lines);
+}
+
 /* ---- every batch of commands behind ctrl_check() ------------------------ */
 
 static int checked_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struct json_object **ret,
@@ -1403,4 +1488,5 @@ const struct svff_class svff_class_nvme = {
         .summarize = nvme_summarize,
         .check = nvme_check,
         .prepare = checked_prepare,
+        .capacity = nvme_capacity,
 };

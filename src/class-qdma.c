@@ -493,6 +493,48 @@ static char *qdma_summarize(struct json_object *state) {
         return asprintf(&s, "qmax %u", vf_qmax) < 0 ? NULL : s;
 }
 
+static struct json_object *qdma_capacity(struct json_object *inspection, struct json_object *settings) {
+        _cleanup_(json_object_putp) struct json_object *lines = json_object_new_array();
+        struct json_object *pf = NULL, *vfs = NULL;
+        unsigned qmax, pf_qmax = 0, n_read = 0, n_vfs = 0, budget = QDMA_BUDGET_DEFAULT;
+        unsigned long long used;
+        bool pf_read;
+        int r = 0;
+
+        if (!lines)
+                return NULL;
+        (void) json_object_object_get_ex(inspection, "pf", &pf);
+        (void) json_object_object_get_ex(inspection, "vfs", &vfs);
+        pf_read = pf && svff_json_get_unsigned(pf, "qmax", &pf_qmax) >= 0;
+        if (pf_read)
+                r |= svff_class_line_add(lines, "PF queues (qdma/qmax): %u", pf_qmax);
+        else
+                r |= svff_class_line_add(lines, "PF queues: its qdma/qmax cannot be read (is qdma-pf bound?)");
+        used = pf_qmax;
+        if (vfs && json_object_is_type(vfs, json_type_object)) {
+                json_object_object_foreach(vfs, key, vo) {
+                        (void) key;
+                        n_vfs++;
+                        if (svff_json_get_unsigned(vo, "qmax", &qmax) >= 0) {
+                                n_read++;
+                                used += qmax;
+                        }
+                }
+        }
+        if (n_vfs > 0)
+                r |= svff_class_line_add(lines, "VF queues as read now: %llu, from %u of %u VFs (a VF's qdma/qmax "
+                                         "reads only while the host's qdma-vf drives it)", used - pf_qmax,
+                                         n_read, n_vfs);
+        if (settings)
+                (void) svff_json_get_unsigned(settings, "budget", &budget);
+        r |= svff_class_line_add(lines, "queue budget: %u (%s), %llu free as read", budget,
+                                 settings && json_object_object_get_ex(settings, "budget", NULL)
+                                         ? "the policy's"
+                                         : "the QDMA IP's maximum; a policy's \"budget\" sets it",
+                                 used < budget ? budget - used : 0);
+        return r < 0 ? NULL : TAKE_PTR(lines);
+}
+
 const struct svff_class svff_class_qdma = {
         .name = "qdma",
         .match = qdma_match,
@@ -507,4 +549,5 @@ const struct svff_class svff_class_qdma = {
         .describe = qdma_describe,
         .summarize = qdma_summarize,
         .check = qdma_check,
+        .capacity = qdma_capacity,
 };

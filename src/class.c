@@ -3,6 +3,9 @@
  * shares. A class is one file (class-<name>.c) and one line below. */
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "class.h"
@@ -41,6 +44,26 @@ const struct svff_class *svff_class_find(struct svff_ctx *ctx, const struct svff
                 if ((*c)->match && (*c)->match(ctx, pf))
                         return *c;
         return NULL;
+}
+
+int svff_class_line_add(struct json_object *lines, const char *format, ...) {
+        struct json_object *o;
+        va_list ap;
+        char *s;
+        int r;
+
+        va_start(ap, format);
+        r = vasprintf(&s, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        o = json_object_new_string(s);
+        free(s);
+        if (!o || json_object_array_add(lines, o) < 0) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 int svff_class_check(const struct svff_class *cls, struct json_object *settings,

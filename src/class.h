@@ -128,6 +128,13 @@ struct svff_class {
          * what the VF had just before the assignment is saved. The
          * recorded settings never carry that key. */
         bool wants_recorded_state;
+
+        /* What the PF holds and can still give its VFs, from inspect's
+         * answer (inspection: {"pf": ..., "vfs": ...}) and the PF's
+         * policy settings for the class (may be NULL): a new array of
+         * short lines ("flexible VQ resources: 6 free of 16 ..."), for
+         * svffctl show; NULL on -ENOMEM. May be NULL (nothing to say). */
+        struct json_object *(*capacity)(struct json_object *inspection, struct json_object *settings);
 };
 
 /* The class that handles pf, or NULL (a bare PCI function). */
@@ -140,6 +147,11 @@ const struct svff_class *const *svff_class_all(void);
  * object (nor NULL) are -EINVAL for every class. */
 int svff_class_check(const struct svff_class *cls, struct json_object *settings,
                      struct svff_error *err);
+
+/* Appends the formatted line to lines (a capacity's array): 0, or
+ * -ENOMEM. */
+int svff_class_line_add(struct json_object *lines, const char *format, ...)
+        __attribute__((format(printf, 2, 3)));
 
 /* policy (may be NULL) overlaid with assignment (may be NULL): a new
  * object (never NULL but on -ENOMEM, where errno is set); keys of the

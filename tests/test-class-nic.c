@@ -413,6 +413,24 @@ START_TEST(test_release_restores) {
 }
 END_TEST
 
+/* Show's capacity lines count what inspect reads from the driver. */
+START_TEST(test_capacity) {
+        _cleanup_(json_object_putp) struct json_object *st = NULL, *st2 = NULL, *insp = NULL, *lines = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        const char *last;
+
+        st = provision(0, "{\"mac\": \"02:00:00:00:00:01\", \"vlan\": 100, \"trust\": true}");
+        st2 = provision(2, "{\"mac\": \"02:00:00:00:00:02\"}");
+        ck_assert_int_eq(svff_class_nic.inspect(c, &pf, &insp, &err), 0);
+        lines = svff_class_nic.capacity(insp, NULL);
+        ck_assert_ptr_nonnull(lines);
+        ck_assert_int_ge(json_object_array_length(lines), 2);
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(lines, 0)), "interface: eth0");
+        last = json_object_get_string(json_object_array_get_idx(lines, json_object_array_length(lines) - 1));
+        ck_assert_str_eq(last, "VFs as read now: 4, 2 with a MAC, 1 on a VLAN, 1 trusted");
+}
+END_TEST
+
 /* The driver lacks link_state: strict (the default) names EOPNOTSUPP
  * and takes the rest back; non-strict keeps the rest and says so. */
 START_TEST(test_partial_failure) {
@@ -655,6 +673,7 @@ int main(void) {
         tcase_add_test(tc, test_300_vfs_no_read);
         tcase_add_test(tc, test_plan);
         tcase_add_test(tc, test_check);
+        tcase_add_test(tc, test_capacity);
         suite_add_tcase(s, tc);
 
         sr = srunner_create(s);

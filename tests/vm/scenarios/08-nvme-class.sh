@@ -106,6 +106,17 @@ assert_true "list shows VF 0's class state" grep -q "^$(vf_addr 0) .* online ns 
 svffctl status --json >"$R/status.json" || [ $? = 5 ] || vm_fail "svffctl status --json failed"
 assert_eq "status: no class drift after init" 0 \
         "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status.json")"
+# svffctl show: the flexible resources granted to secondaries, as the
+# controller's own list sums them.
+sum_vq=$(jq '[.["secondary-controllers"][] | .["num-virtual-queues"] | tonumber] | add' "$R/secondary-after-init.json")
+sum_vi=$(jq '[.["secondary-controllers"][] | .["num-virtual-interrupts"] | tonumber] | add' "$R/secondary-after-init.json")
+svffctl show "$pf" >"$R/show.txt" 2>&1 || { cat "$R/show.txt"; vm_fail "svffctl show $pf failed"; }
+assert_true "show: VQ granted to secondaries as nvme list-secondary sums them ($sum_vq)" \
+        grep -q "flexible VQ (queue) resources: [0-9]* free of [0-9]* (primary controller [0-9]*, secondaries $sum_vq;" \
+        "$R/show.txt"
+assert_true "show: VI granted to secondaries as nvme list-secondary sums them ($sum_vi)" \
+        grep -q "flexible VI (interrupt) resources: [0-9]* free of [0-9]* (primary controller [0-9]*, secondaries $sum_vi;" \
+        "$R/show.txt"
 
 # ---- the data path: VF 0 on the host's nvme driver ----
 vf0=$(vf_addr 0)

@@ -137,6 +137,18 @@ assert_true "list shows VF 0's MAC and VLAN" \
 svffctl status --json >"$R/status-attached.json" || [ $? = 5 ] || vm_fail "svffctl status --json failed"
 assert_eq "status: no class drift after attach" 0 \
         "$(jq '[.drift[] | select(.kind == "class-drift")] | length' "$R/status-attached.json")"
+# svffctl show counts what the driver reports, as ip link shows it.
+n_mac=0 n_vlan=0 n_trust=0
+for i in 0 1 2 3; do
+        m=$(vfmac "$i")
+        [ -n "$m" ] && [ "$m" != 00:00:00:00:00:00 ] && n_mac=$((n_mac + 1))
+        [ -n "$(vfvlan "$i")" ] && n_vlan=$((n_vlan + 1))
+        [ "$(vftrust "$i")" = on ] && n_trust=$((n_trust + 1))
+done
+svffctl show "$pf" >"$R/show.txt" 2>&1 || { cat "$R/show.txt"; vm_fail "svffctl show $pf failed"; }
+assert_true "show: the nic class on $ifname" grep -q "^    interface: $ifname$" "$R/show.txt"
+assert_true "show counts as ip link does: $n_mac MACs, $n_vlan VLANs, $n_trust trusted" \
+        grep -q "VFs as read now: 4, $n_mac with a MAC, $n_vlan on a VLAN, $n_trust trusted$" "$R/show.txt"
 
 # ---- drift behind svffd's back ----
 ip link set "$ifname" vf 0 vlan 55 || vm_fail "ip link set vf 0 vlan 55 failed"

@@ -1,0 +1,135 @@
+#!/bin/sh
+# svffctl show PF: a PF's device class and what it can still give its
+# VFs, read from the device now, not from svffd's records. On pcisim's
+# mixed host with the NVMe stand-in (daemon-lib.sh; its model, as
+# QEMU's emulated controller: 8 flexible VQ and 4 VI resources, 4
+# namespaces), whose state the test reads from the model's own dump:
+#   - NVMe: the free VQ and VI resources follow the secondaries' grants,
+#     through an init and a release; the namespaces are listed;
+#   - QDMA: the PF's queue count as qdma/qmax reads now (changed behind
+#     svffd's back), and the budget left;
+#   - a bare PCI function has no class; --json follows the interface;
+#   - refusals say why: no such PF, not a PF address (usage), a PF whose
+#     VF count is being written (DeviceBusy, never waits), a malformed
+#     parameter (InvalidParameter).
+. "$(dirname "$0")/daemon-lib.sh"
+
+NVME=0000:00:04.0
+QDMA=0000:01:00.0
+BARE=0000:05:00.0
+SVFF_TEST_NVME_STANDIN_DUMP="$T/standin"
+mkdir -p "$SVFF_TEST_NVME_STANDIN_DUMP"
+export SVFF_TEST_NVME_STANDIN_DUMP
+start_pcisim mixed
+printf '{ "policies": { "disks": { "match": { "address": "%s" }, "nvme": { "vq": 2, "vi": 1, "namespace": [1, 2] } } } }\n' \
+        "$NVME" >"$T/svff.conf"
+start_svffd
+
+# model_sum N: the sum of field N (4: VQ, 5: VI) of the stand-in's
+# online secondaries, as the model holds them.
+model_sum() {
+        awk -v f="$1" '$1 == "sc" && $3 == "online" { s += $f } END { print s + 0 }' \
+                "$SVFF_TEST_NVME_STANDIN_DUMP/$NVME"
+}
+
+# model_ns attached|free: the NSIDs the model has attached to a
+# controller, or to none, as show lists them ("1, 2").
+model_ns() {
+        awk -v want="$1" '$1 == "ns" { id = $2; sub(":", "", id); on = NF > 2
+                if ((want == "attached") == on) l = l (l == "" ? "" : ", ") id }
+                END { print (l == "" ? "none" : l) }' "$SVFF_TEST_NVME_STANDIN_DUMP/$NVME"
+}
+
+# check_nvme WHEN: show's VQ and VI lines against the model.
+check_nvme() {
+        ctl show "$NVME" >"$T/show.out" 2>&1 || fail "show $NVME ($1): $(cat "$T/show.out")"
+        vq=$(model_sum 4)
+        vi=$(model_sum 5)
+        grep -q "^  device class: nvme$" "$T/show.out" || fail "no nvme class ($1): $(cat "$T/show.out")"
+        grep -q "flexible VQ (queue) resources: $((8 - vq)) free of 8 (primary controller 0, secondaries $vq;" \
+                "$T/show.out" || fail "the VQ line is not the model's ($vq granted, $1): $(cat "$T/show.out")"
+        grep -q "flexible VI (interrupt) resources: $((4 - vi)) free of 4 (primary controller 0, secondaries $vi;" \
+                "$T/show.out" || fail "the VI line is not the model's ($vi granted, $1): $(cat "$T/show.out")"
+        grep -q "namespaces: 4 (NSID 1, 2, 3, 4); on VFs: $(model_ns attached); on none: $(model_ns free)$" \
+                "$T/show.out" || fail "the namespaces are not the model's ($1): $(cat "$T/show.out")"
+        note "$1: $vq VQ, $vi VI and namespaces $(model_ns attached) granted in the model, as show says"
+}
+
+# ---- NVMe: the pool follows the grants ----
+ctl init "$NVME" 2 >"$T/init.out" 2>&1 || fail "init $NVME 2: $(cat "$T/init.out")"
+[ "$(model_sum 4)" = 4 ] || fail "the model does not hold 2 x 2 VQ after the init: $(cat "$SVFF_TEST_NVME_STANDIN_DUMP/$NVME")"
+check_nvme "after init 2"
+grep -q "secondary controllers: 4" "$T/show.out" || fail "the secondaries are not counted: $(cat "$T/show.out")"
+grep -q 'policy settings: { "vq": 2, "vi": 1, "namespace": \[ 1, 2 \] }' "$T/show.out" ||
+        fail "the policy's settings are not shown: $(cat "$T/show.out")"
+grep -q "^PF $NVME .*\[1b36:0010\]" "$T/show.out" || fail "no PF line: $(cat "$T/show.out")"
+grep -q "^  driver nvme, 2 of 4 VFs" "$T/show.out" || fail "no count line: $(cat "$T/show.out")"
+ctl release "$(sys_vf "$NVME" 1)" >"$T/release.out" 2>&1 || fail "release: $(cat "$T/release.out")"
+[ "$(model_sum 4)" = 2 ] || fail "the release did not give VF 1's VQ back in the model"
+[ "$(model_ns attached)" = 1 ] || fail "the release did not detach VF 1's namespace in the model"
+check_nvme "after the release of VF 1"
+
+# ---- --json: the reply as the interface says ----
+ctl show --json "$NVME" >"$T/show.json" || fail "show --json"
+expect_eq "$(jget "d['pf']" <"$T/show.json")" "$NVME" "--json pf"
+expect_eq "$(jget "d['device_class']['name']" <"$T/show.json")" nvme "--json class"
+expect_eq "$(jget "d['device_class']['inspection']['pf']['vq']['free']" <"$T/show.json")" 6 "--json free VQ"
+expect_eq "$(jget "d['device_class']['settings']" <"$T/show.json")" "{'vq': 2, 'vi': 1, 'namespace': [1, 2]}" "--json settings"
+
+# ---- QDMA: the queue count as the device has it now ----
+ctl show "$QDMA" >"$T/show.out" 2>&1 || fail "show $QDMA: $(cat "$T/show.out")"
+grep -q "^  device class: qdma$" "$T/show.out" || fail "no qdma class: $(cat "$T/show.out")"
+qmax=$(cat "$SYS/bus/pci/devices/$QDMA/qdma/qmax")
+grep -q "PF queues (qdma/qmax): $qmax$" "$T/show.out" || fail "not the PF's qmax $qmax: $(cat "$T/show.out")"
+echo 100 >"$SYS/bus/pci/devices/$QDMA/qdma/qmax"
+ctl show "$QDMA" >"$T/show.out" 2>&1 || fail "show $QDMA: $(cat "$T/show.out")"
+grep -q "PF queues (qdma/qmax): 100$" "$T/show.out" || fail "show does not read qmax now: $(cat "$T/show.out")"
+grep -q "queue budget: 2048 (the QDMA IP's maximum; a policy's \"budget\" sets it), 1948 free as read" \
+        "$T/show.out" || fail "the budget left is not 2048 - 100: $(cat "$T/show.out")"
+
+# ---- a bare PCI function ----
+ctl show "$BARE" >"$T/show.out" 2>&1 || fail "show $BARE: $(cat "$T/show.out")"
+grep -q "device class: none (a bare PCI function" "$T/show.out" || fail "bare PF: $(cat "$T/show.out")"
+ctl show --json "$BARE" >"$T/show.json" || fail "show --json $BARE"
+expect_eq "$(jget "d['device_class']" <"$T/show.json")" None "--json class of a bare PF"
+
+# ---- refusals, each with its reason ----
+rc=0
+ctl show 0000:00:00.0 >"$T/show.out" 2>&1 || rc=$?
+expect_eq "$rc" 1 "exit status for a device that is no SR-IOV PF"
+grep -q "No SR-IOV PF 0000:00:00.0" "$T/show.out" || fail "no reason for a non-PF: $(cat "$T/show.out")"
+rc=0
+ctl show bogus >"$T/show.out" 2>&1 || rc=$?
+expect_eq "$rc" 2 "exit status for a malformed address"
+grep -q "'bogus' is not a PF address" "$T/show.out" || fail "no reason for 'bogus': $(cat "$T/show.out")"
+python3 - "$SOCK" >"$T/raw.out" <<'PY' || fail "raw Show: $(cat "$T/raw.out")"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(json.dumps({"method": "io.svff.Show", "parameters": {"pf": 5}}).encode() + b"\0")
+buf = b""
+while not buf.endswith(b"\0"):
+    buf += s.recv(4096)
+r = json.loads(buf[:-1])
+assert r.get("error") == "org.varlink.service.InvalidParameter", r
+assert r["parameters"]["parameter"] == "pf", r
+print(r)
+PY
+
+# A PF whose VF count is being written: busy at once, not after the write.
+pcisim_ctl "latency vf_enable 30000"
+ctl init "$QDMA" 100 >"$T/init-q.out" 2>&1 &
+init_pid=$!
+wait_for_s 10 sh -c "'$SVFFCTL' --socket '$SOCK' status --json | grep -q '\"op\":\"init\"'" ||
+        fail "the init did not start"
+sleep 0.3
+rc=0
+ctl show "$QDMA" >"$T/show.out" 2>&1 || rc=$?
+kill -0 "$init_pid" 2>/dev/null || fail "show answered only after the write of 100 VFs ended"
+expect_eq "$rc" 1 "exit status of show during the VF count write"
+grep -q "being changed; ask again when it ends" "$T/show.out" || fail "busy without its reason: $(cat "$T/show.out")"
+note "during the write: $(cat "$T/show.out")"
+wait "$init_pid" || fail "the init failed: $(cat "$T/init-q.out")"
+pcisim_ctl "latency vf_enable 0"
+
+stop_svffd || fail "svffd did not stop cleanly"
+echo PASS
