@@ -56,6 +56,23 @@ if [ "$scenario" = qdma ]; then
         grep -qE '^0000:01:00\.5 +VF1 +vfio-pci .* vm2 +03:00\.0 +defined( |$)' "$out" ||
                 fail "demo output lacks VF 0000:01:00.5's list row, assigned to vm2: $(cat "$out")"
 fi
+# Every scenario shows its PF's device class; the NVMe one, on the
+# controller stand-in, attaches a namespace to each VM's VF.
+grep -qF -- "== The PF's device class, and what it can still give its VFs" "$out" ||
+        fail "demo output lacks the show step: $(cat "$out")"
+case $scenario in
+nvme)
+        for want in "(simulated: the NVMe PF's controller is svff's stand-in model" "  device class: nvme" \
+                    "namespaces: 4 (NSID 1, 2, 3, 4); on VFs: none; on none: 1, 2, 3, 4" \
+                    "namespaces: 4 (NSID 1, 2, 3, 4); on VFs: 1, 2, 3; on none: 4"; do
+                grep -qF -- "$want" "$out" || fail "demo output lacks '$want': $(cat "$out")"
+        done
+        for i in 1 2 3; do
+                grep -qE "^0000:00:04\.$i +VF$((i - 1)) +vfio-pci .* vm$i +03:00\.0 +defined +online ns $i$" "$out" ||
+                        fail "demo output lacks VF $((i - 1))'s row with namespace $i: $(cat "$out")"
+        done ;;
+qdma) grep -qF "  device class: qdma" "$out" || fail "demo output lacks the qdma class: $(cat "$out")" ;;
+esac
 [ "$(grep -c 'vfio-pci' "$out")" -ge "$first" ] || fail "the VFs are not shown on vfio-pci: $(cat "$out")"
 grep -q "Error\|FAIL" "$out" && fail "demo printed an error: $(cat "$out")"
 

@@ -31,6 +31,7 @@ fi
 [ "$rc" = 0 ] || fail "the tour failed ($rc): $(tail -n 30 "$T/out")"
 grep -q "valid, 1 policy: fpga" "$T/out" || fail "config check step: $(cat "$T/out")"
 grep -q "^0000:01:00.0 *PF *qdma-pf *4/252 " "$T/out" || fail "the list after 'status --wait' does not show the policy's 4 VFs: $(cat "$T/out")"
+grep -q "^    PF queues (qdma/qmax): " "$T/out" || fail "the show step does not show the qdma class: $(cat "$T/out")"
 grep -q "driver-changed" "$T/out" || fail "the drift step shows no drift: $(cat "$T/out")"
 grep -qx "exit 5" "$T/out" || fail "status's exit status with drift is not 5: $(cat "$T/out")"
 [ ! -e "$T/tour" ] || fail "the tour left $T/tour behind: $(ls -la "$T/tour" 2>&1)"
