@@ -7,6 +7,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "allowlist.h"
+#include "classes.h"
 #include "libvirt.h"
 #include "log.h"
 #include "manager.h"
@@ -20,6 +21,7 @@ static uint64_t now(clockid_t clock) {
 }
 
 static void metrics_refresh(struct manager *m);
+static void metrics_poll_arm(struct manager *m);
 
 int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) {
         struct manager *m;
@@ -70,6 +72,7 @@ struct manager *manager_free(struct manager *m) {
          * finds m->exiting, journals and starts nothing new. */
         m->exiting = true;
         m->stop_timer = sd_event_source_disable_unref(m->stop_timer);
+        m->metrics_poll_timer = sd_event_source_disable_unref(m->metrics_poll_timer);
 
         /* Reverse order of creation (svffd.c's run()). Snapshot waiters
          * first (snapshot_cache_stop): a discovery pass completing below
@@ -99,6 +102,7 @@ struct manager *manager_free(struct manager *m) {
         blob_unref(m->list_cache);
         if (m->class_drift)
                 m->class_drift = m->class_drift_free(m->class_drift);
+        json_object_put(m->metrics_class_drift);
         json_object_put(m->recovered);
         svff_config_done(&m->config);
         free(m->config_error);
@@ -140,6 +144,7 @@ void manager_apply_config(struct manager *m) {
                 snapshot_cache_set_max_age(m->snapshots, m->config.list_max_age_usec);
         if (metrics_set_path(m->metrics, m->config.metrics_textfile) < 0)
                 log_oom();
+        metrics_poll_arm(m);
 }
 
 void manager_server_limits(struct manager *m, struct server_limits *ret) {
@@ -320,6 +325,59 @@ static void metrics_refresh(struct manager *m) {
                 manager_with_snapshot(m, NULL, metrics_snapshot_ready);
         else
                 metrics_write(m->metrics);
+}
+
+/* A device class's state changes without an event (a secondary taken
+ * offline with nvme-cli, a queue count written by hand), and a uevent
+ * can be missed: while the metrics file is on, svffd looks at the host
+ * every METRICS_POLL_USEC, as List and Status would (their picture and
+ * the class inspection's cache shared), and the file changes when what
+ * it reports does. */
+#define METRICS_POLL_USEC (10 * USEC_PER_SEC)
+
+static void metrics_class_drift_ready(struct manager *m, struct call *call, struct json_object *drift) {
+        (void) call;
+        if (!drift)
+                drift = json_object_new_array();        /* nothing to inspect: none */
+        if (!drift || (m->metrics_class_drift && json_object_equal(m->metrics_class_drift, drift))) {
+                json_object_put(drift);
+                return;
+        }
+        json_object_put(m->metrics_class_drift);
+        m->metrics_class_drift = drift;
+        metrics_changed(m->metrics);
+}
+
+static void metrics_poll_snapshot_ready(struct manager *m, struct call *call) {
+        (void) call;
+        if (!m->shutting_down)
+                classes_with_drift(m, NULL, metrics_class_drift_ready);
+}
+
+static int on_metrics_poll(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+
+        (void) usec;
+        if (!m->shutting_down && m->snapshots)
+                manager_with_snapshot(m, NULL, metrics_poll_snapshot_ready);
+        if (sd_event_source_set_time_relative(s, METRICS_POLL_USEC) >= 0)
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+static void metrics_poll_arm(struct manager *m) {
+        if (!m->config.metrics_textfile) {
+                m->metrics_poll_timer = sd_event_source_disable_unref(m->metrics_poll_timer);
+                json_object_put(m->metrics_class_drift);
+                m->metrics_class_drift = NULL;
+                return;
+        }
+        if (m->metrics_poll_timer || !m->event)
+                return;
+        if (sd_event_add_time_relative(m->event, &m->metrics_poll_timer, CLOCK_MONOTONIC, METRICS_POLL_USEC,
+                                       USEC_PER_SEC, on_metrics_poll, m) < 0)
+                log_warning("Cannot arm the metrics file's look at the host every 10 s: it follows svffd's own "
+                            "changes and uevents only, and its svff_drift leaves class-drift out.");
 }
 
 int manager_start_discovery(struct manager *m) {

@@ -78,6 +78,11 @@ struct manager {
         /* The metrics file (metrics_textfile): told of every change made
          * through here (commits, snapshots, operations, events). */
         struct metrics *metrics;
+        /* While it is on: the device classes' drift as last read for it
+         * (an array of Drift), and the timer that looks at the host
+         * again (manager.c). */
+        struct json_object *metrics_class_drift;
+        sd_event_source *metrics_poll_timer;
 
         /* Status's class drift (classes.c), and how classes.c frees
          * it, once the pools are stopped. */

@@ -522,6 +522,10 @@ void methods_collect_metrics(struct manager *m, struct metrics_sample *s) {
                 if (svff_json_get_string(rec, "state", &state) >= 0 && state)
                         (void) metrics_sample_add_assignment(s, state);
         }
+        /* The device classes' drift, as last read for the file. */
+        for (size_t i = 0; drift && m->metrics_class_drift &&
+                           i < json_object_array_length(m->metrics_class_drift); i++)
+                json_object_array_add(drift, json_object_get(json_object_array_get_idx(m->metrics_class_drift, i)));
         for (size_t i = 0; drift && i < json_object_array_length(drift); i++) {
                 const char *kind = NULL;
 

@@ -28,7 +28,7 @@ static const double reconf_buckets[] = { 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 
 static const char *const assignment_states[] = { "attached", "paused", "detaching" };
 static const char *const drift_kinds[] = {
         "pf-missing", "numvfs-changed", "vf-missing", "driver-changed",
-        "assignment-without-vf", "policy-failed", "interrupted",
+        "assignment-without-vf", "policy-failed", "interrupted", "class-drift",
 };
 
 struct count {
@@ -252,7 +252,7 @@ int metrics_format(struct metrics *mt, const struct metrics_sample *s, bool up, 
         put_counts(f, "svff_assignments", "state", assignment_states, ELEMENTSOF(assignment_states),
                    s->assignments, s->n_assignments);
         put_head(f, "svff_drift", "gauge",
-                 "Differences between the store and the host, by kind (device-class drift not included).");
+                 "Differences between the store and the host, by kind (class-drift read every 10 s).");
         put_counts(f, "svff_drift", "kind", drift_kinds, ELEMENTSOF(drift_kinds), s->drift, s->n_drift);
         put_head(f, "svff_operation_in_progress", "gauge", "Operations (init, release, reconf, ...) running.");
         fprintf(f, "svff_operation_in_progress %u\n", s->operations);

@@ -4,7 +4,7 @@
 # reads svffd's output directory; the test scrapes it with curl, has
 # promtool lint each scrape, and checks the values after an init, a
 # failed provisioning, an attach, a reconf, drift made behind svffd's
-# back, and a stop. The alert rules shipped in contrib/prometheus are
+# back (a device class's too, which no event announces), and a stop. The alert rules shipped in contrib/prometheus are
 # checked and unit-tested with promtool, and the Grafana dashboard in
 # contrib/grafana has its queries parsed by promtool and their metrics
 # found in the scrape.
@@ -95,7 +95,9 @@ DOMAINS="vm1"
 define $DOMAINS
 start_pcisim qdma
 PF=0000:01:00.0
-svff_conf ", \"metrics_textfile\": \"$TEXTFILE/svff.prom\""
+# The PF's queue count is the class's, recorded with each VF's state.
+svff_conf ", \"metrics_textfile\": \"$TEXTFILE/svff.prom\",
+  \"policies\": { \"q\": { \"match\": { \"address\": \"$PF\" }, \"qdma\": { \"qmax\": 256 } } }"
 # The third VF's provisioning fails (a test build's fault injection; the
 # QDMA stand-in itself never fails).
 export SVFF_FAULT=fail-provision-3
@@ -192,10 +194,20 @@ sys.exit(any(b - a < 0.9 for a, b in zip(t, t[1:])))
 PY
 expect svff_assignments state=attached 1 "attached assignments after the burst"
 
+note "the PF's queue count changed behind svffd's back: class-drift, read within 10 s with no event"
+expect svff_drift kind=class-drift 0 "class drift before the change"
+printf 300 > "$SYS/bus/pci/devices/$PF/qdma/qmax" || fail "writing the PF's qdma/qmax"
+wait_for_s 20 is svff_drift kind=class-drift 6 ||
+        fail "class drift: svff_drift{kind=class-drift} is $(value svff_drift kind=class-drift), not 6"
+printf 256 > "$SYS/bus/pci/devices/$PF/qdma/qmax" || fail "writing the PF's qdma/qmax back"
+wait_for_s 20 is svff_drift kind=class-drift 0 ||
+        fail "class drift gone: svff_drift{kind=class-drift} is $(value svff_drift kind=class-drift), not 0"
+
 note "the VF count changed behind svffd's back: drift, a domain without its VF"
+# pcisim sends no uevent: svffd's look every 10 s finds it.
 printf 0 > "$SYS/bus/pci/devices/$PF/sriov_numvfs" || fail "writing sriov_numvfs"
-ctl list > /dev/null || fail "list"
-expect svff_drift kind=numvfs-changed 1 "numvfs drift"
+wait_for_s 20 is svff_drift kind=numvfs-changed 1 ||
+        fail "numvfs drift: svff_drift{kind=numvfs-changed} is $(value svff_drift kind=numvfs-changed), not 1"
 expect svff_drift kind=assignment-without-vf 1 "assignment-without-vf drift"
 expect svff_pf_vfs "owner=operator,pf=$PF" 0 "VFs after the change behind svffd's back"
 
