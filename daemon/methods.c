@@ -689,12 +689,6 @@ static void method_monitor(struct manager *m, struct call *call) {
 
 /* ---- svff.conf's manage list ---- */
 
-/* Every method that changes the host or the store. Reconf's dry run is
- * refused too: a plan for a PF svffd will not touch would mislead. */
-static const char *const mutating_methods[] = {
-        "Init", "Release", "Attach", "Detach", "Pause", "Unpause", "Reconf", "Reprogram", NULL,
-};
-
 /* The PF of a VF: svffd's record, else the picture of the host. */
 static bool pf_of_vf(struct manager *m, const char *vf, char pf[static SVFF_PCI_ADDR_STRLEN]) {
         const char *recorded = NULL;
@@ -720,9 +714,10 @@ static bool param_address(struct json_object *params, const char *key, char buf[
                svff_pci_addr_canonicalize(s, buf) >= 0;
 }
 
-/* Before a method runs: true when it may go on. A call that would change
- * a PF outside the list, or a VF of one, is answered NotAllowed here,
- * once for every such method. */
+/* Before a method that changes the host or the store runs (Reconf's dry
+ * run too: a plan for a PF svffd will not touch would mislead): true
+ * when it may go on. A call that would change a PF outside the list, or
+ * a VF of one, is answered NotAllowed here, once for every such method. */
 static bool manage_check_call(struct manager *m, struct call *call) {
         const struct svff_varlink_call *req = call_request(call);
         _cleanup_(svff_pf_freep) struct svff_pf *loaded = NULL;
@@ -730,12 +725,9 @@ static bool manage_check_call(struct manager *m, struct call *call) {
         _cleanup_free_ char *reason = NULL, *rules = NULL, *msg = NULL;
         char pf[SVFF_PCI_ADDR_STRLEN], dev[SVFF_PCI_ADDR_STRLEN];
         const struct svff_pf *p = NULL;
-        bool mutating = false;
         int r;
 
-        for (size_t i = 0; mutating_methods[i]; i++)
-                mutating = mutating || streq(mutating_methods[i], req->member);
-        if (!m->config.manage || !mutating)
+        if (!m->config.manage)
                 return true;
         if (param_address(req->parameters, "vf", dev)) {
                 if (!pf_of_vf(m, dev, pf))
@@ -780,9 +772,20 @@ static bool manage_check_call(struct manager *m, struct call *call) {
 
 /* ---- dispatch ---- */
 
+enum {
+        /* It changes the host or the store: svff.conf's manage list
+         * applies (manage_check_call()). */
+        METHOD_MUTATING = 1u << 0,
+        /* Only root or the admin group may call it (require_privileged()),
+         * checked before its parameters. Reconf checks for itself: its
+         * dry run is a read. */
+        METHOD_PRIVILEGED = 1u << 1,
+};
+
 struct method {
         const char *name;
         void (*fn)(struct manager *m, struct call *call);
+        unsigned flags;
 };
 
 static const struct method svff_methods[] = {
@@ -790,21 +793,21 @@ static const struct method svff_methods[] = {
         { "List", method_list },
         { "Status", method_status },
         { "Show", method_show },
-        { "Init", method_init },
-        { "Release", method_release },
+        { "Init", method_init, METHOD_MUTATING | METHOD_PRIVILEGED },
+        { "Release", method_release, METHOD_MUTATING | METHOD_PRIVILEGED },
         { "Monitor", method_monitor },
-        { "Attach", method_attach },
-        { "Detach", method_detach },
-        { "Pause", method_pause },
-        { "Unpause", method_unpause },
-        { "Reconf", method_reconf },
-        { "Reprogram", method_reprogram },
+        { "Attach", method_attach, METHOD_MUTATING | METHOD_PRIVILEGED },
+        { "Detach", method_detach, METHOD_MUTATING | METHOD_PRIVILEGED },
+        { "Pause", method_pause, METHOD_MUTATING | METHOD_PRIVILEGED },
+        { "Unpause", method_unpause, METHOD_MUTATING | METHOD_PRIVILEGED },
+        { "Reconf", method_reconf, METHOD_MUTATING },
+        { "Reprogram", method_reprogram, METHOD_MUTATING | METHOD_PRIVILEGED },
 };
 
 #ifdef SVFF_FAULT_POINTS
 /* Test builds only: see autoinit.h. */
 static const struct method debug_methods[] = {
-        { "InjectUevent", method_debug_inject_uevent },
+        { "InjectUevent", method_debug_inject_uevent, METHOD_PRIVILEGED },
 };
 #endif
 
@@ -844,9 +847,9 @@ void methods_dispatch(struct call *call, void *userdata) {
                                 call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
                                 return;
                         }
-                        /* A PF outside svff.conf's manage list: refused
-                         * here, once for every method that changes it. */
-                        if (table == svff_methods && !manage_check_call(m, call))
+                        if ((table[i].flags & METHOD_PRIVILEGED) && !require_privileged(m, call))
+                                return;
+                        if ((table[i].flags & METHOD_MUTATING) && !manage_check_call(m, call))
                                 return;
                         table[i].fn(m, call);
                         return;

@@ -3,7 +3,9 @@
 
 /* Method dispatch for the varlink server: org.varlink.service and io.svff.
  * Reads (Ping, List, Status, Show, Monitor, GetInfo, GetInterfaceDescription)
- * are answered for any peer; Init and Release check the peer first. */
+ * are answered for any peer; the methods that change devices are
+ * flagged in the method table, which checks the peer and svff.conf's
+ * manage list before they run. */
 
 #include "manager.h"
 #include "server.h"

