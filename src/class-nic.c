@@ -497,6 +497,22 @@ static struct json_object *vf_to_json(const struct svff_nl_vf *vf, unsigned mask
                 r |= add(o, "rss_query", json_object_new_boolean(vf->rss_query));
         if (mask & SVFF_NL_VF_TRUST)
                 r |= add(o, "trust", json_object_new_boolean(vf->trust));
+        if (mask & SVFF_NL_VF_COUNTERS) {
+                const struct svff_nl_vf_counters *c = &vf->counters;
+                struct json_object *co = json_object_new_object();
+
+                if (!co)
+                        return NULL;
+                r |= add(co, "rx_packets", json_object_new_uint64(c->rx_packets));
+                r |= add(co, "tx_packets", json_object_new_uint64(c->tx_packets));
+                r |= add(co, "rx_bytes", json_object_new_uint64(c->rx_bytes));
+                r |= add(co, "tx_bytes", json_object_new_uint64(c->tx_bytes));
+                r |= add(co, "broadcast", json_object_new_uint64(c->broadcast));
+                r |= add(co, "multicast", json_object_new_uint64(c->multicast));
+                r |= add(co, "rx_dropped", json_object_new_uint64(c->rx_dropped));
+                r |= add(co, "tx_dropped", json_object_new_uint64(c->tx_dropped));
+                r |= add(o, "counters", co);
+        }
         return r ? NULL : TAKE_PTR(o);
 }
 
@@ -987,7 +1003,9 @@ static int nic_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struct
         }
 
         if (svff_nl_vf_list_readable(pf->numvfs)) {
-                r = svff_nl_vf_get_all(c->nl, c->ifname, &live, &n, err);
+                /* With the counters while the list holds them. */
+                r = svff_nl_vf_counters_readable(pf->numvfs) ? svff_nl_vf_get_all_counters(c->nl, c->ifname, &live, &n, err)
+                                                             : svff_nl_vf_get_all(c->nl, c->ifname, &live, &n, err);
                 if (r < 0)
                         return r;
                 for (size_t i = 0; i < n; i++) {

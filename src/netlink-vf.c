@@ -364,6 +364,29 @@ struct vf_parse {
         size_t cap;
 };
 
+static void counters_parse(const struct nlattr *stats, struct svff_nl_vf_counters *c) {
+        const struct nlattr *a;
+
+        mnl_attr_for_each_nested(a, stats) {
+                uint64_t *field = NULL;
+
+                if (mnl_attr_validate(a, MNL_TYPE_U64) < 0)
+                        continue;
+                switch (mnl_attr_get_type(a)) {
+                case IFLA_VF_STATS_RX_PACKETS: field = &c->rx_packets; break;
+                case IFLA_VF_STATS_TX_PACKETS: field = &c->tx_packets; break;
+                case IFLA_VF_STATS_RX_BYTES:   field = &c->rx_bytes; break;
+                case IFLA_VF_STATS_TX_BYTES:   field = &c->tx_bytes; break;
+                case IFLA_VF_STATS_BROADCAST:  field = &c->broadcast; break;
+                case IFLA_VF_STATS_MULTICAST:  field = &c->multicast; break;
+                case IFLA_VF_STATS_RX_DROPPED: field = &c->rx_dropped; break;
+                case IFLA_VF_STATS_TX_DROPPED: field = &c->tx_dropped; break;
+                }
+                if (field)
+                        *field = mnl_attr_get_u64(a);
+        }
+}
+
 static void vf_info_parse(const struct nlattr *info, struct svff_nl_vf *vf) {
         const struct nlattr *a;
 
@@ -449,6 +472,10 @@ static void vf_info_parse(const struct nlattr *info, struct svff_nl_vf *vf) {
                                 }
                         }
                         break;
+                case IFLA_VF_STATS:
+                        counters_parse(a, &vf->counters);
+                        vf->mask |= SVFF_NL_VF_COUNTERS;
+                        break;
                 }
         }
 }
@@ -476,8 +503,8 @@ static int link_attr_cb(const struct nlattr *a, void *data) {
         return MNL_CB_OK;
 }
 
-int svff_nl_vf_get_all(struct svff_nl *nl, const char *ifname, struct svff_nl_vf **ret,
-                       size_t *ret_n, struct svff_error *err) {
+static int get_all(struct svff_nl *nl, const char *ifname, bool counters, struct svff_nl_vf **ret,
+                   size_t *ret_n, struct svff_error *err) {
         char req[256], what[64];
         _cleanup_free_ void *reply = NULL;
         _cleanup_free_ struct svff_nl_vf *vfs = NULL;
@@ -495,7 +522,7 @@ int svff_nl_vf_get_all(struct svff_nl *nl, const char *ifname, struct svff_nl_vf
 
         memset(req, 0, sizeof(req));
         nlh = put_link_header(req, RTM_GETLINK, 0, seq, ifname);
-        mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS);
+        mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_VF | (counters ? 0 : RTEXT_FILTER_SKIP_STATS));
         r = nl->ops.send(nl->userdata, nlh, nlh->nlmsg_len);
         if (r < 0)
                 return svff_error_set_errno(err, r, "%s: cannot send to rtnetlink", what);
@@ -529,6 +556,16 @@ int svff_nl_vf_get_all(struct svff_nl *nl, const char *ifname, struct svff_nl_vf
         *ret = TAKE_PTR(vfs);
         *ret_n = n;
         return 0;
+}
+
+int svff_nl_vf_get_all(struct svff_nl *nl, const char *ifname, struct svff_nl_vf **ret,
+                       size_t *ret_n, struct svff_error *err) {
+        return get_all(nl, ifname, false, ret, ret_n, err);
+}
+
+int svff_nl_vf_get_all_counters(struct svff_nl *nl, const char *ifname, struct svff_nl_vf **ret,
+                                size_t *ret_n, struct svff_error *err) {
+        return get_all(nl, ifname, true, ret, ret_n, err);
 }
 
 int svff_nl_vf_get(struct svff_nl *nl, const char *ifname, unsigned index, struct svff_nl_vf *ret,

@@ -37,6 +37,8 @@
  * the most an SR-IOV device here has (QDMA's 252) and a few more, with
  * room to spare below the overflow without statistics. */
 #define SVFF_NL_VF_LIST_MAX 256
+/* The same with the VFs' counters (svff_nl_vf_get_all_counters()). */
+#define SVFF_NL_VF_COUNTERS_LIST_MAX 200
 
 /* Which fields of struct svff_nl_vf are meant (set) or were reported (get). */
 enum {
@@ -48,6 +50,8 @@ enum {
         SVFF_NL_VF_RSS_QUERY  = 1u << 5,
         SVFF_NL_VF_TRUST      = 1u << 6,
         SVFF_NL_VF_ALL        = (1u << 7) - 1,
+        /* Read only, never set: the counters (IFLA_VF_STATS). */
+        SVFF_NL_VF_COUNTERS   = 1u << 7,
 };
 
 /* Link states, as IFLA_VF_LINK_STATE_*. */
@@ -77,6 +81,12 @@ struct svff_nl_vf {
          * purpose (a VF handed to its next tenant), which drivers take
          * as "none". Without it an all-zero MAC is refused unsent. */
         bool clear_mac;
+        /* The kernel's counters of the VF, as its PF driver keeps them
+         * (zeros from a driver without ndo_get_vf_stats, igb's case). */
+        struct svff_nl_vf_counters {
+                uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes;
+                uint64_t broadcast, multicast, rx_dropped, tx_dropped;
+        } counters;
 };
 
 /* The socket, or a stand-in. send() hands over one request; recv() is
@@ -131,6 +141,15 @@ int svff_nl_vf_set(struct svff_nl *nl, const char *ifname, const struct svff_nl_
  * overflowed. */
 int svff_nl_vf_get_all(struct svff_nl *nl, const char *ifname, struct svff_nl_vf **ret,
                        size_t *ret_n, struct svff_error *err);
+
+/* svff_nl_vf_get_all() with each VF's counters (SVFF_NL_VF_COUNTERS):
+ * the list holds about 100 more bytes a VF, and outgrows its attribute
+ * at about 220 VFs (svff_nl_vf_counters_readable()). */
+int svff_nl_vf_get_all_counters(struct svff_nl *nl, const char *ifname, struct svff_nl_vf **ret,
+                                size_t *ret_n, struct svff_error *err);
+static inline bool svff_nl_vf_counters_readable(unsigned numvfs) {
+        return numvfs <= SVFF_NL_VF_COUNTERS_LIST_MAX;
+}
 
 /* The same, keeping VF index only: -ENOENT when the list lacks it. */
 int svff_nl_vf_get(struct svff_nl *nl, const char *ifname, unsigned index, struct svff_nl_vf *ret,

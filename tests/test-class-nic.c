@@ -428,6 +428,18 @@ START_TEST(test_capacity) {
         ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(lines, 0)), "interface: eth0");
         last = json_object_get_string(json_object_array_get_idx(lines, json_object_array_length(lines) - 1));
         ck_assert_str_eq(last, "VFs as read now: 4, 2 with a MAC, 1 on a VLAN, 1 trusted");
+        /* The inspection carries each VF's counters, to its VF (the
+         * stand-in's VF k counts k * 1000 + position). */
+        {
+                struct json_object *vfs, *v2, *c;
+                uint64_t rx = 0;
+
+                ck_assert(json_object_object_get_ex(insp, "vfs", &vfs));
+                ck_assert(json_object_object_get_ex(vfs, "2", &v2));
+                ck_assert(json_object_object_get_ex(v2, "counters", &c));
+                ck_assert_int_eq(svff_json_get_u64(c, "rx_bytes", &rx), 0);
+                ck_assert_uint_eq(rx, 2002);
+        }
 }
 END_TEST
 

@@ -271,6 +271,47 @@ START_TEST(test_252_vfs_read_without_stats) {
 }
 END_TEST
 
+/* The counters (IFLA_VF_STATS) of as many VFs as the list holds with
+ * them, each to its VF (the stand-in's VF k counts k * 1000 + the
+ * counter's position in the kernel's nest); above that the read is
+ * refused, never taken for the whole. */
+START_TEST(test_counters) {
+        struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ struct svff_nl_vf *vfs = NULL, *plain = NULL;
+        size_t n = 0;
+
+        nl_fake_reset(f, SVFF_NL_VF_COUNTERS_LIST_MAX);
+        ck_assert(svff_nl_vf_counters_readable(SVFF_NL_VF_COUNTERS_LIST_MAX));
+        ck_assert(!svff_nl_vf_counters_readable(252));
+        ck_assert_int_eq(svff_nl_vf_get_all_counters(nl, "eth0", &vfs, &n, &err), 0);
+        ck_assert_uint_eq(f->last_ext_mask, RTEXT_FILTER_VF);
+        ck_assert_uint_eq(n, SVFF_NL_VF_COUNTERS_LIST_MAX);
+        for (size_t i = 0; i < n; i += 37) {
+                const struct svff_nl_vf_counters *c = &vfs[i].counters;
+
+                ck_assert_uint_eq(vfs[i].index, i);
+                ck_assert_uint_eq(vfs[i].mask & SVFF_NL_VF_COUNTERS, SVFF_NL_VF_COUNTERS);
+                ck_assert_uint_eq(c->rx_packets, i * 1000 + 0);
+                ck_assert_uint_eq(c->tx_packets, i * 1000 + 1);
+                ck_assert_uint_eq(c->rx_bytes, i * 1000 + 2);
+                ck_assert_uint_eq(c->tx_bytes, i * 1000 + 3);
+                ck_assert_uint_eq(c->broadcast, i * 1000 + 4);
+                ck_assert_uint_eq(c->multicast, i * 1000 + 5);
+                ck_assert_uint_eq(c->rx_dropped, i * 1000 + 6);
+                ck_assert_uint_eq(c->tx_dropped, i * 1000 + 7);
+        }
+        ck_assert_int_eq(svff_nl_vf_get_all(nl, "eth0", &plain, &n, &err), 0);
+        ck_assert_uint_eq(plain[5].mask & SVFF_NL_VF_COUNTERS, 0);
+        ck_assert_uint_eq(plain[5].counters.rx_bytes, 0);
+
+        free(vfs);
+        vfs = NULL;
+        nl_fake_reset(f, 252);
+        ck_assert_int_eq(svff_nl_vf_get_all_counters(nl, "eth0", &vfs, &n, &err), -EMSGSIZE);
+        svff_error_free(&err);
+}
+END_TEST
+
 /* The real rtnetlink, on the loopback link: the kernel parses the same
  * bytes. lo has no VFs, and no driver hook to set one, so the kernel
  * answers EOPNOTSUPP (a malformed message would be EINVAL), and a link
@@ -314,6 +355,7 @@ int main(void) {
         tcase_add_test(tc, test_large_reply_sized_by_peek);
         tcase_add_test(tc, test_overflowing_list_refused);
         tcase_add_test(tc, test_252_vfs_read_without_stats);
+        tcase_add_test(tc, test_counters);
         tcase_add_test(tc, test_real_kernel_loopback);
         suite_add_tcase(s, tc);
 
