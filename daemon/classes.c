@@ -1011,3 +1011,77 @@ void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn f
         }
         c->running = true;
 }
+
+/* ---- main thread: NIC VFs' counters, for the metrics file ---- */
+
+struct counters_job {
+        struct manager *m;
+        struct svff_ctx *ctx;
+        struct worker_pool *pool;
+        struct json_object *pfs;        /* [pf] to read */
+        struct json_object *result;     /* {"<pf>": {"<index>": counters}} */
+        classes_counters_fn fn;
+};
+
+static void counters_job_free(struct counters_job *j) {
+        svff_ctx_unref(j->ctx);
+        json_object_put(j->pfs);
+        json_object_put(j->result);
+        free(j);
+}
+
+static void counters_done(void *userdata) {
+        struct counters_job *j = userdata;
+
+        j->fn(j->m, TAKE_PTR(j->result));
+        counters_job_free(j);
+}
+
+static void counters_run(void *userdata) {
+        struct counters_job *j = userdata;
+
+        for (size_t i = 0; i < json_object_array_length(j->pfs); i++) {
+                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+                _cleanup_(json_object_putp) struct json_object *res = NULL;
+                const char *pf = json_object_get_string(json_object_array_get_idx(j->pfs, i));
+                struct json_object *vfs, *by_index = NULL;
+                const char *name = NULL;
+
+                /* A PF that is busy, gone or classless is left out. */
+                if (classes_inspect_sync(j->ctx, pf, NULL, true, &res, &err) <= 0 ||
+                    svff_json_get_string(res, "class", &name) < 0 || !name || !streq(name, "nic") ||
+                    !json_object_object_get_ex(res, "vfs", &vfs))
+                        continue;
+                json_object_object_foreach(vfs, key, st) {
+                        struct json_object *c;
+
+                        if (!json_object_object_get_ex(st, "counters", &c))
+                                continue;
+                        if (!by_index && !(by_index = object_child(j->result, pf)))
+                                break;
+                        json_object_object_add(by_index, key, json_object_get(c));
+                }
+        }
+        if (worker_pool_post(j->pool, counters_done, j) < 0)
+                counters_job_free(j);
+}
+
+int classes_counters_start(struct manager *m, struct json_object *pfs, classes_counters_fn fn) {
+        struct counters_job *j = calloc(1, sizeof(*j));
+
+        if (!j) {
+                json_object_put(pfs);
+                return -ENOMEM;
+        }
+        j->m = m;
+        j->pfs = pfs;
+        j->fn = fn;
+        j->result = json_object_new_object();
+        j->ctx = svff_ctx_ref(m->ctx);
+        j->pool = snapshot_cache_pool(m->snapshots);
+        if (!j->result || worker_pool_submit(j->pool, counters_run, j) < 0) {
+                counters_job_free(j);
+                return -ENOMEM;
+        }
+        return 0;
+}

@@ -159,3 +159,13 @@ int classes_show_start(struct manager *m, const char *pf, classes_show_fn done, 
  * running, or the last one's result. */
 typedef void (*classes_drift_fn)(struct manager *m, struct call *call, struct json_object *drift);
 void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn fn);
+
+/* ---- main thread: NIC VFs' counters, for the metrics file ---- */
+
+/* Reads the counters (IFLA_VF_STATS) of every VF of the NIC-class PFs
+ * among pfs (an array of PF addresses, taken) on the discovery pool,
+ * never waiting behind a class step (a busy PF is left out); then
+ * fn(m, counters), counters {"<pf>": {"<index>": {"rx_bytes": N, ...}}}
+ * (taken). -ENOMEM when it could not start (fn is not called). */
+typedef void (*classes_counters_fn)(struct manager *m, struct json_object *counters);
+int classes_counters_start(struct manager *m, struct json_object *pfs, classes_counters_fn fn);

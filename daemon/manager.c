@@ -7,7 +7,6 @@
 #include <systemd/sd-daemon.h>
 
 #include "allowlist.h"
-#include "classes.h"
 #include "libvirt.h"
 #include "log.h"
 #include "manager.h"
@@ -21,7 +20,6 @@ static uint64_t now(clockid_t clock) {
 }
 
 static void metrics_refresh(struct manager *m);
-static void metrics_poll_arm(struct manager *m);
 
 int manager_new(sd_event *event, struct cmdline *cmdline, struct manager **ret) {
         struct manager *m;
@@ -72,7 +70,6 @@ struct manager *manager_free(struct manager *m) {
          * finds m->exiting, journals and starts nothing new. */
         m->exiting = true;
         m->stop_timer = sd_event_source_disable_unref(m->stop_timer);
-        m->metrics_poll_timer = sd_event_source_disable_unref(m->metrics_poll_timer);
 
         /* Reverse order of creation (svffd.c's run()). Snapshot waiters
          * first (snapshot_cache_stop): a discovery pass completing below
@@ -103,6 +100,7 @@ struct manager *manager_free(struct manager *m) {
         if (m->class_drift)
                 m->class_drift = m->class_drift_free(m->class_drift);
         json_object_put(m->metrics_class_drift);
+        json_object_put(m->metrics_vf_counters);
         json_object_put(m->recovered);
         svff_config_done(&m->config);
         free(m->config_error);
@@ -144,7 +142,13 @@ void manager_apply_config(struct manager *m) {
                 snapshot_cache_set_max_age(m->snapshots, m->config.list_max_age_usec);
         if (metrics_set_path(m->metrics, m->config.metrics_textfile) < 0)
                 log_oom();
-        metrics_poll_arm(m);
+        metrics_set_poll_period(m->metrics, m->config.metrics_poll_usec);
+        if (!m->config.metrics_textfile) {
+                /* What the file's look at the host read, for none. */
+                json_object_put(m->metrics_class_drift);
+                json_object_put(m->metrics_vf_counters);
+                m->metrics_class_drift = m->metrics_vf_counters = NULL;
+        }
 }
 
 void manager_server_limits(struct manager *m, struct server_limits *ret) {
@@ -325,59 +329,6 @@ static void metrics_refresh(struct manager *m) {
                 manager_with_snapshot(m, NULL, metrics_snapshot_ready);
         else
                 metrics_write(m->metrics);
-}
-
-/* A device class's state changes without an event (a secondary taken
- * offline with nvme-cli, a queue count written by hand), and a uevent
- * can be missed: while the metrics file is on, svffd looks at the host
- * every METRICS_POLL_USEC, as List and Status would (their picture and
- * the class inspection's cache shared), and the file changes when what
- * it reports does. */
-#define METRICS_POLL_USEC (10 * USEC_PER_SEC)
-
-static void metrics_class_drift_ready(struct manager *m, struct call *call, struct json_object *drift) {
-        (void) call;
-        if (!drift)
-                drift = json_object_new_array();        /* nothing to inspect: none */
-        if (!drift || (m->metrics_class_drift && json_object_equal(m->metrics_class_drift, drift))) {
-                json_object_put(drift);
-                return;
-        }
-        json_object_put(m->metrics_class_drift);
-        m->metrics_class_drift = drift;
-        metrics_changed(m->metrics);
-}
-
-static void metrics_poll_snapshot_ready(struct manager *m, struct call *call) {
-        (void) call;
-        if (!m->shutting_down)
-                classes_with_drift(m, NULL, metrics_class_drift_ready);
-}
-
-static int on_metrics_poll(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct manager *m = userdata;
-
-        (void) usec;
-        if (!m->shutting_down && m->snapshots)
-                manager_with_snapshot(m, NULL, metrics_poll_snapshot_ready);
-        if (sd_event_source_set_time_relative(s, METRICS_POLL_USEC) >= 0)
-                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        return 0;
-}
-
-static void metrics_poll_arm(struct manager *m) {
-        if (!m->config.metrics_textfile) {
-                m->metrics_poll_timer = sd_event_source_disable_unref(m->metrics_poll_timer);
-                json_object_put(m->metrics_class_drift);
-                m->metrics_class_drift = NULL;
-                return;
-        }
-        if (m->metrics_poll_timer || !m->event)
-                return;
-        if (sd_event_add_time_relative(m->event, &m->metrics_poll_timer, CLOCK_MONOTONIC, METRICS_POLL_USEC,
-                                       USEC_PER_SEC, on_metrics_poll, m) < 0)
-                log_warning("Cannot arm the metrics file's look at the host every 10 s: it follows svffd's own "
-                            "changes and uevents only, and its svff_drift leaves class-drift out.");
 }
 
 int manager_start_discovery(struct manager *m) {

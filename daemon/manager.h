@@ -78,11 +78,12 @@ struct manager {
         /* The metrics file (metrics_textfile): told of every change made
          * through here (commits, snapshots, operations, events). */
         struct metrics *metrics;
-        /* While it is on: the device classes' drift as last read for it
-         * (an array of Drift), and the timer that looks at the host
-         * again (manager.c). */
+        /* While it is on, what its look at the host every
+         * metrics_poll_sec read (methods_poll_metrics()): the device
+         * classes' drift (an array of Drift), and the NIC VFs' counters
+         * ({"<pf>": {"<index>": counters}}). */
         struct json_object *metrics_class_drift;
-        sd_event_source *metrics_poll_timer;
+        struct json_object *metrics_vf_counters;
 
         /* Status's class drift (classes.c), and how classes.c frees
          * it, once the pools are stopped. */

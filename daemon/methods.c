@@ -501,6 +501,102 @@ static struct json_object *status_drift(struct manager *m) {
         return a;
 }
 
+/* ---- the metrics file's look at the host ---- */
+
+static void metrics_class_drift_ready(struct manager *m, struct call *call, struct json_object *drift) {
+        (void) call;
+        if (!drift)
+                drift = json_object_new_array();        /* nothing to inspect: none */
+        if (!drift || (m->metrics_class_drift && json_object_equal(m->metrics_class_drift, drift))) {
+                json_object_put(drift);
+                return;
+        }
+        json_object_put(m->metrics_class_drift);
+        m->metrics_class_drift = drift;
+        metrics_changed(m->metrics);
+}
+
+static void metrics_counters_ready(struct manager *m, struct json_object *counters) {
+        if (m->shutting_down || !counters ||
+            (m->metrics_vf_counters && json_object_equal(m->metrics_vf_counters, counters))) {
+                json_object_put(counters);
+                return;
+        }
+        json_object_put(m->metrics_vf_counters);
+        m->metrics_vf_counters = counters;
+        metrics_changed(m->metrics);
+}
+
+/* The counters of the VFs of the PFs with an interface. */
+static void metrics_counters_read(struct manager *m) {
+        struct json_object *pfs = json_object_new_array();
+        struct snapshot *s = m->snapshot;
+
+        for (size_t i = 0; pfs && s && i < s->n_pfs; i++)
+                if (s->pfs[i]->netdev && s->pfs[i]->numvfs > 0 && (s->pfs[i]->class >> 16) == 0x02)
+                        json_object_array_add(pfs, json_object_new_string(s->pfs[i]->address));
+        if (!pfs || json_object_array_length(pfs) == 0) {
+                json_object_put(pfs);
+                metrics_counters_ready(m, json_object_new_object());
+                return;
+        }
+        if (classes_counters_start(m, pfs, metrics_counters_ready) < 0)
+                log_oom();
+}
+
+static void metrics_poll_snapshot_ready(struct manager *m, struct call *call) {
+        (void) call;
+        if (m->shutting_down)
+                return;
+        classes_with_drift(m, NULL, metrics_class_drift_ready);
+        metrics_counters_read(m);
+}
+
+/* A device class's state changes without an event (a secondary taken
+ * offline with nvme-cli, a queue count written by hand), a NIC VF's
+ * counters all the time, and a uevent can be missed: a picture as List
+ * and Status would take (the new one, when it differs, is a change of
+ * its own), the class inspection's cache shared with Status. */
+void methods_poll_metrics(struct manager *m) {
+        if (!m->shutting_down && m->snapshots)
+                manager_with_snapshot(m, NULL, metrics_poll_snapshot_ready);
+}
+
+/* The NIC VFs' counters as last read, labelled from the picture. */
+static void collect_vf_counters(struct manager *m, struct metrics_sample *s) {
+        struct snapshot *snap = m->snapshot;
+
+        if (!m->metrics_vf_counters || !snap)
+                return;
+        json_object_object_foreach(m->metrics_vf_counters, pfaddr, by_index) {
+                const struct svff_pf *pf = NULL;
+
+                for (size_t i = 0; i < snap->n_pfs; i++)
+                        if (streq(snap->pfs[i]->address, pfaddr))
+                                pf = snap->pfs[i];
+                if (!pf || !pf->netdev)
+                        continue;
+                json_object_object_foreach(by_index, key, counters) {
+                        uint64_t values[METRICS_VF_N] = {};
+                        const struct svff_vf *vf;
+                        unsigned long index;
+                        char *end;
+
+                        index = strtoul(key, &end, 10);
+                        if (*end || index > UINT16_MAX || !(vf = svff_pf_vf_at(pf, (unsigned) index)))
+                                continue;
+                        for (size_t k = 0; k < METRICS_VF_N; k++) {
+                                struct json_object *v;
+
+                                if (json_object_object_get_ex(counters, metrics_vf_names[k].key, &v))
+                                        values[k] = json_object_get_uint64(v);
+                        }
+                        (void) metrics_sample_add_vf(s, vf->address, pf->netdev, (unsigned) index, pf->numa_node,
+                                                     values);
+                }
+        }
+}
+
 void methods_collect_metrics(struct manager *m, struct metrics_sample *s) {
         _cleanup_(json_object_putp) struct json_object *drift = status_drift(m);
         struct snapshot *snap = m->snapshot;
@@ -532,6 +628,7 @@ void methods_collect_metrics(struct manager *m, struct metrics_sample *s) {
                 if (svff_json_get_string(json_object_array_get_idx(drift, i), "kind", &kind) >= 0 && kind)
                         (void) metrics_sample_add_drift(s, kind);
         }
+        collect_vf_counters(m, s);
         for (struct operation *op = registry_operations(m->registry); op; op = op->next)
                 n_ops++;
         metrics_sample_set_operations(s, n_ops);

@@ -20,3 +20,7 @@ struct json_object *json_pf(struct manager *m, const struct svff_pf *pf);
  * PFs with their owners, assignments, drift (without the device classes'
  * drift, which needs the devices read) and operations. */
 void methods_collect_metrics(struct manager *m, struct metrics_sample *s);
+/* The metrics file's look at the host (metrics_set_poller()): a fresh
+ * picture, the device classes' drift and the NIC VFs' counters, kept in
+ * m for methods_collect_metrics(). */
+void methods_poll_metrics(struct manager *m);

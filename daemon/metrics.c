@@ -36,15 +36,34 @@ struct count {
         uint64_t n;
 };
 
+const struct metrics_vf_name metrics_vf_names[METRICS_VF_N] = {
+        [METRICS_VF_RX_BYTES] = { "sriov_vf_rx_bytes", "rx_bytes", "Bytes a NIC VF received, as its PF driver counts them." },
+        [METRICS_VF_TX_BYTES] = { "sriov_vf_tx_bytes", "tx_bytes", "Bytes a NIC VF sent, as its PF driver counts them." },
+        [METRICS_VF_RX_PACKETS] = { "sriov_vf_rx_packets", "rx_packets", "Packets a NIC VF received." },
+        [METRICS_VF_TX_PACKETS] = { "sriov_vf_tx_packets", "tx_packets", "Packets a NIC VF sent." },
+        [METRICS_VF_RX_DROPPED] = { "sriov_vf_rx_dropped", "rx_dropped", "Packets dropped on a NIC VF's receive." },
+        [METRICS_VF_TX_DROPPED] = { "sriov_vf_tx_dropped", "tx_dropped", "Packets dropped on a NIC VF's send." },
+};
+
 struct metrics_pf {
         char *pf;
         char *owner;
         unsigned numvfs, totalvfs;
 };
 
+/* A NIC VF's counters, labelled as sriov-network-metrics-exporter's. */
+struct metrics_vf {
+        char *vf, *pf;                  /* pciAddr, pf (its PF's interface) */
+        unsigned index;
+        int numa_node;                  /* -1: none */
+        uint64_t values[METRICS_VF_N];
+};
+
 struct metrics_sample {
         struct metrics_pf *pfs;
         size_t n_pfs;
+        struct metrics_vf *vfs;
+        size_t n_vfs;
         struct count *assignments, *drift;
         size_t n_assignments, n_drift;
         unsigned operations;
@@ -84,6 +103,10 @@ struct metrics {
         bool written;
         int last_error;                 /* of the last write, logged once */
 
+        metrics_poll_fn poll;
+        uint64_t poll_usec;             /* 0: none */
+        sd_event_source *poll_timer;
+
         struct histogram reconf;        /* svff_reconf_duration_seconds */
         struct histogram downtime;      /* svff_domain_device_downtime_seconds */
         uint64_t provision_failures;
@@ -102,6 +125,11 @@ static void sample_done(struct metrics_sample *s) {
                 free(s->pfs[i].owner);
         }
         free(s->pfs);
+        for (size_t i = 0; i < s->n_vfs; i++) {
+                free(s->vfs[i].vf);
+                free(s->vfs[i].pf);
+        }
+        free(s->vfs);
         for (size_t i = 0; i < s->n_assignments; i++)
                 free(s->assignments[i].label);
         free(s->assignments);
@@ -146,6 +174,26 @@ static int count_add(struct count **counts, size_t *n, const char *label, uint64
         if (!a[*n].label)
                 return -ENOMEM;
         (*n)++;
+        return 0;
+}
+
+int metrics_sample_add_vf(struct metrics_sample *s, const char *vf, const char *pf, unsigned index, int numa_node,
+                          const uint64_t values[static METRICS_VF_N]) {
+        struct metrics_vf *a = realloc(s->vfs, (s->n_vfs + 1) * sizeof(*a));
+        struct metrics_vf v = { .index = index, .numa_node = numa_node };
+
+        if (!a)
+                return -ENOMEM;
+        s->vfs = a;
+        v.vf = strdup(vf);
+        v.pf = strdup(pf);
+        if (!v.vf || !v.pf) {
+                free(v.vf);
+                free(v.pf);
+                return -ENOMEM;
+        }
+        memcpy(v.values, values, sizeof(v.values));
+        s->vfs[s->n_vfs++] = v;
         return 0;
 }
 
@@ -252,7 +300,7 @@ int metrics_format(struct metrics *mt, const struct metrics_sample *s, bool up, 
         put_counts(f, "svff_assignments", "state", assignment_states, ELEMENTSOF(assignment_states),
                    s->assignments, s->n_assignments);
         put_head(f, "svff_drift", "gauge",
-                 "Differences between the store and the host, by kind (class-drift read every 10 s).");
+                 "Differences between the store and the host, by kind.");
         put_counts(f, "svff_drift", "kind", drift_kinds, ELEMENTSOF(drift_kinds), s->drift, s->n_drift);
         put_head(f, "svff_operation_in_progress", "gauge", "Operations (init, release, reconf, ...) running.");
         fprintf(f, "svff_operation_in_progress %u\n", s->operations);
@@ -261,6 +309,21 @@ int metrics_format(struct metrics *mt, const struct metrics_sample *s, bool up, 
         put_head(f, "svff_class_provision_failures_total", "counter",
                  "VFs whose device-class state could not be provisioned since svffd started.");
         fprintf(f, "svff_class_provision_failures_total %" PRIu64 "\n", mt->provision_failures);
+        for (size_t k = 0; k < METRICS_VF_N && s->n_vfs > 0; k++) {
+                put_head(f, metrics_vf_names[k].name, "gauge", metrics_vf_names[k].help);
+                for (size_t i = 0; i < s->n_vfs; i++) {
+                        const struct metrics_vf *v = &s->vfs[i];
+
+                        fprintf(f, "%s{pciAddr=\"", metrics_vf_names[k].name);
+                        put_label(f, v->vf);
+                        fputs("\",pf=\"", f);
+                        put_label(f, v->pf);
+                        fprintf(f, "\",vf=\"%u\",numa_node=\"", v->index);
+                        if (v->numa_node >= 0)
+                                fprintf(f, "%d", v->numa_node);
+                        fprintf(f, "\"} %" PRIu64 "\n", v->values[k]);
+                }
+        }
         put_histogram(f, "svff_reconf_duration_seconds", "Duration of reconfs and reprograms.", &mt->reconf);
         put_histogram(f, "svff_domain_device_downtime_seconds",
                       "How long a running domain was without its VF through a reconf or reprogram, per "
@@ -362,6 +425,7 @@ struct metrics *metrics_free(struct metrics *mt) {
                                           mt->path);
         }
         sd_event_source_disable_unref(mt->timer);
+        sd_event_source_disable_unref(mt->poll_timer);
         sd_event_unref(mt->event);
         free(mt->path);
         free(mt);
@@ -370,6 +434,46 @@ struct metrics *metrics_free(struct metrics *mt) {
 
 void metrics_set_collector(struct metrics *mt, metrics_collect_fn collect) {
         mt->collect = collect;
+}
+
+static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct metrics *mt = userdata;
+
+        (void) usec;
+        if (mt->poll && mt->path)
+                mt->poll(mt->owner);
+        if (sd_event_source_set_time_relative(s, mt->poll_usec) >= 0)
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+/* The poll timer runs while there is a file, a poller and a period. */
+static void poll_arm(struct metrics *mt) {
+        if (!mt->path || !mt->poll || mt->poll_usec == 0) {
+                mt->poll_timer = sd_event_source_disable_unref(mt->poll_timer);
+                return;
+        }
+        if (mt->poll_timer) {
+                if (sd_event_source_set_time_relative(mt->poll_timer, mt->poll_usec) >= 0)
+                        (void) sd_event_source_set_enabled(mt->poll_timer, SD_EVENT_ONESHOT);
+                return;
+        }
+        if (sd_event_add_time_relative(mt->event, &mt->poll_timer, CLOCK_MONOTONIC, mt->poll_usec, mt->poll_usec / 10,
+                                       on_poll, mt) < 0)
+                log_warning("Cannot arm the metrics file's look at the host (metrics_poll_sec): it follows "
+                            "svffd's own changes and uevents only.");
+}
+
+void metrics_set_poller(struct metrics *mt, metrics_poll_fn poll) {
+        mt->poll = poll;
+        poll_arm(mt);
+}
+
+void metrics_set_poll_period(struct metrics *mt, uint64_t usec) {
+        if (!mt)
+                return;
+        mt->poll_usec = usec;
+        poll_arm(mt);
 }
 
 int metrics_set_path(struct metrics *mt, const char *path) {
@@ -383,6 +487,7 @@ int metrics_set_path(struct metrics *mt, const char *path) {
         mt->path = p;
         mt->written = false;
         mt->last_error = 0;
+        poll_arm(mt);
         metrics_changed(mt);
         return 0;
 }

@@ -37,6 +37,13 @@ struct metrics *metrics_free(struct metrics *mt);
 
 /* Nothing is written before there is a collector. */
 void metrics_set_collector(struct metrics *mt, metrics_collect_fn collect);
+/* What no event announces (a device class's state, a missed uevent):
+ * while there is a file, poll is called every period (0: never), for the
+ * owner to look and call metrics_changed() when something changed. A new
+ * period counts from now. */
+typedef void (*metrics_poll_fn)(struct manager *m);
+void metrics_set_poller(struct metrics *mt, metrics_poll_fn poll);
+void metrics_set_poll_period(struct metrics *mt, uint64_t usec);
 /* The file to write (copied), or NULL for none (the default); a new
  * path is written at once. -ENOMEM. */
 int metrics_set_path(struct metrics *mt, const char *path);
@@ -61,6 +68,26 @@ void metrics_count_provision_failure(struct metrics *mt);
 /* For the collect callback: -ENOMEM. owner may be NULL. */
 int metrics_sample_add_pf(struct metrics_sample *s, const char *pf, const char *owner, unsigned numvfs,
                           unsigned totalvfs);
+/* A NIC VF's counters (IFLA_VF_STATS), by the names and labels of
+ * sriov-network-metrics-exporter: key is the counter's key in the NIC
+ * class's inspection ("counters"). */
+enum {
+        METRICS_VF_RX_BYTES,
+        METRICS_VF_TX_BYTES,
+        METRICS_VF_RX_PACKETS,
+        METRICS_VF_TX_PACKETS,
+        METRICS_VF_RX_DROPPED,
+        METRICS_VF_TX_DROPPED,
+        METRICS_VF_N,
+};
+struct metrics_vf_name {
+        const char *name, *key, *help;
+};
+extern const struct metrics_vf_name metrics_vf_names[METRICS_VF_N];
+/* vf (pciAddr), its PF's interface pf, its index, the PF's NUMA node (-1:
+ * none) and its counters, by METRICS_VF_*. */
+int metrics_sample_add_vf(struct metrics_sample *s, const char *vf, const char *pf, unsigned index, int numa_node,
+                          const uint64_t values[static METRICS_VF_N]);
 /* One more assignment in state, one more drift of kind. */
 int metrics_sample_add_assignment(struct metrics_sample *s, const char *state);
 int metrics_sample_add_drift(struct metrics_sample *s, const char *kind);

@@ -384,6 +384,7 @@ static int run(int argc, char *argv[]) {
                  m->snapshot ? m->snapshot->n_pfs : 0, m->config.sysfs_root, n_drift, n_started);
         m->serving = true;
         metrics_set_collector(m->metrics, methods_collect_metrics);
+        metrics_set_poller(m->metrics, methods_poll_metrics);
         metrics_changed(m->metrics);
         /* Reconfs a crash interrupted: those that need libvirt start
          * once it is connected. */

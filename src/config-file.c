@@ -83,6 +83,7 @@ int svff_config_init(struct svff_config *cfg) {
                 .workers = 2,
                 .libvirt_workers = 16,
                 .flash_timeout_usec = 600 * 1000000ULL,
+                .metrics_poll_usec = 10 * 1000000ULL,
                 .limits = {
                         .max_message = SVFF_VARLINK_MESSAGE_MAX,
                         .max_connections = 1024,
@@ -852,6 +853,8 @@ static int apply_setting(struct parser *p, const char *key, struct json_object *
                 k = get_usec(p, val, 1000000ULL, 1, 86400, &c->flash_timeout_usec);
         else if (streq(key, "metrics_textfile"))
                 k = get_abs_path(p, val, &c->metrics_textfile);
+        else if (streq(key, "metrics_poll_sec"))
+                k = get_usec(p, val, 1000000ULL, 1, 3600, &c->metrics_poll_usec);
         else
                 k = key_error(p, -EINVAL, "is unknown");
         return k;
@@ -1514,6 +1517,7 @@ struct json_object *svff_config_to_json(const struct svff_config *cfg) {
         ADD("flash_image_dir", str_or_null(cfg->flash_image_dir));
         ADD("flash_timeout_sec", SEC(cfg->flash_timeout_usec));
         ADD("metrics_textfile", str_or_null(cfg->metrics_textfile));
+        ADD("metrics_poll_sec", SEC(cfg->metrics_poll_usec));
 #undef ADD
 #undef MSEC
 #undef SEC

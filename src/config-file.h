@@ -42,6 +42,7 @@
  *     "metrics_textfile": "/var/lib/prometheus/node-exporter/svff.prom",
  *                                                metrics for node_exporter's textfile
  *                                                collector (metrics.h); null: none
+ *     "metrics_poll_sec": 10,                    its look at the host (drift of every kind)
  *     "policies": {
  *       "NAME": { "match": { "address": "0000:3b:00.0" }      one of these
  *                 "match": { "id": "10ee:903f" }
@@ -163,8 +164,10 @@ struct svff_config {
         char *flash_hook;
         char *flash_image_dir;
         uint64_t flash_timeout_usec;
-        /* The metrics file svffd writes (an absolute path), or NULL. */
+        /* The metrics file svffd writes (an absolute path), or NULL, and
+         * how often svffd looks at the host for it unasked. */
         char *metrics_textfile;
+        uint64_t metrics_poll_usec;
         /* What the last load read but warns about (keys in the spelling
          * of earlier releases), one "FILE:LINE: ..." a line, or NULL. */
         char *warnings;

@@ -173,6 +173,7 @@ static const struct {
         { "{ \"flash_hook\": \"flash.sh\" }", "key 'flash_hook' must be an absolute path or null" },
         { "{ \"flash_image_dir\": 3 }", "key 'flash_image_dir' must be an absolute path or null" },
         { "{ \"flash_timeout_sec\": 0 }", "key 'flash_timeout_sec' must be between 1 and 86400" },
+        { "{ \"metrics_poll_sec\": 0 }", "key 'metrics_poll_sec' must be between 1 and 3600" },
         { "{ \"metrics_textfile\": \"svff.prom\" }", "key 'metrics_textfile' must be an absolute path or null" },
         { "{ \"workers\": 2 } x", "trailing text" },
 };
@@ -383,7 +384,8 @@ START_TEST(test_manage) {
 
         write_file("{\n  \"manage\": [\"10ee:903f\", \"03:00.0\", \"class:qdma\"],\n"
                    "  \"flash_hook\": \"/usr/libexec/flash\", \"flash_image_dir\": \"/srv/images\",\n"
-                   "  \"flash_timeout_sec\": 30, \"metrics_textfile\": \"/var/lib/node-exporter/svff.prom\" }");
+                   "  \"flash_timeout_sec\": 30, \"metrics_textfile\": \"/var/lib/node-exporter/svff.prom\",\n"
+                   "  \"metrics_poll_sec\": 2 }");
         ck_assert_int_eq(svff_config_load_file(&c, path, &err), 0);
         ck_assert_ptr_nonnull(c.manage);
         ck_assert_str_eq(c.manage[0], "10ee:903f");
@@ -395,6 +397,7 @@ START_TEST(test_manage) {
         ck_assert_str_eq(c.flash_image_dir, "/srv/images");
         ck_assert_uint_eq(c.flash_timeout_usec, 30000000ULL);
         ck_assert_str_eq(c.metrics_textfile, "/var/lib/node-exporter/svff.prom");
+        ck_assert_uint_eq(c.metrics_poll_usec, 2000000ULL);
         j = svff_config_to_json(&c);
         ck_assert_str_eq(json_object_get_string(json_object_object_get(j, "metrics_textfile")),
                          "/var/lib/node-exporter/svff.prom");

@@ -54,7 +54,8 @@ vm_domain_define d2
 vm_cleanup 'for d in d1 d2; do virsh -q destroy "$d" >/dev/null 2>&1; done'
 vm_domains_start d1 d2
 
-config=$(jq -n --arg pf "$pf" '{ policies: { nic: { match: { address: $pf },
+config=$(jq -n --arg pf "$pf" --arg prom "$R/svff.prom" '{ metrics_textfile: $prom, metrics_poll_sec: 1,
+        policies: { nic: { match: { address: $pf },
         nic: { "mac_prefix": "02:53:00:00", "nic_strict": false } } } }')
 vm_svffd_start "$config"
 
@@ -149,6 +150,24 @@ svffctl show "$pf" >"$R/show.txt" 2>&1 || { cat "$R/show.txt"; vm_fail "svffctl 
 assert_true "show: the nic class on $ifname" grep -q "^    interface: $ifname$" "$R/show.txt"
 assert_true "show counts as ip link does: $n_mac MACs, $n_vlan VLANs, $n_trust trusted" \
         grep -q "VFs as read now: 4, $n_mac with a MAC, $n_vlan on a VLAN, $n_trust trusted$" "$R/show.txt"
+# The metrics file's VF counters are the kernel's (IFLA_VF_STATS), as
+# 'ip -s' reads them. igb has no ndo_get_vf_stats: the kernel reports
+# zeros for its VFs whatever the traffic, so this checks the labels and
+# that each value is the kernel's, not that it moves.
+vm_wait 10 grep -q '^sriov_vf_rx_bytes{' "$R/svff.prom" || vm_fail "no sriov_vf_rx_bytes in the metrics file"
+ip -s -j link show "$ifname" >"$R/iplink-stats.json" || vm_fail "ip -s -j link show $ifname failed"
+vm_log "ip -s: VF 0 stats $(jq -c '.[0].vfinfo_list[0].stats' "$R/iplink-stats.json")"
+for i in 0 1 2 3; do
+        labels="pciAddr=\"$(vf_addr "$i")\",pf=\"$ifname\",vf=\"$i\",numa_node=\"[0-9]*\""
+        # (iproute2 6.1 spells the TX keys tx_bytes and tx_packets)
+        for pair in rx_bytes:.rx.bytes tx_bytes:.tx.tx_bytes rx_packets:.rx.packets tx_packets:.tx.tx_packets \
+                    rx_dropped:.rx.dropped tx_dropped:.tx.dropped; do
+                want=$(jq -r --argjson i "$i" ".[0].vfinfo_list[\$i].stats${pair#*:}" "$R/iplink-stats.json")
+                [ "$want" != null ] || vm_fail "ip -s -j has no ${pair#*:} for VF $i"
+                assert_true "metrics: VF $i ${pair%%:*} is the kernel's ($want)" \
+                        grep -q "^sriov_vf_${pair%%:*}{$labels} $want\$" "$R/svff.prom"
+        done
+done
 
 # ---- drift behind svffd's back ----
 ip link set "$ifname" vf 0 vlan 55 || vm_fail "ip link set vf 0 vlan 55 failed"
