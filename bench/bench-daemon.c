@@ -875,7 +875,10 @@ static int poll_cost(pid_t pid, const char *cfg, const char *state) {
                (double) cpu[0] / (POLL_BLOCKS / 2 * POLL_BLOCK_SEC) / 1000.0);
         printf("  with it, looking at the host every second:  %8.2f ms CPU per second (per look)\n",
                (double) cpu[1] / (POLL_BLOCKS / 2 * POLL_BLOCK_SEC) / 1000.0);
-        printf("  with / without: %.2f\n", cpu[0] ? (double) cpu[1] / (double) cpu[0] : 0.0);
+        if (cpu[0])
+                printf("  with / without: %.2f\n", (double) cpu[1] / (double) cpu[0]);
+        else
+                printf("  with / without: no ratio, svffd used no CPU (at the clock's 10 ms grain) without it\n");
         return 0;
 }
 
