@@ -711,12 +711,13 @@ static void show_run(void *userdata) {
                 step_free(s);
 }
 
-/* A step of pf for the ops pool, with the PF's policy settings; run
- * on a worker, it posts its done back. */
-static int step_start(struct manager *m, const char *pf, void (*run)(void *), struct step *s) {
+/* A step of pf for pool, with the PF's policy settings; run on a
+ * worker, it posts its done back. */
+static int step_start(struct manager *m, const char *pf, struct worker_pool *pool, void (*run)(void *),
+                      struct step *s) {
         s->m = m;
         s->ctx = svff_ctx_ref(m->ctx);
-        s->pool = m->ops_pool;
+        s->pool = pool;
         snprintf(s->pf, sizeof(s->pf), "%s", pf);
         s->policy = classes_policy_settings(m, pf);
         if (worker_pool_submit(s->pool, run, s) < 0) {
@@ -733,7 +734,10 @@ int classes_show_start(struct manager *m, const char *pf, classes_show_fn done, 
                 return -ENOMEM;
         s->show_done = done;
         s->userdata = userdata;
-        return step_start(m, pf, show_run, s);
+        /* The discovery pool, as drift's and the counters' reads: never
+         * queued behind an init's write on the ops pool, and one read at
+         * a time, so that reads never find each other holding the PF. */
+        return step_start(m, pf, snapshot_cache_pool(m->snapshots), show_run, s);
 }
 
 int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
@@ -745,7 +749,7 @@ int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, class
         s->plan_done = done;
         s->userdata = userdata;
         s->assignments = classes_assignment_settings(m, pf);
-        return step_start(m, pf, step_run, s);
+        return step_start(m, pf, m->ops_pool, step_run, s);
 }
 
 /* ---- main thread: drift for status ---- */
@@ -1050,7 +1054,7 @@ static void counters_run(void *userdata) {
                 /* A PF that is busy, gone or classless is left out. */
                 if (classes_inspect_sync(j->ctx, pf, NULL, true, &res, &err) <= 0 ||
                     svff_json_get_string(res, "class", &name) < 0 || !name || !streq(name, "nic") ||
-                    !json_object_object_get_ex(res, "vfs", &vfs))
+                    !json_object_object_get_ex(res, "vfs", &vfs) || !json_object_is_type(vfs, json_type_object))
                         continue;
                 json_object_object_foreach(vfs, key, st) {
                         struct json_object *c;

@@ -137,8 +137,8 @@ int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, class
 
 /* ---- main thread: a PF's class and capacity, for Show ---- */
 
-/* Reads pf's device class on the ops pool (never waiting behind a class
- * step: -EBUSY): done gets r (0: no class, 1, or -errno with message),
+/* Reads pf's device class on the discovery pool (never waiting behind a
+ * class step: -EBUSY): done gets r (0: no class, 1, or -errno with message),
  * and for r 1 device_class (taken), Show's DeviceClass: {"name",
  * "capacity": [lines], "settings": the policy's member or null,
  * "inspection": the class's inspect}. */

@@ -84,6 +84,7 @@ struct manager {
          * ({"<pf>": {"<index>": counters}}). */
         struct json_object *metrics_class_drift;
         struct json_object *metrics_vf_counters;
+        bool metrics_counters_running;
 
         /* Status's class drift (classes.c), and how classes.c frees
          * it, once the pools are stopped. */

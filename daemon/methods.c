@@ -517,6 +517,7 @@ static void metrics_class_drift_ready(struct manager *m, struct call *call, stru
 }
 
 static void metrics_counters_ready(struct manager *m, struct json_object *counters) {
+        m->metrics_counters_running = false;
         if (m->shutting_down || !counters ||
             (m->metrics_vf_counters && json_object_equal(m->metrics_vf_counters, counters))) {
                 json_object_put(counters);
@@ -527,10 +528,15 @@ static void metrics_counters_ready(struct manager *m, struct json_object *counte
         metrics_changed(m->metrics);
 }
 
-/* The counters of the VFs of the PFs with an interface. */
+/* The counters of the VFs of the PFs with an interface; one read at a
+ * time (one slower than the poll's period is not queued again). */
 static void metrics_counters_read(struct manager *m) {
-        struct json_object *pfs = json_object_new_array();
+        struct json_object *pfs;
         struct snapshot *s = m->snapshot;
+
+        if (m->metrics_counters_running)
+                return;
+        pfs = json_object_new_array();
 
         for (size_t i = 0; pfs && s && i < s->n_pfs; i++)
                 if (s->pfs[i]->netdev && s->pfs[i]->numvfs > 0 && (s->pfs[i]->class >> 16) == 0x02)
@@ -542,6 +548,8 @@ static void metrics_counters_read(struct manager *m) {
         }
         if (classes_counters_start(m, pfs, metrics_counters_ready) < 0)
                 log_oom();
+        else
+                m->metrics_counters_running = true;
 }
 
 static void metrics_poll_snapshot_ready(struct manager *m, struct call *call) {
@@ -711,8 +719,11 @@ static void show_reply(struct manager *m, int r, const char *message, struct jso
                 call_errorf(call, SVFF_ERROR_DEVICE_BUSY, "device", pf,
                             "%s; ask again when it ends ('svffctl status' shows the operation).",
                             strna(message));
-        else if (r == -ESHUTDOWN)
-                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+        else if (r == -ENODEV)
+                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
+                            "PF %s went away while it was read: %s", strna(pf), strna(message));
+        else if (r == -ENOMEM)
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
         else if (r < 0)
                 call_errorf(call, SVFF_ERROR_OPERATION_FAILED, "device", pf,
                             "The device class of PF %s cannot be read: %s", strna(pf), strna(message));
@@ -731,6 +742,7 @@ static void show_reply(struct manager *m, int r, const char *message, struct jso
 static void show_answer(struct manager *m, struct call *call) {
         const char *pf = NULL;
         bool found = false;
+        int r;
 
         (void) svff_json_get_string(call_request(call)->parameters, "pf", &pf);
         for (size_t i = 0; m->snapshot && pf && i < m->snapshot->n_pfs; i++)
@@ -741,8 +753,12 @@ static void show_answer(struct manager *m, struct call *call) {
                             m->config.sysfs_root);
                 return;
         }
-        if (classes_show_start(m, pf, show_reply, call_ref(call)) < 0) {
-                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+        r = classes_show_start(m, pf, show_reply, call_ref(call));
+        if (r < 0) {
+                if (r == -ENOMEM)
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                else
+                        call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
                 call_unref(call);
         }
 }

@@ -57,6 +57,25 @@ for cmd in "attach $VF0 vm1" "detach $VF0" "pause $VF0" "unpause $VF0" "reconf $
         expect_eq "$rc" 4 "$cmd by nobody"
         grep -q "changes devices" "$T/err" || fail "$cmd by nobody: $(cat "$T/err")"
 done
+# The peer is checked before the parameters: a malformed Reprogram (it
+# used to check them first) and Init from nobody are PermissionDenied.
+for req in '{"method": "io.svff.Reprogram", "parameters": {"pf": 5}}' \
+           '{"method": "io.svff.Init", "parameters": {"pf": "bogus", "numvfs": "x"}}'; do
+        setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 - "$SOCK" "$req" > "$T/raw" 2>&1 <<'PY' ||
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\0")
+buf = b""
+while not buf.endswith(b"\0"):
+    chunk = s.recv(4096)
+    if not chunk:
+        sys.exit("svffd closed the connection without a reply")
+    buf += chunk
+r = json.loads(buf[:-1])
+assert r.get("error") == "org.varlink.service.PermissionDenied", r
+PY
+                fail "$req from nobody: $(cat "$T/raw")"
+done
 as_nobody reconf --dry-run $PF 4 > "$T/plan" 2>&1 || fail "nobody cannot plan a reconf: $(cat "$T/plan")"
 as_nobody show $PF > "$T/show" 2>&1 || fail "nobody cannot show $PF: $(cat "$T/show")"
 expect_eq "$(sys_numvfs $PF)" 2 "numvfs after a refused init"
