@@ -239,8 +239,10 @@ sys_group() { basename "$(readlink "$SYS/bus/pci/devices/$1/iommu_group")"; }
 printf '{}\n' > "$T/svff.conf"
 
 # varlink_call METHOD [PARAMS-JSON]: one call on $SOCK, the reply on stdout.
+# VARLINK_CALLER, when set, is a command prefix the call runs under (e.g.
+# setpriv to another uid, with a python3 that uid can run).
 varlink_call() {
-        python3 - "$SOCK" "$1" "${2:-{\}}" <<'PY'
+        ${VARLINK_CALLER:-} python3 - "$SOCK" "$1" "${2:-{\}}" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sys.argv[1])

@@ -104,21 +104,9 @@ rc=0
 ctl show bogus >"$T/show.out" 2>&1 || rc=$?
 expect_eq "$rc" 2 "exit status for a malformed address"
 grep -q "'bogus' is not a PF address" "$T/show.out" || fail "no reason for 'bogus': $(cat "$T/show.out")"
-python3 - "$SOCK" >"$T/raw.out" <<'PY' || fail "raw Show: $(cat "$T/raw.out")"
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-s.sendall(json.dumps({"method": "io.svff.Show", "parameters": {"pf": 5}}).encode() + b"\0")
-buf = b""
-while not buf.endswith(b"\0"):
-    chunk = s.recv(4096)
-    if not chunk:
-        sys.exit("svffd closed the connection without a reply")
-    buf += chunk
-r = json.loads(buf[:-1])
-assert r.get("error") == "org.varlink.service.InvalidParameter", r
-assert r["parameters"]["parameter"] == "pf", r
-print(r)
-PY
+varlink_call io.svff.Show '{"pf": 5}' >"$T/raw.out" || fail "raw Show: $(cat "$T/raw.out")"
+expect_eq "$(jget "d['error'], d['parameters']['parameter']" <"$T/raw.out")" \
+        "org.varlink.service.InvalidParameter pf" "Show with a pf that is no string"
 
 # A PF an init holds (its class step, its VF count write): busy at once,
 # not after the init.
