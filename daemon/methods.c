@@ -503,29 +503,27 @@ static struct json_object *status_drift(struct manager *m) {
 
 /* ---- the metrics file's look at the host ---- */
 
-static void metrics_class_drift_ready(struct manager *m, struct call *call, struct json_object *drift) {
-        (void) call;
-        if (!drift)
-                drift = json_object_new_array();        /* nothing to inspect: none */
-        if (!drift || (m->metrics_class_drift && json_object_equal(m->metrics_class_drift, drift))) {
-                json_object_put(drift);
+/* Keeps o (taken; NULL: nothing read) in *slot for the file, which
+ * changes only when o differs from what it holds. */
+static void metrics_keep(struct manager *m, struct json_object **slot, struct json_object *o) {
+        if (m->shutting_down || !o || (*slot && json_object_equal(*slot, o))) {
+                json_object_put(o);
                 return;
         }
-        json_object_put(m->metrics_class_drift);
-        m->metrics_class_drift = drift;
+        json_object_put(*slot);
+        *slot = o;
         metrics_changed(m->metrics);
+}
+
+static void metrics_class_drift_ready(struct manager *m, struct call *call, struct json_object *drift) {
+        (void) call;
+        /* NULL: nothing to inspect, so none */
+        metrics_keep(m, &m->metrics_class_drift, drift ?: json_object_new_array());
 }
 
 static void metrics_counters_ready(struct manager *m, struct json_object *counters) {
         m->metrics_counters_running = false;
-        if (m->shutting_down || !counters ||
-            (m->metrics_vf_counters && json_object_equal(m->metrics_vf_counters, counters))) {
-                json_object_put(counters);
-                return;
-        }
-        json_object_put(m->metrics_vf_counters);
-        m->metrics_vf_counters = counters;
-        metrics_changed(m->metrics);
+        metrics_keep(m, &m->metrics_vf_counters, counters);
 }
 
 /* The counters of the VFs of the PFs with an interface; one read at a
