@@ -20,5 +20,6 @@ struct json_object *reconcile_drift(struct manager *m);
  * with absent_pfs, also those of a recorded PF that is not present. */
 struct json_object *reconcile_gone(struct manager *m, bool absent_pfs);
 
-/* Logs every drift (start-up). Returns how many there are. */
+/* Logs every drift (start-up), as reconcile_drift() finds it: none on a
+ * PF whose operation is under way. Returns how many there are. */
 size_t reconcile_log(struct manager *m);

@@ -348,12 +348,11 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_error_errno(r, "Failed to start worker threads: %m");
 
-        /* Start-up reconcile: compare the store with the host before
-         * serving, and report (never repair) what differs. */
+        /* Start-up reconcile: a picture of the host, compared with the
+         * store once the policies' inits have started (below). */
         r = manager_snapshot_now(m);
         if (r < 0)
                 log_warning("Continuing without a picture of the PFs; List will retry.");
-        n_drift = reconcile_log(m);
 
         {
                 struct server_limits limits;
@@ -377,6 +376,12 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 log_warning_errno(r, "Failed to watch PCI uevents, PFs that appear later need 'svffctl init': %m");
         n_started = autoinit_startup(m);
+        /* Once the policies' inits are under way: at boot every VF
+         * recorded is missing until its PF's init makes it again, and
+         * that drift, with next steps that would have the operator do
+         * what the init does, is no news. Drift on those PFs that the
+         * inits leave shows in status and as policy-failed. */
+        n_drift = reconcile_log(m);
 
         log_info("svffd %s serving; store '%s' generation %llu, %zu PF(s) under '%s', %zu drift(s), %u policy init(s).",
                  PACKAGE_VERSION, svff_store_path(m->store),

@@ -121,6 +121,20 @@ start_svffd
 sleep 0.3
 expect_eq "$(jget 'd["generation"]' < "$STATE/store.json")" "$gen" "store generation after a restart with nothing to do"
 
+# A boot: the kernel starts every PF at 0 VFs while svffd is down. The
+# policy's init at start-up makes them again: its PF's drift is not
+# logged as warnings whose next steps would have the operator do what
+# that init does; the init's own line says what it does.
+stop_svffd TERM || fail "svffd exit status"
+echo 0 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
+lines=$(wc -l < "$T/svffd.log")
+start_svffd
+wait_for sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 2 ]" || fail "the policy did not restore 2 VFs at start-up"
+tail -n +"$((lines + 1))" "$T/svffd.log" > "$T/boot.log"
+grep -q "Drift: .*$PF" "$T/boot.log" && fail "start-up drift of $PF as warnings while its init repairs it: $(grep 'Drift: ' "$T/boot.log")"
+grep -q "Init of PF $PF to 2 VFs on vfio-pci by policy 'fpga'" "$T/boot.log" ||
+        fail "no start-up line for $PF's init by its policy"
+
 # Who owns the count: the policy, until an operator's init takes it.
 owner() { ctl list --json | jget 'd["pfs"][0]["owner"]'; }
 status_owner() { ctl status --json | jget 'd["owners"][0]["owner"], d["owners"][0]["policy"], d["owners"][0]["refused"]'; }
