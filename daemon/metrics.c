@@ -346,6 +346,14 @@ static int write_file(struct metrics *mt, bool up) {
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return -errno;
+        /* 0644 whatever the umask (svffd.service's is 0027): node_exporter
+         * reads the file as a user of its own. */
+        if (fchmod(fd, 0644) < 0) {
+                r = -errno;
+                close(fd);
+                (void) unlink(tmp);
+                return r;
+        }
         f = fdopen(fd, "w");
         if (!f) {
                 r = -errno;
@@ -363,6 +371,14 @@ static int write_file(struct metrics *mt, bool up) {
         return r;
 }
 
+static void log_write_failure(const struct metrics *mt, int r) {
+        /* The one failure an operator of the shipped unit meets first. */
+        log_warning_errno(r, "Failed to write metrics file '%s' (metrics_textfile), ignoring: %m%s", mt->path,
+                          r == -EROFS ? " (svffd.service lets svffd write only under "
+                                        "/var/lib/prometheus/node-exporter: for another directory, add it "
+                                        "with ReadWritePaths= in a drop-in and restart svffd)" : "");
+}
+
 void metrics_write(struct metrics *mt) {
         int r;
 
@@ -375,7 +391,7 @@ void metrics_write(struct metrics *mt) {
                 mt->last_write_usec = now(CLOCK_MONOTONIC);
         r = write_file(mt, true);
         if (r < 0 && r != mt->last_error)
-                log_warning_errno(r, "Failed to write metrics file '%s' (metrics_textfile), ignoring: %m", mt->path);
+                log_write_failure(mt, r);
         else if (r >= 0 && mt->last_error < 0)
                 log_info("Metrics file '%s' written again.", mt->path);
         mt->last_error = r < 0 ? r : 0;
@@ -421,8 +437,7 @@ struct metrics *metrics_free(struct metrics *mt) {
                 int r = write_file(mt, false);
 
                 if (r < 0)
-                        log_warning_errno(r, "Failed to write metrics file '%s' (metrics_textfile), ignoring: %m",
-                                          mt->path);
+                        log_write_failure(mt, r);
         }
         sd_event_source_disable_unref(mt->timer);
         sd_event_source_disable_unref(mt->poll_timer);

@@ -101,7 +101,11 @@ svff_conf ", \"metrics_textfile\": \"$TEXTFILE/svff.prom\", \"metrics_poll_sec\"
 # The third VF's provisioning fails (a test build's fault injection; the
 # QDMA stand-in itself never fails).
 export SVFF_FAULT=fail-provision-3
+# svffd.service's UMask=: the file must still be readable by
+# node_exporter, which runs as a user of its own.
+umask 027
 start_connected
+umask 022
 unset SVFF_FAULT
 fault_build=yes
 varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound && fault_build=no
