@@ -7,6 +7,9 @@
 # (vm_skip) or anything else (fail). Files it writes to $SVFF_VM_RUNDIR are
 # kept on the host. An optional NN-name.host is sourced on the host after
 # a passing guest, in the run directory, with the same SVFF_VM_* paths.
+# One that calls vm_reboot at the end of its first part is booted again,
+# its root's changes kept, and its NN-name.boot2 runs there instead
+# (SVFF_VM_BOOT: 1, then 2).
 # Add new scenarios to vm_scenarios in Makefile.am.
 #
 # Environment: SVFF_VM_SRCDIR, SVFF_VM_BUILDDIR (the host's trees, read-only
@@ -90,6 +93,16 @@ vm_begin() {
 vm_end() {
         [ -z "${svffd_pid:-}" ] || vm_svffd_stop
         vm_log "scenario $SVFF_VM_NAME: $vm_checks checks passed"
+}
+
+# vm_reboot: ends this boot's part of the scenario (its cleanups run now)
+# and asks tests/vm/run for a second boot of the same VM, on a root that
+# kept this boot's changes, where the scenario's NAME.boot2 runs
+# (SVFF_VM_BOOT=2).
+vm_reboot() {
+        vm_log "scenario $SVFF_VM_NAME: $vm_checks checks passed in boot $SVFF_VM_BOOT; booting again"
+        : >"$SVFF_VM_RUNDIR/reboot"
+        exit 0
 }
 
 # vm_wait SECONDS COMMAND...: poll COMMAND every 0.1 s until it succeeds;
@@ -276,10 +289,10 @@ vm_domains_start() {
 # vendor:device, as "BUS SLOT FUNCTION" (decimal; one VF per domain);
 # nothing when it is absent.
 vm_qpci() {
-        ven=$(($(cat "/sys/bus/pci/devices/$2/vendor")))
-        dev=$(($(cat "/sys/bus/pci/devices/$2/device")))
+        qven=$(($(cat "/sys/bus/pci/devices/$2/vendor")))
+        qdev=$(($(cat "/sys/bus/pci/devices/$2/device")))
         virsh -q qemu-monitor-command "$1" '{"execute":"query-pci"}' |
-                jq -r --argjson v "$ven" --argjson d "$dev" \
+                jq -r --argjson v "$qven" --argjson d "$qdev" \
                         '.return[] | .. | objects | select(.id?.vendor? == $v and .id.device == $d) |
                          "\(.bus) \(.slot) \(.function)"'
 }
@@ -413,4 +426,30 @@ vm_places() {
                 echo "$v $1 $(vm_qpci_wait "$1" "$v")"
                 shift
         done
+}
+
+# vm_secondary VF FIELD: FIELD of VF index VF's entry in the secondary
+# controller list of the NVMe PF's controller $dev (/dev/nvmeN), as 'nvme
+# list-secondary' shows it (secondary-controller-state: 1 online, 0
+# offline).
+vm_secondary() {
+        nvme list-secondary "$dev" -o json >"$SVFF_VM_RUNDIR/secondary.json" 2>"$SVFF_VM_RUNDIR/secondary.err" ||
+                vm_fail "nvme list-secondary $dev failed: $(cat "$SVFF_VM_RUNDIR/secondary.err")"
+        jq -r --argjson vfn "$(($1 + 1))" --arg f "$2" \
+                '.["secondary-controllers"][] | select(.["virtual-function-number"] == $vfn) | .[$f]' \
+                "$SVFF_VM_RUNDIR/secondary.json"
+}
+
+# vm_ctrls_of NSID: the controller IDs namespace NSID is attached to
+# ('nvme list-ctrl' on $dev), decimal, space-separated.
+vm_ctrls_of() {
+        nvme list-ctrl "$dev" -n "$1" 2>/dev/null | sed -n 's/^\[ *[0-9]*\]: *\(0x[0-9a-fA-F]*\).*/\1/p' |
+                while read -r x; do printf '%d\n' "$x"; done | tr '\n' ' ' | sed 's/ $//'
+}
+
+# vm_vfline I: VF I's line of 'ip link show $ifname' ("link/ether ...,
+# vlan 100, qos 3, spoof checking off, link_state auto, trust on").
+vm_vfline() {
+        ip link show "$ifname" >"$SVFF_VM_RUNDIR/iplink.txt"
+        sed -n "s/^ *vf $1 *\(.*\)/\1/p" "$SVFF_VM_RUNDIR/iplink.txt" | tr -s ' '
 }

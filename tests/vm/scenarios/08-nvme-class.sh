@@ -35,20 +35,6 @@ R=$SVFF_VM_RUNDIR
 nvme list-ns "$dev" --all >"$R/ns-all.txt" 2>&1 || true
 vm_log "namespaces of the subsystem: $(tr '\n' ' ' <"$R/ns-all.txt")"
 
-# secondary VF FIELD: a field of VF index VF's entry in the secondary
-# controller list (state: 1 online, 0 offline).
-secondary() {
-        nvme list-secondary "$dev" -o json >"$R/secondary.json" 2>"$R/secondary.err" ||
-                vm_fail "nvme list-secondary $dev failed: $(cat "$R/secondary.err")"
-        jq -r --argjson vfn "$(($1 + 1))" --arg f "$2" \
-                '.["secondary-controllers"][] | select(.["virtual-function-number"] == $vfn) | .[$f]' \
-                "$R/secondary.json"
-}
-# ctrls_of NSID: the controller IDs namespace NSID is attached to, decimal.
-ctrls_of() {
-        nvme list-ctrl "$dev" -n "$1" 2>/dev/null | sed -n 's/^\[ *[0-9]*\]: *\(0x[0-9a-fA-F]*\).*/\1/p' |
-                while read -r x; do printf '%d\n' "$x"; done | tr '\n' ' ' | sed 's/ $//'
-}
 vf_addr() { basename "$(readlink "$P/virtfn$1")"; }
 
 command -v virsh >/dev/null || vm_fail "no virsh (package libvirt-clients)"
@@ -76,17 +62,17 @@ assert_eq "sriov_numvfs after init" 4 "$(cat "$P/sriov_numvfs")"
 
 check_provisioned() {
         for i in 0 1 2 3; do
-                assert_eq "$1: VF $i secondary state (1 = online)" 1 "$(secondary "$i" secondary-controller-state)"
-                assert_eq "$1: VF $i VQ" 2 "$(secondary "$i" num-virtual-queues)"
-                assert_eq "$1: VF $i VI" 1 "$(secondary "$i" num-virtual-interrupts)"
-                scid=$(secondary "$i" secondary-controller-identifier)
+                assert_eq "$1: VF $i secondary state (1 = online)" 1 "$(vm_secondary "$i" secondary-controller-state)"
+                assert_eq "$1: VF $i VQ" 2 "$(vm_secondary "$i" num-virtual-queues)"
+                assert_eq "$1: VF $i VI" 1 "$(vm_secondary "$i" num-virtual-interrupts)"
+                scid=$(vm_secondary "$i" secondary-controller-identifier)
                 if [ "$i" -lt 3 ]; then
                         assert_eq "$1: namespace $((i + 1)) attached to VF $i's secondary only" "$scid" \
-                                "$(ctrls_of $((i + 1)))"
+                                "$(vm_ctrls_of $((i + 1)))"
                 fi
                 assert_eq "$1: VF $i on vfio-pci" vfio-pci "$(basename "$(readlink "$P/virtfn$i/driver")")"
         done
-        assert_eq "$1: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
+        assert_eq "$1: namespace 4 attached to no controller" "" "$(vm_ctrls_of 4)"
 }
 check_provisioned "after init"
 cp "$R/secondary.json" "$R/secondary-after-init.json"
@@ -120,7 +106,7 @@ assert_true "show: VI granted to secondaries as nvme list-secondary sums them ($
 
 # ---- the data path: VF 0 on the host's nvme driver ----
 vf0=$(vf_addr 0)
-scid0=$(secondary 0 secondary-controller-identifier)
+scid0=$(vm_secondary 0 secondary-controller-identifier)
 vm_log "binding VF 0 ($vf0, secondary $scid0) to nvme"
 echo "$vf0" >/sys/bus/pci/drivers/vfio-pci/unbind
 echo nvme >"$P/virtfn0/driver_override"
@@ -149,8 +135,8 @@ echo "$vf0" >/sys/bus/pci/drivers_probe
 vm_wait 10 test "$(basename "$(readlink "$P/virtfn0/driver")")" = vfio-pci || vm_fail "VF 0 not back on vfio-pci"
 
 # ---- drift behind svffd's back ----
-scid1=$(secondary 1 secondary-controller-identifier)
-scid2=$(secondary 2 secondary-controller-identifier)
+scid1=$(vm_secondary 1 secondary-controller-identifier)
+scid2=$(vm_secondary 2 secondary-controller-identifier)
 nvme virt-mgmt "$dev" -c "$scid1" -a 7 >/dev/null || vm_fail "taking secondary $scid1 offline by hand failed"
 nvme detach-ns "$dev" -n 3 -c "$scid2" >/dev/null || vm_fail "detaching namespace 3 by hand failed"
 vm_status_after_change "$R/status-drift.json"
@@ -212,28 +198,28 @@ vm_wait 10 test "$(basename "$(readlink "$P/virtfn0/driver")")" = vfio-pci || vm
 # ---- hand-over: a plain detach takes the assignment's namespace off
 # the VF, and the next domain gets nothing of the first's ----
 vf3=$(vf_addr 3)
-scid3=$(secondary 3 secondary-controller-identifier)
+scid3=$(vm_secondary 3 secondary-controller-identifier)
 vm_domain_define d2
 svffctl attach "$vf3" d1 --namespace 4 >"$R/attach-again.out" 2>&1 ||
         { cat "$R/attach-again.out"; vm_fail "attach --namespace 4 failed"; }
-assert_eq "attached: namespace 4 attached to VF 3's secondary" "$scid3" "$(ctrls_of 4)"
+assert_eq "attached: namespace 4 attached to VF 3's secondary" "$scid3" "$(vm_ctrls_of 4)"
 svffctl detach "$vf3" >"$R/detach-plain.out" 2>&1 || { cat "$R/detach-plain.out"; vm_fail "plain detach of VF 3 failed"; }
-assert_eq "after a plain detach: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
-assert_eq "after a plain detach: VF 3 secondary online, in the pool" 1 "$(secondary 3 secondary-controller-state)"
+assert_eq "after a plain detach: namespace 4 attached to no controller" "" "$(vm_ctrls_of 4)"
+assert_eq "after a plain detach: VF 3 secondary online, in the pool" 1 "$(vm_secondary 3 secondary-controller-state)"
 svffctl attach "$vf3" d2 >"$R/attach-d2.out" 2>&1 || { cat "$R/attach-d2.out"; vm_fail "attach of VF 3 to d2 failed"; }
 for n in 1 2 3 4; do
         assert_true "VF 3 in d2: namespace $n is not on its secondary $scid3" \
-                sh -c "! echo ' $(ctrls_of "$n") ' | grep -q ' $scid3 '"
+                sh -c "! echo ' $(vm_ctrls_of "$n") ' | grep -q ' $scid3 '"
 done
 svffctl detach "$vf3" >"$R/detach-d2.out" 2>&1 || { cat "$R/detach-d2.out"; vm_fail "detach of VF 3 from d2 failed"; }
 
 # ---- attach --namespace: what the assignment adds, before libvirt ----
 vf3=$(vf_addr 3)
-scid3=$(secondary 3 secondary-controller-identifier)
+scid3=$(vm_secondary 3 secondary-controller-identifier)
 vm_log "svffctl attach $vf3 d1 --namespace 4"
 svffctl attach "$vf3" d1 --namespace 4 >"$R/attach.out" 2>&1 || { cat "$R/attach.out"; vm_fail "attach --namespace 4 failed"; }
-assert_eq "after attach: namespace 4 attached to VF 3's secondary" "$scid3" "$(ctrls_of 4)"
-assert_eq "after attach: VF 3 secondary online" 1 "$(secondary 3 secondary-controller-state)"
+assert_eq "after attach: namespace 4 attached to VF 3's secondary" "$scid3" "$(vm_ctrls_of 4)"
+assert_eq "after attach: VF 3 secondary online" 1 "$(vm_secondary 3 secondary-controller-state)"
 svffctl list --json >"$R/list-attached.json" || vm_fail "svffctl list --json failed"
 q=".pfs[] | select(.address == \"$pf\") | .vfs[] | select(.index == 3)"
 assert_eq "list --json: the assignment records its namespace" 4 \
@@ -243,16 +229,16 @@ assert_true "VF 3 is in d1's live XML" sh -c "virsh -q dumpxml d1 | grep -q ua-s
 vm_log "svffctl detach $vf3 --release"
 svffctl detach "$vf3" --release >"$R/release-force.out" 2>&1 ||
         { cat "$R/release-force.out"; vm_fail "detach --release of VF 3 failed"; }
-assert_eq "after detach --release: VF 3 secondary offline (0)" 0 "$(secondary 3 secondary-controller-state)"
-assert_eq "after detach --release: namespace 4 attached to no controller" "" "$(ctrls_of 4)"
+assert_eq "after detach --release: VF 3 secondary offline (0)" 0 "$(vm_secondary 3 secondary-controller-state)"
+assert_eq "after detach --release: namespace 4 attached to no controller" "" "$(vm_ctrls_of 4)"
 
 # ---- release: secondary offline, namespace detached ----
 for i in 0 1 2; do
-        scid=$(secondary "$i" secondary-controller-identifier)
+        scid=$(vm_secondary "$i" secondary-controller-identifier)
         v=$(vf_addr "$i")
         svffctl release "$v" >"$R/release$i.out" 2>&1 || { cat "$R/release$i.out"; vm_fail "release of VF $i failed"; }
-        assert_eq "after release: VF $i secondary offline (0)" 0 "$(secondary "$i" secondary-controller-state)"
-        assert_eq "after release: namespace $((i + 1)) attached to no controller" "" "$(ctrls_of $((i + 1)))"
+        assert_eq "after release: VF $i secondary offline (0)" 0 "$(vm_secondary "$i" secondary-controller-state)"
+        assert_eq "after release: namespace $((i + 1)) attached to no controller" "" "$(vm_ctrls_of $((i + 1)))"
 done
 svffctl list --json >"$R/list-released.json" || vm_fail "svffctl list --json failed"
 assert_eq "list --json after release: no VF has a class record" 0 \

@@ -29,17 +29,11 @@ R=$SVFF_VM_RUNDIR
 assert_eq "igb PF $pf ($ifname) sriov_totalvfs" 7 "$(cat "$P/sriov_totalvfs")"
 vf_addr() { basename "$(readlink "$P/virtfn$1")"; }
 
-# vfline I: VF I's line of 'ip link show' ("vf 0 link/ether ..., vlan 100,
-# qos 3, spoof checking off, link_state auto, trust on").
-vfline() {
-        ip link show "$ifname" >"$R/iplink.txt"
-        sed -n "s/^ *vf $1 *\(.*\)/\1/p" "$R/iplink.txt" | tr -s ' '
-}
-vfmac() { vfline "$1" | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p'; }
-vfvlan() { vfline "$1" | sed -n 's/.*, vlan \([0-9]*\).*/\1/p'; }
-vfqos() { vfline "$1" | sed -n 's/.*, qos \([0-9]*\).*/\1/p'; }
-vfspoof() { vfline "$1" | sed -n 's/.*spoof checking \([a-z]*\).*/\1/p'; }
-vftrust() { vfline "$1" | sed -n 's/.*trust \([a-z]*\).*/\1/p'; }
+vfmac() { vm_vfline "$1" | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p'; }
+vfvlan() { vm_vfline "$1" | sed -n 's/.*, vlan \([0-9]*\).*/\1/p'; }
+vfqos() { vm_vfline "$1" | sed -n 's/.*, qos \([0-9]*\).*/\1/p'; }
+vfspoof() { vm_vfline "$1" | sed -n 's/.*spoof checking \([a-z]*\).*/\1/p'; }
+vftrust() { vm_vfline "$1" | sed -n 's/.*trust \([a-z]*\).*/\1/p'; }
 
 # ---- before svff: 4 VFs, VF 3 with VLAN 7 set by hand ----
 echo 0 >"$P/sriov_drivers_autoprobe"
@@ -248,7 +242,7 @@ handed_over() {
 handed_over "after a plain detach from d1"
 svffctl attach "$v0" d2 >"$R/attach0-d2.out" 2>&1 || { cat "$R/attach0-d2.out"; vm_fail "svffctl attach $v0 d2 failed"; }
 handed_over "attached to d2 with no settings"
-vm_log "VF 0 in d2: $(vfline 0)"
+vm_log "VF 0 in d2: $(vm_vfline 0)"
 svffctl detach "$v0" >"$R/detach0-d2.out" 2>&1 || { cat "$R/detach0-d2.out"; vm_fail "svffctl detach $v0 from d2 failed"; }
 
 # ---- release: what each VF had before ----
@@ -257,7 +251,7 @@ assert_eq "after release: VF 0 back to its policy MAC" 02:53:00:00:00:00 "$(vfma
 assert_eq "after release: VF 0 has no VLAN" "" "$(vfvlan 0)"
 assert_eq "after release: VF 0 trust" off "$(vftrust 0)"
 assert_eq "after release: VF 0 spoof checking" on "$(vfspoof 0)"
-vm_log "after release: VF 0: $(vfline 0)"
+vm_log "after release: VF 0: $(vm_vfline 0)"
 svffctl release "$(vf_addr 3)" >"$R/release3.out" 2>&1 || { cat "$R/release3.out"; vm_fail "svffctl release VF 3 failed"; }
 assert_eq "after release: VF 3 keeps the VLAN 7 svff never set" 7 "$(vfvlan 3)"
 cp "$R/iplink.txt" "$R/iplink-after-release.txt"
