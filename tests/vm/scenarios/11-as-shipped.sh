@@ -32,7 +32,11 @@
 #   TimeoutStopSec with the journal kept, and after 'systemctl start'
 #   every domain has its VF at the guest address it had;
 # - the same reconf with svffd hung (SIGSTOP): the watchdog's restart
-#   resumes the journal, and every domain has its VF again.
+#   resumes the journal, and every domain has its VF again;
+# - a second boot of the same VM (11-as-shipped.boot2): svffd, started at
+#   boot, is READY before libvirtd autostarts the domains that use its
+#   VFs, and each has its VF where it was, with its assignment's class
+#   state.
 # The class checks all run before the first failure is reported, so one
 # boot shows each class that does not work under the sandbox.
 
@@ -140,36 +144,21 @@ check() {
 }
 svffctl status --json >"$R/status.json" 2>&1 || true
 
-secondary() {
-        nvme list-secondary "$dev" -o json >"$R/secondary.json" 2>"$R/secondary.err" ||
-                vm_fail "nvme list-secondary $dev failed: $(cat "$R/secondary.err")"
-        jq -r --argjson vfn "$(($1 + 1))" --arg f "$2" \
-                '.["secondary-controllers"][] | select(.["virtual-function-number"] == $vfn) | .[$f]' \
-                "$R/secondary.json"
-}
-ctrls_of() {
-        nvme list-ctrl "$dev" -n "$1" 2>/dev/null | sed -n 's/^\[ *[0-9]*\]: *\(0x[0-9a-fA-F]*\).*/\1/p' |
-                while read -r x; do printf '%d\n' "$x"; done | tr '\n' ' ' | sed 's/ $//'
-}
 N=/sys/bus/pci/devices/$nvmepf
 check "NVMe PF sriov_numvfs" 4 "$(cat "$N/sriov_numvfs")"
 for i in 0 1 2 3; do
         [ -e "$N/virtfn$i" ] || { check "NVMe VF $i exists" yes no; continue; }
-        check "NVMe VF $i secondary state (1 = online)" 1 "$(secondary "$i" secondary-controller-state)"
-        check "NVMe VF $i VQ/VI" 2/1 "$(secondary "$i" num-virtual-queues)/$(secondary "$i" num-virtual-interrupts)"
+        check "NVMe VF $i secondary state (1 = online)" 1 "$(vm_secondary "$i" secondary-controller-state)"
+        check "NVMe VF $i VQ/VI" 2/1 "$(vm_secondary "$i" num-virtual-queues)/$(vm_secondary "$i" num-virtual-interrupts)"
         check "NVMe namespace $((i + 1)) attached to VF $i's secondary only" \
-                "$(secondary "$i" secondary-controller-identifier)" "$(ctrls_of $((i + 1)))"
+                "$(vm_secondary "$i" secondary-controller-identifier)" "$(vm_ctrls_of $((i + 1)))"
         check "NVMe VF $i driver" vfio-pci "$(basename "$(readlink "$N/virtfn$i/driver")")"
 done
 
-vfline() {
-        ip link show "$ifname" >"$R/iplink.txt"
-        sed -n "s/^ *vf $1 *\(.*\)/\1/p" "$R/iplink.txt" | tr -s ' '
-}
 C=/sys/bus/pci/devices/$nicpf
 check "NIC PF sriov_numvfs" 4 "$(cat "$C/sriov_numvfs")"
 for i in 0 1 2 3; do
-        l=$(vfline "$i")
+        l=$(vm_vfline "$i")
         check "NIC VF $i MAC (ip link show)" "02:53:00:00:00:0$i" \
                 "$(echo "$l" | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p')"
         check "NIC VF $i VLAN" 100 "$(echo "$l" | sed -n 's/.*, vlan \([0-9]*\).*/\1/p')"
@@ -241,7 +230,7 @@ vm_wait 30 vf2_bound || vm_fail "after reload: NIC VF 2 not on vfio-pci"
 vm_log "the reload's count applied after $(echo "$t $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s"
 assert_eq "after reload: NIC PF sriov_numvfs" 3 "$(cat "$C/sriov_numvfs")"
 assert_eq "after reload: NIC VF 2 MAC" 02:53:00:00:00:02 \
-        "$(vfline 2 | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p')"
+        "$(vm_vfline 2 | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p')"
 assert_eq "svffd.service after the reload" active "$(systemctl is-active svffd.service)"
 assert_eq "svffd.service restarts" 0 "$(systemctl show -P NRestarts svffd.service)"
 
@@ -333,7 +322,7 @@ nvme_kept() {
         assert_eq "$1: NVMe PF sriov_numvfs" 4 "$(cat "$N/sriov_numvfs")"
         for i in 0 1 2 3; do
                 assert_eq "$1: NVMe VF $i driver" vfio-pci "$(basename "$(readlink "$N/virtfn$i/driver")")"
-                assert_eq "$1: NVMe VF $i secondary online" 1 "$(secondary "$i" secondary-controller-state)"
+                assert_eq "$1: NVMe VF $i secondary online" 1 "$(vm_secondary "$i" secondary-controller-state)"
         done
 }
 # The unit svffd ran the hook in, from svffd's journal (its last one).
@@ -540,7 +529,7 @@ assert_eq "no reconf left in the journal after the start" "" \
         "$(svffctl status --json | jq -r '.operations[] | select(.pf == "'"$nvmepf"'") | .op')"
 vm_check_kept "after a stop mid-reconf and a start"
 for i in 0 1 2 3; do
-        assert_eq "after the start: NVMe VF $i secondary online" 1 "$(secondary "$i" secondary-controller-state)"
+        assert_eq "after the start: NVMe VF $i secondary online" 1 "$(vm_secondary "$i" secondary-controller-state)"
 done
 for d in $doms; do
         assert_eq "after the start: $d's live XML holds one hostdev" 1 \
@@ -580,5 +569,40 @@ assert_eq "no reconf left in the journal after the watchdog restart" "" \
 vm_check_kept "after a watchdog restart mid-reconf"
 for i in 0 1 2 3; do
         assert_eq "after the watchdog restart: NVMe VF $i secondary online" 1 \
-                "$(secondary "$i" secondary-controller-state)"
+                "$(vm_secondary "$i" secondary-controller-state)"
 done
+
+# ---- before a second boot: domains that autostart with svff's VFs ----
+# d1 and d2 keep their NVMe VFs in their definitions (svffctl attach put
+# them there) and are marked autostart; d3 and d4 are not. n1 is given
+# NIC VF 0 with a MAC and a VLAN of its own assignment, not the policy's,
+# and autostarts too. The VM is then booted again (vm_reboot), and
+# 11-as-shipped.boot2 checks that svffd, started by systemd at boot, made
+# every VF with its assignment's class state and was READY before
+# libvirtd started these domains, each with its VF where it was.
+vm_domain_define n1
+vm_cleanup 'virsh -q destroy n1 >/dev/null 2>&1'
+vm_domains_start n1
+nicvf0=$(basename "$(readlink "$C/virtfn0")")
+svffctl attach "$nicvf0" n1 --mac 52:54:00:5a:00:01 --vlan 300 >"$R/attach-n1.out" 2>&1 ||
+        vm_fail "svffctl attach $nicvf0 n1 failed: $(cat "$R/attach-n1.out")"
+assert_eq "n1's VF $nicvf0: MAC and VLAN of the assignment (ip link show)" "52:54:00:5a:00:01 300" \
+        "$(vm_vfline 0 | sed -n 's/^link\/ether \([0-9a-f:]*\).*, vlan \([0-9]*\).*/\1 \2/p')"
+for d in d1 d2 n1; do
+        virsh -q autostart "$d" >/dev/null || vm_fail "virsh autostart $d failed"
+done
+set -- $vfs
+{
+        echo "d1 $1 $(vm_qpci_wait d1 "$1")"
+        echo "d2 $2 $(vm_qpci_wait d2 "$2")"
+        echo "n1 $nicvf0 $(vm_qpci_wait n1 "$nicvf0")"
+} >"$R/autostart.txt"
+cat "$R/autostart.txt"
+! grep -q ' $' "$R/autostart.txt" || vm_fail "an autostart domain's VF is missing from its query-pci"
+for d in d1 d2 n1; do
+        assert_eq "$d's definition holds its VF" 1 "$(virsh -q dumpxml --inactive "$d" | grep -c '<hostdev ')"
+done
+# node_exporter's textfile directory, as its package makes it: the next
+# boot's svffd.service may write there only if it exists as svffd starts.
+mkdir -p /var/lib/prometheus/node-exporter
+vm_reboot
