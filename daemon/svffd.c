@@ -376,17 +376,7 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 log_warning_errno(r, "Failed to watch PCI uevents, PFs that appear later need 'svffctl init': %m");
         n_started = autoinit_startup(m);
-        /* Once the policies' inits are under way: at boot every VF
-         * recorded is missing until its PF's init makes it again, and
-         * that drift, with next steps that would have the operator do
-         * what the init does, is no news. Drift on those PFs that the
-         * inits leave shows in status and as policy-failed. */
-        n_drift = reconcile_log(m);
 
-        log_info("svffd %s serving; store '%s' generation %llu, %zu PF(s) under '%s', %zu drift(s), %u policy init(s).",
-                 PACKAGE_VERSION, svff_store_path(m->store),
-                 (unsigned long long) svff_store_generation(m->store),
-                 m->snapshot ? m->snapshot->n_pfs : 0, m->config.sysfs_root, n_drift, n_started);
         m->serving = true;
         metrics_set_collector(m->metrics, methods_collect_metrics);
         metrics_set_poller(m->metrics, methods_poll_metrics);
@@ -394,6 +384,17 @@ static int run(int argc, char *argv[]) {
         /* Reconfs a crash interrupted: those that need libvirt start
          * once it is connected. */
         reconf_recover(m);
+        /* Once svffd's own repairs are under way, the policies' inits
+         * and the interrupted reconfs: at boot every VF recorded is
+         * missing until its PF's init makes it again, and that drift,
+         * with next steps that would have the operator do what svffd is
+         * doing, is no news. Drift on the PFs they leave shows in status
+         * (policy-failed, interrupted). */
+        n_drift = reconcile_log(m);
+        log_info("svffd %s serving; store '%s' generation %llu, %zu PF(s) under '%s', %zu drift(s), %u policy init(s).",
+                 PACKAGE_VERSION, svff_store_path(m->store),
+                 (unsigned long long) svff_store_generation(m->store),
+                 m->snapshot ? m->snapshot->n_pfs : 0, m->config.sysfs_root, n_drift, n_started);
         manager_notify_ready(m);
 
         r = sd_event_loop(event);
