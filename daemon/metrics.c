@@ -375,8 +375,9 @@ static void log_write_failure(const struct metrics *mt, int r) {
         /* The one failure an operator of the shipped unit meets first. */
         log_warning_errno(r, "Failed to write metrics file '%s' (metrics_textfile), ignoring: %m%s", mt->path,
                           r == -EROFS ? " (svffd.service lets svffd write only under "
-                                        "/var/lib/prometheus/node-exporter: for another directory, add it "
-                                        "with ReadWritePaths= in a drop-in and restart svffd)" : "");
+                                        "/var/lib/prometheus/node-exporter, and only if it existed as svffd "
+                                        "started: restart svffd; for another directory, add it with "
+                                        "ReadWritePaths= in a drop-in first)" : "");
 }
 
 void metrics_write(struct metrics *mt) {

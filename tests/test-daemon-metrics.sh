@@ -103,9 +103,10 @@ svff_conf ", \"metrics_textfile\": \"$TEXTFILE/svff.prom\", \"metrics_poll_sec\"
 export SVFF_FAULT=fail-provision-3
 # svffd.service's UMask=: the file must still be readable by
 # node_exporter, which runs as a user of its own.
+old_umask=$(umask)
 umask 027
 start_connected
-umask 022
+umask "$old_umask"
 unset SVFF_FAULT
 fault_build=yes
 varlink_call io.svff.Debug.InjectUevent '{}' | grep -q InterfaceNotFound && fault_build=no
