@@ -79,7 +79,9 @@ on_terminal() {
 }
 
 note "a terminal: a moving progress line, monitor lines apart from it"
-on_terminal init "'$SVFFCTL' --socket '$SOCK' monitor & sleep 1; '$SVFFCTL' --socket '$SOCK' init $PF $N"
+# The monitor ends with the init: left running, it would wait for its
+# svffd forever, after the test.
+on_terminal init "'$SVFFCTL' --socket '$SOCK' monitor & m=\$!; sleep 1; '$SVFFCTL' --socket '$SOCK' init $PF $N; r=\$?; kill \$m; (exit \$r)"
 grep -q "numvfs" "$T/seen" || fail "no numvfs phase shown: $(sort -u "$T/seen")"
 grep -q "bind .*/$N VFs" "$T/seen" || fail "no bind counts shown: $(sort -u "$T/seen")"
 grep -q "ETA" "$T/seen" || fail "no ETA shown: $(sort -u "$T/seen")"

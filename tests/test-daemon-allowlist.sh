@@ -109,7 +109,9 @@ NIC_VF=$(sys_vf $NIC 0)
 store_assign "$NIC_VF"
 start_svffd
 wait_for settled || fail "start-up did not settle"
-ctl monitor --json > "$T/monitor.out" 2>&1 &
+# svffctl itself, not the ctl function: $! must be the process that
+# 'kill $MON' ends (a function runs in a subshell of its own).
+"$SVFFCTL" --socket "$SOCK" monitor --json > "$T/monitor.out" 2>&1 &
 MON=$!
 BG_PIDS="$BG_PIDS $MON"
 sleep 0.5
