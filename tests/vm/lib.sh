@@ -163,6 +163,11 @@ vm_svffd_start() {
         # No settings unless given. svffd refuses /dev/null (not a regular
         # file) and an empty file: an empty JSON object it is.
         echo "${1:-{\}}" >/run/svff.conf
+        # A sanitizer build records each allocation's whole stack, not
+        # the frame-pointer walk that ends in the first library built
+        # without them: a leak report then names where it was made, and
+        # tests/lsan.supp can match a library's own.
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:fast_unwind_on_malloc=0:malloc_context_size=64}" \
         "$svffd" --sysfs-root /sys --state-dir /run/svff-state --socket "$SVFF_SOCKET" \
                 --config /run/svff.conf >>"$SVFF_VM_RUNDIR/svffd.log" 2>&1 &
         svffd_pid=$!
