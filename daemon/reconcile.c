@@ -7,6 +7,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "journal.h"
+#include "libvirt.h"
 #include "reconcile.h"
 
 static const struct svff_pf *find_pf(struct snapshot *s, const char *address) {
@@ -212,7 +213,7 @@ struct json_object *reconcile_drift(struct manager *m) {
                         continue;
                 }
                 if (svff_json_get_unsigned(rec, "numvfs", &want) >= 0 && want != p->numvfs &&
-                    !manager_find_operation(m, pf)) {
+                    !manager_find_operation(m, pf) && !manager_recovery_waits(m, pf)) {
                         char next[96];
 
                         snprintf(e, sizeof(e), "%u", want);
@@ -230,8 +231,8 @@ struct json_object *reconcile_drift(struct manager *m) {
 
                 (void) svff_json_get_string(vrec, "driver", &want);
                 (void) svff_json_get_string(vrec, "pf", &vpf);
-                if (vpf && manager_find_operation(m, vpf))
-                        continue;  /* in flux */
+                if (vpf && (manager_find_operation(m, vpf) || manager_recovery_waits(m, vpf)))
+                        continue;  /* in flux, or until libvirt's connection */
                 if (!v) {
                         add(a, "vf-missing", vf, vpf, want, NULL, NULL,
                             "VF %s is recorded but not present; its record (original driver) is kept",
@@ -254,6 +255,8 @@ struct json_object *reconcile_drift(struct manager *m) {
                         (void) svff_json_get_string(g, "next_step", &next);
                         if (json_object_object_get_ex(g, "assigned_to", &asg))
                                 (void) svff_json_get_string(asg, "domain", &dom);
+                        if (gpf && manager_recovery_waits(m, gpf))
+                                continue;  /* the recovery makes it again */
                         add(a, "assignment-without-vf", gvf, gpf, NULL, NULL, next,
                             "Domain '%s' is assigned VF %s, which does not exist; %s", strna(dom), gvf, next);
                 }
@@ -305,7 +308,14 @@ struct json_object *reconcile_drift(struct manager *m) {
                                         continue;
                                 }
                         }
-                        if (journal_left_by_earlier_run(m, started)) {
+                        if (manager_recovery_waits(m, jpf)) {
+                                /* svffd completes it itself */
+                                snprintf(next, sizeof(next), "svffd completes it once connected to libvirt at "
+                                         "'%s': check that libvirtd runs", hv_uri(m->hv));
+                                add(a, "interrupted", jpf, jpf, e, NULL, next,
+                                    "The %s of PF %s to %u VFs was interrupted (svffd stopped); %s", op, jpf, target,
+                                    next);
+                        } else if (journal_left_by_earlier_run(m, started)) {
                                 snprintf(next, sizeof(next), "run '%s' to complete it", cmd);
                                 add(a, "interrupted", jpf, jpf, e, NULL, next,
                                     "The %s of PF %s to %u VFs was interrupted (svffd stopped); %s", op, jpf, target,

@@ -1113,6 +1113,7 @@ void reconf_recover(struct manager *m) {
         /* A stopping svffd leaves the journals to its next start. */
         if (m->shutting_down)
                 return;
+        strv_free(TAKE_PTR(m->recover_waiting));
         if (!j || !json_object_object_get_ex(j, "pfs", &pfs) || !json_object_is_type(pfs, json_type_object))
                 return;
         json_object_object_foreach(pfs, pf, e) {
@@ -1130,12 +1131,17 @@ void reconf_recover(struct manager *m) {
                         return;
                 todo[++n] = NULL;
         }
-        /* Collected first: starting one edits the journal. */
-        for (size_t i = 0; i < n; i++) {
+        /* Collected first: starting one edits the journal. Those that
+         * need libvirt wait for its connection, which calls this again;
+         * until then they are known as waiting, not as drift. */
+        for (size_t i = 0, k = 0; i < n; i++) {
                 struct json_object *entry = journal_get(m, todo[i]);
 
-                if (entry)
-                        (void) resume_journal(m, NULL, todo[i], entry, NULL, RESUME_NONE, NULL);
+                if (entry && resume_journal(m, NULL, todo[i], entry, NULL, RESUME_NONE, NULL) == -ENOTCONN) {
+                        m->recover_waiting = m->recover_waiting ?: calloc(n + 1, sizeof(char *));
+                        if (!m->recover_waiting || !(m->recover_waiting[k++] = strdup(todo[i])))
+                                return (void) log_oom();
+                }
         }
 }
 

@@ -87,6 +87,48 @@ after-reattach-2  abort rolled-back numvfs
 after-rollback-journal kill rolled-back numvfs
 TABLE
 
+# Killed after the 0 write, then restarted while libvirt cannot be
+# reached: the recovery waits for libvirt's connection. Until then the
+# VFs the 0 removed, and the PF's count, are no drift with next steps of
+# their own (the operator would redo what svffd is about to do): one
+# "interrupted" item says svffd completes it once connected. With
+# libvirt back, it does.
+now=$(sys_numvfs $PF)
+if [ "$now" = 4 ]; then target=6; else target=4; fi
+note "after-numvfs-0 (kill), restarted without libvirt: the recovery waits for it"
+export SVFF_FAULT=after-numvfs-0
+start_connected
+unset SVFF_FAULT
+rc=0; ctl reconf $PF $target > "$T/out" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "without libvirt: the reconf succeeded although svffd was to die: $(cat "$T/out")"
+wait_for svffd_gone || fail "without libvirt: svffd did not die at the fault point: $(cat "$T/out")"
+rc=0; wait "$SVFFD_PID" || rc=$?
+SVFFD_PID=""
+expect_eq "$rc" 137 "without libvirt: svffd's exit status (SIGKILL)"
+cp "$T/svff.conf" "$T/svff.conf.good"
+printf '{"libvirt_uri": "test+unix:///default?socket=%s/no-libvirtd.sock"}\n' "$T" > "$T/svff.conf"
+n_lines=$(wc -l < "$T/svffd.log")
+start_svffd
+ctl_status --json > "$T/status.json" || fail "without libvirt: status failed"
+tail -n "+$((n_lines + 1))" "$T/svffd.log" > "$T/start.log"
+expect_eq "$(jget '[(x["kind"], x["device"]) for x in d["drift"]]' < "$T/status.json")" \
+        "[('interrupted', '$PF')]" "without libvirt: drift while the recovery waits"
+jget '[x["next_step"] for x in d["drift"]][0]' < "$T/status.json" |
+        grep -q "^svffd completes it once connected to libvirt at 'test+unix:" ||
+        fail "without libvirt: the interrupted item's next step: $(cat "$T/status.json")"
+grep -q "Drift: VF \|svffctl init" "$T/start.log" &&
+        fail "without libvirt: start-up drift with next steps the recovery takes: $(grep Drift "$T/start.log")"
+grep -q "serving; .* 1 drift(s)" "$T/start.log" || fail "without libvirt: serving line: $(grep serving "$T/start.log")"
+stop_svffd || fail "without libvirt: svffd exit status"
+mv "$T/svff.conf.good" "$T/svff.conf"
+start_connected
+wait_for_s 60 journal_none || fail "without libvirt, then with: the journal was not cleared: $(journal)"
+expect_eq "$(sys_numvfs $PF)" "$target" "without libvirt, then with: numvfs after the recovery"
+check_vfio $PF
+expect_eq "$(assignments_snapshot)" "$before" "without libvirt, then with: assignments after the recovery"
+stop_svffd || fail "without libvirt, then with: svffd exit status"
+check_xml
+
 # Killed after the 0 write, then the restart's write of the new count
 # refused by the kernel (pcisim ENOMEM): the recovery rolls back as a live
 # reconf does, to the old count, every assignment attached again.
