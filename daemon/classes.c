@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "classes.h"
+#include "journal.h"
 #include "device.h"
 #ifdef SVFF_FAULT_POINTS
 #include "class-nvme.h"
@@ -984,8 +985,9 @@ void classes_with_drift(struct manager *m, struct call *call, classes_drift_fn f
                 char key[16];
 
                 if (!state || svff_json_get_string(rec, "pf", &pf) < 0 ||
-                    svff_json_get_unsigned(rec, "index", &index) < 0 || manager_find_operation(m, pf))
-                        continue;
+                    svff_json_get_unsigned(rec, "index", &index) < 0 || manager_find_operation(m, pf) ||
+                    journal_recovery_waits(m, pf))
+                        continue;  /* in flux, or its recovery waits for libvirt */
                 by_pf = object_child(j->recorded, pf);
                 names = object_child(j->vfs, pf);
                 if (!by_pf || !names || json_object_deep_copy(state, &copy, NULL) < 0)

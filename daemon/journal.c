@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <string.h>
 #include <time.h>
 
 #include "journal.h"
+#include "json-util.h"
+#include "reconf.h"
 
 static struct json_object *journal_pfs(struct svff_store *store) {
         struct json_object *j = svff_store_journal(store), *pfs;
@@ -73,4 +76,20 @@ bool journal_left_by_earlier_run(struct manager *m, uint64_t started_usec) {
         mn = (uint64_t) mono.tv_sec * 1000000 + (uint64_t) mono.tv_nsec / 1000;
         start = r - (mn - m->started_usec);
         return started_usec < start;
+}
+
+bool journal_recovery_waits(struct manager *m, const char *pf) {
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
+        struct json_object *e = journal_get(m, pf), *o;
+        const char *op = NULL, *phase = NULL;
+
+        if (!e || svff_json_get_string(e, "op", &op) < 0 || !streq(op, "reconf"))
+                return false;
+        if (svff_json_get_string(e, "phase", &phase) >= 0 && streq(phase, "interrupted") &&
+            json_object_object_get_ex(e, "reprogram", NULL))
+                return false;
+        if (manager_find_operation(m, pf) || manager_libvirt_connected(m) ||
+            !json_object_object_get_ex(e, "plan", &o) || svff_reconf_plan_from_json(o, &plan) < 0)
+                return false;
+        return svff_reconf_plan_needs_libvirt(plan);
 }

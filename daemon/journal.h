@@ -23,3 +23,8 @@ bool journal_left_by_earlier_run(struct manager *m, uint64_t started_usec);
 struct json_object *journal_get(struct manager *m, const char *pf);
 /* Every entry, keyed by PF (borrowed), or NULL when there is none. */
 struct json_object *journal_entries(struct manager *m);
+/* Whether pf's journal holds a reconf that needs libvirt, which is not
+ * connected, and that svffd recovers by itself once it is
+ * (reconf_recover runs on each connect): no operation runs on pf, and
+ * it is no reprogram left for the operator. */
+bool journal_recovery_waits(struct manager *m, const char *pf);

@@ -97,7 +97,6 @@ struct manager *manager_free(struct manager *m) {
         m->snapshot = NULL;
         svff_ctx_unref(m->ctx);
         blob_unref(m->list_cache);
-        strv_free(m->recover_waiting);
         if (m->class_drift)
                 m->class_drift = m->class_drift_free(m->class_drift);
         json_object_put(m->metrics_class_drift);
@@ -367,13 +366,6 @@ bool manager_libvirt_connected(struct manager *m) {
 
 struct operation *manager_find_operation(struct manager *m, const char *pf) {
         return registry_find(m->registry, pf);
-}
-
-bool manager_recovery_waits(struct manager *m, const char *pf) {
-        for (char **p = m->recover_waiting; p && *p; p++)
-                if (streq(*p, pf))
-                        return !manager_find_operation(m, pf);
-        return false;
 }
 
 int manager_add_operation(struct manager *m, const char *pf, const char *kind,

@@ -101,9 +101,6 @@ struct manager {
         /* Interrupted reconfs completed or rolled back from the journal
          * since start-up (Status "recovered"). */
         struct json_object *recovered;
-        /* PFs whose journaled reconf waits for libvirt's connection to
-         * be recovered (reconf_recover), NULL-terminated or NULL. */
-        char **recover_waiting;
 
         /* Made and freed by svffd.c, which sits above them. */
         struct autoinit *autoinit;
@@ -174,10 +171,6 @@ bool manager_libvirt_connected(struct manager *m);
 /* Operations (registry.h): one per PF at a time. Adding and removing
  * also keep READY=1, STATUS= and the stop up to date. */
 struct operation *manager_find_operation(struct manager *m, const char *pf);
-/* Whether the journaled reconf of pf waits for libvirt's connection to
- * be recovered (reconf_recover found libvirt not connected), with no
- * operation on pf yet. */
-bool manager_recovery_waits(struct manager *m, const char *pf);
 int manager_add_operation(struct manager *m, const char *pf, const char *kind,
                           struct call *call, struct operation **ret);
 void manager_remove_operation(struct manager *m, struct operation *op);

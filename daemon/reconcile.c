@@ -167,8 +167,9 @@ struct json_object *reconcile_gone(struct manager *m, bool absent_pfs) {
 
                 if (find_vf(s, avf) || in_interrupted_reprogram(jp, avf))
                         continue;
-                if (svff_store_get_vf(m->store, avf, &apf, NULL) > 0 && apf && manager_find_operation(m, apf))
-                        continue;  /* in flux */
+                if (svff_store_get_vf(m->store, avf, &apf, NULL) > 0 && apf &&
+                    (manager_find_operation(m, apf) || journal_recovery_waits(m, apf)))
+                        continue;  /* in flux, or until libvirt's connection */
                 if (!absent_pfs && apf && !find_pf(s, apf) && svff_store_get_pf(m->store, apf, NULL, NULL) > 0)
                         continue;
                 if (!apf)
@@ -213,7 +214,7 @@ struct json_object *reconcile_drift(struct manager *m) {
                         continue;
                 }
                 if (svff_json_get_unsigned(rec, "numvfs", &want) >= 0 && want != p->numvfs &&
-                    !manager_find_operation(m, pf) && !manager_recovery_waits(m, pf)) {
+                    !manager_find_operation(m, pf) && !journal_recovery_waits(m, pf)) {
                         char next[96];
 
                         snprintf(e, sizeof(e), "%u", want);
@@ -231,7 +232,7 @@ struct json_object *reconcile_drift(struct manager *m) {
 
                 (void) svff_json_get_string(vrec, "driver", &want);
                 (void) svff_json_get_string(vrec, "pf", &vpf);
-                if (vpf && (manager_find_operation(m, vpf) || manager_recovery_waits(m, vpf)))
+                if (vpf && (manager_find_operation(m, vpf) || journal_recovery_waits(m, vpf)))
                         continue;  /* in flux, or until libvirt's connection */
                 if (!v) {
                         add(a, "vf-missing", vf, vpf, want, NULL, NULL,
@@ -255,8 +256,6 @@ struct json_object *reconcile_drift(struct manager *m) {
                         (void) svff_json_get_string(g, "next_step", &next);
                         if (json_object_object_get_ex(g, "assigned_to", &asg))
                                 (void) svff_json_get_string(asg, "domain", &dom);
-                        if (gpf && manager_recovery_waits(m, gpf))
-                                continue;  /* the recovery makes it again */
                         add(a, "assignment-without-vf", gvf, gpf, NULL, NULL, next,
                             "Domain '%s' is assigned VF %s, which does not exist; %s", strna(dom), gvf, next);
                 }
@@ -308,13 +307,13 @@ struct json_object *reconcile_drift(struct manager *m) {
                                         continue;
                                 }
                         }
-                        if (manager_recovery_waits(m, jpf)) {
-                                /* svffd completes it itself */
-                                snprintf(next, sizeof(next), "svffd completes it once connected to libvirt at "
-                                         "'%s': check that libvirtd runs", hv_uri(m->hv));
-                                add(a, "interrupted", jpf, jpf, e, NULL, next,
-                                    "The %s of PF %s to %u VFs was interrupted (svffd stopped); %s", op, jpf, target,
-                                    next);
+                        if (journal_recovery_waits(m, jpf)) {
+                                /* reconf_recover() on libvirt's connection */
+                                snprintf(next, sizeof(next), "svffd completes it or rolls it back once connected "
+                                         "to libvirt at '%s': check that libvirtd runs", hv_uri(m->hv));
+                                add(a, "interrupted", jpf, jpf, e, NULL, next, "The %s of PF %s to %u VFs %s; %s",
+                                    op, jpf, target, journal_left_by_earlier_run(m, started) ?
+                                    "was interrupted (svffd stopped)" : "did not finish", next);
                         } else if (journal_left_by_earlier_run(m, started)) {
                                 snprintf(next, sizeof(next), "run '%s' to complete it", cmd);
                                 add(a, "interrupted", jpf, jpf, e, NULL, next,

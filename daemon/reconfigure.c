@@ -347,13 +347,6 @@ static uint64_t realtime_usec(void) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
-static bool plan_needs_libvirt(const struct svff_reconf_plan *p) {
-        for (size_t i = 0; i < p->n_steps; i++)
-                if (p->steps[i].item >= 0 && p->steps[i].action != SVFF_RECONF_DO_FORGET)
-                        return true;
-        return false;
-}
-
 enum { RESUME_NONE, RESUME_RESCAN, RESUME_REMOVE };
 
 /* Takes plan; borrows journal, the decoded entry to recover from (NULL:
@@ -381,7 +374,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
 
         LOG_CONTEXT(.pf = plan->pf, .operation = (image || (journal && journal->reprogram)) ? "reprogram" : "reconf");
 
-        if (plan_needs_libvirt(plan)) {
+        if (svff_reconf_plan_needs_libvirt(plan)) {
                 conn = hv_conn_ref(m->hv, &err);
                 if (!conn) {
                         if (call)
@@ -1113,7 +1106,6 @@ void reconf_recover(struct manager *m) {
         /* A stopping svffd leaves the journals to its next start. */
         if (m->shutting_down)
                 return;
-        strv_free(TAKE_PTR(m->recover_waiting));
         if (!j || !json_object_object_get_ex(j, "pfs", &pfs) || !json_object_is_type(pfs, json_type_object))
                 return;
         json_object_object_foreach(pfs, pf, e) {
@@ -1132,16 +1124,13 @@ void reconf_recover(struct manager *m) {
                 todo[++n] = NULL;
         }
         /* Collected first: starting one edits the journal. Those that
-         * need libvirt wait for its connection, which calls this again;
-         * until then they are known as waiting, not as drift. */
-        for (size_t i = 0, k = 0; i < n; i++) {
+         * need libvirt wait for its connection, which calls this again
+         * (journal_recovery_waits() says so meanwhile). */
+        for (size_t i = 0; i < n; i++) {
                 struct json_object *entry = journal_get(m, todo[i]);
 
-                if (entry && resume_journal(m, NULL, todo[i], entry, NULL, RESUME_NONE, NULL) == -ENOTCONN) {
-                        m->recover_waiting = m->recover_waiting ?: calloc(n + 1, sizeof(char *));
-                        if (!m->recover_waiting || !(m->recover_waiting[k++] = strdup(todo[i])))
-                                return (void) log_oom();
-                }
+                if (entry)
+                        (void) resume_journal(m, NULL, todo[i], entry, NULL, RESUME_NONE, NULL);
         }
 }
 

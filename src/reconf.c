@@ -565,3 +565,10 @@ void svff_reconf_restore_of(const struct svff_reconf_item *it, bool active, enum
         r.attach_config_first = r.attach_live && r.attach_config;
         *ret = r;
 }
+
+bool svff_reconf_plan_needs_libvirt(const struct svff_reconf_plan *p) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].item >= 0 && p->steps[i].action != SVFF_RECONF_DO_FORGET)
+                        return true;
+        return false;
+}

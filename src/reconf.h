@@ -165,6 +165,9 @@ struct json_object *svff_reconf_plan_to_json(const struct svff_reconf_plan *p);
 struct json_object *svff_reconf_step_to_json(const struct svff_reconf_plan *p, const struct svff_reconf_step *s);
 /* Reads the JSON form back. -EBADMSG when it is not one. */
 int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **ret);
+/* Whether carrying p out talks to libvirt: a step on an assignment
+ * other than forgetting it. */
+bool svff_reconf_plan_needs_libvirt(const struct svff_reconf_plan *p);
 
 /* The plan for an operator: assignments with their fates, then the steps
  * numbered in order. */

@@ -106,7 +106,9 @@ rc=0; wait "$SVFFD_PID" || rc=$?
 SVFFD_PID=""
 expect_eq "$rc" 137 "without libvirt: svffd's exit status (SIGKILL)"
 cp "$T/svff.conf" "$T/svff.conf.good"
-printf '{"libvirt_uri": "test+unix:///default?socket=%s/no-libvirtd.sock"}\n' "$T" > "$T/svff.conf"
+sed "s|\"libvirt_uri\": \"[^\"]*\"|\"libvirt_uri\": \"test+unix:///default?socket=$T/no-libvirtd.sock\"|" \
+        "$T/svff.conf.good" > "$T/svff.conf"
+grep -q "no-libvirtd.sock" "$T/svff.conf" || fail "without libvirt: the URI was not replaced: $(cat "$T/svff.conf")"
 n_lines=$(wc -l < "$T/svffd.log")
 start_svffd
 ctl_status --json > "$T/status.json" || fail "without libvirt: status failed"
@@ -114,7 +116,7 @@ tail -n "+$((n_lines + 1))" "$T/svffd.log" > "$T/start.log"
 expect_eq "$(jget '[(x["kind"], x["device"]) for x in d["drift"]]' < "$T/status.json")" \
         "[('interrupted', '$PF')]" "without libvirt: drift while the recovery waits"
 jget '[x["next_step"] for x in d["drift"]][0]' < "$T/status.json" |
-        grep -q "^svffd completes it once connected to libvirt at 'test+unix:" ||
+        grep -q "^svffd completes it or rolls it back once connected to libvirt at 'test+unix:" ||
         fail "without libvirt: the interrupted item's next step: $(cat "$T/status.json")"
 grep -q "Drift: VF \|svffctl init" "$T/start.log" &&
         fail "without libvirt: start-up drift with next steps the recovery takes: $(grep Drift "$T/start.log")"
