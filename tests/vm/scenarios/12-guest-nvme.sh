@@ -199,8 +199,19 @@ device_off() {
                 awk '$2 == "device-removed" { r = $1 } $2 == "device-added" && r { printf "%.2f\n", $1 - r; r = 0 }'
 }
 
-# reconf_to CASE N: 'svffctl reconf PF N', timed.
+# predict CASE N: the dry run of 'reconf PF N'; its plan's prediction
+# of g1's device-off time, and the hotplug it read, go to
+# $R/predicted-CASE.
+predict() {
+        svffctl reconf "$pf" "$2" --dry-run --json >"$R/plan-$1-$2.json" ||
+                { cat "$R/plan-$1-$2.json"; vm_fail "$1: svffctl reconf $pf $2 --dry-run failed"; }
+        jq -r '.guests[] | select(.domain == "g1") | "\(.predicted_msec / 1000) \(.hotplug)"' \
+                "$R/plan-$1-$2.json" >>"$R/predicted-$1" ||
+                { cat "$R/plan-$1-$2.json"; vm_fail "$1: the dry run's plan has no guests"; }
+}
+# reconf_to CASE N: 'svffctl reconf PF N', timed, after its prediction.
 reconf_to() {
+        predict "$1" "$2"
         t=$(vm_now)
         svffctl reconf "$pf" "$2" >"$R/reconf-$1-$2.out" 2>&1 ||
                 { cat "$R/reconf-$1-$2.out"; vm_fail "$1: svffctl reconf $pf $2 failed"; }
@@ -239,6 +250,23 @@ reconf_cycle() {
         vm_log "FIGURE $1: guest: longest stall $(field max_stall "$end") s," \
                "I/O errors $(field errors "$end"), head vanished $(field vanished "$end") time(s);" \
                "host: device off (libvirt device-removed to device-added) ${off:-?}s"
+        if [ -s "$R/predicted-$1" ]; then
+                # The plan's figure beside the measured one, reconf by reconf.
+                [ "$(wc -l <"$R/predicted-$1")" = 2 ] ||
+                        vm_fail "$1: the dry runs named g1 $(wc -l <"$R/predicted-$1") time(s), not once each"
+                vm_log "FIGURE $1: plan: device off predicted $(echo "$off" |
+                        awk -v f="$R/predicted-$1" '{
+                                for (i = 1; i <= 2; i++) {
+                                        getline line < f; split(line, p, " ")
+                                        if ($i == "")
+                                                printf("%s%.2f s (%s hotplug), not measured", (i > 1 ? "; " : ""),
+                                                       p[1], p[2])
+                                        else
+                                                printf("%s%.2f s (%s hotplug) against %s s measured, %.2f x",
+                                                       (i > 1 ? "; " : ""), p[1], p[2], $i,
+                                                       (p[1] > 0 ? $i / p[1] : 0))
+                                } }')"
+        fi
         grep "^probe t=[0-9.]* \(stall\|gone\|back\|error\)" "$GLOG" |
                 awk -v t0="$(field t "$(grep "^probe t=[0-9.]* start" "$GLOG" | tail -n1)")" \
                         '{ sub(/^probe t=/, ""); if ($1 + 0 >= t0 + 0) print "  guest: " $0 }' | head -n 40
@@ -280,6 +308,7 @@ guest 'umount /mnt'
 # g1, and a reconf takes the PF back to 4.
 crash_reconfs() {
         vm_svffd_start_faulted after-numvfs-0 "$config"
+        predict "$1" 3
         t=$(vm_now)
         crc=0
         svffctl reconf "$pf" 3 >"$R/reconf-$1-3.out" 2>&1 || crc=$?
