@@ -87,24 +87,30 @@ after-reattach-2  abort rolled-back numvfs
 after-rollback-journal kill rolled-back numvfs
 TABLE
 
+# killed_after_0 WHAT: a reconf of PF to the other count (now, target
+# set), svffd SIGKILLed by its fault point once the kernel took the 0.
+killed_after_0() {
+        now=$(sys_numvfs $PF)
+        if [ "$now" = 4 ]; then target=6; else target=4; fi
+        export SVFF_FAULT=after-numvfs-0
+        start_connected
+        unset SVFF_FAULT
+        rc=0; ctl reconf $PF $target > "$T/out" 2>&1 || rc=$?
+        [ "$rc" != 0 ] || fail "$1: the reconf succeeded although svffd was to die: $(cat "$T/out")"
+        wait_for svffd_gone || fail "$1: svffd did not die at the fault point: $(cat "$T/out")"
+        rc=0; wait "$SVFFD_PID" || rc=$?
+        SVFFD_PID=""
+        expect_eq "$rc" 137 "$1: svffd's exit status (SIGKILL)"
+}
+
 # Killed after the 0 write, then restarted while libvirt cannot be
 # reached: the recovery waits for libvirt's connection. Until then the
 # VFs the 0 removed, and the PF's count, are no drift with next steps of
 # their own (the operator would redo what svffd is about to do): one
 # "interrupted" item says svffd completes it once connected. With
 # libvirt back, it does.
-now=$(sys_numvfs $PF)
-if [ "$now" = 4 ]; then target=6; else target=4; fi
 note "after-numvfs-0 (kill), restarted without libvirt: the recovery waits for it"
-export SVFF_FAULT=after-numvfs-0
-start_connected
-unset SVFF_FAULT
-rc=0; ctl reconf $PF $target > "$T/out" 2>&1 || rc=$?
-[ "$rc" != 0 ] || fail "without libvirt: the reconf succeeded although svffd was to die: $(cat "$T/out")"
-wait_for svffd_gone || fail "without libvirt: svffd did not die at the fault point: $(cat "$T/out")"
-rc=0; wait "$SVFFD_PID" || rc=$?
-SVFFD_PID=""
-expect_eq "$rc" 137 "without libvirt: svffd's exit status (SIGKILL)"
+killed_after_0 "without libvirt"
 cp "$T/svff.conf" "$T/svff.conf.good"
 sed "s|\"libvirt_uri\": \"[^\"]*\"|\"libvirt_uri\": \"test+unix:///default?socket=$T/no-libvirtd.sock\"|" \
         "$T/svff.conf.good" > "$T/svff.conf"
@@ -134,18 +140,8 @@ check_xml
 # Killed after the 0 write, then the restart's write of the new count
 # refused by the kernel (pcisim ENOMEM): the recovery rolls back as a live
 # reconf does, to the old count, every assignment attached again.
-now=$(sys_numvfs $PF)
-if [ "$now" = 4 ]; then target=6; else target=4; fi
-note "after-numvfs-0 (kill), then the restart's $target refused: back to $now"
-export SVFF_FAULT=after-numvfs-0
-start_connected
-unset SVFF_FAULT
-rc=0; ctl reconf $PF $target > "$T/out" 2>&1 || rc=$?
-[ "$rc" != 0 ] || fail "refused on restart: the reconf succeeded although svffd was to die: $(cat "$T/out")"
-wait_for svffd_gone || fail "refused on restart: svffd did not die at the fault point: $(cat "$T/out")"
-rc=0; wait "$SVFFD_PID" || rc=$?
-SVFFD_PID=""
-expect_eq "$rc" 137 "refused on restart: svffd's exit status (SIGKILL)"
+note "after-numvfs-0 (kill), then the restart's write of the new count refused: back to the old"
+killed_after_0 "refused on restart"
 expect_eq "$(sys_numvfs $PF)" 0 "refused on restart: numvfs after the kill"
 expect_eq "$(store_py 'print(d["journal"]["pfs"]["'$PF'"]["phase"])')" numvfs "refused on restart: journal phase"
 pcisim_ctl fail $PF sriov_numvfs ENOMEM 1
