@@ -324,6 +324,7 @@ crash_reconfs() {
 if vm_have_fault_points; then
         vm_log "(c) svffd killed mid-reconf, delayed_removal_secs 60"
         reconf_cycle crashed crash_reconfs
+        vm_log "(c): its first device-off figure holds svffd's kill, restart and recovery, which no plan predicts"
         assert_eq "(c) guest: I/O errors" 0 "$(field errors "$end")"
         assert_eq "(c) guest: read-backs that differed" 0 "$(field mismatches "$end")"
         assert_eq "(c) guest: times the head vanished" 0 "$(field vanished "$end")"
