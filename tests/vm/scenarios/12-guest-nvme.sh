@@ -110,8 +110,16 @@ guest_done() { grep -q "^guest: done $gseq " "$GLOG"; }
 guest_run() {
         gseq=$((gseq + 1))
         printf '%s %s\n' "$gseq" "$*" >"$gpipe.in"
-        vm_wait "${gtimeout:-60}" guest_done ||
+        if ! vm_wait "${gtimeout:-60}" guest_done; then
+                # A kernel panic of the nested guest (a double fault of
+                # nested TCG, seen rarely) tells tests/vm/run to run the
+                # scenario once more.
+                if grep -q "Kernel panic" "$R/guest-console.log" 2>/dev/null; then
+                        : >"$R/guest-panicked"
+                        vm_fail "the nested guest's kernel panicked during '$*' (guest-console.log)"
+                fi
                 vm_fail "the guest did not finish '$*' within ${gtimeout:-60} s (guest-serial.log, guest-console.log)"
+        fi
         grc=$(sed -n "s/^guest: done $gseq rc=\([0-9]*\).*/\1/p" "$GLOG")
         gout=$(sed -n "/^guest: cmd $gseq\$/,/^guest: done $gseq /p" "$GLOG" | sed '1d;$d' | grep -v '^probe ' || true)
 }
