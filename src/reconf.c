@@ -23,6 +23,8 @@ static const char *const fate_names[] = {
 static const char *const phase_names[] = {
         [SVFF_RECONF_PHASE_QUIESCE] = "quiesce",
         [SVFF_RECONF_PHASE_NUMVFS] = "numvfs",
+        [SVFF_RECONF_PHASE_REPROGRAM] = "reprogram",
+        [SVFF_RECONF_PHASE_PROVISION] = "provision",
         [SVFF_RECONF_PHASE_BIND] = "bind",
         [SVFF_RECONF_PHASE_RESTORE] = "restore",
         [SVFF_RECONF_PHASE_COMMIT] = "commit",
@@ -38,6 +40,12 @@ static const char *const action_names[] = {
         [SVFF_RECONF_DO_REATTACH] = "reattach",
         [SVFF_RECONF_DO_FORGET] = "forget",
         [SVFF_RECONF_DO_COMMIT] = "commit",
+        [SVFF_RECONF_DO_REMOVE_PF] = "remove_pf",
+        [SVFF_RECONF_DO_FLASH] = "flash",
+        [SVFF_RECONF_DO_RESCAN] = "rescan",
+        [SVFF_RECONF_DO_CHECK_IDENTITY] = "check_identity",
+        [SVFF_RECONF_DO_BIND_PF] = "bind_pf",
+        [SVFF_RECONF_DO_PROVISION] = "provision",
 };
 
 static int lookup(const char *const *names, size_t n, const char *s) {
@@ -72,6 +80,8 @@ void svff_reconf_plan_free(struct svff_reconf_plan *p) {
                 return;
         free(p->items);
         free(p->steps);
+        free(p->image);
+        json_object_put(p->ids);
         free(p);
 }
 
@@ -159,8 +169,17 @@ static int plan_steps(struct svff_reconf_plan *p) {
                 if (r < 0)
                         return r;
         }
+        /* A reprogram flashes the PF off the bus, between the writes. */
+        for (enum svff_reconf_action a = SVFF_RECONF_DO_REMOVE_PF; p->image && a <= SVFF_RECONF_DO_BIND_PF; a++) {
+                r = add_step(p, &alloc, SVFF_RECONF_PHASE_REPROGRAM, a, -1, 0);
+                if (r < 0)
+                        return r;
+        }
         if (p->to > 0) {
                 r = add_step(p, &alloc, SVFF_RECONF_PHASE_NUMVFS, SVFF_RECONF_DO_NUMVFS, -1, p->to);
+                /* Every new VF gets its class state before any is bound. */
+                for (unsigned k = 0; r >= 0 && p->provision && k < p->to; k++)
+                        r = add_step(p, &alloc, SVFF_RECONF_PHASE_PROVISION, SVFF_RECONF_DO_PROVISION, -1, k);
                 if (r >= 0)
                         r = add_step(p, &alloc, SVFF_RECONF_PHASE_BIND, SVFF_RECONF_DO_BIND, -1, p->to);
                 if (r < 0)
@@ -188,6 +207,64 @@ static bool driver_ok(const char *d) {
 
         return n > 0 && n < SVFF_RECONF_DRIVER_MAX &&
                strspn(d, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == n;
+}
+
+/* A reprogram's IDs: "vvvv:dddd" strings, as the policy names them. */
+static bool ids_ok(struct json_object *ids) {
+        if (!ids)
+                return true;
+        if (!json_object_is_type(ids, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(ids); i++) {
+                struct json_object *v = json_object_array_get_idx(ids, i);
+                const char *s = json_object_get_string(v);
+
+                if (!json_object_is_type(v, json_type_string) || strlen(s) != 9 || s[4] != ':' ||
+                    strspn(s, "0123456789abcdefABCDEF") != 4 || strspn(s + 5, "0123456789abcdefABCDEF") != 4)
+                        return false;
+        }
+        return true;
+}
+
+/* Sets what the steps follow from, then the steps; p as it was on
+ * failure. */
+static int plan_restep(struct svff_reconf_plan *p, bool provision, const char *image, struct json_object *ids) {
+        struct svff_reconf_plan old = *p;
+        char *img = NULL;
+        int r;
+
+        if (!ids_ok(ids) || (image && (!*image || strlen(image) >= SVFF_RECONF_IMAGE_MAX)))
+                return -EINVAL;
+        if (image && !(img = strdup(image)))
+                return -ENOMEM;
+        p->provision = provision;
+        p->image = img;
+        p->ids = ids ? json_object_get(ids) : NULL;
+        p->steps = NULL;
+        r = plan_steps(p);
+        if (r < 0) {
+                free(p->steps);
+                free(img);
+                json_object_put(p->ids);
+                *p = old;
+                return r;
+        }
+        free(old.steps);
+        free(old.image);
+        json_object_put(old.ids);
+        return 0;
+}
+
+int svff_reconf_plan_set_provision(struct svff_reconf_plan *p, bool provision) {
+        if (!p)
+                return -EINVAL;
+        return plan_restep(p, provision, p->image, p->ids);
+}
+
+int svff_reconf_plan_set_reprogram(struct svff_reconf_plan *p, const char *image, struct json_object *ids) {
+        if (!p)
+                return -EINVAL;
+        return plan_restep(p, p->provision, image, ids);
 }
 
 static enum svff_reconf_fate fate_for(const struct svff_reconf_item *it, unsigned numvfs, bool force) {
@@ -240,7 +317,7 @@ int svff_reconf_plan_new(const struct svff_reconf_input *in, unsigned numvfs, en
                         if (streq(p->items[i].vf, p->items[k].vf))
                                 return -EINVAL;
 
-        r = plan_steps(p);
+        r = plan_restep(p, in->provision, in->image, in->ids);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(p);
@@ -300,6 +377,8 @@ struct json_object *svff_reconf_step_to_json(const struct svff_reconf_plan *p, c
         }
         if (s->action == SVFF_RECONF_DO_NUMVFS || s->action == SVFF_RECONF_DO_BIND)
                 json_object_object_add(o, "numvfs", json_object_new_int64(s->numvfs));
+        if (s->action == SVFF_RECONF_DO_PROVISION)
+                json_object_object_add(o, "index", json_object_new_int64(s->numvfs));
         if (s->action == SVFF_RECONF_DO_BIND)
                 add_str(o, "driver", p->driver);
         return o;
@@ -324,6 +403,11 @@ struct json_object *svff_reconf_plan_to_json(const struct svff_reconf_plan *p) {
         add_str(o, "mode", svff_reconf_mode_to_string(p->mode));
         json_object_object_add(o, "force", json_object_new_boolean(p->force));
         add_str(o, "driver", p->driver);
+        json_object_object_add(o, "provision", json_object_new_boolean(p->provision));
+        if (p->image) {
+                add_str(o, "image", p->image);
+                json_object_object_add(o, "ids", json_object_get(p->ids));
+        }
         json_object_object_add(o, "assignments", items);
         json_object_object_add(o, "steps", steps);
         for (size_t i = 0; i < p->n_items; i++) {
@@ -401,8 +485,9 @@ static int item_from_json(struct json_object *o, struct svff_reconf_item *ret) {
 
 int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **ret) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
-        struct json_object *items;
-        const char *s;
+        struct json_object *items, *ids = NULL;
+        const char *s, *image = NULL;
+        bool provision = false;
         int v, r;
 
         if (!o || !ret || !json_object_is_type(o, json_type_object))
@@ -418,6 +503,11 @@ int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **
             svff_json_get_string(o, "mode", &s) < 0 || (v = svff_reconf_mode_from_string(s)) < 0)
                 return -EBADMSG;
         p->mode = (enum svff_reconf_mode) v;
+        /* Absent from plans journaled before they were kept. */
+        if ((json_object_object_get_ex(o, "provision", NULL) && svff_json_get_bool(o, "provision", &provision) < 0) ||
+            (json_object_object_get_ex(o, "image", NULL) && svff_json_get_string(o, "image", &image) < 0) ||
+            (json_object_object_get_ex(o, "ids", &ids) && ids && !image))
+                return -EBADMSG;
         if (!json_object_object_get_ex(o, "assignments", &items) || !json_object_is_type(items, json_type_array))
                 return -EBADMSG;
         if (json_object_array_length(items) > 0) {
@@ -431,9 +521,9 @@ int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **
                         return r;
                 p->n_items++;
         }
-        r = plan_steps(p);
+        r = plan_restep(p, provision, image, ids);
         if (r < 0)
-                return r;
+                return r == -EINVAL ? -EBADMSG : r;
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -457,8 +547,13 @@ static const char *guest_display(const char *ga, const char *none, char buf[stat
 void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
         char ga[SVFF_PCI_ADDR_STRLEN];
 
-        fprintf(f, "Reconfigure PF %s: %u -> %u VFs (mode %s%s), VFs rebound to %s.\n", p->pf, p->from, p->to,
-                svff_reconf_mode_to_string(p->mode), p->force ? ", --force" : "", p->driver);
+        if (p->image)
+                fprintf(f, "Reprogram PF %s with '%s': %u -> %u VFs (mode %s%s), VFs rebound to %s.\n", p->pf,
+                        p->image, p->from, p->to, svff_reconf_mode_to_string(p->mode), p->force ? ", --force" : "",
+                        p->driver);
+        else
+                fprintf(f, "Reconfigure PF %s: %u -> %u VFs (mode %s%s), VFs rebound to %s.\n", p->pf, p->from,
+                        p->to, svff_reconf_mode_to_string(p->mode), p->force ? ", --force" : "", p->driver);
         if (p->n_items == 0)
                 fprintf(f, "\nNo VF of this PF is assigned.\n");
         else {
@@ -498,7 +593,19 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
         for (size_t i = 0; i < p->n_steps; i++) {
                 const struct svff_reconf_step *s = &p->steps[i];
                 const struct svff_reconf_item *it = s->item >= 0 ? &p->items[s->item] : NULL;
+                size_t last = i;
 
+                /* One line for a run of provision steps: one per VF. */
+                while (s->action == SVFF_RECONF_DO_PROVISION && last + 1 < p->n_steps &&
+                       p->steps[last + 1].action == SVFF_RECONF_DO_PROVISION)
+                        last++;
+                if (last > i) {
+                        fprintf(f, "  %2zu-%zu. [%s] set up VFs %u-%u with the PF's device class: the policy's "
+                                   "settings, and each assignment's own for its VF\n", i + 1, last + 1,
+                                svff_reconf_phase_to_string(s->phase), s->numvfs, p->steps[last].numvfs);
+                        i = last;
+                        continue;
+                }
                 fprintf(f, "  %2zu. [%s] ", i + 1, svff_reconf_phase_to_string(s->phase));
                 switch (s->action) {
                 case SVFF_RECONF_DO_PAUSE:
@@ -530,6 +637,30 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                         break;
                 case SVFF_RECONF_DO_COMMIT:
                         fprintf(f, "record the new state and clear the journal\n");
+                        break;
+                case SVFF_RECONF_DO_REMOVE_PF:
+                        fprintf(f, "remove PF %s from the bus\n", p->pf);
+                        break;
+                case SVFF_RECONF_DO_FLASH:
+                        fprintf(f, "run the flash hook on '%s'\n", strna(p->image));
+                        break;
+                case SVFF_RECONF_DO_RESCAN:
+                        fprintf(f, "rescan the PF's bus and wait for PF %s\n", p->pf);
+                        break;
+                case SVFF_RECONF_DO_CHECK_IDENTITY:
+                        fprintf(f, "check the PF is one of");
+                        for (size_t k = 0; k < (p->ids ? json_object_array_length(p->ids) : 0); k++)
+                                fprintf(f, " %s", json_object_get_string(json_object_array_get_idx(p->ids, k)));
+                        fprintf(f, "%s with at least %u VF%s\n",
+                                p->ids && json_object_array_length(p->ids) > 0 ? "" : " what it was", p->to,
+                                p->to == 1 ? "" : "s");
+                        break;
+                case SVFF_RECONF_DO_BIND_PF:
+                        fprintf(f, "bind PF %s to its driver\n", p->pf);
+                        break;
+                case SVFF_RECONF_DO_PROVISION:
+                        fprintf(f, "set up VF %u with the PF's device class: the policy's settings, and its "
+                                   "assignment's own\n", s->numvfs);
                         break;
                 default:
                         fprintf(f, "?\n");

@@ -15,11 +15,16 @@
  *     "blocked" (still detaching: the guest has not released the VF, so
  *     numvfs 0 would hang);
  *   - every step, in order, each in a phase:
- *       quiesce  pause | detach | release   one per attached assignment;
+ *       quiesce    pause | detach | release one per attached assignment;
  *                                           parallel across domains,
  *                                           serialised within one
- *       numvfs   numvfs 0 (when VFs exist), numvfs N
- *       bind     bind (all N VFs to the driver)
+ *       numvfs     numvfs 0 (when VFs exist)
+ *       reprogram  remove_pf, flash, rescan, check_identity, bind_pf
+ *                                           a reprogram's, off the bus
+ *       numvfs     numvfs N
+ *       provision  provision                one per new VF, when the PF
+ *                                           has a device class
+ *       bind       bind (all N VFs to the driver)
  *       restore  unpause | reattach         one per survivor quiesced
  *                forget                     one per released assignment
  *       commit   commit                     store updated, journal cleared
@@ -38,6 +43,7 @@
 #include "store.h"
 
 #define SVFF_RECONF_DRIVER_MAX 64
+#define SVFF_RECONF_IMAGE_MAX 4096
 
 enum svff_reconf_mode {
         SVFF_RECONF_PAUSE,      /* native pause where offered, else detach-with-reservation */
@@ -54,6 +60,8 @@ enum svff_reconf_fate {
 enum svff_reconf_phase {
         SVFF_RECONF_PHASE_QUIESCE,
         SVFF_RECONF_PHASE_NUMVFS,
+        SVFF_RECONF_PHASE_REPROGRAM,
+        SVFF_RECONF_PHASE_PROVISION,
         SVFF_RECONF_PHASE_BIND,
         SVFF_RECONF_PHASE_RESTORE,
         SVFF_RECONF_PHASE_COMMIT,
@@ -70,6 +78,12 @@ enum svff_reconf_action {
         SVFF_RECONF_DO_REATTACH,
         SVFF_RECONF_DO_FORGET,
         SVFF_RECONF_DO_COMMIT,
+        SVFF_RECONF_DO_REMOVE_PF,
+        SVFF_RECONF_DO_FLASH,
+        SVFF_RECONF_DO_RESCAN,
+        SVFF_RECONF_DO_CHECK_IDENTITY,
+        SVFF_RECONF_DO_BIND_PF,
+        SVFF_RECONF_DO_PROVISION,
         _SVFF_RECONF_DO_MAX,
 };
 
@@ -85,7 +99,8 @@ struct svff_reconf_step {
         enum svff_reconf_phase phase;
         enum svff_reconf_action action;
         int item;               /* index into items, -1 for PF-wide steps */
-        unsigned numvfs;        /* numvfs: the value written; bind: how many VFs */
+        unsigned numvfs;        /* numvfs: the value written; bind: how many VFs;
+                                 * provision: the VF's index */
 };
 
 struct svff_reconf_plan {
@@ -94,6 +109,9 @@ struct svff_reconf_plan {
         enum svff_reconf_mode mode;
         bool force;
         char driver[SVFF_RECONF_DRIVER_MAX];
+        bool provision;                   /* the PF's device class provisions each new VF */
+        char *image;                      /* a reprogram's image, NULL for a reconf */
+        struct json_object *ids;          /* a reprogram's: the IDs the PF may come back as */
         struct svff_reconf_item *items;   /* sorted by VF index */
         size_t n_items;
         struct svff_reconf_step *steps;
@@ -109,6 +127,9 @@ struct svff_reconf_input {
         const char *driver;     /* the VFs' driver afterwards, e.g. vfio-pci */
         const struct svff_reconf_item *items;   /* fate ignored */
         size_t n_items;
+        bool provision;         /* the PF has a device class */
+        const char *image;      /* a reprogram's image, or NULL */
+        struct json_object *ids;        /* a reprogram's ["vvvv:dddd", ...], or NULL */
 };
 
 /* Plans a change of in->pf to numvfs VFs. Returns 0 and a new plan in
@@ -118,6 +139,13 @@ int svff_reconf_plan_new(const struct svff_reconf_input *in, unsigned numvfs, en
                          bool force, struct svff_reconf_plan **ret);
 void svff_reconf_plan_free(struct svff_reconf_plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_reconf_plan *, svff_reconf_plan_free);
+
+/* Whether the PF's device class provisions each new VF (only known
+ * from the device, so the caller says once it knows), and a reprogram's
+ * image and IDs (ids: an array of strings, referenced; NULL for none):
+ * the steps follow. 0, -EINVAL, -ENOMEM (p unchanged). */
+int svff_reconf_plan_set_provision(struct svff_reconf_plan *p, bool provision);
+int svff_reconf_plan_set_reprogram(struct svff_reconf_plan *p, const char *image, struct json_object *ids);
 
 /* Whether the plan may be executed: nothing refused or blocked. */
 bool svff_reconf_plan_ok(const struct svff_reconf_plan *p);
@@ -153,12 +181,16 @@ void svff_reconf_restore_of(const struct svff_reconf_item *it, bool active, enum
 
 /* JSON form:
  *   { "pf": "0000:01:00.0", "from": 4, "to": 2, "mode": "pause",
- *     "force": false, "driver": "vfio-pci",
+ *     "force": false, "driver": "vfio-pci", "provision": false,
+ *     "image"?: "...", "ids"?: [ "10ee:903f" ],
  *     "assignments": [ { "vf", "index", "fate", "domain", "uuid",
  *                        "guest_address", "alias", "live", "config",
  *                        "state", "pause_mode" } ],
  *     "steps": [ { "phase", "action", "vf"?, "domain"?, "uuid"?,
- *                  "guest_address"?, "alias"?, "numvfs"?, "driver"? } ] }
+ *                  "guest_address"?, "alias"?, "numvfs"?, "index"?,
+ *                  "driver"? } ] }
+ * A plan journaled before "provision", "image" and "ids" were kept reads
+ * as one without them.
  * Returns a new object or NULL (out of memory). */
 struct json_object *svff_reconf_plan_to_json(const struct svff_reconf_plan *p);
 /* One step as it appears in "steps" (the executor's step log uses it). */

@@ -58,7 +58,7 @@ static char *steps_string(const struct svff_reconf_plan *p) {
                         free(s);
                         s = n;
                 }
-                if (st->action == SVFF_RECONF_DO_NUMVFS) {
+                if (st->action == SVFF_RECONF_DO_NUMVFS || st->action == SVFF_RECONF_DO_PROVISION) {
                         ck_assert_int_ge(asprintf(&n, "%s=%u", s, st->numvfs), 0);
                         free(s);
                         s = n;
@@ -238,6 +238,82 @@ START_TEST(test_print) {
 }
 END_TEST
 
+START_TEST(test_reprogram_and_provision) {
+        /* The plan names every step the run takes: the reprogram's PF
+         * steps between the two writes, and a classed PF's provision of
+         * each new VF before any is bound. */
+        struct svff_reconf_item in[] = {
+                item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED),
+        };
+        _cleanup_(json_object_putp) struct json_object *ids = json_tokener_parse("[\"10ee:903f\",\"10ee:913f\"]");
+        struct svff_reconf_input input = {
+                .pf = PF, .numvfs = 2, .driver = "vfio-pci", .items = in, .n_items = 1, .provision = true,
+                .image = "good.bit", .ids = ids,
+        };
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *q = NULL;
+        _cleanup_(json_object_putp) struct json_object *j = NULL, *k = NULL, *old = NULL;
+        _cleanup_free_ char *s = NULL, *a = NULL, *b = NULL, *buf = NULL;
+        size_t n = 0;
+        FILE *f;
+
+        ck_assert_int_eq(svff_reconf_plan_new(&input, 3, SVFF_RECONF_PAUSE, false, &p), 0);
+        s = steps_string(p);
+        ck_assert_str_eq(s, "quiesce/pause/0 numvfs/numvfs=0 reprogram/remove_pf reprogram/flash reprogram/rescan "
+                            "reprogram/check_identity reprogram/bind_pf numvfs/numvfs=3 provision/provision=0 "
+                            "provision/provision=1 provision/provision=2 bind/bind restore/unpause/0 commit/commit");
+
+        /* Through the journal and back, as a recovery reads it. */
+        j = svff_reconf_plan_to_json(p);
+        ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
+        k = svff_reconf_plan_to_json(q);
+        ck_assert_int_eq(svff_json_format(j, JSON_C_TO_STRING_PLAIN, &a, NULL), 0);
+        ck_assert_int_eq(svff_json_format(k, JSON_C_TO_STRING_PLAIN, &b, NULL), 0);
+        ck_assert_str_eq(a, b);
+        ck_assert(strstr(a, "{\"phase\":\"provision\",\"action\":\"provision\",\"index\":2}"));
+        ck_assert(strstr(a, "\"image\":\"good.bit\",\"ids\":[\"10ee:903f\",\"10ee:913f\"]"));
+
+        /* A plan journaled before these were kept: a plain reconf's
+         * steps, until the run says it reprograms. */
+        old = svff_json_copy(j);
+        json_object_object_del(old, "provision");
+        json_object_object_del(old, "image");
+        json_object_object_del(old, "ids");
+        svff_reconf_plan_free(TAKE_PTR(q));
+        ck_assert_int_eq(svff_reconf_plan_from_json(old, &q), 0);
+        free(s);
+        s = steps_string(q);
+        ck_assert_str_eq(s, "quiesce/pause/0 numvfs/numvfs=0 numvfs/numvfs=3 bind/bind restore/unpause/0 "
+                            "commit/commit");
+        ck_assert_int_eq(svff_reconf_plan_set_reprogram(q, "good.bit", ids), 0);
+        ck_assert_uint_eq(q->n_steps, p->n_steps - 3);
+        ck_assert_int_eq(svff_reconf_plan_set_provision(q, true), 0);
+        ck_assert_uint_eq(q->n_steps, p->n_steps);
+
+        /* IDs that are not vendor:device, and an empty image, are no plan. */
+        json_object_object_add(old, "image", json_object_new_string("good.bit"));
+        json_object_object_add(old, "ids", json_tokener_parse("[\"10ee\"]"));
+        svff_reconf_plan_free(TAKE_PTR(q));
+        ck_assert_int_eq(svff_reconf_plan_from_json(old, &q), -EBADMSG);
+        json_object_object_add(old, "image", json_object_new_string(""));
+        json_object_object_add(old, "ids", NULL);
+        ck_assert_int_eq(svff_reconf_plan_from_json(old, &q), -EBADMSG);
+        ck_assert_ptr_null(q);
+
+        /* The operator reads the same steps, the provisions on one line. */
+        f = open_memstream(&buf, &n);
+        ck_assert_ptr_nonnull(f);
+        svff_reconf_plan_print(p, f);
+        fclose(f);
+        ck_assert(strstr(buf, "Reprogram PF 0000:01:00.0 with 'good.bit': 2 -> 3 VFs"));
+        ck_assert(strstr(buf, "   3. [reprogram] remove PF 0000:01:00.0 from the bus\n"));
+        ck_assert(strstr(buf, "   4. [reprogram] run the flash hook on 'good.bit'\n"));
+        ck_assert(strstr(buf, "   6. [reprogram] check the PF is one of 10ee:903f 10ee:913f with at least 3 VFs\n"));
+        ck_assert(strstr(buf, "  9-11. [provision] set up VFs 0-2 with the PF's device class"));
+        ck_assert(strstr(buf, "  12. [bind] bind the 3 VFs to vfio-pci\n"));
+}
+END_TEST
+
 /* "Llive Cconfig Fconfig-first Aattach-live Battach-config U(unpause)"
  * of a restore, e.g. "L C F A B" or "U". */
 static const char *restore_string(const struct svff_reconf_item *it, bool active, enum svff_pause_mode mode,
@@ -296,6 +372,7 @@ static Suite *reconf_suite(void) {
         tcase_add_test(tc, test_json_bad);
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_print);
+        tcase_add_test(tc, test_reprogram_and_provision);
         tcase_add_test(tc, test_restore_moved);
         suite_add_tcase(s, tc);
         return s;
