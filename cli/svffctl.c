@@ -1557,17 +1557,6 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
                 return EXIT_DAEMON_ERROR;
         } else {
                 svff_reconf_plan_print(plan, stdout);
-                if (jstr(reply, "image")) {
-                        struct json_object *ids;
-
-                        /* A reprogram: its PF steps between the two numvfs writes. */
-                        printf("Reprogram: after the 0 write, remove the PF, run the flash hook on '%s', rescan "
-                               "and wait for the PF, check it is one of", jstr(reply, "image"));
-                        if (json_object_object_get_ex(reply, "ids", &ids) && ids)
-                                for (size_t i = 0; i < json_object_array_length(ids); i++)
-                                        printf(" %s", json_object_get_string(json_object_array_get_idx(ids, i)));
-                        printf(" with at least %u VF%s, and on its driver.\n", plan->to, plural_s(plan->to));
-                }
                 print_guests(reply);
                 print_class_plan(reply);
         }

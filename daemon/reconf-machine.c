@@ -119,7 +119,8 @@ static const struct svff_reconf_step *find_step(const struct reconf_machine *rm,
 
                 if (s->phase == phase && s->item == item &&
                     (action == _SVFF_RECONF_DO_MAX || s->action == action) &&
-                    (s->action != SVFF_RECONF_DO_NUMVFS || s->numvfs == numvfs))
+                    ((s->action != SVFF_RECONF_DO_NUMVFS && s->action != SVFF_RECONF_DO_PROVISION) ||
+                     s->numvfs == numvfs))
                         return s;
         }
         return NULL;
@@ -133,6 +134,9 @@ static void step_report(struct reconf_machine *rm, const struct svff_reconf_step
 
         if (!j)
                 return;
+        /* A new VF's step: which VF the kernel made at that index. */
+        if (s->action == SVFF_RECONF_DO_PROVISION && s->numvfs < rm->n_vfs)
+                json_object_object_add(j, "vf", json_object_new_string(rm->vfs[s->numvfs]));
         if (phase)
                 json_object_object_add(j, "phase", json_object_new_string(phase));
         if (rm->ops->step)
@@ -928,17 +932,19 @@ static void pf_op_start(struct reconf_machine *rm, enum reconf_pf_op op) {
 }
 
 void reconf_machine_pf_done(struct reconf_machine *rm, enum reconf_pf_op op, int r, const char *message) {
-        struct json_object *step = json_object_new_object();
         const char *err = message ?: (r < 0 ? strerror(-r) : NULL);
+        static const enum svff_reconf_action actions[_RECONF_PF_OP_MAX] = {
+                [RECONF_PF_REMOVE] = SVFF_RECONF_DO_REMOVE_PF,
+                [RECONF_PF_FLASH] = SVFF_RECONF_DO_FLASH,
+                [RECONF_PF_RESCAN] = SVFF_RECONF_DO_RESCAN,
+                [RECONF_PF_IDENTITY] = SVFF_RECONF_DO_CHECK_IDENTITY,
+                [RECONF_PF_BIND] = SVFF_RECONF_DO_BIND_PF,
+        };
+        struct svff_reconf_step s = {
+                .phase = SVFF_RECONF_PHASE_REPROGRAM, .action = actions[op], .item = -1,
+        };
 
-        if (step) {
-                json_object_object_add(step, "phase", json_object_new_string("reprogram"));
-                json_object_object_add(step, "action", json_object_new_string(reconf_pf_op_to_string(op)));
-                if (rm->ops->step)
-                        rm->ops->step(rm->userdata, step, -1, r, err);
-                if (r < 0 || json_object_array_add(rm->log, step) < 0)
-                        json_object_put(step);
-        }
+        step_report(rm, &s, NULL, r, err);
         switch (op) {
         case RECONF_PF_REMOVE:
                 if (r < 0) {
@@ -1100,8 +1106,12 @@ static bool reprogram_recover(struct reconf_machine *rm) {
 int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *ids) {
         char *s = strdup(image);
 
-        if (!s)
+        /* The plan's steps say so too (a plan journaled before it kept
+         * the image has them from here). */
+        if (!s || svff_reconf_plan_set_reprogram(rm->plan, image, ids ?: rm->ids) < 0) {
+                free(s);
                 return -ENOMEM;
+        }
         free(rm->image);
         rm->image = s;
         /* Another image, or the same one again: nothing is known of it
@@ -1252,18 +1262,12 @@ void reconf_machine_provision_done(struct reconf_machine *rm, unsigned index, in
                 json_object_put(state);
         } else if (index < rm->n_vfs && state) {
                 struct reconf_item *it = item_at(rm, index);
-                struct json_object *step = json_object_new_object();
+                struct svff_reconf_step s = {
+                        .phase = SVFF_RECONF_PHASE_PROVISION, .action = SVFF_RECONF_DO_PROVISION, .item = -1,
+                        .numvfs = index,
+                };
 
-                if (step) {
-                        json_object_object_add(step, "phase", json_object_new_string(rm->rollback ? "rollback"
-                                                                                                   : "provision"));
-                        json_object_object_add(step, "action", json_object_new_string("provision"));
-                        json_object_object_add(step, "vf", json_object_new_string(rm->vfs[index]));
-                        if (rm->ops->step)
-                                rm->ops->step(rm->userdata, step, -1, 0, NULL);
-                        if (json_object_array_add(rm->log, step) < 0)
-                                json_object_put(step);
-                }
+                step_report(rm, &s, rm->rollback ? "rollback" : NULL, 0, NULL);
                 if (it) {
                         json_object_put(it->class_state);
                         it->class_state = json_object_get(state);

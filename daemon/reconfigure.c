@@ -276,10 +276,11 @@ static void env_step(void *userdata, struct json_object *step, int item, int r, 
         struct json_object *ev = reconf_run_event(run, r < 0 ? "reconf-step-failed" : "reconf-step");
         const char *action = NULL;
 
-        /* A device class's provision of a VF is no step of the plan
-         * (total counts those): done never passes total. */
+        /* A device class's provision of a VF is a step of the plan only
+         * where the plan knew the class (total counts those): done never
+         * passes total. */
         (void) svff_json_get_string(step, "action", &action);
-        if (!action || !streq(action, "provision"))
+        if (!action || !streq(action, "provision") || reconf_machine_plan(run->rm)->provision)
                 op->done++;
         op->phase = reconf_machine_phase(run->rm);
         if (!ev)
@@ -477,8 +478,7 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 if (!recovery)
                         op->started_usec = started;
                 op->phase = reconf_machine_phase(run->rm);
-                /* A reprogram's five PF steps are not the plan's. */
-                op->total = (unsigned) p->n_steps + (reconf_machine_reprogram(run->rm) ? 5 : 0);
+                op->total = (unsigned) p->n_steps;
         }
         {
                 const struct svff_reconf_plan *p = reconf_machine_plan(run->rm);
@@ -581,71 +581,40 @@ static int collect_items(struct manager *m, const char *pf, struct svff_reconf_i
         return 0;
 }
 
-/* A PF with a device class has each new VF provisioned after the count
- * and before it is bound: the plan's steps say so, one per VF (vfs: the
- * new VFs' addresses), as the executed steps will. */
-static void plan_add_provision(struct json_object *reply, struct json_object *vfs) {
-        struct json_object *plan, *steps, *out;
-        bool added = false;
+/* A dry run waiting for its device class's plan: the reply so far and
+ * the plan it shows. */
+struct dry_run {
+        struct call *call;
+        struct json_object *reply;
+        struct svff_reconf_plan *plan;
+};
 
-        if (!vfs || !json_object_object_get_ex(reply, "plan", &plan) ||
-            !json_object_object_get_ex(plan, "steps", &steps) || !json_object_is_type(steps, json_type_array))
+static void dry_run_free(struct dry_run *d) {
+        if (!d)
                 return;
-        out = json_object_new_array();
-        if (!out)
-                return;
-        for (size_t i = 0; i < json_object_array_length(steps); i++) {
-                struct json_object *s = json_object_array_get_idx(steps, i);
-                const char *phase = NULL;
-
-                (void) svff_json_get_string(s, "phase", &phase);
-                if (!added && phase && (streq(phase, "bind") || streq(phase, "restore") || streq(phase, "commit"))) {
-                        for (size_t k = 0; k < json_object_array_length(vfs); k++) {
-                                struct json_object *st = json_object_new_object();
-
-                                if (!st)
-                                        continue;
-                                json_object_object_add(st, "phase", json_object_new_string("provision"));
-                                json_object_object_add(st, "action", json_object_new_string("provision"));
-                                json_object_object_add(st, "vf", json_object_get(json_object_array_get_idx(vfs, k)));
-                                json_object_array_add(out, st);
-                        }
-                        added = true;
-                }
-                json_object_array_add(out, json_object_get(s));
-        }
-        json_object_object_add(plan, "steps", out);
+        call_unref(d->call);
+        json_object_put(d->reply);
+        svff_reconf_plan_free(d->plan);
+        free(d);
 }
 
 /* The dry run's reply, with the device class's plan. */
 static void dry_run_class_done(struct manager *m, int r, const char *message, struct json_object *class_plan,
                                void *userdata) {
-        struct call *call = userdata;
-        struct json_object *p = NULL;
+        struct dry_run *d = userdata;
 
         (void) m;
-        if (json_object_object_get_ex(call_request(call)->parameters, "x-svff-dry-run-reply", &p))
-                p = json_object_get(p);
-        json_object_object_del(call_request(call)->parameters, "x-svff-dry-run-reply");
-        if (p) {
-                struct json_object *vfs = NULL;
-
-                if (json_object_object_get_ex(p, "x-svff-new-vfs", &vfs))
-                        vfs = json_object_get(vfs);
-                json_object_object_del(p, "x-svff-new-vfs");
-                if (r >= 0 && class_plan)
-                        plan_add_provision(p, vfs);
-                json_object_put(vfs);
-                if (r < 0 && class_plan)
-                        json_object_object_add(p, "executable", json_object_new_boolean(false));
-                if (r < 0 && !class_plan)
-                        log_warning("The device class of the dry run could not plan: %s", strna(message));
-                json_object_object_add(p, "class_plan", class_plan);
-                call_reply(call, p);
-                json_object_put(p);
-        } else
-                json_object_put(class_plan);
-        call_unref(call);
+        /* A PF with a device class has each new VF provisioned after
+         * the count and before it is bound: the plan's steps say so. */
+        if (r >= 0 && class_plan && svff_reconf_plan_set_provision(d->plan, true) >= 0)
+                json_object_object_add(d->reply, "plan", svff_reconf_plan_to_json(d->plan));
+        if (r < 0 && class_plan)
+                json_object_object_add(d->reply, "executable", json_object_new_boolean(false));
+        if (r < 0 && !class_plan)
+                log_warning("The device class of the dry run could not plan: %s", strna(message));
+        json_object_object_add(d->reply, "class_plan", class_plan);
+        call_reply(d->call, d->reply);
+        dry_run_free(d);
 }
 
 static void reply_plan_refused(struct call *call, const struct svff_reconf_plan *p) {
@@ -789,6 +758,7 @@ static void pin_owner(struct manager *m, const struct svff_pf *found, const char
 static int request_start(struct manager *m, struct call *call, const struct reconf_request *req,
                          const struct reconf_guest *guests, size_t n_guests, struct svff_error *err) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
+        struct dry_run *dr;
         _cleanup_free_ struct svff_reconf_item *items = NULL;
         _cleanup_free_ char *bad = NULL;
         const struct svff_pf *found = NULL;
@@ -875,6 +845,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                 driver = m->config.vf_driver;
         in = (struct svff_reconf_input) {
                 .pf = pf, .numvfs = found->numvfs, .driver = driver, .items = items, .n_items = n,
+                .image = image, .ids = ids,
         };
         r = svff_reconf_plan_new(&in, numvfs, req->mode, req->force, &plan);
         if (r < 0) {
@@ -945,28 +916,16 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                         json_object_object_add(p, "image", json_object_new_string(image));
                         json_object_object_add(p, "ids", json_object_get(ids));
                 }
-                if (found) {
-                        /* The new VFs' addresses, for the class steps. */
-                        struct json_object *vfs = json_object_new_array();
-                        struct svff_pci_addr pa, va;
-                        char buf[SVFF_PCI_ADDR_STRLEN];
-
-                        if (vfs && svff_pci_addr_parse(found->address, &pa) >= 0)
-                                for (unsigned i = 0; i < numvfs; i++)
-                                        if (svff_pci_addr_vf(&pa, found->offset, found->stride, i, &va) >= 0)
-                                                json_object_array_add(vfs, json_object_new_string(
-                                                                              svff_pci_addr_format(&va, buf)));
-                        json_object_object_add(p, "x-svff-new-vfs", vfs);
-                }
                 /* The device class's steps need the device: on a worker,
                  * and the reply waits for them. */
-                if (classes_plan_start(m, pf, numvfs, dry_run_class_done, call_ref(call)) < 0)
-                        call_unref(call);
-                else {
-                        json_object_object_add(call_request(call)->parameters, "x-svff-dry-run-reply", p);
-                        return 0;
+                dr = calloc(1, sizeof(*dr));
+                if (dr) {
+                        *dr = (struct dry_run) { .call = call_ref(call), .reply = p, .plan = TAKE_PTR(plan) };
+                        if (classes_plan_start(m, pf, numvfs, dry_run_class_done, dr) >= 0)
+                                return 0;
+                        p = TAKE_PTR(dr->reply);
+                        dry_run_free(dr);
                 }
-                json_object_object_del(p, "x-svff-new-vfs");
                 call_reply(call, p);
                 json_object_put(p);
                 return 0;

@@ -72,8 +72,15 @@ ctl reprogram $PF "$IMAGES/good.bit" --dry-run --json > "$T/plan.json" || fail "
 expect_eq "$(jget 'd["executable"]' < "$T/plan.json")" True "dry run executable"
 expect_eq "$(jget '" ".join(d["ids"])' < "$T/plan.json")" "10ee:903f 10ee:913f" "identities allowed"
 ctl reprogram $PF "$IMAGES/good.bit" --dry-run > "$T/plan.txt" || fail "human dry run"
-grep -q "flash hook on '$IMAGES/good.bit'.* one of 10ee:903f 10ee:913f with at least 4 VFs" "$T/plan.txt" ||
-        fail "human dry run: $(cat "$T/plan.txt")"
+# The plan names every step the run takes: the PF's, off the bus,
+# between the two writes; the class's provision of each new VF.
+expect_eq "$(jget '" ".join(s["action"] for s in d["plan"]["steps"])' < "$T/plan.json")" \
+        "pause pause pause numvfs remove_pf flash rescan check_identity bind_pf numvfs provision provision provision provision bind unpause unpause unpause commit" \
+        "the dry run's steps"
+grep -q "^   6\. \[reprogram\] run the flash hook on '$IMAGES/good.bit'$" "$T/plan.txt" ||
+        fail "human dry run, the flash: $(cat "$T/plan.txt")"
+grep -q "\[reprogram\] check the PF is one of 10ee:903f 10ee:913f with at least 4 VFs$" "$T/plan.txt" ||
+        fail "human dry run, the identity: $(cat "$T/plan.txt")"
 expect_eq "$(gen)" "$g" "store generation after the dry run"
 [ -e "$T/hook.log" ] && fail "the dry run ran the hook"
 
