@@ -431,13 +431,13 @@ START_TEST(test_capacity) {
         /* The inspection carries each VF's counters, to its VF (the
          * stand-in's VF k counts k * 1000 + position). */
         {
-                struct json_object *vfs, *v2, *c;
+                struct json_object *vfs, *v2, *counters;
                 uint64_t rx = 0;
 
                 ck_assert(json_object_object_get_ex(insp, "vfs", &vfs));
                 ck_assert(json_object_object_get_ex(vfs, "2", &v2));
-                ck_assert(json_object_object_get_ex(v2, "counters", &c));
-                ck_assert_int_eq(svff_json_get_u64(c, "rx_bytes", &rx), 0);
+                ck_assert(json_object_object_get_ex(v2, "counters", &counters));
+                ck_assert_int_eq(svff_json_get_u64(counters, "rx_bytes", &rx), 0);
                 ck_assert_uint_eq(rx, 2002);
         }
 }
