@@ -10,6 +10,7 @@
 #include "libvirt.h"
 #include "log.h"
 #include "manager.h"
+#include "reconf-predict.h"
 #include "statedir.h"
 
 static uint64_t now(clockid_t clock) {
@@ -99,6 +100,7 @@ struct manager *manager_free(struct manager *m) {
         blob_unref(m->list_cache);
         if (m->class_drift)
                 m->class_drift = m->class_drift_free(m->class_drift);
+        m->reconf_figures = reconf_figures_free(m->reconf_figures);
         json_object_put(m->metrics_class_drift);
         json_object_put(m->metrics_vf_counters);
         json_object_put(m->recovered);

@@ -52,6 +52,8 @@ struct assign_deferred;
  * SVFF_STOP_TIMEOUT_SEC instead. */
 #define MANAGER_STOP_TIMEOUT_USEC (80 * USEC_PER_SEC)
 
+struct reconf_figures;
+
 struct manager {
         sd_event *event;
         struct cmdline cmdline;
@@ -95,6 +97,10 @@ struct manager {
         struct blob *list_cache;
         uint64_t list_cache_snapshot_id;
         uint64_t list_cache_generation;
+
+        /* What the last reconf of each PF measured (reconfigure.c), for
+         * the next prediction of its guests' downtime. */
+        struct reconf_figures *reconf_figures;
 
         /* Lifecycle events held back while an operation runs (assign.c). */
         struct assign_deferred *assign_deferred;

@@ -275,11 +275,16 @@ static void item_done(void *userdata) {
         forward_stop(run);
         /* The device is off from the unplug's request to the re-attach's
          * return, as far as the host can tell. */
-        if (res->kind == JOB_QUIESCE && res->r >= 0)
+        if (res->kind == JOB_QUIESCE && res->r >= 0) {
                 run->items[res->i].off_since_usec = res->began_usec;
-        else if (res->kind == JOB_RESTORE && res->r >= 0 && res->ended_usec > 0 &&
-                 run->items[res->i].off_since_usec > 0)
+                run->items[res->i].quiesce_began_usec = res->began_usec;
+                run->items[res->i].quiesce_ended_usec = res->ended_usec;
+        } else if (res->kind == JOB_RESTORE && res->r >= 0 && res->ended_usec > 0 &&
+                   run->items[res->i].off_since_usec > 0) {
                 run->items[res->i].off_usec = res->ended_usec - run->items[res->i].off_since_usec;
+                run->items[res->i].restore_began_usec = res->began_usec;
+                run->items[res->i].restore_ended_usec = res->ended_usec;
+        }
         if (res->kind == JOB_QUIESCE)
                 reconf_machine_quiesce_done(run->rm, res->i, res->r, res->mode, res->message);
         else

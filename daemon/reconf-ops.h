@@ -97,6 +97,10 @@ struct reconf_item_glue {
          * and how long its domain was without the device, from then to
          * its restore's return (0: not restored by this run). */
         usec_t off_since_usec, off_usec;
+        /* CLOCK_MONOTONIC, around its quiesce and its restore by this
+         * run (0: not done by it): svffd's own figures for the next
+         * prediction (reconf-guests.h). */
+        usec_t quiesce_began_usec, quiesce_ended_usec, restore_began_usec, restore_ended_usec;
 };
 
 struct reconf_run {

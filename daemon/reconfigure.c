@@ -100,6 +100,55 @@ static const char *error_name(enum reconf_error e) {
         }
 }
 
+/* What the run measured, for the next prediction of the PF's guests:
+ * each domain's whole quiesce and its re-attach per device, and the
+ * host part between the last quiesce and the first restore. Only from
+ * items whose guest saw both (reconf-ops.c times those alone). */
+static void record_figures(struct manager *m, struct reconf_run *run) {
+        const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
+        _cleanup_free_ struct reconf_domain_figure *d = calloc(plan->n_items ?: 1, sizeof(*d));
+        usec_t quiesced = 0, restored = UINT64_MAX;
+        size_t n = 0;
+
+        if (!d)
+                return;
+        for (size_t i = 0; i < plan->n_items; i++) {
+                const struct reconf_item_glue *g = &run->items[i];
+                usec_t began = UINT64_MAX, ended = 0, r_began = UINT64_MAX, r_ended = 0;
+                unsigned devices = 0;
+                bool seen = false;
+
+                if (g->restore_ended_usec == 0)
+                        continue;
+                quiesced = MAX(quiesced, g->quiesce_ended_usec);
+                restored = MIN(restored, g->restore_began_usec);
+                for (size_t k = 0; k < n; k++)
+                        seen = seen || streq(d[k].uuid, plan->items[i].a.uuid);
+                if (seen)
+                        continue;
+                /* The domain's devices go and come back one at a time. */
+                for (size_t k = i; k < plan->n_items; k++) {
+                        const struct reconf_item_glue *h = &run->items[k];
+
+                        if (h->restore_ended_usec == 0 || !streq(plan->items[k].a.uuid, plan->items[i].a.uuid))
+                                continue;
+                        began = MIN(began, h->quiesce_began_usec);
+                        ended = MAX(ended, h->quiesce_ended_usec);
+                        r_began = MIN(r_began, h->restore_began_usec);
+                        r_ended = MAX(r_ended, h->restore_ended_usec);
+                        devices++;
+                }
+                snprintf(d[n].uuid, sizeof(d[n].uuid), "%s", plan->items[i].a.uuid);
+                d[n].unplug_usec = ended > began ? ended - began : 1;
+                d[n].reattach_usec = r_ended > r_began ? (r_ended - r_began) / devices : 1;
+                n++;
+        }
+        if (n == 0)
+                return;
+        if (reconf_figures_record(&m->reconf_figures, plan->pf, restored > quiesced ? restored - quiesced : 1, d, n) < 0)
+                log_warning("Out of memory: the figures of this reconf of PF %s are not kept for the next.", plan->pf);
+}
+
 static uint64_t realtime_usec(void);
 
 /* The machine ended: the reply (or, for svffd's own recovery, the
@@ -121,6 +170,8 @@ static void reconf_finished(struct reconf_run *run) {
 
         error = error_name(reconf_machine_result(rm, &message));
         manager_sysfs_changed(m, plan->pf);
+        if (!error && !rollback)
+                record_figures(m, run);
         {
                 uint64_t t = realtime_usec();
 
@@ -859,7 +910,8 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                 int refused = -1;
 
                 /* An NVMe PF: class 01 (storage), subclass 08. */
-                guests_json = reconf_guests_json(plan, guests, n_guests, (found->class >> 8) == 0x0108, &refused);
+                guests_json = reconf_guests_json(plan, guests, n_guests, (found->class >> 8) == 0x0108,
+                                                 reconf_figures_get(m->reconf_figures, pf), &refused);
                 if (refused >= 0) {
                         const struct svff_reconf_item *it = &plan->items[refused];
                         const struct reconf_guest *g = reconf_guests_find(plan, (size_t) refused, guests, n_guests);

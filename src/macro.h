@@ -18,6 +18,7 @@
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Hand out a pointer owned by a _cleanup_ variable. */
 #define TAKE_PTR(p)                         \

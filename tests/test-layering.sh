@@ -13,7 +13,7 @@ real ops:       daemon/reconf-ops
 state machines: daemon/reconf-machine
 shared state:   daemon/params daemon/journal daemon/reconcile daemon/classes daemon/reconf-guests
 manager:        daemon/manager
-services:       daemon/snapshot daemon/numvfs-watch daemon/registry daemon/monitor daemon/settings daemon/statedir daemon/reconf-journal daemon/metrics
+services:       daemon/snapshot daemon/numvfs-watch daemon/registry daemon/monitor daemon/settings daemon/statedir daemon/reconf-journal daemon/metrics daemon/reconf-predict
 leaf adapters:  daemon/libvirt daemon/udev daemon/server daemon/worker daemon/log daemon/fault daemon/interface daemon/flash-unit
 libsvff-hv:     src/hypervisor src/hv-removals src/qmp
 libsvff:        src/*

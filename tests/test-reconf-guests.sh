@@ -86,6 +86,8 @@ expect_eq "$(guest "$Q1" nvme_head)" False "a QDMA VF's NVMe head"
 # then 0.5 s to put their one device back.
 expect_eq "$(guest "$Q1" predicted_msec)" 8000 "vmnative's predicted downtime"
 expect_eq "$(guest "$Q0" predicted_msec)" 8000 "vmacpi's predicted downtime (it waits for vmnative's unplug)"
+# No reconf of the PF has run since svffd started: the model's figures.
+expect_eq "$(guest "$Q0" predicted_from)" model "what vmacpi's prediction is made from"
 expect_eq "$(jget "d['deadlines']['detach_msec']" < "$T/plan.json")" 5000 "the reconf's detach deadline (svff_conf's reconf_detach_timeout_sec)"
 ctl reconf $QDMA 5 --dry-run > "$T/plan.txt" || fail "human dry run: $(cat "$T/plan.txt")"
 grep -q "each unplug may take 5 s: reconf_detach_timeout_sec" "$T/plan.txt" || fail "human plan: $(cat "$T/plan.txt")"

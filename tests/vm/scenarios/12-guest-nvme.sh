@@ -208,12 +208,13 @@ device_off() {
 }
 
 # predict CASE N: the dry run of 'reconf PF N'; its plan's prediction
-# of g1's device-off time, and the hotplug it read, go to
-# $R/predicted-CASE.
+# of g1's device-off time, the hotplug it read, and what it is made from
+# (the model's figures, or svffd's own from its last reconf of the PF)
+# go to $R/predicted-CASE.
 predict() {
         svffctl reconf "$pf" "$2" --dry-run --json >"$R/plan-$1-$2.json" ||
                 { cat "$R/plan-$1-$2.json"; vm_fail "$1: svffctl reconf $pf $2 --dry-run failed"; }
-        jq -r '.guests[] | select(.domain == "g1") | "\(.predicted_msec / 1000) \(.hotplug)"' \
+        jq -r '.guests[] | select(.domain == "g1") | "\(.predicted_msec / 1000) \(.hotplug) \(.predicted_from)"' \
                 "$R/plan-$1-$2.json" >>"$R/predicted-$1" ||
                 { cat "$R/plan-$1-$2.json"; vm_fail "$1: the dry run's plan has no guests"; }
 }
@@ -267,11 +268,11 @@ reconf_cycle() {
                                 for (i = 1; i <= 2; i++) {
                                         getline line < f; split(line, p, " ")
                                         if ($i == "")
-                                                printf("%s%.2f s (%s hotplug), not measured", (i > 1 ? "; " : ""),
-                                                       p[1], p[2])
+                                                printf("%s%.2f s (%s hotplug, %s), not measured",
+                                                       (i > 1 ? "; " : ""), p[1], p[2], p[3])
                                         else
-                                                printf("%s%.2f s (%s hotplug) against %s s measured, %.2f x",
-                                                       (i > 1 ? "; " : ""), p[1], p[2], $i,
+                                                printf("%s%.2f s (%s hotplug, %s) against %s s measured, %.2f x",
+                                                       (i > 1 ? "; " : ""), p[1], p[2], p[3], $i,
                                                        (p[1] > 0 ? $i / p[1] : 0))
                                 } }')"
         fi
@@ -297,6 +298,10 @@ assert_eq "(a) guest: read-backs that differed" 0 "$(field mismatches "$end")"
 assert_eq "(a) guest: times the head vanished" 0 "$(field vanished "$end")"
 assert_eq "(a) guest: blocks that did not verify" 0 "$(field bad "$end")"
 assert_true "(a) guest: blocks verified" test "$(field verified "$end")" -gt 0
+# The reconf back to 4 was planned from what the reconf to 3 measured:
+# g1's unplug and re-attach, and the host part between them.
+assert_eq "(a) the second dry run's prediction is made from" recent "$(sed -n 2p "$R/predicted-delayed" | cut -d' ' -f3)"
+assert_eq "(a) the first dry run's prediction is made from" model "$(sed -n 1p "$R/predicted-delayed" | cut -d' ' -f3)"
 guest 'echo $(ls -d /sys/block/nvme0c*n1)'
 vm_log "(a) the head's paths after the reconfs: $gout"
 stall_a=$(field max_stall "$end")
