@@ -119,8 +119,7 @@ static const struct svff_reconf_step *find_step(const struct reconf_machine *rm,
 
                 if (s->phase == phase && s->item == item &&
                     (action == _SVFF_RECONF_DO_MAX || s->action == action) &&
-                    ((s->action != SVFF_RECONF_DO_NUMVFS && s->action != SVFF_RECONF_DO_PROVISION) ||
-                     s->numvfs == numvfs))
+                    (s->action != SVFF_RECONF_DO_NUMVFS || s->numvfs == numvfs))
                         return s;
         }
         return NULL;
@@ -765,6 +764,15 @@ const char *reconf_pf_op_to_string(enum reconf_pf_op op) {
         return op < _RECONF_PF_OP_MAX ? names[op] : NULL;
 }
 
+/* The journal's plan, once the run changed it (a reprogram's image). */
+static int journal_plan(struct reconf_machine *rm) {
+        struct json_object *p = svff_reconf_plan_to_json(rm->plan);
+
+        if (!p)
+                return -ENOMEM;
+        return json_object_object_add(rm->journal, "plan", p);
+}
+
 /* The journal's "reprogram" record, as the run knows it now. */
 static int journal_reprogram(struct reconf_machine *rm) {
         struct json_object *o = json_object_new_object();
@@ -1105,12 +1113,18 @@ static bool reprogram_recover(struct reconf_machine *rm) {
 
 int reconf_machine_set_reprogram(struct reconf_machine *rm, const char *image, struct json_object *ids) {
         char *s = strdup(image);
+        int r;
 
-        /* The plan's steps say so too (a plan journaled before it kept
-         * the image has them from here). */
-        if (!s || svff_reconf_plan_set_reprogram(rm->plan, image, ids ?: rm->ids) < 0) {
-                free(s);
+        if (!s)
                 return -ENOMEM;
+        /* The plan's steps say so too, in the journal as well: another
+         * image than the interrupted run's is the one recovered. */
+        r = svff_reconf_plan_set_reprogram(rm->plan, image, ids ?: rm->ids);
+        if (r >= 0)
+                r = journal_plan(rm);
+        if (r < 0) {
+                free(s);
+                return r;
         }
         free(rm->image);
         rm->image = s;
@@ -1559,6 +1573,11 @@ struct reconf_machine *reconf_machine_new(struct svff_reconf_plan *plan, const s
                             json_object_deep_copy(identity, &rm->image_before, NULL) < 0)
                                 return reconf_machine_free(rm);
                         if (!rm->image || journal_reprogram(rm) < 0)
+                                return reconf_machine_free(rm);
+                        /* A plan journaled before it kept the image: its
+                         * steps are the reprogram's from here. */
+                        if (!plan->image && (svff_reconf_plan_set_reprogram(plan, rm->image, rm->ids) < 0 ||
+                                             journal_plan(rm) < 0))
                                 return reconf_machine_free(rm);
                 }
                 if (journal->rollback) {

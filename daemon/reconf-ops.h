@@ -99,7 +99,7 @@ struct reconf_item_glue {
         usec_t off_since_usec, off_usec;
         /* CLOCK_MONOTONIC, around its quiesce and its restore by this
          * run (0: not done by it): svffd's own figures for the next
-         * prediction (reconf-guests.h). */
+         * prediction (reconf-predict.h). */
         usec_t quiesce_began_usec, quiesce_ended_usec, restore_began_usec, restore_ended_usec;
 };
 

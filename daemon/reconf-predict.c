@@ -71,18 +71,22 @@ int reconf_figures_record(struct reconf_figures **list, const char *pf, uint64_t
                 f->next = *list;
                 *list = f;
         }
+        /* Room for every new domain first: all of it is recorded, or
+         * nothing is. */
+        if (n > 0) {
+                struct reconf_domain_figure *d = reallocarray(f->domains, f->n_domains + n, sizeof(*d));
+
+                if (!d)
+                        return -ENOMEM;
+                f->domains = d;
+        }
         if (host_usec > 0)
                 f->host_usec = host_usec;
         for (size_t i = 0; i < n; i++) {
                 struct reconf_domain_figure *d = (struct reconf_domain_figure *) figures_domain(f, domains[i].uuid);
 
-                if (!d) {
-                        d = reallocarray(f->domains, f->n_domains + 1, sizeof(*d));
-                        if (!d)
-                                return -ENOMEM;
-                        f->domains = d;
+                if (!d)
                         d = &f->domains[f->n_domains++];
-                }
                 *d = domains[i];
         }
         return 0;
@@ -100,9 +104,9 @@ static bool item_seen(const struct svff_reconf_plan *plan, size_t i, const struc
         return item_live(&plan->items[i]) && !(g && !g->running);
 }
 
-/* Item i's domain's seen devices: how many, and their unplugs (msec):
- * as svffd last measured them for that domain (*ret_recent set), else
- * as the model has them. */
+/* Item i's domain's seen devices: how many, and their unplugs (msec,
+ * one after the other): as svffd last measured one of that domain's
+ * (*ret_recent set), else as the model has them. */
 static unsigned domain_devices(const struct svff_reconf_plan *plan, size_t i, const struct reconf_guest *guests,
                                size_t n, const struct reconf_figures *recent, unsigned *ret_unplug,
                                bool *ret_recent) {
@@ -118,7 +122,7 @@ static unsigned domain_devices(const struct svff_reconf_plan *plan, size_t i, co
                 unplug += unplug_msec(g ? g->hotplug : SVFF_HV_HOTPLUG_UNKNOWN);
         }
         *ret_recent = d && d->unplug_usec > 0;
-        *ret_unplug = *ret_recent ? (unsigned) (d->unplug_usec / 1000) : unplug;
+        *ret_unplug = *ret_recent ? count * (unsigned) (d->unplug_usec / 1000) : unplug;
         return count;
 }
 

@@ -14,10 +14,9 @@
  * RECONF_GUEST_REATTACH_MSEC per device of the domain put back.
  *
  * Where svffd has carried out a reconf of the PF since it started, its
- * own figures from the last one replace these: a domain's whole quiesce
- * and its re-attach per device as measured for that domain, and the host
- * part (from the last quiesce's end to the first restore's start) for
- * the PF. */
+ * own figures from the last one replace these: a domain's hot-unplug and
+ * re-attach per device as measured for that domain, and the host part
+ * (from the last quiesce's end to the first restore's start) for the PF. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,15 +44,15 @@ struct reconf_guest {
 /* What the last reconf of a PF measured, per domain. */
 struct reconf_domain_figure {
         char uuid[SVFF_UUID_STRLEN];
-        uint64_t unplug_usec;           /* its whole quiesce */
-        uint64_t reattach_usec;         /* its restore, per device */
+        uint64_t unplug_usec;           /* its hot-unplug, per device */
+        uint64_t reattach_usec;         /* its re-attach, per device */
 };
 
 struct reconf_figures;
 
 /* Records in *list (a new one: NULL) what a reconf of pf measured: host_usec (0: not measured,
  * the earlier figure stays) and domains[0..n) (each replaces that
- * domain's earlier figure). -ENOMEM. */
+ * domain's earlier figure). -ENOMEM, with nothing recorded. */
 int reconf_figures_record(struct reconf_figures **list, const char *pf, uint64_t host_usec,
                           const struct reconf_domain_figure *domains, size_t n);
 /* The figures for pf in list, or NULL. Borrowed, until the next record. */

@@ -101,9 +101,15 @@ static const char *error_name(enum reconf_error e) {
 }
 
 /* What the run measured, for the next prediction of the PF's guests:
- * each domain's whole quiesce and its re-attach per device, and the
- * host part between the last quiesce and the first restore. Only from
- * items whose guest saw both (reconf-ops.c times those alone). */
+ * each domain's hot-unplug and re-attach per device, and the host part
+ * between the last quiesce and the first restore. Only from devices
+ * that were hot-unplugged (not natively paused) from a guest that saw
+ * them go and come back (reconf-ops.c times those alone). */
+static bool item_measured(struct reconf_run *run, size_t i) {
+        return run->items[i].restore_ended_usec > 0 &&
+               reconf_machine_item(run->rm, i)->mode == SVFF_PAUSE_DETACH;
+}
+
 static void record_figures(struct manager *m, struct reconf_run *run) {
         const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
         _cleanup_free_ struct reconf_domain_figure *d = calloc(plan->n_items ?: 1, sizeof(*d));
@@ -113,40 +119,39 @@ static void record_figures(struct manager *m, struct reconf_run *run) {
         if (!d)
                 return;
         for (size_t i = 0; i < plan->n_items; i++) {
-                const struct reconf_item_glue *g = &run->items[i];
-                usec_t began = UINT64_MAX, ended = 0, r_began = UINT64_MAX, r_ended = 0;
+                usec_t unplug = 0, reattach = 0;
                 unsigned devices = 0;
                 bool seen = false;
 
-                if (g->restore_ended_usec == 0)
+                if (!item_measured(run, i))
                         continue;
-                quiesced = MAX(quiesced, g->quiesce_ended_usec);
-                restored = MIN(restored, g->restore_began_usec);
+                quiesced = MAX(quiesced, run->items[i].quiesce_ended_usec);
+                restored = MIN(restored, run->items[i].restore_began_usec);
                 for (size_t k = 0; k < n; k++)
                         seen = seen || streq(d[k].uuid, plan->items[i].a.uuid);
                 if (seen)
                         continue;
                 /* The domain's devices go and come back one at a time. */
                 for (size_t k = i; k < plan->n_items; k++) {
-                        const struct reconf_item_glue *h = &run->items[k];
+                        const struct reconf_item_glue *g = &run->items[k];
 
-                        if (h->restore_ended_usec == 0 || !streq(plan->items[k].a.uuid, plan->items[i].a.uuid))
+                        if (!item_measured(run, k) || !streq(plan->items[k].a.uuid, plan->items[i].a.uuid))
                                 continue;
-                        began = MIN(began, h->quiesce_began_usec);
-                        ended = MAX(ended, h->quiesce_ended_usec);
-                        r_began = MIN(r_began, h->restore_began_usec);
-                        r_ended = MAX(r_ended, h->restore_ended_usec);
+                        unplug += g->quiesce_ended_usec - g->quiesce_began_usec;
+                        reattach += g->restore_ended_usec - g->restore_began_usec;
                         devices++;
                 }
                 snprintf(d[n].uuid, sizeof(d[n].uuid), "%s", plan->items[i].a.uuid);
-                d[n].unplug_usec = ended > began ? ended - began : 1;
-                d[n].reattach_usec = r_ended > r_began ? (r_ended - r_began) / devices : 1;
+                d[n].unplug_usec = MAX(unplug / devices, 1u);
+                d[n].reattach_usec = MAX(reattach / devices, 1u);
                 n++;
         }
         if (n == 0)
                 return;
-        if (reconf_figures_record(&m->reconf_figures, plan->pf, restored > quiesced ? restored - quiesced : 1, d, n) < 0)
-                log_warning("Out of memory: the figures of this reconf of PF %s are not kept for the next.", plan->pf);
+        if (reconf_figures_record(&m->reconf_figures, plan->pf, restored > quiesced ? restored - quiesced : 1, d,
+                                  n) < 0)
+                log_warning("Out of memory: the figures of this reconf of PF %s are not kept for the next.",
+                            plan->pf);
 }
 
 static uint64_t realtime_usec(void);
@@ -170,7 +175,9 @@ static void reconf_finished(struct reconf_run *run) {
 
         error = error_name(reconf_machine_result(rm, &message));
         manager_sysfs_changed(m, plan->pf);
-        if (!error && !rollback)
+        /* A reprogram's host part holds its flash, and a recovery times
+         * only what it did itself: neither is a reconf to plan from. */
+        if (!error && !rollback && !recovery && !reconf_machine_reprogram(rm))
                 record_figures(m, run);
         {
                 uint64_t t = realtime_usec();
@@ -476,12 +483,17 @@ static int reconf_start(struct manager *m, struct call *call, struct svff_reconf
                 return r;
         }
         plan = NULL;
-        if ((image && reconf_machine_set_reprogram(run->rm, image, ids) < 0) ||
-            (owner && reconf_machine_set_owner(run->rm, owner) < 0)) {
+        r = image ? reconf_machine_set_reprogram(run->rm, image, ids) : 0;
+        if (r >= 0 && owner)
+                r = reconf_machine_set_owner(run->rm, owner);
+        if (r < 0) {
                 if (call)
-                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "%s",
+                                    r == -ENOMEM ? "Out of memory."
+                                                 : "The image's path or the policy's reprogram_ids cannot be "
+                                                   "recorded in the plan.");
                 reconf_run_free(run);
-                return -ENOMEM;
+                return r;
         }
         if (resume != RESUME_NONE)
                 reconf_machine_resume_reprogram(run->rm, resume == RESUME_REMOVE);
@@ -657,8 +669,12 @@ static void dry_run_class_done(struct manager *m, int r, const char *message, st
         (void) m;
         /* A PF with a device class has each new VF provisioned after
          * the count and before it is bound: the plan's steps say so. */
-        if (r >= 0 && class_plan && svff_reconf_plan_set_provision(d->plan, true) >= 0)
-                json_object_object_add(d->reply, "plan", svff_reconf_plan_to_json(d->plan));
+        if (r >= 0 && class_plan && svff_reconf_plan_set_provision(d->plan, true) >= 0) {
+                struct json_object *p = svff_reconf_plan_to_json(d->plan);
+
+                if (p)
+                        json_object_object_add(d->reply, "plan", p);
+        }
         if (r < 0 && class_plan)
                 json_object_object_add(d->reply, "executable", json_object_new_boolean(false));
         if (r < 0 && !class_plan)

@@ -648,12 +648,14 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                         fprintf(f, "rescan the PF's bus and wait for PF %s\n", p->pf);
                         break;
                 case SVFF_RECONF_DO_CHECK_IDENTITY:
-                        fprintf(f, "check the PF is one of");
-                        for (size_t k = 0; k < (p->ids ? json_object_array_length(p->ids) : 0); k++)
-                                fprintf(f, " %s", json_object_get_string(json_object_array_get_idx(p->ids, k)));
-                        fprintf(f, "%s with at least %u VF%s\n",
-                                p->ids && json_object_array_length(p->ids) > 0 ? "" : " what it was", p->to,
-                                p->to == 1 ? "" : "s");
+                        if (p->ids && json_object_array_length(p->ids) > 0) {
+                                fprintf(f, "check the PF is one of");
+                                for (size_t k = 0; k < json_object_array_length(p->ids); k++)
+                                        fprintf(f, " %s",
+                                                json_object_get_string(json_object_array_get_idx(p->ids, k)));
+                        } else
+                                fprintf(f, "check the PF is what it was");
+                        fprintf(f, " with at least %u VF%s\n", p->to, p->to == 1 ? "" : "s");
                         break;
                 case SVFF_RECONF_DO_BIND_PF:
                         fprintf(f, "bind PF %s to its driver\n", p->pf);

@@ -1742,6 +1742,47 @@ START_TEST(test_journal_class) {
 }
 END_TEST
 
+START_TEST(test_old_reprogram_journal) {
+        /* A reprogram journaled before the plan kept its image: the
+         * recovered plan has the reprogram's steps again, so that its
+         * progress counts the PF steps the run takes. */
+        const struct scenario *sc = &scenarios[0];
+        struct svff_reconf_item items[MAX_ITEMS];
+        size_t n = make_items(sc, items);
+        struct svff_reconf_input in = { .pf = PF, .numvfs = sc->from, .driver = "vfio-pci", .items = items,
+                                        .n_items = n };
+        struct svff_reconf_plan *plan = NULL;
+        const struct svff_reconf_plan *p;
+        _cleanup_(json_object_putp) struct json_object *e = NULL;
+        struct json_object *rp = json_object_new_object();
+        struct reconf_journal j = {};
+        struct reconf_machine *rm;
+        size_t n_plain, n_pf = 0;
+
+        ck_assert_int_eq(svff_reconf_plan_new(&in, sc->to, sc->mode, sc->force, &plan), 0);
+        n_plain = plan->n_steps;
+        e = reconf_journal_encode(plan, "rescan", 1);
+        svff_reconf_plan_free(plan);
+        ck_assert_ptr_nonnull(e);
+        json_object_object_add(rp, "image", json_object_new_string("/images/new.bit"));
+        json_object_object_add(rp, "ids", json_tokener_parse("[\"10ee:903f\"]"));
+        json_object_object_add(rp, "flashed", json_object_new_boolean(true));
+        json_object_object_add(e, "reprogram", rp);
+        ck_assert_int_eq(reconf_journal_decode(e, &j), 0);
+        ck_assert_ptr_null(j.plan->image);
+        rm = reconf_machine_new(TAKE_PTR(j.plan), &j, 1, true, &fake_ops, NULL);
+        ck_assert_ptr_nonnull(rm);
+        p = reconf_machine_plan(rm);
+        ck_assert_str_eq(p->image, "/images/new.bit");
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].phase == SVFF_RECONF_PHASE_REPROGRAM)
+                        n_pf++;
+        ck_assert_uint_eq(n_pf, 5);
+        ck_assert_uint_eq(p->n_steps, n_plain + 5);
+        reconf_machine_free(rm);
+}
+END_TEST
+
 START_TEST(test_count) {
         ck_assert_uint_gt(n_cases, 0);
 }
@@ -1757,6 +1798,7 @@ int main(void) {
         tcase_add_test(tc, test_clean);
         tcase_add_test(tc, test_clean_log_is_plan);
         tcase_add_test(tc, test_journal_class);
+        tcase_add_test(tc, test_old_reprogram_journal);
         tcase_add_test(tc, test_failures);
         tcase_add_test(tc, test_crashes);
         tcase_add_test(tc, test_stops);

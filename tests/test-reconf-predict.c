@@ -105,25 +105,28 @@ START_TEST(test_recent_figures) {
         ck_assert_str_eq(s, "8500/model 8500/model 8000/model");
         free(s);
 
-        /* vm1 measured: its unplug and re-attach are its own; vm2 is
-         * still the model's (6 s, the longest), the host part measured. */
+        /* vm1 measured: its unplug and re-attach per device are its
+         * own; vm2 is still the model's (6 s, the longest), the host
+         * part measured. */
         ck_assert_int_eq(reconf_figures_record(&list, PF, 2500000, &vm1, 1), 0);
         s = predictions(&f, reconf_figures_get(list, PF));
         ck_assert_str_eq(s, "9100/recent 9100/recent 9000/recent");
         free(s);
 
-        /* vm2 measured too: 2.1 s is now the longest quiesce. A later
-         * reconf without a host figure (no guest saw it) keeps 2.5 s. */
+        /* vm2 measured too: its 2.1 s is now the longest quiesce (vm1's
+         * two devices take 1.8 s). A later reconf without a host figure
+         * (no guest saw it) keeps 2.5 s. */
         ck_assert_int_eq(reconf_figures_record(&list, PF, 0, &vm2, 1), 0);
         s = predictions(&f, reconf_figures_get(list, PF));
         ck_assert_str_eq(s, "5200/recent 5200/recent 5000/recent");
         free(s);
 
-        /* A domain measured again replaces its figure. */
+        /* A domain measured again replaces its figure: vm1's 1.8 s is
+         * the longest now. */
         vm2.unplug_usec = 700000;
         ck_assert_int_eq(reconf_figures_record(&list, PF, 1000000, &vm2, 1), 0);
         s = predictions(&f, reconf_figures_get(list, PF));
-        ck_assert_str_eq(s, "2500/recent 2500/recent 2300/recent");
+        ck_assert_str_eq(s, "3400/recent 3400/recent 3200/recent");
         free(s);
 
         list = reconf_figures_free(list);
@@ -143,7 +146,7 @@ START_TEST(test_offline_not_predicted) {
         f.guests[2].running = false;
         /* vm2 is shut off: no guest of it sees the reconf, nor waits. */
         s = predictions(&f, reconf_figures_get(list, PF));
-        ck_assert_str_eq(s, "4000/recent 4000/recent 0/model");
+        ck_assert_str_eq(s, "4900/recent 4900/recent 0/model");
         reconf_figures_free(list);
         svff_reconf_plan_free(f.plan);
 }
