@@ -163,8 +163,9 @@ static int plan_steps(struct svff_reconf_plan *p) {
                         return r;
         }
         /* The kernel changes a non-zero count only through 0; the same
-         * count again is a full cycle too (every VF re-created). */
-        if (p->from > 0) {
+         * count again is a full cycle too (every VF re-created), but for
+         * an init, which leaves a count that is right alone. */
+        if (p->from > 0 && !(p->init && p->from == p->to)) {
                 r = add_step(p, &alloc, SVFF_RECONF_PHASE_NUMVFS, SVFF_RECONF_DO_NUMVFS, -1, 0);
                 if (r < 0)
                         return r;
@@ -176,7 +177,9 @@ static int plan_steps(struct svff_reconf_plan *p) {
                         return r;
         }
         if (p->to > 0) {
-                r = add_step(p, &alloc, SVFF_RECONF_PHASE_NUMVFS, SVFF_RECONF_DO_NUMVFS, -1, p->to);
+                r = p->init && p->from == p->to ? 0
+                                                 : add_step(p, &alloc, SVFF_RECONF_PHASE_NUMVFS,
+                                                            SVFF_RECONF_DO_NUMVFS, -1, p->to);
                 /* Every new VF gets its class state before any is bound. */
                 for (unsigned k = 0; r >= 0 && p->provision && k < p->to; k++)
                         r = add_step(p, &alloc, SVFF_RECONF_PHASE_PROVISION, SVFF_RECONF_DO_PROVISION, -1, k);
@@ -324,6 +327,27 @@ int svff_reconf_plan_new(const struct svff_reconf_input *in, unsigned numvfs, en
         return 0;
 }
 
+int svff_reconf_plan_new_init(const struct svff_reconf_input *in, unsigned numvfs, struct svff_reconf_plan **ret) {
+        struct svff_reconf_input none;
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+        int r;
+
+        if (!in || !ret || in->image)
+                return -EINVAL;
+        none = *in;
+        none.items = NULL;
+        none.n_items = 0;
+        r = svff_reconf_plan_new(&none, numvfs, SVFF_RECONF_PAUSE, false, &p);
+        if (r < 0)
+                return r;
+        p->init = true;
+        r = plan_restep(p, p->provision, NULL, NULL);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
 /* ---- JSON ---- */
 
 static void add_str(struct json_object *o, const char *key, const char *v) {
@@ -403,6 +427,8 @@ struct json_object *svff_reconf_plan_to_json(const struct svff_reconf_plan *p) {
         add_str(o, "mode", svff_reconf_mode_to_string(p->mode));
         json_object_object_add(o, "force", json_object_new_boolean(p->force));
         add_str(o, "driver", p->driver);
+        if (p->init)
+                json_object_object_add(o, "init", json_object_new_boolean(true));
         json_object_object_add(o, "provision", json_object_new_boolean(p->provision));
         if (p->image) {
                 add_str(o, "image", p->image);
@@ -504,7 +530,8 @@ int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **
                 return -EBADMSG;
         p->mode = (enum svff_reconf_mode) v;
         /* Absent from plans journaled before they were kept. */
-        if ((json_object_object_get_ex(o, "provision", NULL) && svff_json_get_bool(o, "provision", &provision) < 0) ||
+        if ((json_object_object_get_ex(o, "init", NULL) && svff_json_get_bool(o, "init", &p->init) < 0) ||
+            (json_object_object_get_ex(o, "provision", NULL) && svff_json_get_bool(o, "provision", &provision) < 0) ||
             (json_object_object_get_ex(o, "image", NULL) && svff_json_get_string(o, "image", &image) < 0) ||
             (json_object_object_get_ex(o, "ids", &ids) && ids && !image))
                 return -EBADMSG;
@@ -521,6 +548,8 @@ int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **
                         return r;
                 p->n_items++;
         }
+        if (p->init && (image || p->n_items > 0))
+                return -EBADMSG;
         r = plan_restep(p, provision, image, ids);
         if (r < 0)
                 return r == -EINVAL ? -EBADMSG : r;
@@ -547,14 +576,19 @@ static const char *guest_display(const char *ga, const char *none, char buf[stat
 void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
         char ga[SVFF_PCI_ADDR_STRLEN];
 
-        if (p->image)
+        if (p->init)
+                fprintf(f, "Init PF %s: %u -> %u VFs%s, VFs bound to %s.\n", p->pf, p->from, p->to,
+                        p->from == p->to ? " (the count stays: no write)" : "", p->driver);
+        else if (p->image)
                 fprintf(f, "Reprogram PF %s with '%s': %u -> %u VFs (mode %s%s), VFs rebound to %s.\n", p->pf,
                         p->image, p->from, p->to, svff_reconf_mode_to_string(p->mode), p->force ? ", --force" : "",
                         p->driver);
         else
                 fprintf(f, "Reconfigure PF %s: %u -> %u VFs (mode %s%s), VFs rebound to %s.\n", p->pf, p->from,
                         p->to, svff_reconf_mode_to_string(p->mode), p->force ? ", --force" : "", p->driver);
-        if (p->n_items == 0)
+        if (p->init)
+                ;       /* it takes no VF from a domain */
+        else if (p->n_items == 0)
                 fprintf(f, "\nNo VF of this PF is assigned.\n");
         else {
                 fprintf(f, "\nAssignments (%zu):\n", p->n_items);
@@ -669,7 +703,8 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                         break;
                 }
         }
-        fprintf(f, "\nQuiesce steps run in parallel across domains, one at a time within a domain.\n");
+        if (!p->init)
+                fprintf(f, "\nQuiesce steps run in parallel across domains, one at a time within a domain.\n");
 }
 
 void svff_reconf_item_defs(const struct svff_reconf_item *it, bool active, bool *ret_live, bool *ret_config) {

@@ -109,6 +109,8 @@ struct svff_reconf_plan {
         enum svff_reconf_mode mode;
         bool force;
         char driver[SVFF_RECONF_DRIVER_MAX];
+        bool init;                        /* an init's: no assignment touched, the count
+                                           * written only when it changes */
         bool provision;                   /* the PF's device class provisions each new VF */
         char *image;                      /* a reprogram's image, NULL for a reconf */
         struct json_object *ids;          /* a reprogram's: the IDs the PF may come back as */
@@ -137,6 +139,11 @@ struct svff_reconf_input {
  * -EINVAL (bad address, driver, duplicate VF or index), -ENOMEM. */
 int svff_reconf_plan_new(const struct svff_reconf_input *in, unsigned numvfs, enum svff_reconf_mode mode,
                          bool force, struct svff_reconf_plan **ret);
+/* Plans an init of in->pf to numvfs VFs (in->items ignored: an init
+ * takes no VF from a domain, and the method refuses one that would):
+ * the writes when the count changes, each VF's provision (in->provision),
+ * the bind of every VF, the commit. 0, -EINVAL, -ENOMEM. */
+int svff_reconf_plan_new_init(const struct svff_reconf_input *in, unsigned numvfs, struct svff_reconf_plan **ret);
 void svff_reconf_plan_free(struct svff_reconf_plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_reconf_plan *, svff_reconf_plan_free);
 

@@ -314,6 +314,48 @@ START_TEST(test_reprogram_and_provision) {
 }
 END_TEST
 
+START_TEST(test_init) {
+        /* An init's plan: the writes only when the count changes, every
+         * VF's provision on a classed PF, the bind, the commit; never an
+         * assignment's step. */
+        struct svff_reconf_item in[] = { item("0000:01:00.4", 0, "vm1", U1, SVFF_ASSIGN_ATTACHED) };
+        struct svff_reconf_input input = { .pf = PF, .numvfs = 0, .driver = "vfio-pci", .items = in, .n_items = 1,
+                                           .provision = true };
+        static const struct { unsigned from, to; const char *steps; } cases[] = {
+                { 0, 2, "numvfs/numvfs=2 provision/provision=0 provision/provision=1 bind/bind commit/commit" },
+                { 2, 2, "provision/provision=0 provision/provision=1 bind/bind commit/commit" },
+                { 4, 2, "numvfs/numvfs=0 numvfs/numvfs=2 provision/provision=0 provision/provision=1 bind/bind "
+                        "commit/commit" },
+                { 2, 0, "numvfs/numvfs=0 commit/commit" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL, *q = NULL;
+                _cleanup_(json_object_putp) struct json_object *j = NULL;
+                _cleanup_free_ char *s = NULL, *t = NULL;
+
+                input.numvfs = cases[i].from;
+                ck_assert_int_eq(svff_reconf_plan_new_init(&input, cases[i].to, &p), 0);
+                ck_assert(p->init);
+                ck_assert_uint_eq(p->n_items, 0);
+                s = steps_string(p);
+                ck_assert_str_eq(s, cases[i].steps);
+                j = svff_reconf_plan_to_json(p);
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
+                t = steps_string(q);
+                ck_assert_str_eq(t, s);
+        }
+        /* An init flashes nothing. */
+        input.image = "good.bit";
+        {
+                struct svff_reconf_plan *p = NULL;
+
+                ck_assert_int_eq(svff_reconf_plan_new_init(&input, 2, &p), -EINVAL);
+                ck_assert_ptr_null(p);
+        }
+}
+END_TEST
+
 /* "Llive Cconfig Fconfig-first Aattach-live Battach-config U(unpause)"
  * of a restore, e.g. "L C F A B" or "U". */
 static const char *restore_string(const struct svff_reconf_item *it, bool active, enum svff_pause_mode mode,
@@ -373,6 +415,7 @@ static Suite *reconf_suite(void) {
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_print);
         tcase_add_test(tc, test_reprogram_and_provision);
+        tcase_add_test(tc, test_init);
         tcase_add_test(tc, test_restore_moved);
         suite_add_tcase(s, tc);
         return s;
