@@ -1142,6 +1142,8 @@ static int init_reply(struct json_object *p, const char *error, bool continues, 
         return 0;
 }
 
+static int dry_run_reply(struct json_object *reply, const char *error, bool continues, void *userdata);
+
 static int cmd_init(int argc, char **argv) {
         _cleanup_json_ struct json_object *params = NULL;
         int r;
@@ -1166,6 +1168,16 @@ static int cmd_init(int argc, char **argv) {
         }
         if (arg_driver)
                 json_object_object_add(params, "driver", json_object_new_string(arg_driver));
+        if (arg_dry_run) {
+                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
+                return call_run(&(struct call) {
+                        .method = "io.svff.Init",
+                        .params = params,
+                        .timeout = timeout_for(false),
+                        .handle = dry_run_reply,
+                        .userdata = (void *) "init",
+                });
+        }
 
         return progress_call("init", "io.svff.Init", params, init_reply);
 }
@@ -1563,7 +1575,8 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
                 print_class_plan(reply);
         }
         if (!ok) {
-                cli_error("io.svff.ctl.WouldBeRefused", NULL, "this reconf would be refused; see the plan.");
+                cli_error("io.svff.ctl.WouldBeRefused", NULL, "this %s would be refused; see the plan.",
+                          userdata ? (const char *) userdata : "reconf");
                 return EXIT_DAEMON_ERROR;
         }
         return 0;
@@ -1615,6 +1628,7 @@ static int cmd_reconf(int argc, char **argv) {
                         .params = params,
                         .timeout = timeout_for(false),
                         .handle = dry_run_reply,
+                        .userdata = (void *) "reconf",
                 });
         }
 
@@ -1661,6 +1675,7 @@ static int cmd_reprogram(int argc, char **argv) {
                         .params = params,
                         .timeout = timeout_for(false),
                         .handle = dry_run_reply,
+                        .userdata = (void *) "reprogram",
                 });
         }
         return progress_call("reprogram", "io.svff.Reprogram", params, reconf_reply);
@@ -1680,6 +1695,7 @@ struct command {
         bool has_policy;        /* --policy: init */
         bool has_attach_options;
         bool has_reconf_options;
+        bool has_dry_run;       /* --dry-run without reconf's other options: init */
         bool has_columns;
         bool has_reconnect;
         bool has_verbose;       /* -v: status's every drift */
@@ -1716,7 +1732,7 @@ static const struct command commands[] = {
           "A bare PCI function has no class. Refused while an operation's step uses\n"
           "the class: ask again when it ends.", cmd_show },
         { "init", "Set a PF's VF count, with no VF assigned",
-          "init PF NUMVFS [--driver DRIVER] [--json] | init PF --policy",
+          "init PF NUMVFS [--driver DRIVER] [--dry-run] [--json] | init PF --policy [--dry-run]",
           "Create NUMVFS VFs on PF (through 0 when the count changes), bind each to\n"
           "DRIVER (default: svffd's vf_driver, normally vfio-pci) and record the desired\n"
           "state and each VF's original driver. An unknown driver, more VFs than the PF\n"
@@ -1725,7 +1741,9 @@ static const struct command commands[] = {
           "it, on reload or otherwise. --policy applies the PF's policy instead and hands\n"
           "the count back to it. Shows progress on a terminal (one line\n"
           "per phase otherwise); Ctrl-C leaves the init running in svffd (exit 130).\n"
-          "Needs root or the admin group.", cmd_init, .has_driver = true, .has_policy = true },
+          "--dry-run prints the plan (every step, the device class's too) after the same\n"
+          "refusals, and changes nothing. Needs root or the admin group.", cmd_init, .has_driver = true,
+          .has_policy = true, .has_dry_run = true },
         { "release", "Give a VF back to the host, svff no longer managing it",
           "release VF [--force] [--json]",
           "Give VF back to its original driver (the one it had before svff bound it),\n"
@@ -1854,7 +1872,7 @@ static void command_help(const struct command *c) {
         printf("Usage: svffctl %s\n\n%s\n\n"
                "Options:\n"
                "  --json          Print JSON on stdout; errors as JSON on stderr\n"
-               "%s%s%s%s%s%s%s%s%s"
+               "%s%s%s%s%s%s%s%s%s%s"
                "  --socket=PATH   svffd's socket\n",
                c->usage, c->help,
                c->fn == cmd_config ? "  --effective     Print the settings that result, as JSON\n"
@@ -1873,6 +1891,7 @@ static void command_help(const struct command *c) {
                c->has_force ? "  --force         Detach the VF from its domain first\n" : "",
                c->has_release ? "  --release       Then 'svffctl release' the VF\n" : "",
                c->has_policy ? "  --policy        Apply the PF's policy; it owns the count again\n" : "",
+               c->has_dry_run ? "  --dry-run       Print the plan, change nothing\n" : "",
                streq(c->name, "reprogram") ? "  --numvfs=N      The VF count afterwards (default: the count now)\n" :
                streq(c->name, "reconf") ? "  --reprogram=IMAGE  Reprogram the PF with IMAGE on the way\n"
                                           "  --cycle         At the count the PF has, go through 0 anyway\n" : "",
@@ -2196,8 +2215,10 @@ int main(int argc, char **argv) {
             !cmd->has_attach_options)
                 return usage_error(cmd->name, "--pf, --live, --config, --guest-address, --namespace and --failover "
                                    "only apply to attach.");
-        if ((arg_mode || arg_dry_run) && !cmd->has_reconf_options)
-                return usage_error(cmd->name, "--mode and --dry-run only apply to reconf.");
+        if (arg_mode && !cmd->has_reconf_options)
+                return usage_error(cmd->name, "--mode only applies to reconf and reprogram.");
+        if (arg_dry_run && !cmd->has_reconf_options && !cmd->has_dry_run)
+                return usage_error(cmd->name, "--dry-run only applies to init, reconf and reprogram.");
         if (arg_numvfs && !streq(cmd->name, "reprogram"))
                 return usage_error(cmd->name, "--numvfs only applies to reprogram (reconf takes the count as its "
                                    "argument).");

@@ -752,6 +752,7 @@ struct init_params {
         unsigned numvfs;        /* NUMVFS_UNSET when not given */
         const char *driver;
         bool policy;
+        bool dry_run;
 };
 
 #define NUMVFS_UNSET UINT_MAX
@@ -763,8 +764,55 @@ static const struct param init_params[] = {
         { "driver", PARAM_STRING_OR_NULL, false, offsetof(struct init_params, driver), 0,
           "a driver name such as vfio-pci" },
         { "policy", PARAM_BOOL, false, offsetof(struct init_params, policy), 0, "true or false" },
+        { "dry_run", PARAM_BOOL, false, offsetof(struct init_params, dry_run), 0, "true or false" },
         PARAM_END
 };
+
+/* What an init of pf would do, once its refusals are past: its plan,
+ * with the device class's for the new count. Nothing changes. The
+ * driver's registration is checked when the init runs. */
+static void init_dry_run(struct manager *m, struct call *call, const char *pf, unsigned numvfs, const char *driver) {
+        const struct svff_pf *found = NULL;
+        struct svff_reconf_plan *plan = NULL;
+        struct svff_reconf_input in;
+        struct json_object *reply;
+        int r;
+
+        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                if (streq(m->snapshot->pfs[i]->address, pf))
+                        found = m->snapshot->pfs[i];
+        if (!found) {
+                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
+                            "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", pf);
+                return;
+        }
+        if (svff_pf_is_unread(found)) {
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                            "Another process is writing the VF count of PF %s; plan its init once that is done.",
+                            pf);
+                return;
+        }
+        if (numvfs > found->totalvfs) {
+                call_errorf(call, SVFF_ERROR_TOO_MANY_VFS, "device", pf,
+                            "PF %s supports at most %u VFs (sriov_totalvfs: its driver's limit, which may be below "
+                            "the device's), not %u.", pf, found->totalvfs, numvfs);
+                return;
+        }
+        in = (struct svff_reconf_input) { .pf = pf, .numvfs = found->numvfs, .driver = driver };
+        r = svff_reconf_plan_new_init(&in, numvfs, &plan);
+        reply = r >= 0 ? json_object_new_object() : NULL;
+        if (!reply) {
+                svff_reconf_plan_free(plan);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Planning the init of PF %s failed: %s.", pf,
+                            strerror(r < 0 ? -r : ENOMEM));
+                return;
+        }
+        json_object_object_add(reply, "pf", json_object_new_string(pf));
+        json_object_object_add(reply, "dry_run", json_object_new_boolean(true));
+        json_object_object_add(reply, "executable", json_object_new_boolean(true));
+        json_object_object_add(reply, "plan", svff_reconf_plan_to_json(plan));
+        reconf_dry_run_reply(m, call, reply, plan, numvfs);
+}
 
 void method_init(struct manager *m, struct call *call) {
         struct init_params in = { .numvfs = NUMVFS_UNSET };
@@ -857,6 +905,10 @@ checked:
                                     pf, VFIO_DRIVER, driver);
                         return;
                 }
+        }
+        if (in.dry_run) {
+                init_dry_run(m, call, pf, numvfs, driver);
+                return;
         }
         (void) operation_init_start(m, call, pf, numvfs, driver, autoprobe, NULL, owner);
 }

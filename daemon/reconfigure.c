@@ -684,6 +684,24 @@ static void dry_run_class_done(struct manager *m, int r, const char *message, st
         dry_run_free(d);
 }
 
+void reconf_dry_run_reply(struct manager *m, struct call *call, struct json_object *reply, struct svff_reconf_plan *plan,
+                          unsigned numvfs) {
+        struct dry_run *d = calloc(1, sizeof(*d));
+
+        /* The device class's steps need the device: on a worker, and
+         * the reply waits for them. */
+        if (d) {
+                *d = (struct dry_run) { .call = call_ref(call), .reply = reply, .plan = plan };
+                if (classes_plan_start(m, plan->pf, numvfs, dry_run_class_done, d) >= 0)
+                        return;
+                reply = TAKE_PTR(d->reply);
+                dry_run_free(d);
+        } else
+                svff_reconf_plan_free(plan);
+        call_reply(call, reply);
+        json_object_put(reply);
+}
+
 static void reply_plan_refused(struct call *call, const struct svff_reconf_plan *p) {
         struct json_object *params = json_object_new_object();
         char msg[MESSAGE_MAX];
@@ -825,7 +843,6 @@ static void pin_owner(struct manager *m, const struct svff_pf *found, const char
 static int request_start(struct manager *m, struct call *call, const struct reconf_request *req,
                          const struct reconf_guest *guests, size_t n_guests, struct svff_error *err) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
-        struct dry_run *dr;
         _cleanup_free_ struct svff_reconf_item *items = NULL;
         _cleanup_free_ char *bad = NULL;
         const struct svff_pf *found = NULL;
@@ -984,18 +1001,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                         json_object_object_add(p, "image", json_object_new_string(image));
                         json_object_object_add(p, "ids", json_object_get(ids));
                 }
-                /* The device class's steps need the device: on a worker,
-                 * and the reply waits for them. */
-                dr = calloc(1, sizeof(*dr));
-                if (dr) {
-                        *dr = (struct dry_run) { .call = call_ref(call), .reply = p, .plan = TAKE_PTR(plan) };
-                        if (classes_plan_start(m, pf, numvfs, dry_run_class_done, dr) >= 0)
-                                return 0;
-                        p = TAKE_PTR(dr->reply);
-                        dry_run_free(dr);
-                }
-                call_reply(call, p);
-                json_object_put(p);
+                reconf_dry_run_reply(m, call, p, TAKE_PTR(plan), numvfs);
                 return 0;
         }
         if (!svff_reconf_plan_ok(plan)) {

@@ -60,6 +60,7 @@
  * recovery is an event and listed by Status. */
 
 #include "manager.h"
+#include "reconf.h"
 #include "server.h"
 
 void method_reconf(struct manager *m, struct call *call);
@@ -89,3 +90,10 @@ int reconf_journaled(struct manager *m, const char *pf);
 /* Whether any VF of pf is assigned (Init refuses to change such a PF's
  * count: that is Reconf's job). */
 bool reconf_pf_has_assignments(struct manager *m, const char *pf);
+
+/* Answers call with reply (taken), a dry run's, once the PF's device
+ * class has planned plan->to VFs (numvfs): plan (taken) gains its
+ * provision steps, reply the class's plan (class_plan), and executable
+ * false when the class refuses. Init's dry run uses it as Reconf's. */
+void reconf_dry_run_reply(struct manager *m, struct call *call, struct json_object *reply, struct svff_reconf_plan *plan,
+                          unsigned numvfs);

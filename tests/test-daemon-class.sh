@@ -53,11 +53,36 @@ ctl init "$PF" 4 >"$T/init.out" 2>&1 || rc=$?
 grep -q "VQ" "$T/init.out" || fail "the refusal does not give the class's figure: $(cat "$T/init.out")"
 grep -q "nothing was changed" "$T/init.out" || fail "the refusal does not say nothing changed: $(cat "$T/init.out")"
 expect_eq "$(sys_numvfs "$PF")" 0 "sriov_numvfs after the refused init"
+# Its dry run says so before: the class's plan refuses, the plan is not
+# executable (exit 1), and nothing was touched.
+rc=0
+ctl init "$PF" 4 --dry-run >"$T/init-dry.out" 2>&1 || rc=$?
+expect_eq "$rc" 1 "init --dry-run of a count the class refuses"
+grep -q "VQ" "$T/init-dry.out" || fail "the dry run does not give the class's figure: $(cat "$T/init-dry.out")"
+grep -q "this init would be refused; see the plan" "$T/init-dry.out" ||
+        fail "the dry run does not say the init would be refused: $(cat "$T/init-dry.out")"
+expect_eq "$(sys_numvfs "$PF")" 0 "sriov_numvfs after the dry run"
 stop_svffd || fail "svffd did not stop cleanly"
 
 # ---- init: every VF provisioned, then bound ----
 policy '{ "vq": 2, "vi": 1, "namespace": [1, 2, 3, 4] }'
 start_svffd
+# The dry run first: the plan's steps are the init's (the write, each
+# VF's provision, the bind), the class's plan with them; nothing changes.
+store_before=$(cat "$STATE/store.json" 2>/dev/null)
+ctl init "$PF" 4 --dry-run --json >"$T/init-dry.json" 2>"$T/init-dry.err" ||
+        fail "init --dry-run: $(cat "$T/init-dry.err")"
+expect_eq "$(jget '" ".join(s["action"] for s in d["plan"]["steps"])' <"$T/init-dry.json")" \
+        "numvfs provision provision provision provision bind commit" "the init's planned steps"
+expect_eq "$(jget '(d["executable"], d["plan"]["init"], d["plan"]["from"], d["plan"]["to"], d["class_plan"]["class"])' \
+        <"$T/init-dry.json")" "(True, True, 0, 4, 'nvme')" "the init's dry run"
+expect_eq "$(sys_numvfs "$PF")" 0 "sriov_numvfs after the init's dry run"
+expect_eq "$(cat "$STATE/store.json" 2>/dev/null)" "$store_before" "the store after the init's dry run"
+ctl init "$PF" 4 --dry-run >"$T/init-dry.txt" 2>&1 || fail "init --dry-run: $(cat "$T/init-dry.txt")"
+grep -q "^Init PF $PF: 0 -> 4 VFs, VFs bound to vfio-pci\.$" "$T/init-dry.txt" ||
+        fail "the human dry run's heading: $(cat "$T/init-dry.txt")"
+grep -q "^   1\. \[numvfs\] write sriov_numvfs = 4$" "$T/init-dry.txt" ||
+        fail "the human dry run's write: $(cat "$T/init-dry.txt")"
 ctl init "$PF" 4 >"$T/init.out" 2>&1 || fail "init $PF 4: $(cat "$T/init.out")"
 expect_eq "$(sys_numvfs "$PF")" 4 "sriov_numvfs after init"
 ctl list --json >"$T/list.json" || fail "list --json"
@@ -83,6 +108,11 @@ expect_eq "$(jget "len([x for x in d['drift'] if x['kind'] == 'class-drift'])" <
         "class drift after init"
 
 # ---- the same count again: every VF as recorded, left alone ----
+# The plan says so: no write, each VF's class state checked, the bind.
+ctl init "$PF" 4 --dry-run --json >"$T/init-dry.json" 2>"$T/init-dry.err" ||
+        fail "init --dry-run of the same count: $(cat "$T/init-dry.err")"
+expect_eq "$(jget '" ".join(s["action"] for s in d["plan"]["steps"])' <"$T/init-dry.json")" \
+        "provision provision provision provision bind commit" "the planned steps of an init of the same count"
 lines=$(wc -l <"$T/svffd.log")
 ctl init "$PF" 4 >"$T/init2.out" 2>&1 || fail "init $PF 4 again: $(cat "$T/init2.out")"
 expect_eq "$(tail -n +"$((lines + 1))" "$T/svffd.log" | grep -c "nvme class already as recorded, left alone")" 4 \
