@@ -225,6 +225,15 @@ reconf_to() {
         svffctl reconf "$pf" "$2" >"$R/reconf-$1-$2.out" 2>&1 ||
                 { cat "$R/reconf-$1-$2.out"; vm_fail "$1: svffctl reconf $pf $2 failed"; }
         vm_log "FIGURE $1: host: svffctl reconf $pf $2 took $(echo "$t $(vm_now)" | awk '{ printf "%.2f", $2 - $1 }') s"
+        svffd_off "$1" "$R/reconf-$1-$2.out"
+}
+# svffd_off CASE OUT: g1's device-off time as the reconf's result gives
+# it (svffd's own measure, from the unplug's request to the re-attach's
+# return: what the plan predicts), "-" when it gives none, to
+# $R/svffd-off-CASE.
+svffd_off() {
+        o=$(sed -n "s/.* domain 'g1' at .*(device off for \([0-9.]*\) s).*/\1/p" "$2")
+        echo "${o:--}" >>"$R/svffd-off-$1"
 }
 # reconfs CASE: reconf PF 3 and back to 4.
 reconfs() { reconf_to "$1" 3; reconf_to "$1" 4; }
@@ -263,16 +272,19 @@ reconf_cycle() {
                 # The plan's figure beside the measured one, reconf by reconf.
                 [ "$(wc -l <"$R/predicted-$1")" = 2 ] ||
                         vm_fail "$1: the dry runs named g1 $(wc -l <"$R/predicted-$1") time(s), not once each"
+                # svffd's measure is the one the plan predicts; libvirt's
+                # starts once the guest let go.
                 vm_log "FIGURE $1: plan: device off predicted $(echo "$off" |
-                        awk -v f="$R/predicted-$1" '{
+                        awk -v f="$R/predicted-$1" -v g="$R/svffd-off-$1" '{
                                 for (i = 1; i <= 2; i++) {
                                         getline line < f; split(line, p, " ")
-                                        if ($i == "")
-                                                printf("%s%.2f s (%s hotplug, %s), not measured",
-                                                       (i > 1 ? "; " : ""), p[1], p[2], p[3])
-                                        else
-                                                printf("%s%.2f s (%s hotplug, %s) against %s s measured, %.2f x",
-                                                       (i > 1 ? "; " : ""), p[1], p[2], p[3], $i,
+                                        s = "-"; getline s < g
+                                        printf("%s%.2f s (%s hotplug, %s) against svffd'"'"'s %s s",
+                                               (i > 1 ? "; " : ""), p[1], p[2], p[3], s)
+                                        if (s != "-" && p[1] > 0)
+                                                printf(" (%.2f x)", s / p[1])
+                                        if ($i != "")
+                                                printf(" and libvirt'"'"'s %s s (%.2f x)", $i,
                                                        (p[1] > 0 ? $i / p[1] : 0))
                                 } }')"
         fi
@@ -325,6 +337,7 @@ crash_reconfs() {
         t=$(vm_now)
         crc=0
         svffctl reconf "$pf" 3 >"$R/reconf-$1-3.out" 2>&1 || crc=$?
+        svffd_off "$1" "$R/reconf-$1-3.out"
         assert_true "(c) svffctl reconf $pf 3 fails as svffd dies (exit $crc)" test "$crc" -ne 0
         vm_svffd_killed after-numvfs-0
         vm_svffd_start "$config"
