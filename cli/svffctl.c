@@ -1144,6 +1144,19 @@ static int init_reply(struct json_object *p, const char *error, bool continues, 
 
 static int dry_run_reply(struct json_object *reply, const char *error, bool continues, void *userdata);
 
+/* method's dry run with params (borrowed): the plan printed, or WHAT (init,
+ * reconf, reprogram) would be refused. */
+static int dry_run_call(const char *method, struct json_object *params, const char *what) {
+        json_object_object_add(params, "dry_run", json_object_new_boolean(true));
+        return call_run(&(struct call) {
+                .method = method,
+                .params = params,
+                .timeout = timeout_for(false),
+                .handle = dry_run_reply,
+                .userdata = (void *) what,
+        });
+}
+
 static int cmd_init(int argc, char **argv) {
         _cleanup_json_ struct json_object *params = NULL;
         int r;
@@ -1168,16 +1181,8 @@ static int cmd_init(int argc, char **argv) {
         }
         if (arg_driver)
                 json_object_object_add(params, "driver", json_object_new_string(arg_driver));
-        if (arg_dry_run) {
-                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
-                return call_run(&(struct call) {
-                        .method = "io.svff.Init",
-                        .params = params,
-                        .timeout = timeout_for(false),
-                        .handle = dry_run_reply,
-                        .userdata = (void *) "init",
-                });
-        }
+        if (arg_dry_run)
+                return dry_run_call("io.svff.Init", params, "init");
 
         return progress_call("init", "io.svff.Init", params, init_reply);
 }
@@ -1621,16 +1626,8 @@ static int cmd_reconf(int argc, char **argv) {
                 json_object_object_add(params, "reprogram", json_object_new_string(arg_reprogram));
         if (arg_cycle)
                 json_object_object_add(params, "cycle", json_object_new_boolean(true));
-        if (arg_dry_run) {
-                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
-                return call_run(&(struct call) {
-                        .method = "io.svff.Reconf",
-                        .params = params,
-                        .timeout = timeout_for(false),
-                        .handle = dry_run_reply,
-                        .userdata = (void *) "reconf",
-                });
-        }
+        if (arg_dry_run)
+                return dry_run_call("io.svff.Reconf", params, "reconf");
 
         return progress_call("reconf", "io.svff.Reconf", params, reconf_reply);
 }
@@ -1668,16 +1665,8 @@ static int cmd_reprogram(int argc, char **argv) {
                 json_object_object_add(params, "mode", json_object_new_string(arg_mode));
         if (arg_force)
                 json_object_object_add(params, "force", json_object_new_boolean(true));
-        if (arg_dry_run) {
-                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
-                return call_run(&(struct call) {
-                        .method = "io.svff.Reprogram",
-                        .params = params,
-                        .timeout = timeout_for(false),
-                        .handle = dry_run_reply,
-                        .userdata = (void *) "reprogram",
-                });
-        }
+        if (arg_dry_run)
+                return dry_run_call("io.svff.Reprogram", params, "reprogram");
         return progress_call("reprogram", "io.svff.Reprogram", params, reconf_reply);
 }
 
