@@ -76,7 +76,8 @@ static void reply_error(struct call *call, int r, const char *device, const char
 static bool driver_name_valid(const char *d) {
         size_t n = strlen(d);
 
-        if (n == 0 || n > DRIVER_NAME_MAX || streq(d, ".") || streq(d, ".."))
+        /* As a plan holds it (SVFF_RECONF_DRIVER_MAX, with its NUL). */
+        if (n == 0 || n >= DRIVER_NAME_MAX || streq(d, ".") || streq(d, ".."))
                 return false;
         return strspn(d, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == n;
 }
@@ -769,15 +770,25 @@ static const struct param init_params[] = {
 };
 
 /* What an init of pf would do, once its refusals are past: its plan,
- * with the device class's for the new count. Nothing changes. The
- * driver's registration is checked when the init runs. */
+ * with the device class's for the new count, from a snapshot fresh
+ * enough for the call. Nothing changes. What the snapshot tells is
+ * refused as the init would be; the driver's registration is checked
+ * when the init runs. */
 static void init_dry_run(struct manager *m, struct call *call, const char *pf, unsigned numvfs, const char *driver) {
         const struct svff_pf *found = NULL;
         struct svff_reconf_plan *plan = NULL;
         struct svff_reconf_input in;
+        struct operation *op;
         struct json_object *reply;
         int r;
 
+        op = manager_find_operation(m, pf);
+        if (op) {
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                            "An %s of PF %s is in progress (%s, %u/%u); wait for it ('svffctl status').",
+                            op->kind, pf, op->phase, op->done, op->total);
+                return;
+        }
         for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
                 if (streq(m->snapshot->pfs[i]->address, pf))
                         found = m->snapshot->pfs[i];
@@ -788,8 +799,21 @@ static void init_dry_run(struct manager *m, struct call *call, const char *pf, u
         }
         if (svff_pf_is_unread(found)) {
                 call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
-                            "Another process is writing the VF count of PF %s; plan its init once that is done.",
-                            pf);
+                            "Another process is writing the VF count of PF %s, and its count cannot be read until "
+                            "that write ends; plan the init then.", pf);
+                return;
+        }
+        if (numvfs != found->numvfs && !found->driver) {
+                call_errorf(call, SVFF_ERROR_NO_DRIVER, "device", pf,
+                            "PF %s has no driver bound, and the kernel creates VFs only through the PF driver: "
+                            "load and bind it (e.g. 'modprobe <driver>') first.", pf);
+                return;
+        }
+        if (numvfs == found->numvfs && found->vf_missing != UINT_MAX) {
+                call_errorf(call, SVFF_ERROR_OPERATION_FAILED, "device", pf,
+                            "PF %s has %u VFs but no VF %u (no virtfn%u): an init of the same count cannot make it "
+                            "again. 'svffctl reconf %s %u --cycle' does, through 0.", pf, found->numvfs,
+                            found->vf_missing, found->vf_missing, pf, numvfs);
                 return;
         }
         if (numvfs > found->totalvfs) {
@@ -811,10 +835,11 @@ static void init_dry_run(struct manager *m, struct call *call, const char *pf, u
         json_object_object_add(reply, "dry_run", json_object_new_boolean(true));
         json_object_object_add(reply, "executable", json_object_new_boolean(true));
         json_object_object_add(reply, "plan", svff_reconf_plan_to_json(plan));
-        reconf_dry_run_reply(m, call, reply, plan, numvfs);
+        /* The init refuses what its device class cannot plan. */
+        reconf_dry_run_reply(m, call, reply, plan, true);
 }
 
-void method_init(struct manager *m, struct call *call) {
+static void init_request(struct manager *m, struct call *call) {
         struct init_params in = { .numvfs = NUMVFS_UNSET };
         char owner[256] = SVFF_PF_OWNER_OPERATOR;
         const char *pf = in.pf, *driver;
@@ -911,6 +936,18 @@ checked:
                 return;
         }
         (void) operation_init_start(m, call, pf, numvfs, driver, autoprobe, NULL, owner);
+}
+
+void method_init(struct manager *m, struct call *call) {
+        bool dry_run = false;
+
+        /* A dry run plans from the PF as it is now: a snapshot fresh
+         * enough for the call first (its parameters are checked then). */
+        (void) svff_json_get_bool(call_request(call)->parameters, "dry_run", &dry_run);
+        if (dry_run)
+                manager_with_snapshot(m, call, init_request);
+        else
+                init_request(m, call);
 }
 
 int operation_init_start(struct manager *m, struct call *call, const char *pf, unsigned numvfs,

@@ -650,6 +650,7 @@ struct dry_run {
         struct call *call;
         struct json_object *reply;
         struct svff_reconf_plan *plan;
+        bool strict;            /* a class that cannot plan refuses it */
 };
 
 static void dry_run_free(struct dry_run *d) {
@@ -675,7 +676,7 @@ static void dry_run_class_done(struct manager *m, int r, const char *message, st
                 if (p)
                         json_object_object_add(d->reply, "plan", p);
         }
-        if (r < 0 && class_plan)
+        if (r < 0 && (class_plan || d->strict))
                 json_object_object_add(d->reply, "executable", json_object_new_boolean(false));
         if (r < 0 && !class_plan)
                 log_warning("The device class of the dry run could not plan: %s", strna(message));
@@ -685,14 +686,14 @@ static void dry_run_class_done(struct manager *m, int r, const char *message, st
 }
 
 void reconf_dry_run_reply(struct manager *m, struct call *call, struct json_object *reply, struct svff_reconf_plan *plan,
-                          unsigned numvfs) {
+                          bool strict) {
         struct dry_run *d = calloc(1, sizeof(*d));
 
         /* The device class's steps need the device: on a worker, and
          * the reply waits for them. */
         if (d) {
-                *d = (struct dry_run) { .call = call_ref(call), .reply = reply, .plan = plan };
-                if (classes_plan_start(m, plan->pf, numvfs, dry_run_class_done, d) >= 0)
+                *d = (struct dry_run) { .call = call_ref(call), .reply = reply, .plan = plan, .strict = strict };
+                if (classes_plan_start(m, plan->pf, plan->to, dry_run_class_done, d) >= 0)
                         return;
                 reply = TAKE_PTR(d->reply);
                 dry_run_free(d);
@@ -1001,7 +1002,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                         json_object_object_add(p, "image", json_object_new_string(image));
                         json_object_object_add(p, "ids", json_object_get(ids));
                 }
-                reconf_dry_run_reply(m, call, p, TAKE_PTR(plan), numvfs);
+                reconf_dry_run_reply(m, call, p, TAKE_PTR(plan), false);
                 return 0;
         }
         if (!svff_reconf_plan_ok(plan)) {

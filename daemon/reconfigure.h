@@ -92,8 +92,9 @@ int reconf_journaled(struct manager *m, const char *pf);
 bool reconf_pf_has_assignments(struct manager *m, const char *pf);
 
 /* Answers call with reply (taken), a dry run's, once the PF's device
- * class has planned plan->to VFs (numvfs): plan (taken) gains its
- * provision steps, reply the class's plan (class_plan), and executable
- * false when the class refuses. Init's dry run uses it as Reconf's. */
+ * class has planned plan->to VFs: plan (taken) gains its provision
+ * steps, reply the class's plan (class_plan), and executable false when
+ * the class refuses, or (strict: an init, which refuses it too) cannot
+ * plan at all. Init's dry run uses it as Reconf's. */
 void reconf_dry_run_reply(struct manager *m, struct call *call, struct json_object *reply, struct svff_reconf_plan *plan,
-                          unsigned numvfs);
+                          bool strict);

@@ -189,5 +189,14 @@ expect_eq "$(ctl list --json | jget "[v['class'] for p in d['pfs'] if p['address
         "[None, None]" "the VFs' class without the stand-in"
 tail -n +"$((lines + 1))" "$T/svffd.log" | grep -q "/dev/nvme\|nvme class" &&
         fail "svffd went to an NVMe admin queue for pcisim's PF: $(tail -n +"$((lines + 1))" "$T/svffd.log")"
+
+# ---- an init's dry run plans from the PF as it is now ----
+# Another process took the count to 0 since svffd last looked: the plan
+# writes it again, and has no provision for a bare PCI function.
+echo 0 >"$SYS/bus/pci/devices/$PF/sriov_numvfs" || fail "writing sriov_numvfs by hand"
+ctl init "$PF" 2 --dry-run --json >"$T/init-dry.json" 2>"$T/init-dry.err" ||
+        fail "init --dry-run after a count changed by hand: $(cat "$T/init-dry.err")"
+expect_eq "$(jget '(d["plan"]["from"], " ".join(s["action"] for s in d["plan"]["steps"]))' <"$T/init-dry.json")" \
+        "(0, 'numvfs bind commit')" "the init's plan after the count went to 0 by hand"
 log_fields_check
 echo "PASS: test-daemon-class"

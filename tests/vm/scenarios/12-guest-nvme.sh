@@ -272,6 +272,8 @@ reconf_cycle() {
                 # The plan's figure beside the measured one, reconf by reconf.
                 [ "$(wc -l <"$R/predicted-$1")" = 2 ] ||
                         vm_fail "$1: the dry runs named g1 $(wc -l <"$R/predicted-$1") time(s), not once each"
+                [ "$(wc -l <"$R/svffd-off-$1")" = 2 ] ||
+                        vm_fail "$1: the reconfs' results gave g1 $(wc -l <"$R/svffd-off-$1") device-off time(s)"
                 # svffd's measure is the one the plan predicts; libvirt's
                 # starts once the guest let go.
                 vm_log "FIGURE $1: plan: device off predicted $(echo "$off" |
