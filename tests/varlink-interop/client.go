@@ -110,7 +110,9 @@ func main() {
 
 	// Init again at the count it has: its reply's VFs, typed.
 	four := int64(4)
-	_, numvfs, _, initVfs, _, _, err := iosvff.Init().Call(ctx, c, pf, &four, nil, nil)
+	// The reply's pf, numvfs, driver, vfs, policy, then the dry run's
+	// dry_run, executable, plan and class_plan, then event.
+	_, numvfs, _, initVfs, _, _, _, _, _, _, err := iosvff.Init().Call(ctx, c, pf, &four, nil, nil, nil)
 	if err != nil {
 		die("Init", err)
 	}
