@@ -28,6 +28,7 @@ static const char *const phase_names[] = {
         [SVFF_RECONF_PHASE_BIND] = "bind",
         [SVFF_RECONF_PHASE_RESTORE] = "restore",
         [SVFF_RECONF_PHASE_COMMIT] = "commit",
+        [SVFF_RECONF_PHASE_RELEASE] = "release",
 };
 
 static const char *const action_names[] = {
@@ -46,6 +47,9 @@ static const char *const action_names[] = {
         [SVFF_RECONF_DO_CHECK_IDENTITY] = "check_identity",
         [SVFF_RECONF_DO_BIND_PF] = "bind_pf",
         [SVFF_RECONF_DO_PROVISION] = "provision",
+        [SVFF_RECONF_DO_RELEASE_CLASS] = "release_class",
+        [SVFF_RECONF_DO_RESTORE_DRIVER] = "restore_driver",
+        [SVFF_RECONF_DO_REPROBE] = "reprobe",
 };
 
 static int lookup(const char *const *names, size_t n, const char *s) {
@@ -82,6 +86,7 @@ void svff_reconf_plan_free(struct svff_reconf_plan *p) {
         free(p->steps);
         free(p->image);
         json_object_put(p->ids);
+        free(p->release);
         free(p);
 }
 
@@ -126,6 +131,26 @@ static bool item_attached(const struct svff_reconf_item *it) {
         return it->a.state == SVFF_ASSIGN_ATTACHED;
 }
 
+/* A release: off its domain, out of the records (before the VF is
+ * touched, as every change of one VF commits first), then the device
+ * as the next owner expects it. */
+static int release_steps(struct svff_reconf_plan *p, size_t *alloc) {
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < p->n_items; i++)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_QUIESCE, SVFF_RECONF_DO_RELEASE, (int) i, 0);
+        if (r >= 0)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_COMMIT, SVFF_RECONF_DO_COMMIT, -1, 0);
+        if (r >= 0 && p->release->class_state)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_RELEASE, SVFF_RECONF_DO_RELEASE_CLASS, -1,
+                             p->release->index);
+        if (r >= 0)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_RELEASE,
+                             *p->release->driver ? SVFF_RECONF_DO_RESTORE_DRIVER : SVFF_RECONF_DO_REPROBE, -1,
+                             p->release->index);
+        return r;
+}
+
 /* The steps follow from the items alone, so from_json can rebuild them
  * and a journal cannot carry steps that disagree with its items. */
 static int plan_steps(struct svff_reconf_plan *p) {
@@ -148,6 +173,8 @@ static int plan_steps(struct svff_reconf_plan *p) {
         }
         if (!svff_reconf_plan_ok(p))
                 return 0;  /* nothing will run: no steps to show */
+        if (p->release)
+                return release_steps(p, &alloc);
 
         for (size_t i = 0; i < p->n_items; i++) {
                 const struct svff_reconf_item *it = &p->items[i];
@@ -348,6 +375,47 @@ int svff_reconf_plan_new_init(const struct svff_reconf_input *in, unsigned numvf
         return 0;
 }
 
+/* The release's VF, its only item (when assigned) released. */
+static int release_check(const struct svff_reconf_plan *p) {
+        const struct svff_reconf_release *rel = p->release;
+
+        if (!*rel->vf || (*rel->driver && !driver_ok(rel->driver)) || p->from != p->to || p->init || p->image ||
+            p->provision || p->n_items > 1 ||
+            (p->n_items == 1 && (!streq(p->items[0].vf, rel->vf) || p->items[0].index != rel->index ||
+                                 p->items[0].fate != SVFF_RECONF_RELEASED)))
+                return -EINVAL;
+        return 0;
+}
+
+int svff_reconf_plan_new_release(const struct svff_reconf_input *in, const struct svff_reconf_release *rel,
+                                 struct svff_reconf_plan **ret) {
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+        struct svff_reconf_input input;
+        int r;
+
+        if (!in || !rel || !ret || in->image || in->provision || in->n_items > 1)
+                return -EINVAL;
+        input = *in;
+        /* The VF keeps its index: only an index at or above the count
+         * makes the planner release an assignment. */
+        r = svff_reconf_plan_new(&input, rel->index, SVFF_RECONF_DETACH, true, &p);
+        if (r < 0)
+                return r;
+        p->to = p->from;
+        p->force = p->n_items > 0;
+        p->release = calloc(1, sizeof(*p->release));
+        if (!p->release)
+                return -ENOMEM;
+        *p->release = *rel;
+        if (svff_pci_addr_canonicalize(rel->vf, p->release->vf) < 0 || release_check(p) < 0)
+                return -EINVAL;
+        r = plan_restep(p, false, NULL, NULL);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
 /* ---- JSON ---- */
 
 static void add_str(struct json_object *o, const char *key, const char *v) {
@@ -405,6 +473,12 @@ struct json_object *svff_reconf_step_to_json(const struct svff_reconf_plan *p, c
                 json_object_object_add(o, "index", json_object_new_int64(s->numvfs));
         if (s->action == SVFF_RECONF_DO_BIND)
                 add_str(o, "driver", p->driver);
+        if (s->phase == SVFF_RECONF_PHASE_RELEASE && p->release) {
+                add_str(o, "vf", p->release->vf);
+                json_object_object_add(o, "index", json_object_new_int64(s->numvfs));
+                if (s->action == SVFF_RECONF_DO_RESTORE_DRIVER)
+                        add_str(o, "driver", p->release->driver);
+        }
         return o;
 }
 
@@ -433,6 +507,21 @@ struct json_object *svff_reconf_plan_to_json(const struct svff_reconf_plan *p) {
         if (p->image) {
                 add_str(o, "image", p->image);
                 json_object_object_add(o, "ids", json_object_get(p->ids));
+        }
+        if (p->release) {
+                struct json_object *rel = json_object_new_object();
+
+                if (!rel) {
+                        json_object_put(items);
+                        json_object_put(steps);
+                        json_object_put(o);
+                        return NULL;
+                }
+                add_str(rel, "vf", p->release->vf);
+                json_object_object_add(rel, "index", json_object_new_int64(p->release->index));
+                add_str(rel, "driver", p->release->driver);
+                json_object_object_add(rel, "class_state", json_object_new_boolean(p->release->class_state));
+                json_object_object_add(o, "release", rel);
         }
         json_object_object_add(o, "assignments", items);
         json_object_object_add(o, "steps", steps);
@@ -509,6 +598,27 @@ static int item_from_json(struct json_object *o, struct svff_reconf_item *ret) {
         return 0;
 }
 
+/* A release changes no count, flashes nothing, provisions nothing. */
+static int release_from_json(struct json_object *o, struct svff_reconf_plan *p, bool other) {
+        struct json_object *rel;
+
+        if (!json_object_object_get_ex(o, "release", &rel) || !rel)
+                return 0;
+        if (other)
+                return -EBADMSG;
+        p->release = calloc(1, sizeof(*p->release));
+        if (!p->release)
+                return -ENOMEM;
+        if (!json_object_is_type(rel, json_type_object) ||
+            copy_str(rel, "vf", false, p->release->vf, sizeof(p->release->vf)) < 0 ||
+            svff_json_get_unsigned(rel, "index", &p->release->index) < 0 ||
+            copy_str(rel, "driver", true, p->release->driver, sizeof(p->release->driver)) < 0 ||
+            svff_json_get_bool(rel, "class_state", &p->release->class_state) < 0 ||
+            release_check(p) < 0)
+                return -EBADMSG;
+        return 0;
+}
+
 int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **ret) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
         struct json_object *items, *ids = NULL;
@@ -550,6 +660,9 @@ int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **
         }
         if (p->init && (image || p->n_items > 0))
                 return -EBADMSG;
+        r = release_from_json(o, p, image || provision);
+        if (r < 0)
+                return r;
         r = plan_restep(p, provision, image, ids);
         if (r < 0)
                 return r == -EINVAL ? -EBADMSG : r;
@@ -576,7 +689,12 @@ static const char *guest_display(const char *ga, const char *none, char buf[stat
 void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
         char ga[SVFF_PCI_ADDR_STRLEN];
 
-        if (p->init)
+        if (p->release)
+                fprintf(f, "Release VF %s (VF %u of PF %s, which keeps its %u VF%s): %s%s.\n", p->release->vf,
+                        p->release->index, p->pf, p->from, p->from == 1 ? "" : "s",
+                        *p->release->driver ? "back to " : "re-probed: the kernel's choice of driver",
+                        p->release->driver);
+        else if (p->init)
                 fprintf(f, "Init PF %s: %u -> %u VFs%s, VFs bound to %s.\n", p->pf, p->from, p->to,
                         p->from == p->to ? " (the count stays: no write)" : "", p->driver);
         else if (p->image)
@@ -586,7 +704,7 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
         else
                 fprintf(f, "Reconfigure PF %s: %u -> %u VFs (mode %s%s), VFs rebound to %s.\n", p->pf, p->from,
                         p->to, svff_reconf_mode_to_string(p->mode), p->force ? ", --force" : "", p->driver);
-        if (p->init)
+        if (p->init || (p->release && p->n_items == 0))
                 ;       /* it takes no VF from a domain */
         else if (p->n_items == 0)
                 fprintf(f, "\nNo VF of this PF is assigned.\n");
@@ -603,7 +721,8 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                                               : "survives: stays paused with its reservation";
                                 break;
                         case SVFF_RECONF_RELEASED:
-                                why = "RELEASED (--force): detached for good, the VF no longer exists";
+                                why = p->release ? "RELEASED (--force): detached for good, the VF stays"
+                                                 : "RELEASED (--force): detached for good, the VF no longer exists";
                                 break;
                         case SVFF_RECONF_REFUSED:
                                 why = "REFUSED: the VF index is not below the new count (--force releases it)";
@@ -670,7 +789,20 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                         fprintf(f, "drop the assignment of VF %s to domain '%s'\n", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_COMMIT:
-                        fprintf(f, "record the new state and clear the journal\n");
+                        if (p->release)
+                                fprintf(f, "drop the VF's record; the operator owns PF %s's count\n", p->pf);
+                        else
+                                fprintf(f, "record the new state and clear the journal\n");
+                        break;
+                case SVFF_RECONF_DO_RELEASE_CLASS:
+                        fprintf(f, "undo what the PF's device class set up on VF %u, for the next owner\n",
+                                s->numvfs);
+                        break;
+                case SVFF_RECONF_DO_RESTORE_DRIVER:
+                        fprintf(f, "bind VF %s back to %s\n", p->release->vf, p->release->driver);
+                        break;
+                case SVFF_RECONF_DO_REPROBE:
+                        fprintf(f, "clear VF %s's driver_override and re-probe it\n", p->release->vf);
                         break;
                 case SVFF_RECONF_DO_REMOVE_PF:
                         fprintf(f, "remove PF %s from the bus\n", p->pf);
@@ -703,7 +835,7 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                         break;
                 }
         }
-        if (!p->init)
+        if (!p->init && !p->release)
                 fprintf(f, "\nQuiesce steps run in parallel across domains, one at a time within a domain.\n");
 }
 

@@ -29,6 +29,14 @@
  *                forget                     one per released assignment
  *       commit   commit                     store updated, journal cleared
  *
+ * A release's plan (svff_reconf_plan_new_release) takes one VF out of
+ * svff's hands, and the count stays:
+ *       quiesce  release                    its assignment, with --force
+ *       commit   commit                     its record dropped first
+ *       release  release_class              what its device class set up
+ *                restore_driver | reprobe   its driver before svff, or
+ *                                           the kernel's choice
+ *
  * A plan is executable only when nothing is refused or blocked. The
  * JSON form (svff_reconf_plan_to_json) is what the journal stores, what
  * `svffctl reconf --dry-run --json` prints and what the executor's step
@@ -65,6 +73,7 @@ enum svff_reconf_phase {
         SVFF_RECONF_PHASE_BIND,
         SVFF_RECONF_PHASE_RESTORE,
         SVFF_RECONF_PHASE_COMMIT,
+        SVFF_RECONF_PHASE_RELEASE,
         _SVFF_RECONF_PHASE_MAX,
 };
 
@@ -84,6 +93,9 @@ enum svff_reconf_action {
         SVFF_RECONF_DO_CHECK_IDENTITY,
         SVFF_RECONF_DO_BIND_PF,
         SVFF_RECONF_DO_PROVISION,
+        SVFF_RECONF_DO_RELEASE_CLASS,
+        SVFF_RECONF_DO_RESTORE_DRIVER,
+        SVFF_RECONF_DO_REPROBE,
         _SVFF_RECONF_DO_MAX,
 };
 
@@ -103,6 +115,14 @@ struct svff_reconf_step {
                                  * provision: the VF's index */
 };
 
+/* The VF a release takes out of svff's hands. */
+struct svff_reconf_release {
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        unsigned index;
+        char driver[SVFF_RECONF_DRIVER_MAX];    /* its driver before svff; "": re-probed */
+        bool class_state;                       /* its device class undoes what it set up */
+};
+
 struct svff_reconf_plan {
         char pf[SVFF_PCI_ADDR_STRLEN];
         unsigned from, to;
@@ -114,6 +134,7 @@ struct svff_reconf_plan {
         bool provision;                   /* the PF's device class provisions each new VF */
         char *image;                      /* a reprogram's image, NULL for a reconf */
         struct json_object *ids;          /* a reprogram's: the IDs the PF may come back as */
+        struct svff_reconf_release *release;    /* a release's, NULL for any other plan */
         struct svff_reconf_item *items;   /* sorted by VF index */
         size_t n_items;
         struct svff_reconf_step *steps;
@@ -144,6 +165,13 @@ int svff_reconf_plan_new(const struct svff_reconf_input *in, unsigned numvfs, en
  * the writes when the count changes, each VF's provision (in->provision),
  * the bind of every VF, the commit. 0, -EINVAL, -ENOMEM. */
 int svff_reconf_plan_new_init(const struct svff_reconf_input *in, unsigned numvfs, struct svff_reconf_plan **ret);
+/* Plans the release of rel->vf, a VF of in->pf, which keeps its count
+ * (in->numvfs; in->driver: the VF's driver now). in->items is empty, or
+ * holds that VF's assignment, which the release takes from its domain
+ * for good (--force: the method refuses one without). 0, -EINVAL,
+ * -ENOMEM. */
+int svff_reconf_plan_new_release(const struct svff_reconf_input *in, const struct svff_reconf_release *rel,
+                                 struct svff_reconf_plan **ret);
 void svff_reconf_plan_free(struct svff_reconf_plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_reconf_plan *, svff_reconf_plan_free);
 
@@ -190,6 +218,7 @@ void svff_reconf_restore_of(const struct svff_reconf_item *it, bool active, enum
  *   { "pf": "0000:01:00.0", "from": 4, "to": 2, "mode": "pause",
  *     "force": false, "driver": "vfio-pci", "provision": false,
  *     "image"?: "...", "ids"?: [ "10ee:903f" ],
+ *     "release"?: { "vf", "index", "driver" (null: re-probed), "class_state" },
  *     "assignments": [ { "vf", "index", "fate", "domain", "uuid",
  *                        "guest_address", "alias", "live", "config",
  *                        "state", "pause_mode" } ],

@@ -58,7 +58,8 @@ static char *steps_string(const struct svff_reconf_plan *p) {
                         free(s);
                         s = n;
                 }
-                if (st->action == SVFF_RECONF_DO_NUMVFS || st->action == SVFF_RECONF_DO_PROVISION) {
+                if (st->action == SVFF_RECONF_DO_NUMVFS || st->action == SVFF_RECONF_DO_PROVISION ||
+                    st->phase == SVFF_RECONF_PHASE_RELEASE) {
                         ck_assert_int_ge(asprintf(&n, "%s=%u", s, st->numvfs), 0);
                         free(s);
                         s = n;
@@ -356,6 +357,110 @@ START_TEST(test_init) {
 }
 END_TEST
 
+START_TEST(test_release) {
+        /* A release's plan: off its domain with --force, the record
+         * dropped before the VF is touched, the class's state undone,
+         * then the driver it had or the kernel's choice. */
+        struct svff_reconf_item in[] = { item("0000:01:00.5", 1, "vm1", U1, SVFF_ASSIGN_ATTACHED) };
+        static const struct {
+                bool assigned, class_state;
+                const char *driver, *steps;
+        } cases[] = {
+                { false, false, "ixgbevf", "commit/commit release/restore_driver=1" },
+                { false, true, "", "commit/commit release/release_class=1 release/reprobe=1" },
+                { true, true, "nvme", "quiesce/release/1 commit/commit release/release_class=1 "
+                                      "release/restore_driver=1" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = in,
+                                                   .n_items = cases[i].assigned };
+                struct svff_reconf_release rel = { .vf = "0000:01:00.5", .index = 1,
+                                                   .class_state = cases[i].class_state };
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL, *q = NULL;
+                _cleanup_(json_object_putp) struct json_object *j = NULL, *k = NULL;
+                _cleanup_free_ char *s = NULL, *a = NULL, *b = NULL;
+
+                snprintf(rel.driver, sizeof(rel.driver), "%s", cases[i].driver);
+                ck_assert_int_eq(svff_reconf_plan_new_release(&input, &rel, &p), 0);
+                ck_assert_uint_eq(p->from, 4);
+                ck_assert_uint_eq(p->to, 4);
+                ck_assert(p->force == cases[i].assigned);
+                ck_assert(svff_reconf_plan_ok(p));
+                s = steps_string(p);
+                ck_assert_str_eq(s, cases[i].steps);
+                ck_assert(svff_reconf_plan_needs_libvirt(p) == cases[i].assigned);
+
+                /* Through JSON and back, the steps with their VF. */
+                j = svff_reconf_plan_to_json(p);
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
+                k = svff_reconf_plan_to_json(q);
+                ck_assert_int_eq(svff_json_format(j, JSON_C_TO_STRING_PLAIN, &a, NULL), 0);
+                ck_assert_int_eq(svff_json_format(k, JSON_C_TO_STRING_PLAIN, &b, NULL), 0);
+                ck_assert_str_eq(a, b);
+                ck_assert(strstr(a, "{\"phase\":\"release\",\"action\":"));
+                ck_assert(strstr(a, "\"vf\":\"0000:01:00.5\",\"index\":1"));
+                if (!*cases[i].driver)
+                        ck_assert(strstr(a, "\"release\":{\"vf\":\"0000:01:00.5\",\"index\":1,\"driver\":null,"));
+        }
+
+        /* What is no release: another VF's assignment, a count change, a
+         * flash, a driver that is no name. */
+        {
+                struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = in,
+                                                   .n_items = 1 };
+                struct svff_reconf_release rel = { .vf = "0000:01:00.4", .index = 0, .driver = "ixgbevf" };
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+                _cleanup_(json_object_putp) struct json_object *j = NULL;
+
+                ck_assert_int_eq(svff_reconf_plan_new_release(&input, &rel, &p), -EINVAL);
+                input.image = "good.bit";
+                input.n_items = 0;
+                ck_assert_int_eq(svff_reconf_plan_new_release(&input, &rel, &p), -EINVAL);
+                input.image = NULL;
+                snprintf(rel.driver, sizeof(rel.driver), "bad drv");
+                ck_assert_int_eq(svff_reconf_plan_new_release(&input, &rel, &p), -EINVAL);
+                ck_assert_ptr_null(p);
+
+                snprintf(rel.driver, sizeof(rel.driver), "ixgbevf");
+                ck_assert_int_eq(svff_reconf_plan_new_release(&input, &rel, &p), 0);
+                j = svff_reconf_plan_to_json(p);
+                svff_reconf_plan_free(TAKE_PTR(p));
+                json_object_object_add(j, "to", json_object_new_int64(2));
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), -EBADMSG);
+                json_object_object_add(j, "to", json_object_new_int64(4));
+                json_object_object_add(j, "image", json_object_new_string("good.bit"));
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), -EBADMSG);
+                ck_assert_ptr_null(p);
+        }
+
+        /* The operator's words. */
+        {
+                struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = in,
+                                                   .n_items = 1 };
+                struct svff_reconf_release rel = { .vf = "0000:01:00.5", .index = 1, .class_state = true };
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+                _cleanup_free_ char *buf = NULL;
+                size_t n = 0;
+                FILE *f;
+
+                ck_assert_int_eq(svff_reconf_plan_new_release(&input, &rel, &p), 0);
+                f = open_memstream(&buf, &n);
+                ck_assert_ptr_nonnull(f);
+                svff_reconf_plan_print(p, f);
+                fclose(f);
+                ck_assert(strstr(buf, "Release VF 0000:01:00.5 (VF 1 of PF 0000:01:00.0, which keeps its 4 VFs): "
+                                      "re-probed: the kernel's choice of driver.\n"));
+                ck_assert(strstr(buf, "RELEASED (--force): detached for good, the VF stays\n"));
+                ck_assert(strstr(buf, "   1. [quiesce] detach VF 0000:01:00.5 from domain 'vm1' for good (--force)\n"));
+                ck_assert(strstr(buf, "   2. [commit] drop the VF's record; the operator owns PF 0000:01:00.0's count\n"));
+                ck_assert(strstr(buf, "   3. [release] undo what the PF's device class set up on VF 1"));
+                ck_assert(strstr(buf, "   4. [release] clear VF 0000:01:00.5's driver_override and re-probe it\n"));
+                ck_assert(!strstr(buf, "Quiesce steps run in parallel"));
+        }
+}
+END_TEST
+
 /* "Llive Cconfig Fconfig-first Aattach-live Battach-config U(unpause)"
  * of a restore, e.g. "L C F A B" or "U". */
 static const char *restore_string(const struct svff_reconf_item *it, bool active, enum svff_pause_mode mode,
@@ -416,6 +521,7 @@ static Suite *reconf_suite(void) {
         tcase_add_test(tc, test_print);
         tcase_add_test(tc, test_reprogram_and_provision);
         tcase_add_test(tc, test_init);
+        tcase_add_test(tc, test_release);
         tcase_add_test(tc, test_restore_moved);
         suite_add_tcase(s, tc);
         return s;
