@@ -1438,6 +1438,11 @@ static int cmd_release(int argc, char **argv) {
                 return r;
         if (arg_force)
                 json_object_object_add(params, "force", json_object_new_boolean(true));
+        if (arg_dry_run) {
+                _cleanup_json_ struct json_object *p = params;
+
+                return dry_run_call("io.svff.Release", p, "release");
+        }
         return call_and_print("io.svff.Release", params, true, print_released, NULL);
 }
 
@@ -1734,11 +1739,13 @@ static const struct command commands[] = {
           "refusals, and changes nothing. Needs root or the admin group.", cmd_init, .has_driver = true,
           .has_policy = true, .has_dry_run = true },
         { "release", "Give a VF back to the host, svff no longer managing it",
-          "release VF [--force] [--json]",
+          "release VF [--force] [--dry-run] [--json]",
           "Give VF back to its original driver (the one it had before svff bound it),\n"
           "and forget it. A VF assigned to a domain is refused (the domain could not\n"
           "start without it): detach it first, or use --force, which detaches it from\n"
-          "its domain (as 'svffctl detach' does) first. Needs root or the admin group.", cmd_release, .has_force = true },
+          "its domain (as 'svffctl detach' does) first. --dry-run prints the plan after\n"
+          "the same refusals, and changes nothing. Needs root or the admin group.", cmd_release,
+          .has_force = true, .has_dry_run = true },
         { "monitor", "Follow svffd's events as they happen",
           "monitor [--no-reconnect] [--utc] [--json]",
           "Print svffd's events as they happen, one per line (--json: one JSON object\n"

@@ -1096,6 +1096,7 @@ struct release_op {
         char *driver;   /* recorded target driver */
         char *domain;   /* force: the domain it was detached from first */
         struct json_object *class_state;  /* as recorded: what the class's release undoes */
+        struct svff_reconf_plan *plan;    /* its steps, as the dry run prints them */
         /* Before the release's commit: the VF's record and the PF's
          * owner (NULL: it had none), put back when it does not happen. */
         struct json_object *vf_rec, *prev_owner;
@@ -1111,6 +1112,7 @@ static void release_op_free(struct release_op *ro) {
         free(ro->driver);
         free(ro->domain);
         json_object_put(ro->class_state);
+        svff_reconf_plan_free(ro->plan);
         json_object_put(ro->vf_rec);
         json_object_put(ro->prev_owner);
         svff_error_free(&ro->err);
@@ -1217,20 +1219,29 @@ finish:
         release_op_free(ro);
 }
 
+/* The plan's steps on the device, in order (its detach and commit ran
+ * before): what the class set up goes first, while the VF still exists
+ * as svff left it, so the next owner gets no namespace of this one. */
 static void release_run(void *userdata) {
         struct release_op *ro = userdata;
 
-        /* What the class set up goes first, while the VF still exists
-         * as svff left it: the next owner gets no namespace of this one. */
         ro->r = 0;
-        if (ro->class_state)
-                ro->r = classes_release_sync(ro->ctx, ro->pf, ro->index, ro->class_state, &ro->err);
-        if (ro->r >= 0 && ro->orig)
-                ro->r = svff_dev_restore(ro->ctx, ro->vf, ro->orig, &ro->err);
-        else if (ro->r >= 0)
-                /* svff made it, or found it unbound: the kernel's choice,
-                 * not an unbound device no one can use */
-                ro->r = svff_dev_reprobe(ro->ctx, ro->vf, &ro->now, &ro->err);
+        for (size_t i = 0; ro->r >= 0 && i < ro->plan->n_steps; i++)
+                switch (ro->plan->steps[i].action) {
+                case SVFF_RECONF_DO_RELEASE_CLASS:
+                        ro->r = classes_release_sync(ro->ctx, ro->pf, ro->index, ro->class_state, &ro->err);
+                        break;
+                case SVFF_RECONF_DO_RESTORE_DRIVER:
+                        ro->r = svff_dev_restore(ro->ctx, ro->vf, ro->plan->release->driver, &ro->err);
+                        break;
+                case SVFF_RECONF_DO_REPROBE:
+                        /* svff made it, or found it unbound: the kernel's
+                         * choice, not an unbound device no one can use */
+                        ro->r = svff_dev_reprobe(ro->ctx, ro->vf, &ro->now, &ro->err);
+                        break;
+                default:
+                        break;
+                }
         (void) worker_pool_post(ro->pool, release_done, ro);
 }
 
@@ -1306,18 +1317,56 @@ static void release_detached(struct manager *m, const char *vf, int r, const cha
 struct release_params {
         char vf[SVFF_PCI_ADDR_STRLEN];
         bool force;             /* null is false, as for Reconf */
+        bool dry_run;
 };
 
 static const struct param release_params[] = {
         { "vf", PARAM_ADDRESS, true, offsetof(struct release_params, vf) },
         { "force", PARAM_BOOL, false, offsetof(struct release_params, force), 0, "true or false" },
+        { "dry_run", PARAM_BOOL, false, offsetof(struct release_params, dry_run), 0, "true or false" },
         PARAM_END
 };
+
+/* The release of vf (VF index of pf, on driver now, orig before svff,
+ * NULL for none), from its domain first when a is given. */
+static int release_plan(struct manager *m, const char *vf, const char *pf, unsigned index, const char *driver,
+                        const char *orig, const struct svff_assignment *a, struct svff_reconf_plan **ret) {
+        struct svff_reconf_item it = { .index = index };
+        struct svff_reconf_release rel = { .index = index, .class_state = classes_vf_state(m, vf) != NULL };
+        struct svff_reconf_input in = { .pf = pf, .driver = driver, .items = &it, .n_items = a ? 1 : 0 };
+
+        (void) svff_store_get_pf(m->store, pf, &in.numvfs, NULL);
+        snprintf(it.vf, sizeof(it.vf), "%s", vf);
+        if (a)
+                it.a = *a;
+        snprintf(rel.vf, sizeof(rel.vf), "%s", vf);
+        if (orig && strlen(orig) >= sizeof(rel.driver))
+                return -EINVAL;
+        snprintf(rel.driver, sizeof(rel.driver), "%s", orig ?: "");
+        return svff_reconf_plan_new_release(&in, &rel, ret);
+}
+
+/* What the release would do, once its refusals are past. */
+static void release_dry_run(struct call *call, const char *vf, const struct svff_reconf_plan *plan) {
+        struct json_object *reply = json_object_new_object();
+
+        if (!reply) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        json_object_object_add(reply, "vf", json_object_new_string(vf));
+        json_object_object_add(reply, "dry_run", json_object_new_boolean(true));
+        json_object_object_add(reply, "executable", json_object_new_boolean(true));
+        json_object_object_add(reply, "plan", svff_reconf_plan_to_json(plan));
+        call_reply(call, reply);
+        json_object_put(reply);
+}
 
 void method_release(struct manager *m, struct call *call) {
         struct release_params in = {};
         const char *vf = in.vf;
         const char *pf = NULL, *orig = NULL, *driver = NULL;
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
         struct svff_assignment a;
         struct json_object *rec;
         struct operation *op;
@@ -1370,11 +1419,25 @@ void method_release(struct manager *m, struct call *call) {
         (void) svff_json_get_unsigned(rec, "index", &index);
         (void) svff_json_get_string(rec, "driver", &driver);
 
+        r = release_plan(m, vf, pf, index, driver ?: m->config.vf_driver, orig, assigned > 0 ? &a : NULL, &plan);
+        if (r < 0) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, "device", vf,
+                            "Planning the release of VF %s failed: %s; nothing was changed.", vf,
+                            r == -EINVAL ? "its record in svff's store does not make a plan (driver names, "
+                                           "its assignment)" : strerror(-r));
+                return;
+        }
+        if (in.dry_run) {
+                release_dry_run(call, vf, plan);
+                return;
+        }
+
         ro = calloc(1, sizeof(*ro));
         if (!ro) {
                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return;
         }
+        ro->plan = TAKE_PTR(plan);
         ro->pool = m->ops_pool;
         ro->ctx = svff_ctx_ref(m->ctx);
         snprintf(ro->vf, sizeof(ro->vf), "%s", vf);

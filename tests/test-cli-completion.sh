@@ -134,7 +134,7 @@ for spec in "list:--output -o --timeout --json --socket --help" \
             "init:--driver --timeout --json" \
             "reconf:--mode --dry-run --force --cycle --timeout --reprogram" \
             "reprogram:--numvfs --mode --dry-run --force --timeout" \
-            "release:--timeout --json" \
+            "release:--timeout --force --dry-run --json" \
             "monitor:--no-reconnect --json" \
             "attach:--pf --live --config --guest-address --timeout" \
             "detach:--timeout" "pause:--timeout" "unpause:--timeout" \
@@ -146,7 +146,7 @@ for spec in "list:--output -o --timeout --json --socket --help" \
         done
 done
 # And what a command's --help names, the completion offers.
-for c in list status init reconf reprogram attach monitor; do
+for c in list status init reconf reprogram release attach monitor; do
         type_keys "svffctl $c -" Tab Tab Tab
         expect_screen "$c offers --json" "(^| )--json( |\$)"
         for o in $(ctl $c --help | sed -n '/^Options:/,/^$/p' | grep -o -- '--[a-z-]*' | sort -u); do

@@ -122,6 +122,15 @@ expect_eq "$(tail -n +"$((lines + 1))" "$T/svffd.log" | grep -c "nvme class prov
 
 # ---- release: the class's release, then the record goes ----
 vf0=$(sys_vf "$PF" 0)
+# Its dry run plans that order, and leaves the device and the store alone.
+cp "$STATE/store.json" "$T/store.before"
+ctl release "$vf0" --dry-run --json >"$T/release-dry.json" 2>&1 ||
+        fail "release --dry-run $vf0: $(cat "$T/release-dry.json")"
+expect_eq "$(jget '" ".join(s["action"] for s in d["plan"]["steps"]) + " " + str(d["plan"]["release"]["class_state"])' \
+        <"$T/release-dry.json")" "commit release_class reprobe True" "the planned steps of VF 0's release"
+cmp -s "$STATE/store.json" "$T/store.before" || fail "release --dry-run changed the store"
+expect_eq "$(awk '$1 == "sc" && $2 == 1 { print $3 }' "$SVFF_TEST_NVME_STANDIN_DUMP/$PF")" "online" \
+        "VF 0's secondary controller after the release's dry run"
 ctl release "$vf0" >"$T/release.out" 2>&1 || fail "release $vf0: $(cat "$T/release.out")"
 grep -q "\"$vf0\"" "$STATE/store.json" && fail "VF 0's record survived its release"
 expect_eq "$(awk '$1 == "sc" && $2 == 1 { print $3 " " $4 " " $5 }' "$SVFF_TEST_NVME_STANDIN_DUMP/$PF")" "offline 0 0" \

@@ -32,6 +32,31 @@ rc=0
 varlink_call io.svff.Release "{\"vf\": \"$VF0\", \"force\": 1}" > "$T/out" || rc=$?
 grep -q '"org.varlink.service.InvalidParameter"' "$T/out" || fail "force that is not a bool: $(cat "$T/out")"
 
+# The dry run: refused as the release is; with --force, the plan, and
+# nothing changed (the VF's driver, its record, the domain's definition).
+rc=0
+ctl release "$VF0" --dry-run > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "dry run of the release of an assigned VF"
+grep -q "VF $VF0 is assigned to domain 'vm1'" "$T/err" || fail "dry run's refusal: $(cat "$T/err")"
+cp "$STATE/store.json" "$T/store.before"
+ctl release --force --dry-run "$VF0" --json > "$T/dry.json" || fail "release --force --dry-run: $(cat "$T/dry.json")"
+expect_eq "$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["plan"]
+print(d["dry_run"], d["executable"], p["pf"], p["from"] == p["to"], p["release"]["vf"], p["release"]["driver"],
+      p["assignments"][0]["fate"], " ".join(s["phase"] + "/" + s["action"] for s in p["steps"]))
+' "$T/dry.json")" "True True $PF True $VF0 None released quiesce/release commit/commit release/release_class release/reprobe" \
+        "release --force --dry-run --json"
+ctl release --force --dry-run "$VF0" > "$T/out" || fail "release --force --dry-run: $(cat "$T/out")"
+grep -q "^Release VF $VF0 (VF 0 of PF $PF, which keeps its 2 VFs): re-probed" "$T/out" &&
+grep -q "1. \[quiesce\] detach VF $VF0 from domain 'vm1' for good (--force)" "$T/out" &&
+grep -q "4. \[release\] clear VF $VF0's driver_override and re-probe it" "$T/out" ||
+        fail "the printed plan: $(cat "$T/out")"
+expect_eq "$(sys_driver "$VF0")" vfio-pci "VF0's driver after the dry run"
+cmp -s "$STATE/store.json" "$T/store.before" || fail "the dry run changed the store"
+expect_eq "$(ctl list --json | jget "$asg['domain']")" vm1 "assignment after the dry run"
+
 # --force: detached through the Detach path, then released.
 ctl release --force "$VF0" > "$T/out" 2> "$T/err" || fail "release --force: $(cat "$T/out" "$T/err")"
 grep -q "VF $VF0 detached from domain 'vm1'" "$T/out" || fail "release --force output: $(cat "$T/out")"

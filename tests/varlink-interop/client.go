@@ -118,7 +118,9 @@ func main() {
 	}
 	out["init"] = map[string]interface{}{"numvfs": numvfs, "vfs": initVfs}
 
-	gotVf, driver, reprobed, _, err := iosvff.Release().Call(ctx, c, vf, nil)
+	// The reply's vf, driver, reprobed, detached_from, then the dry
+	// run's dry_run, executable and plan.
+	gotVf, driver, reprobed, _, _, _, _, err := iosvff.Release().Call(ctx, c, vf, nil, nil)
 	if err != nil {
 		die("Release", err)
 	}
