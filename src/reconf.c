@@ -29,6 +29,7 @@ static const char *const phase_names[] = {
         [SVFF_RECONF_PHASE_RESTORE] = "restore",
         [SVFF_RECONF_PHASE_COMMIT] = "commit",
         [SVFF_RECONF_PHASE_RELEASE] = "release",
+        [SVFF_RECONF_PHASE_DOMAIN] = "domain",
 };
 
 static const char *const action_names[] = {
@@ -50,6 +51,15 @@ static const char *const action_names[] = {
         [SVFF_RECONF_DO_RELEASE_CLASS] = "release_class",
         [SVFF_RECONF_DO_RESTORE_DRIVER] = "restore_driver",
         [SVFF_RECONF_DO_REPROBE] = "reprobe",
+        [SVFF_RECONF_DO_JOURNAL] = "journal",
+        [SVFF_RECONF_DO_ATTACH] = "attach",
+};
+
+static const char *const change_names[] = {
+        [SVFF_CHANGE_ATTACH] = "attach",
+        [SVFF_CHANGE_DETACH] = "detach",
+        [SVFF_CHANGE_PAUSE] = "pause",
+        [SVFF_CHANGE_UNPAUSE] = "unpause",
 };
 
 static int lookup(const char *const *names, size_t n, const char *s) {
@@ -79,6 +89,10 @@ const char *svff_reconf_action_to_string(enum svff_reconf_action a) {
         return (size_t) a < ELEMENTSOF(action_names) ? action_names[a] : NULL;
 }
 
+const char *svff_reconf_change_to_string(enum svff_reconf_change_kind k) {
+        return (size_t) k < ELEMENTSOF(change_names) ? change_names[k] : NULL;
+}
+
 void svff_reconf_plan_free(struct svff_reconf_plan *p) {
         if (!p)
                 return;
@@ -87,6 +101,7 @@ void svff_reconf_plan_free(struct svff_reconf_plan *p) {
         free(p->image);
         json_object_put(p->ids);
         free(p->release);
+        free(p->change);
         free(p);
 }
 
@@ -151,6 +166,51 @@ static int release_steps(struct svff_reconf_plan *p, size_t *alloc) {
         return r;
 }
 
+/* A change of one assignment: journaled first, as every such change is;
+ * the VF set up before a domain gets it, and handed back to the pool's
+ * settings once the domain let it go. */
+static int change_steps(struct svff_reconf_plan *p, size_t *alloc) {
+        const struct svff_reconf_change *c = p->change;
+        const struct svff_reconf_item *it = &p->items[0];
+        bool gets = c->kind == SVFF_CHANGE_ATTACH || c->kind == SVFF_CHANGE_UNPAUSE;
+        enum svff_reconf_action a;
+        int r;
+
+        switch (c->kind) {
+        case SVFF_CHANGE_ATTACH:
+                a = SVFF_RECONF_DO_ATTACH;
+                break;
+        case SVFF_CHANGE_DETACH:
+                a = SVFF_RECONF_DO_DETACH;
+                break;
+        case SVFF_CHANGE_PAUSE:
+                a = SVFF_RECONF_DO_PAUSE;
+                break;
+        default:
+                a = it->a.pause_mode == SVFF_PAUSE_NATIVE ? SVFF_RECONF_DO_UNPAUSE : SVFF_RECONF_DO_REATTACH;
+                break;
+        }
+        /* An attach checks the VF's driver first; an unpause sets the
+         * class state up again first, and binds only to re-attach. */
+        r = add_step(p, alloc, SVFF_RECONF_PHASE_COMMIT, SVFF_RECONF_DO_JOURNAL, 0, 0);
+        if (r >= 0 && c->kind == SVFF_CHANGE_ATTACH && c->bind)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_BIND, SVFF_RECONF_DO_BIND, 0, 1);
+        if (r >= 0 && gets && c->class_state)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_PROVISION, SVFF_RECONF_DO_PROVISION, 0, it->index);
+        if (r >= 0 && c->kind == SVFF_CHANGE_UNPAUSE && c->bind && a == SVFF_RECONF_DO_REATTACH)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_BIND, SVFF_RECONF_DO_BIND, 0, 1);
+        if (r >= 0)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_DOMAIN, a, 0, 0);
+        if (r >= 0 && c->kind == SVFF_CHANGE_DETACH && c->class_state) {
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_RELEASE, SVFF_RECONF_DO_RELEASE_CLASS, 0, it->index);
+                if (r >= 0)
+                        r = add_step(p, alloc, SVFF_RECONF_PHASE_PROVISION, SVFF_RECONF_DO_PROVISION, 0, it->index);
+        }
+        if (r >= 0)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_COMMIT, SVFF_RECONF_DO_COMMIT, 0, 0);
+        return r;
+}
+
 /* The steps follow from the items alone, so from_json can rebuild them
  * and a journal cannot carry steps that disagree with its items. */
 static int plan_steps(struct svff_reconf_plan *p) {
@@ -175,6 +235,8 @@ static int plan_steps(struct svff_reconf_plan *p) {
                 return 0;  /* nothing will run: no steps to show */
         if (p->release)
                 return release_steps(p, &alloc);
+        if (p->change)
+                return change_steps(p, &alloc);
 
         for (size_t i = 0; i < p->n_items; i++) {
                 const struct svff_reconf_item *it = &p->items[i];
@@ -416,6 +478,48 @@ int svff_reconf_plan_new_release(const struct svff_reconf_input *in, const struc
         return 0;
 }
 
+/* One assignment, in the state the change starts from. */
+static int change_check(const struct svff_reconf_plan *p) {
+        const struct svff_reconf_change *c = p->change;
+        const struct svff_reconf_item *it = p->n_items == 1 ? &p->items[0] : NULL;
+
+        if (!it || !svff_reconf_change_to_string(c->kind) || p->from != p->to || p->init || p->image ||
+            p->provision || p->release ||
+            it->fate != (c->kind == SVFF_CHANGE_DETACH ? SVFF_RECONF_RELEASED : SVFF_RECONF_SURVIVES) ||
+            (c->bind && c->kind != SVFF_CHANGE_ATTACH && c->kind != SVFF_CHANGE_UNPAUSE) ||
+            (c->kind == SVFF_CHANGE_ATTACH && it->a.state != SVFF_ASSIGN_ATTACHED) ||
+            (c->kind == SVFF_CHANGE_PAUSE && it->a.state != SVFF_ASSIGN_ATTACHED) ||
+            (c->kind == SVFF_CHANGE_UNPAUSE && it->a.state != SVFF_ASSIGN_PAUSED))
+                return -EINVAL;
+        return 0;
+}
+
+int svff_reconf_plan_new_change(const struct svff_reconf_input *in, const struct svff_reconf_change *c,
+                                struct svff_reconf_plan **ret) {
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+        int r;
+
+        if (!in || !c || !ret || in->image || in->provision || in->n_items != 1)
+                return -EINVAL;
+        r = svff_reconf_plan_new(in, in->numvfs, SVFF_RECONF_PAUSE, false, &p);
+        if (r < 0)
+                return r;
+        p->change = malloc(sizeof(*p->change));
+        if (!p->change)
+                return -ENOMEM;
+        *p->change = *c;
+        /* The assignment stays, but for a detach, which ends it. */
+        p->items[0].fate = c->kind == SVFF_CHANGE_DETACH ? SVFF_RECONF_RELEASED : SVFF_RECONF_SURVIVES;
+        p->force = false;
+        if (change_check(p) < 0)
+                return -EINVAL;
+        r = plan_restep(p, false, NULL, NULL);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
 /* ---- JSON ---- */
 
 static void add_str(struct json_object *o, const char *key, const char *v) {
@@ -462,7 +566,10 @@ struct json_object *svff_reconf_step_to_json(const struct svff_reconf_plan *p, c
                 add_str(o, "vf", it->vf);
                 add_str(o, "domain", it->a.domain);
                 add_str(o, "uuid", it->a.uuid);
-                if (s->phase == SVFF_RECONF_PHASE_RESTORE && s->action != SVFF_RECONF_DO_FORGET) {
+                if ((s->phase == SVFF_RECONF_PHASE_RESTORE && s->action != SVFF_RECONF_DO_FORGET) ||
+                    (s->phase == SVFF_RECONF_PHASE_DOMAIN &&
+                     (s->action == SVFF_RECONF_DO_ATTACH || s->action == SVFF_RECONF_DO_UNPAUSE ||
+                      s->action == SVFF_RECONF_DO_REATTACH))) {
                         add_str(o, "guest_address", it->a.guest_address);
                         add_str(o, "alias", it->a.alias);
                 }
@@ -473,10 +580,11 @@ struct json_object *svff_reconf_step_to_json(const struct svff_reconf_plan *p, c
                 json_object_object_add(o, "index", json_object_new_int64(s->numvfs));
         if (s->action == SVFF_RECONF_DO_BIND)
                 add_str(o, "driver", p->driver);
-        if (s->phase == SVFF_RECONF_PHASE_RELEASE && p->release) {
-                add_str(o, "vf", p->release->vf);
+        if (s->phase == SVFF_RECONF_PHASE_RELEASE) {
+                if (p->release)
+                        add_str(o, "vf", p->release->vf);
                 json_object_object_add(o, "index", json_object_new_int64(s->numvfs));
-                if (s->action == SVFF_RECONF_DO_RESTORE_DRIVER)
+                if (s->action == SVFF_RECONF_DO_RESTORE_DRIVER && p->release)
                         add_str(o, "driver", p->release->driver);
         }
         return o;
@@ -522,6 +630,20 @@ struct json_object *svff_reconf_plan_to_json(const struct svff_reconf_plan *p) {
                 add_str(rel, "driver", p->release->driver);
                 json_object_object_add(rel, "class_state", json_object_new_boolean(p->release->class_state));
                 json_object_object_add(o, "release", rel);
+        }
+        if (p->change) {
+                struct json_object *c = json_object_new_object();
+
+                if (!c) {
+                        json_object_put(items);
+                        json_object_put(steps);
+                        json_object_put(o);
+                        return NULL;
+                }
+                add_str(c, "kind", svff_reconf_change_to_string(p->change->kind));
+                json_object_object_add(c, "bind", json_object_new_boolean(p->change->bind));
+                json_object_object_add(c, "class_state", json_object_new_boolean(p->change->class_state));
+                json_object_object_add(o, "change", c);
         }
         json_object_object_add(o, "assignments", items);
         json_object_object_add(o, "steps", steps);
@@ -619,6 +741,29 @@ static int release_from_json(struct json_object *o, struct svff_reconf_plan *p, 
         return 0;
 }
 
+static int change_from_json(struct json_object *o, struct svff_reconf_plan *p, bool other) {
+        struct json_object *c;
+        const char *kind = NULL;
+        int v;
+
+        if (!json_object_object_get_ex(o, "change", &c) || !c)
+                return 0;
+        if (other)
+                return -EBADMSG;
+        p->change = calloc(1, sizeof(*p->change));
+        if (!p->change)
+                return -ENOMEM;
+        if (!json_object_is_type(c, json_type_object) || svff_json_get_string(c, "kind", &kind) < 0 ||
+            (v = lookup(change_names, ELEMENTSOF(change_names), kind)) < 0 ||
+            svff_json_get_bool(c, "bind", &p->change->bind) < 0 ||
+            svff_json_get_bool(c, "class_state", &p->change->class_state) < 0)
+                return -EBADMSG;
+        p->change->kind = (enum svff_reconf_change_kind) v;
+        if (change_check(p) < 0)
+                return -EBADMSG;
+        return 0;
+}
+
 int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **ret) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
         struct json_object *items, *ids = NULL;
@@ -661,6 +806,8 @@ int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **
         if (p->init && (image || p->n_items > 0))
                 return -EBADMSG;
         r = release_from_json(o, p, image || provision);
+        if (r >= 0)
+                r = change_from_json(o, p, image || provision);
         if (r < 0)
                 return r;
         r = plan_restep(p, provision, image, ids);
@@ -686,10 +833,42 @@ static const char *guest_display(const char *ga, const char *none, char buf[stat
         return buf;
 }
 
+static void change_print_head(const struct svff_reconf_plan *p, FILE *f) {
+        const struct svff_reconf_item *it = &p->items[0];
+        char ga[SVFF_PCI_ADDR_STRLEN];
+        const char *defs = it->a.live && it->a.config ? "live and persistent definitions"
+                           : it->a.live           ? "live definition"
+                                                  : "persistent definition";
+
+        switch (p->change->kind) {
+        case SVFF_CHANGE_ATTACH:
+                fprintf(f, "Attach VF %s (VF %u of PF %s) to domain '%s' (%s), its %s, at guest address %s, "
+                           "alias %s.\n", it->vf, it->index, p->pf, it->a.domain, it->a.uuid, defs,
+                        guest_display(it->a.guest_address, "libvirt's choice", ga), it->a.alias);
+                break;
+        case SVFF_CHANGE_DETACH:
+                fprintf(f, "Detach VF %s (VF %u of PF %s) from domain '%s' (%s) for good: its %s, and the "
+                           "assignment ends.\n", it->vf, it->index, p->pf, it->a.domain, it->a.uuid, defs);
+                break;
+        case SVFF_CHANGE_PAUSE:
+                fprintf(f, "Pause VF %s (VF %u of PF %s) in domain '%s' (%s): the assignment, its guest address "
+                           "%s and alias %s stay.\n", it->vf, it->index, p->pf, it->a.domain, it->a.uuid,
+                        guest_display(it->a.guest_address, "(none yet)", ga), it->a.alias);
+                break;
+        default:
+                fprintf(f, "Unpause VF %s (VF %u of PF %s) in domain '%s' (%s), paused %s.\n", it->vf, it->index,
+                        p->pf, it->a.domain, it->a.uuid,
+                        it->a.pause_mode == SVFF_PAUSE_NATIVE ? "natively" : "by a detach with its address reserved");
+                break;
+        }
+}
+
 void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
         char ga[SVFF_PCI_ADDR_STRLEN];
 
-        if (p->release)
+        if (p->change)
+                change_print_head(p, f);
+        else if (p->release)
                 fprintf(f, "Release VF %s (VF %u of PF %s, which keeps its %u VF%s): %s%s.\n", p->release->vf,
                         p->release->index, p->pf, p->from, p->from == 1 ? "" : "s",
                         *p->release->driver ? "back to " : "re-probed: the kernel's choice of driver",
@@ -704,8 +883,8 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
         else
                 fprintf(f, "Reconfigure PF %s: %u -> %u VFs (mode %s%s), VFs rebound to %s.\n", p->pf, p->from,
                         p->to, svff_reconf_mode_to_string(p->mode), p->force ? ", --force" : "", p->driver);
-        if (p->init || (p->release && p->n_items == 0))
-                ;       /* it takes no VF from a domain */
+        if (p->init || p->change || (p->release && p->n_items == 0))
+                ;       /* no VF taken from a domain, or said above */
         else if (p->n_items == 0)
                 fprintf(f, "\nNo VF of this PF is assigned.\n");
         else {
@@ -766,8 +945,20 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                                    "with its address reserved)\n", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_DETACH:
-                        fprintf(f, "detach VF %s from domain '%s', keeping its address and alias (from a "
-                                   "running domain, the live device only)\n", it->vf, it->a.domain);
+                        if (p->change)
+                                fprintf(f, "detach VF %s from domain '%s' and wait for the guest to let it go\n",
+                                        it->vf, it->a.domain);
+                        else
+                                fprintf(f, "detach VF %s from domain '%s', keeping its address and alias (from a "
+                                           "running domain, the live device only)\n", it->vf, it->a.domain);
+                        break;
+                case SVFF_RECONF_DO_ATTACH:
+                        fprintf(f, "attach VF %s to domain '%s' as a managed='no' vfio hostdev\n", it->vf,
+                                it->a.domain);
+                        break;
+                case SVFF_RECONF_DO_JOURNAL:
+                        fprintf(f, "journal the %s of VF %s in the store, before libvirt is asked\n",
+                                svff_reconf_change_to_string(p->change->kind), it->vf);
                         break;
                 case SVFF_RECONF_DO_RELEASE:
                         fprintf(f, "detach VF %s from domain '%s' for good (--force)\n", it->vf, it->a.domain);
@@ -776,7 +967,10 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                         fprintf(f, "write sriov_numvfs = %u\n", s->numvfs);
                         break;
                 case SVFF_RECONF_DO_BIND:
-                        fprintf(f, "bind the %u VFs to %s\n", s->numvfs, p->driver);
+                        if (it)
+                                fprintf(f, "bind VF %s to %s, svff's recorded driver for it\n", it->vf, p->driver);
+                        else
+                                fprintf(f, "bind the %u VFs to %s\n", s->numvfs, p->driver);
                         break;
                 case SVFF_RECONF_DO_UNPAUSE:
                 case SVFF_RECONF_DO_REATTACH:
@@ -789,7 +983,10 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                         fprintf(f, "drop the assignment of VF %s to domain '%s'\n", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_COMMIT:
-                        if (p->release)
+                        if (p->change)
+                                fprintf(f, "record the assignment as it is now%s\n",
+                                        p->change->kind == SVFF_CHANGE_DETACH ? ": none" : "");
+                        else if (p->release)
                                 fprintf(f, "drop the VF's record; the operator owns PF %s's count\n", p->pf);
                         else
                                 fprintf(f, "record the new state and clear the journal\n");
@@ -827,15 +1024,26 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                         fprintf(f, "bind PF %s to its driver\n", p->pf);
                         break;
                 case SVFF_RECONF_DO_PROVISION:
-                        fprintf(f, "set up VF %u with the PF's device class: the policy's settings, and its "
-                                   "assignment's own\n", s->numvfs);
+                        if (p->change && p->change->kind == SVFF_CHANGE_DETACH)
+                                fprintf(f, "set up VF %u with the policy's settings only, for the pool\n",
+                                        s->numvfs);
+                        else if (p->change && p->change->kind == SVFF_CHANGE_UNPAUSE)
+                                fprintf(f, "set VF %u up again with its assignment's class state, unless the "
+                                           "device is as recorded\n", s->numvfs);
+                        else if (p->change)
+                                fprintf(f, "hand VF %u over with the PF's device class: what it holds released "
+                                           "unless it is exactly as asked, then the policy's settings and the "
+                                           "assignment's own\n", s->numvfs);
+                        else
+                                fprintf(f, "set up VF %u with the PF's device class: the policy's settings, and its "
+                                           "assignment's own\n", s->numvfs);
                         break;
                 default:
                         fprintf(f, "?\n");
                         break;
                 }
         }
-        if (!p->init && !p->release)
+        if (!p->init && !p->release && !p->change)
                 fprintf(f, "\nQuiesce steps run in parallel across domains, one at a time within a domain.\n");
 }
 

@@ -37,6 +37,18 @@
  *                restore_driver | reprobe   its driver before svff, or
  *                                           the kernel's choice
  *
+ * A change of one assignment (svff_reconf_plan_new_change: attach,
+ * detach, pause, unpause) keeps the count too:
+ *       commit   journal                    the intent, before libvirt
+ *       bind     bind                       attach, unpause: the VF back
+ *                                           on vfio-pci, when it is not
+ *       provision provision                 attach, unpause: the class's
+ *                                           settings; detach: the pool's
+ *       release  release_class              detach: the tenant's state
+ *       domain   attach | detach | pause | unpause | reattach
+ *       commit   commit                     the assignment as it is now
+ * (detach: the domain step comes before the class steps)
+ *
  * A plan is executable only when nothing is refused or blocked. The
  * JSON form (svff_reconf_plan_to_json) is what the journal stores, what
  * `svffctl reconf --dry-run --json` prints and what the executor's step
@@ -74,6 +86,7 @@ enum svff_reconf_phase {
         SVFF_RECONF_PHASE_RESTORE,
         SVFF_RECONF_PHASE_COMMIT,
         SVFF_RECONF_PHASE_RELEASE,
+        SVFF_RECONF_PHASE_DOMAIN,
         _SVFF_RECONF_PHASE_MAX,
 };
 
@@ -96,6 +109,8 @@ enum svff_reconf_action {
         SVFF_RECONF_DO_RELEASE_CLASS,
         SVFF_RECONF_DO_RESTORE_DRIVER,
         SVFF_RECONF_DO_REPROBE,
+        SVFF_RECONF_DO_JOURNAL,
+        SVFF_RECONF_DO_ATTACH,
         _SVFF_RECONF_DO_MAX,
 };
 
@@ -123,6 +138,22 @@ struct svff_reconf_release {
         bool class_state;                       /* its device class undoes what it set up */
 };
 
+/* A change of one assignment: its kind, and what it does besides the
+ * domain step. */
+enum svff_reconf_change_kind {
+        SVFF_CHANGE_ATTACH,
+        SVFF_CHANGE_DETACH,
+        SVFF_CHANGE_PAUSE,
+        SVFF_CHANGE_UNPAUSE,
+        _SVFF_CHANGE_MAX,
+};
+
+struct svff_reconf_change {
+        enum svff_reconf_change_kind kind;
+        bool bind;              /* attach, unpause: the VF goes to vfio-pci first */
+        bool class_state;       /* the VF's device class hands it over */
+};
+
 struct svff_reconf_plan {
         char pf[SVFF_PCI_ADDR_STRLEN];
         unsigned from, to;
@@ -135,6 +166,7 @@ struct svff_reconf_plan {
         char *image;                      /* a reprogram's image, NULL for a reconf */
         struct json_object *ids;          /* a reprogram's: the IDs the PF may come back as */
         struct svff_reconf_release *release;    /* a release's, NULL for any other plan */
+        struct svff_reconf_change *change;      /* an assignment change's, NULL for any other */
         struct svff_reconf_item *items;   /* sorted by VF index */
         size_t n_items;
         struct svff_reconf_step *steps;
@@ -172,6 +204,12 @@ int svff_reconf_plan_new_init(const struct svff_reconf_input *in, unsigned numvf
  * -ENOMEM. */
 int svff_reconf_plan_new_release(const struct svff_reconf_input *in, const struct svff_reconf_release *rel,
                                  struct svff_reconf_plan **ret);
+/* Plans a change of the one assignment in in->items (attach: as it
+ * will be recorded, its domain's UUID known) on in->pf, whose count
+ * stays. Detach, pause, unpause: the assignment as recorded (pause: an
+ * attached one; unpause: a paused one). 0, -EINVAL, -ENOMEM. */
+int svff_reconf_plan_new_change(const struct svff_reconf_input *in, const struct svff_reconf_change *c,
+                                struct svff_reconf_plan **ret);
 void svff_reconf_plan_free(struct svff_reconf_plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_reconf_plan *, svff_reconf_plan_free);
 
@@ -219,6 +257,7 @@ void svff_reconf_restore_of(const struct svff_reconf_item *it, bool active, enum
  *     "force": false, "driver": "vfio-pci", "provision": false,
  *     "image"?: "...", "ids"?: [ "10ee:903f" ],
  *     "release"?: { "vf", "index", "driver" (null: re-probed), "class_state" },
+ *     "change"?: { "kind", "bind", "class_state" },
  *     "assignments": [ { "vf", "index", "fate", "domain", "uuid",
  *                        "guest_address", "alias", "live", "config",
  *                        "state", "pause_mode" } ],
@@ -246,3 +285,4 @@ int svff_reconf_mode_from_string(const char *s);
 const char *svff_reconf_fate_to_string(enum svff_reconf_fate f);
 const char *svff_reconf_phase_to_string(enum svff_reconf_phase p);
 const char *svff_reconf_action_to_string(enum svff_reconf_action a);
+const char *svff_reconf_change_to_string(enum svff_reconf_change_kind k);

@@ -461,6 +461,125 @@ START_TEST(test_release) {
 }
 END_TEST
 
+START_TEST(test_change) {
+        /* A change of one assignment: journaled first, the VF set up
+         * before the domain gets it, handed back once it let it go. */
+        static const struct {
+                enum svff_reconf_change_kind kind;
+                enum svff_assign_state state;
+                enum svff_pause_mode mode;
+                bool bind, class_state;
+                const char *steps;
+        } cases[] = {
+                { SVFF_CHANGE_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, true,
+                  "commit/journal/1 bind/bind/1 provision/provision/1=1 domain/attach/1 commit/commit/1" },
+                { SVFF_CHANGE_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, false,
+                  "commit/journal/1 domain/attach/1 commit/commit/1" },
+                { SVFF_CHANGE_DETACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, true,
+                  "commit/journal/1 domain/detach/1 release/release_class/1=1 provision/provision/1=1 "
+                  "commit/commit/1" },
+                { SVFF_CHANGE_DETACH, SVFF_ASSIGN_DETACHING, SVFF_PAUSE_NONE, false, false,
+                  "commit/journal/1 domain/detach/1 commit/commit/1" },
+                { SVFF_CHANGE_PAUSE, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, true,
+                  "commit/journal/1 domain/pause/1 commit/commit/1" },
+                { SVFF_CHANGE_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, true, true,
+                  "commit/journal/1 provision/provision/1=1 bind/bind/1 domain/reattach/1 commit/commit/1" },
+                { SVFF_CHANGE_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE, true, false,
+                  "commit/journal/1 domain/unpause/1 commit/commit/1" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct svff_reconf_item it = item("0000:01:00.5", 1, "vm1", U1, cases[i].state);
+                struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = &it,
+                                                   .n_items = 1 };
+                struct svff_reconf_change c = { cases[i].kind, cases[i].bind, cases[i].class_state };
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL, *q = NULL;
+                _cleanup_(json_object_putp) struct json_object *j = NULL, *k = NULL;
+                _cleanup_free_ char *s = NULL, *a = NULL, *b = NULL;
+
+                it.a.pause_mode = cases[i].mode;
+                ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), 0);
+                ck_assert_uint_eq(p->from, 4);
+                ck_assert_uint_eq(p->to, 4);
+                s = steps_string(p);
+                ck_assert_str_eq(s, cases[i].steps);
+                ck_assert(svff_reconf_plan_needs_libvirt(p));
+                j = svff_reconf_plan_to_json(p);
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
+                k = svff_reconf_plan_to_json(q);
+                ck_assert_int_eq(svff_json_format(j, JSON_C_TO_STRING_PLAIN, &a, NULL), 0);
+                ck_assert_int_eq(svff_json_format(k, JSON_C_TO_STRING_PLAIN, &b, NULL), 0);
+                ck_assert_str_eq(a, b);
+                ck_assert(strstr(a, "\"change\":{\"kind\":\""));
+        }
+
+        /* A pause of a paused assignment, an unpause of an attached one,
+         * two assignments, a bind on a detach: no change plan. */
+        {
+                struct svff_reconf_item its[] = {
+                        item("0000:01:00.5", 1, "vm1", U1, SVFF_ASSIGN_PAUSED),
+                        item("0000:01:00.6", 2, "vm2", U2, SVFF_ASSIGN_ATTACHED),
+                };
+                struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = its,
+                                                   .n_items = 1 };
+                struct svff_reconf_change c = { SVFF_CHANGE_PAUSE, false, false };
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+                _cleanup_(json_object_putp) struct json_object *j = NULL;
+
+                ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), -EINVAL);
+                input.items = &its[1];
+                c.kind = SVFF_CHANGE_UNPAUSE;
+                ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), -EINVAL);
+                input.items = its;
+                input.n_items = 2;
+                ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), -EINVAL);
+                input.items = &its[1];
+                input.n_items = 1;
+                c = (struct svff_reconf_change) { SVFF_CHANGE_DETACH, true, false };
+                ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), -EINVAL);
+                ck_assert_ptr_null(p);
+
+                c.bind = false;
+                ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), 0);
+                j = svff_reconf_plan_to_json(p);
+                svff_reconf_plan_free(TAKE_PTR(p));
+                json_object_object_add(j, "change", json_tokener_parse("{\"kind\":\"pause\",\"bind\":false,"
+                                                                       "\"class_state\":false}"));
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), -EBADMSG);
+                json_object_object_add(j, "change", json_tokener_parse("{\"kind\":\"hold\",\"bind\":false,"
+                                                                       "\"class_state\":false}"));
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), -EBADMSG);
+                ck_assert_ptr_null(p);
+        }
+
+        /* The operator's words. */
+        {
+                struct svff_reconf_item it = item("0000:01:00.5", 1, "vm1", U1, SVFF_ASSIGN_ATTACHED);
+                struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = &it,
+                                                   .n_items = 1 };
+                struct svff_reconf_change c = { SVFF_CHANGE_DETACH, false, true };
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+                _cleanup_free_ char *buf = NULL;
+                size_t n = 0;
+                FILE *f;
+
+                ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), 0);
+                f = open_memstream(&buf, &n);
+                ck_assert_ptr_nonnull(f);
+                svff_reconf_plan_print(p, f);
+                fclose(f);
+                ck_assert(strstr(buf, "Detach VF 0000:01:00.5 (VF 1 of PF 0000:01:00.0) from domain 'vm1' (" U1
+                                      ") for good: its persistent definition, and the assignment ends.\n"));
+                ck_assert(strstr(buf, "   1. [commit] journal the detach of VF 0000:01:00.5 in the store"));
+                ck_assert(strstr(buf, "   2. [domain] detach VF 0000:01:00.5 from domain 'vm1' and wait"));
+                ck_assert(strstr(buf, "   3. [release] undo what the PF's device class set up on VF 1"));
+                ck_assert(strstr(buf, "   4. [provision] set up VF 1 with the policy's settings only"));
+                ck_assert(strstr(buf, "   5. [commit] record the assignment as it is now: none\n"));
+                ck_assert(!strstr(buf, "Assignments"));
+        }
+}
+END_TEST
+
 /* "Llive Cconfig Fconfig-first Aattach-live Battach-config U(unpause)"
  * of a restore, e.g. "L C F A B" or "U". */
 static const char *restore_string(const struct svff_reconf_item *it, bool active, enum svff_pause_mode mode,
@@ -522,6 +641,7 @@ static Suite *reconf_suite(void) {
         tcase_add_test(tc, test_reprogram_and_provision);
         tcase_add_test(tc, test_init);
         tcase_add_test(tc, test_release);
+        tcase_add_test(tc, test_change);
         tcase_add_test(tc, test_restore_moved);
         suite_add_tcase(s, tc);
         return s;
