@@ -1374,6 +1374,11 @@ static int cmd_attach(int argc, char **argv) {
                 json_object_object_add(params, "failover", json_object_new_string(arg_failover));
         if (arg_class)
                 json_object_object_add(params, "class", json_object_get(arg_class));
+        if (arg_dry_run) {
+                _cleanup_json_ struct json_object *p = params;
+
+                return dry_run_call("io.svff.Attach", p, "attach");
+        }
         return call_and_print("io.svff.Attach", params, true, print_assignment, "attached to");
 }
 
@@ -1401,6 +1406,11 @@ static int vf_call(int argc, char **argv, const char *method, reply_printer_t pr
         r = vf_params(argc, argv, &params);
         if (r != 0)
                 return r;
+        if (arg_dry_run) {
+                _cleanup_json_ struct json_object *p = params;
+
+                return dry_run_call(method, p, argv[0]);
+        }
         return call_and_print(method, params, true, print, userdata);
 }
 
@@ -1452,6 +1462,9 @@ static int cmd_detach(int argc, char **argv) {
         /* --release: off the domain, then given back as release does
          * (the device class undoes its set-up): Release with force. */
         if (arg_release) {
+                if (arg_dry_run)
+                        return usage_error("detach", "--dry-run plans the detach alone: drop --release, or run "
+                                                     "'svffctl release --force --dry-run VF'.");
                 arg_force = true;
                 return cmd_release(argc, argv);
         }
@@ -1755,7 +1768,7 @@ static const struct command commands[] = {
           .has_reconnect = true, .no_timeout = true },
         { "attach", "Assign a VF to a libvirt domain",
           "attach VF|--pf PF DOMAIN [--live] [--config] [--guest-address BB:SS.F] [--namespace NSID]"
-          " [--failover STANDBY]",
+          " [--failover STANDBY] [--dry-run]",
           "Assign VF (or, with --pf, any free VF of PF on vfio-pci) to the libvirt domain\n"
           "DOMAIN (name or UUID) as a managed='no' vfio hostdev. The VF must be on\n"
           "vfio-pci, its IOMMU group viable and used by no other domain. By default the\n"
@@ -1771,23 +1784,27 @@ static const struct command commands[] = {
           "alias (<teaming type='persistent'/>): the VF goes in as <interface\n"
           "type='hostdev'> with the standby's MAC and <teaming type='transient'>, so the\n"
           "guest's traffic stays on the standby while a reconf unplugs the VF.\n"
+          "--dry-run checks all that and prints the plan, changing nothing.\n"
           "Needs root or the admin group.",
-          cmd_attach, .has_attach_options = true },
+          cmd_attach, .has_attach_options = true, .has_dry_run = true },
         { "detach", "Take a VF from its domain, back to the pool",
-          "detach VF [--release]",
+          "detach VF [--release] [--dry-run]",
           "Remove VF from its domain, waiting for the guest to let go of it (svffd's\n"
           "detach_timeout_sec). If the guest does not, the VF stays 'detaching' and the\n"
           "command fails; run it again later. --release then runs 'svffctl release' on\n"
-          "the VF (its device class undoes what it set up).", cmd_detach, .has_release = true },
+          "the VF (its device class undoes what it set up). --dry-run prints the plan.",
+          cmd_detach, .has_release = true, .has_dry_run = true },
         { "pause", "Take a VF from its running domain, its place kept",
-          "pause VF",
+          "pause VF [--dry-run]",
           "Pause VF's assignment: a native pause when the domain's QEMU offers the\n"
           "device-pause command (the guest keeps seeing the device), else a detach pause\n"
-          "(detached, its guest address and alias reserved). Prints which it was.", cmd_pause },
+          "(detached, its guest address and alias reserved). Prints which it was.\n"
+          "--dry-run prints the plan.", cmd_pause, .has_dry_run = true },
         { "unpause", "Give a paused VF back to its domain",
-          "unpause VF",
+          "unpause VF [--dry-run]",
           "End a pause: in place for a native pause, else by re-attaching the VF at the\n"
-          "reserved guest address with the same alias.", cmd_unpause },
+          "reserved guest address with the same alias. --dry-run prints the plan.",
+          cmd_unpause, .has_dry_run = true },
         { "reconf", "Change a PF's VF count, every domain keeping its VF",
           "reconf PF NUMVFS [--mode pause|detach] [--dry-run] [--force] [--cycle] [--json]",
           "Change PF's VF count to NUMVFS while every domain keeps its VFs. --mode says\n"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "log.h"
 #include "params.h"
 #include "qmp.h"
+#include "reconf.h"
 
 #define VFIO_DRIVER "vfio-pci"
 #define QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
@@ -64,6 +66,8 @@ struct job {
         char guest_address[SVFF_PCI_ADDR_STRLEN];
         char failover[64];              /* attach: the standby's MAC or alias, "" none */
         bool may_bind;
+        bool dry_run;                   /* only the plan: nothing journaled, bound or changed */
+        bool would_bind;                /* dry run: the VF would be bound to vfio-pci first */
         struct json_object *assignments; /* attach: a copy, for the group check */
         struct svff_assignment rec;     /* the record before (and, attach, after) */
         struct svff_assignment prev;    /* the stored record before the change */
@@ -259,6 +263,10 @@ static int check_vfio(struct job *j) {
                             j->vf, drv ?: "no driver", VFIO_DRIVER, VFIO_DRIVER);
         }
         /* svff recorded vfio-pci as this VF's driver: restore that. */
+        if (j->dry_run) {
+                j->would_bind = true;
+                return 0;
+        }
         r = svff_dev_bind(j->ctx, j->vf, VFIO_DRIVER, NULL, &j->err);
         if (r < 0)
                 return fail(j, SVFF_ERROR_NOT_ON_VFIO, r, NULL);
@@ -793,6 +801,75 @@ static void job_finish(struct job *j) {
         job_free(j);
 }
 
+/* Where vf sits: its PF (NULL: neither svff's records nor the snapshot
+ * know it), its index and the PF's count. */
+static const char *vf_place(struct manager *m, const char *vf, unsigned *ret_index, unsigned *ret_numvfs) {
+        struct snapshot *s = m->snapshot;
+        struct json_object *rec;
+        const char *pf = NULL;
+
+        *ret_index = *ret_numvfs = 0;
+        if (svff_store_get_vf(m->store, vf, &pf, NULL) > 0 && pf) {
+                rec = json_object_object_get(svff_store_vfs(m->store), vf);
+                (void) svff_json_get_unsigned(rec, "index", ret_index);
+                (void) svff_store_get_pf(m->store, pf, ret_numvfs, NULL);
+                return pf;
+        }
+        for (size_t i = 0; s && i < s->n_pfs; i++)
+                for (size_t k = 0; k < s->pfs[i]->n_vfs; k++)
+                        if (streq(s->pfs[i]->vfs[k].address, vf)) {
+                                *ret_index = s->pfs[i]->vfs[k].index;
+                                *ret_numvfs = s->pfs[i]->numvfs;
+                                return s->pfs[i]->address;
+                        }
+        return NULL;
+}
+
+/* A dry run's answer: j's plan, with what its reply names; nothing was
+ * journaled or changed. */
+static void reply_dry_run(struct job *j, bool bind) {
+        static const enum svff_reconf_change_kind kinds[] = {
+                [JOB_ATTACH] = SVFF_CHANGE_ATTACH, [JOB_DETACH] = SVFF_CHANGE_DETACH,
+                [JOB_PAUSE] = SVFF_CHANGE_PAUSE, [JOB_UNPAUSE] = SVFF_CHANGE_UNPAUSE,
+        };
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
+        struct svff_reconf_change c = { kinds[j->kind], bind, *j->class_pf != '\0' };
+        /* The assignment as the change finds it (attach: as it will be
+         * recorded; a detach of a paused one: out of every definition). */
+        struct svff_reconf_item it = { .a = j->rec };
+        struct svff_reconf_input in = { .driver = VFIO_DRIVER, .items = &it, .n_items = 1 };
+        struct json_object *p;
+        int r;
+
+        snprintf(it.vf, sizeof(it.vf), "%s", j->vf);
+        in.pf = vf_place(j->m, j->vf, &it.index, &in.numvfs);
+        r = in.pf ? svff_reconf_plan_new_change(&in, &c, &plan) : -ENODEV;
+        if (r < 0) {
+                job_errorf(j, r, SVFF_ERROR_INTERNAL, "device", j->vf, "Planning the %s of VF %s failed: %s.",
+                           job_names[j->kind], j->vf, strerror(-r));
+                return;
+        }
+        p = json_object_new_object();
+        if (!p) {
+                job_errorf(j, -ENOMEM, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        json_object_object_add(p, "vf", json_object_new_string(j->vf));
+        if (j->kind == JOB_DETACH)
+                json_object_object_add(p, "domain", json_object_new_string(it.a.domain));
+        else
+                json_object_object_add(p, "assignment", assignment_json(&it.a));
+        /* A pause's mode is the domain's QEMU's to say, when it runs. */
+        if (j->kind == JOB_UNPAUSE)
+                json_object_object_add(p, "mode",
+                                       json_object_new_string(svff_pause_mode_to_string(it.a.pause_mode)));
+        json_object_object_add(p, "dry_run", json_object_new_boolean(true));
+        json_object_object_add(p, "executable", json_object_new_boolean(true));
+        json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
+        call_reply(j->call, p);
+        json_object_put(p);
+}
+
 static int job_resubmit(struct job *j, enum job_phase phase) {
         j->phase = phase;
         return worker_pool_submit(hv_pool(j->m->hv), job_run, j);
@@ -1026,9 +1103,16 @@ static void attach_prepared(struct job *j) {
         if (j->r < 0) {
                 const char *msg = svff_error_is_set(&j->err) ? svff_error_message(&j->err) : strerror(-j->r);
 
-                log_warning("attach of VF %s failed: %s", j->vf, msg);
-                emit(j->m, "vf-attach-failed", j->vf, NULL, NULL, j->error, msg);
+                if (!j->dry_run) {
+                        log_warning("attach of VF %s failed: %s", j->vf, msg);
+                        emit(j->m, "vf-attach-failed", j->vf, NULL, NULL, j->error, msg);
+                }
                 reply_job_error(j);
+                job_finish(j);
+                return;
+        }
+        if (j->dry_run) {
+                reply_dry_run(j, j->would_bind);
                 job_finish(j);
                 return;
         }
@@ -1290,6 +1374,7 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return;
         }
+        (void) svff_json_get_bool(params, "dry_run", &j->dry_run);
         if ((have_live && live) || (have_config && config))
                 j->flags = (have_live && live ? SVFF_HV_LIVE : 0) | (have_config && config ? SVFF_HV_CONFIG : 0);
         snprintf(j->guest_address, sizeof(j->guest_address), "%s", gbuf);
@@ -1373,7 +1458,7 @@ static void attach_from_pool(struct manager *m, struct call *call) {
 
 void method_attach(struct manager *m, struct call *call) {
         static const char *const allowed[] = { "vf", "pf", "domain", "live", "config", "guest_address", "class",
-                                                "failover", NULL };
+                                                "failover", "dry_run", NULL };
         struct json_object *params = call_request(call)->parameters, *v;
         char addr[SVFF_PCI_ADDR_STRLEN];
         const char *domain;
@@ -1387,7 +1472,7 @@ void method_attach(struct manager *m, struct call *call) {
                             "Parameter 'domain' (a libvirt domain name or UUID) is required.");
                 return;
         }
-        for (const char *const *k = (const char *const[]) { "live", "config", NULL }; *k; k++)
+        for (const char *const *k = (const char *const[]) { "live", "config", "dry_run", NULL }; *k; k++)
                 if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
                         call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
                                     "Parameter '%s' must be true or false.", *k);
@@ -1496,19 +1581,39 @@ static struct job *vf_job_new(struct manager *m, struct call *call, enum job_kin
         return j;
 }
 
-/* Detach, Pause and Unpause: a VF, nothing else. */
+/* Detach, Pause and Unpause: a VF, and whether only to plan. */
+struct vf_params {
+        char vf[SVFF_PCI_ADDR_STRLEN];
+        bool dry_run;
+};
+
 static const struct param vf_params[] = {
-        { "vf", PARAM_ADDRESS, true, 0 },
+        { "vf", PARAM_ADDRESS, true, offsetof(struct vf_params, vf) },
+        { "dry_run", PARAM_BOOL, false, offsetof(struct vf_params, dry_run), 0, "true or false" },
         PARAM_END
 };
 
+/* What an unpause would bind: a VF svff keeps on vfio-pci, off it now. */
+static bool unpause_would_bind(struct manager *m, const struct job *j) {
+        struct snapshot *s = m->snapshot;
+
+        if (!j->may_bind || j->rec.pause_mode == SVFF_PAUSE_NATIVE)
+                return false;
+        for (size_t i = 0; s && i < s->n_pfs; i++)
+                for (size_t k = 0; k < s->pfs[i]->n_vfs; k++)
+                        if (streq(s->pfs[i]->vfs[k].address, j->vf))
+                                return !s->pfs[i]->vfs[k].driver || !streq(s->pfs[i]->vfs[k].driver, VFIO_DRIVER);
+        return false;
+}
+
 static void vf_method(struct manager *m, struct call *call, enum job_kind kind) {
+        struct vf_params in = {};
         struct svff_assignment a;
-        char vf[SVFF_PCI_ADDR_STRLEN];
+        const char *vf = in.vf;
         struct job *j;
         int r;
 
-        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, vf_params, vf))
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, vf_params, &in))
                 return;
         r = svff_store_get_assignment(m->store, vf, &a);
         if (r == 0) {
@@ -1548,9 +1653,22 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind) 
         }
         if (kind == JOB_UNPAUSE && pf_journal_kept(m, pf_of_vf(m, vf), vf, call))
                 return;
+        if (in.dry_run && hv_vf_busy(m->hv, vf)) {
+                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
+                            "Another attach, detach, pause or unpause of VF %s is in progress; try again when it "
+                            "is done.", vf);
+                return;
+        }
         j = vf_job_new(m, call, kind, vf, &a);
-        if (j)
-                job_submit(m, j);
+        if (!j)
+                return;
+        if (in.dry_run) {
+                /* The domain is looked up when the change runs. */
+                reply_dry_run(j, kind == JOB_UNPAUSE && unpause_would_bind(m, j));
+                job_free(j);
+                return;
+        }
+        job_submit(m, j);
 }
 
 void assign_detach(struct manager *m, const char *vf, assign_detach_fn done, void *userdata) {

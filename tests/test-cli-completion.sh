@@ -136,8 +136,8 @@ for spec in "list:--output -o --timeout --json --socket --help" \
             "reprogram:--numvfs --mode --dry-run --force --timeout" \
             "release:--timeout --force --dry-run --json" \
             "monitor:--no-reconnect --json" \
-            "attach:--pf --live --config --guest-address --timeout" \
-            "detach:--timeout" "pause:--timeout" "unpause:--timeout" \
+            "attach:--pf --live --config --guest-address --timeout --dry-run" \
+            "detach:--timeout --release --dry-run" "pause:--timeout --dry-run" "unpause:--timeout --dry-run" \
             "config:--json"; do
         c=${spec%%:*}
         type_keys "svffctl $c -" Tab Tab Tab
@@ -146,7 +146,7 @@ for spec in "list:--output -o --timeout --json --socket --help" \
         done
 done
 # And what a command's --help names, the completion offers.
-for c in list status init reconf reprogram release attach monitor; do
+for c in list status init reconf reprogram release attach detach pause unpause monitor; do
         type_keys "svffctl $c -" Tab Tab Tab
         expect_screen "$c offers --json" "(^| )--json( |\$)"
         for o in $(ctl $c --help | sed -n '/^Options:/,/^$/p' | grep -o -- '--[a-z-]*' | sort -u); do
