@@ -304,7 +304,8 @@ static int check_group(struct job *j) {
                             "one group cannot be split across domains",
                             j->vf, group, *p, name ?: strna(uuid));
         }
-        r = svff_iommu_group_viable(j->ctx, group, &blocker, &j->err);
+        /* A dry run did not bind the VF that the attach binds first. */
+        r = svff_iommu_group_viable_with(j->ctx, group, j->would_bind ? j->vf : NULL, &blocker, &j->err);
         if (r < 0)
                 return fail(j, SVFF_ERROR_OPERATION_FAILED, r, NULL);
         if (r == 0)
@@ -801,12 +802,15 @@ static void job_finish(struct job *j) {
         job_free(j);
 }
 
-/* Where vf sits: its PF (NULL: neither svff's records nor the snapshot
- * know it), its index and the PF's count. */
-static const char *vf_place(struct manager *m, const char *vf, unsigned *ret_index, unsigned *ret_numvfs) {
+/* Where vf sits: its PF (NULL: it is no VF), its index and the PF's
+ * count: from svff's records, else the snapshot, else the VF's links in
+ * sysfs (one made since the snapshot). pf_buf holds the last. */
+static const char *vf_place(struct manager *m, const char *vf, unsigned *ret_index, unsigned *ret_numvfs,
+                            char pf_buf[static SVFF_PCI_ADDR_STRLEN]) {
         struct snapshot *s = m->snapshot;
         struct json_object *rec;
         const char *pf = NULL;
+        struct svff_vf v = {};
 
         *ret_index = *ret_numvfs = 0;
         if (svff_store_get_vf(m->store, vf, &pf, NULL) > 0 && pf) {
@@ -822,7 +826,20 @@ static const char *vf_place(struct manager *m, const char *vf, unsigned *ret_ind
                                 *ret_numvfs = s->pfs[i]->numvfs;
                                 return s->pfs[i]->address;
                         }
-        return NULL;
+        if (svff_vf_load(m->ctx, vf, &v, pf_buf, NULL) < 0)
+                return NULL;
+        *ret_index = v.index;
+        svff_vf_done(&v);
+        {
+                _cleanup_(svff_pf_freep) struct svff_pf *p = NULL;
+
+                /* A count another process is writing is not known yet. */
+                if (svff_pf_load_nowait(m->ctx, pf_buf, &p, NULL) < 0 || svff_pf_is_unread(p) ||
+                    p->numvfs_pending)
+                        return NULL;
+                *ret_numvfs = p->numvfs;
+        }
+        return pf_buf;
 }
 
 /* A dry run's answer: j's plan, with what its reply names; nothing was
@@ -838,12 +855,19 @@ static void reply_dry_run(struct job *j, bool bind) {
          * recorded; a detach of a paused one: out of every definition). */
         struct svff_reconf_item it = { .a = j->rec };
         struct svff_reconf_input in = { .driver = VFIO_DRIVER, .items = &it, .n_items = 1 };
+        char pf[SVFF_PCI_ADDR_STRLEN];
         struct json_object *p;
         int r;
 
         snprintf(it.vf, sizeof(it.vf), "%s", j->vf);
-        in.pf = vf_place(j->m, j->vf, &it.index, &in.numvfs);
-        r = in.pf ? svff_reconf_plan_new_change(&in, &c, &plan) : -ENODEV;
+        in.pf = vf_place(j->m, j->vf, &it.index, &in.numvfs, pf);
+        if (!in.pf) {
+                job_errorf(j, -ENODEV, SVFF_ERROR_OPERATION_FAILED, "device", j->vf,
+                           "The %s of VF %s could not be planned: its PF is not known yet (its VF count is being "
+                           "changed); try again when that is done.", job_names[j->kind], j->vf);
+                return;
+        }
+        r = svff_reconf_plan_new_change(&in, &c, &plan);
         if (r < 0) {
                 job_errorf(j, r, SVFF_ERROR_INTERNAL, "device", j->vf, "Planning the %s of VF %s failed: %s.",
                            job_names[j->kind], j->vf, strerror(-r));
@@ -861,8 +885,8 @@ static void reply_dry_run(struct job *j, bool bind) {
                 json_object_object_add(p, "assignment", assignment_json(&it.a));
         /* A pause's mode is the domain's QEMU's to say, when it runs. */
         if (j->kind == JOB_UNPAUSE)
-                json_object_object_add(p, "mode",
-                                       json_object_new_string(svff_pause_mode_to_string(it.a.pause_mode)));
+                json_object_object_add(p, "mode", json_object_new_string(it.a.pause_mode == SVFF_PAUSE_NATIVE
+                                                                                 ? "native" : "detach"));
         json_object_object_add(p, "dry_run", json_object_new_boolean(true));
         json_object_object_add(p, "executable", json_object_new_boolean(true));
         json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
@@ -1232,6 +1256,16 @@ static struct job *job_new(struct manager *m, struct call *call, enum job_kind k
 
 /* ---- Attach ---- */
 
+/* The refusal of a change while libvirt is not connected, with the
+ * reason the last connection attempt gave. */
+static void reply_hv_unavailable(struct manager *m, struct call *call) {
+        struct job j = { .m = m, .call = call, .error = SVFF_ERROR_HYPERVISOR_UNAVAILABLE, .r = -ENOTCONN };
+
+        (void) hv_conn_ref(m->hv, &j.err);
+        reply_job_error(&j);
+        svff_error_free(&j.err);
+}
+
 /* The operation in progress on vf's PF (an init, release or reconf
  * owns its VFs' records until it ends), or NULL. */
 static struct operation *vf_operation(struct manager *m, const char *vf) {
@@ -1506,11 +1540,7 @@ void method_attach(struct manager *m, struct call *call) {
                 return;
         }
         if (!hv_connected(m->hv)) {
-                struct job j = { .m = m, .call = call, .error = SVFF_ERROR_HYPERVISOR_UNAVAILABLE, .r = -ENOTCONN };
-
-                (void) hv_conn_ref(m->hv, &j.err);
-                reply_job_error(&j);
-                svff_error_free(&j.err);
+                reply_hv_unavailable(m, call);
                 return;
         }
         if (has_pf) {
@@ -1653,6 +1683,11 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind) 
         }
         if (kind == JOB_UNPAUSE && pf_journal_kept(m, pf_of_vf(m, vf), vf, call))
                 return;
+        /* The change would be refused so when it starts. */
+        if (in.dry_run && !hv_connected(m->hv)) {
+                reply_hv_unavailable(m, call);
+                return;
+        }
         if (in.dry_run && hv_vf_busy(m->hv, vf)) {
                 call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
                             "Another attach, detach, pause or unpause of VF %s is in progress; try again when it "

@@ -89,7 +89,8 @@ bool journal_recovery_waits(struct manager *m, const char *pf) {
             json_object_object_get_ex(e, "reprogram", NULL))
                 return false;
         if (manager_find_operation(m, pf) || manager_libvirt_connected(m) ||
-            !json_object_object_get_ex(e, "plan", &o) || svff_reconf_plan_from_json(o, &plan) < 0)
+            !json_object_object_get_ex(e, "plan", &o) || svff_reconf_plan_from_json(o, &plan) < 0 ||
+            plan->release || plan->change)
                 return false;
         return svff_reconf_plan_needs_libvirt(plan);
 }

@@ -1380,6 +1380,8 @@ void method_release(struct manager *m, struct call *call) {
         force = in.force;
 
         r = svff_store_get_vf(m->store, vf, &pf, &orig);
+        if (orig && !*orig)
+                orig = NULL;    /* no name is no driver: re-probed */
         if (r <= 0) {
                 call_errorf(call, SVFF_ERROR_NOT_MANAGED, "device", vf,
                             "svff has no record of VF %s (it did not bind it), so there is no driver to restore; "

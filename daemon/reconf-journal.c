@@ -61,7 +61,8 @@ int reconf_journal_decode(struct json_object *e, struct reconf_journal *ret) {
             svff_json_get_unsigned(e, "numvfs", &j.numvfs) < 0 || !json_object_object_get_ex(e, "plan", &jp) ||
             svff_reconf_plan_from_json(jp, &j.plan) < 0)
                 return -EBADMSG;
-        if (j.plan->to != j.numvfs) {
+        /* A release's or an assignment change's plan is no reconf's. */
+        if (j.plan->to != j.numvfs || j.plan->release || j.plan->change) {
                 svff_reconf_plan_free(j.plan);
                 return -EBADMSG;
         }

@@ -49,6 +49,11 @@ int svff_iommu_group_members(struct svff_ctx *ctx, int group, char ***ret) {
 
 int svff_iommu_group_viable(struct svff_ctx *ctx, int group, char **ret_blocker,
                             struct svff_error *err) {
+        return svff_iommu_group_viable_with(ctx, group, NULL, ret_blocker, err);
+}
+
+int svff_iommu_group_viable_with(struct svff_ctx *ctx, int group, const char *bound, char **ret_blocker,
+                                 struct svff_error *err) {
         _cleanup_strv_free_ char **members = NULL;
         int rootfd, r;
 
@@ -67,6 +72,8 @@ int svff_iommu_group_viable(struct svff_ctx *ctx, int group, char **ret_blocker,
                 _cleanup_free_ char *driver = NULL, *driver_path = NULL, *class_path = NULL;
                 uint64_t class;
 
+                if (bound && streq(*m, bound))
+                        continue;
                 /* Through the group's own links: they name exactly the
                  * devices the kernel put in it. */
                 if (asprintf(&driver_path, "kernel/iommu_groups/%d/devices/%s/driver", group, *m) < 0 ||

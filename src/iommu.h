@@ -18,6 +18,10 @@ int svff_iommu_group_members(struct svff_ctx *ctx, int group, char ***ret);
  * which driver), <0 on error (-ENOENT: no such group). */
 int svff_iommu_group_viable(struct svff_ctx *ctx, int group, char **ret_blocker,
                             struct svff_error *err);
+/* The same, with member bound (NULL: none) taken as on vfio-pci: a
+ * device that is to be bound there first (an attach's dry run). */
+int svff_iommu_group_viable_with(struct svff_ctx *ctx, int group, const char *bound, char **ret_blocker,
+                                 struct svff_error *err);
 
 /* Why a VF in group vf_group cannot go to a VM on its own when its PF is
  * in pf_group: NULL when it can (or without an IOMMU), else a message

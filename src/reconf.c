@@ -190,11 +190,14 @@ static int change_steps(struct svff_reconf_plan *p, size_t *alloc) {
                 a = it->a.pause_mode == SVFF_PAUSE_NATIVE ? SVFF_RECONF_DO_UNPAUSE : SVFF_RECONF_DO_REATTACH;
                 break;
         }
-        /* An attach checks the VF's driver first; an unpause sets the
-         * class state up again first, and binds only to re-attach. */
-        r = add_step(p, alloc, SVFF_RECONF_PHASE_COMMIT, SVFF_RECONF_DO_JOURNAL, 0, 0);
-        if (r >= 0 && c->kind == SVFF_CHANGE_ATTACH && c->bind)
-                r = add_step(p, alloc, SVFF_RECONF_PHASE_BIND, SVFF_RECONF_DO_BIND, 0, 1);
+        /* An attach binds the VF among its checks, before its intent is
+         * journaled; an unpause sets the class state up again first, and
+         * binds only to re-attach. */
+        r = c->kind == SVFF_CHANGE_ATTACH && c->bind
+                    ? add_step(p, alloc, SVFF_RECONF_PHASE_BIND, SVFF_RECONF_DO_BIND, 0, 1)
+                    : 0;
+        if (r >= 0)
+                r = add_step(p, alloc, SVFF_RECONF_PHASE_COMMIT, SVFF_RECONF_DO_JOURNAL, 0, 0);
         if (r >= 0 && gets && c->class_state)
                 r = add_step(p, alloc, SVFF_RECONF_PHASE_PROVISION, SVFF_RECONF_DO_PROVISION, 0, it->index);
         if (r >= 0 && c->kind == SVFF_CHANGE_UNPAUSE && c->bind && a == SVFF_RECONF_DO_REATTACH)
@@ -442,7 +445,8 @@ static int release_check(const struct svff_reconf_plan *p) {
         const struct svff_reconf_release *rel = p->release;
 
         if (!*rel->vf || (*rel->driver && !driver_ok(rel->driver)) || p->from != p->to || p->init || p->image ||
-            p->provision || p->n_items > 1 ||
+            p->provision || p->change || p->mode != SVFF_RECONF_DETACH || p->force != (p->n_items > 0) ||
+            p->n_items > 1 ||
             (p->n_items == 1 && (!streq(p->items[0].vf, rel->vf) || p->items[0].index != rel->index ||
                                  p->items[0].fate != SVFF_RECONF_RELEASED)))
                 return -EINVAL;
@@ -458,12 +462,13 @@ int svff_reconf_plan_new_release(const struct svff_reconf_input *in, const struc
         if (!in || !rel || !ret || in->image || in->provision || in->n_items > 1)
                 return -EINVAL;
         input = *in;
-        /* The VF keeps its index: only an index at or above the count
-         * makes the planner release an assignment. */
-        r = svff_reconf_plan_new(&input, rel->index, SVFF_RECONF_DETACH, true, &p);
+        r = svff_reconf_plan_new(&input, input.numvfs, SVFF_RECONF_DETACH, true, &p);
         if (r < 0)
                 return r;
-        p->to = p->from;
+        /* Released whatever its state, one still detaching too: the
+         * release detaches it again first. */
+        if (p->n_items > 0)
+                p->items[0].fate = SVFF_RECONF_RELEASED;
         p->force = p->n_items > 0;
         p->release = calloc(1, sizeof(*p->release));
         if (!p->release)
@@ -484,7 +489,8 @@ static int change_check(const struct svff_reconf_plan *p) {
         const struct svff_reconf_item *it = p->n_items == 1 ? &p->items[0] : NULL;
 
         if (!it || !svff_reconf_change_to_string(c->kind) || p->from != p->to || p->init || p->image ||
-            p->provision || p->release ||
+            p->provision || p->release || p->force || p->mode != SVFF_RECONF_PAUSE ||
+            (c->bind && c->kind == SVFF_CHANGE_UNPAUSE && it->a.pause_mode == SVFF_PAUSE_NATIVE) ||
             it->fate != (c->kind == SVFF_CHANGE_DETACH ? SVFF_RECONF_RELEASED : SVFF_RECONF_SURVIVES) ||
             (c->bind && c->kind != SVFF_CHANGE_ATTACH && c->kind != SVFF_CHANGE_UNPAUSE) ||
             (c->kind == SVFF_CHANGE_ATTACH && it->a.state != SVFF_ASSIGN_ATTACHED) ||
@@ -838,7 +844,8 @@ static void change_print_head(const struct svff_reconf_plan *p, FILE *f) {
         char ga[SVFF_PCI_ADDR_STRLEN];
         const char *defs = it->a.live && it->a.config ? "live and persistent definitions"
                            : it->a.live           ? "live definition"
-                                                  : "persistent definition";
+                           : it->a.config         ? "persistent definition"
+                                                  : "reserved guest address (it is paused, out of the domain)";
 
         switch (p->change->kind) {
         case SVFF_CHANGE_ATTACH:
@@ -945,7 +952,10 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                                    "with its address reserved)\n", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_DETACH:
-                        if (p->change)
+                        if (p->change && !it->a.live && !it->a.config)
+                                fprintf(f, "drop VF %s's reserved guest address in domain '%s' (it is out of "
+                                           "the domain already)\n", it->vf, it->a.domain);
+                        else if (p->change)
                                 fprintf(f, "detach VF %s from domain '%s' and wait for the guest to let it go\n",
                                         it->vf, it->a.domain);
                         else

@@ -39,15 +39,16 @@
  *
  * A change of one assignment (svff_reconf_plan_new_change: attach,
  * detach, pause, unpause) keeps the count too:
+ *       bind     bind                       attach: the VF back on vfio-pci
+ *                                           when it is not, among its checks
  *       commit   journal                    the intent, before libvirt
- *       bind     bind                       attach, unpause: the VF back
- *                                           on vfio-pci, when it is not
  *       provision provision                 attach, unpause: the class's
  *                                           settings; detach: the pool's
  *       release  release_class              detach: the tenant's state
  *       domain   attach | detach | pause | unpause | reattach
  *       commit   commit                     the assignment as it is now
- * (detach: the domain step comes before the class steps)
+ * (detach: the domain step comes before the class steps; unpause: the
+ * bind, for a re-attach, after the provision)
  *
  * A plan is executable only when nothing is refused or blocked. The
  * JSON form (svff_reconf_plan_to_json) is what the journal stores, what

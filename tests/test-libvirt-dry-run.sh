@@ -59,10 +59,21 @@ grep -q "nosuchvm" "$T/err" || fail "attach --dry-run to nosuchvm: $(cat "$T/err
 printf '%s' "$VF0" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
 expect_eq "$(sys_driver "$VF0")" None "VF0's driver after the unbind by hand"
 ctl attach "$VF0" vm1 --dry-run --json > "$T/dry.json" || fail "attach --dry-run, unbound: $(cat "$T/dry.json")"
-expect_eq "$(steps "$T/dry.json")" "commit/journal bind/bind provision/provision domain/attach commit/commit" \
+expect_eq "$(steps "$T/dry.json")" "bind/bind commit/journal provision/provision domain/attach commit/commit" \
         "attach --dry-run steps of an unbound VF"
 expect_eq "$(sys_driver "$VF0")" None "VF0's driver after attach --dry-run"
 unchanged "attach --dry-run of an unbound VF"
+# On a host driver: the IOMMU group is judged with the VF on vfio-pci,
+# where the attach would bind it first.
+printf qdma-vf > "$SYS/bus/pci/devices/$VF0/driver_override"
+printf '%s' "$VF0" > "$SYS/bus/pci/drivers/qdma-vf/bind"
+expect_eq "$(sys_driver "$VF0")" qdma-vf "VF0's driver after the bind by hand"
+ctl attach "$VF0" vm1 --dry-run --json > "$T/dry.json" 2>&1 || fail "attach --dry-run, on qdma-vf: $(cat "$T/dry.json")"
+expect_eq "$(steps "$T/dry.json")" "bind/bind commit/journal provision/provision domain/attach commit/commit" \
+        "attach --dry-run steps of a VF on a host driver"
+expect_eq "$(sys_driver "$VF0")" qdma-vf "VF0's driver after attach --dry-run"
+unchanged "attach --dry-run of a VF on a host driver"
+grep -q "attach of VF $VF0 failed" "$T/svffd.log" && fail "a dry run's refusal was logged as a failed attach"
 
 ctl attach "$VF0" vm1 --guest-address 05:00.0 > "$T/out" || fail "attach: $(cat "$T/out")"
 expect_eq "$(sys_driver "$VF0")" vfio-pci "VF0's driver after the attach"

@@ -11,8 +11,8 @@ PF=0000:01:00.0
 start_pcisim qdma
 svff_conf
 start_connected
-ctl init $PF 2 >/dev/null || fail "init"
-VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1)
+ctl init $PF 3 >/dev/null || fail "init"
+VF0=$(sys_vf $PF 0); VF1=$(sys_vf $PF 1); VF2=$(sys_vf $PF 2)
 ctl attach "$VF0" vm1 --guest-address 05:00.0 > "$T/out" || fail "attach: $(cat "$T/out")"
 asg="d['pfs'][0]['vfs'][0]['assigned_to']"
 
@@ -49,7 +49,7 @@ print(d["dry_run"], d["executable"], p["pf"], p["from"] == p["to"], p["release"]
 ' "$T/dry.json")" "True True $PF True $VF0 None released quiesce/release commit/commit release/release_class release/reprobe" \
         "release --force --dry-run --json"
 ctl release --force --dry-run "$VF0" > "$T/out" || fail "release --force --dry-run: $(cat "$T/out")"
-grep -q "^Release VF $VF0 (VF 0 of PF $PF, which keeps its 2 VFs): re-probed" "$T/out" &&
+grep -q "^Release VF $VF0 (VF 0 of PF $PF, which keeps its 3 VFs): re-probed" "$T/out" &&
 grep -q "1. \[quiesce\] detach VF $VF0 from domain 'vm1' for good (--force)" "$T/out" &&
 grep -q "4. \[release\] clear VF $VF0's driver_override and re-probe it" "$T/out" ||
         fail "the printed plan: $(cat "$T/out")"
@@ -70,6 +70,29 @@ grep -q "detaching it from domain 'vm1' first" "$T/svffd.log" || fail "svffd doe
 
 # An unassigned VF: released as before, --force or not.
 ctl release "$VF1" > "$T/out" || fail "release of an unassigned VF: $(cat "$T/out")"
+
+# An assignment still detaching (its detach timed out): --force detaches
+# it again, then releases it; its dry run plans that.
+ctl attach "$VF2" vm1 > "$T/out" || fail "attach VF2: $(cat "$T/out")"
+stop_svffd || fail "svffd exit status"
+python3 - "$STATE/store.json" "$VF2" <<'PY' || fail "marking VF2's assignment detaching"
+import json, sys
+with open(sys.argv[1]) as f:
+    s = json.load(f)
+s["assignments"][sys.argv[2]]["state"] = "detaching"
+with open(sys.argv[1], "w") as f:
+    json.dump(s, f)
+PY
+start_connected
+expect_eq "$(ctl list --json | jget "d['pfs'][0]['vfs'][2]['assigned_to']['state']")" detaching "VF2's state"
+ctl release --force --dry-run "$VF2" --json > "$T/dry.json" 2>&1 ||
+        fail "release --force --dry-run of a detaching VF: $(cat "$T/dry.json")"
+expect_eq "$(jget '" ".join(s["phase"] + "/" + s["action"] for s in d["plan"]["steps"])' < "$T/dry.json")" \
+        "quiesce/release commit/commit release/release_class release/reprobe" \
+        "release --force --dry-run of a detaching VF"
+ctl release --force "$VF2" > "$T/out" 2>&1 || fail "release --force of a detaching VF: $(cat "$T/out")"
+grep -q "VF $VF2 detached from domain 'vm1'" "$T/out" || fail "release --force output: $(cat "$T/out")"
+expect_eq "$(ctl list --json | jget "d['pfs'][0]['vfs'][2]['assigned_to']")" None "VF2's assignment after it"
 stop_svffd || fail "svffd exit status"
 
 virsh_ dumpxml --inactive vm1 > "$T/vm1.xml"

@@ -371,6 +371,20 @@ START_TEST(test_release) {
                 { true, true, "nvme", "quiesce/release/1 commit/commit release/release_class=1 "
                                       "release/restore_driver=1" },
         };
+        /* One still detaching (its detach timed out) is released too:
+         * the release detaches it again first. */
+        {
+                struct svff_reconf_item d = item("0000:01:00.5", 1, "vm1", U1, SVFF_ASSIGN_DETACHING);
+                struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = &d,
+                                                   .n_items = 1 };
+                struct svff_reconf_release rel = { .vf = "0000:01:00.5", .index = 1 };
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+                _cleanup_free_ char *s = NULL;
+
+                ck_assert_int_eq(svff_reconf_plan_new_release(&input, &rel, &p), 0);
+                s = steps_string(p);
+                ck_assert_str_eq(s, "quiesce/release/1 commit/commit release/reprobe=1");
+        }
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = in,
@@ -431,6 +445,15 @@ START_TEST(test_release) {
                 json_object_object_add(j, "to", json_object_new_int64(4));
                 json_object_object_add(j, "image", json_object_new_string("good.bit"));
                 ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), -EBADMSG);
+                json_object_object_del(j, "image");
+                /* force says whether it releases an assignment */
+                json_object_object_add(j, "force", json_object_new_boolean(true));
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), -EBADMSG);
+                json_object_object_add(j, "force", json_object_new_boolean(false));
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), 0);
+                svff_reconf_plan_free(TAKE_PTR(p));
+                json_object_object_add(j, "mode", json_object_new_string("pause"));
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), -EBADMSG);
                 ck_assert_ptr_null(p);
         }
 
@@ -472,7 +495,7 @@ START_TEST(test_change) {
                 const char *steps;
         } cases[] = {
                 { SVFF_CHANGE_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, true, true,
-                  "commit/journal/1 bind/bind/1 provision/provision/1=1 domain/attach/1 commit/commit/1" },
+                  "bind/bind/1 commit/journal/1 provision/provision/1=1 domain/attach/1 commit/commit/1" },
                 { SVFF_CHANGE_ATTACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, false,
                   "commit/journal/1 domain/attach/1 commit/commit/1" },
                 { SVFF_CHANGE_DETACH, SVFF_ASSIGN_ATTACHED, SVFF_PAUSE_NONE, false, true,
@@ -484,7 +507,7 @@ START_TEST(test_change) {
                   "commit/journal/1 domain/pause/1 commit/commit/1" },
                 { SVFF_CHANGE_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_DETACH, true, true,
                   "commit/journal/1 provision/provision/1=1 bind/bind/1 domain/reattach/1 commit/commit/1" },
-                { SVFF_CHANGE_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE, true, false,
+                { SVFF_CHANGE_UNPAUSE, SVFF_ASSIGN_PAUSED, SVFF_PAUSE_NATIVE, false, false,
                   "commit/journal/1 domain/unpause/1 commit/commit/1" },
         };
 
@@ -549,6 +572,12 @@ START_TEST(test_change) {
                 json_object_object_add(j, "change", json_tokener_parse("{\"kind\":\"hold\",\"bind\":false,"
                                                                        "\"class_state\":false}"));
                 ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), -EBADMSG);
+                json_object_object_add(j, "change", json_tokener_parse("{\"kind\":\"detach\",\"bind\":false,"
+                                                                       "\"class_state\":false}"));
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), 0);
+                svff_reconf_plan_free(TAKE_PTR(p));
+                json_object_object_add(j, "force", json_object_new_boolean(true));
+                ck_assert_int_eq(svff_reconf_plan_from_json(j, &p), -EBADMSG);
                 ck_assert_ptr_null(p);
         }
 
@@ -576,6 +605,33 @@ START_TEST(test_change) {
                 ck_assert(strstr(buf, "   4. [provision] set up VF 1 with the policy's settings only"));
                 ck_assert(strstr(buf, "   5. [commit] record the assignment as it is now: none\n"));
                 ck_assert(!strstr(buf, "Assignments"));
+        }
+
+        /* A native unpause binds nothing; a detach of a VF paused by a
+         * detach only drops its reservation. */
+        {
+                struct svff_reconf_item it = item("0000:01:00.5", 1, "vm1", U1, SVFF_ASSIGN_PAUSED);
+                struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = &it,
+                                                   .n_items = 1 };
+                struct svff_reconf_change c = { SVFF_CHANGE_UNPAUSE, true, false };
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+                _cleanup_free_ char *buf = NULL;
+                size_t n = 0;
+                FILE *f;
+
+                it.a.pause_mode = SVFF_PAUSE_NATIVE;
+                ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), -EINVAL);
+                it.a.pause_mode = SVFF_PAUSE_DETACH;
+                it.a.live = it.a.config = false;
+                c = (struct svff_reconf_change) { SVFF_CHANGE_DETACH, false, false };
+                ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), 0);
+                f = open_memstream(&buf, &n);
+                ck_assert_ptr_nonnull(f);
+                svff_reconf_plan_print(p, f);
+                fclose(f);
+                ck_assert(strstr(buf, "for good: its reserved guest address (it is paused, out of the domain), and "
+                                      "the assignment ends.\n"));
+                ck_assert(strstr(buf, "   2. [domain] drop VF 0000:01:00.5's reserved guest address in domain 'vm1'"));
         }
 }
 END_TEST
