@@ -20,6 +20,7 @@
 #include "log.h"
 #include "params.h"
 #include "qmp.h"
+#include "plan-deadlines.h"
 #include "reconf.h"
 
 #define VFIO_DRIVER "vfio-pci"
@@ -889,6 +890,7 @@ static void reply_dry_run(struct job *j, bool bind) {
                                                                                  ? "native" : "detach"));
         json_object_object_add(p, "dry_run", json_object_new_boolean(true));
         json_object_object_add(p, "executable", json_object_new_boolean(true));
+        plan_set_deadlines(j->m, plan);
         json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
         call_reply(j->call, p);
         json_object_put(p);

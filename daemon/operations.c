@@ -17,6 +17,7 @@
 #include "numvfs-watch.h"
 #include "params.h"
 #include "operations.h"
+#include "plan-deadlines.h"
 #include "journal.h"
 #include "reconfigure.h"
 #include "sriov.h"
@@ -834,6 +835,7 @@ static void init_dry_run(struct manager *m, struct call *call, const char *pf, u
         json_object_object_add(reply, "pf", json_object_new_string(pf));
         json_object_object_add(reply, "dry_run", json_object_new_boolean(true));
         json_object_object_add(reply, "executable", json_object_new_boolean(true));
+        plan_set_deadlines(m, plan);
         json_object_object_add(reply, "plan", svff_reconf_plan_to_json(plan));
         /* The init refuses what its device class cannot plan. */
         reconf_dry_run_reply(m, call, reply, plan, true);
@@ -1347,7 +1349,7 @@ static int release_plan(struct manager *m, const char *vf, const char *pf, unsig
 }
 
 /* What the release would do, once its refusals are past. */
-static void release_dry_run(struct call *call, const char *vf, const struct svff_reconf_plan *plan) {
+static void release_dry_run(struct manager *m, struct call *call, const char *vf, struct svff_reconf_plan *plan) {
         struct json_object *reply = json_object_new_object();
 
         if (!reply) {
@@ -1357,6 +1359,7 @@ static void release_dry_run(struct call *call, const char *vf, const struct svff
         json_object_object_add(reply, "vf", json_object_new_string(vf));
         json_object_object_add(reply, "dry_run", json_object_new_boolean(true));
         json_object_object_add(reply, "executable", json_object_new_boolean(true));
+        plan_set_deadlines(m, plan);
         json_object_object_add(reply, "plan", svff_reconf_plan_to_json(plan));
         call_reply(call, reply);
         json_object_put(reply);
@@ -1430,7 +1433,7 @@ void method_release(struct manager *m, struct call *call) {
                 return;
         }
         if (in.dry_run) {
-                release_dry_run(call, vf, plan);
+                release_dry_run(m, call, vf, plan);
                 return;
         }
 

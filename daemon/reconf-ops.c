@@ -15,6 +15,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "pciaddr.h"
+#include "plan-deadlines.h"
 #include "qmp.h"
 #include "reconf-ops.h"
 #include "sriov.h"
@@ -949,7 +950,7 @@ static int pf_remove(struct pfop_job *j) {
  * back devices an operator removed on purpose. */
 static int pf_rescan_wait(struct pfop_job *j) {
         struct svff_ctx *ctx = j->run->env.ctx;
-        usec_t waited = 0, timeout = j->run->env.rescan_timeout ?: 30 * USEC_PER_SEC;
+        usec_t waited = 0, timeout = j->run->env.rescan_timeout ?: PLAN_RESCAN_TIMEOUT_USEC;
         _cleanup_free_ char *rescan = NULL;
         struct svff_pci_addr a;
         int r;

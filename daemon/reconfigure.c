@@ -17,6 +17,7 @@
 #include "log.h"
 #include "params.h"
 #include "pciaddr.h"
+#include "plan-deadlines.h"
 #include "reconf-guests.h"
 #include "reconf-journal.h"
 #include "reconf-machine.h"
@@ -667,11 +668,13 @@ static void dry_run_class_done(struct manager *m, int r, const char *message, st
                                void *userdata) {
         struct dry_run *d = userdata;
 
-        (void) m;
         /* A PF with a device class has each new VF provisioned after
          * the count and before it is bound: the plan's steps say so. */
         if (r >= 0 && class_plan && svff_reconf_plan_set_provision(d->plan, true) >= 0) {
-                struct json_object *p = svff_reconf_plan_to_json(d->plan);
+                struct json_object *p;
+
+                plan_set_deadlines(m, d->plan);
+                p = svff_reconf_plan_to_json(d->plan);
 
                 if (p)
                         json_object_object_add(d->reply, "plan", p);
@@ -996,6 +999,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                         json_object_object_add(p, "deadlines", d);
                         json_object_object_add(p, "totalvfs", json_object_new_int64(found->totalvfs));
                 }
+                plan_set_deadlines(m, plan);
                 json_object_object_add(p, "plan", svff_reconf_plan_to_json(plan));
                 json_object_object_add(p, "guests", TAKE_PTR(guests_json));
                 if (image) {

@@ -105,6 +105,11 @@ void svff_reconf_plan_free(struct svff_reconf_plan *p) {
         free(p);
 }
 
+void svff_reconf_plan_set_deadline(struct svff_reconf_plan *p, size_t i, uint64_t msec) {
+        if (p && i < p->n_steps)
+                p->steps[i].deadline_msec = msec;
+}
+
 bool svff_reconf_plan_ok(const struct svff_reconf_plan *p) {
         return p && p->n_refused == 0 && p->n_blocked == 0;
 }
@@ -586,6 +591,8 @@ struct json_object *svff_reconf_step_to_json(const struct svff_reconf_plan *p, c
                 json_object_object_add(o, "index", json_object_new_int64(s->numvfs));
         if (s->action == SVFF_RECONF_DO_BIND)
                 add_str(o, "driver", p->driver);
+        if (s->deadline_msec > 0)
+                json_object_object_add(o, "deadline_msec", json_object_new_int64((int64_t) s->deadline_msec));
         if (s->phase == SVFF_RECONF_PHASE_RELEASE) {
                 if (p->release)
                         add_str(o, "vf", p->release->vf);
@@ -770,6 +777,29 @@ static int change_from_json(struct json_object *o, struct svff_reconf_plan *p, b
         return 0;
 }
 
+/* The steps are rebuilt from the rest; what each may take is read from
+ * the written steps where they are the same steps. */
+static void steps_deadlines_from_json(struct json_object *o, struct svff_reconf_plan *p) {
+        struct json_object *steps;
+        int64_t msec;
+
+        if (!json_object_object_get_ex(o, "steps", &steps) || !json_object_is_type(steps, json_type_array) ||
+            json_object_array_length(steps) != p->n_steps)
+                return;
+        for (size_t i = 0; i < p->n_steps; i++) {
+                struct json_object *s = json_object_array_get_idx(steps, i), *v;
+                const char *phase = NULL, *action = NULL;
+
+                if (svff_json_get_string(s, "phase", &phase) < 0 || svff_json_get_string(s, "action", &action) < 0 ||
+                    !streq(phase, svff_reconf_phase_to_string(p->steps[i].phase)) ||
+                    !streq(action, svff_reconf_action_to_string(p->steps[i].action)))
+                        return;
+                if (json_object_object_get_ex(s, "deadline_msec", &v) && json_object_is_type(v, json_type_int) &&
+                    (msec = json_object_get_int64(v)) > 0)
+                        p->steps[i].deadline_msec = (uint64_t) msec;
+        }
+}
+
 int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **ret) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
         struct json_object *items, *ids = NULL;
@@ -819,6 +849,7 @@ int svff_reconf_plan_from_json(struct json_object *o, struct svff_reconf_plan **
         r = plan_restep(p, provision, image, ids);
         if (r < 0)
                 return r == -EINVAL ? -EBADMSG : r;
+        steps_deadlines_from_json(o, p);
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -949,76 +980,76 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                 switch (s->action) {
                 case SVFF_RECONF_DO_PAUSE:
                         fprintf(f, "pause VF %s in domain '%s' (native if its QEMU offers it, else detach "
-                                   "with its address reserved)\n", it->vf, it->a.domain);
+                                   "with its address reserved)", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_DETACH:
                         if (p->change && !it->a.live && !it->a.config)
                                 fprintf(f, "drop VF %s's reserved guest address in domain '%s' (it is out of "
-                                           "the domain already)\n", it->vf, it->a.domain);
+                                           "the domain already)", it->vf, it->a.domain);
                         else if (p->change)
-                                fprintf(f, "detach VF %s from domain '%s' and wait for the guest to let it go\n",
+                                fprintf(f, "detach VF %s from domain '%s' and wait for the guest to let it go",
                                         it->vf, it->a.domain);
                         else
                                 fprintf(f, "detach VF %s from domain '%s', keeping its address and alias (from a "
-                                           "running domain, the live device only)\n", it->vf, it->a.domain);
+                                           "running domain, the live device only)", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_ATTACH:
-                        fprintf(f, "attach VF %s to domain '%s' as a managed='no' vfio hostdev\n", it->vf,
+                        fprintf(f, "attach VF %s to domain '%s' as a managed='no' vfio hostdev", it->vf,
                                 it->a.domain);
                         break;
                 case SVFF_RECONF_DO_JOURNAL:
-                        fprintf(f, "journal the %s of VF %s in the store, before libvirt is asked\n",
+                        fprintf(f, "journal the %s of VF %s in the store, before libvirt is asked",
                                 svff_reconf_change_to_string(p->change->kind), it->vf);
                         break;
                 case SVFF_RECONF_DO_RELEASE:
-                        fprintf(f, "detach VF %s from domain '%s' for good (--force)\n", it->vf, it->a.domain);
+                        fprintf(f, "detach VF %s from domain '%s' for good (--force)", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_NUMVFS:
-                        fprintf(f, "write sriov_numvfs = %u\n", s->numvfs);
+                        fprintf(f, "write sriov_numvfs = %u", s->numvfs);
                         break;
                 case SVFF_RECONF_DO_BIND:
                         if (it)
-                                fprintf(f, "bind VF %s to %s, svff's recorded driver for it\n", it->vf, p->driver);
+                                fprintf(f, "bind VF %s to %s, svff's recorded driver for it", it->vf, p->driver);
                         else
-                                fprintf(f, "bind the %u VFs to %s\n", s->numvfs, p->driver);
+                                fprintf(f, "bind the %u VFs to %s", s->numvfs, p->driver);
                         break;
                 case SVFF_RECONF_DO_UNPAUSE:
                 case SVFF_RECONF_DO_REATTACH:
-                        fprintf(f, "%s VF %u (%s) in domain '%s' at guest address %s, alias %s\n",
+                        fprintf(f, "%s VF %u (%s) in domain '%s' at guest address %s, alias %s",
                                 s->action == SVFF_RECONF_DO_UNPAUSE ? "unpause" : "re-attach", it->index, it->vf,
                                 it->a.domain, guest_display(it->a.guest_address, "libvirt's choice", ga),
                                 it->a.alias);
                         break;
                 case SVFF_RECONF_DO_FORGET:
-                        fprintf(f, "drop the assignment of VF %s to domain '%s'\n", it->vf, it->a.domain);
+                        fprintf(f, "drop the assignment of VF %s to domain '%s'", it->vf, it->a.domain);
                         break;
                 case SVFF_RECONF_DO_COMMIT:
                         if (p->change)
-                                fprintf(f, "record the assignment as it is now%s\n",
+                                fprintf(f, "record the assignment as it is now%s",
                                         p->change->kind == SVFF_CHANGE_DETACH ? ": none" : "");
                         else if (p->release)
-                                fprintf(f, "drop the VF's record; the operator owns PF %s's count\n", p->pf);
+                                fprintf(f, "drop the VF's record; the operator owns PF %s's count", p->pf);
                         else
-                                fprintf(f, "record the new state and clear the journal\n");
+                                fprintf(f, "record the new state and clear the journal");
                         break;
                 case SVFF_RECONF_DO_RELEASE_CLASS:
-                        fprintf(f, "undo what the PF's device class set up on VF %u, for the next owner\n",
+                        fprintf(f, "undo what the PF's device class set up on VF %u, for the next owner",
                                 s->numvfs);
                         break;
                 case SVFF_RECONF_DO_RESTORE_DRIVER:
-                        fprintf(f, "bind VF %s back to %s\n", p->release->vf, p->release->driver);
+                        fprintf(f, "bind VF %s back to %s", p->release->vf, p->release->driver);
                         break;
                 case SVFF_RECONF_DO_REPROBE:
-                        fprintf(f, "clear VF %s's driver_override and re-probe it\n", p->release->vf);
+                        fprintf(f, "clear VF %s's driver_override and re-probe it", p->release->vf);
                         break;
                 case SVFF_RECONF_DO_REMOVE_PF:
-                        fprintf(f, "remove PF %s from the bus\n", p->pf);
+                        fprintf(f, "remove PF %s from the bus", p->pf);
                         break;
                 case SVFF_RECONF_DO_FLASH:
-                        fprintf(f, "run the flash hook on '%s'\n", strna(p->image));
+                        fprintf(f, "run the flash hook on '%s'", strna(p->image));
                         break;
                 case SVFF_RECONF_DO_RESCAN:
-                        fprintf(f, "rescan the PF's bus and wait for PF %s\n", p->pf);
+                        fprintf(f, "rescan the PF's bus and wait for PF %s", p->pf);
                         break;
                 case SVFF_RECONF_DO_CHECK_IDENTITY:
                         if (p->ids && json_object_array_length(p->ids) > 0) {
@@ -1028,30 +1059,33 @@ void svff_reconf_plan_print(const struct svff_reconf_plan *p, FILE *f) {
                                                 json_object_get_string(json_object_array_get_idx(p->ids, k)));
                         } else
                                 fprintf(f, "check the PF is what it was");
-                        fprintf(f, " with at least %u VF%s\n", p->to, p->to == 1 ? "" : "s");
+                        fprintf(f, " with at least %u VF%s", p->to, p->to == 1 ? "" : "s");
                         break;
                 case SVFF_RECONF_DO_BIND_PF:
-                        fprintf(f, "bind PF %s to its driver\n", p->pf);
+                        fprintf(f, "bind PF %s to its driver", p->pf);
                         break;
                 case SVFF_RECONF_DO_PROVISION:
                         if (p->change && p->change->kind == SVFF_CHANGE_DETACH)
-                                fprintf(f, "set up VF %u with the policy's settings only, for the pool\n",
+                                fprintf(f, "set up VF %u with the policy's settings only, for the pool",
                                         s->numvfs);
                         else if (p->change && p->change->kind == SVFF_CHANGE_UNPAUSE)
                                 fprintf(f, "set VF %u up again with its assignment's class state, unless the "
-                                           "device is as recorded\n", s->numvfs);
+                                           "device is as recorded", s->numvfs);
                         else if (p->change)
                                 fprintf(f, "hand VF %u over with the PF's device class: what it holds released "
                                            "unless it is exactly as asked, then the policy's settings and the "
-                                           "assignment's own\n", s->numvfs);
+                                           "assignment's own", s->numvfs);
                         else
                                 fprintf(f, "set up VF %u with the PF's device class: the policy's settings, and its "
-                                           "assignment's own\n", s->numvfs);
+                                           "assignment's own", s->numvfs);
                         break;
                 default:
-                        fprintf(f, "?\n");
+                        fprintf(f, "?");
                         break;
                 }
+                if (s->deadline_msec > 0)
+                        fprintf(f, " (deadline %llu s)", (unsigned long long) ((s->deadline_msec + 999) / 1000));
+                fputc('\n', f);
         }
         if (!p->init && !p->release && !p->change)
                 fprintf(f, "\nQuiesce steps run in parallel across domains, one at a time within a domain.\n");

@@ -56,6 +56,7 @@
  * log is compared with; from_json reads it back exactly. */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <json-c/json.h>
 
@@ -129,6 +130,9 @@ struct svff_reconf_step {
         int item;               /* index into items, -1 for PF-wide steps */
         unsigned numvfs;        /* numvfs: the value written; bind: how many VFs;
                                  * provision: the VF's index */
+        uint64_t deadline_msec; /* what it may take, as the daemon's settings
+                                 * say (svff_reconf_plan_set_deadline); 0: no
+                                 * deadline of its own */
 };
 
 /* The VF a release takes out of svff's hands. */
@@ -221,6 +225,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_reconf_plan *, svff_reconf_plan_free);
 int svff_reconf_plan_set_provision(struct svff_reconf_plan *p, bool provision);
 int svff_reconf_plan_set_reprogram(struct svff_reconf_plan *p, const char *image, struct json_object *ids);
 
+/* Sets what step i may take (not part of what the plan decides: the
+ * settings of the daemon that runs it, shown by a dry run). */
+void svff_reconf_plan_set_deadline(struct svff_reconf_plan *p, size_t i, uint64_t msec);
+
 /* Whether the plan may be executed: nothing refused or blocked. */
 bool svff_reconf_plan_ok(const struct svff_reconf_plan *p);
 
@@ -264,7 +272,7 @@ void svff_reconf_restore_of(const struct svff_reconf_item *it, bool active, enum
  *                        "state", "pause_mode" } ],
  *     "steps": [ { "phase", "action", "vf"?, "domain"?, "uuid"?,
  *                  "guest_address"?, "alias"?, "numvfs"?, "index"?,
- *                  "driver"? } ] }
+ *                  "driver"?, "deadline_msec"? } ] }
  * A plan journaled before "provision", "image" and "ids" were kept reads
  * as one without them.
  * Returns a new object or NULL (out of memory). */

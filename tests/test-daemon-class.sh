@@ -81,7 +81,7 @@ expect_eq "$(cat "$STATE/store.json" 2>/dev/null)" "$store_before" "the store af
 ctl init "$PF" 4 --dry-run >"$T/init-dry.txt" 2>&1 || fail "init --dry-run: $(cat "$T/init-dry.txt")"
 grep -q "^Init PF $PF: 0 -> 4 VFs, VFs bound to vfio-pci\.$" "$T/init-dry.txt" ||
         fail "the human dry run's heading: $(cat "$T/init-dry.txt")"
-grep -q "^   1\. \[numvfs\] write sriov_numvfs = 4$" "$T/init-dry.txt" ||
+grep -q "^   1\. \[numvfs\] write sriov_numvfs = 4 (deadline [0-9]* s)$" "$T/init-dry.txt" ||
         fail "the human dry run's write: $(cat "$T/init-dry.txt")"
 ctl init "$PF" 4 >"$T/init.out" 2>&1 || fail "init $PF 4: $(cat "$T/init.out")"
 expect_eq "$(sys_numvfs "$PF")" 4 "sriov_numvfs after init"
@@ -113,6 +113,9 @@ ctl init "$PF" 4 --dry-run --json >"$T/init-dry.json" 2>"$T/init-dry.err" ||
         fail "init --dry-run of the same count: $(cat "$T/init-dry.err")"
 expect_eq "$(jget '" ".join(s["action"] for s in d["plan"]["steps"])' <"$T/init-dry.json")" \
         "provision provision provision provision bind commit" "the planned steps of an init of the same count"
+# The bind's deadline is svffd's for 4 VFs; the class steps have none.
+expect_eq "$(jget '[s["action"] for s in d["plan"]["steps"] if s.get("deadline_msec", 0) > 0]' \
+        <"$T/init-dry.json")" "['bind']" "the steps of the init's dry run with a deadline"
 lines=$(wc -l <"$T/svffd.log")
 ctl init "$PF" 4 >"$T/init2.out" 2>&1 || fail "init $PF 4 again: $(cat "$T/init2.out")"
 expect_eq "$(tail -n +"$((lines + 1))" "$T/svffd.log" | grep -c "nvme class already as recorded, left alone")" 4 \

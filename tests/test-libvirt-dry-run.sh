@@ -87,6 +87,13 @@ expect_eq "$(steps "$T/dry.json")" \
         "detach --dry-run steps"
 expect_eq "$(jget 'd["domain"], d["plan"]["assignments"][0]["fate"]' < "$T/dry.json")" "vm1 released" \
         "detach --dry-run: the domain it would leave"
+# Each step's deadline under svffd's settings: the detach's is
+# detach_timeout_sec (5 here); the class steps have none of their own.
+expect_eq "$(jget '[s.get("deadline_msec") for s in d["plan"]["steps"]]' < "$T/dry.json")" \
+        "[None, 5000, None, None, None]" "detach --dry-run: the steps' deadlines"
+ctl detach "$VF0" --dry-run > "$T/out" || fail "detach --dry-run: $(cat "$T/out")"
+grep -q "2. \[domain\] detach VF $VF0 from domain 'vm1' and wait for the guest to let it go (deadline 5 s)$" \
+        "$T/out" || fail "the printed detach plan: $(cat "$T/out")"
 ctl pause "$VF0" --dry-run --json > "$T/dry.json" || fail "pause --dry-run: $(cat "$T/dry.json")"
 expect_eq "$(steps "$T/dry.json")" "commit/journal domain/pause commit/commit" "pause --dry-run steps"
 expect_eq "$(jget '"mode" in d, d["assignment"]["state"]' < "$T/dry.json")" "False attached" \

@@ -593,10 +593,28 @@ START_TEST(test_change) {
                 FILE *f;
 
                 ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), 0);
+                /* What a step may take, as the daemon sets it: printed,
+                 * and read back with the plan. */
+                svff_reconf_plan_set_deadline(p, 1, 5000);
+                svff_reconf_plan_set_deadline(p, 99, 1);
+                {
+                        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *q = NULL;
+                        _cleanup_(json_object_putp) struct json_object *j = svff_reconf_plan_to_json(p);
+
+                        ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
+                        ck_assert_uint_eq(q->steps[1].deadline_msec, 5000);
+                        ck_assert_uint_eq(q->steps[0].deadline_msec, 0);
+                        /* steps that are not the plan's: none read */
+                        json_object_array_del_idx(json_object_object_get(j, "steps"), 0, 1);
+                        svff_reconf_plan_free(TAKE_PTR(q));
+                        ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
+                        ck_assert_uint_eq(q->steps[1].deadline_msec, 0);
+                }
                 f = open_memstream(&buf, &n);
                 ck_assert_ptr_nonnull(f);
                 svff_reconf_plan_print(p, f);
                 fclose(f);
+                ck_assert(strstr(buf, "and wait for the guest to let it go (deadline 5 s)\n"));
                 ck_assert(strstr(buf, "Detach VF 0000:01:00.5 (VF 1 of PF 0000:01:00.0) from domain 'vm1' (" U1
                                       ") for good: its persistent definition, and the assignment ends.\n"));
                 ck_assert(strstr(buf, "   1. [commit] journal the detach of VF 0000:01:00.5 in the store"));

@@ -47,9 +47,11 @@ check_kept() {
 svffctl reprogram "$pf" "$images/a.bin" --dry-run >"$R/plan.txt" 2>&1 ||
         { cat "$R/plan.txt"; vm_fail "reprogram --dry-run failed"; }
 # The PF's steps, in the plan's order, between its two writes.
+# Each with its deadline where it has one of its own: the writes, the
+# flash (flash_timeout_sec) and the rescan.
 sed -n 's/^ *[0-9]*\. \[\(numvfs\|reprogram\)\] //p' "$R/plan.txt" | tr '\n' '|' >"$R/plan-pf.txt"
 assert_true "the plan removes the PF after the 0 write, then flashes and rescans" \
-        grep -qx "write sriov_numvfs = 0|remove PF $pf from the bus|run the flash hook on '$images/a.bin'|rescan the PF's bus and wait for PF $pf|check the PF is one of [0-9a-f: ]* with at least 4 VFs|bind PF $pf to its driver|write sriov_numvfs = 4|" \
+        grep -qx "write sriov_numvfs = 0 (deadline [0-9]* s)|remove PF $pf from the bus|run the flash hook on '$images/a.bin' (deadline [0-9]* s)|rescan the PF's bus and wait for PF $pf (deadline 30 s)|check the PF is one of [0-9a-f: ]* with at least 4 VFs|bind PF $pf to its driver|write sriov_numvfs = 4 (deadline [0-9]* s)|" \
         "$R/plan-pf.txt"
 assert_true "the dry run ran no hook" test ! -e /run/svff-flash-hook.seen
 
