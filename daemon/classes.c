@@ -221,14 +221,16 @@ struct json_object *classes_settings_array(const struct svff_class *class, struc
         return a;
 }
 
-int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
-                      struct json_object *policy, struct json_object *assignments, struct json_object **ret,
-                      const char **ret_class_name, struct svff_error *err) {
+/* try: a dry run's, which never waits for a step or a write of pf
+ * (-EBUSY instead). */
+static int plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
+                     struct json_object *assignments, bool try, struct json_object **ret,
+                     const char **ret_class_name, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL, *plan = NULL;
         struct opened o;
         int r;
 
-        r = opened_open(ctx, pf, false, &o, err);
+        r = opened_open(ctx, pf, try, &o, err);
         if (r <= 0)
                 return r;
         if (ret_class_name)
@@ -248,6 +250,12 @@ int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
         }
         opened_done(&o);
         return r;
+}
+
+int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
+                      struct json_object *policy, struct json_object *assignments, struct json_object **ret,
+                      const char **ret_class_name, struct svff_error *err) {
+        return plan_sync(ctx, pf, numvfs, policy, assignments, false, ret, ret_class_name, err);
 }
 
 int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
@@ -663,8 +671,8 @@ static void step_done(void *userdata) {
 static void step_run(void *userdata) {
         struct step *s = userdata;
 
-        s->r = classes_plan_sync(s->ctx, s->pf, s->numvfs, s->policy, s->assignments, &s->result,
-                                 &s->class_name, &s->err);
+        s->r = plan_sync(s->ctx, s->pf, s->numvfs, s->policy, s->assignments, true, &s->result, &s->class_name,
+                         &s->err);
         if (worker_pool_post(s->pool, step_done, s) < 0)
                 step_free(s);  /* the caller's done cannot run: svffd is out of memory */
 }
@@ -750,7 +758,9 @@ int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, class
         s->plan_done = done;
         s->userdata = userdata;
         s->assignments = classes_assignment_settings(m, pf);
-        return step_start(m, pf, m->ops_pool, step_run, s);
+        /* A dry run is a read: on the discovery pool, as Show's, never
+         * queued behind the ops pool's writes of other PFs. */
+        return step_start(m, pf, snapshot_cache_pool(m->snapshots), step_run, s);
 }
 
 /* ---- main thread: drift for status ---- */

@@ -130,7 +130,9 @@ char *classes_summarize(const char *class_name, struct json_object *state);
  * name, "needs": ..., "steps": [{"vf", "action", "detail"}...]}), or
  * {"class": name, "refused": message} with r < 0 when the PF cannot
  * provide them, or NULL when pf has no class (or r < 0 before its class
- * was known: message says why). */
+ * was known: message says why; -EBUSY while a class step or a write of
+ * the VF count holds pf). Asked on the discovery pool, as Show is: never
+ * behind the ops pool's work on other PFs, never waiting for pf. */
 typedef void (*classes_plan_fn)(struct manager *m, int r, const char *message, struct json_object *class_plan,
                                 void *userdata);
 int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata);

@@ -668,6 +668,14 @@ static void dry_run_class_done(struct manager *m, int r, const char *message, st
                                void *userdata) {
         struct dry_run *d = userdata;
 
+        /* The dry run never waits for a step on the PF: it says so. */
+        if (r == -EBUSY && !class_plan) {
+                call_errorf(d->call, SVFF_ERROR_DEVICE_BUSY, "device", d->plan->pf,
+                            "%s; the dry run cannot ask its device class now: ask again when it ends ('svffctl "
+                            "status' shows the operation).", strna(message));
+                dry_run_free(d);
+                return;
+        }
         /* A PF with a device class has each new VF provisioned after
          * the count and before it is bound: the plan's steps say so. */
         if (r >= 0 && class_plan && svff_reconf_plan_set_provision(d->plan, true) >= 0) {

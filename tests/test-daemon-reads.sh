@@ -6,7 +6,10 @@
 # the write ends, the PF is shown as it now is.
 #   - a write past its deadline, held by a VF a VFIO user keeps open;
 #   - a slow write (pcisim's latency profile with the SVFF paper's
-#     figures) while its init runs.
+#     figures) while its init runs;
+#   - a dry run, which asks a PF's device class, while svffd's one ops
+#     worker (workers 1) writes another PF's count: the class is asked
+#     on the discovery pool, not behind the write.
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
@@ -23,6 +26,7 @@ fail() {
 cat > "$T/svff.conf" <<'CONF'
 {
   "settle_msec": 50,
+  "workers": 1,
   "numvfs_timeout_sec": 1,
   "numvfs_timeout_per_vf_msec": 300
 }
@@ -136,4 +140,19 @@ wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' list --json | grep -q '\"changing\
         fail "the PF stays changing after the write by hand ended: $(ctl list --json)"
 ctl list --json > "$T/list.json"
 expect_eq "$(list_numvfs $PF < "$T/list.json")" 0 "the count once the write by hand ended"
+
+note "a dry run of the QDMA PF while the ops worker writes the count of another PF"
+pcisim_ctl "latency vf_enable 380000"
+ctl init $OTHER 7 > "$T/init-other.out" 2>&1 &
+init=$!
+BG_PIDS="$init"
+wait_for grep -q "$OTHER: setting sriov_numvfs 0 -> 7" "$T/svffd.log" || fail "the init of $OTHER did not reach its write"
+timed class-dry reconf $PF 2 --dry-run --json
+kill -0 $init 2>/dev/null || fail "the init of $OTHER ended before the dry run answered: the check did not meet it"
+expect_eq "$(jget 'd["class_plan"]["class"], " ".join(s["action"] for s in d["plan"]["steps"])' \
+        < "$T/class-dry.out")" "qdma numvfs provision provision bind commit" "the dry run during the write"
+rc=0; wait $init || rc=$?
+BG_PIDS=""
+expect_eq "$rc" 0 "init $OTHER 7: $(cat "$T/init-other.out")"
+pcisim_ctl "latency vf_enable 0"
 exit 0
