@@ -129,6 +129,18 @@ timed other-status-text status
 grep -q "$PF: changing: .*another process" "$T/other-status-text.out" ||
         fail "status does not say the PF is changing: $(cat "$T/other-status-text.out")"
 timed other-list-again list --json
+# A dry run asks the PF's device class, which cannot read the count
+# either: busy at once, with the reason, not a wait for the write.
+t0=$(date +%s%N)
+rc=0
+"$SVFFCTL" --socket "$SOCK" --timeout 5 reconf $PF 2 --dry-run --json > "$T/other-dry.out" 2>&1 || rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+note "other-dry: reconf --dry-run answered in $ms ms (exit $rc)"
+expect_eq "$rc" 1 "reconf --dry-run of the PF another process writes: $(cat "$T/other-dry.out")"
+grep -q '"error":"io.svff.DeviceBusy"' "$T/other-dry.out" &&
+grep -q "The VF count of PF $PF is being changed; the dry run cannot ask its device class now" "$T/other-dry.out" ||
+        fail "reconf --dry-run of the PF another process writes: $(cat "$T/other-dry.out")"
+[ "$ms" -lt $((1500 * ${SVFF_TEST_SLOWDOWN:-1})) ] || fail "reconf --dry-run took $ms ms while another process writes"
 timed other-init init $OTHER 2
 kill -0 $writer 2>/dev/null || fail "the write by hand ended before the checks: they did not meet it"
 pcisim_ctl release "$VF0"
