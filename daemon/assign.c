@@ -24,7 +24,6 @@
 #include "reconf.h"
 
 #define VFIO_DRIVER "vfio-pci"
-#define QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
 /* JOB_RECOVER resolves an intent left by an earlier svffd (no caller). */
 enum job_kind { JOB_ATTACH, JOB_DETACH, JOB_PAUSE, JOB_UNPAUSE, JOB_RECOVER };
@@ -488,7 +487,7 @@ static void pause_run(struct job *j, virDomainPtr dom) {
 
                 r = svff_qmp_new_libvirt(dom, &q);
                 if (r >= 0)
-                        r = svff_qmp_device_pause(q, j->pause_cmd, j->rec.alias, QMP_TIMEOUT_USEC, &err);
+                        r = svff_qmp_device_pause(q, j->pause_cmd, j->rec.alias, PLAN_QMP_TIMEOUT_USEC, &err);
                 if (r >= 0) {
                         j->mode = SVFF_PAUSE_NATIVE;
                         svff_error_free(&err);
@@ -554,7 +553,7 @@ static void unpause_run(struct job *j, virDomainPtr dom) {
                 j->mode = SVFF_PAUSE_NATIVE;
                 r = svff_qmp_new_libvirt(dom, &q);
                 if (r >= 0)
-                        r = svff_qmp_device_pause(q, j->unpause_cmd, j->rec.alias, QMP_TIMEOUT_USEC, &j->err);
+                        r = svff_qmp_device_pause(q, j->unpause_cmd, j->rec.alias, PLAN_QMP_TIMEOUT_USEC, &j->err);
                 if (r < 0)
                         fail(j, SVFF_ERROR_HYPERVISOR, r, "Unpausing VF %s in domain '%s' failed", j->vf, j->info.name);
                 return;
@@ -803,15 +802,14 @@ static void job_finish(struct job *j) {
         job_free(j);
 }
 
-/* Where vf sits: its PF (NULL: it is no VF), its index and the PF's
- * count: from svff's records, else the snapshot, else the VF's links in
- * sysfs (one made since the snapshot). pf_buf holds the last. */
-static const char *vf_place(struct manager *m, const char *vf, unsigned *ret_index, unsigned *ret_numvfs,
-                            char pf_buf[static SVFF_PCI_ADDR_STRLEN]) {
+/* Where vf sits: its PF, its index and the PF's count, from svff's
+ * records, else the last snapshot; NULL when neither has it (a VF made
+ * since). The main thread reads no sysfs for it: a VF's attributes may
+ * wait for its device's lock. */
+static const char *vf_place(struct manager *m, const char *vf, unsigned *ret_index, unsigned *ret_numvfs) {
         struct snapshot *s = m->snapshot;
         struct json_object *rec;
         const char *pf = NULL;
-        struct svff_vf v = {};
 
         *ret_index = *ret_numvfs = 0;
         if (svff_store_get_vf(m->store, vf, &pf, NULL) > 0 && pf) {
@@ -827,20 +825,7 @@ static const char *vf_place(struct manager *m, const char *vf, unsigned *ret_ind
                                 *ret_numvfs = s->pfs[i]->numvfs;
                                 return s->pfs[i]->address;
                         }
-        if (svff_vf_load(m->ctx, vf, &v, pf_buf, NULL) < 0)
-                return NULL;
-        *ret_index = v.index;
-        svff_vf_done(&v);
-        {
-                _cleanup_(svff_pf_freep) struct svff_pf *p = NULL;
-
-                /* A count another process is writing is not known yet. */
-                if (svff_pf_load_nowait(m->ctx, pf_buf, &p, NULL) < 0 || svff_pf_is_unread(p) ||
-                    p->numvfs_pending)
-                        return NULL;
-                *ret_numvfs = p->numvfs;
-        }
-        return pf_buf;
+        return NULL;
 }
 
 /* A dry run's answer: j's plan, with what its reply names; nothing was
@@ -856,16 +841,15 @@ static void reply_dry_run(struct job *j, bool bind) {
          * recorded; a detach of a paused one: out of every definition). */
         struct svff_reconf_item it = { .a = j->rec };
         struct svff_reconf_input in = { .driver = VFIO_DRIVER, .items = &it, .n_items = 1 };
-        char pf[SVFF_PCI_ADDR_STRLEN];
         struct json_object *p;
         int r;
 
         snprintf(it.vf, sizeof(it.vf), "%s", j->vf);
-        in.pf = vf_place(j->m, j->vf, &it.index, &in.numvfs, pf);
+        in.pf = vf_place(j->m, j->vf, &it.index, &in.numvfs);
         if (!in.pf) {
                 job_errorf(j, -ENODEV, SVFF_ERROR_OPERATION_FAILED, "device", j->vf,
-                           "The %s of VF %s could not be planned: its PF is not known yet (its VF count is being "
-                           "changed); try again when that is done.", job_names[j->kind], j->vf);
+                           "The %s of VF %s could not be planned: svffd has not seen the VF under its PF yet; ask "
+                           "again in a moment ('svffctl list' shows it once seen).", job_names[j->kind], j->vf);
                 return;
         }
         r = svff_reconf_plan_new_change(&in, &c, &plan);

@@ -21,8 +21,17 @@ void plan_set_deadlines(const struct manager *m, struct svff_reconf_plan *p) {
                 case SVFF_RECONF_DO_DETACH:
                 case SVFF_RECONF_DO_RELEASE:
                         /* A reconf's quiesce has its own; a release's and
-                         * an assignment change's are Detach's. */
+                         * an assignment change's are Detach's. A detach
+                         * of a VF paused by a detach waits for no guest. */
+                        if (p->change && s->item >= 0 && !p->items[s->item].a.live && !p->items[s->item].a.config)
+                                break;
                         usec = p->release || p->change ? c->detach_timeout_usec : c->reconf_detach_timeout_usec;
+                        /* A pause tries QMP's native pause first. */
+                        if (s->action == SVFF_RECONF_DO_PAUSE)
+                                usec += PLAN_QMP_TIMEOUT_USEC;
+                        break;
+                case SVFF_RECONF_DO_UNPAUSE:
+                        usec = PLAN_QMP_TIMEOUT_USEC;
                         break;
                 case SVFF_RECONF_DO_FLASH:
                         usec = c->flash_timeout_usec;

@@ -11,5 +11,7 @@
 
 /* How long the rescan after a reprogram's flash waits for the PF. */
 #define PLAN_RESCAN_TIMEOUT_USEC (30 * USEC_PER_SEC)
+/* How long a native pause or unpause (QMP) may take. */
+#define PLAN_QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
 void plan_set_deadlines(const struct manager *m, struct svff_reconf_plan *p);

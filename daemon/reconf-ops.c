@@ -21,7 +21,6 @@
 #include "sriov.h"
 #include "sysfs.h"
 
-#define QMP_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
 /* svffd's stop and the loss of the libvirt connection, as the
  * machine's inputs: given before every completion and every start, so
@@ -125,7 +124,7 @@ static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
 
                 r = svff_qmp_new_libvirt(dom, &q);
                 if (r >= 0)
-                        r = svff_qmp_device_pause(q, run->env.pause_cmd, it->a.alias, QMP_TIMEOUT_USEC, &qerr);
+                        r = svff_qmp_device_pause(q, run->env.pause_cmd, it->a.alias, PLAN_QMP_TIMEOUT_USEC, &qerr);
                 if (r >= 0) {
                         res->mode = SVFF_PAUSE_NATIVE;
                         svff_error_free(&qerr);
@@ -210,7 +209,7 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
 
                 r = svff_qmp_new_libvirt(dom, &q);
                 if (r >= 0)
-                        r = svff_qmp_device_pause(q, run->env.unpause_cmd, it->a.alias, QMP_TIMEOUT_USEC, err);
+                        r = svff_qmp_device_pause(q, run->env.unpause_cmd, it->a.alias, PLAN_QMP_TIMEOUT_USEC, err);
                 return r;
         }
         if (flags == 0)
@@ -259,7 +258,7 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
                         _cleanup_(svff_error_free) struct svff_error qerr = SVFF_ERROR_NULL;
 
                         if (svff_qmp_new_libvirt(dom, &q) >= 0)
-                                (void) svff_qmp_device_pause(q, run->env.unpause_cmd, it->a.alias, QMP_TIMEOUT_USEC, &qerr);
+                                (void) svff_qmp_device_pause(q, run->env.unpause_cmd, it->a.alias, PLAN_QMP_TIMEOUT_USEC, &qerr);
                 }
         }
         snprintf(res->guest_address, sizeof(res->guest_address), "%s", hd.guest_address);

@@ -344,8 +344,10 @@ static void env_step(void *userdata, struct json_object *step, int item, int r, 
         op->phase = reconf_machine_phase(run->rm);
         if (!ev)
                 return;
+        /* An event's deadline_msec is a numvfs write's, not the plan's
+         * (which only a dry run's steps carry). */
         json_object_object_foreach(step, k, v)
-                if (!streq(k, "vf") && !streq(k, "pf"))
+                if (!streq(k, "vf") && !streq(k, "pf") && !streq(k, "deadline_msec"))
                         json_object_object_add(ev, k, json_object_get(v));
         if (item >= 0) {
                 const struct reconf_item *it = reconf_machine_item(run->rm, (size_t) item);
@@ -671,8 +673,8 @@ static void dry_run_class_done(struct manager *m, int r, const char *message, st
         /* The dry run never waits for a step on the PF: it says so. */
         if (r == -EBUSY && !class_plan) {
                 call_errorf(d->call, SVFF_ERROR_DEVICE_BUSY, "device", d->plan->pf,
-                            "%s; the dry run cannot ask its device class now: ask again when it ends ('svffctl "
-                            "status' shows the operation).", strna(message));
+                            "%s, so the dry run cannot read PF %s now: ask again when it ends ('svffctl status' "
+                            "shows the operation).", strna(message), d->plan->pf);
                 dry_run_free(d);
                 return;
         }

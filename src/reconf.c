@@ -787,15 +787,19 @@ static void steps_deadlines_from_json(struct json_object *o, struct svff_reconf_
             json_object_array_length(steps) != p->n_steps)
                 return;
         for (size_t i = 0; i < p->n_steps; i++) {
-                struct json_object *s = json_object_array_get_idx(steps, i), *v;
+                struct json_object *s = json_object_array_get_idx(steps, i);
                 const char *phase = NULL, *action = NULL;
 
                 if (svff_json_get_string(s, "phase", &phase) < 0 || svff_json_get_string(s, "action", &action) < 0 ||
                     !streq(phase, svff_reconf_phase_to_string(p->steps[i].phase)) ||
                     !streq(action, svff_reconf_action_to_string(p->steps[i].action)))
                         return;
-                if (json_object_object_get_ex(s, "deadline_msec", &v) && json_object_is_type(v, json_type_int) &&
-                    (msec = json_object_get_int64(v)) > 0)
+        }
+        for (size_t i = 0; i < p->n_steps; i++) {
+                struct json_object *v;
+
+                if (json_object_object_get_ex(json_object_array_get_idx(steps, i), "deadline_msec", &v) &&
+                    json_object_is_type(v, json_type_int) && (msec = json_object_get_int64(v)) > 0)
                         p->steps[i].deadline_msec = (uint64_t) msec;
         }
 }

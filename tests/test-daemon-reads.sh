@@ -138,7 +138,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 note "other-dry: reconf --dry-run answered in $ms ms (exit $rc)"
 expect_eq "$rc" 1 "reconf --dry-run of the PF another process writes: $(cat "$T/other-dry.out")"
 grep -q '"error":"io.svff.DeviceBusy"' "$T/other-dry.out" &&
-grep -q "The VF count of PF $PF is being changed; the dry run cannot ask its device class now" "$T/other-dry.out" ||
+grep -q "The VF count of PF $PF is being changed, so the dry run cannot read PF $PF now" "$T/other-dry.out" ||
         fail "reconf --dry-run of the PF another process writes: $(cat "$T/other-dry.out")"
 [ "$ms" -lt $((1500 * ${SVFF_TEST_SLOWDOWN:-1})) ] || fail "reconf --dry-run took $ms ms while another process writes"
 timed other-init init $OTHER 2
@@ -154,7 +154,7 @@ ctl list --json > "$T/list.json"
 expect_eq "$(list_numvfs $PF < "$T/list.json")" 0 "the count once the write by hand ended"
 
 note "a dry run of the QDMA PF while the ops worker writes the count of another PF"
-pcisim_ctl "latency vf_enable 380000"
+pcisim_ctl "latency vf_enable 300000"
 ctl init $OTHER 7 > "$T/init-other.out" 2>&1 &
 init=$!
 BG_PIDS="$init"

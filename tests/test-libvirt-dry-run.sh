@@ -96,6 +96,8 @@ grep -q "2. \[domain\] detach VF $VF0 from domain 'vm1' and wait for the guest t
         "$T/out" || fail "the printed detach plan: $(cat "$T/out")"
 ctl pause "$VF0" --dry-run --json > "$T/dry.json" || fail "pause --dry-run: $(cat "$T/dry.json")"
 expect_eq "$(steps "$T/dry.json")" "commit/journal domain/pause commit/commit" "pause --dry-run steps"
+# A pause may try QMP's native pause (10 s) before its detach (5 s).
+expect_eq "$(jget 'd["plan"]["steps"][1]["deadline_msec"]' < "$T/dry.json")" 15000 "pause --dry-run: its deadline"
 expect_eq "$(jget '"mode" in d, d["assignment"]["state"]' < "$T/dry.json")" "False attached" \
         "pause --dry-run: no mode yet"
 rc=0
@@ -119,6 +121,14 @@ grep -q "\[domain\] re-attach VF 0 ($VF0) in domain 'vm1' at guest address 05:00
         fail "the printed unpause plan: $(cat "$T/out")"
 unchanged "unpause --dry-run"
 expect_eq "$(ctl list --json | jget "$asg['state']")" paused "VF0's state after unpause --dry-run"
+# Its detach only drops the reservation: nothing to wait for.
+ctl detach "$VF0" --dry-run --json > "$T/dry.json" || fail "detach --dry-run of a paused VF: $(cat "$T/dry.json")"
+expect_eq "$(jget '[s.get("deadline_msec") for s in d["plan"]["steps"]]' < "$T/dry.json")" \
+        "[None, None, None, None, None]" "detach --dry-run of a paused VF: the steps' deadlines"
+ctl detach "$VF0" --dry-run > "$T/out" || fail "detach --dry-run of a paused VF: $(cat "$T/out")"
+grep -q "2. \[domain\] drop VF $VF0's reserved guest address in domain 'vm1' (it is out of the domain already)$" \
+        "$T/out" || fail "the printed detach plan of a paused VF: $(cat "$T/out")"
+unchanged "detach --dry-run of a paused VF"
 check_vfs "unpause --dry-run"
 
 # ---- what is no dry run ----

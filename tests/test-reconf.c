@@ -604,7 +604,13 @@ START_TEST(test_change) {
                         ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
                         ck_assert_uint_eq(q->steps[1].deadline_msec, 5000);
                         ck_assert_uint_eq(q->steps[0].deadline_msec, 0);
-                        /* steps that are not the plan's: none read */
+                        /* steps that are not the plan's: none read, also
+                         * when only a later one differs */
+                        json_object_object_add(json_object_array_get_idx(json_object_object_get(j, "steps"), 4),
+                                               "action", json_object_new_string("journal"));
+                        svff_reconf_plan_free(TAKE_PTR(q));
+                        ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
+                        ck_assert_uint_eq(q->steps[1].deadline_msec, 0);
                         json_object_array_del_idx(json_object_object_get(j, "steps"), 0, 1);
                         svff_reconf_plan_free(TAKE_PTR(q));
                         ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
