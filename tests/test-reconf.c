@@ -68,6 +68,33 @@ static char *steps_string(const struct svff_reconf_plan *p) {
         return s;
 }
 
+/* p through JSON and back gives the same JSON, which it returns. */
+static char *roundtrip(const struct svff_reconf_plan *p) {
+        _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *q = NULL;
+        _cleanup_(json_object_putp) struct json_object *j = svff_reconf_plan_to_json(p), *k = NULL;
+        _cleanup_free_ char *b = NULL;
+        char *a = NULL;
+
+        ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
+        k = svff_reconf_plan_to_json(q);
+        ck_assert_int_eq(svff_json_format(j, JSON_C_TO_STRING_PLAIN, &a, NULL), 0);
+        ck_assert_int_eq(svff_json_format(k, JSON_C_TO_STRING_PLAIN, &b, NULL), 0);
+        ck_assert_str_eq(a, b);
+        return a;
+}
+
+/* What svff_reconf_plan_print() prints for p. */
+static char *printed(const struct svff_reconf_plan *p) {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+
+        ck_assert_ptr_nonnull(f);
+        svff_reconf_plan_print(p, f);
+        fclose(f);
+        return buf;
+}
+
 START_TEST(test_up_keeps_everything) {
         struct svff_reconf_item in[] = {
                 item("0000:01:00.5", 1, "vm2", U2, SVFF_ASSIGN_ATTACHED),
@@ -226,13 +253,8 @@ START_TEST(test_print) {
                 item("0000:01:00.7", 3, "vm2", U2, SVFF_ASSIGN_ATTACHED),
         };
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = plan(in, 2, 4, 2, SVFF_RECONF_PAUSE, false);
-        char *buf = NULL;
-        size_t n = 0;
-        FILE *f = open_memstream(&buf, &n);
+        char *buf = printed(p);
 
-        ck_assert_ptr_nonnull(f);
-        svff_reconf_plan_print(p, f);
-        fclose(f);
         ck_assert(strstr(buf, "REFUSED"));
         ck_assert(strstr(buf, "Not executable"));
         free(buf);
@@ -255,8 +277,6 @@ START_TEST(test_reprogram_and_provision) {
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *q = NULL;
         _cleanup_(json_object_putp) struct json_object *j = NULL, *k = NULL, *old = NULL;
         _cleanup_free_ char *s = NULL, *a = NULL, *b = NULL, *buf = NULL;
-        size_t n = 0;
-        FILE *f;
 
         ck_assert_int_eq(svff_reconf_plan_new(&input, 3, SVFF_RECONF_PAUSE, false, &p), 0);
         s = steps_string(p);
@@ -302,10 +322,7 @@ START_TEST(test_reprogram_and_provision) {
         ck_assert_ptr_null(q);
 
         /* The operator reads the same steps, the provisions on one line. */
-        f = open_memstream(&buf, &n);
-        ck_assert_ptr_nonnull(f);
-        svff_reconf_plan_print(p, f);
-        fclose(f);
+        buf = printed(p);
         ck_assert(strstr(buf, "Reprogram PF 0000:01:00.0 with 'good.bit': 2 -> 3 VFs"));
         ck_assert(strstr(buf, "   3. [reprogram] remove PF 0000:01:00.0 from the bus\n"));
         ck_assert(strstr(buf, "   4. [reprogram] run the flash hook on 'good.bit'\n"));
@@ -391,9 +408,8 @@ START_TEST(test_release) {
                                                    .n_items = cases[i].assigned };
                 struct svff_reconf_release rel = { .vf = "0000:01:00.5", .index = 1,
                                                    .class_state = cases[i].class_state };
-                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL, *q = NULL;
-                _cleanup_(json_object_putp) struct json_object *j = NULL, *k = NULL;
-                _cleanup_free_ char *s = NULL, *a = NULL, *b = NULL;
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+                _cleanup_free_ char *s = NULL, *a = NULL;
 
                 snprintf(rel.driver, sizeof(rel.driver), "%s", cases[i].driver);
                 ck_assert_int_eq(svff_reconf_plan_new_release(&input, &rel, &p), 0);
@@ -406,12 +422,7 @@ START_TEST(test_release) {
                 ck_assert(svff_reconf_plan_needs_libvirt(p) == cases[i].assigned);
 
                 /* Through JSON and back, the steps with their VF. */
-                j = svff_reconf_plan_to_json(p);
-                ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
-                k = svff_reconf_plan_to_json(q);
-                ck_assert_int_eq(svff_json_format(j, JSON_C_TO_STRING_PLAIN, &a, NULL), 0);
-                ck_assert_int_eq(svff_json_format(k, JSON_C_TO_STRING_PLAIN, &b, NULL), 0);
-                ck_assert_str_eq(a, b);
+                a = roundtrip(p);
                 ck_assert(strstr(a, "{\"phase\":\"release\",\"action\":"));
                 ck_assert(strstr(a, "\"vf\":\"0000:01:00.5\",\"index\":1"));
                 if (!*cases[i].driver)
@@ -464,14 +475,9 @@ START_TEST(test_release) {
                 struct svff_reconf_release rel = { .vf = "0000:01:00.5", .index = 1, .class_state = true };
                 _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
                 _cleanup_free_ char *buf = NULL;
-                size_t n = 0;
-                FILE *f;
 
                 ck_assert_int_eq(svff_reconf_plan_new_release(&input, &rel, &p), 0);
-                f = open_memstream(&buf, &n);
-                ck_assert_ptr_nonnull(f);
-                svff_reconf_plan_print(p, f);
-                fclose(f);
+                buf = printed(p);
                 ck_assert(strstr(buf, "Release VF 0000:01:00.5 (VF 1 of PF 0000:01:00.0, which keeps its 4 VFs): "
                                       "re-probed: the kernel's choice of driver.\n"));
                 ck_assert(strstr(buf, "RELEASED (--force): detached for good, the VF stays\n"));
@@ -516,9 +522,8 @@ START_TEST(test_change) {
                 struct svff_reconf_input input = { .pf = PF, .numvfs = 4, .driver = "vfio-pci", .items = &it,
                                                    .n_items = 1 };
                 struct svff_reconf_change c = { cases[i].kind, cases[i].bind, cases[i].class_state };
-                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL, *q = NULL;
-                _cleanup_(json_object_putp) struct json_object *j = NULL, *k = NULL;
-                _cleanup_free_ char *s = NULL, *a = NULL, *b = NULL;
+                _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
+                _cleanup_free_ char *s = NULL, *a = NULL;
 
                 it.a.pause_mode = cases[i].mode;
                 ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), 0);
@@ -527,12 +532,7 @@ START_TEST(test_change) {
                 s = steps_string(p);
                 ck_assert_str_eq(s, cases[i].steps);
                 ck_assert(svff_reconf_plan_needs_libvirt(p));
-                j = svff_reconf_plan_to_json(p);
-                ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
-                k = svff_reconf_plan_to_json(q);
-                ck_assert_int_eq(svff_json_format(j, JSON_C_TO_STRING_PLAIN, &a, NULL), 0);
-                ck_assert_int_eq(svff_json_format(k, JSON_C_TO_STRING_PLAIN, &b, NULL), 0);
-                ck_assert_str_eq(a, b);
+                a = roundtrip(p);
                 ck_assert(strstr(a, "\"change\":{\"kind\":\""));
         }
 
@@ -589,8 +589,6 @@ START_TEST(test_change) {
                 struct svff_reconf_change c = { SVFF_CHANGE_DETACH, false, true };
                 _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
                 _cleanup_free_ char *buf = NULL;
-                size_t n = 0;
-                FILE *f;
 
                 ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), 0);
                 /* What a step may take, as the daemon sets it: printed,
@@ -616,10 +614,7 @@ START_TEST(test_change) {
                         ck_assert_int_eq(svff_reconf_plan_from_json(j, &q), 0);
                         ck_assert_uint_eq(q->steps[1].deadline_msec, 0);
                 }
-                f = open_memstream(&buf, &n);
-                ck_assert_ptr_nonnull(f);
-                svff_reconf_plan_print(p, f);
-                fclose(f);
+                buf = printed(p);
                 ck_assert(strstr(buf, "and wait for the guest to let it go (deadline 5 s)\n"));
                 ck_assert(strstr(buf, "Detach VF 0000:01:00.5 (VF 1 of PF 0000:01:00.0) from domain 'vm1' (" U1
                                       ") for good: its persistent definition, and the assignment ends.\n"));
@@ -640,8 +635,6 @@ START_TEST(test_change) {
                 struct svff_reconf_change c = { SVFF_CHANGE_UNPAUSE, true, false };
                 _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *p = NULL;
                 _cleanup_free_ char *buf = NULL;
-                size_t n = 0;
-                FILE *f;
 
                 it.a.pause_mode = SVFF_PAUSE_NATIVE;
                 ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), -EINVAL);
@@ -649,10 +642,7 @@ START_TEST(test_change) {
                 it.a.live = it.a.config = false;
                 c = (struct svff_reconf_change) { SVFF_CHANGE_DETACH, false, false };
                 ck_assert_int_eq(svff_reconf_plan_new_change(&input, &c, &p), 0);
-                f = open_memstream(&buf, &n);
-                ck_assert_ptr_nonnull(f);
-                svff_reconf_plan_print(p, f);
-                fclose(f);
+                buf = printed(p);
                 ck_assert(strstr(buf, "for good: its reserved guest address (it is paused, out of the domain), and "
                                       "the assignment ends.\n"));
                 ck_assert(strstr(buf, "   2. [domain] drop VF 0000:01:00.5's reserved guest address in domain 'vm1'"));
