@@ -32,6 +32,9 @@ fi
 grep -q "valid, 1 policy: fpga" "$T/out" || fail "config check step: $(cat "$T/out")"
 grep -q "^0000:01:00.0 *PF *qdma-pf *4/252 " "$T/out" || fail "the list after 'status --wait' does not show the policy's 4 VFs: $(cat "$T/out")"
 grep -q "^    PF queues (qdma/qmax): " "$T/out" || fail "the show step does not show the qdma class: $(cat "$T/out")"
+grep -q "^Release VF 0000:01:00.4 (VF 0 of PF 0000:01:00.0, which keeps its 8 VFs): re-probed" "$T/out" &&
+grep -q "\[release\] undo what the PF's device class set up on VF 0, for the next owner" "$T/out" ||
+        fail "the release's dry run does not print its plan: $(cat "$T/out")"
 grep -q "driver-changed" "$T/out" || fail "the drift step shows no drift: $(cat "$T/out")"
 grep -qx "exit 5" "$T/out" || fail "status's exit status with drift is not 5: $(cat "$T/out")"
 [ ! -e "$T/tour" ] || fail "the tour left $T/tour behind: $(ls -la "$T/tour" 2>&1)"
