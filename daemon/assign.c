@@ -802,12 +802,27 @@ static void job_finish(struct job *j) {
         job_free(j);
 }
 
+/* vf in the last snapshot, with its PF (ret_pf optional), or NULL. */
+static const struct svff_vf *snapshot_vf(struct manager *m, const char *vf, const struct svff_pf **ret_pf) {
+        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++) {
+                const struct svff_vf *v = svff_pf_find_vf(m->snapshot->pfs[i], vf);
+
+                if (v) {
+                        if (ret_pf)
+                                *ret_pf = m->snapshot->pfs[i];
+                        return v;
+                }
+        }
+        return NULL;
+}
+
 /* Where vf sits: its PF, its index and the PF's count, from svff's
  * records, else the last snapshot; NULL when neither has it (a VF made
  * since). The main thread reads no sysfs for it: a VF's attributes may
  * wait for its device's lock. */
 static const char *vf_place(struct manager *m, const char *vf, unsigned *ret_index, unsigned *ret_numvfs) {
-        struct snapshot *s = m->snapshot;
+        const struct svff_pf *spf = NULL;
+        const struct svff_vf *v;
         struct json_object *rec;
         const char *pf = NULL;
 
@@ -818,14 +833,12 @@ static const char *vf_place(struct manager *m, const char *vf, unsigned *ret_ind
                 (void) svff_store_get_pf(m->store, pf, ret_numvfs, NULL);
                 return pf;
         }
-        for (size_t i = 0; s && i < s->n_pfs; i++)
-                for (size_t k = 0; k < s->pfs[i]->n_vfs; k++)
-                        if (streq(s->pfs[i]->vfs[k].address, vf)) {
-                                *ret_index = s->pfs[i]->vfs[k].index;
-                                *ret_numvfs = s->pfs[i]->numvfs;
-                                return s->pfs[i]->address;
-                        }
-        return NULL;
+        v = snapshot_vf(m, vf, &spf);
+        if (!v)
+                return NULL;
+        *ret_index = v->index;
+        *ret_numvfs = spf->numvfs;
+        return spf->address;
 }
 
 /* A dry run's answer: j's plan, with what its reply names; nothing was
@@ -1329,16 +1342,9 @@ static bool pf_journal_kept(struct manager *m, const char *pf, const char *devic
 /* The PF of vf: as svff recorded it, else as the snapshot has it; NULL
  * when neither knows the VF. */
 static const char *pf_of_vf(struct manager *m, const char *vf) {
-        const char *pf = NULL;
-        struct snapshot *s = m->snapshot;
+        unsigned index, numvfs;
 
-        if (svff_store_get_vf(m->store, vf, &pf, NULL) > 0 && pf)
-                return pf;
-        for (size_t i = 0; s && i < s->n_pfs; i++)
-                for (size_t k = 0; k < s->pfs[i]->n_vfs; k++)
-                        if (streq(s->pfs[i]->vfs[k].address, vf))
-                                return s->pfs[i]->address;
-        return NULL;
+        return vf_place(m, vf, &index, &numvfs);
 }
 
 /* Fills j's class fields for VF j->vf (its store record vrec): the PF
@@ -1611,15 +1617,11 @@ static const struct param vf_params[] = {
 
 /* What an unpause would bind: a VF svff keeps on vfio-pci, off it now. */
 static bool unpause_would_bind(struct manager *m, const struct job *j) {
-        struct snapshot *s = m->snapshot;
+        const struct svff_vf *v;
 
-        if (!j->may_bind || j->rec.pause_mode == SVFF_PAUSE_NATIVE)
+        if (!j->may_bind || j->rec.pause_mode == SVFF_PAUSE_NATIVE || !(v = snapshot_vf(m, j->vf, NULL)))
                 return false;
-        for (size_t i = 0; s && i < s->n_pfs; i++)
-                for (size_t k = 0; k < s->pfs[i]->n_vfs; k++)
-                        if (streq(s->pfs[i]->vfs[k].address, j->vf))
-                                return !s->pfs[i]->vfs[k].driver || !streq(s->pfs[i]->vfs[k].driver, VFIO_DRIVER);
-        return false;
+        return !v->driver || !streq(v->driver, VFIO_DRIVER);
 }
 
 static void vf_method(struct manager *m, struct call *call, enum job_kind kind) {
