@@ -9,7 +9,9 @@
 #include "journal.h"
 #include "device.h"
 #ifdef SVFF_FAULT_POINTS
+#include "class-nic.h"
 #include "class-nvme.h"
+#include "nl-fake.h"
 #include "nvme-standin.h"
 #endif
 #include "json-util.h"
@@ -50,22 +52,29 @@ static struct pf_lock *pf_lock_get(const char *pf) {
 }
 
 #ifdef SVFF_FAULT_POINTS
-/* Test builds only: SVFF_TEST_NVME_STANDIN=1 opens every NVMe PF through
- * a stand-in for its admin queue (tests/nvme-standin.c, a model of QEMU's
- * emulated controller), for the host tier, where pcisim has the PF's
- * sysfs but no controller can run. One model per PF, kept for the
- * process (a restart starts from QEMU's state again); it learns the VF
- * count from sysfs at each open, as the real one from the PF's SR-IOV
- * capability. Guarded by the PF's lock like the real one. */
+/* Test builds only, for the host tier, where pcisim has a PF's sysfs but
+ * no device runs behind it:
+ * - SVFF_TEST_NVME_STANDIN=1 opens every NVMe PF through a stand-in for
+ *   its admin queue (tests/nvme-standin.c, a model of QEMU's emulated
+ *   controller);
+ * - SVFF_TEST_NIC_STANDIN=1 opens every NIC PF through a stand-in for
+ *   its driver behind rtnetlink (tests/nl-fake.c), which keeps each VF's
+ *   MAC, VLAN and trust as the kernel's do_setvfinfo() applies them.
+ * One model per PF, kept for the process (a restart starts from a fresh
+ * device). Each learns the VF count from sysfs at each open, as the real
+ * ones do from the PF's SR-IOV capability; a NIC model whose count
+ * changed starts its VFs from the drivers' defaults, as a VF disable
+ * leaves them. Guarded by the PF's lock like the real ones. */
 struct standin {
         struct standin *next;
         char pf[SVFF_PCI_ADDR_STRLEN];
         struct nvme_standin model;
+        struct nl_fake *nic;
 };
 
 static struct standin *standins;        /* under locks_mutex */
 
-static struct nvme_standin *standin_for(const char *pf) {
+static struct standin *standin_for(const char *pf) {
         struct standin *i;
 
         pthread_mutex_lock(&locks_mutex);
@@ -79,21 +88,37 @@ static struct nvme_standin *standin_for(const char *pf) {
                 standins = i;
         }
         pthread_mutex_unlock(&locks_mutex);
-        return i ? &i->model : NULL;
+        return i;
+}
+
+static bool standin_on(const char *name) {
+        const char *e = getenv(name);
+
+        return e && streq(e, "1");
 }
 
 static int standin_open(struct svff_ctx *ctx, const struct svff_class *class, const struct svff_pf *pf,
                         struct svff_class_pf **ret, struct svff_error *err) {
-        const char *e = getenv("SVFF_TEST_NVME_STANDIN");
-        struct nvme_standin *model;
+        bool nvme = streq(class->name, "nvme") && standin_on("SVFF_TEST_NVME_STANDIN");
+        bool nic = streq(class->name, "nic") && standin_on("SVFF_TEST_NIC_STANDIN");
+        struct standin *s;
 
-        if (!e || !streq(e, "1") || !streq(class->name, "nvme"))
+        if (!nvme && !nic)
                 return class->open(ctx, pf, ret, err);
-        model = standin_for(pf->address);
-        if (!model)
+        s = standin_for(pf->address);
+        if (!s)
                 return svff_error_set(err, -ENOMEM, "Out of memory");
-        nvme_standin_set_numvfs(model, pf->numvfs);
-        return svff_class_nvme_open_with(ctx, pf, &nvme_standin_ops, model, ret, err);
+        if (nvme) {
+                nvme_standin_set_numvfs(&s->model, pf->numvfs);
+                return svff_class_nvme_open_with(ctx, pf, &nvme_standin_ops, &s->model, ret, err);
+        }
+        if (!pf->netdev)
+                return svff_error_set(err, -EOPNOTSUPP, "PF %s has no network interface", pf->address);
+        if (!s->nic)
+                s->nic = nl_fake_new(pf->netdev, pf->numvfs);
+        else if (s->nic->numvfs != pf->numvfs)
+                nl_fake_reset(s->nic, pf->numvfs);
+        return svff_class_nic_open_beside(ctx, pf, nl_fake_open(s->nic), ret, err);
 }
 #else
 static int standin_open(struct svff_ctx *ctx, const struct svff_class *class, const struct svff_pf *pf,
@@ -117,18 +142,18 @@ struct opened {
 static void standin_dump(const struct opened *o) {
         const char *dir = getenv("SVFF_TEST_NVME_STANDIN_DUMP");
         _cleanup_free_ char *path = NULL, *tmp = NULL;
-        struct nvme_standin *model;
+        struct standin *s;
         FILE *f;
 
         if (!dir || !o->class || !streq(o->class->name, "nvme") || !o->pf ||
-            !(model = standin_for(o->pf->address)))
+            !(s = standin_for(o->pf->address)))
                 return;
         if (asprintf(&path, "%s/%s", dir, o->pf->address) < 0 || asprintf(&tmp, "%s.tmp", path) < 0)
                 return;
         f = fopen(tmp, "we");
         if (!f)
                 return;
-        nvme_standin_dump(model, f);
+        nvme_standin_dump(&s->model, f);
         if (fclose(f) == 0)
                 (void) rename(tmp, path);
 }

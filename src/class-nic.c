@@ -51,6 +51,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "class-nic.h"
@@ -92,6 +93,12 @@ static bool is_nic(struct svff_ctx *ctx, const struct svff_pf *pf) {
 
         if ((pf->class >> 16) != 0x02 || !pf->netdev)
                 return false;
+#ifdef SVFF_FAULT_POINTS
+        /* Test builds: the stand-in for the PF driver (daemon/classes.c)
+         * is every NIC PF's interface. */
+        if (getenv("SVFF_TEST_NIC_STANDIN") && !strcmp(getenv("SVFF_TEST_NIC_STANDIN"), "1"))
+                return true;
+#endif
         idx = if_nametoindex(pf->netdev);
         if (idx == 0)
                 return false;
@@ -138,17 +145,12 @@ int svff_class_nic_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, str
         return 0;
 }
 
-static int nic_open(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_class_pf **ret,
-                    struct svff_error *err) {
+int svff_class_nic_open_beside(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_nl *nl,
+                               struct svff_class_pf **ret, struct svff_error *err) {
         _cleanup_free_ char *root = NULL;
         const char *sys = svff_ctx_get_root(ctx);
-        struct svff_nl *nl;
         char *slash;
-        int r;
 
-        r = svff_nl_open(&nl);
-        if (r < 0)
-                return svff_error_set_errno(err, r, "PF %s: cannot open rtnetlink", pf->address);
         /* Other managers' files sit beside the sysfs tree: "/" on a host,
          * a test tree's etc/ next to its sys/. */
         root = strdup(sys ?: "/sys");
@@ -162,6 +164,17 @@ static int nic_open(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_
         else
                 strcpy(root, "/");
         return svff_class_nic_open_with(ctx, pf, nl, root, ret, err);
+}
+
+static int nic_open(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_class_pf **ret,
+                    struct svff_error *err) {
+        struct svff_nl *nl;
+        int r;
+
+        r = svff_nl_open(&nl);
+        if (r < 0)
+                return svff_error_set_errno(err, r, "PF %s: cannot open rtnetlink", pf->address);
+        return svff_class_nic_open_beside(ctx, pf, nl, ret, err);
 }
 
 void svff_class_nic_get_stats(struct svff_class_pf *c, struct svff_nl_stats *ret) {
@@ -1170,9 +1183,19 @@ static char *nic_describe(struct json_object *state) {
 
 /* "mac ..:34:56 vlan 100": the MAC's last two bytes tell a host's VFs
  * apart (their first ones are mostly one prefix); describe has it all. */
+/* s with " word" appended (s freed), or NULL. */
+static char *append_word(char *s, const char *word) {
+        char *t = NULL;
+
+        if (s && asprintf(&t, "%s %s", s, word) < 0)
+                t = NULL;
+        free(s);
+        return t;
+}
+
 static char *nic_summarize(struct json_object *state) {
         struct svff_nl_vf vf;
-        char mac[18], *s = NULL;
+        char mac[18], vlan[16], *s = NULL;
 
         json_to_vf(state, 0, &vf);
         if (vf.mask & SVFF_NL_VF_MAC)
@@ -1181,15 +1204,11 @@ static char *nic_summarize(struct json_object *state) {
                      vf.mask & SVFF_NL_VF_MAC ? mac + 11 : "") < 0)
                 return NULL;
         if ((vf.mask & SVFF_NL_VF_VLAN) && vf.vlan) {
-                char *t;
-
-                if (asprintf(&t, "%s vlan %u", s, vf.vlan) < 0) {
-                        free(s);
-                        return NULL;
-                }
-                free(s);
-                s = t;
+                snprintf(vlan, sizeof(vlan), "vlan %u", vf.vlan);
+                s = append_word(s, vlan);
         }
+        if ((vf.mask & SVFF_NL_VF_TRUST) && vf.trust)
+                s = append_word(s, "trust");
         return s;
 }
 

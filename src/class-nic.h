@@ -18,5 +18,11 @@ int svff_class_nic_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, str
                              const char *config_root, struct svff_class_pf **ret,
                              struct svff_error *err);
 
+/* open() over nl (owned from here on, freed even on failure) with NIC
+ * owners looked up beside the context's sysfs tree, as open() does: for
+ * the daemon's stand-in in test builds. */
+int svff_class_nic_open_beside(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_nl *nl,
+                               struct svff_class_pf **ret, struct svff_error *err);
+
 /* The handle's rtnetlink message counts (the bench and the tests). */
 void svff_class_nic_get_stats(struct svff_class_pf *c, struct svff_nl_stats *ret);

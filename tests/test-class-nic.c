@@ -155,7 +155,7 @@ START_TEST(test_provision_order_and_count) {
         ck_assert_str_eq(d, "mac 02:00:00:00:00:01 vlan 100 qos 3 trust on spoofchk off rate 0-500");
         free(d);
         d = svff_class_nic.summarize(st);
-        ck_assert_str_eq(d, "mac ..:00:01 vlan 100");
+        ck_assert_str_eq(d, "mac ..:00:01 vlan 100 trust");
 }
 END_TEST
 

@@ -56,8 +56,11 @@ if [ "$scenario" = qdma ]; then
         grep -qE '^0000:01:00\.5 +VF1 +vfio-pci .* vm2 +03:00\.0 +defined( |$)' "$out" ||
                 fail "demo output lacks VF 0000:01:00.5's list row, assigned to vm2: $(cat "$out")"
 fi
-# Every scenario shows its PF's device class; the NVMe one, on the
-# controller stand-in, attaches a namespace to each VM's VF.
+# Every scenario shows its PF's device class. The NVMe one, on the
+# controller stand-in, attaches a namespace to each VM's VF; the NIC one,
+# on the PF driver's stand-in, a MAC, a VLAN or trust. Each row is seen
+# twice: after the attaches, and after the reconf, which started every VF
+# from the driver's defaults again.
 grep -qF -- "== The PF's device class, and what it can still give its VFs" "$out" ||
         fail "demo output lacks the show step: $(cat "$out")"
 case $scenario in
@@ -70,6 +73,18 @@ nvme)
         for i in 1 2 3; do
                 grep -qE "^0000:00:04\.$i +VF$((i - 1)) +vfio-pci .* vm$i +03:00\.0 +defined +online ns $i$" "$out" ||
                         fail "demo output lacks VF $((i - 1))'s row with namespace $i: $(cat "$out")"
+        done ;;
+nic)
+        for want in "(simulated: the NIC PF's driver behind rtnetlink is svff's stand-in" "  device class: nic" \
+                    "VFs as read now: 6, 0 with a MAC, 0 on a VLAN, 0 trusted" \
+                    "VFs as read now: 6, 3 with a MAC, 2 on a VLAN, 1 trusted"; do
+                grep -qF -- "$want" "$out" || fail "demo output lacks '$want': $(cat "$out")"
+        done
+        for row in '0000:03:10\.0 +VF0 .* vm1 +03:00\.0 +defined +mac \.\.:00:01 vlan 100' \
+                   '0000:03:10\.4 +VF1 .* vm2 +03:00\.0 +defined +mac \.\.:00:02 vlan 100' \
+                   '0000:03:11\.0 +VF2 .* vm3 +03:00\.0 +defined +mac \.\.:00:03 trust'; do
+                [ "$(grep -cE "^$row\$" "$out")" = 2 ] ||
+                        fail "demo output lacks the row '$row' after the attaches and after the reconf: $(cat "$out")"
         done ;;
 qdma) grep -qF "  device class: qdma" "$out" || fail "demo output lacks the qdma class: $(cat "$out")" ;;
 esac
