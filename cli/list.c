@@ -55,7 +55,7 @@ static const struct {
         [COL_POOL]     = { "pool",     "POOL",     "PF: attach --pf may pick its VFs" },
         [COL_DOMAIN]   = { "domain",   "DOMAIN",   "VF: the libvirt domain it is assigned to", 7 },
         [COL_GUEST]    = { "guest",    "GUEST",    "VF: guest PCI address (BB:SS.F)" },
-        [COL_STATE]    = { "state",    "STATE",    "VF: attached (live), defined (config only), paused, detaching; unassignable "
+        [COL_STATE]    = { "state",    "STATE",    "VF: attached (live), defined (config only), held (paused by svffd), detaching; unassignable "
                                                     "(its IOMMU group holds its PF); absent" },
         [COL_NAME]     = { "name",     "NAME",     "PF: vendor and device name", 2 },
         [COL_ALLOWED]  = { "allowed",  "ALLOWED",  "PF: yes, or the manage rule that leaves it read-only", 4 },

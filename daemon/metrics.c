@@ -25,7 +25,7 @@ static const double reconf_buckets[] = { 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 
 
 /* Always reported, 0 when there are none, so that a rule sees 0 rather
  * than no series. Others met are reported too. */
-static const char *const assignment_states[] = { "attached", "paused", "detaching" };
+static const char *const assignment_states[] = { "attached", "held", "detaching" };
 static const char *const drift_kinds[] = {
         "pf-missing", "numvfs-changed", "vf-missing", "driver-changed",
         "assignment-without-vf", "policy-failed", "interrupted", "class-drift",

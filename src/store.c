@@ -200,20 +200,37 @@ static int complete(struct json_object *doc) {
         return 0;
 }
 
+static int set_held(struct json_object *rec) {
+        struct json_object *v = json_object_new_string("held");
+
+        if (!v || json_object_object_add(rec, "state", v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 /* Brings a valid document of an older schema to SVFF_STORE_SCHEMA in
  * memory; the next commit writes it. 1 -> 2: every assignment gets an
  * explicit null intent (absent already reads as none). 2 -> 3: nothing
- * but the number (an absent class is no class). */
+ * but the number (an absent class is no class). 3 -> 4: a held
+ * assignment's state, spelled "paused" before, is "held" (an older
+ * svffd then refuses the store by its schema instead of misreading the
+ * state). */
 static int migrate(struct json_object *doc, uint64_t schema) {
-        struct json_object *v;
+        struct json_object *v, *st;
 
         if (schema >= SVFF_STORE_SCHEMA)
                 return 0;
-        if (schema < 2 && json_object_object_get_ex(doc, "assignments", &v)) {
+        if (json_object_object_get_ex(doc, "assignments", &v)) {
                 json_object_object_foreach(v, key, rec) {
                         (void) key;
-                        if (!json_object_object_get_ex(rec, "intent", NULL) &&
+                        if (schema < 2 && !json_object_object_get_ex(rec, "intent", NULL) &&
                             json_object_object_add(rec, "intent", NULL) < 0)
+                                return -ENOMEM;
+                        if (schema < 4 && json_object_object_get_ex(rec, "state", &st) &&
+                            json_object_is_type(st, json_type_string) &&
+                            streq(json_object_get_string(st), "paused") && set_held(rec) < 0)
                                 return -ENOMEM;
                 }
         }
@@ -998,7 +1015,7 @@ void svff_store_set_journal(struct svff_store *s, struct json_object *op) {
 
 static const char *const assign_states[] = {
         [SVFF_ASSIGN_ATTACHED] = "attached",
-        [SVFF_ASSIGN_PAUSED] = "paused",
+        [SVFF_ASSIGN_PAUSED] = "held",
         [SVFF_ASSIGN_DETACHING] = "detaching",
 };
 
@@ -1037,6 +1054,10 @@ int svff_assign_state_from_string(const char *str) {
         for (size_t i = 0; str && i < ELEMENTSOF(assign_states); i++)
                 if (streq(str, assign_states[i]))
                         return (int) i;
+        /* The old spelling of "held", in stores and journals written
+         * before the rename: read for a release, never written. */
+        if (str && streq(str, "paused"))
+                return SVFF_ASSIGN_PAUSED;
         return -EINVAL;
 }
 

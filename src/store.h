@@ -14,7 +14,9 @@
  *                                "guest_address": "0000:02:00.0" | null,
  *                                "alias": "ua-svff-...", "live": bool,
  *                                "config": bool,
- *                                "state": "attached"|"paused"|"detaching",
+ *                                "state": "attached"|"held"|"detaching",
+ *                                         ("paused", the old spelling of
+ *                                         "held", is read too),
  *                                "pause_mode": "native"|"detach"|null,
  *                                "intent": null|"attach"|"detach"|"pause"|"unpause",
  *                                "class": null | { ... } } },
@@ -50,7 +52,7 @@
 
 #include "error.h"
 
-#define SVFF_STORE_SCHEMA 3
+#define SVFF_STORE_SCHEMA 4
 #define SVFF_STORE_FILE "store.json"
 
 struct svff_store;
@@ -134,7 +136,7 @@ int svff_store_set_vf_class(struct svff_store *s, const char *vf, struct json_ob
  * by UUID (names can be reused); the name is kept for display. */
 enum svff_assign_state {
         SVFF_ASSIGN_ATTACHED,
-        SVFF_ASSIGN_PAUSED,     /* native pause, or detached with the address reserved */
+        SVFF_ASSIGN_PAUSED,     /* "held": native pause, or detached with the address reserved */
         SVFF_ASSIGN_DETACHING,  /* detach asked for; the guest has not let go yet */
 };
 
@@ -187,7 +189,7 @@ struct svff_assignment {
 };
 
 const char *svff_assign_state_to_string(enum svff_assign_state s);
-int svff_assign_state_from_string(const char *s);  /* -EINVAL when unknown */
+int svff_assign_state_from_string(const char *s);  /* -EINVAL when unknown; "paused" is "held" */
 const char *svff_pause_mode_to_string(enum svff_pause_mode m);  /* NULL for NONE */
 int svff_pause_mode_from_string(const char *s);
 const char *svff_assign_intent_to_string(enum svff_assign_intent i);  /* NULL for NONE */

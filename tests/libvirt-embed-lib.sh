@@ -209,8 +209,8 @@ for vf, rec in records.items():
             bad.append("VF %s is recorded attached (live) but not in the running domain" % vf)
         if not rec["config"] and not rec["live"]:
             bad.append("VF %s is recorded attached nowhere" % vf)
-    elif rec["state"] == "paused" and rec["mode"] == "detach" and here:
-        bad.append("VF %s is recorded paused (detached) but is in %s" % (vf, sorted(here)))
+    elif rec["state"] == "held" and rec["mode"] == "detach" and here:
+        bad.append("VF %s is recorded held (detached) but is in %s" % (vf, sorted(here)))
 if bad:
     print("after %s:\n  %s" % (step, "\n  ".join(bad)), file=sys.stderr)
     sys.exit(1)

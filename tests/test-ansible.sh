@@ -414,6 +414,25 @@ wait_for_s 60 idle 3 || fail "host 3's reconf did not end after the timeout"
 expect_eq "$(numvfs_of 3)" 10 "host 3: numvfs after the reconf that outlasted the timeout"
 expect_eq "$(assignments_of 3)" "$(cat "$T/assignments-3")" "host 3: assignments after the reconf that outlasted the timeout"
 
+# --- a pause, by either spelling of its state ------------------------------
+
+# state: held pauses h3-vm1's VF; state: paused, the old spelling of
+# held, finds it so and changes nothing; state: attached unpauses it.
+cat > "$T/held.yml" <<EOF
+- hosts: host3
+  gather_facts: false
+  tasks:
+    - svff.sriov.svff_assignment: {pf: "$PF", domain: h3-vm1, state: held, socket: "{{ svff_socket }}"}
+    - svff.sriov.svff_assignment: {pf: "$PF", domain: h3-vm1, state: paused, socket: "{{ svff_socket }}"}
+EOF
+play held || fail "pause by state: held: $(cat "$T/held.out")"
+grep -q "^host3 *: ok=2 *changed=1 .*failed=0" "$T/held.out" || fail "the pause's recap: $(recap held host3)"
+expect_eq "$(assignments_of 3 | grep -c "'h3-vm1', 'held'")" 1 "host 3: h3-vm1's assignment after state: held"
+sed -i 's/state: held/state: attached/; /state: paused/d' "$T/held.yml"
+play held || fail "unpause by state: attached: $(cat "$T/held.out")"
+grep -q "^host3 *: ok=1 *changed=1 .*failed=0" "$T/held.out" || fail "the unpause's recap: $(recap held host3)"
+expect_eq "$(assignments_of 3)" "$(cat "$T/assignments-3")" "host 3: assignments after the unpause"
+
 # --- a reprogram -----------------------------------------------------------
 
 # Host 1 gets a flash hook: a stand-in for a vendor's flash tool (no FPGA

@@ -149,14 +149,14 @@ stop_svffd
 crash_at after-pause-libvirt pause "$VF2"
 restart_resolved 1
 check_vfs "recovery after after-pause-libvirt"
-expect_eq "$(rec "$VF2" .state)" paused "VF2: the pause reached libvirt"
+expect_eq "$(rec "$VF2" .state)" held "VF2: the pause reached libvirt"
 expect_eq "$(rec "$VF2" .pause_mode)" detach "VF2 pause mode"
 stop_svffd
 
 crash_at after-unpause-intent unpause "$VF2"
 restart_resolved 1
 check_vfs "recovery after after-unpause-intent"
-expect_eq "$(rec "$VF2" .state)" paused "VF2: the unpause never reached libvirt"
+expect_eq "$(rec "$VF2" .state)" held "VF2: the unpause never reached libvirt"
 stop_svffd
 
 crash_at after-unpause-libvirt unpause "$VF2"

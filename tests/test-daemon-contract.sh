@@ -42,7 +42,7 @@ grep -q "^method Reconf(" "$T/introspect.out" || fail "the README's socat line: 
 note "every member documented, enums, GetInfo's url"
 "$VC" -upstream "$SOCK" -lint > "$T/lint.out" 2>&1 || fail "undocumented members: $(cat "$T/lint.out")"
 "$VC" -upstream "$SOCK" -describe io.svff > "$T/io.svff.varlink" || fail "describe io.svff"
-grep -q "state: (attached, paused, detaching)" "$T/io.svff.varlink" || fail "Assignment.state is not an enum"
+grep -q "state: (attached, held, detaching)" "$T/io.svff.varlink" || fail "Assignment.state is not an enum"
 grep -q "^error DeviceRefused (device: string, message: string)" "$T/io.svff.varlink" || fail "no DeviceRefused"
 
 # Raw calls, through the validating proxy.

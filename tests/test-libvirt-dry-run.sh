@@ -120,7 +120,7 @@ grep -q "paused by a detach with its address reserved" "$T/out" &&
 grep -q "\[domain\] re-attach VF 0 ($VF0) in domain 'vm1' at guest address 05:00.0" "$T/out" ||
         fail "the printed unpause plan: $(cat "$T/out")"
 unchanged "unpause --dry-run"
-expect_eq "$(ctl list --json | jget "$asg['state']")" paused "VF0's state after unpause --dry-run"
+expect_eq "$(ctl list --json | jget "$asg['state']")" held "VF0's state after unpause --dry-run"
 # Its detach only drops the reservation: nothing to wait for.
 ctl detach "$VF0" --dry-run --json > "$T/dry.json" || fail "detach --dry-run of a paused VF: $(cat "$T/dry.json")"
 expect_eq "$(jget '[s.get("deadline_msec") for s in d["plan"]["steps"]]' < "$T/dry.json")" \

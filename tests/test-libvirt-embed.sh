@@ -90,7 +90,7 @@ expect_eq "$(ctl list --json | jget "d['pfs'][0]['vfs'][2]['assigned_to']")" Non
 # Pause without a native command: detach-with-reservation, then back at the same address
 ctl pause "$VF0" > "$T/out" || fail "pause: $(cat "$T/out")"
 grep -q "detach pause" "$T/out" || fail "pause kind: $(cat "$T/out")"
-expect_eq "$(ctl list --json | jget "$a['state']")" paused "state after pause"
+expect_eq "$(ctl list --json | jget "$a['state']")" held "state after pause"
 check_vfs "pause"
 ctl unpause "$VF0" > "$T/out" || fail "unpause: $(cat "$T/out")"
 grep -q "at guest address 05:00.0" "$T/out" || fail "unpause address: $(cat "$T/out")"

@@ -76,7 +76,7 @@ vl_error io.svff.NotPaused "unpause of an attached VF"
 expect_eq "$(ctl list --json | jget "$asg['state']")" attached "state after the refused unpause"
 ctl pause "$VF0" >"$T/out" 2>&1 || fail "pause: $(cat "$T/out")"
 refused "pause of a paused VF" pause "$VF0"
-grep -q "VF $VF0 is paused, not attached: there is nothing to pause" "$T/err" ||
+grep -q "VF $VF0 is held, not attached: there is nothing to pause" "$T/err" ||
         fail "pause message: $(cat "$T/err")"
 varlink_call io.svff.Pause "{\"vf\": \"$VF0\"}" >"$T/vl"
 vl_error io.svff.NotAttached "pause of a paused VF"

@@ -62,7 +62,7 @@ expect_eq "$(outcome "$VF2")" "False no-vf" "VF2 after partial creation"
 message_of "$VF2" | grep -q "VF 2 of PF $PF does not exist" ||
         fail "partial creation report: $(cat "$T/err")"
 expect_eq "$(sys_numvfs $PF)" 2 "numvfs after partial creation"
-expect_eq "$(state_of "$VF2")" paused "VF2's record after partial creation"
+expect_eq "$(state_of "$VF2")" held "VF2's record after partial creation"
 expect_eq "$(state_of "$VF0")" attached "VF0's record after partial creation"
 expect_eq "$(journal)" None "journal after partial creation"
 # Back to 4 VFs; the reservation brings vm3's VF back.
@@ -79,7 +79,7 @@ for how in "" dangling; do
         expect_eq "$(outcome "$VF1")" "False no-vf" "VF1 after it was lost ($how)"
         expect_eq "$(outcome "$VF2")" "True restored" "VF2 after VF 1 was lost ($how)"
         message_of "$VF1" | grep -q "no virtfn1" || fail "VF 1 lost ($how) report: $(cat "$T/err")"
-        expect_eq "$(state_of "$VF1")" paused "VF1's record after it was lost ($how)"
+        expect_eq "$(state_of "$VF1")" held "VF1's record after it was lost ($how)"
         expect_eq "$(state_of "$VF2")" attached "VF2's record after VF 1 was lost ($how)"
         expect_eq "$(journal)" None "journal after VF 1 was lost ($how)"
         # A reconf brings VF 1 back; its reservation brings vm2's VF back.
@@ -94,7 +94,7 @@ run_failing 4 "bind failure"
 expect_eq "$(outcome "$VF0")" "False paused" "VF0 after its bind failed"
 expect_eq "$(outcome "$VF1")" "True restored" "VF1 after VF0's bind failed"
 message_of "$VF0" | grep -q "not vfio-pci" || fail "bind failure report: $(cat "$T/err")"
-expect_eq "$(state_of "$VF0")" paused "VF0's record after its bind failed"
+expect_eq "$(state_of "$VF0")" held "VF0's record after its bind failed"
 ctl unpause "$VF0" >/dev/null || fail "unpause VF0 (svffd rebinds it)"
 expect_eq "$(assignments_snapshot)" "$before" "assignments after unpausing VF0"
 check_vfio $PF
@@ -104,7 +104,7 @@ pcisim_ctl hold "$VF3"
 run_failing 4 "held VF"
 grep -q "journal is kept" "$T/err" || fail "held VF message: $(cat "$T/err")"
 expect_eq "$(outcome "$VF1")" "False paused" "VF1 while the write is blocked"
-expect_eq "$(state_of "$VF1")" paused "VF1's record while the write is blocked"
+expect_eq "$(state_of "$VF1")" held "VF1's record while the write is blocked"
 [ "$(journal)" != None ] || fail "no journal while the write is blocked"
 rc=0; ctl init $PF 4 2> "$T/err2" || rc=$?
 expect_eq "$rc" 1 "init while a reconf is journaled"
@@ -127,7 +127,7 @@ refused_kept() {
 refused_kept "attach of VF3" attach "$VF3" vm1
 refused_kept "attach --pf" attach --pf $PF vm3
 refused_kept "unpause of VF1" unpause "$VF1"
-expect_eq "$(state_of "$VF1")" paused "VF1's record after its unpause was refused"
+expect_eq "$(state_of "$VF1")" held "VF1's record after its unpause was refused"
 store_py 'print(d["assignments"].get("'"$VF3"'"))' | grep -qx None || fail "VF3 assigned while the journal is kept"
 pcisim_ctl release "$VF3"
 numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
@@ -226,7 +226,7 @@ else
                 fail "attach failure message: $(cat "$T/err")"
         jget '[a["message"] for a in d["assignments"] if not a["has_vf"]]' < "$T/result.json" | grep -q "injected failure" || fail "attach failure report: $(cat "$T/err")"
         expect_eq "$(store_py 'print(sorted(a["state"] for a in d["assignments"].values()))')" \
-                "['attached', 'attached', 'paused']" "records after the attach failure"
+                "['attached', 'attached', 'held']" "records after the attach failure"
         expect_eq "$(journal)" None "journal after the attach failure"
 fi
 stop_svffd || fail "svffd exit status"

@@ -48,7 +48,7 @@ check_vfio $PF
 expect_eq "$(store_py 'print(" ".join("%s=%s" % (a["domain"], v) for v, a in sorted(d["assignments"].items(), key=lambda x: x[1]["domain"])))')" \
         "vm1=$NEW0 vm2=$NEW1 vm3=$NEW2 vm4=$NEW3" "records after the reprogram"
 expect_eq "$(store_py 'print(" ".join(a["state"] for v, a in sorted(d["assignments"].items(), key=lambda x: x[1]["domain"])))')" \
-        "attached attached paused attached" "assignment states after the reprogram"
+        "attached attached held attached" "assignment states after the reprogram"
 
 note "unpause: VF 2 back in vm3 at its new address"
 ctl unpause "$NEW2" >"$T/out" 2>&1 || fail "unpause VF2 at $NEW2: $(cat "$T/out")"

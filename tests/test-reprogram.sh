@@ -137,7 +137,7 @@ expect_eq "$(cat "$SYS/bus/pci/devices/$PF/sriov_totalvfs")" 8 "new sriov_totalv
 # with their records, the drift (that one entry) and the journal say so.
 interrupted() {
         expect_eq "$(phase)" interrupted "journal phase after $1"
-        expect_eq "$(states)" "paused paused paused" "assignment states after $1"
+        expect_eq "$(states)" "held held held" "assignment states after $1"
         expect_eq "$(store_py 'print(sorted(d["assignments"]))')" "['$VF0', '$VF1', '$VF3']" "records after $1"
         ctl_status --json > "$T/status.json" || fail "status after $1"
         jget '[x["message"] for x in d["drift"] if x["kind"] == "interrupted"][0]' < "$T/status.json" |

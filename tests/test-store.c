@@ -632,13 +632,13 @@ START_TEST(test_refuse_newer) {
         struct svff_store *s = NULL;
 
         REFUSE("{\"schema\":7,\"generation\":\"whatever a newer svffd writes\",\"pfs\":[]}", -EPROTONOSUPPORT,
-               "has schema 7, newer than this svffd supports (3)");
-        REFUSE("{\"schema\":4}", -EPROTONOSUPPORT, "run a newer svffd");
+               "has schema 7, newer than this svffd supports (4)");
+        REFUSE("{\"schema\":5}", -EPROTONOSUPPORT, "run a newer svffd");
 
         ck_assert_int_ge(asprintf(&path, "%s/store.json", statedir), 0);
         ck_assert_int_eq(svff_store_open(statedir, &s, &err), -EPROTONOSUPPORT);
         ck_assert_int_ge(asprintf(&expected,
-                                  "Store '%s' has schema 4, newer than this svffd supports (3). "
+                                  "Store '%s' has schema 5, newer than this svffd supports (4). "
                                   "Refusing to start so as not to overwrite it: run a newer svffd, or move the file aside.",
                                   path),
                          0);
@@ -698,7 +698,8 @@ START_TEST(test_parse_buffer) {
 }
 END_TEST
 
-/* A store as svffd wrote it before intents (schema 1). */
+/* A store as svffd wrote it before intents (schema 1), and before it
+ * spelled a held assignment's state "held". */
 static const char v1_store[] =
         "{\"schema\":1,\"generation\":7,"
         "\"pfs\":{\"0000:03:00.0\":{\"numvfs\":2,\"vf_driver\":\"vfio-pci\"}},"
@@ -747,7 +748,8 @@ START_TEST(test_migrate_v1) {
         ck_assert(json_object_object_get_ex(rec, "intent", &v));
         ck_assert_ptr_null(v);
         ck_assert_str_eq(json_object_get_string(json_object_object_get(rec, "note")), "kept");
-        ck_assert_str_eq(json_object_get_string(json_object_object_get(rec, "state")), "paused");
+        /* the old spelling of the state is written as the new one */
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(rec, "state")), "held");
 
         /* and reads back the same */
         svff_store_free(TAKE_PTR(s));
@@ -790,8 +792,8 @@ START_TEST(test_migrate_v2) {
         ck_assert(a.live && a.config);
         ck_assert_ptr_null(svff_store_get_assignment_class(s, "0000:03:00.1"));
 
-        /* opening writes nothing; the first commit writes schema 3 with
-         * the records as they were */
+        /* opening writes nothing; the first commit writes the current
+         * schema with the records as they were */
         data = read_file(statedir, "store.json", &len);
         ck_assert_uint_eq(len, sizeof(v2_store) - 1);
         ck_assert(memcmp(data, v2_store, len) == 0);
@@ -800,7 +802,7 @@ START_TEST(test_migrate_v2) {
         data = read_file(statedir, "store.json", &len);
         disk = json_tokener_parse(data);
         ck_assert_ptr_nonnull(disk);
-        ck_assert_int_eq(json_object_get_int(json_object_object_get(disk, "schema")), 3);
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(disk, "schema")), SVFF_STORE_SCHEMA);
         ck_assert_str_eq(json_object_get_string(json_object_object_get(
                                  json_object_object_get(json_object_object_get(disk, "pfs"), "0000:03:00.0"), "owner")),
                          "operator");

@@ -91,7 +91,7 @@ pause_unpause() {
         assert_true "pause $1: a detach pause (stock QEMU)" eval 'case "$out" in *"detach pause"*) ;; *) false ;; esac'
         check_gone "$1" "$2" pause
         x=$(vm_svff_addr "$1")
-        assert_eq "pause: VF $1 state and reserved address" "$before paused $2" "$x"
+        assert_eq "pause: VF $1 state and reserved address" "$before held $2" "$x"
         svffctl unpause "$1" || vm_fail "svffctl unpause $1 failed"
         assert_eq "unpause: VF $1 back at the same address in $2's query-pci" "$before" "$(vm_qpci_wait "$2" "$1")"
         check_attached "$1" "$2" unpause

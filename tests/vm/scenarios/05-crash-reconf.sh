@@ -69,7 +69,7 @@ done
 # and unpause brings the VF back at the same guest address.
 reconf_at fail-reattach-1 "$SVFF_VM_RUNDIR/reconf-fail.out"
 assert_eq "svffctl reconf's exit status after a failed re-attach" 1 "$rc"
-paused=$(svffctl list --json | jq -r '.pfs[].vfs[] | select(.assigned_to.state == "paused") | .address')
+paused=$(svffctl list --json | jq -r '.pfs[].vfs[] | select(.assigned_to.state == "held") | .address')
 assert_eq "assignments left paused" 1 "$(echo "$paused" | grep -c .)"
 set -- $doms
 for v in $vfs; do

@@ -85,7 +85,7 @@ assert_eq "status: that is the only drift (not the PF missing, nor each VF)" '["
 # records.
 set -- $doms
 for v in $vfs; do
-        assert_eq "interrupted: VF $v's assignment kept, paused (store)" "paused $1" \
+        assert_eq "interrupted: VF $v's assignment kept, held (store)" "held $1" \
                 "$(jq -r --arg vf "$v" '.assignments[$vf] | "\(.state) \(.domain)"' /run/svff-state/store.json)"
         shift
 done

@@ -34,12 +34,13 @@ options:
     type: str
   state:
     description:
-      - C(attached) attaches (or unpauses a paused assignment);
-        C(paused) pauses (natively where the domain's QEMU offers it,
+      - C(attached) attaches (or unpauses a held assignment);
+        C(held) pauses (natively where the domain's QEMU offers it,
         else detach with the guest address reserved); C(detached)
         detaches.
+      - C(paused) is the old spelling of C(held), taken for a release.
     type: str
-    choices: [attached, paused, detached]
+    choices: [attached, held, paused, detached]
     default: attached
   live:
     description: Attach to the running domain; svffd's default (live if it
@@ -91,11 +92,11 @@ EXAMPLES = r'''
     domain: db1
     namespace: 2
 
-- name: A given VF, paused (the domain keeps its address)
+- name: A given VF, held (paused; the domain keeps its address)
   svff.sriov.svff_assignment:
     vf: "0000:04:00.2"
     domain: db1
-    state: paused
+    state: held
 
 - name: Taken off its domain
   svff.sriov.svff_assignment:
@@ -141,12 +142,17 @@ def text(vf, a):
         vf, a.get('domain'), a.get('uuid'), a.get('state'), a.get('guest_address'))
 
 
+def held(a):
+    # An svffd before the rename says "paused".
+    return a.get('state') in ('held', 'paused')
+
+
 def main():
     args = dict(
         domain=dict(type='str'),
         vf=dict(type='str'),
         pf=dict(type='str'),
-        state=dict(type='str', choices=['attached', 'paused', 'detached'], default='attached'),
+        state=dict(type='str', choices=['attached', 'held', 'paused', 'detached'], default='attached'),
         live=dict(type='bool'),
         config=dict(type='bool'),
         guest_address=dict(type='str'),
@@ -160,6 +166,8 @@ def main():
                            required_one_of=[('vf', 'pf')], mutually_exclusive=[('vf', 'pf')])
     p = module.params
     state, domain = p['state'], p['domain']
+    if state == 'paused':
+        state = 'held'
     if domain is None and not (state == 'detached' and p['vf']):
         module.fail_json(msg="domain is required but for state: detached of a given vf")
     settings = dict(p['settings'] or {})
@@ -195,7 +203,7 @@ def main():
     if state == 'attached':
         if a and domain_matches(a, domain) and a.get('state') == 'attached':
             module.exit_json(**result)
-        if a and domain_matches(a, domain) and a.get('state') == 'paused':
+        if a and domain_matches(a, domain) and held(a):
             call = ('Unpause', {'vf': vfaddr})
         else:
             # Assigned elsewhere: svffd refuses it with its own message.
@@ -203,8 +211,8 @@ def main():
                                'live': p['live'], 'config': p['config'],
                                'guest_address': p['guest_address'],
                                'class': settings or None})
-    elif state == 'paused':
-        if a and domain_matches(a, domain) and a.get('state') == 'paused':
+    elif state == 'held':
+        if a and domain_matches(a, domain) and held(a):
             module.exit_json(**result)
         if vfaddr is None:
             module.fail_json(msg="no VF of PF %s is assigned to '%s': attach one before pausing it"
@@ -224,7 +232,7 @@ def main():
     result['diff'] = dict(before=text(vfaddr, a), before_header=vfaddr or p['pf'],
                           prepared="io.svff.%s %s\n" % (method, json.dumps(shown, sort_keys=True)))
     if module.check_mode:
-        new = {'Attach': 'attached', 'Unpause': 'attached', 'Pause': 'paused'}.get(method)
+        new = {'Attach': 'attached', 'Unpause': 'attached', 'Pause': 'held'}.get(method)
         result['diff']['after'] = text(vfaddr, dict(a or {}, domain=domain, state=new) if new else None)
         result['diff']['after_header'] = vfaddr or p['pf']
         module.exit_json(**result)

@@ -78,7 +78,7 @@ assignments:
     index: {description: the VF's index, type: int}
     domain: {description: the domain's name, type: str}
     uuid: {description: the domain's UUID, type: str}
-    state: {description: attached, paused or detaching, type: str}
+    state: {description: attached, held or detaching, type: str}
     guest_address: {description: the guest PCI address, type: str}
     live: {description: whether the running domain holds it, type: bool}
     config: {description: whether the persistent definition holds it, type: bool}
