@@ -13,7 +13,9 @@
  *
  * Settings (policy defaults, merged with the assignment's):
  *   "qmax"     the PF's queue count (absent: left as it is)
- *   "vf_qmax"  queues kept for each VF's driver to ask for (default 0)
+ *   "vf_qmax"  queues kept for each VF's driver to ask for (default 0:
+ *              none kept, the driver asks for what it wants from the
+ *              free queues)
  *   "budget"   the device's queues (default 2048, the QDMA IP's maximum)
  * each at most QDMA_QUEUES_MAX.
  *
@@ -441,9 +443,12 @@ static int qdma_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
                                               "The queue count of %s is %u, not %u as provisioned",
                                               pf->address, live, want);
         }
-        /* a VF's own count is readable only while the host drives it;
-         * its driver may ask for less than was kept, never more */
-        if (vf && state && svff_json_get_unsigned(state, "vf_qmax", &vf_want) == 0 &&
+        /* A VF's own count is readable only while the host drives it
+         * (qdma-vf by policy); its driver may ask for less than was kept,
+         * never more. With nothing kept (vf_qmax 0) no room was set aside
+         * for it: what its driver got from the free queues is its own,
+         * and no drift. */
+        if (vf && state && svff_json_get_unsigned(state, "vf_qmax", &vf_want) == 0 && vf_want > 0 &&
             qdma_read_qmax(c, vf->address, &vf_live) >= 0 && vf_live > vf_want)
                 return svff_error_set(err, -EUCLEAN,
                                       "VF %u of %s (%s) holds %u queues, more than the %u kept for it",

@@ -17,6 +17,7 @@
 #include "sysfs.h"
 
 #define QDMA_PF "0000:01:00.0"
+#define QDMA_VF0 "0000:01:00.4"        /* offset 4, stride 1 */
 
 extern const struct svff_class svff_class_qdma;
 static const struct svff_class *cls = &svff_class_qdma;
@@ -124,6 +125,31 @@ START_TEST(test_match) {
         ck_assert(cls->match(ctx, &other));
         other = (struct svff_pf) { .vendor_id = 0x8086, .device_id = 0x903f, .driver = (char *) "igb" };
         ck_assert(!cls->match(ctx, &other));
+}
+END_TEST
+
+/* A VF the host drives (qdma-vf by policy): its driver asked the PF for
+ * 8 queues when it probed. With none kept for it (vf_qmax 0, the
+ * default) that count is the driver's own, and no drift; with 4 kept it
+ * outgrew what was set aside. Read from the device: pcisim's VF
+ * qdma/qmax. */
+START_TEST(test_vf_on_host_driver) {
+        _cleanup_(json_object_putp) struct json_object *none = NULL, *four = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        uint64_t v = 0;
+
+        ck_assert_int_eq(pcisim_write(sim, "bus/pci/devices/" QDMA_PF "/sriov_numvfs", "2"), 0);
+        reload();
+        ck_assert_str_eq(svff_pf_vf_at(pf, 0)->driver, "qdma-vf");
+        ck_assert_int_eq(svff_sysfs_read_u64(svff_ctx_get_rootfd(ctx), "bus/pci/devices/" QDMA_VF0 "/qdma/qmax", &v), 0);
+        ck_assert_uint_eq(v, 8);
+
+        ck_assert_int_eq(cls->provision(cpf, pf, 0, keep(settings("{}")), &none, &err), 0);
+        ck_assert_int_eq(cls->verify(cpf, pf, 0, none, &err), 0);
+
+        ck_assert_int_eq(cls->provision(cpf, pf, 0, keep(settings("{\"vf_qmax\": 4}")), &four, &err), 0);
+        assert_error(cls->verify(cpf, pf, 0, four, &err), &err, -EUCLEAN, "holds 8 queues, more than the 4 kept");
+        svff_error_free(&err);
 }
 END_TEST
 
@@ -321,6 +347,7 @@ int main(void) {
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_match);
         tcase_add_test(tc, test_qmax_by_policy);
+        tcase_add_test(tc, test_vf_on_host_driver);
         tcase_add_test(tc, test_budget_refusal);
         tcase_add_test(tc, test_out_of_range);
         tcase_add_test(tc, test_active_queues);

@@ -136,4 +136,22 @@ note "20 status calls read the device classes $n time(s)"
 ctl init $QPF 4 > "$T/out" 2>&1 || fail "init $QPF 4 to provision it again: $(cat "$T/out")"
 ctl_status > "$T/status" || [ $? = 5 ] || fail "status after the init"
 grep -q "class-drift" "$T/status" && fail "status shows the class drift the init repaired: $(cat "$T/status")"
+
+note "QDMA VFs the host drives (qdma-vf by policy), none of their queues kept: no class drift"
+cat > "$T/svff.conf" <<CONF
+{ "settle_msec": 50, "numvfs_timeout_sec": 1, "numvfs_timeout_per_vf_msec": 2,
+  "policies": { "q": { "match": { "address": "$QPF" }, "numvfs": 4, "vf_driver": "qdma-vf" } } }
+CONF
+kill -HUP "$SVFFD_PID"
+ctl init $QPF --policy > "$T/out" 2>&1 || fail "init --policy with qdma-vf: $(cat "$T/out")"
+for i in 0 1 2 3; do
+        v=$(sys_vf $QPF $i)
+        expect_eq "$(sys_driver "$v")" qdma-vf "VF $i's driver by the policy"
+        # the host's qdma-vf asked the PF for its queues when it probed
+        expect_eq "$(cat "$SYS/bus/pci/devices/$v/qdma/qmax")" 8 "VF $i's queue count as its driver asked"
+done
+# (the other PF's unbound VFs above still drift)
+ctl status --json > "$T/status.json" || [ $? = 5 ] || fail "status --json after the init to qdma-vf"
+expect_eq "$(jget "[(x['kind'], x['message']) for x in d['drift'] if (x.get('pf') or x.get('device') or '').startswith('0000:10:')]" \
+        < "$T/status.json")" "[]" "drift of $QPF, its VFs on qdma-vf by policy"
 echo PASS
