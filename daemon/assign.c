@@ -1665,7 +1665,7 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind) 
         }
         if (kind == JOB_UNPAUSE && a.state != SVFF_ASSIGN_PAUSED) {
                 call_errorf(call, SVFF_ERROR_NOT_PAUSED, "device", vf,
-                            "VF %s is %s, not paused: there is nothing to unpause.", vf,
+                            "VF %s is %s, not held: there is nothing to unpause.", vf,
                             svff_assign_state_to_string(a.state));
                 return;
         }

@@ -17,7 +17,7 @@
  *     deadline -> GuestNotReleased, the record stays "detaching".
  *   Pause(vf): native (the configured QMP device-pause command, if the
  *     domain's QEMU offers it) or detach-with-reservation; the record
- *     keeps the guest address and alias, state "paused", pause_mode.
+ *     keeps the guest address and alias, state "held", pause_mode.
  *   Unpause(vf): the reverse, at the recorded guest address and alias.
  *
  * Each of the four journals an intent on the VF's record (committed)

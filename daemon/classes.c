@@ -64,7 +64,10 @@ static struct pf_lock *pf_lock_get(const char *pf) {
  * device). Each learns the VF count from sysfs at each open, as the real
  * ones do from the PF's SR-IOV capability; a NIC model whose count
  * changed starts its VFs from the drivers' defaults, as a VF disable
- * leaves them. Guarded by the PF's lock like the real ones. */
+ * leaves them. It sees counts only, not the writes between them: through
+ * 0 and back to the same count (reconf --cycle) its VFs keep their
+ * settings, which a real driver would have reset. Guarded by the PF's
+ * lock like the real ones. */
 struct standin {
         struct standin *next;
         char pf[SVFF_PCI_ADDR_STRLEN];

@@ -10,7 +10,7 @@
  * Phases and their safe points (each journal write is a commit op):
  *
  *   journal "quiesce" -> quiesce every attached assignment (one call per
- *   domain) -> journal "numvfs" (records "paused") -> set_numvfs(0),
+ *   domain) -> journal "numvfs" (records "held") -> set_numvfs(0),
  *   set_numvfs(N) -> journal "provision" (the PF's new VFs) -> provision
  *   each VF -> journal "bind" (only when a VF's class state changed) ->
  *   bind each VF -> restore each survivor (one call per domain) -> the

@@ -12,7 +12,7 @@
  *   virt:    one job per domain (parallel across domains, serialised
  *            within one): pause (native, else detach with reservation),
  *            detach, or release each attached assignment.
- *   main:    records "paused", journal phase "numvfs", commit.
+ *   main:    records "held", journal phase "numvfs", commit.
  *   ops:     numvfs 0, then N; read the PF back.
  *   main:    records the new VFs, journal phase "provision", commit.
  *   ops:     provision each VF (its device class; nothing for a bare

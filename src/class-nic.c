@@ -1181,8 +1181,6 @@ static char *nic_describe(struct json_object *state) {
         return TAKE_PTR(s);
 }
 
-/* "mac ..:34:56 vlan 100": the MAC's last two bytes tell a host's VFs
- * apart (their first ones are mostly one prefix); describe has it all. */
 /* s with " word" appended (s freed), or NULL. */
 static char *append_word(char *s, const char *word) {
         char *t = NULL;
@@ -1193,6 +1191,9 @@ static char *append_word(char *s, const char *word) {
         return t;
 }
 
+/* "mac ..:34:56 vlan 100 trust": the MAC's last two bytes tell a host's
+ * VFs apart (their first ones are mostly one prefix); describe has it
+ * all. */
 static char *nic_summarize(struct json_object *state) {
         struct svff_nl_vf vf;
         char mac[18], vlan[16], *s = NULL;

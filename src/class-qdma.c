@@ -445,9 +445,9 @@ static int qdma_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
         }
         /* A VF's own count is readable only while the host drives it
          * (qdma-vf by policy); its driver may ask for less than was kept,
-         * never more. With nothing kept (vf_qmax 0) no room was set aside
-         * for it: what its driver got from the free queues is its own,
-         * and no drift. */
+         * never more. With nothing kept (vf_qmax 0) svff set no room
+         * aside and holds the VF to no count: what its driver asked for
+         * is the PF driver's to grant from its budget, not drift. */
         if (vf && state && svff_json_get_unsigned(state, "vf_qmax", &vf_want) == 0 && vf_want > 0 &&
             qdma_read_qmax(c, vf->address, &vf_live) >= 0 && vf_live > vf_want)
                 return svff_error_set(err, -EUCLEAN,

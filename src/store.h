@@ -3,7 +3,7 @@
 
 /* The crash-safe state store: one JSON document, STATE_DIR/store.json,
  *
- *   { "schema": 3, "generation": N,
+ *   { "schema": 4, "generation": N,
  *     "pfs":      { "<PF>": { "numvfs": N, "vf_driver": "vfio-pci",
  *                             "owner": "operator" | "policy:<name>" } },
  *     "vfs":      { "<VF>": { "pf": "<PF>", "index": N,
@@ -42,7 +42,9 @@
  *
  * Older schemas are read as the current one and written back as it:
  * schema 1 (before intents) with every intent null, schema 2 (before
- * classes) as it is, every VF and assignment without a class.
+ * classes) as it is, every VF and assignment without a class, and
+ * schemas 1 to 3 with a held assignment's state, which they spelled
+ * "paused", as "held".
  *
  * Not thread-safe: the daemon keeps it on its main thread. */
 

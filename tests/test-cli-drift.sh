@@ -142,7 +142,9 @@ cat > "$T/svff.conf" <<CONF
 { "settle_msec": 50, "numvfs_timeout_sec": 1, "numvfs_timeout_per_vf_msec": 2,
   "policies": { "q": { "match": { "address": "$QPF" }, "numvfs": 4, "vf_driver": "qdma-vf" } } }
 CONF
+n=$(grep -c 'Configuration reloaded' "$T/svffd.log")
 kill -HUP "$SVFFD_PID"
+wait_for sh -c "[ \$(grep -c 'Configuration reloaded' '$T/svffd.log') -gt $n ]" || fail "the reload to vf_driver qdma-vf"
 ctl init $QPF --policy > "$T/out" 2>&1 || fail "init --policy with qdma-vf: $(cat "$T/out")"
 for i in 0 1 2 3; do
         v=$(sys_vf $QPF $i)

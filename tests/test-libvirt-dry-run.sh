@@ -103,7 +103,7 @@ expect_eq "$(jget '"mode" in d, d["assignment"]["state"]' < "$T/dry.json")" "Fal
 rc=0
 ctl unpause "$VF0" --dry-run > "$T/out" 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "unpause --dry-run of an attached VF"
-grep -q "VF $VF0 is attached, not paused: there is nothing to unpause" "$T/err" ||
+grep -q "VF $VF0 is attached, not held: there is nothing to unpause" "$T/err" ||
         fail "unpause --dry-run refusal: $(cat "$T/err")"
 unchanged "detach, pause and unpause --dry-run"
 expect_eq "$(ctl list --json | jget "$asg['state']")" attached "VF0's state after the dry runs"

@@ -69,7 +69,7 @@ expect_eq "$(ctl list --json | jget "$nasg")" None "the NIC VF's assignment afte
 note "unpause of an attached VF, pause of a paused one"
 ctl attach "$VF0" vm1 >"$T/out" 2>&1 || fail "attach: $(cat "$T/out")"
 refused "unpause of an attached VF" unpause "$VF0"
-grep -q "VF $VF0 is attached, not paused: there is nothing to unpause" "$T/err" ||
+grep -q "VF $VF0 is attached, not held: there is nothing to unpause" "$T/err" ||
         fail "unpause message: $(cat "$T/err")"
 varlink_call io.svff.Unpause "{\"vf\": \"$VF0\"}" >"$T/vl"
 vl_error io.svff.NotPaused "unpause of an attached VF"
