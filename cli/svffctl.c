@@ -1511,6 +1511,35 @@ static void print_outcomes(FILE *f, struct json_object *p) {
         }
 }
 
+/* What a guest's agent said of its NVMe heads, against the window the
+ * plan predicts. */
+static void print_guest_agent(struct json_object *o) {
+        const char *agent = jstr(o, "agent"), *head = jstr(o, "agent_head");
+        long long window = (jint(o, "predicted_msec", 0) + 999) / 1000;
+        _cleanup_free_ char *why = NULL, *name = NULL;
+
+        if (!agent)
+                return;
+        if (streq(agent, "unanswered")) {
+                why = svff_utf8_escape(strna(jstr(o, "agent_error")), false);
+                printf("    guest readiness unknown: its guest agent did not answer (%s)\n", strna(why));
+                return;
+        }
+        if (!head) {
+                printf("    guest NOT ready: its guest agent finds no NVMe head with delayed_removal_secs "
+                       "(Linux < 6.16, or multipath off); it loses its disk in the reconf\n");
+                return;
+        }
+        name = svff_utf8_escape(head, false);
+        if (json_object_get_boolean(json_object_object_get(o, "guest_ready")))
+                printf("    guest ready: delayed removal %lld s (%s) >= window %lld s, as its guest agent reads it\n",
+                       jint(o, "agent_delayed_removal_sec", 0), strna(name), window);
+        else
+                printf("    guest NOT ready: delayed removal %lld s (%s) < window %lld s, as its guest agent reads "
+                       "it; it loses its disk in the reconf\n", jint(o, "agent_delayed_removal_sec", 0),
+                       strna(name), window);
+}
+
 /* How each assignment's guest sees the reconf, and the unplug deadline. */
 static void print_guests(struct json_object *reply) {
         static const struct { const char *key, *text; } modes[] = {
@@ -1548,6 +1577,7 @@ static void print_guests(struct json_object *reply) {
                 printf("\n");
                 if (json_object_object_get_ex(o, "guest_needs", &v) && v)
                         printf("    the guest needs %s\n", json_object_get_string(v));
+                print_guest_agent(o);
         }
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guest-agent.h"
 #include "libvirt.h"
 #include "manager.h"
 #include "reconf-guests.h"
@@ -18,6 +19,7 @@ struct guests_job {
         virConnectPtr conn;
         struct reconf_guest *g;
         size_t n;
+        bool agent;
         reconf_guests_done_t done;
         void *userdata;
 };
@@ -39,9 +41,33 @@ static void guests_job_done(void *userdata) {
         guests_job_free(j);
 }
 
+/* The guest's NVMe head that keeps its disk the shortest, as its agent
+ * reads it. */
+static void agent_read(virDomainPtr dom, struct reconf_guest *g) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ struct svff_ga_head *heads = NULL;
+        size_t n = 0;
+        int r;
+
+        r = svff_ga_nvme_heads(svff_ga_libvirt_command, dom, RECONF_GUESTS_AGENT_TIMEOUT_USEC, &heads, &n, &err);
+        if (r < 0) {
+                g->agent = RECONF_GUEST_AGENT_UNANSWERED;
+                snprintf(g->agent_error, sizeof(g->agent_error), "%s",
+                         svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r));
+                return;
+        }
+        g->agent = RECONF_GUEST_AGENT_READ;
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || heads[i].delayed_removal_sec < g->agent_delayed_removal_sec) {
+                        snprintf(g->agent_head, sizeof(g->agent_head), "%s", heads[i].name);
+                        g->agent_delayed_removal_sec = heads[i].delayed_removal_sec;
+                }
+}
+
 /* One domain's guest: what can be known stays, the rest is unknown (a
- * domain gone or a libvirt error is the reconf's to report). */
-static void guest_read(virConnectPtr conn, struct reconf_guest *g) {
+ * domain gone or a libvirt error is the reconf's to report). With
+ * agent, its NVMe heads too, where its guest agent is connected. */
+static void guest_read(virConnectPtr conn, struct reconf_guest *g, bool agent) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct svff_domain_info info;
         virDomainPtr dom = NULL;
@@ -52,6 +78,8 @@ static void guest_read(virConnectPtr conn, struct reconf_guest *g) {
                 return;
         g->running = info.active;
         xml = info.active ? virDomainGetXMLDesc(dom, 0) : NULL;
+        if (xml && agent && svff_ga_connected_in_xml(xml) == 1)
+                agent_read(dom, g);
         virDomainFree(dom);
         if (!xml)
                 return;
@@ -70,14 +98,14 @@ static void guests_job_run(void *userdata) {
         struct guests_job *j = userdata;
 
         for (size_t i = 0; i < j->n; i++)
-                guest_read(j->conn, &j->g[i]);
+                guest_read(j->conn, &j->g[i], j->agent);
         /* Out of memory only: the waiting call is left unanswered (its
          * client's timeout ends it), as any job that cannot post. */
         if (worker_pool_post(hv_pool(j->m->hv), guests_job_done, j) < 0)
                 guests_job_free(j);
 }
 
-int reconf_guests_start(struct manager *m, const struct svff_reconf_item *items, size_t n,
+int reconf_guests_start(struct manager *m, const struct svff_reconf_item *items, size_t n, bool agent,
                         reconf_guests_done_t done, void *userdata) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct guests_job *j;
@@ -106,6 +134,7 @@ int reconf_guests_start(struct manager *m, const struct svff_reconf_item *items,
                         snprintf(g->guest_address, sizeof(g->guest_address), "%s", items[i].a.guest_address);
                 }
         j->m = m;
+        j->agent = agent;
         j->done = done;
         j->userdata = userdata;
         j->conn = hv_conn_ref(m->hv, &err);

@@ -9,6 +9,7 @@
  * port without hotplug refuses the reconf before anything is touched.
  * The prediction is reconf-predict.h's. */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "reconf-predict.h"
@@ -20,9 +21,14 @@ struct manager;
 typedef void (*reconf_guests_done_t)(struct manager *m, struct reconf_guest *guests, size_t n, void *userdata);
 
 /* Reads the live XML of the domain of each live item of items[0..n)
- * (borrowed, copied) on the libvirt pool. 1 when started (done follows),
- * 0 when there is nothing to read (no live item, or libvirt is not
- * connected: done is not called), -ENOMEM. */
-int reconf_guests_start(struct manager *m, const struct svff_reconf_item *items, size_t n,
+ * (borrowed, copied) on the libvirt pool, and with agent, where the
+ * domain's guest agent is connected, the guest's NVMe heads through it
+ * (src/guest-agent.h: read-only, RECONF_GUESTS_AGENT_TIMEOUT_USEC per
+ * domain). 1 when started (done follows), 0 when there is nothing to
+ * read (no live item, or libvirt is not connected: done is not called),
+ * -ENOMEM. */
+int reconf_guests_start(struct manager *m, const struct svff_reconf_item *items, size_t n, bool agent,
                         reconf_guests_done_t done, void *userdata);
+
+#define RECONF_GUESTS_AGENT_TIMEOUT_USEC (5 * USEC_PER_SEC)
 

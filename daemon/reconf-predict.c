@@ -126,6 +126,20 @@ static unsigned domain_devices(const struct svff_reconf_plan *plan, size_t i, co
         return count;
 }
 
+/* What the guest agent of g said of its NVMe heads, against the window
+ * (seconds); g NULL: not asked. */
+static void agent_json(struct json_object *o, const struct reconf_guest *g, unsigned window) {
+        bool asked = g && g->agent != RECONF_GUEST_AGENT_NONE, read = asked && g->agent == RECONF_GUEST_AGENT_READ;
+
+        json_object_object_add(o, "agent", !asked ? NULL : json_object_new_string(read ? "read" : "unanswered"));
+        json_object_object_add(o, "agent_error", asked && !read ? json_object_new_string(g->agent_error) : NULL);
+        json_object_object_add(o, "agent_head", read && *g->agent_head ? json_object_new_string(g->agent_head) : NULL);
+        json_object_object_add(o, "agent_delayed_removal_sec",
+                               read && *g->agent_head ? json_object_new_int64(g->agent_delayed_removal_sec) : NULL);
+        json_object_object_add(o, "guest_ready", !read ? NULL : json_object_new_boolean(
+                                       *g->agent_head && g->agent_delayed_removal_sec >= window));
+}
+
 struct json_object *reconf_guests_json(const struct svff_reconf_plan *plan, const struct reconf_guest *guests,
                                        size_t n, bool nvme, const struct reconf_figures *recent, int *ret_refused) {
         struct json_object *a = json_object_new_array();
@@ -197,6 +211,7 @@ struct json_object *reconf_guests_json(const struct svff_reconf_plan *plan, cons
                         json_object_object_add(o, "guest_needs", NULL);
                 json_object_object_add(o, "predicted_msec", json_object_new_int64(predicted));
                 json_object_object_add(o, "predicted_from", json_object_new_string(from_recent ? "recent" : "model"));
+                agent_json(o, seen && nvme ? g : NULL, (predicted + 999) / 1000);
                 json_object_array_add(a, o);
                 if (seen && g && g->hotplug == SVFF_HV_HOTPLUG_NONE && refused < 0)
                         refused = (int) i;

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "guest-agent.h"
 #include "hypervisor.h"
 #include "reconf.h"
 
@@ -31,7 +32,14 @@
 #define RECONF_GUEST_HOST_MSEC 1500
 #define RECONF_GUEST_REATTACH_MSEC 500
 
-/* One live assignment's domain as its live XML says. */
+/* What the guest agent said of the guest's NVMe heads. */
+enum reconf_guest_agent {
+        RECONF_GUEST_AGENT_NONE,        /* not asked: no agent connected, or no dry run of an NVMe PF */
+        RECONF_GUEST_AGENT_UNANSWERED,  /* asked, no usable answer: agent_error says why */
+        RECONF_GUEST_AGENT_READ,
+};
+
+/* One live assignment's domain as its live XML (and its guest agent) says. */
 struct reconf_guest {
         char vf[SVFF_PCI_ADDR_STRLEN];
         char uuid[SVFF_UUID_STRLEN];
@@ -39,6 +47,10 @@ struct reconf_guest {
         enum svff_hv_hotplug hotplug;
         char port[SVFF_HV_PORT_MAX];    /* the controller of its guest address, "" unknown */
         char guest_address[SVFF_PCI_ADDR_STRLEN];   /* the record's, else the live XML's */
+        enum reconf_guest_agent agent;
+        char agent_head[SVFF_GA_HEAD_MAX];          /* the head kept the shortest, "" none */
+        unsigned agent_delayed_removal_sec;         /* its delayed_removal_secs */
+        char agent_error[192];
 };
 
 /* What the last reconf of a PF measured, per domain. */

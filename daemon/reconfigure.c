@@ -849,6 +849,11 @@ static void pin_owner(struct manager *m, const struct svff_pf *found, const char
         (void) svff_store_set_pf_owner(m->store, found->address, owner);
 }
 
+/* An NVMe PF: class 01 (storage), subclass 08. */
+static bool nvme_pf(const struct svff_pf *pf) {
+        return pf && (pf->class >> 8) == 0x0108;
+}
+
 /* Plans req against the current snapshot and starts it (or, with a
  * call, answers its dry run). call NULL: svffd's own, refusals only in
  * err. guests[0..n_guests): how the live assignments' guests see it
@@ -956,8 +961,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                  * refuses the reconf, dry run or not, before anything. */
                 int refused = -1;
 
-                /* An NVMe PF: class 01 (storage), subclass 08. */
-                guests_json = reconf_guests_json(plan, guests, n_guests, (found->class >> 8) == 0x0108,
+                guests_json = reconf_guests_json(plan, guests, n_guests, nvme_pf(found),
                                                  reconf_figures_get(m->reconf_figures, pf), &refused);
                 if (refused >= 0) {
                         const struct svff_reconf_item *it = &plan->items[refused];
@@ -1085,14 +1089,20 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
         _cleanup_free_ struct svff_reconf_item *items = NULL;
         _cleanup_free_ char *bad = NULL;
         struct reconf_request req;
+        bool nvme = false;
         size_t n = 0;
         int r;
 
         request_from_call(call, &req);
+        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                if (streq(m->snapshot->pfs[i]->address, req.pf))
+                        nvme = nvme_pf(m->snapshot->pfs[i]);
         /* How each live assignment's guest will see it, from its
-         * domain's live XML (on the libvirt pool) first. */
+         * domain's live XML (on the libvirt pool) first; for the dry run
+         * of an NVMe PF, what each guest's agent says of its heads too
+         * (a real reconf does not wait for agents). */
         if (collect_items(m, req.pf, &items, &n, &bad) >= 0) {
-                r = reconf_guests_start(m, items, n, guests_read, call_ref(call));
+                r = reconf_guests_start(m, items, n, req.dry_run && nvme, guests_read, call_ref(call));
                 if (r > 0)
                         return;
                 call_unref(call);

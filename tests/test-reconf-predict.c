@@ -77,6 +77,53 @@ static char *predictions(const struct fixture *f, const struct reconf_figures *r
         return s;
 }
 
+/* What each guest's agent said, against its window: vm1's VFs 8.5 s
+ * (9 s rounded up), vm2's 8 s. VF 0's guest read 9 s on nvme0n1: ready;
+ * VF 1's read 8 s: not; VF 2's did not answer. Not asked, or not an NVMe
+ * PF: no agent fields. */
+START_TEST(test_agent) {
+        _cleanup_(json_object_putp) struct json_object *a = NULL, *b = NULL;
+        struct fixture f;
+        struct json_object *o;
+
+        fixture_init(&f);
+        f.guests[0].agent = f.guests[1].agent = RECONF_GUEST_AGENT_READ;
+        snprintf(f.guests[0].agent_head, sizeof(f.guests[0].agent_head), "nvme0n1");
+        f.guests[0].agent_delayed_removal_sec = 9;
+        snprintf(f.guests[1].agent_head, sizeof(f.guests[1].agent_head), "nvme1n1");
+        f.guests[1].agent_delayed_removal_sec = 8;
+        f.guests[2].agent = RECONF_GUEST_AGENT_UNANSWERED;
+        snprintf(f.guests[2].agent_error, sizeof(f.guests[2].agent_error), "the agent is not connected");
+
+        a = reconf_guests_json(f.plan, f.guests, 3, true, NULL, NULL);
+        o = json_object_array_get_idx(a, 0);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "agent")), "read");
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "agent_head")), "nvme0n1");
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(o, "agent_delayed_removal_sec")), 9);
+        ck_assert(json_object_get_boolean(json_object_object_get(o, "guest_ready")));
+        o = json_object_array_get_idx(a, 1);
+        ck_assert(!json_object_get_boolean(json_object_object_get(o, "guest_ready")));
+        ck_assert_ptr_nonnull(json_object_object_get(o, "guest_ready"));
+        o = json_object_array_get_idx(a, 2);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "agent")), "unanswered");
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "agent_error")), "the agent is not connected");
+        ck_assert_ptr_null(json_object_object_get(o, "guest_ready"));
+
+        /* a read with no head: not ready */
+        f.guests[0].agent_head[0] = 0;
+        b = reconf_guests_json(f.plan, f.guests, 3, false, NULL, NULL);
+        o = json_object_array_get_idx(b, 0);
+        ck_assert_ptr_null(json_object_object_get(o, "agent"));
+        json_object_put(b);
+        b = reconf_guests_json(f.plan, f.guests, 3, true, NULL, NULL);
+        o = json_object_array_get_idx(b, 0);
+        ck_assert_ptr_null(json_object_object_get(o, "agent_head"));
+        ck_assert(!json_object_get_boolean(json_object_object_get(o, "guest_ready")));
+        ck_assert_ptr_nonnull(json_object_object_get(o, "guest_ready"));
+        svff_reconf_plan_free(f.plan);
+}
+END_TEST
+
 START_TEST(test_model_until_measured) {
         struct fixture f;
         _cleanup_free_ char *s = NULL;
@@ -157,6 +204,7 @@ static Suite *suite(void) {
         TCase *tc = tcase_create("core");
 
         tcase_add_test(tc, test_model_until_measured);
+        tcase_add_test(tc, test_agent);
         tcase_add_test(tc, test_recent_figures);
         tcase_add_test(tc, test_offline_not_predicted);
         suite_add_tcase(s, tc);

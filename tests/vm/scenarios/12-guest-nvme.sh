@@ -19,6 +19,9 @@
 #   (b) delayed_removal_secs 0, the guest's default: the same reconfs give
 #       I/O errors and the head lost. This is what makes (a) the guest
 #       setup's doing, and not the reconf's.
+# The guest runs QEMU's guest agent (Debian's qemu-ga, on its virtio-serial
+# channel): each dry run reads the head's delayed_removal_secs through it,
+# and says "guest ready" in (a) and "guest NOT ready" in (b).
 # The guest's kernel command line and the write to delayed_removal_secs
 # are the recipe in README.md and svffctl(8).
 #
@@ -94,6 +97,7 @@ cat >/run/g1.xml <<XML
     <controller type='usb' model='none'/>
     <serial type='file'><source path='/run/guest-console.log'/><target port='0'/></serial>
     <serial type='pipe'><source path='$gpipe'/><target port='1'/></serial>
+    <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>
     <memballoon model='none'/>
   </devices>
 </domain>
@@ -190,6 +194,10 @@ assert_eq "guest: nvme0n1 is a multipath head with one path" 1 "$gout"
 guest 'test -e /sys/block/nvme0n1/delayed_removal_secs'
 guest 'cat /sys/block/nvme0n1/delayed_removal_secs'
 assert_eq "guest: delayed_removal_secs by default" 0 "$gout"
+guest 'pidof qemu-ga'
+vm_log "guest: qemu-ga runs (pid $gout)"
+agent_up() { virsh -q dumpxml g1 | grep -q "name='org.qemu.guest_agent.0' state='connected'"; }
+vm_wait 60 agent_up || vm_fail "g1's guest agent channel is not connected: $(virsh -q dumpxml g1 | grep -A3 '<channel')"
 
 # host_events FILE: libvirt's device-removed and device-added events for
 # g1, with times, from now until host_events_stop.
@@ -217,6 +225,10 @@ predict() {
         jq -r '.guests[] | select(.domain == "g1") | "\(.predicted_msec / 1000) \(.hotplug) \(.predicted_from)"' \
                 "$R/plan-$1-$2.json" >>"$R/predicted-$1" ||
                 { cat "$R/plan-$1-$2.json"; vm_fail "$1: the dry run's plan has no guests"; }
+        # what g1's guest agent said of its heads
+        jq -r '.guests[] | select(.domain == "g1") |
+                "\(.agent) \(.agent_head) \(.agent_delayed_removal_sec) \(.guest_ready) \(.agent_error)"' \
+                "$R/plan-$1-$2.json" >>"$R/agent-$1"
 }
 # reconf_to CASE N: 'svffctl reconf PF N', timed, after its prediction.
 reconf_to() {
@@ -306,7 +318,16 @@ vm_log "(a) delayed_removal_secs 60 on the guest's head"
 guest 'echo 60 > /sys/block/nvme0n1/delayed_removal_secs'
 guest 'cat /sys/block/nvme0n1/delayed_removal_secs'
 assert_eq "guest: delayed_removal_secs set" 60 "$gout"
+# The printed plan says so, as the guest's agent reads it.
+t=$(vm_now)
+svffctl reconf "$pf" 3 --dry-run >"$R/plan-delayed.txt" 2>&1 || { cat "$R/plan-delayed.txt"; vm_fail "(a) dry run"; }
+vm_log "FIGURE (a) the dry run with g1's guest agent read: $(echo "$t $(vm_now)" | awk '{ printf "%.2f", $2 - $1 }') s"
+grep -E "^    guest ready: delayed removal 60 s \(nvme0n1\) >= window [0-9]+ s, as its guest agent reads it$" \
+        "$R/plan-delayed.txt" || { cat "$R/plan-delayed.txt"; vm_fail "(a) the printed plan does not say the guest is ready"; }
 reconf_cycle delayed
+assert_eq "(a) g1's guest agent, at both dry runs (agent head seconds ready error)" \
+        "read nvme0n1 60 true null
+read nvme0n1 60 true null" "$(cat "$R/agent-delayed")"
 assert_eq "(a) guest: I/O errors" 0 "$(field errors "$end")"
 assert_eq "(a) guest: read-backs that differed" 0 "$(field mismatches "$end")"
 assert_eq "(a) guest: times the head vanished" 0 "$(field vanished "$end")"
@@ -369,7 +390,12 @@ fi
 # ---- (b) the guest's defaults: the same reconfs lose the device ----
 vm_log "(b) delayed_removal_secs 0 (the default)"
 guest 'echo 0 > /sys/block/nvme0n1/delayed_removal_secs'
+svffctl reconf "$pf" 3 --dry-run >"$R/plan-default.txt" 2>&1 || { cat "$R/plan-default.txt"; vm_fail "(b) dry run"; }
+grep -E "^    guest NOT ready: delayed removal 0 s \(nvme0n1\) < window [0-9]+ s, as its guest agent reads it; it loses its disk in the reconf$" \
+        "$R/plan-default.txt" || { cat "$R/plan-default.txt"; vm_fail "(b) the printed plan does not say the guest is not ready"; }
 reconf_cycle default
+assert_eq "(b) g1's guest agent, at the first dry run (agent head seconds ready error)" \
+        "read nvme0n1 0 false null" "$(sed -n 1p "$R/agent-default")"
 assert_true "(b) guest: I/O errors without delayed removal ($(field errors "$end"))" \
         test "$(field errors "$end")" -gt 0
 assert_true "(b) guest: the head vanished without delayed removal ($(field vanished "$end") times)" \
