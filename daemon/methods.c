@@ -93,9 +93,11 @@ static struct json_object *hex(unsigned v, int width) {
         return json_object_new_string(buf);
 }
 
-/* The VF's class record, with the class's one line for list's table. */
-static struct json_object *json_vf_class(struct manager *m, const char *vf) {
-        struct json_object *rec = classes_vf_record(m, vf), *o, *v;
+/* The VF's class record, with the class's one line for list's table.
+ * A QDMA VF its host driver holds shows the queues it holds now: what
+ * svff kept for it is only room its driver may ask for. */
+static struct json_object *json_vf_class(struct manager *m, const struct svff_vf *vf) {
+        struct json_object *rec = classes_vf_record(m, vf->address), *o, *v;
         const char *name = NULL;
         char *d;
 
@@ -107,12 +109,25 @@ static struct json_object *json_vf_class(struct manager *m, const char *vf) {
         json_object_object_add(o, "name", json_object_new_string(name));
         json_object_object_add(o, "settings", json_object_object_get_ex(rec, "settings", &v) ? json_object_get(v)
                                                                                            : NULL);
-        v = classes_vf_state(m, vf);
+        v = classes_vf_state(m, vf->address);
         json_object_object_add(o, "state", json_object_get(v));
         d = classes_describe(name, v);
+        if (streq(name, "qdma") && vf->has_qdma_qmax) {
+                char *live = NULL;
+
+                if (asprintf(&live, "%u queues held by its driver %s now; %s", vf->qdma_qmax, vf->driver,
+                             d ?: "none kept") < 0)
+                        live = NULL;
+                free(d);
+                d = live;
+        }
         json_object_object_add(o, "description", str_or_null(d));
         free(d);
-        d = classes_summarize(name, v);
+        if (streq(name, "qdma") && vf->has_qdma_qmax) {
+                if (asprintf(&d, "qmax %u", vf->qdma_qmax) < 0)
+                        d = NULL;
+        } else
+                d = classes_summarize(name, v);
         json_object_object_add(o, "summary", str_or_null(d));
         free(d);
         return o;
@@ -144,7 +159,8 @@ static struct json_object *json_vf(struct manager *m, const struct svff_pf *pf, 
         json_object_object_add(o, "managed", json_object_new_boolean(managed));
         json_object_object_add(o, "original_driver", str_or_null(orig));
         json_object_object_add(o, "assigned_to", assigned);
-        json_object_object_add(o, "class", managed ? json_vf_class(m, vf->address) : NULL);
+        json_object_object_add(o, "qdma_qmax", vf->has_qdma_qmax ? json_object_new_int64(vf->qdma_qmax) : NULL);
+        json_object_object_add(o, "class", managed ? json_vf_class(m, vf) : NULL);
         return o;
 }
 

@@ -100,7 +100,7 @@ static int read_iommu_group(int dfd, int *ret) {
 
 static int vf_read(int vfd, struct svff_vf *vf) {
         _cleanup_free_ char *driver = NULL, *override = NULL;
-        int r, group;
+        int r, group, qmax;
 
         r = read_link_opt(vfd, "driver", &driver);
         if (r < 0)
@@ -119,6 +119,10 @@ static int vf_read(int vfd, struct svff_vf *vf) {
         if (r < 0)
                 return r;
 
+        /* Only a host driver of a QDMA VF has it; vfio-pci never does. */
+        vf->has_qdma_qmax = driver && !streq(driver, "vfio-pci") &&
+                            svff_sysfs_read_int(vfd, "qdma/qmax", &qmax) >= 0 && qmax >= 0;
+        vf->qdma_qmax = vf->has_qdma_qmax ? (unsigned) qmax : 0;
         vf->driver = TAKE_PTR(driver);
         vf->driver_override = TAKE_PTR(override);
         vf->iommu_group = group;

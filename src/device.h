@@ -22,6 +22,11 @@ struct svff_vf {
         char *driver;                            /* NULL when unbound */
         char *driver_override;                   /* NULL when "(null)" */
         int iommu_group;                         /* -1 without IOMMU */
+        /* qdma/qmax: the queues a QDMA VF's driver on the host asked the
+         * PF for, read now. A VF on vfio-pci has no such file: a guest's
+         * count is not readable from the host. */
+        bool has_qdma_qmax;
+        unsigned qdma_qmax;
 };
 
 struct svff_pf {

@@ -137,7 +137,10 @@ ctl init $QPF 4 > "$T/out" 2>&1 || fail "init $QPF 4 to provision it again: $(ca
 ctl_status > "$T/status" || [ $? = 5 ] || fail "status after the init"
 grep -q "class-drift" "$T/status" && fail "status shows the class drift the init repaired: $(cat "$T/status")"
 
-note "QDMA VFs the host drives (qdma-vf by policy), none of their queues kept: no class drift"
+note "QDMA VFs the host drives (qdma-vf by policy), none of their queues kept: no class drift; list shows their queues as read"
+# On vfio-pci the host cannot read a VF's count: none shown.
+expect_eq "$(ctl list --json $QPF | jget "[v['qdma_qmax'] for v in d['pfs'][0]['vfs']]")" \
+        "[None, None, None, None]" "the queue counts of $QPF's VFs on vfio-pci"
 cat > "$T/svff.conf" <<CONF
 { "settle_msec": 50, "numvfs_timeout_sec": 1, "numvfs_timeout_per_vf_msec": 2,
   "policies": { "q": { "match": { "address": "$QPF" }, "numvfs": 4, "vf_driver": "qdma-vf" } } }
@@ -156,4 +159,15 @@ done
 ctl status --json > "$T/status.json" || [ $? = 5 ] || fail "status --json after the init to qdma-vf"
 expect_eq "$(jget "[(x['kind'], x['message']) for x in d['drift'] if (x.get('pf') or x.get('device') or '').startswith('0000:10:')]" \
         < "$T/status.json")" "[]" "drift of $QPF, its VFs on qdma-vf by policy"
+# The queues each driver holds, read now, not the 0 kept; then VF 0's
+# driver takes 16 (pcisim: its qdma-vf asking the PF), which list shows
+# once its snapshot is past list_max_age_msec.
+expect_eq "$(ctl list --json $QPF | jget "[(v['qdma_qmax'], v['class']['summary']) for v in d['pfs'][0]['vfs']]")" \
+        "[(8, 'qmax 8'), (8, 'qmax 8'), (8, 'qmax 8'), (8, 'qmax 8')]" "the queue counts of $QPF's VFs on qdma-vf"
+pcisim_ctl "qmax $(sys_vf $QPF 0) 16"
+expect_eq "$(cat "$SYS/bus/pci/devices/$(sys_vf $QPF 0)/qdma/qmax")" 16 "VF 0's queue count after its driver asked for 16"
+sixteen() { ctl list $QPF | grep -qE "^$(sys_vf $QPF 0) .* qmax 16\$"; }
+wait_for sixteen || fail "list does not show VF 0's 16 queues: $(ctl list $QPF)"
+ctl list --json $QPF | jget "d['pfs'][0]['vfs'][0]['class']['description']" | grep -q "^16 queues held by its driver qdma-vf now; 0 queues kept" ||
+        fail "VF 0's class description: $(ctl list --json $QPF | jget "d['pfs'][0]['vfs'][0]['class']")"
 echo PASS
