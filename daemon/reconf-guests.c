@@ -42,18 +42,26 @@ static void guests_job_done(void *userdata) {
 }
 
 /* The guest's NVMe head that keeps its disk the shortest, as its agent
- * reads it. */
-static void agent_read(virDomainPtr dom, struct reconf_guest *g) {
+ * reads it, before deadline (the dry run's budget for every agent). */
+static void agent_read(virDomainPtr dom, struct reconf_guest *g, usec_t deadline) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         _cleanup_free_ struct svff_ga_head *heads = NULL;
+        usec_t now = svff_now_usec(), timeout = RECONF_GUESTS_AGENT_TIMEOUT_USEC;
         size_t n = 0;
         int r;
 
-        r = svff_ga_nvme_heads(svff_ga_libvirt_command, dom, RECONF_GUESTS_AGENT_TIMEOUT_USEC, &heads, &n, &err);
+        g->agent = RECONF_GUEST_AGENT_UNANSWERED;
+        if (now + USEC_PER_SEC > deadline) {
+                snprintf(g->agent_error, sizeof(g->agent_error), "not asked: the dry run's %llu s for guest agents "
+                         "went to other domains", (unsigned long long) (RECONF_GUESTS_AGENT_BUDGET_USEC / USEC_PER_SEC));
+                return;
+        }
+        if (deadline - now < timeout)
+                timeout = deadline - now;
+        r = svff_ga_nvme_heads(svff_ga_libvirt_command, dom, timeout, &heads, &n, &err);
         if (r < 0) {
-                g->agent = RECONF_GUEST_AGENT_UNANSWERED;
                 snprintf(g->agent_error, sizeof(g->agent_error), "%s",
-                         svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r));
+                         svff_error_is_set(&err) ? svff_error_message(&err) : strerrordesc_np(-r) ?: "unknown error");
                 return;
         }
         g->agent = RECONF_GUEST_AGENT_READ;
@@ -65,9 +73,12 @@ static void agent_read(virDomainPtr dom, struct reconf_guest *g) {
 }
 
 /* One domain's guest: what can be known stays, the rest is unknown (a
- * domain gone or a libvirt error is the reconf's to report). With
- * agent, its NVMe heads too, where its guest agent is connected. */
-static void guest_read(virConnectPtr conn, struct reconf_guest *g, bool agent) {
+ * domain gone or a libvirt error is the reconf's to report). With an
+ * agent deadline (0: none), its NVMe heads too, where its guest agent
+ * is connected; same: an earlier item of the same domain, whose agent's
+ * answer stands for this one, or NULL. */
+static void guest_read(virConnectPtr conn, struct reconf_guest *g, usec_t agent_deadline,
+                       const struct reconf_guest *same) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct svff_domain_info info;
         virDomainPtr dom = NULL;
@@ -78,8 +89,15 @@ static void guest_read(virConnectPtr conn, struct reconf_guest *g, bool agent) {
                 return;
         g->running = info.active;
         xml = info.active ? virDomainGetXMLDesc(dom, 0) : NULL;
-        if (xml && agent && svff_ga_connected_in_xml(xml) == 1)
-                agent_read(dom, g);
+        if (xml && agent_deadline && svff_ga_connected_in_xml(xml) == 1) {
+                if (same && same->agent != RECONF_GUEST_AGENT_NONE) {
+                        g->agent = same->agent;
+                        memcpy(g->agent_head, same->agent_head, sizeof(g->agent_head));
+                        g->agent_delayed_removal_sec = same->agent_delayed_removal_sec;
+                        memcpy(g->agent_error, same->agent_error, sizeof(g->agent_error));
+                } else
+                        agent_read(dom, g, agent_deadline);
+        }
         virDomainFree(dom);
         if (!xml)
                 return;
@@ -97,8 +115,16 @@ static void guest_read(virConnectPtr conn, struct reconf_guest *g, bool agent) {
 static void guests_job_run(void *userdata) {
         struct guests_job *j = userdata;
 
-        for (size_t i = 0; i < j->n; i++)
-                guest_read(j->conn, &j->g[i], j->agent);
+        usec_t deadline = j->agent ? svff_now_usec() + RECONF_GUESTS_AGENT_BUDGET_USEC : 0;
+
+        for (size_t i = 0; i < j->n; i++) {
+                const struct reconf_guest *same = NULL;
+
+                for (size_t k = 0; k < i && !same; k++)
+                        if (streq(j->g[k].uuid, j->g[i].uuid))
+                                same = &j->g[k];
+                guest_read(j->conn, &j->g[i], deadline, same);
+        }
         /* Out of memory only: the waiting call is left unanswered (its
          * client's timeout ends it), as any job that cannot post. */
         if (worker_pool_post(hv_pool(j->m->hv), guests_job_done, j) < 0)

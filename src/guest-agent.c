@@ -220,7 +220,7 @@ int svff_ga_nvme_heads(svff_ga_command_fn command, void *userdata, usec_t timeou
                 _cleanup_(json_object_putp) struct json_object *status = NULL, *cmd = NULL;
                 _cleanup_free_ char *out = NULL;
                 const char *data = NULL;
-                bool exited = false;
+                bool exited = false, truncated = false;
                 int64_t code = -1;
                 size_t len = 0;
                 usec_t now = svff_now_usec();
@@ -240,11 +240,13 @@ int svff_ga_nvme_heads(svff_ga_command_fn command, void *userdata, usec_t timeou
                         json_object_object_add(args, "pid", json_object_new_int64(pid));
                         json_object_object_add(cmd, "arguments", args);
                 }
-                r = run(command, userdata, cmd, (int) ((deadline - now + USEC_PER_SEC - 1) / USEC_PER_SEC),
-                        &status, err);
+                /* whole seconds, as libvirt takes them: never past the
+                 * deadline by more than the last one's rest */
+                r = run(command, userdata, cmd, (int) ((deadline - now) / USEC_PER_SEC) ?: 1, &status, err);
                 if (r < 0)
                         return r;
-                (void) svff_json_get_bool(status, "exited", &exited);
+                if (svff_json_get_bool(status, "exited", &exited) < 0)
+                        return svff_error_set(err, -EPROTO, "The guest agent's guest-exec-status says nothing of 'exited'");
                 if (!exited) {
                         struct timespec ts = { 0, GA_POLL_MSEC * 1000000L };
 
@@ -254,11 +256,16 @@ int svff_ga_nvme_heads(svff_ga_command_fn command, void *userdata, usec_t timeou
                 (void) svff_json_get_i64(status, "exitcode", &code);
                 if (code != 0)
                         return svff_error_set(err, -EIO, "The guest's shell exited %lld", (long long) code);
-                if (svff_json_get_string(status, "out-data", &data) < 0 || !data) {
+                if (svff_json_get_bool(status, "out-truncated", &truncated) >= 0 && truncated)
+                        return svff_error_set(err, -EPROTO, "The guest agent cut the shell's output short");
+                /* no output at all: no head; anything else but a string is not the agent's */
+                if (!json_object_object_get_ex(status, "out-data", NULL)) {
                         *ret = NULL;
                         *ret_n = 0;
                         return 0;
                 }
+                if (svff_json_get_string(status, "out-data", &data) < 0 || !data)
+                        return svff_error_set(err, -EPROTO, "The guest agent's out-data is not a string");
                 if (strlen(data) > GA_OUTPUT_MAX / 3 * 4 || svff_base64_decode(data, &out, &len) < 0)
                         return svff_error_set(err, -EPROTO, "The guest agent's out-data is not base64 of at most %u bytes",
                                               GA_OUTPUT_MAX);

@@ -23,6 +23,7 @@ struct agent {
         unsigned running;               /* guest-exec-status calls that say "not yet" */
         bool never_exits;
         const char *raw;                /* a reply given to every command as is */
+        const char *status_raw;         /* a reply given to guest-exec-status as is */
         int fail;                       /* the transport fails with this */
         unsigned calls;
         char first[4096];               /* the first command */
@@ -70,6 +71,8 @@ static int agent_command(void *userdata, const char *command, int timeout_sec, c
                 reply = strdup(a->raw);
         else if (streq(what, "guest-exec"))
                 reply = strdup("{\"return\": {\"pid\": 4242}}");
+        else if (streq(what, "guest-exec-status") && a->status_raw)
+                reply = strdup(a->status_raw);
         else if (streq(what, "guest-exec-status")) {
                 int64_t pid = 0;
 
@@ -260,6 +263,20 @@ START_TEST(test_failures) {
         ck_assert_int_eq(heads(&a, &h, &n, &err), -EPROTO);
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "no pid"));
         svff_error_free(&err);
+
+        /* a status that is not qemu-ga's: no "exited", out-data not a
+         * string, output cut short */
+        static const char *const statuses[] = {
+                "{\"return\": {\"exitcode\": 0}}",
+                "{\"return\": {\"exited\": true, \"exitcode\": 0, \"out-data\": 5}}",
+                "{\"return\": {\"exited\": true, \"exitcode\": 0, \"out-data\": \"Zm9v\", \"out-truncated\": true}}",
+                "{\"return\": {\"exited\": true, \"exitcode\": 0, \"out-data\": \"not base64!\"}}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(statuses); i++) {
+                a = (struct agent) { .status_raw = statuses[i] };
+                ck_assert_msg(heads(&a, &h, &n, &err) == -EPROTO, "%s: %s", statuses[i], svff_error_message(&err));
+                svff_error_free(&err);
+        }
 
         a = (struct agent) { .fail = -EIO };
         ck_assert_int_eq(heads(&a, &h, &n, &err), -EIO);
