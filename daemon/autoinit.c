@@ -25,6 +25,7 @@ struct pending {
         struct autoinit *autoinit;
         char address[SVFF_PCI_ADDR_STRLEN];
         sd_event_source *timer;         /* NULL once settled */
+        uint64_t started_usec;          /* the event's, CLOCK_MONOTONIC */
         bool restore;                   /* may fall back to the stored state */
 };
 
@@ -46,6 +47,7 @@ struct image_read {
         char *image, *image_dir;
         bool startup;                   /* counted in startup_reads */
         bool done;
+        uint64_t started_usec;          /* CLOCK_MONOTONIC */
         int r;
         struct json_object *identity;   /* with "sha256", when r >= 0 */
         struct svff_error err;
@@ -57,6 +59,8 @@ struct autoinit {
         struct refusal *refusals;
         struct image_read *reads;
         bool waiting;                   /* a snapshot is on its way */
+        unsigned reloads_waiting;       /* reload passes waiting for their snapshot */
+        uint64_t reload_usec;           /* when the last of them was asked for */
         uint64_t startup_budget;        /* what the start-up Inits may take */
 };
 
@@ -356,6 +360,7 @@ static int image_read_take(struct manager *m, const char *pf, const struct svff_
                 return svff_error_set_errno(err, k, "Cannot start reading image '%s'", pol->image);
         }
         r->autoinit = a;
+        r->started_usec = svff_now_usec();
         r->next = a->reads;
         a->reads = r;
         if (startup) {
@@ -660,6 +665,7 @@ static void arm(struct autoinit *a, const char *address, bool restore) {
         p->restore = restore;
         snprintf(p->address, sizeof(p->address), "%s", address);
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now_usec);
+        p->started_usec = now_usec;
         r = sd_event_add_time(m->event, &p->timer, CLOCK_MONOTONIC, now_usec + m->config.settle_usec,
                               0, on_settled, p);
         if (r < 0) {
@@ -748,6 +754,8 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
 
 static void reload_with_snapshot(struct manager *m, struct call *call) {
         (void) call;
+        if (m->autoinit && m->autoinit->reloads_waiting > 0)
+                m->autoinit->reloads_waiting--;
         if (!m->autoinit || !m->snapshot || m->snapshot->error < 0)
                 return;
         for (size_t i = 0; i < m->snapshot->n_pfs; i++)
@@ -757,8 +765,26 @@ static void reload_with_snapshot(struct manager *m, struct call *call) {
 void autoinit_reload(struct manager *m) {
         /* The host as it is now: a PF an operation (a reprogram) took
          * off the bus and brought back is not in an older snapshot. */
-        if (m->autoinit)
-                manager_with_snapshot(m, NULL, reload_with_snapshot);
+        if (!m->autoinit)
+                return;
+        m->autoinit->reloads_waiting++;
+        m->autoinit->reload_usec = svff_now_usec();
+        manager_with_snapshot(m, NULL, reload_with_snapshot);
+}
+
+void autoinit_foreach_pending(struct manager *m, autoinit_pending_fn fn, void *userdata) {
+        struct autoinit *a = m->autoinit;
+
+        if (!a)
+                return;
+        if (a->reloads_waiting > 0)
+                fn(NULL, "reload", a->reload_usec, userdata);
+        for (struct pending *p = a->pending; p; p = p->next)
+                if (p->timer)
+                        fn(p->address, "settle", p->started_usec, userdata);
+        for (struct image_read *r = a->reads; r; r = r->next)
+                if (!r->done)
+                        fn(r->address, "image-hash", r->started_usec, userdata);
 }
 
 unsigned autoinit_startup(struct manager *m) {

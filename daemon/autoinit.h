@@ -53,6 +53,15 @@ struct autoinit *autoinit_free(struct autoinit *a);
  * ignored. */
 void autoinit_handle_uevent(struct manager *m, const char *action, const char *address);
 
+/* The policy work that no operation shows yet, for Status (so that
+ * 'status --wait' after a reload waits for it): fn(pf, phase,
+ * started_usec, userdata) for a reload's pass waiting for its snapshot
+ * (pf NULL: every PF; phase "reload"), a PF that appeared and is
+ * settling ("settle"), and an image being read for its hash
+ * ("image-hash"). started_usec: CLOCK_MONOTONIC. */
+typedef void (*autoinit_pending_fn)(const char *pf, const char *phase, uint64_t started_usec, void *userdata);
+void autoinit_foreach_pending(struct manager *m, autoinit_pending_fn fn, void *userdata);
+
 /* Why the owning policy was last refused on pf (its VFs are assigned),
  * or NULL. Borrowed until the next pass over pf. */
 const char *autoinit_pf_refused(struct manager *m, const char *pf);

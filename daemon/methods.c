@@ -657,6 +657,21 @@ void methods_collect_metrics(struct manager *m, struct metrics_sample *s) {
         metrics_sample_set_generation(s, svff_store_generation(m->store));
 }
 
+/* Policy work that is no operation yet, as one for Status: op "policy". */
+static void add_pending(const char *pf, const char *phase, uint64_t started_usec, void *userdata) {
+        struct json_object *ops = userdata, *o = json_object_new_object();
+
+        if (!o)
+                return;
+        json_object_object_add(o, "op", json_object_new_string("policy"));
+        json_object_object_add(o, "pf", json_object_new_string(pf ?: "*"));
+        json_object_object_add(o, "phase", json_object_new_string(phase));
+        json_object_object_add(o, "done", json_object_new_int64(0));
+        json_object_object_add(o, "total", json_object_new_int64(1));
+        json_object_object_add(o, "started_usec", json_object_new_int64((int64_t) started_usec));
+        json_object_array_add(ops, o);
+}
+
 static void status_reply(struct manager *m, struct call *call, struct json_object *class_drift) {
         struct json_object *p = json_object_new_object(), *store, *ops, *drift;
         struct snapshot *s = m->snapshot;
@@ -679,6 +694,7 @@ static void status_reply(struct manager *m, struct call *call, struct json_objec
                 json_object_object_add(o, "started_usec", json_object_new_int64((int64_t) op->started_usec));
                 json_object_array_add(ops, o);
         }
+        autoinit_foreach_pending(m, add_pending, ops);
 
         json_object_object_add(p, "version", json_object_new_string(PACKAGE_VERSION));
         json_object_object_add(p, "uptime_usec", json_object_new_int64((int64_t) (t - m->started_usec)));
