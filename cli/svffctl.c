@@ -1626,6 +1626,10 @@ static int dry_run_reply(struct json_object *reply, const char *error, bool cont
                 svff_reconf_plan_print(plan, stdout);
                 print_guests(reply);
                 print_class_plan(reply);
+                if (jstr(reply, "policy"))
+                        printf("\nThis init would take PF %s's VF count from policy '%s': no reload would change "
+                               "it then. 'svffctl init %s --policy' hands it back.\n", strna(jstr(reply, "pf")),
+                               jstr(reply, "policy"), strna(jstr(reply, "pf")));
         }
         if (!ok) {
                 cli_error("io.svff.ctl.WouldBeRefused", NULL, "this %s would be refused; see the plan.",

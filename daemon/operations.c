@@ -775,7 +775,9 @@ static const struct param init_params[] = {
  * enough for the call. Nothing changes. What the snapshot tells is
  * refused as the init would be; the driver's registration is checked
  * when the init runs. */
-static void init_dry_run(struct manager *m, struct call *call, const char *pf, unsigned numvfs, const char *driver) {
+static void init_dry_run(struct manager *m, struct call *call, const char *pf, unsigned numvfs, const char *driver,
+                         const char *owner) {
+        const char *prev = svff_store_get_pf_owner(m->store, pf);
         const struct svff_pf *found = NULL;
         struct svff_reconf_plan *plan = NULL;
         struct svff_reconf_input in;
@@ -835,6 +837,12 @@ static void init_dry_run(struct manager *m, struct call *call, const char *pf, u
         json_object_object_add(reply, "pf", json_object_new_string(pf));
         json_object_object_add(reply, "dry_run", json_object_new_boolean(true));
         json_object_object_add(reply, "executable", json_object_new_boolean(true));
+        /* The policy the init would take the count from, as its reply
+         * would name it (init_record()). */
+        if (owner && streq(owner, SVFF_PF_OWNER_OPERATOR) && prev &&
+            strneq(prev, SVFF_PF_OWNER_POLICY_PREFIX, strlen(SVFF_PF_OWNER_POLICY_PREFIX)))
+                json_object_object_add(reply, "policy",
+                                       json_object_new_string(prev + strlen(SVFF_PF_OWNER_POLICY_PREFIX)));
         plan_set_deadlines(m, plan);
         json_object_object_add(reply, "plan", svff_reconf_plan_to_json(plan));
         /* The init refuses what its device class cannot plan. */
@@ -934,7 +942,7 @@ checked:
                 }
         }
         if (in.dry_run) {
-                init_dry_run(m, call, pf, numvfs, driver);
+                init_dry_run(m, call, pf, numvfs, driver, owner);
                 return;
         }
         (void) operation_init_start(m, call, pf, numvfs, driver, autoprobe, NULL, owner);

@@ -152,7 +152,12 @@ expect_eq "$(status_owner)" "policy:fpga fpga None" "status owner after the poli
 ctl list -o +owner | grep -q "^$PF .* policy:fpga " || fail "human list -o +owner lacks the owner: $(ctl list -o +owner)"
 
 # The operator's init over the policy's count says so, and how to hand
-# the count back.
+# the count back; its dry run says so first, and changes no owner.
+ctl init $PF 1 --dry-run > "$T/out" || fail "operator init --dry-run over the policy: $(cat "$T/out")"
+grep -q "^This init would take PF $PF's VF count from policy 'fpga'" "$T/out" && grep -q "svffctl init $PF --policy" "$T/out" ||
+        fail "the dry run of an init over the policy's count does not say so: $(cat "$T/out")"
+expect_eq "$(ctl init $PF 1 --dry-run --json | jget 'd["policy"]')" fpga "the dry run's policy in JSON"
+expect_eq "$(owner)" policy:fpga "owner after the dry runs"
 ctl init $PF 1 > "$T/out" || fail "operator init over the policy: $(cat "$T/out")"
 grep -q "takes PF $PF's VF count from policy 'fpga'" "$T/out" && grep -q "svffctl init $PF --policy" "$T/out" ||
         fail "init over the policy's count does not say so: $(cat "$T/out")"
@@ -160,6 +165,8 @@ expect_eq "$(owner)" operator "owner after an operator's init"
 # A second one takes it from the operator: nothing more to say.
 ctl init $PF 1 > "$T/out" || fail "operator init over the operator's count"
 grep -q "policy" "$T/out" && fail "init over the operator's count names a policy: $(cat "$T/out")"
+ctl init $PF 1 --dry-run --json | jget 'd.get("policy")' | grep -qx None ||
+        fail "the dry run of an init over the operator's count names a policy"
 expect_eq "$(jget 'd["pfs"]["'$PF'"]["owner"]' < "$STATE/store.json")" operator "owner in the store"
 ctl status | grep -q "^  $PF  *1  *operator  *fpga" || fail "human status lacks the owner: $(ctl status)"
 # An unchanged config reloaded: the operator's count stays, nothing destroyed.
