@@ -113,14 +113,19 @@ gseq=0
 guest_done() { grep -q "^guest: done $gseq " "$GLOG"; }
 guest_run() {
         gseq=$((gseq + 1))
-        printf '%s %s\n' "$gseq" "$*" >"$gpipe.in"
+        # Opened read-write, the pipe's open never waits for a reader: a
+        # guest whose QEMU is gone fails below, instead of hanging here.
+        printf '%s %s\n' "$gseq" "$*" 1<>"$gpipe.in"
         if ! vm_wait "${gtimeout:-60}" guest_done; then
                 # A kernel panic of the nested guest (a double fault of
-                # nested TCG, seen rarely) tells tests/vm/run to run the
-                # scenario once more.
-                if grep -q "Kernel panic" "$R/guest-console.log" 2>/dev/null; then
+                # nested TCG, seen rarely), or its kernel gone without one
+                # (the domain no longer runs: panic=-1, on_reboot
+                # destroy), tells tests/vm/run to run the scenario once
+                # more.
+                gstate=$(virsh -q domstate g1 2>&1) || gstate="unknown: $gstate"
+                if grep -q "Kernel panic" /run/guest-console.log 2>/dev/null || [ "$gstate" != running ]; then
                         : >"$R/guest-panicked"
-                        vm_fail "the nested guest's kernel panicked during '$*' (guest-console.log)"
+                        vm_fail "the nested guest died during '$*' (g1 $gstate; guest-console.log)"
                 fi
                 vm_fail "the guest did not finish '$*' within ${gtimeout:-60} s (guest-serial.log, guest-console.log)"
         fi
