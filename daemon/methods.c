@@ -99,7 +99,7 @@ static struct json_object *hex(unsigned v, int width) {
 static struct json_object *json_vf_class(struct manager *m, const struct svff_vf *vf) {
         struct json_object *rec = classes_vf_record(m, vf->address), *o, *v;
         const char *name = NULL;
-        char *d;
+        char *d, *s;
 
         if (!rec || svff_json_get_string(rec, "name", &name) < 0)
                 return NULL;
@@ -112,24 +112,22 @@ static struct json_object *json_vf_class(struct manager *m, const struct svff_vf
         v = classes_vf_state(m, vf->address);
         json_object_object_add(o, "state", json_object_get(v));
         d = classes_describe(name, v);
+        s = classes_summarize(name, v);
         if (streq(name, "qdma") && vf->has_qdma_qmax) {
-                char *live = NULL;
+                char *kept = d;
 
-                if (asprintf(&live, "%u queues held by its driver %s now; %s", vf->qdma_qmax, vf->driver,
-                             d ?: "none kept") < 0)
-                        live = NULL;
-                free(d);
-                d = live;
+                if (asprintf(&d, "%u queues held by its driver %s now; %s", vf->qdma_qmax, vf->driver,
+                             kept ?: "none kept") < 0)
+                        d = NULL;
+                free(kept);
+                free(s);
+                if (asprintf(&s, "qmax %u", vf->qdma_qmax) < 0)
+                        s = NULL;
         }
         json_object_object_add(o, "description", str_or_null(d));
+        json_object_object_add(o, "summary", str_or_null(s));
         free(d);
-        if (streq(name, "qdma") && vf->has_qdma_qmax) {
-                if (asprintf(&d, "qmax %u", vf->qdma_qmax) < 0)
-                        d = NULL;
-        } else
-                d = classes_summarize(name, v);
-        json_object_object_add(o, "summary", str_or_null(d));
-        free(d);
+        free(s);
         return o;
 }
 

@@ -358,6 +358,18 @@ static void init_bind_run(void *userdata) {
 /* Records the PF's desired state and every VF (original driver first
  * seen, kept across re-inits), drops the records of VFs the new count
  * destroyed. */
+/* The policy an init by owner would take pf's count from: the one that
+ * owns it now, when the init is the operator's; else NULL. Borrowed
+ * from the store. */
+static const char *policy_taken(struct manager *m, const char *pf, const char *owner) {
+        const char *prev = svff_store_get_pf_owner(m->store, pf);
+
+        if (!owner || !streq(owner, SVFF_PF_OWNER_OPERATOR) || !prev ||
+            !strneq(prev, SVFF_PF_OWNER_POLICY_PREFIX, strlen(SVFF_PF_OWNER_POLICY_PREFIX)))
+                return NULL;
+        return prev + strlen(SVFF_PF_OWNER_POLICY_PREFIX);
+}
+
 static int init_record(struct init_op *io) {
         struct manager *m = io->op->manager;
         struct json_object *vfs = svff_store_vfs(m->store), *entry;
@@ -368,11 +380,10 @@ static int init_record(struct init_op *io) {
 
         /* An operator's init takes the count from the policy that had
          * it: the reply says so, and how to hand it back. */
-        prev = svff_store_get_pf_owner(m->store, io->pf);
-        if (io->owner && streq(io->owner, SVFF_PF_OWNER_OPERATOR) && prev &&
-            strneq(prev, SVFF_PF_OWNER_POLICY_PREFIX, strlen(SVFF_PF_OWNER_POLICY_PREFIX))) {
+        prev = policy_taken(m, io->pf, io->owner);
+        if (prev) {
                 free(io->taken_from);
-                io->taken_from = strdup(prev + strlen(SVFF_PF_OWNER_POLICY_PREFIX));
+                io->taken_from = strdup(prev);
         }
         r = svff_store_set_pf(m->store, io->pf, io->numvfs, io->driver);
         if (r >= 0 && io->owner)
@@ -777,7 +788,7 @@ static const struct param init_params[] = {
  * when the init runs. */
 static void init_dry_run(struct manager *m, struct call *call, const char *pf, unsigned numvfs, const char *driver,
                          const char *owner) {
-        const char *prev = svff_store_get_pf_owner(m->store, pf);
+        const char *taken = policy_taken(m, pf, owner);
         const struct svff_pf *found = NULL;
         struct svff_reconf_plan *plan = NULL;
         struct svff_reconf_input in;
@@ -839,10 +850,8 @@ static void init_dry_run(struct manager *m, struct call *call, const char *pf, u
         json_object_object_add(reply, "executable", json_object_new_boolean(true));
         /* The policy the init would take the count from, as its reply
          * would name it (init_record()). */
-        if (owner && streq(owner, SVFF_PF_OWNER_OPERATOR) && prev &&
-            strneq(prev, SVFF_PF_OWNER_POLICY_PREFIX, strlen(SVFF_PF_OWNER_POLICY_PREFIX)))
-                json_object_object_add(reply, "policy",
-                                       json_object_new_string(prev + strlen(SVFF_PF_OWNER_POLICY_PREFIX)));
+        if (taken)
+                json_object_object_add(reply, "policy", json_object_new_string(taken));
         plan_set_deadlines(m, plan);
         json_object_object_add(reply, "plan", svff_reconf_plan_to_json(plan));
         /* The init refuses what its device class cannot plan. */
