@@ -234,13 +234,6 @@ static void init_done(struct manager *m, const char *pf, const char *message) {
         }
 }
 
-static const struct svff_pf *snapshot_pf(struct manager *m, const char *address) {
-        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                if (streq(m->snapshot->pfs[i]->address, address))
-                        return m->snapshot->pfs[i];
-        return NULL;
-}
-
 /* Whether pf already has numvfs VFs, all on driver. */
 static bool satisfied(const struct svff_pf *pf, unsigned numvfs, const char *driver) {
         if (pf->numvfs != numvfs || pf->n_vfs != numvfs)
@@ -302,7 +295,7 @@ static void image_read_done(void *userdata) {
                 return;
         }
         m = a->manager;
-        pf = m->shutting_down ? NULL : snapshot_pf(m, r->address);
+        pf = m->shutting_down ? NULL : manager_snapshot_pf(m, r->address);
         if (pf)
                 (void) apply(m, pf, false, startup);
         /* The pass took what it found, or took another way (the PF's
@@ -608,7 +601,7 @@ static void snapshot_ready(struct manager *m, struct call *call) {
                         continue;
                 }
                 *pp = p->next;
-                pf = snapshot_pf(m, p->address);
+                pf = manager_snapshot_pf(m, p->address);
                 if (!pf) {
                         LOG_CONTEXT(.pf = p->address, .operation = "uevent");
 
@@ -732,7 +725,7 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
                         pending_free(p);
                 }
         }
-        if (!snapshot_pf(m, pf) && svff_store_get_pf(m->store, pf, &numvfs, NULL) <= 0)
+        if (!manager_snapshot_pf(m, pf) && svff_store_get_pf(m->store, pf, &numvfs, NULL) <= 0)
                 return;  /* not a PF svff knows: a VF or another device */
 
         json_object_object_foreach(svff_store_vfs(m->store), vf, rec) {

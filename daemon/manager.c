@@ -366,6 +366,13 @@ bool manager_libvirt_connected(struct manager *m) {
 
 /* ---- operations ---- */
 
+const struct svff_pf *manager_snapshot_pf(struct manager *m, const char *address) {
+        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
+                if (streq(m->snapshot->pfs[i]->address, address))
+                        return m->snapshot->pfs[i];
+        return NULL;
+}
+
 struct operation *manager_find_operation(struct manager *m, const char *pf) {
         return registry_find(m->registry, pf);
 }

@@ -177,6 +177,9 @@ bool manager_libvirt_connected(struct manager *m);
 /* Operations (registry.h): one per PF at a time. Adding and removing
  * also keep READY=1, STATUS= and the stop up to date. */
 struct operation *manager_find_operation(struct manager *m, const char *pf);
+/* The PF at address in the current snapshot, or NULL. Borrowed until
+ * the snapshot is replaced. */
+const struct svff_pf *manager_snapshot_pf(struct manager *m, const char *address);
 int manager_add_operation(struct manager *m, const char *pf, const char *kind,
                           struct call *call, struct operation **ret);
 void manager_remove_operation(struct manager *m, struct operation *op);

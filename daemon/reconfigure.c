@@ -1089,14 +1089,12 @@ static void reconf_with_snapshot(struct manager *m, struct call *call) {
         _cleanup_free_ struct svff_reconf_item *items = NULL;
         _cleanup_free_ char *bad = NULL;
         struct reconf_request req;
-        bool nvme = false;
+        bool nvme;
         size_t n = 0;
         int r;
 
         request_from_call(call, &req);
-        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                if (streq(m->snapshot->pfs[i]->address, req.pf))
-                        nvme = nvme_pf(m->snapshot->pfs[i]);
+        nvme = nvme_pf(manager_snapshot_pf(m, req.pf));
         /* How each live assignment's guest will see it, from its
          * domain's live XML (on the libvirt pool) first; for the dry run
          * of an NVMe PF, what each guest's agent says of its heads too
