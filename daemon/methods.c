@@ -769,13 +769,10 @@ static void show_reply(struct manager *m, int r, const char *message, struct jso
 /* With a snapshot: the PF must be one of the host's SR-IOV PFs. */
 static void show_answer(struct manager *m, struct call *call) {
         const char *pf = NULL;
-        bool found = false;
         int r;
 
         (void) svff_json_get_string(call_request(call)->parameters, "pf", &pf);
-        for (size_t i = 0; m->snapshot && pf && i < m->snapshot->n_pfs; i++)
-                found = found || streq(m->snapshot->pfs[i]->address, pf);
-        if (!found) {
+        if (!pf || !manager_snapshot_pf(m, pf)) {
                 call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", strna(pf),
                             "No SR-IOV PF %s under %s; 'svffctl list' shows the PFs there are.", strna(pf),
                             m->config.sysfs_root);
@@ -878,9 +875,7 @@ static bool manage_check_call(struct manager *m, struct call *call) {
         else
                 return true;
 
-        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                if (streq(m->snapshot->pfs[i]->address, pf))
-                        p = m->snapshot->pfs[i];
+        p = manager_snapshot_pf(m, pf);
         if (!p) {
                 /* Newer than the picture (hot-added within list_max_age_msec):
                  * a few small reads, rarer than the call itself. */

@@ -789,7 +789,7 @@ static const struct param init_params[] = {
 static void init_dry_run(struct manager *m, struct call *call, const char *pf, unsigned numvfs, const char *driver,
                          const char *owner) {
         const char *taken = policy_taken(m, pf, owner);
-        const struct svff_pf *found = NULL;
+        const struct svff_pf *found;
         struct svff_reconf_plan *plan = NULL;
         struct svff_reconf_input in;
         struct operation *op;
@@ -803,9 +803,7 @@ static void init_dry_run(struct manager *m, struct call *call, const char *pf, u
                             op->kind, pf, op->phase, op->done, op->total);
                 return;
         }
-        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                if (streq(m->snapshot->pfs[i]->address, pf))
-                        found = m->snapshot->pfs[i];
+        found = manager_snapshot_pf(m, pf);
         if (!found) {
                 call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
                             "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", pf);
@@ -882,9 +880,7 @@ static void init_request(struct manager *m, struct call *call) {
                                     "'numvfs' nor 'driver'.");
                         return;
                 }
-                for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                        if (streq(m->snapshot->pfs[i]->address, pf))
-                                p = m->snapshot->pfs[i];
+                p = manager_snapshot_pf(m, pf);
                 if (p)
                         pol = svff_config_find_policy(&m->config, pf, p->vendor_id, p->device_id, p->netdev);
                 if (!pol || pol->numvfs < 0) {
@@ -927,12 +923,12 @@ checked:
          * a reconf, which keeps them. The count is the one recorded and
          * the one last seen on the host, since either may have drifted. */
         if (reconf_pf_has_assignments(m, pf)) {
+                const struct svff_pf *seen = manager_snapshot_pf(m, pf);
                 unsigned current = 0;
 
                 (void) svff_store_get_pf(m->store, pf, &current, NULL);
-                for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                        if (streq(m->snapshot->pfs[i]->address, pf) && m->snapshot->pfs[i]->numvfs != numvfs)
-                                current = m->snapshot->pfs[i]->numvfs;
+                if (seen && seen->numvfs != numvfs)
+                        current = seen->numvfs;
                 if (current != numvfs) {
                         call_errorf(call, SVFF_ERROR_DEVICE_BUSY, "device", pf,
                                     "VFs of PF %s are assigned to domains, and changing its VF count from %u to %u "
@@ -1084,11 +1080,9 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
          * nothing for as long as the kernel takes (seconds per VF on
          * some PFs). */
         {
-                unsigned from = numvfs;
+                const struct svff_pf *seen = manager_snapshot_pf(m, pf);
+                unsigned from = seen ? seen->numvfs : numvfs;
 
-                for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                        if (streq(m->snapshot->pfs[i]->address, pf))
-                                from = m->snapshot->pfs[i]->numvfs;
                 io->numvfs_budget = numvfs_budget(m, from, numvfs);
                 if (from != numvfs)
                         (void) numvfs_watch_start(m->event, snapshot_cache_pool(m->snapshots), io->ctx, io->pf,

@@ -864,7 +864,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
         _cleanup_free_ struct svff_reconf_item *items = NULL;
         _cleanup_free_ char *bad = NULL;
-        const struct svff_pf *found = NULL;
+        const struct svff_pf *found;
         struct svff_reconf_input in = {};
         const char *pf = req->pf, *driver = req->driver, *image = req->image;
         _cleanup_(json_object_putp) struct json_object *ids = NULL, *guests_json = NULL;
@@ -875,9 +875,7 @@ static int request_start(struct manager *m, struct call *call, const struct reco
         LOG_CONTEXT(.pf = pf, .operation = image ? "reprogram" : "reconf");
         int r;
 
-        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                if (streq(m->snapshot->pfs[i]->address, pf))
-                        found = m->snapshot->pfs[i];
+        found = manager_snapshot_pf(m, pf);
         if (!found) {
                 refuse(call, err, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
                        "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", pf);
