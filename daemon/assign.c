@@ -1451,13 +1451,11 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
 static void attach_from_pool(struct manager *m, struct call *call) {
         const char *pf = NULL;
         struct snapshot *s = m->snapshot;
-        const struct svff_pf *found = NULL;
+        const struct svff_pf *found;
         size_t n_taken = 0;
 
         (void) svff_json_get_string(call_request(call)->parameters, "pf", &pf);
-        for (size_t i = 0; s && pf && i < s->n_pfs; i++)
-                if (streq(s->pfs[i]->address, pf))
-                        found = s->pfs[i];
+        found = snapshot_pf(s, pf);
         if (!found) {
                 call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
                             "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", strna(pf));

@@ -279,12 +279,10 @@ int manager_commit(struct manager *m, struct svff_error *err) {
 }
 
 const struct svff_policy *manager_pf_policy(struct manager *m, const char *pf) {
-        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++) {
-                const struct svff_pf *p = m->snapshot->pfs[i];
+        const struct svff_pf *p = manager_snapshot_pf(m, pf);
 
-                if (streq(p->address, pf))
-                        return svff_config_find_policy(&m->config, pf, p->vendor_id, p->device_id, p->netdev);
-        }
+        if (p)
+                return svff_config_find_policy(&m->config, pf, p->vendor_id, p->device_id, p->netdev);
         return svff_config_find_policy(&m->config, pf, 0, 0, NULL);
 }
 
@@ -367,10 +365,7 @@ bool manager_libvirt_connected(struct manager *m) {
 /* ---- operations ---- */
 
 const struct svff_pf *manager_snapshot_pf(struct manager *m, const char *address) {
-        for (size_t i = 0; m->snapshot && i < m->snapshot->n_pfs; i++)
-                if (streq(m->snapshot->pfs[i]->address, address))
-                        return m->snapshot->pfs[i];
-        return NULL;
+        return snapshot_pf(m->snapshot, address);
 }
 
 struct operation *manager_find_operation(struct manager *m, const char *pf) {

@@ -293,11 +293,8 @@ static struct json_object *json_absent(struct manager *m) {
 
         json_object_object_foreach(svff_store_pfs(m->store), pf, rec) {
                 struct json_object *o, *vfs;
-                bool present = false;
 
-                for (size_t i = 0; i < s->n_pfs && !present; i++)
-                        present = streq(s->pfs[i]->address, pf);
-                if (present)
+                if (snapshot_pf(s, pf))
                         continue;
                 o = json_object_new_object();
                 vfs = json_object_new_array();
@@ -589,11 +586,8 @@ static void collect_vf_counters(struct manager *m, struct metrics_sample *s) {
         if (!m->metrics_vf_counters || !snap)
                 return;
         json_object_object_foreach(m->metrics_vf_counters, pfaddr, by_index) {
-                const struct svff_pf *pf = NULL;
+                const struct svff_pf *pf = snapshot_pf(snap, pfaddr);
 
-                for (size_t i = 0; i < snap->n_pfs; i++)
-                        if (streq(snap->pfs[i]->address, pfaddr))
-                                pf = snap->pfs[i];
                 if (!pf || !pf->netdev)
                         continue;
                 json_object_object_foreach(by_index, key, counters) {

@@ -10,13 +10,6 @@
 #include "libvirt.h"
 #include "reconcile.h"
 
-static const struct svff_pf *find_pf(struct snapshot *s, const char *address) {
-        for (size_t i = 0; s && i < s->n_pfs; i++)
-                if (streq(s->pfs[i]->address, address))
-                        return s->pfs[i];
-        return NULL;
-}
-
 static const struct svff_vf *find_vf(struct snapshot *s, const char *address) {
         for (size_t i = 0; s && i < s->n_pfs; i++) {
                 const struct svff_vf *vf = svff_pf_find_vf(s->pfs[i], address);
@@ -170,7 +163,7 @@ struct json_object *reconcile_gone(struct manager *m, bool absent_pfs) {
                 if (svff_store_get_vf(m->store, avf, &apf, NULL) > 0 && apf &&
                     (manager_find_operation(m, apf) || journal_recovery_waits(m, apf)))
                         continue;  /* in flux, or until libvirt's connection */
-                if (!absent_pfs && apf && !find_pf(s, apf) && svff_store_get_pf(m->store, apf, NULL, NULL) > 0)
+                if (!absent_pfs && apf && !snapshot_pf(s, apf) && svff_store_get_pf(m->store, apf, NULL, NULL) > 0)
                         continue;
                 if (!apf)
                         apf = pf_by_layout(s, avf);
@@ -201,7 +194,7 @@ struct json_object *reconcile_drift(struct manager *m) {
         jp = journal_entries(m);
 
         json_object_object_foreach(svff_store_pfs(m->store), pf, rec) {
-                const struct svff_pf *p = find_pf(s, pf);
+                const struct svff_pf *p = snapshot_pf(s, pf);
                 unsigned want;
                 char e[16], g[16];
 

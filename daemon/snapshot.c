@@ -63,6 +63,13 @@ void snapshot_free(struct snapshot *s) {
         free(s);
 }
 
+const struct svff_pf *snapshot_pf(const struct snapshot *s, const char *address) {
+        for (size_t i = 0; s && address && i < s->n_pfs; i++)
+                if (streq(s->pfs[i]->address, address))
+                        return s->pfs[i];
+        return NULL;
+}
+
 int snapshot_cache_new(sd_event *event, struct svff_ctx *ctx, struct manager *owner, snapshot_changed_fn changed,
                        struct snapshot_cache **ret) {
         struct snapshot_cache *c;

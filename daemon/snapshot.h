@@ -38,6 +38,8 @@ struct snapshot {
 };
 
 void snapshot_free(struct snapshot *s);
+/* The PF at address in s (s may be NULL), or NULL. */
+const struct svff_pf *snapshot_pf(const struct snapshot *s, const char *address);
 
 typedef void (*snapshot_waiter_fn)(struct manager *m, struct call *call);
 /* The current snapshot was replaced or changed in place (s is borrowed;
