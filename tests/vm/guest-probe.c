@@ -307,13 +307,17 @@ static void ping_receive(struct ping *g) {
         ssize_t n;
 
         while ((n = recv(g->fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-                const struct iphdr *ip = (const struct iphdr *) buf;
-                size_t hl = (size_t) ip->ihl * 4;
+                struct iphdr ip;
                 struct icmphdr h;
+                size_t hl;
                 uint32_t k;
                 double t = now(), gap;
 
-                if ((size_t) n < hl + sizeof(h) + sizeof(k) || ip->saddr != g->to.sin_addr.s_addr)
+                if ((size_t) n < sizeof(ip))
+                        continue;
+                memcpy(&ip, buf, sizeof(ip));   /* buf has no alignment of its own */
+                hl = (size_t) ip.ihl * 4;
+                if ((size_t) n < hl + sizeof(h) + sizeof(k) || ip.saddr != g->to.sin_addr.s_addr)
                         continue;
                 memcpy(&h, buf + hl, sizeof(h));
                 memcpy(&k, buf + hl + sizeof(h), sizeof(k));
