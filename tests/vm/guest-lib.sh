@@ -26,7 +26,7 @@ gpipe=/run/g1
 guest_define() {
         command -v virsh >/dev/null || vm_fail "no virsh (package libvirt-clients)"
         [ -r "${SVFF_VM_GUEST_KERNEL:-}" ] && [ -r "${SVFF_VM_GUEST_INITRD:-}" ] ||
-                vm_fail "no guest kernel or initramfs: run this with tests/vm/run --guest"
+                vm_fail "no guest kernel or initramfs: run this with tests/vm/run --guest (or --guest-nic)"
         img=/var/lib/libvirt/images
         mkdir -p "$img"
         cp "$SVFF_VM_GUEST_KERNEL" "$img/svff-guest-vmlinuz"
