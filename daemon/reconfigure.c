@@ -25,7 +25,7 @@
 #include "reconf.h"
 #include "reconfigure.h"
 
-#define MESSAGE_MAX 1024
+#define MESSAGE_MAX 2048
 
 /* ---- the outcome ---- */
 
@@ -157,6 +157,36 @@ static void record_figures(struct manager *m, struct reconf_run *run) {
 
 static uint64_t realtime_usec(void);
 
+/* What to do about a guest that did not answer the unplug: the first
+ * assignment whose quiesce ran out of time, named with its domain, and
+ * the request to run again once the domain lets its VF go, as sentences
+ * that follow the failure's; "" when there is none. The quiesce comes
+ * before every PF step, so a PF still at its old count was not changed. */
+static void unanswered_unplug(struct manager *m, struct reconf_machine *rm, unsigned n_now, char *buf, size_t size) {
+        const struct svff_reconf_plan *plan = reconf_machine_plan(rm);
+        char again[96];
+
+        *buf = '\0';
+        if (reconf_machine_reprogram(rm))
+                snprintf(again, sizeof(again), "the reprogram");
+        else
+                snprintf(again, sizeof(again), "'svffctl reconf %s %u%s'", plan->pf, plan->to,
+                         plan->from == plan->to ? " --cycle" : "");
+        for (size_t i = 0; i < plan->n_items; i++) {
+                const struct reconf_item *s = reconf_machine_item(rm, i);
+
+                if (s->state != RECONF_ITEM_QUIESCE_FAILED || s->r != -ETIMEDOUT)
+                        continue;
+                snprintf(buf, size,
+                         ". Domain '%s' did not let VF %s go within %" PRIu64 " s (reconf_detach_timeout_sec): its "
+                         "guest did not answer the unplug (no OS, hung, or busy), and the VF stays in it, "
+                         "'detaching'.%s Once the domain lets the VF go, or is shut down, run %s again.",
+                         plan->items[i].a.domain, plan->items[i].vf,
+                         m->config.reconf_detach_timeout_usec / USEC_PER_SEC, n_now == plan->from ? " The VF count was not changed." : "", again);
+                return;
+        }
+}
+
 /* The machine ended: the reply (or, for svffd's own recovery, the
  * Status record), the events, and the run freed. */
 static void reconf_finished(struct reconf_run *run) {
@@ -207,10 +237,14 @@ static void reconf_finished(struct reconf_run *run) {
                 /* No assignment to account for: no "0 do not". */
                 snprintf(msg, sizeof(msg), "%s of PF %s to %u VFs failed: %s", what, plan->pf, plan->to,
                          message ?: "see the steps");
-        else if (error)
+        else if (error) {
+                char hint[768];
+
+                unanswered_unplug(m, rm, n_now, hint, sizeof(hint));
                 snprintf(msg, sizeof(msg), "%s of PF %s to %u VFs failed: %s. %u assignment(s) have their VF, "
-                         "%u do not%s", what, plan->pf, plan->to, message ?: "see the assignments", n_with,
-                         n_without, n_without > 0 ? " (see each one's message)" : "");
+                         "%u do not%s%s", what, plan->pf, plan->to, message ?: "see the assignments", n_with,
+                         n_without, n_without > 0 ? " (see each one's message)" : "", hint);
+        }
         else if (rollback)
                 /* Only a recovery rolls back without an error. */
                 snprintf(msg, sizeof(msg), "PF %s is back at %u VFs on %s, its reconf to %u VFs rolled back; "

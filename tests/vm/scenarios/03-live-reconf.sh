@@ -60,6 +60,13 @@ assert_true "reconf with a held VF fails" test "$rc" -ne 0
 assert_true "the failure names the held VF" grep -q "$held" "$SVFF_VM_RUNDIR/reconf-held.out"
 assert_true "the failure says the guest has not released it" \
         grep -q "not released" "$SVFF_VM_RUNDIR/reconf-held.out"
+# what svff did about it, and the next step, naming the domain
+assert_true "the failure names the domain that did not answer the unplug" \
+        grep -q "Domain 'hold' did not let VF $held go within [0-9]* s (reconf_detach_timeout_sec): its guest did not answer the unplug" \
+        "$SVFF_VM_RUNDIR/reconf-held.out"
+assert_true "the failure says the VF count was not changed, and what to run once 'hold' lets go" \
+        grep -q "The VF count was not changed. Once the domain lets the VF go, or is shut down, run 'svffctl reconf $pf 4 --cycle' again." \
+        "$SVFF_VM_RUNDIR/reconf-held.out"
 # numvfs 0 would block until 'hold' let go: it must not have been written.
 assert_eq "numvfs with a held VF" 4 "$(cat "$P/sriov_numvfs")"
 assert_true "the held VF is still in hold's query-pci" test -n "$(vm_qpci hold "$held")"
