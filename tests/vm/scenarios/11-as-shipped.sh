@@ -77,8 +77,11 @@ ip link set "$ifname" up || true
 vm_log "NVMe PF $nvmepf ($ctrl), NIC PF $nicpf ($ifname)"
 
 # ---- the README's install, line by line ----
+# Its first sh block: the section's later ones (the guests' recipes) are
+# not install steps.
 sed -n '/^## Installing on a real host/,/^## [^I]/p' "$SVFF_VM_SRCDIR/README.md" |
-        sed -n '/^```sh$/,/^```$/p' | sed '1d;$d' >"$R/readme-install.sh"
+        awk '/^```sh$/ && !done { inb = 1; next } inb && /^```$/ { inb = 0; done = 1; next } inb' \
+        >"$R/readme-install.sh"
 [ -s "$R/readme-install.sh" ] || vm_fail "no sh block under README.md's 'Installing on a real host'"
 config=$(jq -n --arg n "$nvmepf" --arg c "$nicpf" '{ policies: {
         nvme: { match: { address: $n }, numvfs: 4,
