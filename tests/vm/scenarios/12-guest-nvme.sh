@@ -188,10 +188,22 @@ svffctl reconf "$pf" 3 --dry-run >"$R/plan-delayed.txt" 2>&1 || { cat "$R/plan-d
 vm_log "FIGURE (a) the dry run with g1's guest agent read: $(echo "$t $(vm_now)" | awk '{ printf "%.2f", $2 - $1 }') s"
 grep -E "^    guest ready: delayed removal 60 s \(nvme0n1\) >= window [0-9]+ s, as its guest agent reads it$" \
         "$R/plan-delayed.txt" || { cat "$R/plan-delayed.txt"; vm_fail "(a) the printed plan does not say the guest is ready"; }
+# agent_reads CASE WANT [N]: each of the case's first N dry runs (all),
+# made while the probe hammers the disk, either read WANT through g1's
+# agent or says why the agent did not answer ("unanswered" with
+# libvirt's reason: an agent too busy to answer libvirt's sync in time,
+# seen under load; the readiness is then unknown, as svffctl prints it).
+# Of all of them, at least one read.
+agent_reads() {
+        head -n "${3:-1000}" "$R/agent-$1" |
+                awk -v want="$2" -v min="$([ -n "${3:-}" ] && echo 0 || echo 1)" '$0 == want { read++; next }
+                        $1 == "unanswered" && $2 == "null" && $3 == "null" && $4 == "null" && NF > 5 { next }
+                        { bad = 1 } END { exit bad || read < min }'
+}
 reconf_cycle delayed
-assert_eq "(a) g1's guest agent, at both dry runs (agent head seconds ready error)" \
-        "read nvme0n1 60 true null
-read nvme0n1 60 true null" "$(cat "$R/agent-delayed")"
+assert_true "(a) g1's guest agent at both dry runs read 'read nvme0n1 60 true null' (or did not answer, saying why): $(tr '\n' '|' <"$R/agent-delayed")" \
+        agent_reads delayed "read nvme0n1 60 true null"
+assert_eq "(a) the dry runs that asked g1's guest agent" 2 "$(wc -l <"$R/agent-delayed")"
 assert_eq "(a) guest: I/O errors" 0 "$(field errors "$end")"
 assert_eq "(a) guest: read-backs that differed" 0 "$(field mismatches "$end")"
 assert_eq "(a) guest: times the head vanished" 0 "$(field vanished "$end")"
@@ -258,8 +270,10 @@ svffctl reconf "$pf" 3 --dry-run >"$R/plan-default.txt" 2>&1 || { cat "$R/plan-d
 grep -E "^    guest NOT ready: delayed removal 0 s \(nvme0n1\) < window [0-9]+ s, as its guest agent reads it; it loses its disk in the reconf$" \
         "$R/plan-default.txt" || { cat "$R/plan-default.txt"; vm_fail "(b) the printed plan does not say the guest is not ready"; }
 reconf_cycle default
-assert_eq "(b) g1's guest agent, at the first dry run (agent head seconds ready error)" \
-        "read nvme0n1 0 false null" "$(sed -n 1p "$R/agent-default")"
+# (the second comes after the head was lost; the printed plan above was
+# a read)
+assert_true "(b) g1's guest agent at the first dry run read 'read nvme0n1 0 false null' (or did not answer, saying why): $(tr '\n' '|' <"$R/agent-default")" \
+        agent_reads default "read nvme0n1 0 false null" 1
 assert_true "(b) guest: I/O errors without delayed removal ($(field errors "$end"))" \
         test "$(field errors "$end")" -gt 0
 assert_true "(b) guest: the head vanished without delayed removal ($(field vanished "$end") times)" \
