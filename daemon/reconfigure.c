@@ -164,25 +164,26 @@ static uint64_t realtime_usec(void);
  * before every PF step, so a PF still at its old count was not changed. */
 static void unanswered_unplug(struct manager *m, struct reconf_machine *rm, unsigned n_now, char *buf, size_t size) {
         const struct svff_reconf_plan *plan = reconf_machine_plan(rm);
-        char again[96];
 
         *buf = '\0';
-        if (reconf_machine_reprogram(rm))
-                snprintf(again, sizeof(again), "the reprogram");
-        else
-                snprintf(again, sizeof(again), "'svffctl reconf %s %u%s'", plan->pf, plan->to,
-                         plan->from == plan->to ? " --cycle" : "");
         for (size_t i = 0; i < plan->n_items; i++) {
                 const struct reconf_item *s = reconf_machine_item(rm, i);
+                char again[96];
 
                 if (s->state != RECONF_ITEM_QUIESCE_FAILED || s->r != -ETIMEDOUT)
                         continue;
+                if (reconf_machine_reprogram(rm))
+                        snprintf(again, sizeof(again), "the reprogram");
+                else
+                        snprintf(again, sizeof(again), "'svffctl reconf %s %u%s'", plan->pf, plan->to,
+                                 plan->from == plan->to ? " --cycle" : "");
                 snprintf(buf, size,
                          ". Domain '%s' did not let VF %s go within %" PRIu64 " s (reconf_detach_timeout_sec): its "
                          "guest did not answer the unplug (no OS, hung, or busy), and the VF stays in it, "
                          "'detaching'.%s Once the domain lets the VF go, or is shut down, run %s again.",
                          plan->items[i].a.domain, plan->items[i].vf,
-                         m->config.reconf_detach_timeout_usec / USEC_PER_SEC, n_now == plan->from ? " The VF count was not changed." : "", again);
+                         m->config.reconf_detach_timeout_usec / USEC_PER_SEC,
+                         n_now == plan->from ? " The VF count was not changed." : "", again);
                 return;
         }
 }
