@@ -11,6 +11,7 @@
 #       lost its kernel (a skip if twice), and logs the boot time;
 #   guest_run COMMAND, guest COMMAND run COMMAND in its shell;
 #   field, probe_line                read tests/vm/guest-probe's lines;
+#   probe_finish CASE                stops the probe, reads its end line;
 #   host_events FILE, host_events_stop, device_off FILE
 #                                    libvirt's view of g1's hotplugs.
 #
@@ -153,6 +154,18 @@ guest_start() {
         fi
         vm_log "FIGURE guest boot: $(echo "$gt $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s from 'virsh start'" \
                "to its /init reading commands ($(sed -n 's/^guest: ready t=//p' "$GLOG") s of guest uptime)"
+}
+
+# probe_finish CASE: stops the guest's probe ($p in the guest's shell)
+# and waits for it; its end line in end (the scenario fails without
+# one), and libvirt's device-off times from CASE's events
+# (host_events "$SVFF_VM_RUNDIR/events-CASE.log") in off.
+probe_finish() {
+        guest 'kill $p; wait $p'
+        end=$(probe_line end)
+        [ -n "$end" ] || vm_fail "$1: the probe printed no end line"
+        vm_log "$1: the probe: $end"
+        off=$(device_off "$SVFF_VM_RUNDIR/events-$1.log" | tr '\n' ' ')
 }
 
 # host_events FILE: libvirt's device-removed and device-added events for

@@ -136,11 +136,7 @@ reconf_cycle() {
         done
         [ "$moved" = 1 ] || vm_log "$1: the probe's I/O did not resume within 120 s"
         host_events_stop
-        guest 'kill $p; wait $p'
-        end=$(probe_line end)
-        [ -n "$end" ] || vm_fail "$1: the probe printed no end line"
-        vm_log "$1: the probe: $end"
-        off=$(device_off "$R/events-$1.log" | tr '\n' ' ')
+        probe_finish "$1"
         vm_log "FIGURE $1: guest: longest stall $(field max_stall "$end") s," \
                "I/O errors $(field errors "$end"), head vanished $(field vanished "$end") time(s);" \
                "host: device off (libvirt device-removed to device-added) ${off:-?}s"
