@@ -1337,24 +1337,39 @@ static int op_bind_pf(void *userdata) {
 /* ---- the store (main thread) ---- */
 
 /* The PF's desired state and its VF records as they are now; the
- * records of VFs the change destroyed go, original drivers stay. */
+ * records of VFs the change destroyed go, original drivers stay. A VF's
+ * class record goes with its index: where the VFs moved, the one at an
+ * address may have been another VF's (its secondary controller, its
+ * namespace), which a reprovision must not be given as its own. */
 static int record_vfs(struct reconf_run *run) {
         struct svff_store *store = run->env.store;
         const struct svff_reconf_plan *plan = reconf_machine_plan(run->rm);
         const struct svff_pf *after = run->after;
+        _cleanup_(json_object_putp) struct json_object *classes = json_object_new_object();
         _cleanup_strv_free_ char **gone = NULL;
         size_t n_gone = 0;
         int r;
 
+        if (!classes)
+                return -ENOMEM;
         r = svff_store_set_pf(store, plan->pf, reconf_machine_numvfs_now(run->rm), plan->driver);
         if (r < 0)
                 return r;
         json_object_object_foreach(svff_store_vfs(store), key, rec) {
+                struct json_object *cls;
                 const char *pf;
-                char **t;
+                unsigned index;
+                char **t, ikey[16];
 
-                if (svff_json_get_string(rec, "pf", &pf) < 0 || !streq(pf, plan->pf) ||
-                    (after && svff_pf_find_vf(after, key)))
+                if (svff_json_get_string(rec, "pf", &pf) < 0 || !streq(pf, plan->pf))
+                        continue;
+                if (svff_json_get_unsigned(rec, "index", &index) >= 0 &&
+                    json_object_object_get_ex(rec, "class", &cls) && cls) {
+                        snprintf(ikey, sizeof(ikey), "%u", index);
+                        if (json_object_object_add(classes, ikey, json_object_get(cls)) < 0)
+                                return -ENOMEM;
+                }
+                if (after && svff_pf_find_vf(after, key))
                         continue;
                 t = realloc(gone, (n_gone + 2) * sizeof(char *));
                 if (!t)
@@ -1374,6 +1389,14 @@ static int record_vfs(struct reconf_run *run) {
                 if (svff_store_get_vf(store, vf->address, NULL, &orig) == 0)
                         orig = vf->driver;
                 r = svff_store_set_vf(store, vf->address, plan->pf, vf->index, orig, plan->driver);
+                if (r >= 0) {
+                        struct json_object *cls = NULL;
+                        char ikey[16];
+
+                        snprintf(ikey, sizeof(ikey), "%u", vf->index);
+                        (void) json_object_object_get_ex(classes, ikey, &cls);
+                        r = svff_store_set_vf_class(store, vf->address, json_object_get(cls));
+                }
                 if (r < 0)
                         return r;
         }
