@@ -356,7 +356,8 @@ static int ensure_opened(struct opened *op, unsigned index, struct json_object *
                     svff_json_get_string(recorded, "name", &rname) >= 0 && streq(rname, o.class->name) &&
                     json_object_object_get_ex(recorded, "state", &prior) && prior) {
                         given = svff_json_copy(settings);
-                        if (!given || json_object_object_add(given, "state", json_object_get(prior)) < 0) {
+                        if (!given || json_object_object_add(given, "state", json_object_get(prior)) < 0 ||
+                            (handover && json_object_object_add(given, "handover", json_object_new_boolean(true)) < 0)) {
                                 r = svff_error_set(err, -ENOMEM, "Out of memory");
                                 goto finish;
                         }

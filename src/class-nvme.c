@@ -25,7 +25,21 @@
  *                       host's controller
  * State (what provision did and verify reads back):
  *   {"scid": 1, "secondary": "online", "vq": 2, "vi": 1,
- *    "namespaces": [1], "scrub_on_release": "format", "private": [1]} */
+ *    "namespaces": [1], "scrub_on_release": "format", "private": [1],
+ *    "subnqn": "nqn.2019-08.org.qemu:...",
+ *    "ids": {"1": {"nguid": "<32 hex digits>", "eui64": "<16>"}}}
+ *
+ * The identity: what a guest's NVMe multipath matches a controller's
+ * namespace to its head by (the subsystem NQN, the NSID, the namespace's
+ * NGUID and EUI64; Linux, nvme_init_ns_head()), and the secondary
+ * controller's ID. A VF that keeps its tenant through a reconf must come
+ * back with all of it, or the guest's head does not take it back and the
+ * guest gets another disk. So a reprovision given the VF's recorded state
+ * (wants_recorded_state) keeps the recorded identity in the new state,
+ * and verify compares the device with it. A handover to another tenant
+ * takes the device's. The namespace's UUID is not among them: the
+ * primary reads a namespace's UUID only when the namespace is attached to
+ * it (CNS 03h), and a VF's namespace never is. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,6 +53,7 @@
 #include "class-nvme.h"
 #include "json-util.h"
 #include "sysfs.h"
+#include "utf8.h"
 
 struct svff_class_pf {
         struct svff_ctx *ctx;
@@ -48,6 +63,7 @@ struct svff_class_pf {
         void *handle;
         uint16_t cntlid;
         uint16_t oacs;
+        char *subnqn;                           /* escaped for text (device text) */
         bool oacs_virt;                         /* bit 7; QEMU 7.2 leaves it clear */
         struct svff_nvme_primary_caps caps;
 };
@@ -58,6 +74,9 @@ struct nvme_settings {
         uint32_t nsid;                          /* 0: none */
         bool primary_flexible;
         bool scrub;
+        /* the identity to keep: the VF's recorded state, when a
+         * reprovision is given it for the same tenant; else NULL */
+        struct json_object *keep;
 };
 
 /* ---- settings ---------------------------------------------------------- */
@@ -117,6 +136,9 @@ static int settings_parse(struct json_object *settings, unsigned index, struct n
                         (void) val;
                         if (!strcmp(key, "vq") || !strcmp(key, "vi") || !strcmp(key, "namespace") ||
                             !strcmp(key, "primary_flexible") || !strcmp(key, "scrub_on_release"))
+                                continue;
+                        /* the daemon's, for a reprovision (class.h) */
+                        if (index != UINT32_MAX && (!strcmp(key, "state") || !strcmp(key, "handover")))
                                 continue;
                         return svff_error_set(err, -EINVAL,
                                               "Unknown NVMe setting '%s': the NVMe class takes 'vq', 'vi', "
@@ -180,6 +202,14 @@ static int settings_parse(struct json_object *settings, unsigned index, struct n
                         return svff_error_set(err, -EINVAL,
                                               "NVMe setting 'scrub_on_release' is %s; it takes \"none\" or \"format\"",
                                               json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        }
+
+        if (index != UINT32_MAX && json_object_object_get_ex(settings, "state", &v) &&
+            json_object_is_type(v, json_type_object)) {
+                struct json_object *h;
+
+                if (!json_object_object_get_ex(settings, "handover", &h) || !json_object_get_boolean(h))
+                        s.keep = v;
         }
 
         *ret = s;
@@ -331,6 +361,140 @@ static char *ids_format(const struct ids *l) {
         return s;
 }
 
+/* ---- identity ----------------------------------------------------------- */
+
+/* SUBNQN up to its first NUL, as text: what is not printable UTF-8
+ * escaped (utf8.h), so that it can be stored, compared and printed. */
+static char *nqn_text(const uint8_t raw[static SVFF_NVME_NQN_SIZE]) {
+        char s[SVFF_NVME_NQN_SIZE + 1];
+        size_t n = strnlen((const char *) raw, SVFF_NVME_NQN_SIZE);
+
+        memcpy(s, raw, n);
+        s[n] = '\0';
+        return svff_utf8_escape(s, false);
+}
+
+static void hex(const uint8_t *v, size_t n, char *ret) {
+        for (size_t i = 0; i < n; i++)
+                sprintf(ret + 2 * i, "%02x", v[i]);
+}
+
+/* The identifiers of namespace nsid as {"nguid": ..., "eui64": ...} in
+ * *ret; NULL where the controller does not read them for a namespace
+ * it does not have attached (no CNS 11h: Invalid Field). */
+static int read_ns_ids(struct svff_class_pf *c, uint32_t nsid, struct json_object **ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *o = NULL;
+        struct svff_nvme_ns_ids ids;
+        char nguid[2 * sizeof(ids.nguid) + 1], eui64[2 * sizeof(ids.eui64) + 1], what[96];
+        int r;
+
+        *ret = NULL;
+        r = c->ops->ns_ids(c->handle, nsid, &ids);
+        if (r == SVFF_NVME_SC_INVALID_FIELD || r == SVFF_NVME_SC_INVALID_OPCODE)
+                return 0;
+        if (r != 0) {
+                snprintf(what, sizeof(what), "Reading the identifiers of namespace %" PRIu32 " (Identify CNS 11h)",
+                         nsid);
+                cmd_error(c, r, err, what);
+                return status_errno(r);
+        }
+        hex(ids.nguid, sizeof(ids.nguid), nguid);
+        hex(ids.eui64, sizeof(ids.eui64), eui64);
+        o = json_object_new_object();
+        if (!o || json_object_object_add(o, "nguid", json_object_new_string(nguid)) < 0 ||
+            json_object_object_add(o, "eui64", json_object_new_string(eui64)) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+#define IDENTITY_WHY                                                                                            \
+        "a guest's NVMe multipath head takes a controller back only with the same subsystem NQN, NSID and "     \
+        "namespace identifiers, so the VF's domain would get another disk (the device's firmware or "           \
+        "configuration changed?). Detach the VF and attach it again to give the domain the device as it is"
+
+/* The recorded identity in state (the subsystem NQN, each namespace's
+ * NGUID and EUI64) against the device's; the secondary controller's ID
+ * is verify's. 0, or -EUCLEAN with err naming what changed. */
+static int identity_check(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index, struct json_object *state,
+                          const struct ids *nss, struct svff_error *err) {
+        struct json_object *v, *ids;
+        int r;
+
+        if (json_object_object_get_ex(state, "subnqn", &v) && json_object_is_type(v, json_type_string) &&
+            !streq(json_object_get_string(v), c->subnqn))
+                return svff_error_set(err, -EUCLEAN,
+                                      "VF %u of PF %s: the controller %s's subsystem NQN is now '%s', recorded '%s': "
+                                      IDENTITY_WHY,
+                                      index, pf->address, c->ctrl, c->subnqn, json_object_get_string(v));
+        if (!json_object_object_get_ex(state, "ids", &ids) || !json_object_is_type(ids, json_type_object))
+                return 0;
+        for (size_t i = 0; i < nss->n; i++) {
+                _cleanup_(json_object_putp) struct json_object *live = NULL;
+                struct json_object *rec;
+                char key[16];
+
+                snprintf(key, sizeof(key), "%" PRIu32, nss->v[i]);
+                if (!json_object_object_get_ex(ids, key, &rec) || !json_object_is_type(rec, json_type_object))
+                        continue;
+                r = read_ns_ids(c, nss->v[i], &live, err);
+                if (r < 0)
+                        return r;
+                for (const char *const *k = (const char *const[]) { "nguid", "eui64", NULL }; *k; k++) {
+                        const char *want = json_object_get_string(json_object_object_get(rec, *k));
+                        const char *got = json_object_get_string(json_object_object_get(live, *k));
+
+                        if (want && (!got || !streq(want, got)))
+                                return svff_error_set(err, -EUCLEAN,
+                                                      "VF %u of PF %s: namespace %" PRIu32 "'s %s is now %s, "
+                                                      "recorded %s: " IDENTITY_WHY,
+                                                      index, pf->address, nss->v[i],
+                                                      streq(*k, "nguid") ? "NGUID" : "EUI64",
+                                                      got ? got : "unreadable", want);
+                }
+        }
+        return 0;
+}
+
+/* Adds the identity to a new state: the one keep recorded (NULL: none)
+ * where it has it, else the device's; the secondary controller's ID
+ * likewise. For the namespace nsid (0: none). */
+static int identity_add(struct svff_class_pf *c, struct json_object *state, struct json_object *keep, uint16_t scid,
+                        uint32_t nsid, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *ids = NULL, *one = NULL;
+        struct json_object *v;
+        char key[16];
+        int r;
+
+        if (keep && json_object_object_get_ex(keep, "scid", &v) && json_object_is_type(v, json_type_int))
+                json_object_object_add(state, "scid", json_object_get(v));
+        else
+                json_object_object_add(state, "scid", json_object_new_int(scid));
+        if (keep && json_object_object_get_ex(keep, "subnqn", &v) && json_object_is_type(v, json_type_string))
+                json_object_object_add(state, "subnqn", json_object_get(v));
+        else
+                json_object_object_add(state, "subnqn", json_object_new_string(c->subnqn));
+        if (!nsid)
+                return 0;
+
+        snprintf(key, sizeof(key), "%" PRIu32, nsid);
+        if (keep && json_object_object_get_ex(keep, "ids", &v) && json_object_is_type(v, json_type_object) &&
+            json_object_object_get_ex(v, key, &v) && json_object_is_type(v, json_type_object))
+                one = json_object_get(v);
+        else {
+                r = read_ns_ids(c, nsid, &one, err);
+                if (r < 0)
+                        return r;
+                if (!one)
+                        return 0;
+        }
+        ids = json_object_new_object();
+        if (!ids || json_object_object_add(ids, key, TAKE_PTR(one)) < 0)
+                return -ENOMEM;
+        json_object_object_add(state, "ids", TAKE_PTR(ids));
+        return 0;
+}
+
 /* ---- open --------------------------------------------------------------- */
 
 static void nvme_close(struct svff_class_pf *c) {
@@ -338,6 +502,7 @@ static void nvme_close(struct svff_class_pf *c) {
                 return;
         if (c->handle && c->ops->close)
                 c->ops->close(c->handle);
+        free(c->subnqn);
         free(c->ctrl);
         svff_ctx_unref(c->ctx);
         free(c);
@@ -436,6 +601,7 @@ static int ctrl_check(struct svff_class_pf *c, struct svff_error *err) {
 int svff_class_nvme_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, const struct svff_nvme_ops *ops,
                               void *userdata, struct svff_class_pf **ret, struct svff_error *err) {
         _cleanup_(nvme_closep) struct svff_class_pf *c = NULL;
+        struct svff_nvme_ctrl_id id;
         char buf[64];
         int r;
 
@@ -485,11 +651,16 @@ int svff_class_nvme_open_with(struct svff_ctx *ctx, const struct svff_pf *pf, co
         if (r < 0)
                 return r;
 
-        r = ops->identify_ctrl(c->handle, &c->cntlid, &c->oacs);
+        r = ops->identify_ctrl(c->handle, &id);
         if (r != 0) {
                 cmd_error(c, r, err, "Identify Controller");
                 return status_errno(r);
         }
+        c->cntlid = id.cntlid;
+        c->oacs = id.oacs;
+        c->subnqn = nqn_text(id.subnqn);
+        if (!c->subnqn)
+                return -ENOMEM;
         c->oacs_virt = c->oacs & SVFF_NVME_OACS_VIRT_MGMT;
 
         /* Read in every case: it carries the per-VF maxima and the pool.
@@ -1164,6 +1335,9 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                 json_object_object_add(state, "scrub_on_release", json_object_new_string("format"));
                 json_object_object_add(state, "private", u32_array(&s.nsid, s.nsid && private_ ? 1 : 0));
         }
+        r = identity_add(c, state, s.keep, sc.scid, s.nsid, err);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(state);
         return 0;
 }
@@ -1201,7 +1375,7 @@ static int nvme_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
         _cleanup_free_ struct ids *want_ns = malloc(sizeof(*want_ns)), *strays = malloc(sizeof(*strays));
         const struct svff_nvme_secondary *e;
         const char *secondary;
-        int vq, vi, r;
+        int vq, vi, scid, r;
 
         if (!l || !want_ns || !strays)
                 return -ENOMEM;
@@ -1226,6 +1400,15 @@ static int nvme_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
                                       "%s with %d VQ and %d VI (changed behind svff's back?); provision the VF again",
                                       index, pf->address, e->scid, e->online ? "online" : "offline", e->nvq, e->nvi,
                                       strna(secondary), vq, vi);
+        scid = state_int(state, "scid");
+        if (scid >= 0 && scid != e->scid)
+                return svff_error_set(err, -EUCLEAN,
+                                      "VF %u of PF %s: its secondary controller on %s is now %u, recorded %d: "
+                                      IDENTITY_WHY,
+                                      index, pf->address, c->ctrl, e->scid, scid);
+        r = identity_check(c, pf, index, state, want_ns, err);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < want_ns->n; i++) {
                 struct ctrls cl;
 
@@ -1489,4 +1672,5 @@ const struct svff_class svff_class_nvme = {
         .check = nvme_check,
         .prepare = checked_prepare,
         .capacity = nvme_capacity,
+        .wants_recorded_state = true,
 };

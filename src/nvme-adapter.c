@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libnvme behind svff's NVMe adapter (nvme-adapter.h). */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -97,7 +98,7 @@ static int ln_devnum(void *handle, dev_t *ret) {
         return 1;
 }
 
-static int ln_identify_ctrl(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oacs) {
+static int ln_identify_ctrl(void *handle, struct svff_nvme_ctrl_id *ret) {
         struct handle *h = handle;
         _cleanup_free_ struct nvme_id_ctrl *id = calloc(1, sizeof(*id));
         int r;
@@ -107,8 +108,25 @@ static int ln_identify_ctrl(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oa
         r = status(nvme_identify_ctrl(h->fd, id));
         if (r != 0)
                 return r;
-        *ret_cntlid = le16toh(id->cntlid);
-        *ret_oacs = le16toh(id->oacs);
+        ret->cntlid = le16toh(id->cntlid);
+        ret->oacs = le16toh(id->oacs);
+        static_assert(sizeof(ret->subnqn) == sizeof(id->subnqn), "SUBNQN is 256 bytes");
+        memcpy(ret->subnqn, id->subnqn, sizeof(ret->subnqn));
+        return 0;
+}
+
+static int ln_ns_ids(void *handle, uint32_t nsid, struct svff_nvme_ns_ids *ret) {
+        struct handle *h = handle;
+        _cleanup_free_ struct nvme_id_ns *ns = calloc(1, sizeof(*ns));
+        int r;
+
+        if (!ns)
+                return -ENOMEM;
+        r = status(nvme_identify_allocated_ns(h->fd, nsid, ns));
+        if (r != 0)
+                return r;
+        memcpy(ret->nguid, ns->nguid, sizeof(ret->nguid));
+        memcpy(ret->eui64, ns->eui64, sizeof(ret->eui64));
         return 0;
 }
 
@@ -274,6 +292,7 @@ const struct svff_nvme_ops svff_nvme_ops_libnvme = {
         .virt_mgmt = ln_virt_mgmt,
         .ns_attach = ln_ns_attach,
         .ns_list = ln_ns_list,
+        .ns_ids = ln_ns_ids,
         .ns_ctrls = ln_ns_ctrls,
         .format = ln_format,
         .reset = ln_reset,

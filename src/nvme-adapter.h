@@ -52,6 +52,26 @@ const char *svff_nvme_status_name(int status);
 #define SVFF_NVME_OACS_NS_MGMT (1u << 3)
 #define SVFF_NVME_OACS_VIRT_MGMT (1u << 7)
 
+/* Identify Controller, what the class reads of it. */
+#define SVFF_NVME_NQN_SIZE 256
+struct svff_nvme_ctrl_id {
+        uint16_t cntlid;
+        uint16_t oacs;
+        /* SUBNQN, the subsystem's NVMe Qualified Name as the controller
+         * gave it: NUL-padded UTF-8 by the specification, device text
+         * all the same, so checked before it is used */
+        uint8_t subnqn[SVFF_NVME_NQN_SIZE];
+};
+
+/* The globally unique identifiers of a namespace in its Identify
+ * Namespace data (NGUID, EUI64); all zero where the device gives none.
+ * With the subsystem NQN and the NSID, they are what a host's NVMe
+ * multipath matches a controller's namespace to a head by. */
+struct svff_nvme_ns_ids {
+        uint8_t nguid[16];
+        uint8_t eui64[8];
+};
+
 /* Identify Primary Controller Capabilities (CNS 14h). VQ: queue
  * resources, VI: interrupt resources. */
 struct svff_nvme_primary_caps {
@@ -104,7 +124,7 @@ struct svff_nvme_ops {
          * sysfs before every batch of commands. */
         int (*devnum)(void *handle, dev_t *ret);
 
-        int (*identify_ctrl)(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oacs);
+        int (*identify_ctrl)(void *handle, struct svff_nvme_ctrl_id *ret);
         int (*primary_caps)(void *handle, struct svff_nvme_primary_caps *ret);
         /* Every secondary controller, *ret_n of them (at most max). */
         int (*secondary_list)(void *handle, struct svff_nvme_secondary *ret, size_t max, size_t *ret_n);
@@ -114,6 +134,10 @@ struct svff_nvme_ops {
         int (*ns_attach)(void *handle, uint32_t nsid, uint16_t cntlid, bool attach);
         /* The subsystem's allocated namespaces, attached or not (CNS 10h). */
         int (*ns_list)(void *handle, uint32_t *ret, size_t max, size_t *ret_n);
+        /* The identifiers of nsid, allocated in the subsystem and
+         * attached to any controller or none (Identify Namespace, CNS
+         * 11h): the primary reads those of its VFs' namespaces. */
+        int (*ns_ids)(void *handle, uint32_t nsid, struct svff_nvme_ns_ids *ret);
         /* The controllers nsid is attached to (CNS 12h). */
         int (*ns_ctrls)(void *handle, uint32_t nsid, uint16_t *ret, size_t max, size_t *ret_n);
         /* Format NVM of nsid in its current LBA format, erasing user

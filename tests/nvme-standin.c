@@ -26,6 +26,7 @@ void nvme_standin_init_qemu(struct nvme_standin *s) {
                 s->sec[i] = (struct svff_nvme_secondary) { .scid = i + 1, .pcid = 0, .vfn = i + 1 };
         for (size_t i = 0; i < s->n_ns; i++)
                 s->ns[i].nsid = i + 1;
+        snprintf(s->subnqn, sizeof(s->subnqn), "nqn.2019-08.org.qemu:svffnvme0");
 }
 
 void nvme_standin_done(struct nvme_standin *s) {
@@ -169,14 +170,33 @@ static int st_devnum(void *handle, dev_t *ret) {
         return 1;
 }
 
-static int st_identify_ctrl(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oacs) {
+static int st_identify_ctrl(void *handle, struct svff_nvme_ctrl_id *ret) {
         struct nvme_standin *s = handle;
         int r = cmd(s, "identify-ctrl");
 
         if (r)
                 return r;
-        *ret_cntlid = s->caps.cntlid;
-        *ret_oacs = s->oacs;
+        ret->cntlid = s->caps.cntlid;
+        ret->oacs = s->oacs;
+        memcpy(ret->subnqn, s->subnqn, sizeof(ret->subnqn));
+        return 0;
+}
+
+/* Identify Namespace for an allocated NSID (CNS 11h), which QEMU
+ * answers for every namespace of its subsystem, attached or not. An
+ * NSID that is none answers Invalid Field here; the class then records
+ * no identifiers. */
+static int st_ns_ids(void *handle, uint32_t nsid, struct svff_nvme_ns_ids *ret) {
+        struct nvme_standin *s = handle;
+        const struct standin_ns *ns;
+        int r = cmd(s, "identify-ns %" PRIu32, nsid);
+
+        if (r)
+                return r;
+        ns = nvme_standin_ns(s, nsid);
+        if (!ns)
+                return SVFF_NVME_SC_INVALID_FIELD;
+        *ret = ns->ids;
         return 0;
 }
 
@@ -374,6 +394,7 @@ const struct svff_nvme_ops nvme_standin_ops = {
         .virt_mgmt = st_virt_mgmt,
         .ns_attach = st_ns_attach,
         .ns_list = st_ns_list,
+        .ns_ids = st_ns_ids,
         .ns_ctrls = st_ns_ctrls,
         .format = st_format,
         .reset = st_reset,

@@ -36,6 +36,7 @@
 
 struct standin_ns {
         uint32_t nsid;
+        struct svff_nvme_ns_ids ids;            /* all zero, as QEMU's */
         uint16_t ctrls[STANDIN_MAX_SEC + 1];
         size_t n_ctrls;
         unsigned formats;
@@ -43,6 +44,7 @@ struct standin_ns {
 
 struct nvme_standin {
         uint16_t oacs;
+        char subnqn[SVFF_NVME_NQN_SIZE];        /* as QEMU's: nqn.2019-08.org.qemu:<serial> */
         bool cns14;                             /* answers Identify CNS 14h */
         struct svff_nvme_primary_caps caps;     /* vqrfa/virfa kept by the model */
         uint16_t next_vqrfap, next_virfap;
@@ -81,7 +83,9 @@ struct nvme_standin {
 
 /* The VM tier's controller: sriov_max_vfs=4, sriov_vq_flexible=8,
  * sriov_vi_flexible=4, max_ioqpairs=12, msix_qsize=8: 2 VQ and 1 VI
- * per VF at most, OACS 0x10a; namespaces 1..4 detached, numvfs 0. */
+ * per VF at most, OACS 0x10a; namespaces 1..4 detached, numvfs 0;
+ * serial "svffnvme0", so subsystem NQN nqn.2019-08.org.qemu:svffnvme0;
+ * the namespaces' NGUID and EUI64 all zero, as QEMU gives them. */
 void nvme_standin_init_qemu(struct nvme_standin *s);
 void nvme_standin_done(struct nvme_standin *s);
 

@@ -452,7 +452,9 @@ START_TEST(test_provision_order) {
          * online, then the namespace */
         s0 = provision_ok(0, "{\"namespace\": [1, 2]}");
         assert_log("virt-mgmt assign c1 vi 1; virt-mgmt assign c1 vq 2; virt-mgmt online c1; ns-attach 1 c1");
-        assert_json_eq(s0, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1]}");
+        assert_json_eq(s0, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1], "
+                           "\"subnqn\": \"nqn.2019-08.org.qemu:svffnvme0\", \"ids\": {\"1\": "
+                           "{\"nguid\": \"00000000000000000000000000000000\", \"eui64\": \"0000000000000000\"}}}");
         s1 = provision_ok(1, "{\"namespace\": [1, 2]}");
         assert_log("virt-mgmt assign c2 vi 1; virt-mgmt assign c2 vq 2; virt-mgmt online c2; ns-attach 2 c2");
         assert_secondary(1, true, 2, 1);
@@ -490,7 +492,8 @@ START_TEST(test_provision_reassign) {
         s = provision_ok(0, "{\"vq\": 3, \"vi\": 2}");
         assert_log("virt-mgmt offline c1; virt-mgmt assign c1 vi 2; virt-mgmt assign c1 vq 3; virt-mgmt online c1");
         assert_secondary(1, true, 3, 2);
-        assert_json_eq(s, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 3, \"vi\": 2, \"namespaces\": []}");
+        assert_json_eq(s, "{\"scid\": 1, \"secondary\": \"online\", \"vq\": 3, \"vi\": 2, \"namespaces\": [], "
+                          "\"subnqn\": \"nqn.2019-08.org.qemu:svffnvme0\"}");
 }
 END_TEST
 
@@ -862,6 +865,122 @@ START_TEST(test_verify_drift) {
 }
 END_TEST
 
+/* A reprovision of a VF for the tenant it had (a reconf's) is given its
+ * recorded state, and must bring back what the guest's multipath head
+ * re-joins by; a device that changed is refused at verify, naming what
+ * changed. A hand-over takes the device as it is. */
+static struct json_object *reprovision(unsigned index, struct json_object *recorded, bool handover, int want_r,
+                                       struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *s = json("{\"namespace\": 1}");
+        struct json_object *state = NULL;
+        int r;
+
+        json_object_object_add(s, "state", json_object_get(recorded));
+        if (handover)
+                json_object_object_add(s, "handover", json_object_new_boolean(true));
+        r = nvme->provision(c, &pf, index, s, &state, err);
+        if (r >= 0)
+                r = nvme->verify(c, &pf, index, state, err);
+        ck_assert_msg(r == want_r, "reprovision VF %u: %d (%s), want %d", index, r, svff_error_message(err),
+                      want_r);
+        if (r < 0) {
+                json_object_put(state);
+                state = NULL;
+        }
+        return state;
+}
+
+START_TEST(test_identity_kept) {
+        _cleanup_(json_object_putp) struct json_object *rec = NULL, *again = NULL, *other = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        st.ns[0].ids = (struct svff_nvme_ns_ids) { .nguid = { 0xde, 0xad, [15] = 0x01 }, .eui64 = { 0x52, [7] = 0x07 } };
+        open_ok();
+        numvfs(1);
+        rec = provision_ok(0, "{\"namespace\": 1}");
+        assert_json_eq(json_object_object_get(rec, "ids"),
+                       "{\"1\": {\"nguid\": \"dead0000000000000000000000000001\", \"eui64\": \"5200000000000007\"}}");
+        /* the identifiers come from CNS 11h on the primary, which the
+         * VF's namespace is not attached to */
+        ck_assert(!nvme_standin_attached(&st, 1, 0));
+
+        /* a reconf: the VF comes back offline, and gets it all again */
+        numvfs(0);
+        numvfs(1);
+        again = reprovision(0, rec, false, 0, &err);
+        ck_assert(json_object_equal(again, rec));
+
+        /* the subsystem renamed (another firmware, say) */
+        numvfs(0);
+        numvfs(1);
+        snprintf(st.subnqn, sizeof(st.subnqn), "nqn.2019-08.org.qemu:other");
+        nvme->close(c);
+        open_ok();
+        ck_assert_ptr_null(reprovision(0, rec, false, -EUCLEAN, &err));
+        assert_err(&err, "VF 0 of PF " PF ": the controller nvme0's subsystem NQN is now "
+                   "'nqn.2019-08.org.qemu:other', recorded 'nqn.2019-08.org.qemu:svffnvme0': a guest's NVMe "
+                   "multipath head takes a controller back only with the same subsystem NQN, NSID and namespace "
+                   "identifiers");
+        assert_err(&err, "Detach the VF and attach it again");
+        svff_error_free(&err);
+        /* and status's drift check says so too */
+        ck_assert_int_eq(nvme->verify(c, &pf, 0, rec, &err), -EUCLEAN);
+        assert_err(&err, "subsystem NQN is now");
+        svff_error_free(&err);
+        snprintf(st.subnqn, sizeof(st.subnqn), "nqn.2019-08.org.qemu:svffnvme0");
+        nvme->close(c);
+        open_ok();
+
+        /* the namespace recreated under the same NSID */
+        st.ns[0].ids.nguid[0] = 0xbe;
+        ck_assert_ptr_null(reprovision(0, rec, false, -EUCLEAN, &err));
+        assert_err(&err, "namespace 1's NGUID is now bead0000000000000000000000000001, recorded "
+                   "dead0000000000000000000000000001");
+        svff_error_free(&err);
+        st.ns[0].ids.nguid[0] = 0xde;
+        st.ns[0].ids.eui64[7] = 0x08;
+        ck_assert_ptr_null(reprovision(0, rec, false, -EUCLEAN, &err));
+        assert_err(&err, "namespace 1's EUI64 is now 5200000000000008, recorded 5200000000000007");
+        svff_error_free(&err);
+
+        /* ... which a hand-over to another tenant takes as it is */
+        other = reprovision(0, rec, true, 0, &err);
+        assert_json_eq(json_object_object_get(other, "ids"),
+                       "{\"1\": {\"nguid\": \"dead0000000000000000000000000001\", \"eui64\": \"5200000000000008\"}}");
+}
+END_TEST
+
+START_TEST(test_identity_scid) {
+        _cleanup_(json_object_putp) struct json_object *rec = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        open_ok();
+        numvfs(1);
+        rec = provision_ok(0, "{\"namespace\": 1}");
+        /* the device now numbers VF 0's secondary 9 */
+        numvfs(0);
+        st.sec[0].scid = 9;
+        numvfs(1);
+        ck_assert_ptr_null(reprovision(0, rec, false, -EUCLEAN, &err));
+        assert_err(&err, "VF 0 of PF " PF ": its secondary controller on nvme0 is now 9, recorded 1: a guest's NVMe "
+                   "multipath head");
+        svff_error_free(&err);
+}
+END_TEST
+
+/* A subsystem NQN is device text: what is not printable is escaped
+ * before it is stored or printed. */
+START_TEST(test_identity_nqn_text) {
+        _cleanup_(json_object_putp) struct json_object *rec = NULL;
+
+        memcpy(st.subnqn, "nqn.x\033[2J\xff", 11);
+        open_ok();
+        numvfs(1);
+        rec = provision_ok(0, NULL);
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(rec, "subnqn")), "nqn.x\\x1b[2J\\xff");
+}
+END_TEST
+
 START_TEST(test_inspect) {
         _cleanup_(json_object_putp) struct json_object *o = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
@@ -1188,6 +1307,9 @@ static Suite *class_nvme_suite(void) {
         tcase_add_test(tc, test_scrub_refused);
         tcase_add_test(tc, test_exactly_its_namespace);
         tcase_add_test(tc, test_verify_drift);
+        tcase_add_test(tc, test_identity_kept);
+        tcase_add_test(tc, test_identity_scid);
+        tcase_add_test(tc, test_identity_nqn_text);
         tcase_add_test(tc, test_inspect);
         tcase_add_test(tc, test_plan);
         tcase_add_test(tc, test_plan_refusals);
