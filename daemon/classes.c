@@ -67,7 +67,10 @@ static struct pf_lock *pf_lock_get(const char *pf) {
  * leaves them. It sees counts only, not the writes between them: through
  * 0 and back to the same count (reconf --cycle) its VFs keep their
  * settings, which a real driver would have reset. Guarded by the PF's
- * lock like the real ones. */
+ * lock like the real ones.
+ * - SVFF_TEST_NVME_STANDIN_NQN names a file: while it exists, its first
+ *   line is the subsystem NQN every NVMe model gives from its next open
+ *   on, as a device whose firmware or configuration changed it would. */
 struct standin {
         struct standin *next;
         char pf[SVFF_PCI_ADDR_STRLEN];
@@ -112,6 +115,11 @@ static int standin_open(struct svff_ctx *ctx, const struct svff_class *class, co
         if (!s)
                 return svff_error_set(err, -ENOMEM, "Out of memory");
         if (nvme) {
+                const char *nqn = getenv("SVFF_TEST_NVME_STANDIN_NQN");
+                _cleanup_fclose_ FILE *f = nqn ? fopen(nqn, "re") : NULL;
+
+                if (f && fgets(s->model.subnqn, sizeof(s->model.subnqn), f))
+                        s->model.subnqn[strcspn(s->model.subnqn, "\n")] = '\0';
                 nvme_standin_set_numvfs(&s->model, pf->numvfs);
                 return svff_class_nvme_open_with(ctx, pf, &nvme_standin_ops, &s->model, ret, err);
         }
@@ -304,11 +312,20 @@ int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, 
         return r < 0 ? r : 1;
 }
 
-/* handover: the VF goes to another tenant (or back to the pool), so
- * what recorded says it holds is released first, unless the VF is
- * verified to be exactly as asked already. */
+/* Whose the VF is after the step. */
+enum ensure_for {
+        ENSURE_ANY,             /* no domain's in particular */
+        /* another tenant (or the pool): what recorded says the VF holds
+         * is released first, unless the VF is verified to be exactly as
+         * asked already */
+        ENSURE_HANDOVER,
+        /* the domain that had it: its guest's driver takes it back as
+         * the device it knew (the class's "tenant" key, class.h) */
+        ENSURE_TENANT,
+};
+
 static int ensure_opened(struct opened *op, unsigned index, struct json_object *policy,
-                         struct json_object *assignment, struct json_object *recorded, bool handover,
+                         struct json_object *assignment, struct json_object *recorded, enum ensure_for whose,
                          struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL, *state = NULL, *rec = NULL;
         struct json_object *rsettings = NULL, *rstate = NULL;
@@ -340,7 +357,7 @@ static int ensure_opened(struct opened *op, unsigned index, struct json_object *
                         goto finish;
                 }
         }
-        if (handover && o.class->release && recorded && svff_json_get_string(recorded, "name", &rname) >= 0 &&
+        if (whose == ENSURE_HANDOVER && o.class->release && recorded && svff_json_get_string(recorded, "name", &rname) >= 0 &&
             streq(rname, o.class->name) && json_object_object_get_ex(recorded, "state", &rstate) && rstate) {
                 r = o.class->release(o.c, o.pf, index, rstate, err);
                 if (r < 0)
@@ -357,7 +374,8 @@ static int ensure_opened(struct opened *op, unsigned index, struct json_object *
                     json_object_object_get_ex(recorded, "state", &prior) && prior) {
                         given = svff_json_copy(settings);
                         if (!given || json_object_object_add(given, "state", json_object_get(prior)) < 0 ||
-                            (handover && json_object_object_add(given, "handover", json_object_new_boolean(true)) < 0)) {
+                            (whose == ENSURE_TENANT &&
+                             json_object_object_add(given, "tenant", json_object_new_boolean(true)) < 0)) {
                                 r = svff_error_set(err, -ENOMEM, "Out of memory");
                                 goto finish;
                         }
@@ -384,7 +402,7 @@ finish:
 
 /* ensure_opened() on pf opened for this one step. */
 static int ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
-                       struct json_object *assignment, struct json_object *recorded, bool handover,
+                       struct json_object *assignment, struct json_object *recorded, enum ensure_for whose,
                        struct json_object **ret, struct svff_error *err) {
         struct opened o;
         int r;
@@ -392,7 +410,7 @@ static int ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, str
         r = opened_open(ctx, pf, false, &o, err);
         if (r <= 0)
                 return r;
-        r = ensure_opened(&o, index, policy, assignment, recorded, handover, ret, err);
+        r = ensure_opened(&o, index, policy, assignment, recorded, whose, ret, err);
         opened_done(&o);
         return r;
 }
@@ -400,13 +418,13 @@ static int ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, str
 int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
                         struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
                         struct svff_error *err) {
-        return ensure_sync(ctx, pf, index, policy, assignment, recorded, false, ret, err);
+        return ensure_sync(ctx, pf, index, policy, assignment, recorded, ENSURE_TENANT, ret, err);
 }
 
 int classes_handover_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
                           struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
                           struct svff_error *err) {
-        return ensure_sync(ctx, pf, index, policy, assignment, recorded, true, ret, err);
+        return ensure_sync(ctx, pf, index, policy, assignment, recorded, ENSURE_HANDOVER, ret, err);
 }
 
 /* ---- a PF held open for many VFs' steps ---- */
@@ -444,11 +462,12 @@ int classes_ensure_open(struct classes_open *co, unsigned index, struct json_obj
                         struct svff_error *err) {
         if (!co)
                 return 0;
-        return ensure_opened(&co->o, index, policy, assignment, recorded, false, ret, err);
+        return ensure_opened(&co->o, index, policy, assignment, recorded, ENSURE_ANY, ret, err);
 }
 
 int classes_provision_recorded_open(struct classes_open *co, unsigned index, struct json_object *record,
-                                    struct json_object *policy, struct json_object **ret, struct svff_error *err) {
+                                    struct json_object *policy, bool tenant, struct json_object **ret,
+                                    struct svff_error *err) {
         struct json_object *settings = NULL, *wrapped = NULL;
         const char *name = NULL;
         int r;
@@ -466,7 +485,7 @@ int classes_provision_recorded_open(struct classes_open *co, unsigned index, str
                 json_object_object_add(wrapped, name, json_object_get(settings));
                 policy = wrapped;
         }
-        r = ensure_opened(&co->o, index, policy, NULL, record, false, ret, err);
+        r = ensure_opened(&co->o, index, policy, NULL, record, tenant ? ENSURE_TENANT : ENSURE_ANY, ret, err);
         json_object_put(wrapped);
         return r;
 }
@@ -478,15 +497,15 @@ int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
 }
 
 int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
-                                    struct json_object *record, struct json_object *policy, struct json_object **ret,
-                                    struct svff_error *err) {
+                                    struct json_object *record, struct json_object *policy, bool tenant,
+                                    struct json_object **ret, struct svff_error *err) {
         struct classes_open *co;
         int r;
 
         r = classes_open_sync(ctx, pf, &co, err);
         if (r <= 0)
                 return r;
-        r = classes_provision_recorded_open(co, index, record, policy, ret, err);
+        r = classes_provision_recorded_open(co, index, record, policy, tenant, ret, err);
         classes_close(co);
         return r;
 }

@@ -49,7 +49,8 @@ int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, 
 /* classes_provision_sync(), unless recorded (the VF's class record, may
  * be NULL) has the same settings and verify finds the VF as it says:
  * then *ret is a copy of it, nothing is sent to the device, and it
- * returns 2. */
+ * returns 2. For a VF that goes back to the domain that had it (an
+ * unpause). */
 int classes_ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, struct json_object *policy,
                         struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
                         struct svff_error *err);
@@ -70,11 +71,12 @@ int classes_provision_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
 /* Provisions VF index again as record (the VF's class record,
  * classes_vf_record(), as journaled; NULL for a VF that has none yet)
  * says it was, or else with policy's settings: a reconf's provision step
- * on its worker, after the numvfs write and before vfio-pci. *ret is the
- * new record. */
+ * on its worker, after the numvfs write and before vfio-pci. tenant: the
+ * VF goes back to the domain that had it, whose guest must find the
+ * device it knew. *ret is the new record. */
 int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
-                                    struct json_object *record, struct json_object *policy, struct json_object **ret,
-                                    struct svff_error *err);
+                                    struct json_object *record, struct json_object *policy, bool tenant,
+                                    struct json_object **ret, struct svff_error *err);
 /* pf's class held open (the PF read, the class opened, its lock held)
  * for the steps of many VFs, so a provision phase reads the PF once and
  * not once per VF: 0 and *ret NULL when pf has no class, 1 when opened.
@@ -87,7 +89,8 @@ int classes_ensure_open(struct classes_open *co, unsigned index, struct json_obj
                         struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
                         struct svff_error *err);
 int classes_provision_recorded_open(struct classes_open *co, unsigned index, struct json_object *record,
-                                    struct json_object *policy, struct json_object **ret, struct svff_error *err);
+                                    struct json_object *policy, bool tenant, struct json_object **ret,
+                                    struct svff_error *err);
 /* Undoes what state (as recorded) says provision did. */
 int classes_release_sync(struct svff_ctx *ctx, const char *pf, unsigned index,
                          struct json_object *state, struct svff_error *err);

@@ -428,6 +428,7 @@ struct pf_job {
         unsigned *idx;
         char **vfs;                     /* the addresses of idx */
         struct json_object **cls;       /* provision: the class records, refs */
+        bool *tenant;                   /* provision: back to the domain that had it */
         struct json_object *policy;     /* provision: the policy's class members */
         size_t *items;                  /* release_class: the plan items of idx */
         size_t n;
@@ -453,6 +454,7 @@ static void pf_job_free(struct pf_job *j) {
         free(j->items);
         free(j->vfs);
         free(j->cls);
+        free(j->tenant);
         free(j->rs);
         free(j->messages);
         free(j->states);
@@ -478,10 +480,11 @@ static struct pf_job *pf_job_new(struct reconf_run *run, const unsigned *indexes
                 j->idx = calloc(n, sizeof(*j->idx));
                 j->vfs = calloc(n, sizeof(*j->vfs));
                 j->cls = calloc(n, sizeof(*j->cls));
+                j->tenant = calloc(n, sizeof(*j->tenant));
                 j->rs = calloc(n, sizeof(*j->rs));
                 j->messages = calloc(n, sizeof(*j->messages));
                 j->states = calloc(n, sizeof(*j->states));
-                if (!j->idx || !j->vfs || !j->cls || !j->rs || !j->messages || !j->states) {
+                if (!j->idx || !j->vfs || !j->cls || !j->tenant || !j->rs || !j->messages || !j->states) {
                         pf_job_free(j);
                         return NULL;
                 }
@@ -626,7 +629,8 @@ static void provision_run(void *userdata) {
 
                 /* A PF without a class: 0 and no state (a bare PCI
                  * function needs nothing before its driver). */
-                j->rs[k] = classes_provision_recorded_open(co, j->idx[k], j->cls[k], j->policy, &j->states[k], &err);
+                j->rs[k] = classes_provision_recorded_open(co, j->idx[k], j->cls[k], j->policy, j->tenant[k],
+                                                           &j->states[k], &err);
                 if (j->rs[k] > 0)
                         j->rs[k] = 0;
                 if (j->rs[k] < 0)
@@ -650,6 +654,7 @@ static int op_provision(void *userdata, const unsigned *indexes, size_t n, struc
         for (size_t k = 0; k < n; k++) {
                 /* No journaled record (a VF with no assignment item):
                  * the store's, or else the policy's for a new VF. */
+                j->tenant[k] = class_state[k];
                 if (class_state[k])
                         j->cls[k] = svff_json_copy(class_state[k]);
                 else if (j->vfs[k] && run->env.class_record)

@@ -24,8 +24,8 @@
  *                  systemd-networkd is configured for it (nic-owner.h)
  *   "state"        the VF's recorded state, when there is one: what it
  *                  had before svff ("saved") survives reconfs that way
- *   "handover"     set with "state" when the VF goes to another tenant;
- *                  nothing here depends on it
+ *   "tenant"       set with "state" when the VF goes back to the domain
+ *                  that had it; nothing here depends on it
  *
  * State: the keys above that were set, as set; "saved" (what the VF had
  * before svff touched it, or null: unknown, release clears to defaults);
@@ -79,7 +79,7 @@ static const unsigned attr_order[] = {
 static const char *const known_keys[] = {
         "mac", "mac_prefix", "vlan", "qos", "vlan_proto", "spoofchk", "trust", "rss_query",
         "link_state", "max_tx_rate", "min_tx_rate", "nic_strict", "nic_release", "take_over",
-        "state", "handover", NULL,
+        "state", "tenant", NULL,
 };
 
 static const char *const link_states[] = { "auto", "enable", "disable" };

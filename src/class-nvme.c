@@ -36,8 +36,9 @@
  * back with all of it, or the guest's head does not take it back and the
  * guest gets another disk. So a reprovision given the VF's recorded state
  * (wants_recorded_state) keeps the recorded identity in the new state,
- * and verify compares the device with it. A handover to another tenant
- * takes the device's. The namespace's UUID is not among them: the
+ * and verify compares the device with it, when the VF goes back to the
+ * domain that had it (the daemon's "tenant" key); for anyone else the
+ * device's counts. The namespace's UUID is not among them: the
  * primary reads a namespace's UUID only when the namespace is attached to
  * it (CNS 03h), and a VF's namespace never is. */
 
@@ -138,7 +139,7 @@ static int settings_parse(struct json_object *settings, unsigned index, struct n
                             !strcmp(key, "primary_flexible") || !strcmp(key, "scrub_on_release"))
                                 continue;
                         /* the daemon's, for a reprovision (class.h) */
-                        if (index != UINT32_MAX && (!strcmp(key, "state") || !strcmp(key, "handover")))
+                        if (index != UINT32_MAX && (!strcmp(key, "state") || !strcmp(key, "tenant")))
                                 continue;
                         return svff_error_set(err, -EINVAL,
                                               "Unknown NVMe setting '%s': the NVMe class takes 'vq', 'vi', "
@@ -206,9 +207,9 @@ static int settings_parse(struct json_object *settings, unsigned index, struct n
 
         if (index != UINT32_MAX && json_object_object_get_ex(settings, "state", &v) &&
             json_object_is_type(v, json_type_object)) {
-                struct json_object *h;
+                struct json_object *t;
 
-                if (!json_object_object_get_ex(settings, "handover", &h) || !json_object_get_boolean(h))
+                if (json_object_object_get_ex(settings, "tenant", &t) && json_object_get_boolean(t))
                         s.keep = v;
         }
 

@@ -125,12 +125,13 @@ struct svff_class {
          * returned) under the reserved settings key "state", to keep what
          * it saved there: a NIC VF's settings from before its assignment,
          * which release restores; an NVMe VF's identity, which its
-         * guest's multipath head re-joins by. A hand-over to another
-         * tenant also sets the reserved key "handover" to true: the new
-         * tenant has never seen the VF, so there is no identity to keep.
-         * An attach provisions without either, so what the VF had just
-         * before the assignment is saved. The recorded settings never
-         * carry these keys. */
+         * guest's multipath head re-joins by. The reserved key "tenant"
+         * is then true when the VF goes back to the domain that had it
+         * (a reconf's restore, an unpause), whose guest must find the
+         * device it knew; absent, the VF is anyone's, and what it is now
+         * counts. An attach provisions without either, so what the VF
+         * had just before the assignment is saved. The recorded settings
+         * never carry these keys. */
         bool wants_recorded_state;
 
         /* What the PF holds and can still give its VFs, from inspect's

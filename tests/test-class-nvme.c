@@ -868,16 +868,16 @@ END_TEST
 /* A reprovision of a VF for the tenant it had (a reconf's) is given its
  * recorded state, and must bring back what the guest's multipath head
  * re-joins by; a device that changed is refused at verify, naming what
- * changed. A hand-over takes the device as it is. */
-static struct json_object *reprovision(unsigned index, struct json_object *recorded, bool handover, int want_r,
+ * changed. For anyone else, the device as it is counts. */
+static struct json_object *reprovision(unsigned index, struct json_object *recorded, bool tenant, int want_r,
                                        struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *s = json("{\"namespace\": 1}");
         struct json_object *state = NULL;
         int r;
 
         json_object_object_add(s, "state", json_object_get(recorded));
-        if (handover)
-                json_object_object_add(s, "handover", json_object_new_boolean(true));
+        if (tenant)
+                json_object_object_add(s, "tenant", json_object_new_boolean(true));
         r = nvme->provision(c, &pf, index, s, &state, err);
         if (r >= 0)
                 r = nvme->verify(c, &pf, index, state, err);
@@ -907,7 +907,7 @@ START_TEST(test_identity_kept) {
         /* a reconf: the VF comes back offline, and gets it all again */
         numvfs(0);
         numvfs(1);
-        again = reprovision(0, rec, false, 0, &err);
+        again = reprovision(0, rec, true, 0, &err);
         ck_assert(json_object_equal(again, rec));
 
         /* the subsystem renamed (another firmware, say) */
@@ -916,7 +916,7 @@ START_TEST(test_identity_kept) {
         snprintf(st.subnqn, sizeof(st.subnqn), "nqn.2019-08.org.qemu:other");
         nvme->close(c);
         open_ok();
-        ck_assert_ptr_null(reprovision(0, rec, false, -EUCLEAN, &err));
+        ck_assert_ptr_null(reprovision(0, rec, true, -EUCLEAN, &err));
         assert_err(&err, "VF 0 of PF " PF ": the controller nvme0's subsystem NQN is now "
                    "'nqn.2019-08.org.qemu:other', recorded 'nqn.2019-08.org.qemu:svffnvme0': a guest's NVMe "
                    "multipath head takes a controller back only with the same subsystem NQN, NSID and namespace "
@@ -933,18 +933,19 @@ START_TEST(test_identity_kept) {
 
         /* the namespace recreated under the same NSID */
         st.ns[0].ids.nguid[0] = 0xbe;
-        ck_assert_ptr_null(reprovision(0, rec, false, -EUCLEAN, &err));
+        ck_assert_ptr_null(reprovision(0, rec, true, -EUCLEAN, &err));
         assert_err(&err, "namespace 1's NGUID is now bead0000000000000000000000000001, recorded "
                    "dead0000000000000000000000000001");
         svff_error_free(&err);
         st.ns[0].ids.nguid[0] = 0xde;
         st.ns[0].ids.eui64[7] = 0x08;
-        ck_assert_ptr_null(reprovision(0, rec, false, -EUCLEAN, &err));
+        ck_assert_ptr_null(reprovision(0, rec, true, -EUCLEAN, &err));
         assert_err(&err, "namespace 1's EUI64 is now 5200000000000008, recorded 5200000000000007");
         svff_error_free(&err);
 
-        /* ... which a hand-over to another tenant takes as it is */
-        other = reprovision(0, rec, true, 0, &err);
+        /* ... which a VF for anyone else (a hand-over, a VF of no
+         * domain) takes as it is */
+        other = reprovision(0, rec, false, 0, &err);
         assert_json_eq(json_object_object_get(other, "ids"),
                        "{\"1\": {\"nguid\": \"dead0000000000000000000000000001\", \"eui64\": \"5200000000000008\"}}");
 }
@@ -961,7 +962,7 @@ START_TEST(test_identity_scid) {
         numvfs(0);
         st.sec[0].scid = 9;
         numvfs(1);
-        ck_assert_ptr_null(reprovision(0, rec, false, -EUCLEAN, &err));
+        ck_assert_ptr_null(reprovision(0, rec, true, -EUCLEAN, &err));
         assert_err(&err, "VF 0 of PF " PF ": its secondary controller on nvme0 is now 9, recorded 1: a guest's NVMe "
                    "multipath head");
         svff_error_free(&err);

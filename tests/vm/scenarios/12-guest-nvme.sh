@@ -74,6 +74,23 @@ assert_eq "guest: nvme0n1 is a multipath head with one path" 1 "$gout"
 guest 'test -e /sys/block/nvme0n1/delayed_removal_secs'
 guest 'cat /sys/block/nvme0n1/delayed_removal_secs'
 assert_eq "guest: delayed_removal_secs by default" 0 "$gout"
+# What svff recorded of the VF's identity is what the guest's head goes
+# by: the subsystem NQN and the NSID (QEMU's NGUID and EUI64 are all
+# zero, which the guest's kernel ignores as bogus).
+identity() {
+        svffctl list --json | jq -r --arg a "$vf1" \
+                '.pfs[].vfs[] | select(.address == $a) | .class.state | "\(.subnqn) \(.namespaces[0]) \(.scid) \(.ids | tojson)"'
+}
+guest_identity='echo $(cat /sys/class/nvme-subsystem/nvme-subsys*/subsysnqn) $(cat /sys/block/nvme0n1/nsid)'
+id_before=$(identity)
+vm_log "svff's record of VF $vf1's identity: $id_before"
+case $id_before in
+nqn.*) ;;
+*) vm_fail "svff recorded no subsystem NQN for VF $vf1: '$id_before'" ;;
+esac
+guest "$guest_identity"
+assert_eq "guest: the head's subsystem NQN and NSID are those svff recorded" \
+        "$(echo "$id_before" | cut -d' ' -f1,2)" "$gout"
 guest 'pidof qemu-ga'
 vm_log "guest: qemu-ga runs (pid $gout)"
 agent_up() { virsh -q dumpxml g1 | grep -q "name='org.qemu.guest_agent.0' state='connected'"; }
@@ -213,6 +230,11 @@ guest 'echo $(ls -d /sys/block/nvme0c*n1)'
 vm_log "(a) the head's paths after the reconfs: $gout"
 stall_a=$(field max_stall "$end")
 assert_eq "(a) VF $vf1 attached to g1 again" "attached g1" "$(vm_state "$vf1")"
+assert_eq "(a) svff's record of VF $vf1's identity after the reconfs (NQN, NSID, SCID, NGUID/EUI64)" \
+        "$id_before" "$(identity)"
+guest "$guest_identity"
+assert_eq "(a) guest: the head's subsystem NQN and NSID after the reconfs" \
+        "$(echo "$id_before" | cut -d' ' -f1,2)" "$gout"
 guest 'grep -c "^/dev/nvme0n1 /mnt ext4 rw" /proc/mounts'
 assert_eq "(a) guest: ext4 still mounted read-write" 1 "$gout"
 guest 'sync; echo 3 > /proc/sys/vm/drop_caches; md5sum /mnt/data | cut -d" " -f1'
