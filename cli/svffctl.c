@@ -1525,6 +1525,14 @@ static void print_guest_agent(struct json_object *o) {
                 printf("    guest readiness unknown: its guest agent did not answer (%s)\n", strna(why));
                 return;
         }
+        if (!head && jstr(o, "agent_subnqn")) {
+                _cleanup_free_ char *nqn = svff_utf8_escape(jstr(o, "agent_subnqn"), false);
+
+                printf("    guest NOT ready: its guest agent finds no NVMe head of namespace %lld of %s with "
+                       "delayed_removal_secs (Linux < 6.16, multipath off, or the namespace not seen); it loses "
+                       "its disk in the reconf\n", jint(o, "agent_nsid", 0), strna(nqn));
+                return;
+        }
         if (!head) {
                 printf("    guest NOT ready: its guest agent finds no NVMe head with delayed_removal_secs "
                        "(Linux < 6.16, or multipath off); it loses its disk in the reconf\n");

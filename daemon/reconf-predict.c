@@ -133,6 +133,8 @@ static void agent_json(struct json_object *o, const struct reconf_guest *g, unsi
 
         json_object_object_add(o, "agent", !asked ? NULL : json_object_new_string(read ? "read" : "unanswered"));
         json_object_object_add(o, "agent_error", asked && !read ? json_object_new_string(g->agent_error) : NULL);
+        json_object_object_add(o, "agent_subnqn", read && *g->want_nqn ? json_object_new_string(g->want_nqn) : NULL);
+        json_object_object_add(o, "agent_nsid", read && *g->want_nqn ? json_object_new_int64(g->want_nsid) : NULL);
         json_object_object_add(o, "agent_head", read && *g->agent_head ? json_object_new_string(g->agent_head) : NULL);
         json_object_object_add(o, "agent_delayed_removal_sec",
                                read && *g->agent_head ? json_object_new_int64(g->agent_delayed_removal_sec) : NULL);

@@ -48,6 +48,10 @@ struct reconf_guest {
         char port[SVFF_HV_PORT_MAX];    /* the controller of its guest address, "" unknown */
         char guest_address[SVFF_PCI_ADDR_STRLEN];   /* the record's, else the live XML's */
         enum reconf_guest_agent agent;
+        /* the VF's namespace as svff recorded it, which the guest's head
+         * is matched by; "" and 0: unknown, every head counts */
+        char want_nqn[SVFF_GA_NQN_MAX];
+        uint32_t want_nsid;
         char agent_head[SVFF_GA_HEAD_MAX];          /* the head kept the shortest, "" none */
         unsigned agent_delayed_removal_sec;         /* its delayed_removal_secs */
         char agent_error[192];

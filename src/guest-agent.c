@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +21,16 @@
 #define GA_OUTPUT_MAX (64u * 1024u)
 #define GA_POLL_MSEC 100
 
-/* Every readable head attribute, as "PATH VALUE" lines; a path node
- * (nvme0c0n1) has none. Always exits 0: no head is an answer too. */
+/* Every readable head attribute, as "PATH VALUE NSID NQN" lines (NSID
+ * 0 and NQN "-" where they cannot be read; the head's directory is in
+ * its subsystem's, which has the NQN); a path node (nvme0c0n1) has
+ * none. Always exits 0: no head is an answer too. */
 static const char ga_list_heads[] =
         "for f in /sys/block/nvme*/delayed_removal_secs; do "
-        "[ -r \"$f\" ] && read -r v < \"$f\" && echo \"$f $v\"; done; exit 0";
+        "[ -r \"$f\" ] && read -r v < \"$f\" || continue; d=${f%/*}; "
+        "{ read -r i < \"$d/nsid\"; } 2>/dev/null || i=0; "
+        "{ read -r q < \"$d/../subsysnqn\"; } 2>/dev/null || q=-; "
+        "echo \"$f $v $i $q\"; done; exit 0";
 
 int svff_ga_connected_in_xml(const char *xml) {
         xmlDocPtr doc;
@@ -113,11 +119,30 @@ static bool head_name_ok(const char *name, size_t len) {
         return digits > 0 && i == len;
 }
 
-/* One line "/sys/block/NAME/delayed_removal_secs VALUE", checked. */
+/* A decimal count of at most 10 digits at *p, up to a space or the
+ * end: advances *p past it. */
+static bool parse_u32(const char **p, const char *end, uint32_t *ret) {
+        unsigned long long v = 0;
+        const char *s = *p;
+
+        for (; *p < end && **p != ' '; (*p)++) {
+                if (**p < '0' || **p > '9' || *p - s >= 10)
+                        return false;
+                v = v * 10 + (unsigned) (**p - '0');
+        }
+        if (*p == s || v > UINT32_MAX)
+                return false;
+        *ret = (uint32_t) v;
+        return true;
+}
+
+/* One line "/sys/block/NAME/delayed_removal_secs VALUE [NSID NQN]",
+ * checked. An NSID or NQN the guest could not read (0, "-"), or that is
+ * not one, leaves that field unknown. */
 static bool parse_line(const char *line, size_t len, struct svff_ga_head *ret) {
         static const char prefix[] = "/sys/block/", suffix[] = "/delayed_removal_secs ";
-        const char *name, *end, *value;
-        unsigned long long v = 0;
+        const char *name, *end, *value, *nqn, *eol = line + len;
+        uint32_t v, nsid = 0;
 
         if (len <= sizeof(prefix) - 1 || strncmp(line, prefix, sizeof(prefix) - 1) != 0)
                 return false;
@@ -128,18 +153,25 @@ static bool parse_line(const char *line, size_t len, struct svff_ga_head *ret) {
         if ((size_t) (line + len - end) <= sizeof(suffix) - 1 || strncmp(end, suffix, sizeof(suffix) - 1) != 0)
                 return false;
         value = end + sizeof(suffix) - 1;
-        if (value == line + len || line + len - value > 10)
+        if (!parse_u32(&value, eol, &v))
                 return false;
-        for (const char *p = value; p < line + len; p++) {
-                if (*p < '0' || *p > '9')
-                        return false;
-                v = v * 10 + (unsigned) (*p - '0');
-        }
-        if (v > UINT32_MAX)
-                return false;
+        *ret = (struct svff_ga_head) { .delayed_removal_sec = v };
         memcpy(ret->name, name, (size_t) (end - name));
         ret->name[end - name] = 0;
-        ret->delayed_removal_sec = (unsigned) v;
+        if (value == eol)
+                return true;
+        value++;
+        if (!parse_u32(&value, eol, &nsid) || value == eol)
+                return true;
+        ret->nsid = nsid;
+        nqn = value + 1;
+        if (eol - nqn < 1 || eol - nqn >= SVFF_GA_NQN_MAX || (eol - nqn == 1 && *nqn == '-'))
+                return true;
+        for (const char *p = nqn; p < eol; p++)
+                if (*p < 0x21 || *p > 0x7e)
+                        return true;
+        memcpy(ret->subnqn, nqn, (size_t) (eol - nqn));
+        ret->subnqn[eol - nqn] = 0;
         return true;
 }
 
@@ -271,6 +303,18 @@ int svff_ga_nvme_heads(svff_ga_command_fn command, void *userdata, usec_t timeou
                                               GA_OUTPUT_MAX);
                 return heads_from_output(out, len, ret, ret_n);
         }
+}
+
+int svff_ga_pick_head(const struct svff_ga_head *heads, size_t n, const char *subnqn, uint32_t nsid) {
+        int best = -1;
+
+        for (size_t i = 0; i < n && i < INT_MAX; i++) {
+                if (subnqn && (heads[i].nsid != nsid || !streq(heads[i].subnqn, subnqn)))
+                        continue;
+                if (best < 0 || heads[i].delayed_removal_sec < heads[best].delayed_removal_sec)
+                        best = (int) i;
+        }
+        return best;
 }
 
 int svff_ga_libvirt_command(void *dom, const char *command, int timeout_sec, char **ret_reply,

@@ -7,11 +7,11 @@
  * keeps its block device while the VF is away.
  *
  * Read-only: one guest-exec of /bin/sh that lists
- * /sys/block/nvme*\/delayed_removal_secs with their values, then
- * guest-exec-status until it has exited. Nothing is written in the
- * guest. Its output is the guest's text: each line is checked (a head's
- * name, nvme<N>n<N>, and a decimal count), and every other line is
- * dropped. */
+ * /sys/block/nvme*\/delayed_removal_secs with their values, each head's
+ * NSID and its subsystem's NQN, then guest-exec-status until it has
+ * exited. Nothing is written in the guest. Its output is the guest's
+ * text: each line is checked (a head's name, nvme<N>n<N>, decimal
+ * counts, an NQN of printable ASCII), and every other line is dropped. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,10 +21,13 @@
 
 #define SVFF_GA_HEAD_MAX 32
 #define SVFF_GA_HEADS_MAX 64
+#define SVFF_GA_NQN_MAX 224                     /* an NQN is at most 223 bytes */
 
 struct svff_ga_head {
         char name[SVFF_GA_HEAD_MAX];            /* nvme0n1 */
         unsigned delayed_removal_sec;
+        uint32_t nsid;                          /* 0: not read */
+        char subnqn[SVFF_GA_NQN_MAX];           /* its subsystem's; "": not read */
 };
 
 /* Runs one agent command (a JSON text) and gives its reply (a JSON text,
@@ -45,6 +48,11 @@ int svff_ga_connected_in_xml(const char *xml);
  * -EIO when the shell failed, or the command function's error. */
 int svff_ga_nvme_heads(svff_ga_command_fn command, void *userdata, usec_t timeout, struct svff_ga_head **ret,
                        size_t *ret_n, struct svff_error *err);
+
+/* Of heads[0..n), the index of the one that keeps its disk the
+ * shortest: among the heads of namespace nsid of the subsystem subnqn,
+ * or among all with subnqn NULL (the namespace unknown); -1 for none. */
+int svff_ga_pick_head(const struct svff_ga_head *heads, size_t n, const char *subnqn, uint32_t nsid);
 
 /* The transport for a libvirt domain (a virDomainPtr as userdata). */
 int svff_ga_libvirt_command(void *dom, const char *command, int timeout_sec, char **ret_reply,

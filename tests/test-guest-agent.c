@@ -154,8 +154,8 @@ END_TEST
  * captured. */
 START_TEST(test_heads) {
         struct agent a = {
-                .output = "/sys/block/nvme0n1/delayed_removal_secs 60\n"
-                          "/sys/block/nvme1n2/delayed_removal_secs 0\n",
+                .output = "/sys/block/nvme0n1/delayed_removal_secs 60 1 nqn.2019-08.org.qemu:svffnvme0\n"
+                          "/sys/block/nvme1n2/delayed_removal_secs 0 0 -\n",
                 .running = 3,
         };
         _cleanup_free_ struct svff_ga_head *h = NULL;
@@ -167,8 +167,12 @@ START_TEST(test_heads) {
         ck_assert_uint_eq(n, 2);
         ck_assert_str_eq(h[0].name, "nvme0n1");
         ck_assert_uint_eq(h[0].delayed_removal_sec, 60);
+        ck_assert_uint_eq(h[0].nsid, 1);
+        ck_assert_str_eq(h[0].subnqn, "nqn.2019-08.org.qemu:svffnvme0");
         ck_assert_str_eq(h[1].name, "nvme1n2");
         ck_assert_uint_eq(h[1].delayed_removal_sec, 0);
+        ck_assert_uint_eq(h[1].nsid, 0);
+        ck_assert_str_eq(h[1].subnqn, "");
         ck_assert_uint_eq(a.calls, 1 + 4);
         ck_assert(!a.other);
 
@@ -204,6 +208,9 @@ START_TEST(test_hostile_output) {
                           "/sys/block/nvme3n1/delayed_removal_secs \n"
                           "/sys/block/nvme123456789012345678901234567890n1/delayed_removal_secs 5\n"
                           "garbage\n"
+                          "/sys/block/nvme5n1/delayed_removal_secs 7 2 nqn.x\x1b[2J\n"
+                          "/sys/block/nvme6n1/delayed_removal_secs 8 99999999999 nqn.y\n"
+                          "/sys/block/nvme7n1/delayed_removal_secs 9 3 nqn.with space\n"
                           "/sys/block/nvme4n4/delayed_removal_secs 4294967295",
         };
         _cleanup_free_ struct svff_ga_head *h = NULL;
@@ -211,11 +218,42 @@ START_TEST(test_hostile_output) {
         size_t n = 0;
 
         ck_assert_msg(heads(&a, &h, &n, &err) == 0, "%s", svff_error_message(&err));
-        ck_assert_uint_eq(n, 2);
+        ck_assert_uint_eq(n, 5);
         ck_assert_str_eq(h[0].name, "nvme0n1");
         ck_assert_uint_eq(h[0].delayed_removal_sec, 30);
-        ck_assert_str_eq(h[1].name, "nvme4n4");
-        ck_assert_uint_eq(h[1].delayed_removal_sec, 4294967295u);
+        /* a head whose NSID or NQN is no such thing: kept, with what
+         * cannot be trusted left unknown */
+        ck_assert_str_eq(h[1].name, "nvme5n1");
+        ck_assert_uint_eq(h[1].nsid, 2);
+        ck_assert_str_eq(h[1].subnqn, "");
+        ck_assert_str_eq(h[2].name, "nvme6n1");
+        ck_assert_uint_eq(h[2].nsid, 0);
+        ck_assert_str_eq(h[2].subnqn, "");
+        ck_assert_str_eq(h[3].name, "nvme7n1");
+        ck_assert_uint_eq(h[3].nsid, 3);
+        ck_assert_str_eq(h[3].subnqn, "");
+        ck_assert_str_eq(h[4].name, "nvme4n4");
+        ck_assert_uint_eq(h[4].delayed_removal_sec, 4294967295u);
+}
+END_TEST
+
+/* The head of the VF's namespace is the one whose subsystem NQN and
+ * NSID svff recorded, whatever the guest's other NVMe disks keep; with
+ * none recorded every head counts. */
+START_TEST(test_pick_head) {
+        static const struct svff_ga_head h[] = {
+                { .name = "nvme0n1", .delayed_removal_sec = 0, .nsid = 1, .subnqn = "nqn.local:disk" },
+                { .name = "nvme1n1", .delayed_removal_sec = 60, .nsid = 1, .subnqn = "nqn.vf:pf" },
+                { .name = "nvme1n2", .delayed_removal_sec = 30, .nsid = 2, .subnqn = "nqn.vf:pf" },
+                { .name = "nvme2n1", .delayed_removal_sec = 5, .nsid = 1, .subnqn = "" },
+        };
+
+        ck_assert_int_eq(svff_ga_pick_head(h, ELEMENTSOF(h), "nqn.vf:pf", 1), 1);
+        ck_assert_int_eq(svff_ga_pick_head(h, ELEMENTSOF(h), "nqn.vf:pf", 2), 2);
+        ck_assert_int_eq(svff_ga_pick_head(h, ELEMENTSOF(h), "nqn.vf:pf", 3), -1);
+        ck_assert_int_eq(svff_ga_pick_head(h, ELEMENTSOF(h), "nqn.other", 1), -1);
+        ck_assert_int_eq(svff_ga_pick_head(h, ELEMENTSOF(h), NULL, 0), 0);
+        ck_assert_int_eq(svff_ga_pick_head(h, 0, NULL, 0), -1);
 }
 END_TEST
 
@@ -296,6 +334,7 @@ int main(void) {
         tcase_add_test(tc, test_channel_in_xml);
         tcase_add_test(tc, test_heads);
         tcase_add_test(tc, test_hostile_output);
+        tcase_add_test(tc, test_pick_head);
         tcase_add_test(tc, test_no_head);
         tcase_add_test(tc, test_failures);
         suite_add_tcase(s, tc);

@@ -90,6 +90,8 @@ START_TEST(test_agent) {
         f.guests[0].agent = f.guests[1].agent = RECONF_GUEST_AGENT_READ;
         snprintf(f.guests[0].agent_head, sizeof(f.guests[0].agent_head), "nvme0n1");
         f.guests[0].agent_delayed_removal_sec = 9;
+        snprintf(f.guests[0].want_nqn, sizeof(f.guests[0].want_nqn), "nqn.2019-08.org.qemu:svffnvme0");
+        f.guests[0].want_nsid = 1;
         snprintf(f.guests[1].agent_head, sizeof(f.guests[1].agent_head), "nvme1n1");
         f.guests[1].agent_delayed_removal_sec = 8;
         f.guests[2].agent = RECONF_GUEST_AGENT_UNANSWERED;
@@ -101,7 +103,12 @@ START_TEST(test_agent) {
         ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "agent_head")), "nvme0n1");
         ck_assert_int_eq(json_object_get_int(json_object_object_get(o, "agent_delayed_removal_sec")), 9);
         ck_assert(json_object_get_boolean(json_object_object_get(o, "guest_ready")));
+        /* the namespace its head was found by */
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "agent_subnqn")),
+                         "nqn.2019-08.org.qemu:svffnvme0");
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(o, "agent_nsid")), 1);
         o = json_object_array_get_idx(a, 1);
+        ck_assert_ptr_null(json_object_object_get(o, "agent_subnqn"));
         ck_assert(!json_object_get_boolean(json_object_object_get(o, "guest_ready")));
         ck_assert_ptr_nonnull(json_object_object_get(o, "guest_ready"));
         o = json_object_array_get_idx(a, 2);

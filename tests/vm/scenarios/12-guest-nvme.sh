@@ -110,6 +110,9 @@ predict() {
         jq -r '.guests[] | select(.domain == "g1") |
                 "\(.agent) \(.agent_head) \(.agent_delayed_removal_sec) \(.guest_ready) \(.agent_error)"' \
                 "$R/plan-$1-$2.json" >>"$R/agent-$1"
+        # the namespace g1's head was matched by, where the agent answered
+        jq -r '.guests[] | select(.domain == "g1" and .agent == "read") | "\(.agent_subnqn) \(.agent_nsid)"' \
+                "$R/plan-$1-$2.json" >>"$R/agentns-$1"
 }
 # reconf_to CASE N: 'svffctl reconf PF N', timed, after its prediction.
 reconf_to() {
@@ -217,6 +220,8 @@ reconf_cycle delayed
 assert_true "(a) g1's guest agent at both dry runs read 'read nvme0n1 60 true null' (or did not answer, saying why): $(tr '\n' '|' <"$R/agent-delayed")" \
         agent_reads delayed "read nvme0n1 60 true null"
 assert_eq "(a) the dry runs that asked g1's guest agent" 2 "$(wc -l <"$R/agent-delayed")"
+assert_eq "(a) the namespace the dry runs found g1's head by (the NQN and NSID svff recorded)" \
+        "$(echo "$id_before" | cut -d' ' -f1,2)" "$(sort -u "$R/agentns-delayed")"
 assert_eq "(a) guest: I/O errors" 0 "$(field errors "$end")"
 assert_eq "(a) guest: read-backs that differed" 0 "$(field mismatches "$end")"
 assert_eq "(a) guest: times the head vanished" 0 "$(field vanished "$end")"
