@@ -1448,7 +1448,7 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
         job_submit(m, j);
 }
 
-static void attach_from_pool(struct manager *m, struct call *call) {
+static void attach_from_pool(struct manager *m, struct call *call, _unused_ void *userdata) {
         const char *pf = NULL;
         struct snapshot *s = m->snapshot;
         const struct svff_pf *found;
@@ -1537,7 +1537,7 @@ void method_attach(struct manager *m, struct call *call) {
                 if (!params_get_address(call, "pf", addr))
                         return;
                 json_object_object_add(params, "pf", json_object_new_string(addr));
-                manager_with_snapshot(m, call, attach_from_pool);
+                manager_with_snapshot(m, call, attach_from_pool, NULL, NULL);
                 return;
         }
         if (!params_get_address(call, "vf", addr))

@@ -586,7 +586,7 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
 static void arm(struct autoinit *a, const char *address, bool restore);
 
 /* Runs once a snapshot newer than the settled events exists. */
-static void snapshot_ready(struct manager *m, struct call *call) {
+static void snapshot_ready(struct manager *m, struct call *call, _unused_ void *userdata) {
         struct autoinit *a = m->autoinit;
         struct pending **pp = &a->pending;
 
@@ -631,7 +631,7 @@ static int on_settled(sd_event_source *s, uint64_t usec, void *userdata) {
         manager_sysfs_changed(m, NULL);
         if (!a->waiting) {
                 a->waiting = true;
-                manager_with_snapshot(m, NULL, snapshot_ready);
+                manager_with_snapshot(m, NULL, snapshot_ready, NULL, NULL);
         }
         return 0;
 }
@@ -745,7 +745,7 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
              n_records, n_assigned);
 }
 
-static void reload_with_snapshot(struct manager *m, struct call *call) {
+static void reload_with_snapshot(struct manager *m, struct call *call, _unused_ void *userdata) {
         (void) call;
         if (m->autoinit && m->autoinit->reloads_waiting > 0)
                 m->autoinit->reloads_waiting--;
@@ -762,7 +762,7 @@ void autoinit_reload(struct manager *m) {
                 return;
         m->autoinit->reloads_waiting++;
         m->autoinit->reload_usec = svff_now_usec();
-        manager_with_snapshot(m, NULL, reload_with_snapshot);
+        manager_with_snapshot(m, NULL, reload_with_snapshot, NULL, NULL);
 }
 
 void autoinit_foreach_pending(struct manager *m, autoinit_pending_fn fn, void *userdata) {

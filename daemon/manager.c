@@ -314,7 +314,7 @@ static void snapshot_changed(struct manager *m, struct snapshot *s) {
         metrics_snapshot_changed(m->metrics, s);
 }
 
-static void metrics_snapshot_ready(struct manager *m, struct call *call) {
+static void metrics_snapshot_ready(struct manager *m, struct call *call, _unused_ void *userdata) {
         (void) call;
         metrics_write(m->metrics);
 }
@@ -326,7 +326,7 @@ static void metrics_snapshot_ready(struct manager *m, struct call *call) {
  * end brings the file up to date. */
 static void metrics_refresh(struct manager *m) {
         if (m->snapshots && !registry_operations(m->registry))
-                manager_with_snapshot(m, NULL, metrics_snapshot_ready);
+                manager_with_snapshot(m, NULL, metrics_snapshot_ready, NULL, NULL);
         else
                 metrics_write(m->metrics);
 }
@@ -354,8 +354,9 @@ void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf) {
         snapshot_cache_update_pf(m->snapshots, pf);
 }
 
-void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn) {
-        snapshot_cache_with(m->snapshots, call, fn);
+void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn, void *userdata,
+                           void (*destroy)(void *userdata)) {
+        snapshot_cache_with(m->snapshots, call, fn, userdata, destroy);
 }
 
 bool manager_libvirt_connected(struct manager *m) {

@@ -169,7 +169,8 @@ int manager_start_discovery(struct manager *m);
 int manager_snapshot_now(struct manager *m);
 void manager_sysfs_changed(struct manager *m, const char *pf);
 void manager_snapshot_update_pf(struct manager *m, struct svff_pf *pf);
-void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn);
+void manager_with_snapshot(struct manager *m, struct call *call, snapshot_waiter_fn fn, void *userdata,
+                           void (*destroy)(void *userdata));
 
 /* Whether svffd holds a connection to libvirt now (Status). */
 bool manager_libvirt_connected(struct manager *m);

@@ -346,7 +346,7 @@ static bool snapshot_has_pending(const struct snapshot *s) {
         return false;
 }
 
-static void list_answer(struct manager *m, struct call *call) {
+static void list_answer(struct manager *m, struct call *call, _unused_ void *userdata) {
         struct snapshot *s = m->snapshot;
         struct json_object *p, *pfs, *gone;
         const char *filter = NULL;
@@ -436,7 +436,7 @@ static void method_list(struct manager *m, struct call *call) {
                 /* Canonical form for the comparison. */
                 json_object_object_add(call_request(call)->parameters, "pf", json_object_new_string(buf));
         }
-        manager_with_snapshot(m, call, list_answer);
+        manager_with_snapshot(m, call, list_answer, NULL, NULL);
 }
 
 /* Each present PF's count and who owns it (see autoinit.h), with the
@@ -561,7 +561,7 @@ static void metrics_counters_read(struct manager *m) {
                 m->metrics_counters_running = true;
 }
 
-static void metrics_poll_snapshot_ready(struct manager *m, struct call *call) {
+static void metrics_poll_snapshot_ready(struct manager *m, struct call *call, _unused_ void *userdata) {
         (void) call;
         if (m->shutting_down)
                 return;
@@ -576,7 +576,7 @@ static void metrics_poll_snapshot_ready(struct manager *m, struct call *call) {
  * its own), the class inspection's cache shared with Status. */
 void methods_poll_metrics(struct manager *m) {
         if (!m->shutting_down && m->snapshots)
-                manager_with_snapshot(m, NULL, metrics_poll_snapshot_ready);
+                manager_with_snapshot(m, NULL, metrics_poll_snapshot_ready, NULL, NULL);
 }
 
 /* The NIC VFs' counters as last read, labelled from the picture. */
@@ -721,13 +721,13 @@ static void status_reply(struct manager *m, struct call *call, struct json_objec
 
 /* With a snapshot: the device classes' drift needs the devices read,
  * on a worker. */
-static void status_answer(struct manager *m, struct call *call) {
+static void status_answer(struct manager *m, struct call *call, _unused_ void *userdata) {
         classes_with_drift(m, call, status_reply);
 }
 
 static void method_status(struct manager *m, struct call *call) {
         if (params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, NULL))
-                manager_with_snapshot(m, call, status_answer);
+                manager_with_snapshot(m, call, status_answer, NULL, NULL);
 }
 
 static void show_reply(struct manager *m, int r, const char *message, struct json_object *device_class,
@@ -761,7 +761,7 @@ static void show_reply(struct manager *m, int r, const char *message, struct jso
 }
 
 /* With a snapshot: the PF must be one of the host's SR-IOV PFs. */
-static void show_answer(struct manager *m, struct call *call) {
+static void show_answer(struct manager *m, struct call *call, _unused_ void *userdata) {
         const char *pf = NULL;
         int r;
 
@@ -791,7 +791,7 @@ static void method_show(struct manager *m, struct call *call) {
                 return;
         /* Canonical form for the comparison. */
         json_object_object_add(call_request(call)->parameters, "pf", json_object_new_string(buf));
-        manager_with_snapshot(m, call, show_answer);
+        manager_with_snapshot(m, call, show_answer, NULL, NULL);
 }
 
 static void method_monitor(struct manager *m, struct call *call) {

@@ -856,7 +856,7 @@ static void init_dry_run(struct manager *m, struct call *call, const char *pf, u
         reconf_dry_run_reply(m, call, reply, plan, true);
 }
 
-static void init_request(struct manager *m, struct call *call) {
+static void init_request(struct manager *m, struct call *call, _unused_ void *userdata) {
         struct init_params in = { .numvfs = NUMVFS_UNSET };
         char owner[256] = SVFF_PF_OWNER_OPERATOR;
         const char *pf = in.pf, *driver;
@@ -960,9 +960,9 @@ void method_init(struct manager *m, struct call *call) {
          * enough for the call first (its parameters are checked then). */
         (void) svff_json_get_bool(call_request(call)->parameters, "dry_run", &dry_run);
         if (dry_run)
-                manager_with_snapshot(m, call, init_request);
+                manager_with_snapshot(m, call, init_request, NULL, NULL);
         else
-                init_request(m, call);
+                init_request(m, call, NULL);
 }
 
 int operation_init_start(struct manager *m, struct call *call, const char *pf, unsigned numvfs,

@@ -108,6 +108,8 @@ static int decode_one(struct json_object *params, const struct param *p, void *f
                 *(bool *) field = b;
                 return 1;
         case PARAM_UNSIGNED:
+                if (!v)
+                        return 0;       /* null: not given */
                 r = svff_json_get_unsigned(params, p->name, &u);
                 if (r < 0)
                         return r;

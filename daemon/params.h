@@ -18,7 +18,7 @@ enum param_type {
         PARAM_STRING,           /* const char * (borrowed from the call) */
         PARAM_STRING_OR_NULL,   /* const char *, NULL for JSON null */
         PARAM_BOOL,             /* bool; JSON null counts as not given */
-        PARAM_UNSIGNED,         /* unsigned, at most .max */
+        PARAM_UNSIGNED,         /* unsigned, at most .max; JSON null counts as not given */
 };
 
 struct param {

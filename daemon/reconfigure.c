@@ -1087,62 +1087,91 @@ static int request_start(struct manager *m, struct call *call, const struct reco
         return r;
 }
 
-/* The request a Reconf or Reprogram call makes (its checked parameters). */
-static void request_from_call(struct call *call, struct reconf_request *ret) {
-        struct json_object *params = call_request(call)->parameters;
-        struct reconf_request req = { .mode = SVFF_RECONF_PAUSE };
-        const char *mode_s = NULL;
+/* A Reconf or Reprogram call's request, decoded once from its
+ * parameters and owned: what the waits for a snapshot and for the
+ * guests' read carry, instead of the call's JSON. */
+struct reconf_call {
+        struct call *call;              /* during the guests' read */
+        struct reconf_request req;      /* .pf and .image point below */
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        char *image;
+};
 
-        (void) svff_json_get_string(params, "pf", &req.pf);
-        (void) svff_json_get_string(params, "image", &req.image);
-        (void) svff_json_get_bool(params, "dry_run", &req.dry_run);
-        (void) svff_json_get_bool(params, "force", &req.force);
-        (void) svff_json_get_bool(params, "cycle", &req.cycle);
-        if (svff_json_get_string_or_null(params, "mode", &mode_s) >= 0 && mode_s)
-                req.mode = (enum svff_reconf_mode) svff_reconf_mode_from_string(mode_s);
-        req.keep_numvfs = svff_json_get_unsigned(params, "numvfs", &req.numvfs) < 0;
-        *ret = req;
+static void reconf_call_free(void *userdata) {
+        struct reconf_call *rc = userdata;
+
+        if (!rc)
+                return;
+        call_unref(rc->call);
+        free(rc->image);
+        free(rc);
+}
+
+static struct reconf_call *reconf_call_new(const struct reconf_request *req) {
+        struct reconf_call *rc = calloc(1, sizeof(*rc));
+
+        if (!rc)
+                return NULL;
+        rc->req = *req;
+        snprintf(rc->pf, sizeof(rc->pf), "%s", req->pf);
+        rc->req.pf = rc->pf;
+        if (req->image && !(rc->image = strdup(req->image))) {
+                free(rc);
+                return NULL;
+        }
+        rc->req.image = rc->image;
+        return rc;
 }
 
 static void guests_read(struct manager *m, struct reconf_guest *guests, size_t n, void *userdata) {
-        struct call *call = userdata;
-        struct reconf_request req;
+        struct reconf_call *rc = userdata;
 
         if (m->shutting_down)
-                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
-        else {
-                request_from_call(call, &req);
-                (void) request_start(m, call, &req, guests, n, NULL);
-        }
+                call_errorf(rc->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+        else
+                (void) request_start(m, rc->call, &rc->req, guests, n, NULL);
         free(guests);
-        call_unref(call);
+        reconf_call_free(rc);
 }
 
-static void reconf_with_snapshot(struct manager *m, struct call *call) {
+static void reconf_with_snapshot(struct manager *m, struct call *call, void *userdata) {
         _cleanup_free_ struct svff_reconf_item *items = NULL;
         _cleanup_free_ char *bad = NULL;
-        struct reconf_request req;
+        struct reconf_call *rc = userdata;
         bool nvme;
         size_t n = 0;
         int r;
 
-        request_from_call(call, &req);
-        nvme = nvme_pf(manager_snapshot_pf(m, req.pf));
+        nvme = nvme_pf(manager_snapshot_pf(m, rc->req.pf));
         /* How each live assignment's guest will see it, from its
          * domain's live XML (on the libvirt pool) first; for the dry run
          * of an NVMe PF, what each guest's agent says of its heads too
          * (a real reconf does not wait for agents). */
-        if (collect_items(m, req.pf, &items, &n, &bad) >= 0) {
-                r = reconf_guests_start(m, items, n, req.dry_run && nvme, guests_read, call_ref(call));
+        if (collect_items(m, rc->req.pf, &items, &n, &bad) >= 0) {
+                rc->call = call_ref(call);
+                r = reconf_guests_start(m, items, n, rc->req.dry_run && nvme, guests_read, rc);
                 if (r > 0)
                         return;
-                call_unref(call);
+                rc->call = call_unref(rc->call);
                 if (r < 0) {
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        reconf_call_free(rc);
                         return;
                 }
         }
-        (void) request_start(m, call, &req, NULL, 0, NULL);
+        (void) request_start(m, call, &rc->req, NULL, 0, NULL);
+        reconf_call_free(rc);
+}
+
+/* Waits for a snapshot fresh enough for the call, then plans req. */
+static void request_with_snapshot(struct manager *m, struct call *call, const struct reconf_request *req) {
+        struct reconf_call *rc = reconf_call_new(req);
+
+        if (!rc) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        manager_with_snapshot(m, call, reconf_with_snapshot, rc, reconf_call_free);
 }
 
 int reconf_reprogram_own(struct manager *m, const char *pf, const char *image, int numvfs, const char *driver,
@@ -1223,155 +1252,164 @@ void reconf_recover(struct manager *m) {
         }
 }
 
-/* dry_run, force, cycle and mode, as Reconf and Reprogram take them;
- * false once a bad one is answered. */
-static bool check_flags(struct call *call, struct json_object *params) {
-        const char *mode = NULL;
-        struct json_object *v;
-        bool b;
+/* Reconf's and Reprogram's parameters (params.h). */
+struct reconf_params {
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        unsigned numvfs;                /* UINT_MAX: not given (Reprogram) */
+        bool dry_run, force, cycle;
+        const char *mode;               /* NULL: pause */
+        const char *image;              /* Reprogram's image; Reconf's reprogram */
+};
 
-        for (const char *const *k = (const char *const[]) { "dry_run", "force", "cycle", NULL }; *k; k++)
-                if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
-                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
-                                    "Parameter '%s' must be true or false.", *k);
-                        return false;
-                }
-        if (json_object_object_get_ex(params, "mode", &v) && v &&
-            (svff_json_get_string(params, "mode", &mode) < 0 || svff_reconf_mode_from_string(mode) < 0)) {
+#define RP(field) offsetof(struct reconf_params, field)
+#define RECONF_PARAM_FLAGS                                                                      \
+        { "dry_run", PARAM_BOOL, false, RP(dry_run), 0, "true or false" },                     \
+        { "force", PARAM_BOOL, false, RP(force), 0, "true or false" }
+
+static const struct param reconf_param_table[] = {
+        { "pf", PARAM_ADDRESS, true, RP(pf), 0, NULL },
+        { "numvfs", PARAM_UNSIGNED, true, RP(numvfs), 65535, "an integer from 0 to 65535" },
+        RECONF_PARAM_FLAGS,
+        { "cycle", PARAM_BOOL, false, RP(cycle), 0, "true or false" },
+        { "mode", PARAM_STRING_OR_NULL, false, RP(mode), 0, "'pause' or 'detach'" },
+        /* reconf --reprogram IMAGE: a Reprogram to numvfs */
+        { "reprogram", PARAM_STRING_OR_NULL, false, RP(image), 0, "the path of an image" },
+        PARAM_END,
+};
+
+static const struct param reprogram_param_table[] = {
+        { "pf", PARAM_ADDRESS, true, RP(pf), 0, NULL },
+        { "image", PARAM_STRING_OR_NULL, false, RP(image), 0,
+          "the path of the image the flash hook writes" },
+        { "numvfs", PARAM_UNSIGNED, false, RP(numvfs), 65535, "an integer from 0 to 65535" },
+        RECONF_PARAM_FLAGS,
+        { "mode", PARAM_STRING_OR_NULL, false, RP(mode), 0, "'pause' or 'detach'" },
+        PARAM_END,
+};
+
+/* p decoded from the call by table, the mode checked, into *ret
+ * (pointing into p); false once a bad one is answered. */
+static bool request_decode(struct call *call, const struct param *table, struct reconf_params *p,
+                           struct reconf_request *ret) {
+        int mode;
+
+        *p = (struct reconf_params) { .numvfs = UINT_MAX };
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, table, p))
+                return false;
+        mode = p->mode ? svff_reconf_mode_from_string(p->mode) : SVFF_RECONF_PAUSE;
+        if (mode < 0) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "mode",
                             "Parameter 'mode' must be 'pause' or 'detach'.");
                 return false;
         }
+        *ret = (struct reconf_request) {
+                .pf = p->pf,
+                .keep_numvfs = p->numvfs == UINT_MAX,
+                .numvfs = p->numvfs == UINT_MAX ? 0 : p->numvfs,
+                .mode = (enum svff_reconf_mode) mode,
+                .force = p->force,
+                .dry_run = p->dry_run,
+                .cycle = p->cycle,
+                .image = p->image,
+        };
         return true;
 }
 
+static void reprogram_request(struct manager *m, struct call *call, const struct reconf_request *req);
+
 void method_reconf(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", "numvfs", "mode", "dry_run", "force", "cycle", "reprogram",
-                                                NULL };
-        struct json_object *params = call_request(call)->parameters, *v, *e;
-        char pf[SVFF_PCI_ADDR_STRLEN];
+        struct reconf_params p;
+        struct reconf_request req;
         const char *jop = NULL;
-        unsigned numvfs;
-        bool dry_run = false;
-        int r;
+        struct json_object *e;
 
-        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) || !params_get_address(call, "pf", pf))
+        if (!request_decode(call, reconf_param_table, &p, &req))
                 return;
-        r = svff_json_get_unsigned(params, "numvfs", &numvfs);
-        if (r < 0 || numvfs > 65535) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "numvfs",
-                            r == -ENOENT ? "Parameter 'numvfs' is required."
-                                         : "Parameter 'numvfs' must be an integer from 0 to 65535.");
-                return;
-        }
-        if (!check_flags(call, params))
-                return;
-        (void) svff_json_get_bool(params, "dry_run", &dry_run);
-        if (json_object_object_get_ex(params, "reprogram", &v) && v) {
-                const char *image = NULL;
-
-                /* reconf --reprogram IMAGE: Reprogram to numvfs. */
-                if (svff_json_get_string(params, "reprogram", &image) < 0 || !image) {
-                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "reprogram",
-                                    "Parameter 'reprogram' must be the path of an image.");
-                        return;
-                }
-                if (!require_privileged(m, call))
-                        return;
-                json_object_object_add(params, "image", json_object_new_string(image));
-                json_object_object_del(params, "reprogram");
+        if (req.image) {
                 /* A reprogram always goes through 0. */
-                json_object_object_del(params, "cycle");
-                method_reprogram(m, call);
+                req.cycle = false;
+                if (require_privileged(m, call))
+                        reprogram_request(m, call, &req);
                 return;
         }
-        if (!dry_run && !require_privileged(m, call))
+        if (!req.dry_run && !require_privileged(m, call))
                 return;
-        json_object_object_add(params, "pf", json_object_new_string(pf));
 
         /* An interrupted reconf of this PF (a numvfs write blocked past
          * its deadline, or svffd stopped): the same request completes it. */
-        e = journal_get(m, pf);
-        if (!dry_run && e && svff_json_get_string(e, "op", &jop) >= 0 && streq(jop, "reconf") &&
-            !manager_find_operation(m, pf)) {
+        e = journal_get(m, req.pf);
+        if (!req.dry_run && e && svff_json_get_string(e, "op", &jop) >= 0 && streq(jop, "reconf") &&
+            !manager_find_operation(m, req.pf)) {
                 unsigned jn = 0;
 
                 (void) svff_json_get_unsigned(e, "numvfs", &jn);
-                if (jn != numvfs) {
-                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                if (jn != req.numvfs) {
+                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", req.pf,
                                     "An interrupted reconf of PF %s to %u VFs is journaled; run 'svffctl reconf %s %u' "
-                                    "to complete it first.", pf, jn, pf, jn);
+                                    "to complete it first.", req.pf, jn, req.pf, jn);
                         return;
                 }
                 {
-                        LOG_CONTEXT(.pf = pf, .operation = "reconf");
+                        LOG_CONTEXT(.pf = req.pf, .operation = "reconf");
 
-                        log_info("Completing the interrupted reconf of PF %s as requested by uid %u.", pf,
+                        log_info("Completing the interrupted reconf of PF %s as requested by uid %u.", req.pf,
                                  (unsigned) call_peer(call)->uid);
                 }
-                (void) resume_journal(m, call, pf, e, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE,
+                (void) resume_journal(m, call, req.pf, e, NULL, journal_interrupted(e) ? RESUME_RESCAN : RESUME_NONE,
                                       SVFF_PF_OWNER_OPERATOR);
                 return;
         }
-        manager_with_snapshot(m, call, reconf_with_snapshot);
+        request_with_snapshot(m, call, &req);
 }
 
 void method_reprogram(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", "image", "numvfs", "mode", "dry_run", "force", NULL };
-        struct json_object *params = call_request(call)->parameters, *v, *e;
-        char pf[SVFF_PCI_ADDR_STRLEN];
-        const char *image = NULL, *jop = NULL;
-        unsigned numvfs = 0;
+        struct reconf_params p;
+        struct reconf_request req;
 
-        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) || !params_get_address(call, "pf", pf))
-                return;
         /* Privileged (the method table; Reconf's --reprogram checks
          * before it comes here), its dry run too: it names an image path,
          * which only an administrator may have svffd look at. */
-        if (svff_json_get_string(params, "image", &image) < 0 || !image) {
+        if (!request_decode(call, reprogram_param_table, &p, &req))
+                return;
+        if (!req.image) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "image",
                             "Parameter 'image' is required: the path of the image the flash hook writes.");
                 return;
         }
-        if (json_object_object_get_ex(params, "numvfs", &v) && v &&
-            (svff_json_get_unsigned(params, "numvfs", &numvfs) < 0 || numvfs > 65535)) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "numvfs",
-                            "Parameter 'numvfs' must be an integer from 0 to 65535.");
-                return;
-        }
-        if (!check_flags(call, params))
-                return;
-        if (!image_allowed(m, call, pf, image, NULL))
-                return;
-        json_object_object_add(params, "pf", json_object_new_string(pf));
+        reprogram_request(m, call, &req);
+}
 
-        e = journal_get(m, pf);
-        if (e && svff_json_get_string(e, "op", &jop) >= 0 && streq(jop, "reconf") && !manager_find_operation(m, pf)) {
+static void reprogram_request(struct manager *m, struct call *call, const struct reconf_request *req) {
+        const char *jop = NULL;
+        struct json_object *e;
+
+        if (!image_allowed(m, call, req->pf, req->image, NULL))
+                return;
+
+        e = journal_get(m, req->pf);
+        if (e && svff_json_get_string(e, "op", &jop) >= 0 && streq(jop, "reconf") &&
+            !manager_find_operation(m, req->pf)) {
                 unsigned jn = 0;
-                bool dry_run = false;
 
-                (void) svff_json_get_bool(params, "dry_run", &dry_run);
                 (void) svff_json_get_unsigned(e, "numvfs", &jn);
-                if (dry_run || !journal_interrupted(e) ||
-                    (json_object_object_get_ex(params, "numvfs", &v) && v && numvfs != jn)) {
-                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
+                if (req->dry_run || !journal_interrupted(e) || (!req->keep_numvfs && req->numvfs != jn)) {
+                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", req->pf,
                                     "An interrupted %s of PF %s to %u VFs is journaled; %s.",
-                                    journal_interrupted(e) ? "reprogram" : "reconf", pf, jn,
+                                    journal_interrupted(e) ? "reprogram" : "reconf", req->pf, jn,
                                     journal_interrupted(e) ? "reprogram it to the same count, or reconf it"
                                                            : "run 'svffctl reconf' to complete it first");
                         return;
                 }
                 {
-                        LOG_CONTEXT(.pf = pf, .operation = "reprogram");
+                        LOG_CONTEXT(.pf = req->pf, .operation = "reprogram");
 
                         log_info("Reprogramming PF %s again after an interrupted reprogram, image %s, as "
-                                 "requested by uid %u.", pf, image, (unsigned) call_peer(call)->uid);
+                                 "requested by uid %u.", req->pf, req->image, (unsigned) call_peer(call)->uid);
                 }
                 /* The count is the operator's only when they gave one. */
-                (void) resume_journal(m, call, pf, e, image, RESUME_REMOVE,
-                                      json_object_object_get_ex(params, "numvfs", &v) && v ? SVFF_PF_OWNER_OPERATOR
-                                                                                           : NULL);
+                (void) resume_journal(m, call, req->pf, e, req->image, RESUME_REMOVE,
+                                      req->keep_numvfs ? NULL : SVFF_PF_OWNER_OPERATOR);
                 return;
         }
-        manager_with_snapshot(m, call, reconf_with_snapshot);
+        request_with_snapshot(m, call, req);
 }

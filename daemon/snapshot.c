@@ -14,6 +14,8 @@ struct snapshot_waiter {
         struct snapshot_waiter *next;
         struct call *call;
         snapshot_waiter_fn fn;
+        void *userdata;
+        void (*destroy)(void *userdata);
         uint64_t seq;           /* needs a snapshot at least this new */
         uint64_t not_before;    /* ...and taken at or after this (CLOCK_MONOTONIC) */
 };
@@ -97,6 +99,8 @@ static void drop_waiters(struct snapshot_cache *c) {
                 struct snapshot_waiter *w = c->waiters;
 
                 c->waiters = w->next;
+                if (w->destroy)
+                        w->destroy(w->userdata);
                 call_unref(w->call);
                 free(w);
         }
@@ -296,7 +300,7 @@ static void serve_waiters(struct snapshot_cache *c) {
                         continue;
                 }
                 *p = w->next;
-                w->fn(c->owner, w->call);
+                w->fn(c->owner, w->call, w->userdata);
                 call_unref(w->call);
                 free(w);
         }
@@ -311,9 +315,13 @@ static void serve_waiters_last(struct snapshot_cache *c) {
 
                 c->waiters = w->next;
                 if (c->snapshot)
-                        w->fn(c->owner, w->call);
-                else if (w->call)
-                        call_errorf(w->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                        w->fn(c->owner, w->call, w->userdata);
+                else {
+                        if (w->call)
+                                call_errorf(w->call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                        if (w->destroy)
+                                w->destroy(w->userdata);
+                }
                 call_unref(w->call);
                 free(w);
         }
@@ -485,13 +493,14 @@ static bool pending_writes_changed(struct snapshot_cache *c) {
         return false;
 }
 
-void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_waiter_fn fn) {
+void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_waiter_fn fn, void *userdata,
+                         void (*destroy)(void *userdata)) {
         struct snapshot_waiter *w;
         uint64_t not_before = snapshot_not_before(c, now_usec());
 
         if (c->snapshot && c->snapshot->seq >= c->seq && c->snapshot->taken_usec >= not_before &&
             !pending_writes_changed(c)) {
-                fn(c->owner, call);
+                fn(c->owner, call, userdata);
                 return;
         }
 
@@ -501,9 +510,13 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
                  * the last snapshot, with its age in Status, beats no
                  * answer. */
                 if (c->snapshot)
-                        fn(c->owner, call);
-                else if (call)
-                        call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                        fn(c->owner, call, userdata);
+                else {
+                        if (call)
+                                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                        if (destroy)
+                                destroy(userdata);
+                }
                 return;
         }
 
@@ -511,10 +524,14 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
         if (!w) {
                 if (call)
                         call_error(call, "io.svff.InternalError", NULL);
+                if (destroy)
+                        destroy(userdata);
                 return;
         }
         w->call = call_ref(call);
         w->fn = fn;
+        w->userdata = userdata;
+        w->destroy = destroy;
         w->seq = c->seq;
         /* The refresh that is running serves the call if it started
          * recently enough; else discovery_done starts the next one. */

@@ -41,7 +41,8 @@ void snapshot_free(struct snapshot *s);
 /* The PF at address in s (s may be NULL), or NULL. */
 const struct svff_pf *snapshot_pf(const struct snapshot *s, const char *address);
 
-typedef void (*snapshot_waiter_fn)(struct manager *m, struct call *call);
+/* userdata is the waiter's, to free: what the call asked, decoded. */
+typedef void (*snapshot_waiter_fn)(struct manager *m, struct call *call, void *userdata);
 /* The current snapshot was replaced or changed in place (s is borrowed;
  * it stays valid until the next call). */
 typedef void (*snapshot_changed_fn)(struct manager *m, struct snapshot *s);
@@ -78,11 +79,13 @@ void snapshot_cache_changed(struct snapshot_cache *c, const char *pf);
  * earlier would overwrite it with older data); otherwise pf is freed and
  * the next pass reads it. */
 void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf);
-/* Runs fn(owner, call) once a snapshot fresh enough exists (now, or after
- * a pass): one with svffd's own changes, taken no more than list_max_age_msec
- * before the call arrived. An older one is not served while the refresh
- * runs. Takes a reference on call, which may be NULL for svffd's own
- * work. */
-void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_waiter_fn fn);
+/* Runs fn(owner, call, userdata) once a snapshot fresh enough exists
+ * (now, or after a pass): one with svffd's own changes, taken no more
+ * than list_max_age_msec before the call arrived. An older one is not
+ * served while the refresh runs. Takes a reference on call, which may be
+ * NULL for svffd's own work, and userdata: fn gets it, or destroy (may
+ * be NULL) when fn never runs (svffd stopping, out of memory). */
+void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_waiter_fn fn, void *userdata,
+                         void (*destroy)(void *userdata));
 /* No new pass from now on (see above); one running completes. */
 void snapshot_cache_shutdown(struct snapshot_cache *c);
