@@ -135,6 +135,33 @@ check(r == {"error": "org.varlink.service.InvalidParameter", "parameters": {"par
 r = p.call("io.svff.Release", {})[-1]
 check(r == {"error": "org.varlink.service.InvalidParameter", "parameters": {"parameter": "vf"}},
       "a missing parameter too: %s" % r)
+# Reconf's and Reprogram's parameters, each malformed in turn: the one
+# named is the bad one
+for method, params, bad in (
+        ("io.svff.Reconf", {"pf": PF}, "numvfs"),
+        ("io.svff.Reconf", {"pf": PF, "numvfs": 70000}, "numvfs"),
+        ("io.svff.Reconf", {"pf": PF, "numvfs": -1}, "numvfs"),
+        ("io.svff.Reconf", {"pf": "00:zz.0", "numvfs": 2}, "pf"),
+        ("io.svff.Reconf", {"numvfs": 2}, "pf"),
+        ("io.svff.Reconf", {"pf": PF, "numvfs": 2, "mode": "sideways"}, "mode"),
+        ("io.svff.Reconf", {"pf": PF, "numvfs": 2, "mode": 1}, "mode"),
+        ("io.svff.Reconf", {"pf": PF, "numvfs": 2, "dry_run": "yes"}, "dry_run"),
+        ("io.svff.Reconf", {"pf": PF, "numvfs": 2, "force": 1}, "force"),
+        ("io.svff.Reconf", {"pf": PF, "numvfs": 2, "cycle": "no"}, "cycle"),
+        ("io.svff.Reconf", {"pf": PF, "numvfs": 2, "reprogram": 5}, "reprogram"),
+        ("io.svff.Reconf", {"pf": PF, "numvfs": 2, "image": "/x"}, "image"),
+        ("io.svff.Reprogram", {"pf": PF}, "image"),
+        ("io.svff.Reprogram", {"pf": PF, "image": 7}, "image"),
+        ("io.svff.Reprogram", {"pf": PF, "image": "/x", "numvfs": "2"}, "numvfs"),
+        ("io.svff.Reprogram", {"pf": PF, "image": "/x", "cycle": True}, "cycle")):
+    r = p.call(method, params)[-1]
+    check(r == {"error": "org.varlink.service.InvalidParameter", "parameters": {"parameter": bad}},
+          "%s %s names '%s': %s" % (method, json.dumps(params), bad, r))
+# null for an optional parameter is not giving it
+r = p.call("io.svff.Reconf", {"pf": PF, "numvfs": 3, "mode": None, "reprogram": None, "dry_run": True})[-1]
+check("error" not in r and r["parameters"].get("dry_run") is True, "Reconf takes null mode and reprogram: %s" % r)
+r = p.call("io.svff.Reprogram", {"pf": PF, "image": "/nonexistent.bit", "numvfs": None, "dry_run": True})[-1]
+check(r.get("error", "").startswith("io.svff."), "Reprogram takes null numvfs (then refuses the image): %s" % r)
 r = p.call("io.svff.Monitor")[-1]
 check(r.get("error") == "org.varlink.service.ExpectedMore" and not r.get("parameters"),
       "ExpectedMore without a message: %s" % r)
