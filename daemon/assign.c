@@ -1368,55 +1368,66 @@ static int job_class_setup(struct manager *m, struct job *j, struct json_object 
         return 0;
 }
 
-static void attach_start(struct manager *m, struct call *call, const char *vf) {
+#define FAILOVER_WHAT                                                                                   \
+        "the MAC or alias of the domain's virtio-net standby (<teaming type='persistent'/>), such as "         \
+        "52:54:00:12:34:56 or ua-net0"
+
+/* An Attach call's request, decoded once from its parameters; owned
+ * (attach_request_free()) where it waits for a snapshot (attach --pf). */
+struct attach_request {
+        char vf[SVFF_PCI_ADDR_STRLEN];          /* "": any free VF of pf */
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        char domain[SVFF_DOMAIN_NAME_MAX];
+        bool live, config, dry_run;
+        char guest_address[SVFF_PCI_ADDR_STRLEN];       /* canonical; "": libvirt's choice */
+        char failover[64];
+        struct json_object *class;              /* a reference; NULL: none */
+};
+
+static void attach_request_free(void *userdata) {
+        struct attach_request *req = userdata;
+
+        if (!req)
+                return;
+        json_object_put(req->class);
+        free(req);
+}
+
+static void attach_start(struct manager *m, struct call *call, const char *vf, const struct attach_request *req) {
         const char *dup = NULL;
         int r;
-        struct json_object *params = call_request(call)->parameters;
-        const char *domain = NULL, *ga = NULL, *drv = NULL, *failover = NULL;
-        bool live = false, config = false, have_live, have_config;
+        const char *drv = NULL;
         struct job *j;
-        char gbuf[SVFF_PCI_ADDR_STRLEN] = "";
-        struct json_object *rec = NULL, *csettings = NULL;
+        struct json_object *rec = NULL;
 
-        (void) svff_json_get_string(params, "domain", &domain);
-        have_live = svff_json_get_bool(params, "live", &live) >= 0;
-        have_config = svff_json_get_bool(params, "config", &config) >= 0;
-        if (svff_json_get_string_or_null(params, "guest_address", &ga) >= 0 && ga &&
-            svff_pci_addr_canonicalize(ga, gbuf) < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "guest_address",
-                            "'%.64s' is not a guest PCI address; use BB:SS.F or DDDD:BB:SS.F.", ga);
-                return;
-        }
         if (vf_taken(m, vf, call) || pf_journal_kept(m, pf_of_vf(m, vf), vf, call))
                 return;
 
         j = job_new(m, call, JOB_ATTACH, vf);
         if (!j)
                 return;
-        j->domain_id = strdup(domain);
+        j->domain_id = strdup(req->domain);
         j->assignments = NULL;
         if (json_object_deep_copy(svff_store_assignments(m->store), &j->assignments, NULL) < 0 || !j->domain_id) {
                 job_free(j);
                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return;
         }
-        (void) svff_json_get_bool(params, "dry_run", &j->dry_run);
-        if ((have_live && live) || (have_config && config))
-                j->flags = (have_live && live ? SVFF_HV_LIVE : 0) | (have_config && config ? SVFF_HV_CONFIG : 0);
-        snprintf(j->guest_address, sizeof(j->guest_address), "%s", gbuf);
-        if (svff_json_get_string_or_null(params, "failover", &failover) >= 0 && failover)
-                snprintf(j->failover, sizeof(j->failover), "%s", failover);
+        j->dry_run = req->dry_run;
+        if (req->live || req->config)
+                j->flags = (req->live ? SVFF_HV_LIVE : 0) | (req->config ? SVFF_HV_CONFIG : 0);
+        snprintf(j->guest_address, sizeof(j->guest_address), "%s", req->guest_address);
+        snprintf(j->failover, sizeof(j->failover), "%s", req->failover);
         /* Policy: bind to vfio-pci only a VF whose recorded driver is
          * vfio-pci (svff set it up for assignment); anything else is the
          * operator's to change. */
         if (json_object_object_get_ex(svff_store_vfs(m->store), vf, &rec) &&
             svff_json_get_string(rec, "driver", &drv) >= 0 && streq(drv, VFIO_DRIVER))
                 j->may_bind = true;
-        if (json_object_object_get_ex(params, "class", &csettings) && csettings &&
-            json_object_object_length(csettings) > 0) {
+        if (req->class && json_object_object_length(req->class) > 0) {
                 /* The keys are snake_case; kebab-case, that of earlier
                  * releases, is still read for this one. */
-                r = svff_json_snake_keys(csettings, &j->class_settings, &dup);
+                r = svff_json_snake_keys(req->class, &j->class_settings, &dup);
                 if (r == -ENOTUNIQ) {
                         _cleanup_free_ char *snake = svff_json_key_snake(dup);
 
@@ -1448,21 +1459,20 @@ static void attach_start(struct manager *m, struct call *call, const char *vf) {
         job_submit(m, j);
 }
 
-static void attach_from_pool(struct manager *m, struct call *call, _unused_ void *userdata) {
-        const char *pf = NULL;
+static void attach_from_pool(struct manager *m, struct call *call, void *userdata) {
+        struct attach_request *req = userdata;
         struct snapshot *s = m->snapshot;
         const struct svff_pf *found;
         size_t n_taken = 0;
 
-        (void) svff_json_get_string(call_request(call)->parameters, "pf", &pf);
-        found = snapshot_pf(s, pf);
+        found = snapshot_pf(s, req->pf);
         if (!found) {
-                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
-                            "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", strna(pf));
-                return;
+                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", req->pf,
+                            "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", req->pf);
+                goto finish;
         }
-        if (pf_journal_kept(m, pf, pf, call))
-                return;
+        if (pf_journal_kept(m, req->pf, req->pf, call))
+                goto finish;
         for (size_t i = 0; i < found->n_vfs; i++) {
                 const struct svff_vf *vf = &found->vfs[i];
 
@@ -1472,77 +1482,90 @@ static void attach_from_pool(struct manager *m, struct call *call, _unused_ void
                         n_taken++;
                         continue;
                 }
-                attach_start(m, call, vf->address);
-                return;
+                attach_start(m, call, vf->address, req);
+                goto finish;
         }
-        call_errorf(call, SVFF_ERROR_NO_FREE_VF, "device", pf,
+        call_errorf(call, SVFF_ERROR_NO_FREE_VF, "device", req->pf,
                     "PF %s has no free VF on %s (%zu of %zu VFs taken); create more with 'svffctl init' "
-                    "or detach one.", pf, VFIO_DRIVER, n_taken, found->n_vfs);
+                    "or detach one.", req->pf, VFIO_DRIVER, n_taken, found->n_vfs);
+finish:
+        attach_request_free(req);
 }
 
-void method_attach(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "vf", "pf", "domain", "live", "config", "guest_address", "class",
-                                                "failover", "dry_run", NULL };
-        struct json_object *params = call_request(call)->parameters, *v;
-        char addr[SVFF_PCI_ADDR_STRLEN];
-        const char *domain;
-        bool has_vf, has_pf, b;
+/* Attach's parameters as given (params.h). */
+struct attach_params {
+        char vf[SVFF_PCI_ADDR_STRLEN], pf[SVFF_PCI_ADDR_STRLEN];
+        const char *domain, *guest_address, *failover;
+        bool live, config, dry_run;
+        struct json_object *class;
+};
 
-        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
+#define AP(field) offsetof(struct attach_params, field)
+static const struct param attach_param_table[] = {
+        { "domain", PARAM_STRING, true, AP(domain), 0, "a libvirt domain name or UUID" },
+        { "live", PARAM_BOOL, false, AP(live), 0, "true or false" },
+        { "config", PARAM_BOOL, false, AP(config), 0, "true or false" },
+        { "dry_run", PARAM_BOOL, false, AP(dry_run), 0, "true or false" },
+        { "guest_address", PARAM_STRING_OR_NULL, false, AP(guest_address), 0, "a string such as 02:00.0" },
+        { "failover", PARAM_STRING_OR_NULL, false, AP(failover), 0, FAILOVER_WHAT },
+        { "class", PARAM_OBJECT_OR_NULL, false, AP(class), 0,
+          "an object of device-class settings such as {\"namespace\": 1}" },
+        { "vf", PARAM_ADDRESS, false, AP(vf), 0, NULL },
+        { "pf", PARAM_ADDRESS, false, AP(pf), 0, NULL },
+        PARAM_END,
+};
+
+void method_attach(struct manager *m, struct call *call) {
+        struct attach_params p = {};
+        struct attach_request req = {}, *owned;
+
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, attach_param_table, &p))
                 return;
-        if (svff_json_get_string(params, "domain", &domain) < 0 || !*domain ||
-            strlen(domain) >= SVFF_DOMAIN_NAME_MAX) {
+        if (!*p.domain || strlen(p.domain) >= sizeof(req.domain)) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "domain",
                             "Parameter 'domain' (a libvirt domain name or UUID) is required.");
                 return;
         }
-        for (const char *const *k = (const char *const[]) { "live", "config", "dry_run", NULL }; *k; k++)
-                if (json_object_object_get_ex(params, *k, &v) && v && svff_json_get_bool(params, *k, &b) < 0) {
-                        call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", *k,
-                                    "Parameter '%s' must be true or false.", *k);
-                        return;
-                }
-        if (json_object_object_get_ex(params, "guest_address", &v) && v && !json_object_is_type(v, json_type_string)) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "guest_address",
-                            "Parameter 'guest_address' must be a string such as 02:00.0.");
-                return;
-        }
-        if (json_object_object_get_ex(params, "failover", &v) && v &&
-            (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
-             json_object_get_string_len(v) >= 64)) {
+        if (p.failover && (!*p.failover || strlen(p.failover) >= sizeof(req.failover))) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "failover",
-                            "Parameter 'failover' must be the MAC or alias of the domain's virtio-net standby "
-                            "(<teaming type='persistent'/>), such as 52:54:00:12:34:56 or ua-net0.");
+                            "Parameter 'failover' must be %s.", FAILOVER_WHAT);
                 return;
         }
-        if (json_object_object_get_ex(params, "class", &v) && v && !json_object_is_type(v, json_type_object)) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "class",
-                            "Parameter 'class' must be an object of device-class settings such as "
-                            "{\"namespace\": 1}.");
-                return;
-        }
-        has_vf = json_object_object_get_ex(params, "vf", &v) && v;
-        has_pf = json_object_object_get_ex(params, "pf", &v) && v;
-        if (has_vf == has_pf) {
+        if (!*p.vf == !*p.pf) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "vf",
                             "Give either 'vf' (that VF) or 'pf' (any free VF of it), not %s.",
-                            has_vf ? "both" : "neither");
+                            *p.vf ? "both" : "neither");
+                return;
+        }
+        if (p.guest_address && svff_pci_addr_canonicalize(p.guest_address, req.guest_address) < 0) {
+                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "guest_address",
+                            "'%.64s' is not a guest PCI address; use BB:SS.F or DDDD:BB:SS.F.", p.guest_address);
                 return;
         }
         if (!hv_connected(m->hv)) {
                 reply_hv_unavailable(m, call);
                 return;
         }
-        if (has_pf) {
-                if (!params_get_address(call, "pf", addr))
-                        return;
-                json_object_object_add(params, "pf", json_object_new_string(addr));
-                manager_with_snapshot(m, call, attach_from_pool, NULL, NULL);
+        snprintf(req.vf, sizeof(req.vf), "%s", p.vf);
+        snprintf(req.pf, sizeof(req.pf), "%s", p.pf);
+        snprintf(req.domain, sizeof(req.domain), "%s", p.domain);
+        snprintf(req.failover, sizeof(req.failover), "%s", p.failover ?: "");
+        req.live = p.live;
+        req.config = p.config;
+        req.dry_run = p.dry_run;
+        req.class = p.class;
+        if (*req.vf) {
+                attach_start(m, call, req.vf, &req);
                 return;
         }
-        if (!params_get_address(call, "vf", addr))
+        owned = malloc(sizeof(*owned));
+        if (!owned) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return;
-        attach_start(m, call, addr);
+        }
+        *owned = req;
+        owned->class = json_object_get(req.class);
+        manager_with_snapshot(m, call, attach_from_pool, owned, attach_request_free);
 }
 
 /* ---- Detach, Pause, Unpause ---- */

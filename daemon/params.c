@@ -78,6 +78,8 @@ static int decode_one(struct json_object *params, const struct param *p, void *f
                 return 0;
         switch (p->type) {
         case PARAM_ADDRESS:
+                if (!v)
+                        return 0;       /* null: not given */
                 r = svff_json_get_string(params, p->name, &s);
                 if (r < 0)
                         return r;
@@ -98,6 +100,11 @@ static int decode_one(struct json_object *params, const struct param *p, void *f
                 if (r < 0)
                         return r;
                 *(const char **) field = s;
+                return 1;
+        case PARAM_OBJECT_OR_NULL:
+                if (v && !json_object_is_type(v, json_type_object))
+                        return -EINVAL;
+                *(struct json_object **) field = v;
                 return 1;
         case PARAM_BOOL:
                 if (!v)

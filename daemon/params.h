@@ -14,11 +14,12 @@
 #include "server.h"
 
 enum param_type {
-        PARAM_ADDRESS,          /* char[SVFF_PCI_ADDR_STRLEN], canonical */
+        PARAM_ADDRESS,          /* char[SVFF_PCI_ADDR_STRLEN], canonical; JSON null counts as not given */
         PARAM_STRING,           /* const char * (borrowed from the call) */
         PARAM_STRING_OR_NULL,   /* const char *, NULL for JSON null */
         PARAM_BOOL,             /* bool; JSON null counts as not given */
         PARAM_UNSIGNED,         /* unsigned, at most .max; JSON null counts as not given */
+        PARAM_OBJECT_OR_NULL,   /* struct json_object * (borrowed), NULL for JSON null */
 };
 
 struct param {

@@ -153,13 +153,30 @@ for method, params, bad in (
         ("io.svff.Reprogram", {"pf": PF}, "image"),
         ("io.svff.Reprogram", {"pf": PF, "image": 7}, "image"),
         ("io.svff.Reprogram", {"pf": PF, "image": "/x", "numvfs": "2"}, "numvfs"),
-        ("io.svff.Reprogram", {"pf": PF, "image": "/x", "cycle": True}, "cycle")):
+        ("io.svff.Reprogram", {"pf": PF, "image": "/x", "cycle": True}, "cycle"),
+        ("io.svff.Attach", {"pf": PF}, "domain"),
+        ("io.svff.Attach", {"pf": PF, "domain": ""}, "domain"),
+        ("io.svff.Attach", {"pf": PF, "domain": 5}, "domain"),
+        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "live": "yes"}, "live"),
+        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "dry_run": 0}, "dry_run"),
+        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "guest_address": 5}, "guest_address"),
+        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "guest_address": "nowhere"}, "guest_address"),
+        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "failover": ""}, "failover"),
+        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "failover": "x" * 64}, "failover"),
+        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "class": [1]}, "class"),
+        ("io.svff.Attach", {"domain": "vm1"}, "vf"),
+        ("io.svff.Attach", {"pf": PF, "vf": PF, "domain": "vm1"}, "vf"),
+        ("io.svff.Attach", {"vf": "0000:01:zz.1", "domain": "vm1"}, "vf"),
+        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "bogus": 1}, "bogus")):
     r = p.call(method, params)[-1]
     check(r == {"error": "org.varlink.service.InvalidParameter", "parameters": {"parameter": bad}},
           "%s %s names '%s': %s" % (method, json.dumps(params), bad, r))
 # null for an optional parameter is not giving it
 r = p.call("io.svff.Reconf", {"pf": PF, "numvfs": 3, "mode": None, "reprogram": None, "dry_run": True})[-1]
 check("error" not in r and r["parameters"].get("dry_run") is True, "Reconf takes null mode and reprogram: %s" % r)
+r = p.call("io.svff.Attach", {"vf": None, "pf": PF, "domain": "vm1", "guest_address": None, "failover": None,
+                              "class": None})[-1]
+check(r.get("error", "").startswith("io.svff."), "Attach takes null vf, guest_address, failover, class: %s" % r)
 r = p.call("io.svff.Reprogram", {"pf": PF, "image": "/nonexistent.bit", "numvfs": None, "dry_run": True})[-1]
 check(r.get("error", "").startswith("io.svff."), "Reprogram takes null numvfs (then refuses the image): %s" % r)
 r = p.call("io.svff.Monitor")[-1]
