@@ -346,10 +346,46 @@ static bool snapshot_has_pending(const struct snapshot *s) {
         return false;
 }
 
-static void list_answer(struct manager *m, struct call *call, _unused_ void *userdata) {
+/* List's and Show's one parameter, decoded (params.h) and carried,
+ * owned, through the wait for a snapshot; and Show's call through the
+ * class's read. */
+struct pf_param {
+        char pf[SVFF_PCI_ADDR_STRLEN];          /* "": not given */
+        struct call *call;
+};
+
+static void pf_param_free(void *userdata) {
+        struct pf_param *p = userdata;
+
+        if (!p)
+                return;
+        call_unref(p->call);
+        free(p);
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct pf_param *, pf_param_free);
+
+/* The call's pf as table says (required or not), then fn with it once a
+ * snapshot is fresh enough. */
+static void with_pf_param(struct manager *m, struct call *call, const struct param *table, snapshot_waiter_fn fn) {
+        struct pf_param *p = calloc(1, sizeof(*p));
+
+        if (!p) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, table, p)) {
+                free(p);
+                return;
+        }
+        manager_with_snapshot(m, call, fn, p, pf_param_free);
+}
+
+static void list_answer(struct manager *m, struct call *call, void *userdata) {
+        _cleanup_(pf_param_freep) struct pf_param *param = userdata;
         struct snapshot *s = m->snapshot;
         struct json_object *p, *pfs, *gone;
-        const char *filter = NULL;
+        const char *filter = *param->pf ? param->pf : NULL;
         struct blob *b;
         char *msg = NULL;
         size_t len;
@@ -361,7 +397,6 @@ static void list_answer(struct manager *m, struct call *call, _unused_ void *use
                             "Discovering PFs failed: %s", strna(s->error_message));
                 return;
         }
-        (void) svff_json_get_string(call_request(call)->parameters, "pf", &filter);
         cacheable = !filter && !snapshot_has_pending(s);
 
         /* The whole-host reply is encoded once per (snapshot, store
@@ -416,27 +451,12 @@ static void list_answer(struct manager *m, struct call *call, _unused_ void *use
 }
 
 static void method_list(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", NULL };
-        const char *pf;
-        int r;
+        static const struct param table[] = {
+                { "pf", PARAM_ADDRESS, false, offsetof(struct pf_param, pf), 0, NULL },
+                PARAM_END,
+        };
 
-        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
-                return;
-        r = svff_json_get_string_or_null(call_request(call)->parameters, "pf", &pf);
-        if (r < 0 && r != -ENOENT) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "pf",
-                            "Parameter 'pf' must be a PCI address string.");
-                return;
-        }
-        if (r >= 0 && pf) {
-                char buf[SVFF_PCI_ADDR_STRLEN];
-
-                if (!params_get_address(call, "pf", buf))
-                        return;
-                /* Canonical form for the comparison. */
-                json_object_object_add(call_request(call)->parameters, "pf", json_object_new_string(buf));
-        }
-        manager_with_snapshot(m, call, list_answer, NULL, NULL);
+        with_pf_param(m, call, table, list_answer);
 }
 
 /* Each present PF's count and who owns it (see autoinit.h), with the
@@ -732,11 +752,11 @@ static void method_status(struct manager *m, struct call *call) {
 
 static void show_reply(struct manager *m, int r, const char *message, struct json_object *device_class,
                        void *userdata) {
-        _cleanup_(call_unrefp) struct call *call = userdata;
-        const char *pf = NULL;
+        _cleanup_(pf_param_freep) struct pf_param *param = userdata;
+        struct call *call = param->call;
+        const char *pf = param->pf;
 
         (void) m;
-        (void) svff_json_get_string(call_request(call)->parameters, "pf", &pf);
         if (r == -EBUSY)
                 call_errorf(call, SVFF_ERROR_DEVICE_BUSY, "device", pf,
                             "%s; ask again when it ends ('svffctl status' shows the operation).",
@@ -752,7 +772,7 @@ static void show_reply(struct manager *m, int r, const char *message, struct jso
         else {
                 struct json_object *p = json_object_new_object();
 
-                json_object_object_add(p, "pf", json_object_new_string(strna(pf)));
+                json_object_object_add(p, "pf", json_object_new_string(pf));
                 json_object_object_add(p, "device_class", json_object_get(device_class));
                 call_reply(call, p);
                 json_object_put(p);
@@ -761,37 +781,35 @@ static void show_reply(struct manager *m, int r, const char *message, struct jso
 }
 
 /* With a snapshot: the PF must be one of the host's SR-IOV PFs. */
-static void show_answer(struct manager *m, struct call *call, _unused_ void *userdata) {
-        const char *pf = NULL;
+static void show_answer(struct manager *m, struct call *call, void *userdata) {
+        struct pf_param *param = userdata;
         int r;
 
-        (void) svff_json_get_string(call_request(call)->parameters, "pf", &pf);
-        if (!pf || !manager_snapshot_pf(m, pf)) {
-                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", strna(pf),
-                            "No SR-IOV PF %s under %s; 'svffctl list' shows the PFs there are.", strna(pf),
+        if (!manager_snapshot_pf(m, param->pf)) {
+                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", param->pf,
+                            "No SR-IOV PF %s under %s; 'svffctl list' shows the PFs there are.", param->pf,
                             m->config.sysfs_root);
+                pf_param_free(param);
                 return;
         }
-        r = classes_show_start(m, pf, show_reply, call_ref(call));
+        param->call = call_ref(call);
+        r = classes_show_start(m, param->pf, show_reply, param);
         if (r < 0) {
                 if (r == -ENOMEM)
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 else
                         call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
-                call_unref(call);
+                pf_param_free(param);
         }
 }
 
 static void method_show(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "pf", NULL };
-        char buf[SVFF_PCI_ADDR_STRLEN];
+        static const struct param table[] = {
+                { "pf", PARAM_ADDRESS, true, offsetof(struct pf_param, pf), 0, NULL },
+                PARAM_END,
+        };
 
-        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed) ||
-            !params_get_address(call, "pf", buf))
-                return;
-        /* Canonical form for the comparison. */
-        json_object_object_add(call_request(call)->parameters, "pf", json_object_new_string(buf));
-        manager_with_snapshot(m, call, show_answer, NULL, NULL);
+        with_pf_param(m, call, table, show_answer);
 }
 
 static void method_monitor(struct manager *m, struct call *call) {

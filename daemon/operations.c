@@ -856,16 +856,15 @@ static void init_dry_run(struct manager *m, struct call *call, const char *pf, u
         reconf_dry_run_reply(m, call, reply, plan, true);
 }
 
-static void init_request(struct manager *m, struct call *call, _unused_ void *userdata) {
-        struct init_params in = { .numvfs = NUMVFS_UNSET };
+/* The init the call asks for (in, decoded), checked against the state. */
+static void init_request(struct manager *m, struct call *call, const struct init_params *given) {
+        const struct init_params in = *given;
         char owner[256] = SVFF_PF_OWNER_OPERATOR;
         const char *pf = in.pf, *driver;
         int autoprobe = -1;
         unsigned numvfs;
         int r;
 
-        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, init_params, &in))
-                return;
         driver = in.driver;
 
         if (in.policy) {
@@ -953,16 +952,49 @@ checked:
         (void) operation_init_start(m, call, pf, numvfs, driver, autoprobe, NULL, owner);
 }
 
-void method_init(struct manager *m, struct call *call) {
-        bool dry_run = false;
+/* A dry run's parameters, owned through the wait for a snapshot. */
+struct init_wait {
+        struct init_params in;          /* .driver points below */
+        char *driver;
+};
 
+static void init_wait_free(void *userdata) {
+        struct init_wait *w = userdata;
+
+        if (!w)
+                return;
+        free(w->driver);
+        free(w);
+}
+
+static void init_with_snapshot(struct manager *m, struct call *call, void *userdata) {
+        struct init_wait *w = userdata;
+
+        init_request(m, call, &w->in);
+        init_wait_free(w);
+}
+
+void method_init(struct manager *m, struct call *call) {
+        struct init_params in = { .numvfs = NUMVFS_UNSET };
+        struct init_wait *w;
+
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, init_params, &in))
+                return;
+        if (!in.dry_run) {
+                init_request(m, call, &in);
+                return;
+        }
         /* A dry run plans from the PF as it is now: a snapshot fresh
-         * enough for the call first (its parameters are checked then). */
-        (void) svff_json_get_bool(call_request(call)->parameters, "dry_run", &dry_run);
-        if (dry_run)
-                manager_with_snapshot(m, call, init_request, NULL, NULL);
-        else
-                init_request(m, call, NULL);
+         * enough for the call first. */
+        w = calloc(1, sizeof(*w));
+        if (!w || (in.driver && !(w->driver = strdup(in.driver)))) {
+                free(w);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        w->in = in;
+        w->in.driver = w->driver;
+        manager_with_snapshot(m, call, init_with_snapshot, w, init_wait_free);
 }
 
 int operation_init_start(struct manager *m, struct call *call, const char *pf, unsigned numvfs,

@@ -167,13 +167,28 @@ for method, params, bad in (
         ("io.svff.Attach", {"domain": "vm1"}, "vf"),
         ("io.svff.Attach", {"pf": PF, "vf": PF, "domain": "vm1"}, "vf"),
         ("io.svff.Attach", {"vf": "0000:01:zz.1", "domain": "vm1"}, "vf"),
-        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "bogus": 1}, "bogus")):
+        ("io.svff.Attach", {"pf": PF, "domain": "vm1", "bogus": 1}, "bogus"),
+        ("io.svff.List", {"pf": 5}, "pf"),
+        ("io.svff.List", {"pf": "01:00.x"}, "pf"),
+        ("io.svff.Show", {}, "pf"),
+        ("io.svff.Show", {"pf": None}, "pf"),
+        ("io.svff.Show", {"pf": "zz"}, "pf"),
+        ("io.svff.Init", {"pf": PF, "numvfs": None}, "numvfs"),
+        ("io.svff.Init", {"pf": PF, "numvfs": 2, "dry_run": True, "driver": 5}, "driver"),
+        ("io.svff.Init", {"pf": PF, "numvfs": 2, "dry_run": True, "bogus": 1}, "bogus")):
     r = p.call(method, params)[-1]
     check(r == {"error": "org.varlink.service.InvalidParameter", "parameters": {"parameter": bad}},
           "%s %s names '%s': %s" % (method, json.dumps(params), bad, r))
 # null for an optional parameter is not giving it
 r = p.call("io.svff.Reconf", {"pf": PF, "numvfs": 3, "mode": None, "reprogram": None, "dry_run": True})[-1]
 check("error" not in r and r["parameters"].get("dry_run") is True, "Reconf takes null mode and reprogram: %s" % r)
+r = p.call("io.svff.List", {"pf": None})[-1]
+check("error" not in r and any(x["address"] == PF for x in r["parameters"]["pfs"]), "List takes null pf: %s" % r)
+r = p.call("io.svff.List", {"pf": PF.replace("0000:", "")})[-1]
+check("error" not in r and [x["address"] for x in r["parameters"]["pfs"]] == [PF],
+      "List's pf in short form is the PF: %s" % r)
+r = p.call("io.svff.Show", {"pf": PF.replace("0000:", "")})[-1]
+check("error" not in r and r["parameters"]["pf"] == PF, "Show answers for the PF in canonical form: %s" % r)
 r = p.call("io.svff.Attach", {"vf": None, "pf": PF, "domain": "vm1", "guest_address": None, "failover": None,
                               "class": None})[-1]
 check(r.get("error", "").startswith("io.svff."), "Attach takes null vf, guest_address, failover, class: %s" % r)
