@@ -365,103 +365,166 @@ static int image_read_take(struct manager *m, const char *pf, const struct svff_
         return 0;
 }
 
+/* The SHA-256 identity a finished read of pol's image for pf found,
+ * without starting one or taking it: 1 with a copy in *ret, -errno with
+ * err filled, or 0 when there is none (a dry run's). */
+static int image_read_peek(struct manager *m, const char *pf, const struct svff_policy *pol,
+                           struct json_object **ret, struct svff_error *err) {
+        struct image_read *r;
+
+        for (r = m->autoinit ? m->autoinit->reads : NULL; r; r = r->next)
+                if (streq(r->address, pf))
+                        break;
+        if (!r || !r->done || !streq(r->image, pol->image))
+                return 0;
+        if (r->r < 0)
+                return svff_error_set(err, r->r, "%s", svff_error_message(&r->err));
+        if (!r->identity)
+                return 0;
+        *ret = svff_json_copy(r->identity);
+        return *ret ? 1 : svff_error_set(err, -ENOMEM, "Out of memory");
+}
+
 /* What a reprogram takes beyond the hook and the numvfs writes: the
  * PF's removal, the rescan's wait for it (reconf-ops.c) and its bind. */
 #define RESCAN_BUDGET_USEC (40 * USEC_PER_SEC)
 
+/* What a pass over a PF does, decided before anything is done: apply()
+ * carries it out; a reload's dry run (autoinit_reload_plan()) reports
+ * it. */
+enum policy_action {
+        POLICY_NONE,            /* nothing to do: why, logged at level */
+        POLICY_INIT,            /* an Init to numvfs VFs on driver */
+        POLICY_REPROGRAM,       /* a reprogram with image, to numvfs (-1: the PF's count) */
+        POLICY_REFUSED,         /* not applied: why (an event; Status's refusal unless not_recorded) */
+        POLICY_HASH,            /* the image is read for its SHA-256 first */
+};
+
+struct policy_decision {
+        enum policy_action action;
+        int level;                      /* POLICY_NONE: LOG_DEBUG or LOG_INFO */
+        const struct svff_policy *pol;  /* the matching policy, or NULL */
+        int numvfs;
+        const char *driver;             /* borrowed from the config or the store */
+        int autoprobe;
+        const char *new_owner;          /* POLICY_INIT: the count's owner from now on, or NULL */
+        bool not_recorded;              /* POLICY_REFUSED: no refusal recorded for Status */
+        bool before_policy;             /* decided before the policy was looked at: Status's
+                                         * refusal stays as it was */
+        char reason[512];
+        char owner[256];
+        char held[1400];                /* logged first: the PF holds the policy's image */
+        char why[1400];                 /* POLICY_NONE, POLICY_REFUSED: the log line; else what it does */
+        char event[1400];               /* POLICY_REFUSED: the event's text, when not why */
+};
+
 /* A policy names an image: unless the store says svff last flashed that
  * very file to the PF, its init is a reprogram (quiesce, numvfs 0,
- * remove, flash, rescan, check, bind, then the policy's count). Returns
- * 1 when the reprogram was started, 0 when the PF holds the image (the
- * count is applied as usual), -EAGAIN when nothing may be done now (the
- * refusal is recorded), -EBUSY when an operation on the PF is in
- * progress, -EINPROGRESS while the image is read for its hash (a policy
- * with "verify_image": "sha256"; the read's end applies it again). */
-static int apply_image(struct manager *m, const struct svff_pf *pf, const struct svff_policy *pol, bool startup) {
+ * remove, flash, rescan, check, bind, then the policy's count). Decides
+ * that for pf under cfg: 1 with d filled, or 0 when the PF holds the
+ * image (the count is decided as usual). With dry_run, an image to hash
+ * is not read (one read already is used). */
+static int decide_image(struct manager *m, const struct svff_config *cfg, const struct svff_pf *pf,
+                        const struct svff_policy *pol, bool startup, bool dry_run, struct policy_decision *d) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         _cleanup_(json_object_putp) struct json_object *identity = NULL;
         struct json_object *stored = svff_store_get_pf_image(m->store, pf->address);
-        const char *driver = pol->vf_driver ?: m->config.vf_driver, *had = NULL;
-        char reason[512], msg[1400];
-        struct operation *op = NULL;
+        const char *had = NULL;
         struct stat st;
         int r = 0;
 
-        snprintf(reason, sizeof(reason), "policy '%s' (%s)", pol->name, pol->origin);
-        if (!m->config.flash_hook || !m->config.flash_image_dir)
-                snprintf(msg, sizeof(msg), "%s names image '%s', but no flash hook is configured: set 'flash_hook' "
-                         "and 'flash_image_dir' in svff.conf(5); not applied", reason, pol->image);
-        else if (svff_flash_image_stat(m->config.flash_image_dir, pol->image, &st, &err) < 0)
-                snprintf(msg, sizeof(msg), "%s names an image svff cannot flash: %s; not applied", reason,
+        snprintf(d->reason, sizeof(d->reason), "policy '%s' (%s)", pol->name, pol->origin);
+        d->action = POLICY_REFUSED;
+        if (!cfg->flash_hook || !cfg->flash_image_dir)
+                snprintf(d->why, sizeof(d->why), "%s names image '%s', but no flash hook is configured: set "
+                         "'flash_hook' and 'flash_image_dir' in svff.conf(5); not applied", d->reason, pol->image);
+        else if (svff_flash_image_stat(cfg->flash_image_dir, pol->image, &st, &err) < 0)
+                snprintf(d->why, sizeof(d->why), "%s names an image svff cannot flash: %s; not applied", d->reason,
                          svff_error_message(&err));
-        else if (pol->verify_sha256 && (r = image_read_take(m, pf->address, pol, startup, &identity, &err)) == 0)
-                return -EINPROGRESS;
+        else if (pol->verify_sha256 && dry_run && (r = image_read_peek(m, pf->address, pol, &identity, &err)) == 0) {
+                d->action = POLICY_HASH;
+                snprintf(d->why, sizeof(d->why), "%s names image '%s' with \"verify_image\": \"sha256\": it would "
+                         "be read for its SHA-256 first, and the PF reprogrammed unless svff flashed that content",
+                         d->reason, pol->image);
+        } else if (pol->verify_sha256 && !dry_run && (r = image_read_take(m, pf->address, pol, startup, &identity,
+                                                                           &err)) == 0)
+                d->action = POLICY_HASH;
         else if (pol->verify_sha256 && r < 0)
-                snprintf(msg, sizeof(msg), "%s names an image svff could not read for its SHA-256: %s; not "
-                         "applied", reason, svff_error_message(&err));
+                snprintf(d->why, sizeof(d->why), "%s names an image svff could not read for its SHA-256: %s; not "
+                         "applied", d->reason, svff_error_message(&err));
         else if (!pol->verify_sha256 && !(identity = svff_flash_image_identity(pol->image, &st)))
                 return log_oom();
         else if (pol->verify_sha256 ? svff_flash_image_same_content(stored, identity)
                                     : svff_flash_image_same(stored, identity)) {
-                log_info("PF %s holds image '%s' (%s), as svff flashed it%s.", pf->address, pol->image, reason,
-                         pol->verify_sha256 ? ": the same content" : "");
+                snprintf(d->held, sizeof(d->held), "PF %s holds image '%s' (%s), as svff flashed it%s.", pf->address,
+                         pol->image, d->reason, pol->verify_sha256 ? ": the same content" : "");
+                d->action = POLICY_NONE;
                 return 0;
         } else {
                 if (stored)
                         (void) svff_json_get_string(stored, "path", &had);
                 /* present or not: the store's records */
                 if (reconf_pf_has_assignments(m, pf->address))
-                        snprintf(msg, sizeof(msg), "%s names image '%s', which svff has not flashed to the PF as it "
-                                 "is now (%s%s%s), but VFs of the PF are assigned; not applied: 'svffctl reprogram "
-                                 "%s %s' flashes it keeping them", reason, pol->image, had ? "it holds '" : "",
-                                 had ?: "no flash recorded",
+                        snprintf(d->why, sizeof(d->why), "%s names image '%s', which svff has not flashed to the PF "
+                                 "as it is now (%s%s%s), but VFs of the PF are assigned; not applied: 'svffctl "
+                                 "reprogram %s %s' flashes it keeping them", d->reason, pol->image,
+                                 had ? "it holds '" : "", had ?: "no flash recorded",
                                  !had ? "" : pol->verify_sha256 ? "', or with other content" : "', or a file changed since",
-                                 pf->address,
-                                 pol->image);
+                                 pf->address, pol->image);
                 else if (!pf->driver) {
-                        log_info("PF %s has no driver yet; %s waits for it to bind before it flashes '%s'.",
-                                 pf->address, reason, pol->image);
-                        return -EAGAIN;
+                        d->action = POLICY_NONE;
+                        d->level = LOG_INFO;
+                        snprintf(d->why, sizeof(d->why), "PF %s has no driver yet; %s waits for it to bind before it "
+                                 "flashes '%s'.", pf->address, d->reason, pol->image);
                 } else {
-                        char owner[256];
-
-                        snprintf(owner, sizeof(owner), SVFF_PF_OWNER_POLICY_PREFIX "%s", pol->name);
-                        r = reconf_reprogram_own(m, pf->address, pol->image, pol->numvfs, driver, reason, owner,
-                                                 &err);
-                        if (r == -EBUSY && manager_find_operation(m, pf->address))
-                                return -EBUSY;
-                        if (r >= 0) {
-                                log_notice("PF %s: %s names image '%s', %s; reprogramming it.", pf->address, reason,
-                                           pol->image,
-                                           !had ? "which svff has no record of flashing to it"
-                                           : !streq(had, pol->image) ? "not the one svff flashed last"
-                                           : pol->verify_sha256 ? "whose content is not what svff flashed (or "
-                                                                  "was not hashed then)"
-                                                                : "which changed since svff flashed it");
-                                /* It may have ended already. */
-                                op = manager_find_operation(m, pf->address);
-                                if (op && op->data && streq(op->kind, "reprogram")) {
-                                        op->finished = init_done;
-                                        if (startup && m->autoinit) {
-                                                unsigned to = pol->numvfs >= 0 ? (unsigned) pol->numvfs : pf->numvfs;
-
-                                                op->startup = true;
-                                                m->autoinit->startup_budget +=
-                                                        m->config.flash_timeout_usec + RESCAN_BUDGET_USEC +
-                                                        operation_init_budget(m, pf->numvfs, 0) +
-                                                        operation_init_budget(m, 0, to);
-                                        }
-                                }
-                                return 1;
-                        }
-                        snprintf(msg, sizeof(msg), "%s names image '%s', but its reprogram could not start: %s; "
-                                 "not applied", reason, pol->image, svff_error_message(&err));
+                        d->action = POLICY_REPROGRAM;
+                        d->numvfs = pol->numvfs;
+                        d->driver = pol->vf_driver ?: cfg->vf_driver;
+                        snprintf(d->owner, sizeof(d->owner), SVFF_PF_OWNER_POLICY_PREFIX "%s", pol->name);
+                        snprintf(d->why, sizeof(d->why), "%s names image '%s', %s", d->reason, pol->image,
+                                 !had ? "which svff has no record of flashing to it"
+                                 : !streq(had, pol->image) ? "not the one svff flashed last"
+                                 : pol->verify_sha256 ? "whose content is not what svff flashed (or was not hashed "
+                                                        "then)"
+                                                      : "which changed since svff flashed it");
                 }
         }
-        log_warning("PF %s: %s.", pf->address, msg);
-        emit(m, "policy-failed", pf->address, "%s", msg);
-        set_refusal(m, pf->address, msg);
-        return -EAGAIN;
+        return 1;
+}
+
+/* Carries out a reprogram decided by decide_image(). Returns 1 when it
+ * was started, -EBUSY when an operation on the PF is in progress, or
+ * -EAGAIN with the refusal in d when it could not start. */
+static int apply_reprogram(struct manager *m, const struct svff_pf *pf, struct policy_decision *d, bool startup) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        const struct svff_policy *pol = d->pol;
+        struct operation *op;
+        int r;
+
+        r = reconf_reprogram_own(m, pf->address, pol->image, pol->numvfs, d->driver, d->reason, d->owner, &err);
+        if (r == -EBUSY && manager_find_operation(m, pf->address))
+                return -EBUSY;
+        if (r < 0) {
+                d->action = POLICY_REFUSED;
+                snprintf(d->why, sizeof(d->why), "%s names image '%s', but its reprogram could not start: %s; not "
+                         "applied", d->reason, pol->image, svff_error_message(&err));
+                return -EAGAIN;
+        }
+        log_notice("PF %s: %s; reprogramming it.", pf->address, d->why);
+        /* It may have ended already. */
+        op = manager_find_operation(m, pf->address);
+        if (op && op->data && streq(op->kind, "reprogram")) {
+                op->finished = init_done;
+                if (startup && m->autoinit) {
+                        unsigned to = pol->numvfs >= 0 ? (unsigned) pol->numvfs : pf->numvfs;
+
+                        op->startup = true;
+                        m->autoinit->startup_budget += m->config.flash_timeout_usec + RESCAN_BUDGET_USEC +
+                                                       operation_init_budget(m, pf->numvfs, 0) +
+                                                       operation_init_budget(m, 0, to);
+                }
+        }
+        return 1;
 }
 
 static bool has_assignments(struct manager *m, const struct svff_pf *pf) {
@@ -471,101 +534,168 @@ static bool has_assignments(struct manager *m, const struct svff_pf *pf) {
         return false;
 }
 
-/* Decides what pf should look like and starts an Init when it does not.
- * restore: without a policy, fall back to the stored desired state (a PF
- * that came back). Returns 1 when an Init was started, 0 when none was
- * needed, -EBUSY when an operation on the PF is in progress. */
-static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool startup) {
+/* Decides what pf should look like under cfg. restore: without a
+ * policy, fall back to the stored desired state (a PF that came back).
+ * dry_run: start nothing (decide_image()). */
+static void decide(struct manager *m, const struct svff_config *cfg, const struct svff_pf *pf, bool restore,
+                   bool startup, bool dry_run, struct policy_decision *d) {
         const struct svff_policy *pol;
-        const char *driver = NULL, *owner = NULL, *new_owner = NULL;
-        unsigned numvfs;
-        int autoprobe = -1;
-        char reason[512], owner_buf[256], msg[1200];
-        int r;
+        const char *owner;
+        unsigned numvfs, stored;
+        const char *driver = NULL;
 
-        LOG_CONTEXT(.pf = pf->address, .operation = "policy");
+        *d = (struct policy_decision) { .action = POLICY_NONE, .level = LOG_DEBUG, .autoprobe = -1 };
         if (reconf_journaled(m, pf->address) >= 0) {
-                log_info("PF %s has an interrupted reconf; completing it decides the VF count.", pf->address);
-                return 0;
+                d->level = LOG_INFO;
+                d->before_policy = true;
+                snprintf(d->why, sizeof(d->why), "PF %s has an interrupted reconf; completing it decides the VF "
+                         "count.", pf->address);
+                return;
         }
         {
                 _cleanup_free_ char *why = NULL;
 
                 /* out of memory: unmanaged too, never the other way */
-                if (svff_allowlist_check_pf(m->config.manage, m->config.manage_origin, m->ctx, pf, &why) != 0) {
-                        log_debug("PF %s is %s: no policy or recorded state is applied to it.", pf->address,
-                                  why ?: "not managed");
-                        return 0;
+                if (svff_allowlist_check_pf(cfg->manage, cfg->manage_origin, m->ctx, pf, &why) != 0) {
+                        d->before_policy = true;
+                        snprintf(d->why, sizeof(d->why), "PF %s is %s: no policy or recorded state is applied to "
+                                 "it.", pf->address, why ?: "not managed");
+                        return;
                 }
         }
-        pol = svff_config_find_policy(&m->config, pf->address, pf->vendor_id, pf->device_id,
-                                      pf->netdev);
-        owner = manager_pf_owner(m, pf->address, pol, owner_buf, sizeof(owner_buf));
-        set_refusal(m, pf->address, NULL);
+        pol = d->pol = svff_config_find_policy(cfg, pf->address, pf->vendor_id, pf->device_id, pf->netdev);
+        owner = manager_pf_owner(m, pf->address, pol, d->owner, sizeof(d->owner));
         if (pol && pol->image && (!owner || !streq(owner, SVFF_PF_OWNER_OPERATOR))) {
-                r = apply_image(m, pf, pol, startup);
+                int r = decide_image(m, cfg, pf, pol, startup, dry_run, d);
+
+                if (r < 0) {
+                        *d = (struct policy_decision) { .action = POLICY_NONE, .level = LOG_INFO, .pol = pol };
+                        snprintf(d->why, sizeof(d->why), "PF %s: out of memory deciding %s's image; the next pass "
+                                 "over it tries again.", pf->address, pol->name);
+                }
                 if (r != 0)
-                        return r == -EAGAIN || r == -EINPROGRESS ? 0 : r;
+                        return;
         }
         if (pol && pol->numvfs >= 0 && owner && !streq(owner, SVFF_PF_OWNER_OPERATOR)) {
                 numvfs = (unsigned) pol->numvfs;
-                driver = pol->vf_driver ?: m->config.vf_driver;
-                autoprobe = pol->autoprobe;
-                snprintf(reason, sizeof(reason), "policy '%s' (%s)", pol->name, pol->origin);
-                new_owner = owner;
+                driver = pol->vf_driver ?: cfg->vf_driver;
+                d->autoprobe = pol->autoprobe;
+                snprintf(d->reason, sizeof(d->reason), "policy '%s' (%s)", pol->name, pol->origin);
+                d->new_owner = owner;
         } else if (pol && pol->numvfs >= 0 && !restore && !startup) {
-                log_info("PF %s: its VF count was set by an operator, so policy '%s' is not applied; "
-                         "'svffctl init %s --policy' hands it back.", pf->address, pol->name, pf->address);
-                return 0;
-        } else if (svff_store_get_pf(m->store, pf->address, &numvfs, &driver) > 0 && driver &&
+                d->level = LOG_INFO;
+                snprintf(d->why, sizeof(d->why), "PF %s: its VF count was set by an operator, so policy '%s' is not "
+                         "applied; 'svffctl init %s --policy' hands it back.", pf->address, pol->name, pf->address);
+                return;
+        } else if (svff_store_get_pf(m->store, pf->address, &stored, &driver) > 0 && driver &&
                    (restore || (startup && assignments_need_restore(m, pf, driver)))) {
-                snprintf(reason, sizeof(reason), "%s",
-                         restore ? "the state svff recorded for it"
-                                 : "the assignments recorded on its VFs");
+                numvfs = stored;
+                snprintf(d->reason, sizeof(d->reason), "%s",
+                         restore ? "the state svff recorded for it" : "the assignments recorded on its VFs");
         } else {
-                log_debug("PF %s: no policy%s, leaving it as it is.", pf->address,
-                          pol ? " with a VF count" : "");
-                return 0;
+                snprintf(d->why, sizeof(d->why), "PF %s: no policy%s, leaving it as it is.", pf->address,
+                         pol ? " with a VF count" : "");
+                return;
         }
+        d->numvfs = (int) numvfs;
+        d->driver = driver;
 
         if (satisfied(pf, numvfs, driver)) {
-                log_debug("PF %s already has %u VFs on %s (%s).", pf->address, numvfs, driver, reason);
-                return 0;
+                snprintf(d->why, sizeof(d->why), "PF %s already has %u VFs on %s (%s).", pf->address, numvfs, driver,
+                         d->reason);
+                return;
         }
         if (!pf->driver) {
                 /* The kernel refuses sriov_numvfs without a PF driver; its
                  * bind event brings us back. */
-                log_info("PF %s has no driver yet; %s waits for it to bind.", pf->address, reason);
-                return 0;
+                d->level = LOG_INFO;
+                snprintf(d->why, sizeof(d->why), "PF %s has no driver yet; %s waits for it to bind.", pf->address,
+                         d->reason);
+                return;
         }
         if (has_assignments(m, pf) && ((pf->numvfs != numvfs && pf->numvfs > 0) || !streq(driver, "vfio-pci"))) {
                 /* Changing the count destroys every VF, another driver
                  * takes them from vfio-pci: never behind the domains'
                  * backs. */
+                d->action = POLICY_REFUSED;
                 if (pf->numvfs != numvfs)
-                        snprintf(msg, sizeof(msg), "%s asks for %u VFs instead of %u, but VFs of the PF are "
+                        snprintf(d->why, sizeof(d->why), "%s asks for %u VFs instead of %u, but VFs of the PF are "
                                  "assigned; not applied: 'svffctl reconf %s %u' changes the count keeping them",
-                                 reason, numvfs, pf->numvfs, pf->address, numvfs);
+                                 d->reason, numvfs, pf->numvfs, pf->address, numvfs);
                 else
-                        snprintf(msg, sizeof(msg), "%s asks for driver '%s', but VFs of the PF are assigned "
-                                 "and stay on vfio-pci; not applied", reason, driver);
-                log_warning("PF %s: %s.", pf->address, msg);
-                emit(m, "policy-failed", pf->address, "%s", msg);
-                set_refusal(m, pf->address, msg);
-                return 0;
+                        snprintf(d->why, sizeof(d->why), "%s asks for driver '%s', but VFs of the PF are assigned "
+                                 "and stay on vfio-pci; not applied", d->reason, driver);
+                return;
         }
         if (numvfs > pf->totalvfs) {
-                log_warning("PF %s supports %u VFs, %s asks for %u; ignoring it.", pf->address,
-                            pf->totalvfs, reason, numvfs);
-                emit(m, "policy-failed", pf->address, "%s asks for %u VFs, the PF supports %u",
-                     reason, numvfs, pf->totalvfs);
-                return 0;
+                d->action = POLICY_REFUSED;
+                d->not_recorded = true;
+                snprintf(d->why, sizeof(d->why), "PF %s supports %u VFs, %s asks for %u; ignoring it.", pf->address,
+                         pf->totalvfs, d->reason, numvfs);
+                snprintf(d->event, sizeof(d->event), "%s asks for %u VFs, the PF supports %u", d->reason, numvfs,
+                         pf->totalvfs);
+                return;
         }
-        r = operation_init_start(m, NULL, pf->address, numvfs, driver, autoprobe, reason, new_owner);
+        d->action = POLICY_INIT;
+        snprintf(d->why, sizeof(d->why), "%s asks for %u VFs on %s; the PF has %u", d->reason, numvfs, driver,
+                 pf->numvfs);
+}
+
+/* A refusal decided: logged, emitted and, unless d says not, kept for
+ * Status. */
+static void refuse(struct manager *m, const struct svff_pf *pf, const struct policy_decision *d) {
+        if (d->not_recorded) {
+                log_warning("%s", d->why);
+                emit(m, "policy-failed", pf->address, "%s", d->event);
+                return;
+        }
+        log_warning("PF %s: %s.", pf->address, d->why);
+        emit(m, "policy-failed", pf->address, "%s", d->why);
+        set_refusal(m, pf->address, d->why);
+}
+
+/* Decides what pf should look like and starts an Init when it does not.
+ * restore: without a policy, fall back to the stored desired state (a PF
+ * that came back). Returns 1 when an Init was started, 0 when none was
+ * needed, -EBUSY when an operation on the PF is in progress. */
+static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool startup) {
+        struct policy_decision d;
+        int r;
+
+        LOG_CONTEXT(.pf = pf->address, .operation = "policy");
+        decide(m, &m->config, pf, restore, startup, false, &d);
+        if (*d.held)
+                log_info("%s", d.held);
+        if (!d.before_policy)
+                set_refusal(m, pf->address, NULL);
+        switch (d.action) {
+        case POLICY_NONE:
+                if (d.level == LOG_INFO)
+                        log_info("%s", d.why);
+                else
+                        log_debug("%s", d.why);
+                return 0;
+        case POLICY_HASH:
+                /* the read's end applies the policy again */
+                return 0;
+        case POLICY_REPROGRAM:
+                r = apply_reprogram(m, pf, &d, startup);
+                if (r != -EAGAIN)
+                        return r;
+                refuse(m, pf, &d);
+                return 0;
+        case POLICY_REFUSED:
+                refuse(m, pf, &d);
+                return 0;
+        case POLICY_INIT:
+                break;
+        }
+
+        r = operation_init_start(m, NULL, pf->address, (unsigned) d.numvfs, d.driver, d.autoprobe, d.reason,
+                                 d.new_owner);
         if (r < 0) {
                 if (r != -EBUSY)
-                        log_warning_errno(r, "PF %s: could not start the init for %s: %m", pf->address,
-                                          reason);
+                        log_warning_errno(r, "PF %s: could not start the init for %s: %m", pf->address, d.reason);
                 return r;
         }
         {
@@ -576,7 +706,7 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
                         if (startup && m->autoinit) {
                                 op->startup = true;
                                 m->autoinit->startup_budget +=
-                                        operation_init_budget(m, pf->numvfs, numvfs);
+                                        operation_init_budget(m, pf->numvfs, (unsigned) d.numvfs);
                         }
                 }
         }
