@@ -1235,14 +1235,76 @@ static int policy_totalvfs_warnings(const struct svff_config *c, char **warnings
 /* Checks the file svffd would read, or FILE, with its drop-ins (FILE.d/)
  * exactly as 'svffd --config FILE' reads them, with svffd's own parser:
  * no daemon involved. --effective prints the settings that result. */
+/* What a reload did, or would do to each PF. */
+static int reload_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
+        struct json_object *pfs;
+        _cleanup_free_ char *path = NULL;
+
+        (void) continues;
+        (void) userdata;
+        if (error)
+                return report_error(error, p);
+        if (arg_json) {
+                print_json(stdout, p);
+                return 0;
+        }
+        path = svff_utf8_escape(strna(jstr(p, "path")), false);
+        if (!json_object_get_boolean(json_object_object_get(p, "dry_run"))) {
+                printf("svffd read %s again and applies its policies to the PFs present ('svffctl status "
+                       "--wait' waits for that).\n", strna(path));
+                return 0;
+        }
+        printf("A reload of %s would, per PF:\n", strna(path));
+        pfs = json_object_object_get(p, "pfs");
+        for (size_t i = 0; i < json_object_array_length(pfs); i++) {
+                struct json_object *o = json_object_array_get_idx(pfs, i);
+                _cleanup_free_ char *msg = svff_utf8_escape(strna(jstr(o, "message")), false);
+                _cleanup_free_ char *pol = jstr(o, "policy") ? svff_utf8_escape(jstr(o, "policy"), false) : NULL;
+
+                printf("  %s  %-9s %s%s%s%s\n", strna(jstr(o, "pf")), strna(jstr(o, "action")),
+                       pol ? "(policy '" : "", pol ?: "", pol ? "') " : "", strna(msg));
+        }
+        if (json_object_array_length(pfs) == 0)
+                printf("  (no SR-IOV PF present)\n");
+        printf("Nothing was changed.\n");
+        return 0;
+}
+
+static int cmd_config_reload(int argc) {
+        _cleanup_json_ struct json_object *params = json_object_new_object();
+
+        if (argc != 2)
+                return usage_error("config", "'config reload' takes no arguments (svffd reads its own file).");
+        if (!params)
+                return EXIT_DAEMON_ERROR;
+        if (arg_dry_run)
+                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
+        return call_run(&(struct call) {
+                .method = "io.svff.Reload",
+                .params = params,
+                .timeout = timeout_for(false),
+                .handle = reload_reply,
+        });
+}
+
 static int cmd_config(int argc, char **argv) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct svff_config c;
         const char *path;
         int r;
 
+        if (argc >= 2 && streq(argv[1], "reload")) {
+                if (arg_effective)
+                        return usage_error("config", "--effective only applies to config check.");
+                return cmd_config_reload(argc);
+        }
+        if (arg_dry_run)
+                return usage_error("config", "--dry-run only applies to config reload.");
+        if (arg_timeout_set)
+                return usage_error("config", "--timeout does not apply: config check does not talk to svffd.");
         if (argc < 2 || !streq(argv[1], "check") || argc > 3)
-                return usage_error("config", "use 'svffctl config check [FILE]'.");
+                return usage_error("config", "use 'svffctl config check [FILE]' or 'svffctl config reload "
+                                   "[--dry-run]'.");
         path = argc == 3 ? argv[2] : SVFFD_CONFIG_DEFAULT;
         r = svff_config_init(&c);
         if (r < 0) {
@@ -1876,16 +1938,21 @@ static const struct command commands[] = {
           "assignments paused: run reprogram again, or reconf to take the PF as it is.\n"
           "Progress and Ctrl-C as for init. Needs root or the admin group (--dry-run\n"
           "too).", cmd_reprogram, .has_reconf_options = true },
-        { "config", "Check svffd's configuration file",
-          "config check [FILE] [--effective] [--json]",
+        { "config", "Check svffd's configuration file, or have svffd reload it",
+          "config check [FILE] [--effective] [--json] | config reload [--dry-run] [--json]",
           "Validate FILE (default: svffd's config file) and its drop-ins FILE.d/*.conf,\n"
           "as 'svffd --config FILE' reads them, with svffd's own parser; every problem\n"
           "is named as FILE:LINE: key 'KEY' .... --effective prints the settings that\n"
           "result, as JSON. Exit status 1 when invalid. Warns, exit status 0, about what\n"
           "this host lacks (the admin group, a VF driver, a libvirt URI of the QEMU\n"
           "driver), a policy another one shadows, and, when svffd answers on --socket,\n"
-          "a policy asking more VFs than a PF it matches can have. Needs no daemon.",
-          cmd_config, .no_timeout = true },
+          "a policy asking more VFs than a PF it matches can have. Needs no daemon.\n"
+          "'config reload' has svffd read its file again and apply its policies, as\n"
+          "'systemctl reload svffd' does; with --dry-run it says, per PF present, what\n"
+          "the reload would do (init, reprogram, refused, nothing, and why), and changes\n"
+          "nothing. A file that does not read is refused, svffd keeping its settings.\n"
+          "Needs root or the admin group.",
+          cmd_config, .has_dry_run = true },
 };
 
 static const char exit_status_help[] =
@@ -2273,7 +2340,8 @@ int main(int argc, char **argv) {
         if (arg_mode && !cmd->has_reconf_options)
                 return usage_error(cmd->name, "--mode only applies to reconf and reprogram.");
         if (arg_dry_run && !cmd->has_reconf_options && !cmd->has_dry_run)
-                return usage_error(cmd->name, "--dry-run only applies to init, reconf and reprogram.");
+                return usage_error(cmd->name, "--dry-run only applies to the commands that change the host and "
+                                   "config reload.");
         if (arg_numvfs && !streq(cmd->name, "reprogram"))
                 return usage_error(cmd->name, "--numvfs only applies to reprogram (reconf takes the count as its "
                                    "argument).");

@@ -17,6 +17,7 @@
 #include "params.h"
 #include "operations.h"
 #include "reconfigure.h"
+#include "settings.h"
 #include "sysfs.h"
 
 /* A PF waiting for settle_msec of quiet, or for a fresh snapshot. */
@@ -930,6 +931,134 @@ unsigned autoinit_startup(struct manager *m) {
                 (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu\nSTATUS=Applying the policies of %u PF(s).",
                                   (unsigned long long) (m->autoinit->startup_budget + 10 * USEC_PER_SEC), n);
         return n;
+}
+
+/* ---- Reload ---- */
+
+static const char *const policy_action_names[] = {
+        [POLICY_NONE] = "none",
+        [POLICY_INIT] = "init",
+        [POLICY_REPROGRAM] = "reprogram",
+        [POLICY_HASH] = "hash",
+        [POLICY_REFUSED] = "refused",
+};
+
+static struct json_object *decision_json(const struct svff_pf *pf, const struct policy_decision *d) {
+        struct json_object *o = json_object_new_object();
+        bool count = d->action == POLICY_INIT || d->action == POLICY_REPROGRAM;
+        char msg[sizeof(d->held) + sizeof(d->why) + 1];
+
+        if (!o)
+                return NULL;
+        snprintf(msg, sizeof(msg), "%s%s%s", d->held, *d->held ? " " : "",
+                 d->action == POLICY_REFUSED && *d->event ? d->event : d->why);
+        json_object_object_add(o, "pf", json_object_new_string(pf->address));
+        json_object_object_add(o, "action", json_object_new_string(policy_action_names[d->action]));
+        json_object_object_add(o, "policy", d->pol ? json_object_new_string(d->pol->name) : NULL);
+        json_object_object_add(o, "numvfs", count && d->numvfs >= 0 ? json_object_new_int(d->numvfs) : NULL);
+        json_object_object_add(o, "driver", count && d->driver ? json_object_new_string(d->driver) : NULL);
+        json_object_object_add(o, "image", d->action == POLICY_REPROGRAM || d->action == POLICY_HASH
+                                                   ? json_object_new_string(d->pol->image) : NULL);
+        json_object_object_add(o, "message", svff_json_new_text(msg));
+        return o;
+}
+
+static void reload_config_free(void *userdata) {
+        struct svff_config *c = userdata;
+
+        if (!c)
+                return;
+        svff_config_done(c);
+        free(c);
+}
+
+/* The dry run over a fresh snapshot: every PF, as a reload's pass would
+ * decide it under c. */
+static void reload_plan_answer(struct manager *m, struct call *call, void *userdata) {
+        struct svff_config *c = userdata;
+        struct snapshot *s = m->snapshot;
+        struct json_object *reply, *pfs;
+
+        if (s->error < 0) {
+                call_errorf(call, SVFF_ERROR_OPERATION_FAILED, "device", m->config.sysfs_root,
+                            "Discovering PFs failed: %s", strna(s->error_message));
+                reload_config_free(c);
+                return;
+        }
+        reply = json_object_new_object();
+        pfs = json_object_new_array();
+        for (size_t i = 0; reply && pfs && i < s->n_pfs; i++) {
+                struct policy_decision d;
+
+                decide(m, c, s->pfs[i], false, false, true, &d);
+                json_object_array_add(pfs, decision_json(s->pfs[i], &d));
+        }
+        if (!reply || !pfs) {
+                json_object_put(reply);
+                json_object_put(pfs);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+        } else {
+                json_object_object_add(reply, "dry_run", json_object_new_boolean(true));
+                json_object_object_add(reply, "path", json_object_new_string(settings_path(&m->cmdline)));
+                json_object_object_add(reply, "pfs", pfs);
+                call_reply(call, reply);
+                json_object_put(reply);
+        }
+        reload_config_free(c);
+}
+
+struct reload_params {
+        bool dry_run;
+};
+
+static const struct param reload_param_table[] = {
+        { "dry_run", PARAM_BOOL, false, offsetof(struct reload_params, dry_run), 0, "true or false" },
+        PARAM_END,
+};
+
+void method_reload(struct manager *m, struct call *call) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        struct reload_params p = {};
+        struct svff_config *c;
+        struct json_object *reply;
+        int r;
+
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, reload_param_table, &p))
+                return;
+        if (!p.dry_run) {
+                log_info("Reload of the configuration requested by uid %u.", (unsigned) call_peer(call)->uid);
+                if (manager_reload_config(m) < 0) {
+                        call_errorf(call, SVFF_ERROR_CONFIG_INVALID, "path", settings_path(&m->cmdline),
+                                    "%s; svffd keeps the settings it runs with.", strna(m->config_error));
+                        return;
+                }
+                autoinit_reload(m);
+                reply = json_object_new_object();
+                if (!reply) {
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                        return;
+                }
+                json_object_object_add(reply, "dry_run", json_object_new_boolean(false));
+                json_object_object_add(reply, "path", json_object_new_string(settings_path(&m->cmdline)));
+                call_reply(call, reply);
+                json_object_put(reply);
+                return;
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        r = settings_read(&m->cmdline, c, &err);
+        if (r < 0) {
+                free(c);
+                call_errorf(call, SVFF_ERROR_CONFIG_INVALID, "path", settings_path(&m->cmdline),
+                            "%s; a reload would keep the settings svffd runs with.",
+                            svff_error_is_set(&err) ? svff_error_message(&err) : strerror(-r));
+                return;
+        }
+        /* The host as it is now, as a reload's pass takes it. */
+        manager_with_snapshot(m, call, reload_plan_answer, c, reload_config_free);
 }
 
 #ifdef SVFF_FAULT_POINTS

@@ -80,6 +80,11 @@ unsigned autoinit_startup(struct manager *m);
 void autoinit_reload(struct manager *m);
 
 #ifdef SVFF_FAULT_POINTS
+/* io.svff.Reload(dry_run): the configuration read again and the
+ * policies applied, as SIGHUP does; or with dry_run, what that would do
+ * to each PF, from the same decisions the pass makes. */
+void method_reload(struct manager *m, struct call *call);
+
 /* io.svff.Debug.InjectUevent(action, device): a test's way into
  * autoinit_handle_uevent(), since libudev cannot watch a simulated
  * sysfs. Root only. */

@@ -47,6 +47,7 @@
 #define SVFF_ERROR_NOT_ATTACHED "io.svff.NotAttached"
 #define SVFF_ERROR_NOT_PAUSED "io.svff.NotPaused"
 #define SVFF_ERROR_NO_POLICY "io.svff.NoPolicy"
+#define SVFF_ERROR_CONFIG_INVALID "io.svff.ConfigInvalid"
 #define SVFF_ERROR_NOT_ALLOWED "io.svff.NotAllowed"
 #define SVFF_ERROR_REPROGRAM_INTERRUPTED "io.svff.ReprogramInterrupted"
 #define SVFF_ERROR_INVALID_IMAGE "io.svff.InvalidImage"

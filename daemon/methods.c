@@ -950,6 +950,7 @@ static const struct method svff_methods[] = {
         { "Unpause", method_unpause, METHOD_MUTATING | METHOD_PRIVILEGED },
         { "Reconf", method_reconf, METHOD_MUTATING },
         { "Reprogram", method_reprogram, METHOD_MUTATING | METHOD_PRIVILEGED },
+        { "Reload", method_reload, METHOD_PRIVILEGED },
 };
 
 #ifdef SVFF_FAULT_POINTS

@@ -141,7 +141,7 @@ for spec in "list:--output -o --timeout --json --socket --help" \
             "monitor:--no-reconnect --json" \
             "attach:--pf --live --config --guest-address --timeout --dry-run" \
             "detach:--timeout --release --dry-run" "pause:--timeout --dry-run" "unpause:--timeout --dry-run" \
-            "config:--json"; do
+            "config:--json --effective --dry-run --timeout"; do
         c=${spec%%:*}
         type_keys "svffctl $c -" Tab Tab Tab
         for o in ${spec#*:}; do
@@ -156,6 +156,11 @@ for c in list status init reconf reprogram release attach detach pause unpause m
                 screen | grep -qE -- "(^| )$o( |$)" || fail "$c --help names $o, the completion does not offer it: $(screen)"
         done
 done
+
+note "config: its two subcommands"
+type_keys "svffctl config " Tab Tab
+expect_screen "config check" "(^| )check( |\$)"
+expect_screen "config reload" "(^| )reload( |\$)"
 
 note "-o completes column names, after a comma and a '+' too"
 type_keys "svffctl list -o device,gue" Tab
