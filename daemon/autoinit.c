@@ -391,7 +391,7 @@ static int image_read_peek(struct manager *m, const char *pf, const struct svff_
 #define RESCAN_BUDGET_USEC (40 * USEC_PER_SEC)
 
 /* What a pass over a PF does, decided before anything is done: apply()
- * carries it out; a reload's dry run (autoinit_reload_plan()) reports
+ * carries it out; a reload's dry run (method_reload()) reports
  * it. */
 enum policy_action {
         POLICY_NONE,            /* nothing to do: why, logged at level */
@@ -417,6 +417,7 @@ struct policy_decision {
         char held[1400];                /* logged first: the PF holds the policy's image */
         char why[1400];                 /* POLICY_NONE, POLICY_REFUSED: the log line; else what it does */
         char event[1400];               /* POLICY_REFUSED: the event's text, when not why */
+        bool oom;                       /* out of memory deciding: nothing decided */
 };
 
 /* A policy names an image: unless the store says svff last flashed that
@@ -570,9 +571,9 @@ static void decide(struct manager *m, const struct svff_config *cfg, const struc
                 int r = decide_image(m, cfg, pf, pol, startup, dry_run, d);
 
                 if (r < 0) {
-                        *d = (struct policy_decision) { .action = POLICY_NONE, .level = LOG_INFO, .pol = pol };
-                        snprintf(d->why, sizeof(d->why), "PF %s: out of memory deciding %s's image; the next pass "
-                                 "over it tries again.", pf->address, pol->name);
+                        *d = (struct policy_decision) { .action = POLICY_NONE, .oom = true, .pol = pol };
+                        snprintf(d->why, sizeof(d->why), "PF %s: out of memory deciding policy '%s'.", pf->address,
+                                 pol->name);
                 }
                 if (r != 0)
                         return;
@@ -665,6 +666,8 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
 
         LOG_CONTEXT(.pf = pf->address, .operation = "policy");
         decide(m, &m->config, pf, restore, startup, false, &d);
+        if (d.oom)
+                return log_oom();
         if (*d.held)
                 log_info("%s", d.held);
         if (!d.before_policy)
@@ -896,6 +899,18 @@ void autoinit_reload(struct manager *m) {
         manager_with_snapshot(m, NULL, reload_with_snapshot, NULL, NULL);
 }
 
+int autoinit_reload_config(struct manager *m) {
+        int r;
+
+        (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading the configuration.");
+        r = manager_reload_config(m);
+        if (r >= 0)
+                autoinit_reload(m);
+        (void) sd_notify(false, "READY=1");
+        manager_notify_status(m);
+        return r;
+}
+
 void autoinit_foreach_pending(struct manager *m, autoinit_pending_fn fn, void *userdata) {
         struct autoinit *a = m->autoinit;
 
@@ -959,7 +974,11 @@ static struct json_object *decision_json(const struct svff_pf *pf, const struct 
         json_object_object_add(o, "driver", count && d->driver ? json_object_new_string(d->driver) : NULL);
         json_object_object_add(o, "image", d->action == POLICY_REPROGRAM || d->action == POLICY_HASH
                                                    ? json_object_new_string(d->pol->image) : NULL);
-        json_object_object_add(o, "message", svff_json_new_text(msg));
+        if (json_object_object_add(o, "message", svff_json_new_text(msg)) < 0 ||
+            !json_object_object_get(o, "message")) {
+                json_object_put(o);
+                return NULL;
+        }
         return o;
 }
 
@@ -989,9 +1008,15 @@ static void reload_plan_answer(struct manager *m, struct call *call, void *userd
         pfs = json_object_new_array();
         for (size_t i = 0; reply && pfs && i < s->n_pfs; i++) {
                 struct policy_decision d;
+                struct json_object *o;
 
                 decide(m, c, s->pfs[i], false, false, true, &d);
-                json_object_array_add(pfs, decision_json(s->pfs[i], &d));
+                o = decision_json(s->pfs[i], &d);
+                if (!o || json_object_array_add(pfs, o) < 0) {
+                        json_object_put(o);
+                        json_object_put(pfs);
+                        pfs = NULL;
+                }
         }
         if (!reply || !pfs) {
                 json_object_put(reply);
@@ -1027,12 +1052,17 @@ void method_reload(struct manager *m, struct call *call) {
                 return;
         if (!p.dry_run) {
                 log_info("Reload of the configuration requested by uid %u.", (unsigned) call_peer(call)->uid);
-                if (manager_reload_config(m) < 0) {
+                r = autoinit_reload_config(m);
+                if (r < 0 && r != -ENOMEM && m->config_error) {
                         call_errorf(call, SVFF_ERROR_CONFIG_INVALID, "path", settings_path(&m->cmdline),
-                                    "%s; svffd keeps the settings it runs with.", strna(m->config_error));
+                                    "%s; svffd keeps the settings it runs with.", m->config_error);
                         return;
                 }
-                autoinit_reload(m);
+                if (r < 0) {
+                        call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Reloading the configuration failed: %s.",
+                                    strerror(-r));
+                        return;
+                }
                 reply = json_object_new_object();
                 if (!reply) {
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");

@@ -79,12 +79,18 @@ unsigned autoinit_startup(struct manager *m);
  * one is, else once the next is taken). */
 void autoinit_reload(struct manager *m);
 
-#ifdef SVFF_FAULT_POINTS
+/* A reload as SIGHUP asks for it: svff.conf read again (a file that does
+ * not read keeps the running settings, with m->config_error saying why),
+ * then autoinit_reload(), with systemd told of both. Returns what
+ * manager_reload_config() did. */
+int autoinit_reload_config(struct manager *m);
+
 /* io.svff.Reload(dry_run): the configuration read again and the
  * policies applied, as SIGHUP does; or with dry_run, what that would do
  * to each PF, from the same decisions the pass makes. */
 void method_reload(struct manager *m, struct call *call);
 
+#ifdef SVFF_FAULT_POINTS
 /* io.svff.Debug.InjectUevent(action, device): a test's way into
  * autoinit_handle_uevent(), since libudev cannot watch a simulated
  * sysfs. Root only. */

@@ -140,11 +140,7 @@ static void stop_at_fault_point(void *userdata) {
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         struct manager *m = userdata;
 
-        (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading the configuration.");
-        if (manager_reload_config(m) >= 0)
-                autoinit_reload(m);
-        (void) sd_notify(false, "READY=1");
-        manager_notify_status(m);
+        (void) autoinit_reload_config(m);
         return 0;
 }
 
