@@ -414,13 +414,21 @@ static int read_ns_ids(struct svff_class_pf *c, uint32_t nsid, struct json_objec
         "namespace identifiers, so the VF's domain would get another disk (the device's firmware or "           \
         "configuration changed?). Detach the VF and attach it again to give the domain the device as it is"
 
-/* The recorded identity in state (the subsystem NQN, each namespace's
- * NGUID and EUI64) against the device's; the secondary controller's ID
- * is verify's. 0, or -EUCLEAN with err naming what changed. */
+/* The recorded identity in state (the secondary controller's ID, the
+ * subsystem NQN, the NGUID and EUI64 of each of nss) against the
+ * device's, whose secondary controller for the VF is scid: 0, or
+ * -EUCLEAN with err naming what changed. */
 static int identity_check(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index, struct json_object *state,
-                          const struct ids *nss, struct svff_error *err) {
+                          uint16_t scid, const struct ids *nss, struct svff_error *err) {
         struct json_object *v, *ids;
         int r;
+
+        if (json_object_object_get_ex(state, "scid", &v) && json_object_is_type(v, json_type_int) &&
+            json_object_get_int(v) != scid)
+                return svff_error_set(err, -EUCLEAN,
+                                      "VF %u of PF %s: its secondary controller on %s is now %u, recorded %d: "
+                                      IDENTITY_WHY,
+                                      index, pf->address, c->ctrl, scid, json_object_get_int(v));
 
         if (json_object_object_get_ex(state, "subnqn", &v) && json_object_is_type(v, json_type_string) &&
             !streq(json_object_get_string(v), c->subnqn))
@@ -1254,6 +1262,15 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                 if (r < 0)
                         return r;
         }
+        /* Back to the domain that had it: the device must still be the
+         * one its guest knew. */
+        if (s.keep) {
+                struct ids one = { .v = { s.nsid }, .n = s.nsid ? 1 : 0 };
+
+                r = identity_check(c, pf, index, s.keep, sc.scid, &one, err);
+                if (r < 0)
+                        return r;
+        }
 
         /* the pool, less what this secondary gives back when it goes
          * offline */
@@ -1376,7 +1393,7 @@ static int nvme_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
         _cleanup_free_ struct ids *want_ns = malloc(sizeof(*want_ns)), *strays = malloc(sizeof(*strays));
         const struct svff_nvme_secondary *e;
         const char *secondary;
-        int vq, vi, scid, r;
+        int vq, vi, r;
 
         if (!l || !want_ns || !strays)
                 return -ENOMEM;
@@ -1391,6 +1408,10 @@ static int nvme_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
         if (!e)
                 return svff_error_set(err, -EUCLEAN, "VF %u of PF %s: %s lists no secondary controller for it",
                                       index, pf->address, c->ctrl);
+        /* another device first: what else differs follows from that */
+        r = identity_check(c, pf, index, state, e->scid, want_ns, err);
+        if (r < 0)
+                return r;
         secondary = json_object_get_string(json_object_object_get(state, "secondary"));
         vq = state_int(state, "vq");
         vi = state_int(state, "vi");
@@ -1401,15 +1422,6 @@ static int nvme_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsign
                                       "%s with %d VQ and %d VI (changed behind svff's back?); provision the VF again",
                                       index, pf->address, e->scid, e->online ? "online" : "offline", e->nvq, e->nvi,
                                       strna(secondary), vq, vi);
-        scid = state_int(state, "scid");
-        if (scid >= 0 && scid != e->scid)
-                return svff_error_set(err, -EUCLEAN,
-                                      "VF %u of PF %s: its secondary controller on %s is now %u, recorded %d: "
-                                      IDENTITY_WHY,
-                                      index, pf->address, c->ctrl, e->scid, scid);
-        r = identity_check(c, pf, index, state, want_ns, err);
-        if (r < 0)
-                return r;
         for (size_t i = 0; i < want_ns->n; i++) {
                 struct ctrls cl;
 

@@ -917,6 +917,10 @@ START_TEST(test_identity_kept) {
         nvme->close(c);
         open_ok();
         ck_assert_ptr_null(reprovision(0, rec, true, -EUCLEAN, &err));
+        /* refused before anything was sent: the secondary stays
+         * offline with nothing assigned */
+        assert_log("");
+        assert_secondary(1, false, 0, 0);
         assert_err(&err, "VF 0 of PF " PF ": the controller nvme0's subsystem NQN is now "
                    "'nqn.2019-08.org.qemu:other', recorded 'nqn.2019-08.org.qemu:svffnvme0': a guest's NVMe "
                    "multipath head takes a controller back only with the same subsystem NQN, NSID and namespace "
@@ -1244,6 +1248,9 @@ START_TEST(test_check_and_describe) {
                 { "{\"primary_flexible\": \"yes\"}", "'primary_flexible' must be true or false" },
                 { "{\"scrub_on_release\": \"shred\"}", "takes \"none\" or \"format\"" },
                 { "{\"mac\": \"02:00:00:00:00:01\"}", "Unknown NVMe setting 'mac'" },
+                /* the daemon's keys for a reprovision, no operator's */
+                { "{\"state\": {}}", "Unknown NVMe setting 'state'" },
+                { "{\"tenant\": true}", "Unknown NVMe setting 'tenant'" },
         };
         _cleanup_(json_object_putp) struct json_object *off = json("{\"scid\": 2, \"secondary\": \"offline\", \"vq\": 0, \"vi\": 0, \"namespaces\": []}");
         _cleanup_(json_object_putp) struct json_object *two = json("{\"secondary\": \"online\", \"vq\": 2, \"vi\": 1, \"namespaces\": [1, 5]}");
