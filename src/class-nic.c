@@ -282,6 +282,10 @@ static int want_parse(const struct svff_class_pf *c, unsigned index, struct json
                 for (size_t i = 0; known_keys[i]; i++)
                         if (streq(key, known_keys[i]))
                                 ok = true;
+                /* the daemon's keys for a reprovision (class.h), never
+                 * an operator's: check() is for theirs */
+                if (!c && (streq(key, "state") || streq(key, "tenant")))
+                        ok = false;
                 if (!ok)
                         return bad(err, c, index, "unknown NIC setting", key,
                                    "known: mac, mac_prefix, vlan, qos, vlan_proto, spoofchk, trust, "

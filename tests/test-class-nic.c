@@ -658,6 +658,16 @@ START_TEST(test_check) {
         ck_assert_int_eq(svff_class_nic.check(bad, &err), -EINVAL);
         ck_assert_str_eq(svff_error_message(&err), "NIC settings: bad 'vlan': a VLAN is 0 to 4095");
         svff_error_free(&err);
+        /* the daemon's own keys for a reprovision are no operator's */
+        for (const char *const *k = (const char *const[]) { "state", "tenant", NULL }; *k; k++) {
+                _cleanup_(json_object_putp) struct json_object *reserved = json_object_new_object();
+
+                json_object_object_add(reserved, *k, json_object_new_object());
+                ck_assert_int_eq(svff_class_nic.check(reserved, &err), -EINVAL);
+                ck_assert_msg(strstr(svff_error_message(&err), "unknown NIC setting"), "%s: %s", *k,
+                              svff_error_message(&err));
+                svff_error_free(&err);
+        }
 }
 END_TEST
 
