@@ -1232,9 +1232,6 @@ static int policy_totalvfs_warnings(const struct svff_config *c, char **warnings
         return 0;
 }
 
-/* Checks the file svffd would read, or FILE, with its drop-ins (FILE.d/)
- * exactly as 'svffd --config FILE' reads them, with svffd's own parser:
- * no daemon involved. --effective prints the settings that result. */
 /* What a reload did, or would do to each PF. */
 static int reload_reply(struct json_object *p, const char *error, bool continues, void *userdata) {
         struct json_object *pfs;
@@ -1287,6 +1284,10 @@ static int cmd_config_reload(int argc) {
         });
 }
 
+/* Checks the file svffd would read, or FILE, with its drop-ins (FILE.d/)
+ * exactly as 'svffd --config FILE' reads them, with svffd's own parser:
+ * no daemon involved. --effective prints the settings that result. 'config
+ * reload' has svffd reload it instead. */
 static int cmd_config(int argc, char **argv) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct svff_config c;

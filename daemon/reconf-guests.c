@@ -168,7 +168,7 @@ static void want_namespace(struct manager *m, struct reconf_guest *g) {
             json_object_array_length(v) < 1)
                 return;
         for (const char *p = nqn; *p; p++)
-                if (*p < 0x21 || *p > 0x7e)
+                if (*p < 0x20 || *p > 0x7e)
                         return;
         nsid = json_object_get_int64(json_object_array_get_idx(v, 0));
         if (nsid < 1 || nsid > UINT32_MAX)

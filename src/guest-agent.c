@@ -168,7 +168,7 @@ static bool parse_line(const char *line, size_t len, struct svff_ga_head *ret) {
         if (eol - nqn < 1 || eol - nqn >= SVFF_GA_NQN_MAX || (eol - nqn == 1 && *nqn == '-'))
                 return true;
         for (const char *p = nqn; p < eol; p++)
-                if (*p < 0x21 || *p > 0x7e)
+                if (*p < 0x20 || *p > 0x7e)
                         return true;
         memcpy(ret->subnqn, nqn, (size_t) (eol - nqn));
         ret->subnqn[eol - nqn] = 0;

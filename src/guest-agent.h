@@ -11,7 +11,9 @@
  * NSID and its subsystem's NQN, then guest-exec-status until it has
  * exited. Nothing is written in the guest. Its output is the guest's
  * text: each line is checked (a head's name, nvme<N>n<N>, decimal
- * counts, an NQN of printable ASCII), and every other line is dropped. */
+ * counts, an NQN of printable ASCII, spaces included: Linux pads the
+ * serial and model in one it makes up), and every other line is
+ * dropped. */
 
 #include <stddef.h>
 #include <stdint.h>
