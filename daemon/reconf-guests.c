@@ -156,20 +156,16 @@ static void guests_job_run(void *userdata) {
 
 /* The namespace svff recorded for g's VF: its class state's subsystem
  * NQN and first NSID; nothing where the NQN is not one the guest's
- * answer can match (src/guest-agent.c takes printable ASCII only). */
+ * answer can hold (svff_ga_nqn_ok()). */
 static void want_namespace(struct manager *m, struct reconf_guest *g) {
         struct json_object *state = classes_vf_state(m, g->vf), *v;
         const char *nqn = NULL;
         int64_t nsid;
 
-        if (!state || svff_json_get_string(state, "subnqn", &nqn) < 0 || !nqn || !*nqn ||
-            strlen(nqn) >= sizeof(g->want_nqn) ||
+        if (!state || svff_json_get_string(state, "subnqn", &nqn) < 0 || !nqn || !svff_ga_nqn_ok(nqn, strlen(nqn)) ||
             !json_object_object_get_ex(state, "namespaces", &v) || !json_object_is_type(v, json_type_array) ||
             json_object_array_length(v) < 1)
                 return;
-        for (const char *p = nqn; *p; p++)
-                if (*p < 0x20 || *p > 0x7e)
-                        return;
         nsid = json_object_get_int64(json_object_array_get_idx(v, 0));
         if (nsid < 1 || nsid > UINT32_MAX)
                 return;

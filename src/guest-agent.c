@@ -119,6 +119,15 @@ static bool head_name_ok(const char *name, size_t len) {
         return digits > 0 && i == len;
 }
 
+bool svff_ga_nqn_ok(const char *s, size_t n) {
+        if (n < 1 || n >= SVFF_GA_NQN_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (s[i] < 0x20 || s[i] > 0x7e)
+                        return false;
+        return true;
+}
+
 /* A decimal count of at most 10 digits at *p, up to a space or the
  * end: advances *p past it. */
 static bool parse_u32(const char **p, const char *end, uint32_t *ret) {
@@ -165,11 +174,8 @@ static bool parse_line(const char *line, size_t len, struct svff_ga_head *ret) {
                 return true;
         ret->nsid = nsid;
         nqn = value + 1;
-        if (eol - nqn < 1 || eol - nqn >= SVFF_GA_NQN_MAX || (eol - nqn == 1 && *nqn == '-'))
+        if (!svff_ga_nqn_ok(nqn, (size_t) (eol - nqn)) || (eol - nqn == 1 && *nqn == '-'))
                 return true;
-        for (const char *p = nqn; p < eol; p++)
-                if (*p < 0x20 || *p > 0x7e)
-                        return true;
         memcpy(ret->subnqn, nqn, (size_t) (eol - nqn));
         ret->subnqn[eol - nqn] = 0;
         return true;

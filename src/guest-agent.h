@@ -51,6 +51,10 @@ int svff_ga_connected_in_xml(const char *xml);
 int svff_ga_nvme_heads(svff_ga_command_fn command, void *userdata, usec_t timeout, struct svff_ga_head **ret,
                        size_t *ret_n, struct svff_error *err);
 
+/* Whether s[0, n) is an NQN the guest's answer can hold: 1 to 223
+ * bytes of printable ASCII, spaces included. */
+bool svff_ga_nqn_ok(const char *s, size_t n);
+
 /* Of heads[0..n), the index of the one that keeps its disk the
  * shortest: among the heads of namespace nsid of the subsystem subnqn,
  * or among all with subnqn NULL (the namespace unknown); -1 for none. */
