@@ -313,16 +313,23 @@ static void image_read_done(void *userdata) {
  * started if need be, and its end applies the policy again). A read
  * that is done is the one whose end is applying the policy now
  * (image_read_done() frees it after): it is read, never freed here. */
+/* The newest image read for pf (a read started while another ends), or
+ * NULL. */
+static struct image_read *image_read_newest(struct autoinit *a, const char *pf) {
+        struct image_read *r;
+
+        for (r = a ? a->reads : NULL; r; r = r->next)
+                if (streq(r->address, pf))
+                        break;
+        return r;
+}
+
 static int image_read_take(struct manager *m, const char *pf, const struct svff_policy *pol, bool startup,
                            struct json_object **ret, struct svff_error *err) {
         struct autoinit *a = m->autoinit;
-        struct image_read *r;
+        struct image_read *r = image_read_newest(a, pf);
         int k;
 
-        /* the newest first: a read started while another ends */
-        for (r = a->reads; r; r = r->next)
-                if (streq(r->address, pf))
-                        break;
         if (r && !r->done) {
                 if (startup && !r->startup) {
                         r->startup = true;
@@ -371,11 +378,8 @@ static int image_read_take(struct manager *m, const char *pf, const struct svff_
  * err filled, or 0 when there is none (a dry run's). */
 static int image_read_peek(struct manager *m, const char *pf, const struct svff_policy *pol,
                            struct json_object **ret, struct svff_error *err) {
-        struct image_read *r;
+        struct image_read *r = image_read_newest(m->autoinit, pf);
 
-        for (r = m->autoinit ? m->autoinit->reads : NULL; r; r = r->next)
-                if (streq(r->address, pf))
-                        break;
         if (!r || !r->done || !streq(r->image, pol->image))
                 return 0;
         if (r->r < 0)
@@ -471,7 +475,9 @@ static int decide_image(struct manager *m, const struct svff_config *cfg, const 
                                  "as it is now (%s%s%s), but VFs of the PF are assigned; not applied: 'svffctl "
                                  "reprogram %s %s' flashes it keeping them", d->reason, pol->image,
                                  had ? "it holds '" : "", had ?: "no flash recorded",
-                                 !had ? "" : pol->verify_sha256 ? "', or with other content" : "', or a file changed since",
+                                 !had ? ""
+                                 : pol->verify_sha256 ? "', or with other content"
+                                                      : "', or a file changed since",
                                  pf->address, pol->image);
                 else if (!pf->driver) {
                         d->action = POLICY_NONE;
