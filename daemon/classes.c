@@ -357,7 +357,8 @@ static int ensure_opened(struct opened *op, unsigned index, struct json_object *
                         goto finish;
                 }
         }
-        if (whose == ENSURE_HANDOVER && o.class->release && recorded && svff_json_get_string(recorded, "name", &rname) >= 0 &&
+        if (whose == ENSURE_HANDOVER && o.class->release && recorded &&
+            svff_json_get_string(recorded, "name", &rname) >= 0 &&
             streq(rname, o.class->name) && json_object_object_get_ex(recorded, "state", &rstate) && rstate) {
                 r = o.class->release(o.c, o.pf, index, rstate, err);
                 if (r < 0)

@@ -24,30 +24,6 @@ bool params_check_known(struct call *call, const char *error, const char *const 
         return true;
 }
 
-bool params_get_address(struct call *call, const char *name, char buf[static SVFF_PCI_ADDR_STRLEN]) {
-        const char *s;
-        int r;
-
-        r = svff_json_get_string(call_request(call)->parameters, name, &s);
-        if (r == -ENOENT) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", name,
-                            "Parameter '%s' is required.", name);
-                return false;
-        }
-        if (r < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", name,
-                            "Parameter '%s' must be a PCI address string such as 0000:03:00.0.", name);
-                return false;
-        }
-        if (svff_pci_addr_canonicalize(s, buf) < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", name,
-                            "Parameter '%s': '%.64s' is not a PCI address; use the form 0000:03:00.0.",
-                            name, s);
-                return false;
-        }
-        return true;
-}
-
 static bool known(struct call *call, const char *error, const struct param *table) {
         json_object_object_foreach(call_request(call)->parameters, key, val) {
                 const struct param *p;

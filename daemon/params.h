@@ -43,9 +43,6 @@ bool params_decode(struct call *call, const char *error, const struct param *tab
  * NULL-terminated list); otherwise answers InvalidParameter and returns
  * false. */
 bool params_check_known(struct call *call, const char *error, const char *const *allowed);
-/* Reads a PCI address parameter in canonical form; answers
- * InvalidParameter and returns false on failure. */
-bool params_get_address(struct call *call, const char *name, char buf[static SVFF_PCI_ADDR_STRLEN]);
 /* Answers PermissionDenied and returns false unless the peer may change
  * devices. */
 bool require_privileged(struct manager *m, struct call *call);
