@@ -467,7 +467,9 @@ static int identity_check(struct svff_class_pf *c, const struct svff_pf *pf, uns
 
 /* Adds the identity to a new state: the one keep recorded (NULL: none)
  * where it has it, else the device's; the secondary controller's ID
- * likewise. For the namespace nsid (0: none). */
+ * likewise. For the namespace nsid (0: none). provision has compared
+ * keep with the device before its first command (identity_check()), so
+ * what it copies is the device's, without reading it again. */
 static int identity_add(struct svff_class_pf *c, struct json_object *state, struct json_object *keep, uint16_t scid,
                         uint32_t nsid, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *ids = NULL, *one = NULL;
