@@ -700,9 +700,10 @@ static int print_status(struct json_object *reply, const void *userdata) {
                         printf("libvirt:      %s (%s)\n", strna(jstr(lv, "uri")), conn ? "connected" : "not connected");
                 }
                 if (jint(reply, "snapshot_age_usec", -1) >= 0)
-                        printf("Snapshot:     taken %lld ms ago (list_max_age_msec %lld)\n",
+                        printf("Snapshot:     taken %lld ms ago (list_max_age_msec %lld); %lld call(s) waited for "
+                               "a new one\n",
                                jint(reply, "snapshot_age_usec", 0) / 1000,
-                               jint(reply, "snapshot_max_age_usec", 0) / 1000);
+                               jint(reply, "snapshot_max_age_usec", 0) / 1000, jint(reply, "snapshot_waits", 0));
         }
         if (jint(reply, "stuck_writes", 0) > 0)
                 printf("Stuck writes: %lld (past their deadline, still running in the kernel: a slow driver or a "

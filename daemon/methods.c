@@ -726,6 +726,8 @@ static void status_reply(struct manager *m, struct call *call, struct json_objec
                                json_object_new_int64(s ? (int64_t) (t - s->taken_usec) : -1));
         json_object_object_add(p, "snapshot_max_age_usec",
                                json_object_new_int64((int64_t) m->config.list_max_age_usec));
+        json_object_object_add(p, "snapshot_waits",
+                               json_object_new_int64((int64_t) snapshot_cache_waits(m->snapshots)));
         {
                 struct json_object *lv = json_object_new_object();
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ struct snapshot_cache {
         struct svff_ctx *ctx;
         struct worker_pool *pool;
         uint64_t max_age_usec;
+        uint64_t pass_usec;     /* how long the last full pass took */
+        uint64_t waits;         /* calls that waited for a pass */
 
         struct snapshot *snapshot;
         uint64_t id;            /* bumped per change of the snapshot */
@@ -47,6 +50,7 @@ struct discovery_job {
         uint64_t seq;                   /* the cache's seq at submission */
         char **only;                    /* a partial pass: just these PFs */
         size_t n_only;
+        uint64_t started_usec;
         struct snapshot *result;
 };
 
@@ -337,8 +341,10 @@ static void discovery_done(void *userdata) {
                 if (j->result->error < 0 || !c->snapshot || merge_snapshot(c, j->result, j->only) < 0)
                         c->dirty_all = true;  /* a full pass will follow */
                 snapshot_free(j->result);
-        } else if (j->result)
+        } else if (j->result) {
+                c->pass_usec = now_usec() - j->started_usec;
                 install_snapshot(c, j->result);
+        }
         strv_free(j->only);
         svff_ctx_unref(j->ctx);
         free(j);
@@ -374,6 +380,7 @@ static void start_discovery(struct snapshot_cache *c) {
         j->pool = c->pool;
         j->ctx = svff_ctx_ref(c->ctx);
         j->seq = c->seq;
+        j->started_usec = now_usec();
         /* Only the PFs svffd changed, while the rest is young enough. */
         if (c->snapshot && c->snapshot->error >= 0 && !c->dirty_all && c->n_dirty_pfs > 0 &&
             now_usec() - c->snapshot->taken_usec < c->max_age_usec) {
@@ -400,10 +407,12 @@ fail:
 }
 
 int snapshot_cache_read_now(struct snapshot_cache *c) {
+        uint64_t t = now_usec();
         struct snapshot *s = discover(c->ctx, c->seq);
 
         if (!s)
                 return log_oom();
+        c->pass_usec = now_usec() - t;
         install_snapshot(c, s);
         return s->error;
 }
@@ -493,13 +502,46 @@ static bool pending_writes_changed(struct snapshot_cache *c) {
         return false;
 }
 
+/* How long before a snapshot grows too old its successor's pass starts:
+ * the last full pass's time and a quarter more, and at least a tenth of
+ * list_max_age_msec, so that a reader coming every few tens of
+ * milliseconds meets the start; at most half of it, so that a steady
+ * stream of readers costs at most twice the passes it would cost
+ * waiting. */
+static uint64_t refresh_lead(const struct snapshot_cache *c) {
+        uint64_t lead = c->pass_usec + c->pass_usec / 4;
+
+        if (lead < c->max_age_usec / 10)
+                return c->max_age_usec / 10;
+        return lead < c->max_age_usec / 2 ? lead : c->max_age_usec / 2;
+}
+
+/* A call served from a snapshot that will be too old within the lead
+ * starts the next pass, so that a steady stream of readers finds a
+ * fresh snapshot waiting instead of waiting for one. The pass is a
+ * full one: a partial pass does not make the snapshot younger. */
+static void refresh_ahead(struct snapshot_cache *c, uint64_t now) {
+        if (c->running || c->shutting_down || !c->pool ||
+            now - c->snapshot->taken_usec + refresh_lead(c) < c->max_age_usec)
+                return;
+        log_debug("Refreshing the snapshot ahead of need: taken %" PRIu64 " ms ago, the last pass took %" PRIu64
+                  " ms.", (now - c->snapshot->taken_usec) / 1000, c->pass_usec / 1000);
+        c->dirty_all = true;
+        start_discovery(c);
+}
+
+uint64_t snapshot_cache_waits(const struct snapshot_cache *c) {
+        return c->waits;
+}
+
 void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_waiter_fn fn, void *userdata,
                          void (*destroy)(void *userdata)) {
         struct snapshot_waiter *w;
-        uint64_t not_before = snapshot_not_before(c, now_usec());
+        uint64_t now = now_usec(), not_before = snapshot_not_before(c, now);
 
         if (c->snapshot && c->snapshot->seq >= c->seq && c->snapshot->taken_usec >= not_before &&
             !pending_writes_changed(c)) {
+                refresh_ahead(c, now);
                 fn(c->owner, call, userdata);
                 return;
         }
@@ -528,6 +570,8 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
                         destroy(userdata);
                 return;
         }
+        if (call)
+                c->waits++;
         w->call = call_ref(call);
         w->fn = fn;
         w->userdata = userdata;

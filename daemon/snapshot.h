@@ -89,3 +89,8 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
                          void (*destroy)(void *userdata));
 /* No new pass from now on (see above); one running completes. */
 void snapshot_cache_shutdown(struct snapshot_cache *c);
+/* How many calls waited for a discovery pass since svffd started: a
+ * snapshot too old, or older than svffd's own last change. A call served
+ * within the last stretch of the snapshot's life starts the next pass
+ * ahead, so steady readers do not wait. */
+uint64_t snapshot_cache_waits(const struct snapshot_cache *c);

@@ -3,7 +3,8 @@
 # change made behind svffd's back (no uevent reaches it under pcisim)
 # shows in the first call made once the snapshot is older than that,
 # never only in a later one. status shows the snapshot's age and
-# whether libvirt is connected.
+# whether libvirt is connected, and a steady reader never waits for a
+# pass.
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
@@ -37,4 +38,28 @@ ctl_status > "$T/status.txt"
 grep -q "^libvirt: .*(not connected)" "$T/status.txt" || fail "status text lacks libvirt: $(cat "$T/status.txt")"
 grep -q "^Snapshot: *taken [0-9]* ms ago (list_max_age_msec 200)" "$T/status.txt" ||
         fail "status text lacks the snapshot's age: $(cat "$T/status.txt")"
+
+note "a steady reader never waits: the next pass starts while the snapshot still answers"
+stop_svffd || fail "svffd stopped with an error"
+cat > "$T/svff.conf" <<CONF
+{ "list_max_age_msec": 3000, "libvirt_uri": "test:///nonexistent-$$" }
+CONF
+start_svffd
+waits() { ctl_status --json | jget 'd["snapshot_waits"]'; }
+before=$(waits)
+# Back-to-back calls for 10 s: the snapshot grows too old three times. A
+# pass starts in its last 300 ms (a tenth of list_max_age_msec), which a
+# call every few tens of milliseconds meets.
+end=$(($(date +%s) + 10))
+calls=0
+while [ "$(date +%s)" -lt "$end" ]; do
+        ctl list > /dev/null || fail "list"
+        calls=$((calls + 1))
+done
+after=$(waits)
+note "$calls calls; $((after - before)) waited for a pass"
+[ $((after - before)) -le 1 ] || fail "$((after - before)) of $calls back-to-back calls waited for a pass"
+ctl_status | grep -q "^Snapshot: .*; $after call(s) waited for a new one$" ||
+        fail "status text lacks the waits: $(ctl_status)"
+grep -q "Refreshing the snapshot ahead of need" "$T/svffd.log" || fail "no pass started ahead"
 exit 0
