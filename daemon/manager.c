@@ -314,6 +314,10 @@ static void snapshot_changed(struct manager *m, struct snapshot *s) {
         metrics_snapshot_changed(m->metrics, s);
 }
 
+static bool snapshot_busy(struct manager *m, const char *pf) {
+        return registry_find(m->registry, pf) != NULL;
+}
+
 static void metrics_snapshot_ready(struct manager *m, struct call *call, _unused_ void *userdata) {
         (void) call;
         metrics_write(m->metrics);
@@ -334,7 +338,7 @@ static void metrics_refresh(struct manager *m) {
 int manager_start_discovery(struct manager *m) {
         int r;
 
-        r = snapshot_cache_new(m->event, m->ctx, m, snapshot_changed, &m->snapshots);
+        r = snapshot_cache_new(m->event, m->ctx, m, snapshot_changed, snapshot_busy, &m->snapshots);
         if (r < 0)
                 return r;
         snapshot_cache_set_max_age(m->snapshots, m->config.list_max_age_usec);

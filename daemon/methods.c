@@ -219,9 +219,15 @@ static struct json_object *json_changing(struct manager *m, const struct svff_pf
                          (unsigned long long) ((svff_now_usec() - pf->numvfs_unread_since) / USEC_PER_SEC));
                 return json_object_new_string(buf);
         }
-        if (!pf->numvfs_pending)
-                return NULL;
         op = manager_find_operation(m, pf->address);
+        if (!pf->numvfs_pending) {
+                /* No phase: List's answer is cached until the snapshot
+                 * or the store changes, and a phase changes before. */
+                if (!op || !snapshot_cache_pf_behind(m->snapshots, pf->address))
+                        return NULL;
+                snprintf(buf, sizeof(buf), "%s in progress; shown as read before its latest step", op->kind);
+                return json_object_new_string(buf);
+        }
         if (op)
                 snprintf(buf, sizeof(buf), "%s in progress (phase %s): sriov_numvfs is being set to %s; shown as last "
                          "read", op->kind, op->phase, pf->numvfs_pending);

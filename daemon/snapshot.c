@@ -21,9 +21,16 @@ struct snapshot_waiter {
         uint64_t not_before;    /* ...and taken at or after this (CLOCK_MONOTONIC) */
 };
 
+/* A PF svffd changed, and its change count then. */
+struct change {
+        char *pf;
+        uint64_t seq;
+};
+
 struct snapshot_cache {
         struct manager *owner;
         snapshot_changed_fn changed_fn;
+        snapshot_busy_fn busy_fn;
         struct svff_ctx *ctx;
         struct worker_pool *pool;
         uint64_t max_age_usec;
@@ -35,6 +42,11 @@ struct snapshot_cache {
         /* Counts svffd's own changes: a snapshot taken before the latest
          * one is too old for any caller. */
         uint64_t seq;
+        /* Each PF's last change, and the last one of no PF or of all: a
+         * snapshot older than the change shows the PF as it was before. */
+        struct change *changes;
+        size_t n_changes;
+        uint64_t any_seq;
         char **dirty_pfs;       /* changed since the last pass started */
         size_t n_dirty_pfs;
         bool dirty_all;
@@ -77,7 +89,7 @@ const struct svff_pf *snapshot_pf(const struct snapshot *s, const char *address)
 }
 
 int snapshot_cache_new(sd_event *event, struct svff_ctx *ctx, struct manager *owner, snapshot_changed_fn changed,
-                       struct snapshot_cache **ret) {
+                       snapshot_busy_fn busy, struct snapshot_cache **ret) {
         struct snapshot_cache *c;
         int r;
 
@@ -86,6 +98,7 @@ int snapshot_cache_new(sd_event *event, struct svff_ctx *ctx, struct manager *ow
                 return -ENOMEM;
         c->owner = owner;
         c->changed_fn = changed;
+        c->busy_fn = busy;
         c->ctx = svff_ctx_ref(ctx);
         c->seq = 1;
         c->waiters_tail = &c->waiters;
@@ -126,6 +139,9 @@ struct snapshot_cache *snapshot_cache_free(struct snapshot_cache *c) {
         if (!c)
                 return NULL;
         snapshot_cache_stop(c);
+        for (size_t i = 0; i < c->n_changes; i++)
+                free(c->changes[i].pf);
+        free(c->changes);
         strv_free(c->dirty_pfs);
         snapshot_free(c->snapshot);
         svff_ctx_unref(c->ctx);
@@ -417,10 +433,69 @@ int snapshot_cache_read_now(struct snapshot_cache *c) {
         return s->error;
 }
 
+static struct change *find_change(struct snapshot_cache *c, const char *pf) {
+        for (size_t i = 0; i < c->n_changes; i++)
+                if (streq(c->changes[i].pf, pf))
+                        return &c->changes[i];
+        return NULL;
+}
+
+/* Notes pf's change at seq: out of memory, it counts as a change of
+ * every PF, which no caller is served past. */
+static void note_change(struct snapshot_cache *c, const char *pf, uint64_t seq) {
+        struct change *ch = pf ? find_change(c, pf) : NULL, *n;
+        char *copy;
+
+        if (ch) {
+                ch->seq = seq;
+                return;
+        }
+        if (!pf) {
+                c->any_seq = seq;
+                return;
+        }
+        copy = strdup(pf);
+        n = copy ? realloc(c->changes, (c->n_changes + 1) * sizeof(*n)) : NULL;
+        if (!n) {
+                free(copy);
+                c->any_seq = seq;
+                return;
+        }
+        c->changes = n;
+        c->changes[c->n_changes++] = (struct change) { .pf = copy, .seq = seq };
+}
+
+bool snapshot_cache_pf_behind(struct snapshot_cache *c, const char *pf) {
+        const struct change *ch;
+
+        if (!c || !c->snapshot)
+                return false;
+        ch = find_change(c, pf);
+        return ch && ch->seq > c->snapshot->seq;
+}
+
+/* Whether every change the snapshot lacks is to a PF an operation is
+ * changing now: a call may then have it, those PFs shown as last read
+ * and named as changing, instead of waiting for a pass to read them
+ * halfway through the operation. Once the operation ends, its PF must
+ * be read before a call is served. */
+static bool behind_only_busy(struct snapshot_cache *c) {
+        uint64_t seq = c->snapshot->seq;
+
+        if (c->any_seq > seq || !c->busy_fn)
+                return false;
+        for (size_t i = 0; i < c->n_changes; i++)
+                if (c->changes[i].seq > seq && !c->busy_fn(c->owner, c->changes[i].pf))
+                        return false;
+        return true;
+}
+
 void snapshot_cache_changed(struct snapshot_cache *c, const char *pf) {
         char **n;
 
         c->seq++;
+        c->id++;        /* List's answer names the PF as changing */
+        note_change(c, pf, c->seq);
         if (!pf) {
                 c->dirty_all = true;
                 return;
@@ -494,10 +569,17 @@ static bool pending_writes_changed(struct snapshot_cache *c) {
                 const struct svff_pf *pf = c->snapshot->pfs[i];
                 _cleanup_free_ char *path = NULL;
 
-                if (asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", pf->address) < 0 ||
-                    (svff_ctx_write_pending(c->ctx, path, NULL, NULL) > 0) != !!pf->numvfs_pending ||
-                    (pf->numvfs_unread_since && svff_ctx_read_stuck(c->ctx, path, NULL) <= 0))
+                if (asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", pf->address) < 0)
                         return true;
+                if ((svff_ctx_write_pending(c->ctx, path, NULL, NULL) > 0) == !!pf->numvfs_pending &&
+                    !(pf->numvfs_unread_since && svff_ctx_read_stuck(c->ctx, path, NULL) <= 0))
+                        continue;
+                /* By an operation on the PF: a change of it like svffd's
+                 * others, which the operation's own PF need not wait for. */
+                if (!c->busy_fn || !c->busy_fn(c->owner, pf->address))
+                        return true;
+                if (!snapshot_cache_pf_behind(c, pf->address))
+                        snapshot_cache_changed(c, pf->address);
         }
         return false;
 }
@@ -539,11 +621,19 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
         struct snapshot_waiter *w;
         uint64_t now = now_usec(), not_before = snapshot_not_before(c, now);
 
-        if (c->snapshot && c->snapshot->seq >= c->seq && c->snapshot->taken_usec >= not_before &&
-            !pending_writes_changed(c)) {
-                refresh_ahead(c, now);
-                fn(c->owner, call, userdata);
-                return;
+        if (c->snapshot && c->snapshot->taken_usec >= not_before && !pending_writes_changed(c)) {
+                if (c->snapshot->seq >= c->seq) {
+                        refresh_ahead(c, now);
+                        fn(c->owner, call, userdata);
+                        return;
+                }
+                if (behind_only_busy(c)) {
+                        /* A later call shows how far the operation got. */
+                        refresh_ahead(c, now);
+                        start_discovery(c);
+                        fn(c->owner, call, userdata);
+                        return;
+                }
         }
 
         start_discovery(c);

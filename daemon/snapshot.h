@@ -49,9 +49,12 @@ typedef void (*snapshot_changed_fn)(struct manager *m, struct snapshot *s);
 
 struct snapshot_cache;
 
+/* Whether an operation of svffd's is changing pf now. */
+typedef bool (*snapshot_busy_fn)(struct manager *m, const char *pf);
+
 /* Starts the discovery thread. ctx is referenced. */
 int snapshot_cache_new(sd_event *event, struct svff_ctx *ctx, struct manager *owner, snapshot_changed_fn changed,
-                       struct snapshot_cache **ret);
+                       snapshot_busy_fn busy, struct snapshot_cache **ret);
 /* Drops the waiters (unserved) and stops the discovery thread: a pass
  * still running completes first. The snapshot stays readable. */
 void snapshot_cache_stop(struct snapshot_cache *c);
@@ -64,24 +67,32 @@ struct worker_pool *snapshot_cache_pool(struct snapshot_cache *c);
 /* How old a snapshot may be and still answer a call (list_max_age_msec). */
 void snapshot_cache_set_max_age(struct snapshot_cache *c, uint64_t usec);
 /* The current snapshot (NULL before the first pass), and a number that
- * changes whenever it does. */
+ * changes whenever List's answer from it may: it changed, or svffd
+ * changed a PF it shows. */
 struct snapshot *snapshot_cache_get(struct snapshot_cache *c);
 uint64_t snapshot_cache_id(struct snapshot_cache *c);
 
 /* Reads sysfs on the calling thread (start-up only: before serving). */
 int snapshot_cache_read_now(struct snapshot_cache *c);
 /* Records that svffd changed pf in sysfs (NULL: anything): later callers
- * wait for a pass that re-read it. Only the PFs changed are read again
- * when the rest of the snapshot is younger than list_max_age_msec. */
+ * wait for a pass that re-read it, unless an operation is changing pf
+ * still (the busy callback): then the snapshot serves, pf shown as read
+ * before the change (snapshot_cache_pf_behind), while a pass reads it in
+ * the background. Only the PFs changed are read again when the rest of
+ * the snapshot is younger than list_max_age_msec. */
 void snapshot_cache_changed(struct snapshot_cache *c, const char *pf);
+/* Whether the snapshot shows pf as it was before svffd's last change of
+ * it. */
+bool snapshot_cache_pf_behind(struct snapshot_cache *c, const char *pf);
 /* Puts pf (taken), which svffd just changed and knows exactly, into the
  * snapshot, sparing a pass. Only when no pass is running (a pass started
  * earlier would overwrite it with older data); otherwise pf is freed and
  * the next pass reads it. */
 void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf);
 /* Runs fn(owner, call, userdata) once a snapshot fresh enough exists
- * (now, or after a pass): one with svffd's own changes, taken no more
- * than list_max_age_msec before the call arrived. An older one is not
+ * (now, or after a pass): one with svffd's own changes (but those of the
+ * PFs operations are changing now), taken no more than list_max_age_msec
+ * before the call arrived. An older one is not
  * served while the refresh runs. Takes a reference on call, which may be
  * NULL for svffd's own work, and userdata: fn gets it, or destroy (may
  * be NULL) when fn never runs (svffd stopping, out of memory). */

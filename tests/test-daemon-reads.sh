@@ -9,7 +9,8 @@
 #     figures) while its init runs;
 #   - a dry run, which asks a PF's device class, while svffd's one ops
 #     worker (workers 1) writes another PF's count: the class is asked
-#     on the discovery pool, not behind the write.
+#     on the discovery pool, not behind the write;
+#   - svffd's own write, which no call waits for a pass to read.
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
@@ -167,4 +168,35 @@ rc=0; wait $init || rc=$?
 BG_PIDS=""
 expect_eq "$rc" 0 "init $OTHER 7: $(cat "$T/init-other.out")"
 pcisim_ctl "latency vf_enable 0"
+
+note "svffd's own write: List and Status do not wait for a pass to read the PF its init is changing"
+# A snapshot younger than list_max_age_msec serves: only the init's
+# changes could make a call wait.
+sed 's/"workers": 1,/"workers": 1, "list_max_age_msec": 60000,/' "$T/svff.conf" > "$T/svff.conf.new"
+mv "$T/svff.conf.new" "$T/svff.conf"
+ctl config reload > "$T/out" 2>&1 || fail "config reload: $(cat "$T/out")"
+waits() { ctl status --json | jget 'd["snapshot_waits"]'; }
+ctl list > /dev/null || fail "list before the init"
+w0=$(waits)
+ctl init $OTHER 3 > "$T/init-own.out" 2>&1 &
+init=$!
+BG_PIDS="$init"
+# 7 -> 0 sleeps a second in the kernel's sriov_disable (the paper's figure).
+wait_for grep -q "$OTHER: setting sriov_numvfs 7 -> 0" "$T/svffd.log" || fail "the init of $OTHER did not reach its write"
+sleep 0.3
+timed own-list list --json
+changing $OTHER < "$T/own-list.out" | grep -q "init" ||
+        fail "the PF being initialised is not shown as changing by its init: $(cat "$T/own-list.out")"
+expect_eq "$(changing $PF < "$T/own-list.out")" None "another PF during the init"
+# Exit 5: the init is in progress.
+ctl_status --json > "$T/own-status.out" || fail "status during the init: exit $ctl_status_rc"
+w1=$(jget 'd["snapshot_waits"]' < "$T/own-status.out")
+kill -0 $init 2>/dev/null || fail "the init of $OTHER ended before the reads: they did not meet its write"
+expect_eq "$w1" "$w0" "the calls that waited for a pass while the init wrote the count"
+rc=0; wait $init || rc=$?
+BG_PIDS=""
+expect_eq "$rc" 0 "init $OTHER 3: $(cat "$T/init-own.out")"
+ctl list --json > "$T/list.json"
+expect_eq "$(list_numvfs $OTHER < "$T/list.json")" 3 "the count once the init ended"
+expect_eq "$(changing $OTHER < "$T/list.json")" None "the PF once the init ended"
 exit 0

@@ -81,7 +81,7 @@ func main() {
 		die("List(absent pf)", fmt.Errorf("not a NoSuchDevice for %s: %#v", nope, err))
 	}
 
-	ver, _, root, store, ops, drift, owners, cfgErr, _, stuck, _, _, _, discErr, recovered, err := iosvff.Status().Call(ctx, c)
+	ver, _, root, store, ops, drift, owners, cfgErr, _, stuck, _, _, _, _, discErr, recovered, err := iosvff.Status().Call(ctx, c)
 	if err != nil {
 		die("Status", err)
 	}
