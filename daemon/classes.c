@@ -674,6 +674,8 @@ char *classes_summarize(const char *class_name, struct json_object *state) {
 
 /* ---- main thread: a dry run's class plan on the ops pool ---- */
 
+struct plan_share;
+
 struct step {
         struct manager *m;
         struct svff_ctx *ctx;
@@ -685,6 +687,7 @@ struct step {
         classes_plan_fn plan_done;     /* a plan's; else a Show's: */
         classes_show_fn show_done;
         void *userdata;
+        struct plan_share *share;      /* a plan's, whose callers it answers */
 
         int r;
         struct svff_error err;
@@ -703,6 +706,9 @@ static void step_free(struct step *s) {
         free(s);
 }
 
+static void share_done(struct manager *m, struct plan_share *sh, int r, const char *message,
+                       struct json_object *class_plan);
+
 static void step_done(void *userdata) {
         struct step *s = userdata;
         const char *msg = s->r < 0 ? svff_error_message(&s->err) : NULL;
@@ -713,7 +719,10 @@ static void step_done(void *userdata) {
                 json_object_object_add(cp, "class", json_object_new_string(s->class_name));
                 json_object_object_add(cp, "refused", json_object_new_string(strna(msg)));
         }
-        s->plan_done(s->m, r < 0 ? r : 0, msg, cp, s->userdata);
+        if (s->share)
+                share_done(s->m, s->share, r < 0 ? r : 0, msg, cp);
+        else
+                s->plan_done(s->m, r < 0 ? r : 0, msg, cp, s->userdata);
         step_free(s);
 }
 
@@ -798,18 +807,174 @@ int classes_show_start(struct manager *m, const char *pf, classes_show_fn done, 
         return step_start(m, pf, snapshot_cache_pool(m->snapshots), show_run, s);
 }
 
-int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
-        struct step *s = calloc(1, sizeof(*s));
+/* ---- main thread: dry runs share their class plans ---- */
 
-        if (!s)
+struct plan_waiter {
+        struct plan_waiter *next;
+        classes_plan_fn done;
+        void *userdata;
+};
+
+/* A dry run's class plan, read or being read. It answers every dry run
+ * of the same PF and count while the picture of the host, the store and
+ * the PF's policy are those it was read for, for list_max_age_msec at
+ * most: read-only callers, who may ask for dry runs, make a device
+ * answer once in that time however many they are, and callers who come
+ * while it is read wait for that read. */
+struct plan_share {
+        struct plan_share *next;
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        unsigned numvfs;
+        uint64_t snapshot_id, generation;
+        struct json_object *policy;     /* the PF's policy members then */
+        bool running;
+        struct plan_waiter *waiters;    /* while running */
+        uint64_t ended_usec;            /* once read */
+        int r;
+        char *message;
+        struct json_object *class_plan;
+};
+
+struct classes_plans {
+        struct plan_share *shares;
+};
+
+static void share_free(struct plan_share *sh) {
+        struct plan_waiter *w;
+
+        /* Unserved waiters: svffd is stopping, and their replies with it. */
+        while ((w = sh->waiters)) {
+                sh->waiters = w->next;
+                free(w);
+        }
+        json_object_put(sh->policy);
+        json_object_put(sh->class_plan);
+        free(sh->message);
+        free(sh);
+}
+
+static struct classes_plans *classes_plans_free(struct classes_plans *c) {
+        struct plan_share *sh;
+
+        if (!c)
+                return NULL;
+        while ((sh = c->shares)) {
+                c->shares = sh->next;
+                share_free(sh);
+        }
+        free(c);
+        return NULL;
+}
+
+static void share_unlink(struct manager *m, struct plan_share *sh) {
+        for (struct plan_share **p = &m->class_plans->shares; *p; p = &(*p)->next)
+                if (*p == sh) {
+                        *p = sh->next;
+                        return;
+                }
+}
+
+/* Answers every caller of sh with the plan read. A busy PF or a failure
+ * to read (no class plan to show) is not kept: the next dry run asks
+ * again. A caller's done may ask for another plan, which may drop sh:
+ * what the callers get is held apart from it. */
+static void share_done(struct manager *m, struct plan_share *sh, int r, const char *message,
+                       struct json_object *class_plan) {
+        _cleanup_(json_object_putp) struct json_object *cp = json_object_get(class_plan);
+        struct plan_waiter *w, *waiters = TAKE_PTR(sh->waiters);
+        bool keep;
+
+        sh->running = false;
+        sh->ended_usec = svff_now_usec();
+        sh->r = r;
+        sh->message = message ? strdup(message) : NULL;
+        sh->class_plan = class_plan;
+        keep = (r >= 0 || class_plan) && (!message || sh->message);
+        if (!keep) {
+                share_unlink(m, sh);
+                share_free(sh);
+        }
+        while ((w = waiters)) {
+                waiters = w->next;
+                w->done(m, r, message, json_object_get(cp), w->userdata);
+                free(w);
+        }
+}
+
+static bool share_matches(struct manager *m, const struct plan_share *sh, const char *pf, unsigned numvfs,
+                          struct json_object *policy) {
+        return streq(sh->pf, pf) && sh->numvfs == numvfs && sh->snapshot_id == snapshot_cache_id(m->snapshots) &&
+               sh->generation == svff_store_generation(m->store) && json_object_equal(sh->policy, policy) &&
+               (sh->running || svff_now_usec() - sh->ended_usec < m->config.list_max_age_usec);
+}
+
+int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
+        _cleanup_(json_object_putp) struct json_object *policy = classes_policy_settings(m, pf);
+        struct plan_waiter *w;
+        struct plan_share *sh;
+        struct step *s;
+        int r;
+
+        if (!m->class_plans) {
+                m->class_plans = calloc(1, sizeof(struct classes_plans));
+                if (!m->class_plans)
+                        return -ENOMEM;
+                m->class_plans_free = classes_plans_free;
+        }
+        for (struct plan_share **p = &m->class_plans->shares; (sh = *p);) {
+                if (share_matches(m, sh, pf, numvfs, policy))
+                        break;
+                if (!sh->running) {  /* old: the host, the store or the policy changed since */
+                        *p = sh->next;
+                        share_free(sh);
+                } else
+                        p = &sh->next;
+        }
+        if (sh && !sh->running) {
+                done(m, sh->r, sh->message, json_object_get(sh->class_plan), userdata);
+                return 0;
+        }
+        w = calloc(1, sizeof(*w));
+        if (!w)
                 return -ENOMEM;
+        *w = (struct plan_waiter) { .done = done, .userdata = userdata };
+        if (sh) {
+                w->next = sh->waiters;
+                sh->waiters = w;
+                return 0;
+        }
+
+        sh = calloc(1, sizeof(*sh));
+        s = calloc(1, sizeof(*s));
+        if (!sh || !s) {
+                free(sh);
+                free(s);
+                free(w);
+                return -ENOMEM;
+        }
+        snprintf(sh->pf, sizeof(sh->pf), "%s", pf);
+        sh->numvfs = numvfs;
+        sh->snapshot_id = snapshot_cache_id(m->snapshots);
+        sh->generation = svff_store_generation(m->store);
+        sh->policy = json_object_get(policy);
+        sh->running = true;
+        sh->waiters = w;
         s->numvfs = numvfs;
-        s->plan_done = done;
-        s->userdata = userdata;
+        s->share = sh;
         s->assignments = classes_assignment_settings(m, pf);
+        log_debug("Asking the device class of PF %s for a plan of %u VFs.", pf, numvfs);
         /* A dry run is a read: on the discovery pool, as Show's, never
          * queued behind the ops pool's writes of other PFs. */
-        return step_start(m, pf, snapshot_cache_pool(m->snapshots), step_run, s);
+        r = step_start(m, pf, snapshot_cache_pool(m->snapshots), step_run, s);
+        if (r < 0) {
+                sh->waiters = NULL;
+                free(w);
+                share_free(sh);
+                return r;
+        }
+        sh->next = m->class_plans->shares;
+        m->class_plans->shares = sh;
+        return 0;
 }
 
 /* ---- main thread: drift for status ---- */

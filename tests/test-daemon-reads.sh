@@ -10,7 +10,9 @@
 #   - a dry run, which asks a PF's device class, while svffd's one ops
 #     worker (workers 1) writes another PF's count: the class is asked
 #     on the discovery pool, not behind the write;
-#   - svffd's own write, which no call waits for a pass to read.
+#   - svffd's own write, which no call waits for a pass to read;
+#   - dry runs one after another, which share one read of the device
+#     class.
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
@@ -199,4 +201,20 @@ expect_eq "$rc" 0 "init $OTHER 3: $(cat "$T/init-own.out")"
 ctl list --json > "$T/list.json"
 expect_eq "$(list_numvfs $OTHER < "$T/list.json")" 3 "the count once the init ended"
 expect_eq "$(changing $OTHER < "$T/list.json")" None "the PF once the init ended"
+
+note "dry runs share the device class's read while the host, the store and the policy stay as they were"
+asks() { grep -c "Asking the device class of PF $PF for a plan of 2 VFs" "$T/svffd.log"; }
+a0=$(asks)
+for i in 1 2 3 4 5; do
+        ctl reconf $PF 2 --dry-run --json > "$T/share-$i.out" 2>&1 || fail "dry run $i: $(cat "$T/share-$i.out")"
+done
+expect_eq "$(($(asks) - a0))" 1 "the device-class reads of five dry runs in a row"
+for i in 2 3 4 5; do
+        cmp -s "$T/share-1.out" "$T/share-$i.out" || fail "dry run $i differs: $(cat "$T/share-$i.out")"
+done
+expect_eq "$(jget 'd["class_plan"]["class"]' < "$T/share-5.out")" qdma "the shared dry run's class"
+ctl init $PF 1 > "$T/out" 2>&1 || fail "init 1: $(cat "$T/out")"
+a1=$(asks)
+ctl reconf $PF 2 --dry-run --json > "$T/share-after.out" 2>&1 || fail "dry run after the init: $(cat "$T/share-after.out")"
+expect_eq "$(($(asks) - a1))" 1 "the device-class reads of a dry run after svffd changed the PF"
 exit 0
