@@ -674,7 +674,7 @@ char *classes_summarize(const char *class_name, struct json_object *state) {
 
 /* ---- main thread: a dry run's class plan on the ops pool ---- */
 
-struct plan_share;
+struct read_share;
 
 struct step {
         struct manager *m;
@@ -684,10 +684,7 @@ struct step {
         unsigned numvfs;
         struct json_object *policy;     /* policy class members */
         struct json_object *assignments; /* by index */
-        classes_plan_fn plan_done;     /* a plan's; else a Show's: */
-        classes_show_fn show_done;
-        void *userdata;
-        struct plan_share *share;      /* a plan's, whose callers it answers */
+        struct read_share *share;      /* whose callers it answers */
 
         int r;
         struct svff_error err;
@@ -706,7 +703,7 @@ static void step_free(struct step *s) {
         free(s);
 }
 
-static void share_done(struct manager *m, struct plan_share *sh, int r, const char *message,
+static void share_done(struct manager *m, struct read_share *sh, int r, const char *message,
                        struct json_object *class_plan);
 
 static void step_done(void *userdata) {
@@ -719,10 +716,7 @@ static void step_done(void *userdata) {
                 json_object_object_add(cp, "class", json_object_new_string(s->class_name));
                 json_object_object_add(cp, "refused", json_object_new_string(strna(msg)));
         }
-        if (s->share)
-                share_done(s->m, s->share, r < 0 ? r : 0, msg, cp);
-        else
-                s->plan_done(s->m, r < 0 ? r : 0, msg, cp, s->userdata);
+        share_done(s->m, s->share, r < 0 ? r : 0, msg, cp);
         step_free(s);
 }
 
@@ -761,8 +755,8 @@ static struct json_object *show_object(struct json_object *inspection, struct js
 static void show_done(void *userdata) {
         struct step *s = userdata;
 
-        s->show_done(s->m, s->r, s->r < 0 ? svff_error_message(&s->err) : NULL,
-                     s->r > 0 ? json_object_get(s->result) : NULL, s->userdata);
+        share_done(s->m, s->share, s->r, s->r < 0 ? svff_error_message(&s->err) : NULL,
+                   s->r > 0 ? json_object_get(s->result) : NULL);
         step_free(s);
 }
 
@@ -794,53 +788,41 @@ static int step_start(struct manager *m, const char *pf, struct worker_pool *poo
         return 0;
 }
 
-int classes_show_start(struct manager *m, const char *pf, classes_show_fn done, void *userdata) {
-        struct step *s = calloc(1, sizeof(*s));
+/* ---- main thread: reads of a device class, shared ---- */
 
-        if (!s)
-                return -ENOMEM;
-        s->show_done = done;
-        s->userdata = userdata;
-        /* The discovery pool, as drift's and the counters' reads: never
-         * queued behind an init's write on the ops pool, and one read at
-         * a time, so that reads never find each other holding the PF. */
-        return step_start(m, pf, snapshot_cache_pool(m->snapshots), show_run, s);
-}
-
-/* ---- main thread: dry runs share their class plans ---- */
-
-struct plan_waiter {
-        struct plan_waiter *next;
+struct read_waiter {
+        struct read_waiter *next;
         classes_plan_fn done;
         void *userdata;
 };
 
-/* A dry run's class plan, read or being read. It answers every dry run
- * of the same PF and count while the picture of the host, the store and
- * the PF's policy are those it was read for, for list_max_age_msec at
- * most: read-only callers, who may ask for dry runs, make a device
- * answer once in that time however many they are, and callers who come
- * while it is read wait for that read. */
-struct plan_share {
-        struct plan_share *next;
+/* A dry run's class plan or Show's device class, read or being read. It
+ * answers every caller asking the same of the same PF while the picture
+ * of the host, the store and the PF's policy are those it was read for,
+ * for list_max_age_msec at most: read-only callers, who may ask for
+ * both, make a device answer once in that time however many they are,
+ * and callers who come while it is read wait for that read. */
+struct read_share {
+        struct read_share *next;
         char pf[SVFF_PCI_ADDR_STRLEN];
-        unsigned numvfs;
+        void (*run)(void *userdata);    /* step_run (a plan) or show_run */
+        unsigned numvfs;                /* a plan's */
         uint64_t snapshot_id, generation;
         struct json_object *policy;     /* the PF's policy members then */
         bool running;
-        struct plan_waiter *waiters;    /* while running */
+        struct read_waiter *waiters;    /* while running */
         uint64_t ended_usec;            /* once read */
         int r;
         char *message;
-        struct json_object *class_plan;
+        struct json_object *result;
 };
 
-struct classes_plans {
-        struct plan_share *shares;
+struct classes_reads {
+        struct read_share *shares;
 };
 
-static void share_free(struct plan_share *sh) {
-        struct plan_waiter *w;
+static void share_free(struct read_share *sh) {
+        struct read_waiter *w;
 
         /* Unserved waiters: svffd is stopping, and their replies with it. */
         while ((w = sh->waiters)) {
@@ -848,13 +830,13 @@ static void share_free(struct plan_share *sh) {
                 free(w);
         }
         json_object_put(sh->policy);
-        json_object_put(sh->class_plan);
+        json_object_put(sh->result);
         free(sh->message);
         free(sh);
 }
 
-static struct classes_plans *classes_plans_free(struct classes_plans *c) {
-        struct plan_share *sh;
+static struct classes_reads *classes_reads_free(struct classes_reads *c) {
+        struct read_share *sh;
 
         if (!c)
                 return NULL;
@@ -866,29 +848,28 @@ static struct classes_plans *classes_plans_free(struct classes_plans *c) {
         return NULL;
 }
 
-static void share_unlink(struct manager *m, struct plan_share *sh) {
-        for (struct plan_share **p = &m->class_plans->shares; *p; p = &(*p)->next)
+static void share_unlink(struct manager *m, struct read_share *sh) {
+        for (struct read_share **p = &m->class_reads->shares; *p; p = &(*p)->next)
                 if (*p == sh) {
                         *p = sh->next;
                         return;
                 }
 }
 
-/* Answers every caller of sh with the plan read. A busy PF or a failure
- * to read (no class plan to show) is not kept: the next dry run asks
- * again. A caller's done may ask for another plan, which may drop sh:
+/* Answers every caller of sh with what was read. A busy PF or a failure
+ * to read (nothing to show) is not kept: the next caller asks again. A caller's done may ask for another plan, which may drop sh:
  * what the callers get is held apart from it. */
-static void share_done(struct manager *m, struct plan_share *sh, int r, const char *message,
+static void share_done(struct manager *m, struct read_share *sh, int r, const char *message,
                        struct json_object *class_plan) {
         _cleanup_(json_object_putp) struct json_object *cp = json_object_get(class_plan);
-        struct plan_waiter *w, *waiters = TAKE_PTR(sh->waiters);
+        struct read_waiter *w, *waiters = TAKE_PTR(sh->waiters);
         bool keep;
 
         sh->running = false;
         sh->ended_usec = svff_now_usec();
         sh->r = r;
         sh->message = message ? strdup(message) : NULL;
-        sh->class_plan = class_plan;
+        sh->result = class_plan;
         keep = (r >= 0 || class_plan) && (!message || sh->message);
         if (!keep) {
                 share_unlink(m, sh);
@@ -901,28 +882,30 @@ static void share_done(struct manager *m, struct plan_share *sh, int r, const ch
         }
 }
 
-static bool share_matches(struct manager *m, const struct plan_share *sh, const char *pf, unsigned numvfs,
-                          struct json_object *policy) {
-        return streq(sh->pf, pf) && sh->numvfs == numvfs && sh->snapshot_id == snapshot_cache_id(m->snapshots) &&
+static bool share_matches(struct manager *m, const struct read_share *sh, const char *pf, void (*run)(void *),
+                          unsigned numvfs, struct json_object *policy) {
+        return streq(sh->pf, pf) && sh->run == run && sh->numvfs == numvfs && sh->snapshot_id == snapshot_cache_id(m->snapshots) &&
                sh->generation == svff_store_generation(m->store) && json_object_equal(sh->policy, policy) &&
                (sh->running || svff_now_usec() - sh->ended_usec < m->config.list_max_age_usec);
 }
 
-int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
+/* Runs run (a step of pf) for done, or has done share one that matches. */
+static int share_start(struct manager *m, const char *pf, void (*run)(void *), unsigned numvfs,
+                       classes_plan_fn done, void *userdata) {
         _cleanup_(json_object_putp) struct json_object *policy = classes_policy_settings(m, pf);
-        struct plan_waiter *w;
-        struct plan_share *sh;
+        struct read_waiter *w;
+        struct read_share *sh;
         struct step *s;
         int r;
 
-        if (!m->class_plans) {
-                m->class_plans = calloc(1, sizeof(struct classes_plans));
-                if (!m->class_plans)
+        if (!m->class_reads) {
+                m->class_reads = calloc(1, sizeof(struct classes_reads));
+                if (!m->class_reads)
                         return -ENOMEM;
-                m->class_plans_free = classes_plans_free;
+                m->class_reads_free = classes_reads_free;
         }
-        for (struct plan_share **p = &m->class_plans->shares; (sh = *p);) {
-                if (share_matches(m, sh, pf, numvfs, policy))
+        for (struct read_share **p = &m->class_reads->shares; (sh = *p);) {
+                if (share_matches(m, sh, pf, run, numvfs, policy))
                         break;
                 if (!sh->running) {  /* old: the host, the store or the policy changed since */
                         *p = sh->next;
@@ -931,13 +914,13 @@ int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, class
                         p = &sh->next;
         }
         if (sh && !sh->running) {
-                done(m, sh->r, sh->message, json_object_get(sh->class_plan), userdata);
+                done(m, sh->r, sh->message, json_object_get(sh->result), userdata);
                 return 0;
         }
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (struct plan_waiter) { .done = done, .userdata = userdata };
+        *w = (struct read_waiter) { .done = done, .userdata = userdata };
         if (sh) {
                 w->next = sh->waiters;
                 sh->waiters = w;
@@ -953,6 +936,7 @@ int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, class
                 return -ENOMEM;
         }
         snprintf(sh->pf, sizeof(sh->pf), "%s", pf);
+        sh->run = run;
         sh->numvfs = numvfs;
         sh->snapshot_id = snapshot_cache_id(m->snapshots);
         sh->generation = svff_store_generation(m->store);
@@ -961,20 +945,33 @@ int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, class
         sh->waiters = w;
         s->numvfs = numvfs;
         s->share = sh;
-        s->assignments = classes_assignment_settings(m, pf);
-        log_debug("Asking the device class of PF %s for a plan of %u VFs.", pf, numvfs);
-        /* A dry run is a read: on the discovery pool, as Show's, never
-         * queued behind the ops pool's writes of other PFs. */
-        r = step_start(m, pf, snapshot_cache_pool(m->snapshots), step_run, s);
+        if (run == step_run) {
+                s->assignments = classes_assignment_settings(m, pf);
+                log_debug("Asking the device class of PF %s for a plan of %u VFs.", pf, numvfs);
+        } else
+                log_debug("Reading the device class of PF %s.", pf);
+        /* A read: on the discovery pool, as drift's and the counters'
+         * reads, never queued behind an init's write on the ops pool,
+         * and one read at a time, so that reads never find each other
+         * holding the PF. */
+        r = step_start(m, pf, snapshot_cache_pool(m->snapshots), run, s);
         if (r < 0) {
                 sh->waiters = NULL;
                 free(w);
                 share_free(sh);
                 return r;
         }
-        sh->next = m->class_plans->shares;
-        m->class_plans->shares = sh;
+        sh->next = m->class_reads->shares;
+        m->class_reads->shares = sh;
         return 0;
+}
+
+int classes_plan_start(struct manager *m, const char *pf, unsigned numvfs, classes_plan_fn done, void *userdata) {
+        return share_start(m, pf, step_run, numvfs, done, userdata);
+}
+
+int classes_show_start(struct manager *m, const char *pf, classes_show_fn done, void *userdata) {
+        return share_start(m, pf, show_run, 0, done, userdata);
 }
 
 /* ---- main thread: drift for status ---- */

@@ -100,8 +100,8 @@ struct manager *manager_free(struct manager *m) {
         blob_unref(m->list_cache);
         if (m->class_drift)
                 m->class_drift = m->class_drift_free(m->class_drift);
-        if (m->class_plans)
-                m->class_plans = m->class_plans_free(m->class_plans);
+        if (m->class_reads)
+                m->class_reads = m->class_reads_free(m->class_reads);
         m->reconf_figures = reconf_figures_free(m->reconf_figures);
         json_object_put(m->metrics_class_drift);
         json_object_put(m->metrics_vf_counters);

@@ -92,10 +92,11 @@ struct manager {
          * it, once the pools are stopped. */
         struct classes_drift_cache *class_drift;
         struct classes_drift_cache *(*class_drift_free)(struct classes_drift_cache *c);
-        /* Dry runs' class plans, shared (classes.c), and how it frees
-         * them, once the pools are stopped. */
-        struct classes_plans *class_plans;
-        struct classes_plans *(*class_plans_free)(struct classes_plans *c);
+        /* Dry runs' class plans and Show's device classes, shared
+         * (classes.c), and how it frees them, once the pools are
+         * stopped. */
+        struct classes_reads *class_reads;
+        struct classes_reads *(*class_reads_free)(struct classes_reads *c);
 
         /* The encoded List reply for (snapshot, store generation). */
         struct blob *list_cache;

@@ -81,9 +81,18 @@ ctl show "$QDMA" >"$T/show.out" 2>&1 || fail "show $QDMA: $(cat "$T/show.out")"
 grep -q "^  device class: qdma$" "$T/show.out" || fail "no qdma class: $(cat "$T/show.out")"
 qmax=$(cat "$SYS/bus/pci/devices/$QDMA/qdma/qmax")
 grep -q "PF queues (qdma/qmax): $qmax$" "$T/show.out" || fail "not the PF's qmax $qmax: $(cat "$T/show.out")"
+reads() { grep -c "Reading the device class of PF $QDMA\.$" "$T/svffd.log"; }
+r0=$(reads)
+ctl show "$QDMA" >"$T/show-again.out" 2>&1 || fail "show $QDMA again: $(cat "$T/show-again.out")"
+expect_eq "$(($(reads) - r0))" 0 "the device-class reads of a second show within list_max_age_msec"
+cmp -s "$T/show.out" "$T/show-again.out" || fail "the second show differs: $(cat "$T/show-again.out")"
+# A change by hand shows once the read is older than list_max_age_msec
+# (1 s), as in list.
 echo 100 >"$SYS/bus/pci/devices/$QDMA/qdma/qmax"
+sleep 1.1
 ctl show "$QDMA" >"$T/show.out" 2>&1 || fail "show $QDMA: $(cat "$T/show.out")"
-grep -q "PF queues (qdma/qmax): 100$" "$T/show.out" || fail "show does not read qmax now: $(cat "$T/show.out")"
+expect_eq "$(($(reads) - r0))" 1 "the device-class reads once list_max_age_msec passed"
+grep -q "PF queues (qdma/qmax): 100$" "$T/show.out" || fail "show does not read qmax anew: $(cat "$T/show.out")"
 grep -q "queue budget: 2048 (the QDMA IP's maximum; a policy's \"budget\" sets it), 1948 free as read" \
         "$T/show.out" || fail "the budget left is not 2048 - 100: $(cat "$T/show.out")"
 
