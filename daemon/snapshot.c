@@ -628,9 +628,11 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
                         return;
                 }
                 if (behind_only_busy(c)) {
-                        /* A later call shows how far the operation got. */
+                        /* No pass for those PFs: the operation's end
+                         * gives them (snapshot_cache_update_pf), or the
+                         * next call's pass reads them, and one running
+                         * then would stand in that shortcut's way. */
                         refresh_ahead(c, now);
-                        start_discovery(c);
                         fn(c->owner, call, userdata);
                         return;
                 }

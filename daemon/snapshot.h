@@ -77,8 +77,7 @@ int snapshot_cache_read_now(struct snapshot_cache *c);
 /* Records that svffd changed pf in sysfs (NULL: anything): later callers
  * wait for a pass that re-read it, unless an operation is changing pf
  * still (the busy callback): then the snapshot serves, pf shown as read
- * before the change (snapshot_cache_pf_behind), while a pass reads it in
- * the background. Only the PFs changed are read again when the rest of
+ * before the change (snapshot_cache_pf_behind). Only the PFs changed are read again when the rest of
  * the snapshot is younger than list_max_age_msec. */
 void snapshot_cache_changed(struct snapshot_cache *c, const char *pf);
 /* Whether the snapshot shows pf as it was before svffd's last change of
