@@ -316,8 +316,10 @@ static void snapshot_changed(struct manager *m, struct snapshot *s) {
         metrics_snapshot_changed(m->metrics, s);
 }
 
-static bool snapshot_busy(struct manager *m, const char *pf) {
-        return registry_find(m->registry, pf) != NULL;
+static uint64_t snapshot_busy(struct manager *m, const char *pf) {
+        struct operation *op = registry_find(m->registry, pf);
+
+        return op ? op->snapshot_seq : 0;
 }
 
 static void metrics_snapshot_ready(struct manager *m, struct call *call, _unused_ void *userdata) {
@@ -388,6 +390,7 @@ int manager_add_operation(struct manager *m, const char *pf, const char *kind,
         if (r < 0)
                 return r;
         op->manager = m;
+        op->snapshot_seq = m->snapshots ? snapshot_cache_seq(m->snapshots) : 1;
         manager_notify_status(m);
         metrics_changed(m->metrics);
         *ret = op;

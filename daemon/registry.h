@@ -23,6 +23,10 @@ struct operation {
         const char *phase;
         unsigned done, total;
         uint64_t started_usec;  /* CLOCK_REALTIME */
+        /* The snapshot cache's change count as it began (manager.c):
+         * a picture with every change before that may stand in for the
+         * PF while it runs. */
+        uint64_t snapshot_seq;
         struct call *call;      /* the caller (NULL: svffd's own, e.g. a policy) */
         bool startup;           /* READY=1 waits for it */
         void *data;             /* the operation's own state */

@@ -165,6 +165,10 @@ uint64_t snapshot_cache_id(struct snapshot_cache *c) {
         return c->id;
 }
 
+uint64_t snapshot_cache_seq(const struct snapshot_cache *c) {
+        return c->seq;
+}
+
 static void changed(struct snapshot_cache *c) {
         c->id++;
         if (c->changed_fn)
@@ -353,11 +357,13 @@ static void discovery_done(void *userdata) {
         struct snapshot_cache *c = j->cache;
 
         c->running = false;
-        if (j->result && j->only) {
+        if (!j->result)
+                c->dirty_all = true;  /* out of memory: what it took must be read */
+        else if (j->only) {
                 if (j->result->error < 0 || !c->snapshot || merge_snapshot(c, j->result, j->only) < 0)
                         c->dirty_all = true;  /* a full pass will follow */
                 snapshot_free(j->result);
-        } else if (j->result) {
+        } else {
                 c->pass_usec = now_usec() - j->started_usec;
                 install_snapshot(c, j->result);
         }
@@ -474,18 +480,28 @@ bool snapshot_cache_pf_behind(struct snapshot_cache *c, const char *pf) {
         return ch && ch->seq > c->snapshot->seq;
 }
 
-/* Whether every change the snapshot lacks is to a PF an operation is
- * changing now: a call may then have it, those PFs shown as last read
- * and named as changing, instead of waiting for a pass to read them
- * halfway through the operation. Once the operation ends, its PF must
- * be read before a call is served. */
+/* Whether the snapshot may stand in for pf, which it shows as before a
+ * change: an operation is changing pf now, and the snapshot holds every
+ * change made before that operation began (an earlier operation's end
+ * included). */
+static bool stands_in(struct snapshot_cache *c, const char *pf) {
+        uint64_t began = c->busy_fn ? c->busy_fn(c->owner, pf) : 0;
+
+        return began > 0 && c->snapshot->seq >= began;
+}
+
+/* Whether every change the snapshot lacks is to a PF it may stand in
+ * for: a call may then have it, those PFs shown as last read and named
+ * as changing, instead of waiting for a pass to read them halfway
+ * through the operation. Once the operation ends, its PF must be read
+ * before a call is served. */
 static bool behind_only_busy(struct snapshot_cache *c) {
         uint64_t seq = c->snapshot->seq;
 
-        if (c->any_seq > seq || !c->busy_fn)
+        if (c->any_seq > seq)
                 return false;
         for (size_t i = 0; i < c->n_changes; i++)
-                if (c->changes[i].seq > seq && !c->busy_fn(c->owner, c->changes[i].pf))
+                if (c->changes[i].seq > seq && !stands_in(c, c->changes[i].pf))
                         return false;
         return true;
 }
@@ -520,9 +536,11 @@ void snapshot_cache_changed(struct snapshot_cache *c, const char *pf) {
 
 void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
         struct snapshot part = { .pfs = &pf, .n_pfs = 1 };
-        char *only[] = { pf->address, NULL };
+        char address[SVFF_PCI_ADDR_STRLEN], *only[] = { address, NULL };
+        struct change *ch;
         size_t k;
 
+        snprintf(address, sizeof(address), "%s", pf->address);
         if (c->running || !c->snapshot || c->snapshot->error < 0) {
                 svff_pf_free(pf);
                 return;
@@ -547,6 +565,8 @@ void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
         c->dirty_pfs[c->n_dirty_pfs] = NULL;
         if (c->n_dirty_pfs == 0 && !c->dirty_all)
                 c->snapshot->seq = c->seq;
+        else if ((ch = find_change(c, address)))
+                ch->seq = 0;  /* the snapshot shows it as it is */
 }
 
 /* Whether s may answer a call that arrived at t: it holds svffd's own
@@ -576,7 +596,7 @@ static bool pending_writes_changed(struct snapshot_cache *c) {
                         continue;
                 /* By an operation on the PF: a change of it like svffd's
                  * others, which the operation's own PF need not wait for. */
-                if (!c->busy_fn || !c->busy_fn(c->owner, pf->address))
+                if (!stands_in(c, pf->address))
                         return true;
                 if (!snapshot_cache_pf_behind(c, pf->address))
                         snapshot_cache_changed(c, pf->address);
@@ -628,11 +648,11 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
                         return;
                 }
                 if (behind_only_busy(c)) {
-                        /* No pass for those PFs: the operation's end
-                         * gives them (snapshot_cache_update_pf), or the
-                         * next call's pass reads them, and one running
-                         * then would stand in that shortcut's way. */
-                        refresh_ahead(c, now);
+                        /* No pass, not even one ahead: the operation's
+                         * end gives those PFs (snapshot_cache_update_pf),
+                         * or the next call's pass reads them, and one
+                         * running then would stand in that shortcut's
+                         * way. */
                         fn(c->owner, call, userdata);
                         return;
                 }

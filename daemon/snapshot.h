@@ -49,8 +49,9 @@ typedef void (*snapshot_changed_fn)(struct manager *m, struct snapshot *s);
 
 struct snapshot_cache;
 
-/* Whether an operation of svffd's is changing pf now. */
-typedef bool (*snapshot_busy_fn)(struct manager *m, const char *pf);
+/* Whether an operation of svffd's is changing pf now: the cache's change
+ * count (snapshot_cache_seq()) as it began, or 0. */
+typedef uint64_t (*snapshot_busy_fn)(struct manager *m, const char *pf);
 
 /* Starts the discovery thread. ctx is referenced. */
 int snapshot_cache_new(sd_event *event, struct svff_ctx *ctx, struct manager *owner, snapshot_changed_fn changed,
@@ -71,6 +72,8 @@ void snapshot_cache_set_max_age(struct snapshot_cache *c, uint64_t usec);
  * changed a PF it shows. */
 struct snapshot *snapshot_cache_get(struct snapshot_cache *c);
 uint64_t snapshot_cache_id(struct snapshot_cache *c);
+/* svffd's changes counted so far (snapshot_cache_changed()), from 1. */
+uint64_t snapshot_cache_seq(const struct snapshot_cache *c);
 
 /* Reads sysfs on the calling thread (start-up only: before serving). */
 int snapshot_cache_read_now(struct snapshot_cache *c);
