@@ -699,11 +699,15 @@ static int print_status(struct json_object *reply, const void *userdata) {
 
                         printf("libvirt:      %s (%s)\n", strna(jstr(lv, "uri")), conn ? "connected" : "not connected");
                 }
-                if (jint(reply, "snapshot_age_usec", -1) >= 0)
-                        printf("Snapshot:     taken %lld ms ago (list_max_age_msec %lld); %lld call(s) waited for "
-                               "a new one\n",
+                if (jint(reply, "snapshot_age_usec", -1) >= 0) {
+                        printf("Snapshot:     taken %lld ms ago (list_max_age_msec %lld)",
                                jint(reply, "snapshot_age_usec", 0) / 1000,
-                               jint(reply, "snapshot_max_age_usec", 0) / 1000, jint(reply, "snapshot_waits", 0));
+                               jint(reply, "snapshot_max_age_usec", 0) / 1000);
+                        /* An older svffd does not count them. */
+                        if (jint(reply, "snapshot_waits", -1) >= 0)
+                                printf("; %lld call(s) waited for a new one", jint(reply, "snapshot_waits", 0));
+                        printf("\n");
+                }
         }
         if (jint(reply, "stuck_writes", 0) > 0)
                 printf("Stuck writes: %lld (past their deadline, still running in the kernel: a slow driver or a "
