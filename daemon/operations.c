@@ -178,9 +178,12 @@ static void init_finish(struct init_op *io, const char *error, struct json_objec
                 }
         }
         manager_sysfs_changed(m, io->pf);
-        if (!error && io->after) {
+        if (!error && io->after && streq(io->driver, "vfio-pci")) {
                 /* Every bind was verified through the driver link: what
-                 * the PF looks like now is known without reading it back. */
+                 * the PF looks like now is known without reading it back.
+                 * Only on vfio-pci: a host driver adds what the VF was
+                 * read before it had one (a QDMA VF's queues, a NIC VF's
+                 * interface), which only a pass reads. */
                 for (size_t i = 0; i < io->after->n_vfs; i++) {
                         struct svff_vf *vf = &io->after->vfs[i];
                         char *d = strdup(io->driver), *o = strdup(io->driver);
