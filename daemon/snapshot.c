@@ -27,6 +27,14 @@ struct change {
         uint64_t seq;
 };
 
+/* A PF as an operation left it (snapshot_cache_update_pf()), given while
+ * a pass ran: it goes in once the pass is done, unless the PF changed
+ * again since. */
+struct held_update {
+        struct svff_pf *pf;
+        uint64_t seq;
+};
+
 struct snapshot_cache {
         struct manager *owner;
         snapshot_changed_fn changed_fn;
@@ -47,6 +55,8 @@ struct snapshot_cache {
         struct change *changes;
         size_t n_changes;
         uint64_t any_seq;
+        struct held_update *held;
+        size_t n_held;
         char **dirty_pfs;       /* changed since the last pass started */
         size_t n_dirty_pfs;
         bool dirty_all;
@@ -142,6 +152,9 @@ struct snapshot_cache *snapshot_cache_free(struct snapshot_cache *c) {
         for (size_t i = 0; i < c->n_changes; i++)
                 free(c->changes[i].pf);
         free(c->changes);
+        for (size_t i = 0; i < c->n_held; i++)
+                svff_pf_free(c->held[i].pf);
+        free(c->held);
         strv_free(c->dirty_pfs);
         snapshot_free(c->snapshot);
         svff_ctx_unref(c->ctx);
@@ -296,6 +309,7 @@ static int merge_snapshot(struct snapshot_cache *c, struct snapshot *part, char 
 }
 
 static void start_discovery(struct snapshot_cache *c);
+static void apply_held_updates(struct snapshot_cache *c);
 
 static void install_snapshot(struct snapshot_cache *c, struct snapshot *s) {
         for (size_t i = 0; i < s->n_pfs; i++)
@@ -370,6 +384,7 @@ static void discovery_done(void *userdata) {
         strv_free(j->only);
         svff_ctx_unref(j->ctx);
         free(j);
+        apply_held_updates(c);
 
         if (c->snapshot)
                 serve_waiters(c);
@@ -534,6 +549,27 @@ void snapshot_cache_changed(struct snapshot_cache *c, const char *pf) {
         n[++c->n_dirty_pfs] = NULL;
 }
 
+/* Keeps pf, given while a pass runs, for apply_held_updates(); one held
+ * for the same PF before is older. Out of memory, the next pass reads
+ * the PF. */
+static void hold_update(struct snapshot_cache *c, struct svff_pf *pf) {
+        struct held_update *n;
+
+        for (size_t i = 0; i < c->n_held; i++)
+                if (streq(c->held[i].pf->address, pf->address)) {
+                        svff_pf_free(c->held[i].pf);
+                        c->held[i] = (struct held_update) { .pf = pf, .seq = c->seq };
+                        return;
+                }
+        n = realloc(c->held, (c->n_held + 1) * sizeof(*n));
+        if (!n) {
+                svff_pf_free(pf);
+                return;
+        }
+        c->held = n;
+        c->held[c->n_held++] = (struct held_update) { .pf = pf, .seq = c->seq };
+}
+
 void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
         struct snapshot part = { .pfs = &pf, .n_pfs = 1 };
         char address[SVFF_PCI_ADDR_STRLEN], *only[] = { address, NULL };
@@ -541,7 +577,11 @@ void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
         size_t k;
 
         snprintf(address, sizeof(address), "%s", pf->address);
-        if (c->running || !c->snapshot || c->snapshot->error < 0) {
+        if (c->running && c->snapshot) {
+                hold_update(c, pf);
+                return;
+        }
+        if (!c->snapshot || c->snapshot->error < 0) {
                 svff_pf_free(pf);
                 return;
         }
@@ -567,6 +607,24 @@ void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
                 c->snapshot->seq = c->seq;
         else if ((ch = find_change(c, address)))
                 ch->seq = 0;  /* the snapshot shows it as it is */
+}
+
+/* Puts in what operations gave while the pass that just ended ran, unless
+ * their PF changed again since. */
+static void apply_held_updates(struct snapshot_cache *c) {
+        size_t n = c->n_held;
+        struct held_update *held = TAKE_PTR(c->held);
+
+        c->n_held = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct change *ch = find_change(c, held[i].pf->address);
+
+                if (ch && ch->seq > held[i].seq)
+                        svff_pf_free(held[i].pf);
+                else
+                        snapshot_cache_update_pf(c, held[i].pf);
+        }
+        free(held);
 }
 
 /* Whether s may answer a call that arrived at t: it holds svffd's own
@@ -648,11 +706,11 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
                         return;
                 }
                 if (behind_only_busy(c)) {
-                        /* No pass, not even one ahead: the operation's
-                         * end gives those PFs (snapshot_cache_update_pf),
-                         * or the next call's pass reads them, and one
-                         * running then would stand in that shortcut's
-                         * way. */
+                        /* No pass for those PFs: the operation's end
+                         * gives them (snapshot_cache_update_pf()), or
+                         * the next call's pass reads them. One ahead of
+                         * need, as for any call. */
+                        refresh_ahead(c, now);
                         fn(c->owner, call, userdata);
                         return;
                 }
