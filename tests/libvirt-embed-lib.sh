@@ -123,6 +123,22 @@ XML
         done
 }
 
+# start_pcisim_qdma_nic: pcisim with the QDMA PF (0000:01:00.0) and a NIC
+# (0000:03:00.0) whose VFs have IOMMU groups of their own (not their
+# PF's, as in the mixed host): a bare PCI function.
+start_pcisim_qdma_nic() {
+        python3 - "$PCISIM_SCENARIOS" >"$T/scenario.json" <<'PY'
+import json, sys
+q = json.load(open(sys.argv[1] + "/qdma.json"))
+n = json.load(open(sys.argv[1] + "/nic.json"))
+have = {d["address"] for d in q["devices"]}
+q["devices"] += [d for d in n["devices"] if d["address"] not in have]
+q["drivers"] = q.get("drivers", []) + n.get("drivers", [])
+json.dump(q, sys.stdout)
+PY
+        start_pcisim "$T/scenario.json"
+}
+
 # svff_conf [extra JSON members]
 svff_conf() {
         printf '{"libvirt_uri": "%s", "detach_timeout_sec": 5, "reconf_detach_timeout_sec": 5%s}\n' "$URI" "${1:-}" > "$T/svff.conf"

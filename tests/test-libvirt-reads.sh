@@ -11,18 +11,7 @@
 define vm1
 A=0000:01:00.0
 B=0000:03:00.0
-# The QDMA PF and a NIC whose VFs have IOMMU groups of their own: a bare
-# PCI function on pcisim.
-python3 - "$PCISIM_SCENARIOS" >"$T/scenario.json" <<'PY'
-import json, sys
-q = json.load(open(sys.argv[1] + "/qdma.json"))
-n = json.load(open(sys.argv[1] + "/nic.json"))
-have = {d["address"] for d in q["devices"]}
-q["devices"] += [d for d in n["devices"] if d["address"] not in have]
-q["drivers"] = q.get("drivers", []) + n.get("drivers", [])
-json.dump(q, sys.stdout)
-PY
-start_pcisim "$T/scenario.json"
+start_pcisim_qdma_nic
 svff_conf
 start_connected
 ctl init $A 2 >"$T/out" 2>&1 || fail "init $A: $(cat "$T/out")"

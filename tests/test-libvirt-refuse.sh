@@ -13,18 +13,7 @@
 define vm1
 PF=0000:01:00.0
 NIC=0000:03:00.0
-# The QDMA PF and a NIC whose VFs have IOMMU groups of their own (not
-# its PF's, as in the mixed host): a bare PCI function on pcisim.
-python3 - "$PCISIM_SCENARIOS" >"$T/scenario.json" <<'PY'
-import json, sys
-q = json.load(open(sys.argv[1] + "/qdma.json"))
-n = json.load(open(sys.argv[1] + "/nic.json"))
-have = {d["address"] for d in q["devices"]}
-q["devices"] += [d for d in n["devices"] if d["address"] not in have]
-q["drivers"] = q.get("drivers", []) + n.get("drivers", [])
-json.dump(q, sys.stdout)
-PY
-start_pcisim "$T/scenario.json"
+start_pcisim_qdma_nic
 svff_conf
 start_connected
 ctl init $PF 2 >"$T/out" 2>&1 || fail "init: $(cat "$T/out")"
