@@ -706,11 +706,12 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
                         return;
                 }
                 if (behind_only_busy(c)) {
-                        /* No pass for those PFs: the operation's end
-                         * gives them (snapshot_cache_update_pf()), or
-                         * the next call's pass reads them. One ahead of
-                         * need, as for any call. */
-                        refresh_ahead(c, now);
+                        /* No pass, not even one ahead of need: the
+                         * operation's end gives those PFs
+                         * (snapshot_cache_update_pf()), or the next
+                         * call's pass reads them. A whole pass of the
+                         * host during the operation competes with it for
+                         * the CPU, and its end waits for the pass. */
                         fn(c->owner, call, userdata);
                         return;
                 }
