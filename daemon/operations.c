@@ -19,6 +19,7 @@
 #include "operations.h"
 #include "plan-deadlines.h"
 #include "journal.h"
+#include "reconf-ops.h"
 #include "reconfigure.h"
 #include "sriov.h"
 #include "sysfs.h"
@@ -102,6 +103,10 @@ struct init_op {
         struct json_object *class_policy;       /* the policy's class members (copy) */
         struct json_object *class_assignments;  /* {"<index>": an assignment's settings} */
         struct json_object *class_recorded;     /* {"<VF>": its class record} before the init */
+        /* What the init carries out, as its dry run prints it: planned
+         * on the worker from the count the PF has when the init starts
+         * and whether it has a device class (NULL until then). */
+        struct svff_reconf_plan *plan;
 
         /* worker -> main */
         int r;
@@ -158,6 +163,7 @@ static void init_op_free(struct init_op *io) {
         json_object_put(io->class_recorded);
         json_object_put(io->class_recs);
         svff_error_free(&io->class_err);
+        svff_reconf_plan_free(io->plan);
         free(io);
 }
 
@@ -282,6 +288,7 @@ static void init_bind_done(void *userdata) {
         json_object_object_add(p, "vfs", vfs);
         if (io->taken_from)
                 json_object_object_add(p, "policy", json_object_new_string(io->taken_from));
+        json_object_object_add(p, "plan", svff_reconf_plan_to_json(io->plan));
         init_finish(io, NULL, p, false);
 }
 
@@ -316,36 +323,43 @@ static void init_bind_progress(void *userdata) {
         free(b);
 }
 
+static bool init_bind_stop(void *userdata) {
+        struct init_op *io = userdata;
+
+        if (worker_pool_cancelled(io->pool))
+                io->cancelled = true;
+        return io->cancelled;
+}
+
+static void init_bind_one(void *userdata, size_t k, int r, const char *message) {
+        struct init_op *io = userdata;
+        struct bind_result *b = calloc(1, sizeof(*b));
+
+        if (!b) {
+                io->cancelled = true;
+                return;
+        }
+        b->io = io;
+        b->i = (unsigned) k;
+        b->r = r;
+        if (r < 0)
+                b->message = strdup(message);
+        (void) worker_pool_post(io->pool, init_bind_progress, b);
+}
+
+/* The plan's bind step, every VF in turn: each one's result goes to
+ * the caller as it comes. */
 static void init_bind_run(void *userdata) {
         struct init_op *io = userdata;
-        /* The budget grows with the VF count (svff_bind_budget_error()). */
-        usec_t budget = io->bind_base + io->bind_per_vf * io->after->n_vfs;
-        usec_t deadline = svff_now_usec() + budget;
+        _cleanup_free_ const char **vfs = calloc(io->after->n_vfs + 1, sizeof(char *));
 
-        for (size_t i = 0; i < io->after->n_vfs; i++) {
-                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-                struct bind_result *b;
-
-                if (worker_pool_cancelled(io->pool)) {
-                        io->cancelled = true;
-                        break;
-                }
-                b = calloc(1, sizeof(*b));
-                if (!b) {
-                        io->cancelled = true;
-                        break;
-                }
-                b->io = io;
-                b->i = (unsigned) i;
-                if (svff_now_usec() >= deadline)
-                        b->r = svff_bind_budget_error(&err, io->pf, io->driver, io->after->n_vfs, i,
-                                                      io->bind_base, io->bind_per_vf);
-                else
-                        b->r = svff_dev_bind(io->ctx, io->after->vfs[i].address, io->driver, NULL, &err);
-                if (b->r < 0)
-                        b->message = strdup(svff_error_message(&err));
-                (void) worker_pool_post(io->pool, init_bind_progress, b);
-        }
+        if (!vfs)
+                io->cancelled = true;
+        for (size_t i = 0; vfs && i < io->after->n_vfs; i++)
+                vfs[i] = io->after->vfs[i].address;
+        if (vfs)
+                (void) reconf_ops_bind(io->ctx, io->pf, io->driver, vfs, io->after->n_vfs, io->bind_base,
+                                       io->bind_per_vf, init_bind_stop, init_bind_one, io);
         if (io->autoprobe >= 0 && !io->cancelled) {
                 _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
 
@@ -493,6 +507,8 @@ static void init_numvfs_done(void *userdata) {
 
         numvfs_watch_stop(io);
         manager_sysfs_changed(m, io->pf);
+        /* The deadlines as the dry run shows them: svffd's settings. */
+        plan_set_deadlines(m, io->plan);
 
         if (io->r < 0) {
                 p = json_object_new_object();
@@ -648,14 +664,36 @@ static void init_class_provision(struct init_op *io) {
         classes_close(co);
 }
 
+/* The VF of the PF with index k, as the count's write left it. */
+static const struct svff_vf *init_vf(const struct init_op *io, unsigned k) {
+        for (size_t i = 0; i < io->after->n_vfs; i++)
+                if (io->after->vfs[i].index == k)
+                        return &io->after->vfs[i];
+        return NULL;
+}
+
 static void init_class_provision_with(struct init_op *io, struct classes_open *co) {
-        for (size_t i = 0; i < io->after->n_vfs; i++) {
-                const struct svff_vf *vf = &io->after->vfs[i];
+        unsigned n = 0;
+
+        for (size_t s = 0; s < io->plan->n_steps; s++) {
+                const struct svff_reconf_step *step = &io->plan->steps[s];
+                const struct svff_vf *vf;
                 struct json_object *asg = NULL, *rec = NULL, *state = NULL;
                 struct class_progress *cp;
                 char key[16];
+                unsigned i;
                 int r;
 
+                if (step->action != SVFF_RECONF_DO_PROVISION)
+                        continue;
+                i = n++;
+                vf = init_vf(io, step->numvfs);
+                if (!vf) {
+                        io->class_r = svff_error_set(&io->class_err, -ENODEV,
+                                                     "PF %s has no VF %u to provision (no virtfn%u)", io->pf,
+                                                     step->numvfs, step->numvfs);
+                        return;
+                }
                 if (worker_pool_cancelled(io->pool)) {
                         io->class_r = svff_error_set(&io->class_err, -ESHUTDOWN,
                                                      "svffd is shutting down; VF %s and the rest were not provisioned",
@@ -666,7 +704,7 @@ static void init_class_provision_with(struct init_op *io, struct classes_open *c
                 snprintf(key, sizeof(key), "%u", vf->index);
                 if (io->class_assignments)
                         (void) json_object_object_get_ex(io->class_assignments, key, &asg);
-                if (fault_inject("fail-provision", (unsigned) i + 1))
+                if (fault_inject("fail-provision", i + 1))
                         r = svff_error_set(&io->class_err, -EIO, "Provisioning VF %s failed (injected)",
                                            vf->address);
                 else {
@@ -694,7 +732,7 @@ static void init_class_provision_with(struct init_op *io, struct classes_open *c
                 json_object_object_add(io->class_recs, key, rec);
                 /* A crash between two VFs' class steps: the journal says
                  * init (phase numvfs); the next init provisions again. */
-                fault_point("after-provision", (unsigned) i + 1);
+                fault_point("after-provision", i + 1);
                 cp = calloc(1, sizeof(*cp));
                 if (cp) {
                         cp->io = io;
@@ -710,6 +748,32 @@ static void init_class_provision_with(struct init_op *io, struct classes_open *c
         }
 }
 
+/* The init's plan, from the count the PF has now (read here: the
+ * snapshot may be older) and whether its device class provisions each
+ * VF (init_class_plan() found one). */
+static int init_plan(struct init_op *io) {
+        _cleanup_free_ char *s = NULL;
+        struct svff_reconf_input in = { .pf = io->pf, .driver = io->driver, .provision = io->class_name != NULL };
+        int r;
+
+        r = svff_sysfs_readf(svff_ctx_get_rootfd(io->ctx), &s, "bus/pci/devices/%s/sriov_numvfs", io->pf);
+        if (r >= 0)
+                r = svff_numvfs_parse(s, &in.numvfs);
+        if (r < 0)
+                return svff_error_set_errno(&io->err, r, "Cannot read the VF count of PF %s; nothing was changed",
+                                            io->pf);
+        r = svff_reconf_plan_new_init(&in, io->numvfs, &io->plan);
+        if (r < 0)
+                return svff_error_set_errno(&io->err, r, "Planning the init of PF %s failed; nothing was changed",
+                                            io->pf);
+        return 0;
+}
+
+/* The checks, then the plan's steps up to the bind, which follows once
+ * the VFs are recorded (init_numvfs_done()). Its numvfs steps are one
+ * call: the kernel's count goes through 0 after every check that can
+ * refuse it (sriov.h); at the count the PF has there is no such step,
+ * and the call writes nothing. */
 static void init_numvfs_run(void *userdata) {
         struct init_op *io = userdata;
 
@@ -717,10 +781,13 @@ static void init_numvfs_run(void *userdata) {
         if (io->r >= 0)
                 io->r = init_class_plan(io);
         if (io->r >= 0)
-                io->r = svff_pf_set_numvfs_scaled(io->ctx, io->pf, io->numvfs, io->numvfs_base,
-                                                  io->numvfs_per_vf, &io->err);
+                io->r = init_plan(io);
         if (io->r >= 0)
-                io->r = svff_pf_load(io->ctx, io->pf, &io->after, &io->err);
+                io->r = reconf_ops_numvfs(io->ctx, io->pf, io->numvfs, io->numvfs_base, io->numvfs_per_vf,
+                                          &io->after, &io->err);
+        if (io->r >= 0 && !io->after)
+                io->r = svff_error_set(&io->err, -EIO, "PF %s could not be read after setting its VF count to %u",
+                                       io->pf, io->numvfs);
         if (io->r >= 0 && io->after->n_vfs != io->numvfs) {
                 io->r = svff_error_set(&io->err, -EIO, "PF %s reports %u VFs but %zu virtfn links exist",
                                        io->pf, io->numvfs, io->after->n_vfs);

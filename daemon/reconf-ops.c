@@ -417,6 +417,43 @@ static int op_restore(void *userdata, const size_t *items, size_t n) {
         return submit_dom_job(userdata, JOB_RESTORE, items, n);
 }
 
+/* ---- the steps, for every executor (ops pool) ---- */
+
+int reconf_ops_numvfs(struct svff_ctx *ctx, const char *pf, unsigned n, usec_t base, usec_t per_vf,
+                      struct svff_pf **ret_after, struct svff_error *err) {
+        _cleanup_(svff_error_free) struct svff_error lerr = SVFF_ERROR_NULL;
+        int r;
+
+        *ret_after = NULL;
+        r = svff_pf_set_numvfs_scaled(ctx, pf, n, base, per_vf, err);
+        if (r != -ETIMEDOUT && svff_pf_load(ctx, pf, ret_after, &lerr) < 0)
+                *ret_after = NULL;
+        return r;
+}
+
+size_t reconf_ops_bind(struct svff_ctx *ctx, const char *pf, const char *driver, const char *const *vfs, size_t n,
+                       usec_t base, usec_t per_vf, bool (*stop)(void *userdata),
+                       void (*each)(void *userdata, size_t k, int r, const char *message), void *userdata) {
+        usec_t deadline = svff_now_usec() + base + per_vf * n;
+        size_t n_failed = 0;
+
+        for (size_t k = 0; k < n; k++) {
+                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+                int r;
+
+                if (stop && stop(userdata))
+                        break;
+                if (svff_now_usec() >= deadline)
+                        r = svff_bind_budget_error(&err, pf, driver, n, k - n_failed, base, per_vf);
+                else
+                        r = svff_dev_bind(ctx, vfs[k], driver, NULL, &err);
+                if (r < 0)
+                        n_failed++;
+                each(userdata, k, r, r < 0 ? svff_error_message(&err) : NULL);
+        }
+        return n_failed;
+}
+
 /* ---- numvfs, provision and bind (ops pool) ---- */
 
 struct pf_job {
@@ -539,19 +576,20 @@ static void numvfs_run(void *userdata) {
 
         /* fail-numvfs-N: the kernel refusing the new count after it took
          * the 0, for the real-kernel tier, where no driver can be made to. */
-        if (j->inject_refusal && fault_inject("fail-numvfs-N", 0))
+        if (j->inject_refusal && fault_inject("fail-numvfs-N", 0)) {
                 j->r = svff_error_set(&j->err, -ENOMEM, "Failed to set sriov_numvfs of PF %s to %u: %s (injected)",
                                       j->pf, j->target, strerror(ENOMEM));
-        else
+                if (svff_pf_load(run->env.ctx, j->pf, &j->after, &lerr) < 0)
+                        j->after = NULL;
+        } else {
                 /* Through 0 only when the count differs (a recovery finds
-                 * it wherever the crash left it). */
-                j->r = svff_pf_set_numvfs_scaled(run->env.ctx, j->pf, j->target, run->env.numvfs_timeout,
-                                                 run->env.numvfs_per_vf, &j->err);
-        if (j->r >= 0)
-                fault_point(j->target == 0 ? "after-numvfs-0" : "after-numvfs-N", 0);
-        /* What exists now, also after a failure: the rest depends on it. */
-        if (j->r != -ETIMEDOUT && svff_pf_load(run->env.ctx, j->pf, &j->after, &lerr) < 0)
-                j->after = NULL;
+                 * it wherever the crash left it). What exists now is read
+                 * also after a failure: the rest depends on it. */
+                j->r = reconf_ops_numvfs(run->env.ctx, j->pf, j->target, run->env.numvfs_timeout,
+                                         run->env.numvfs_per_vf, &j->after, &j->err);
+                if (j->r >= 0)
+                        fault_point(j->target == 0 ? "after-numvfs-0" : "after-numvfs-N", 0);
+        }
         (void) worker_pool_post(run->env.ops_pool, numvfs_done, j);
 }
 
@@ -679,29 +717,25 @@ static void bind_done(void *userdata) {
         pf_job_free(j);
 }
 
+static void bind_one(void *userdata, size_t k, int r, const char *message) {
+        struct pf_job *j = userdata;
+
+        j->rs[k] = r;
+        if (r < 0)
+                j->messages[k] = strdup(message);
+}
+
 static void bind_run(void *userdata) {
         struct pf_job *j = userdata;
         const struct reconf_env *env = &j->run->env;
-        usec_t deadline = svff_now_usec() + env->bind_timeout + env->bind_per_vf * j->n;
-        unsigned n_failed = 0;
+        size_t n_failed;
 
         /* One job, one VF after the other: the PF's VFs probe in turn,
          * under the budget the dry run shows. */
-        for (size_t k = 0; k < j->n; k++) {
-                _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-
-                if (svff_now_usec() >= deadline)
-                        j->rs[k] = svff_bind_budget_error(&err, j->pf, j->driver, j->n, k - n_failed,
-                                                          env->bind_timeout, env->bind_per_vf);
-                else
-                        j->rs[k] = svff_dev_bind(env->ctx, j->vfs[k], j->driver, NULL, &err);
-                if (j->rs[k] < 0) {
-                        j->messages[k] = strdup(svff_error_message(&err));
-                        n_failed++;
-                }
-        }
+        n_failed = reconf_ops_bind(env->ctx, j->pf, j->driver, (const char *const *) j->vfs, j->n, env->bind_timeout,
+                                   env->bind_per_vf, NULL, bind_one, j);
         if (n_failed > 0)
-                log_warning("%u of %zu VFs of PF %s could not be bound to %s.", n_failed, j->n, j->pf, j->driver);
+                log_warning("%zu of %zu VFs of PF %s could not be bound to %s.", n_failed, j->n, j->pf, j->driver);
         fault_point("after-rebind", 0);
         (void) worker_pool_post(j->run->env.ops_pool, bind_done, j);
 }

@@ -145,3 +145,27 @@ void reconf_run_start(struct reconf_run *run);
 
 /* A Monitor event for the run's PF: {event, device, pf}. */
 struct json_object *reconf_run_event(struct reconf_run *run, const char *name);
+
+/* The steps themselves, on an ops pool worker, for every executor that
+ * carries out a plan's numvfs and bind steps (the machine's ops above,
+ * and an init's walk of its plan): one copy of each. */
+
+/* A plan's numvfs steps: pf's count set to n, through 0 when it differs
+ * (sriov.h: everything that can refuse the count is checked before the
+ * first write), each write under base + per_vf for every VF it makes or
+ * removes. At the count the PF has, nothing is written. Then what
+ * exists is read into *ret_after, after a failure too, but not once a
+ * write passed its deadline (it may still be in the kernel); NULL when
+ * it could not be read. Returns the writes' result, err filled. */
+int reconf_ops_numvfs(struct svff_ctx *ctx, const char *pf, unsigned n, usec_t base, usec_t per_vf,
+                      struct svff_pf **ret_after, struct svff_error *err);
+
+/* A plan's bind step: vfs[0..n) of pf to driver, one after the other,
+ * under one budget of base + per_vf × n (bind.h); a VF not tried in
+ * time fails with the budget's error, which counts the VFs bound so far.
+ * each() hears of every VF tried: its position, the result and, on
+ * failure, the message. stop(), when given, is asked before each VF:
+ * true ends the step there. Returns how many failed. */
+size_t reconf_ops_bind(struct svff_ctx *ctx, const char *pf, const char *driver, const char *const *vfs, size_t n,
+                       usec_t base, usec_t per_vf, bool (*stop)(void *userdata),
+                       void (*each)(void *userdata, size_t k, int r, const char *message), void *userdata);

@@ -83,8 +83,17 @@ grep -q "^Init PF $PF: 0 -> 4 VFs, VFs bound to vfio-pci\.$" "$T/init-dry.txt" |
         fail "the human dry run's heading: $(cat "$T/init-dry.txt")"
 grep -q "^   1\. \[numvfs\] write sriov_numvfs = 4 (deadline [0-9]* s)$" "$T/init-dry.txt" ||
         fail "the human dry run's write: $(cat "$T/init-dry.txt")"
-ctl init "$PF" 4 >"$T/init.out" 2>&1 || fail "init $PF 4: $(cat "$T/init.out")"
+ctl init "$PF" 4 --json >"$T/init.json" 2>"$T/init.out" || fail "init $PF 4: $(cat "$T/init.out")"
 expect_eq "$(sys_numvfs "$PF")" 4 "sriov_numvfs after init"
+# What the init did is the plan its dry run printed, deadlines included.
+same_plan() {
+        python3 -c 'import json, sys
+done = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1].get("plan")
+dry = json.load(open(sys.argv[2]))["plan"]
+if done != dry:
+    sys.exit("carried out %s, planned %s" % (done, dry))' "$1" "$2"
+}
+same_plan "$T/init.json" "$T/init-dry.json" || fail "the init's plan is not its dry run's"
 ctl list --json >"$T/list.json" || fail "list --json"
 for i in 0 1 2 3; do
         vf=$(sys_vf "$PF" $i)
@@ -117,7 +126,8 @@ expect_eq "$(jget '" ".join(s["action"] for s in d["plan"]["steps"])' <"$T/init-
 expect_eq "$(jget '[s["action"] for s in d["plan"]["steps"] if s.get("deadline_msec", 0) > 0]' \
         <"$T/init-dry.json")" "['bind']" "the steps of the init's dry run with a deadline"
 lines=$(wc -l <"$T/svffd.log")
-ctl init "$PF" 4 >"$T/init2.out" 2>&1 || fail "init $PF 4 again: $(cat "$T/init2.out")"
+ctl init "$PF" 4 --json >"$T/init2.json" 2>"$T/init2.out" || fail "init $PF 4 again: $(cat "$T/init2.out")"
+same_plan "$T/init2.json" "$T/init-dry.json" || fail "the re-init's plan is not its dry run's"
 expect_eq "$(tail -n +"$((lines + 1))" "$T/svffd.log" | grep -c "nvme class already as recorded, left alone")" 4 \
         "VFs left alone by a re-init of the same count"
 expect_eq "$(tail -n +"$((lines + 1))" "$T/svffd.log" | grep -c "nvme class provisioned and verified")" 0 \

@@ -87,6 +87,25 @@ cat > "$T/svff.conf" <<'CONF'
 CONF
 pcisim_ctl latency vf_enable 0
 start_svffd
+
+note "an init binds under the same budget, and each VF past it says how many were bound"
+# 6 VFs at 600 ms each: past 1 s + 6 x 100 ms. However many made it,
+# every VF not tried in time gives the same count, the VFs on vfio-pci.
+lines=$(wc -l < "$T/svffd.log")
+pcisim_ctl latency probe 600000
+rc=0
+ctl init $PF 6 > "$T/out" 2> "$T/err" || rc=$?
+pcisim_ctl latency probe 0
+[ "$rc" != 0 ] || fail "an init binding 6 VFs at 600 ms each passed a 1.6 s budget: $(cat "$T/out")"
+grep -q "bind_timeout_sec 1 s + bind_timeout_per_vf_msec 100 ms x 6 VFs" "$T/err" ||
+        fail "the init's bind timeout does not name the budget: $(cat "$T/err")"
+bound=0
+for i in 0 1 2 3 4 5; do
+        [ "$(sys_driver "$(sys_vf $PF $i)")" != vfio-pci ] || bound=$((bound + 1))
+done
+expect_eq "$(tail -n +"$((lines + 1))" "$T/svffd.log" | grep -o '[0-9]* were bound' | sort -u | tr '\n' ' ')" \
+        "$bound were bound " "what each VF past the init's budget says was bound"
+
 ctl init $PF 4 > "$T/out" 2>&1 || fail "init 4: $(cat "$T/out")"
 ctl reconf --dry-run $PF 6 --json > "$T/plan.json" 2> "$T/err" ||
         fail "reconf --dry-run: $(cat "$T/plan.json" "$T/err")"
