@@ -1515,12 +1515,10 @@ static const struct param attach_param_table[] = {
         PARAM_END,
 };
 
-void method_attach(struct manager *m, struct call *call) {
-        struct attach_params p = {};
+static void method_attach(struct manager *m, struct call *call, void *params) {
+        const struct attach_params p = *(const struct attach_params *) params;
         struct attach_request req = {}, *owned;
 
-        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, attach_param_table, &p))
-                return;
         if (!*p.domain || strlen(p.domain) >= sizeof(req.domain)) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "domain",
                             "Parameter 'domain' (a libvirt domain name or UUID) is required.");
@@ -1567,6 +1565,11 @@ void method_attach(struct manager *m, struct call *call) {
         owned->class = json_object_get(req.class);
         manager_with_snapshot(m, call, attach_from_pool, owned, attach_request_free);
 }
+
+const struct method attach_method = {
+        "Attach", method_attach, attach_param_table, sizeof(struct attach_params), NULL,
+        METHOD_MUTATING | METHOD_PRIVILEGED,
+};
 
 /* ---- Detach, Pause, Unpause ---- */
 
@@ -1630,7 +1633,7 @@ struct vf_params {
         bool dry_run;
 };
 
-static const struct param vf_params[] = {
+static const struct param vf_param_table[] = {
         { "vf", PARAM_ADDRESS, true, offsetof(struct vf_params, vf) },
         { "dry_run", PARAM_BOOL, false, offsetof(struct vf_params, dry_run), 0, "true or false" },
         PARAM_END
@@ -1645,15 +1648,13 @@ static bool unpause_would_bind(struct manager *m, const struct job *j) {
         return !v->driver || !streq(v->driver, VFIO_DRIVER);
 }
 
-static void vf_method(struct manager *m, struct call *call, enum job_kind kind) {
-        struct vf_params in = {};
+static void vf_method(struct manager *m, struct call *call, enum job_kind kind, const struct vf_params *params) {
+        const struct vf_params in = *params;
         struct svff_assignment a;
         const char *vf = in.vf;
         struct job *j;
         int r;
 
-        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, vf_params, &in))
-                return;
         r = svff_store_get_assignment(m->store, vf, &a);
         if (r == 0) {
                 call_errorf(call, SVFF_ERROR_NOT_ASSIGNED, "device", vf,
@@ -1743,17 +1744,30 @@ void assign_detach(struct manager *m, const char *vf, assign_detach_fn done, voi
         job_submit(m, j);
 }
 
-void method_detach(struct manager *m, struct call *call) {
-        vf_method(m, call, JOB_DETACH);
+static void method_detach(struct manager *m, struct call *call, void *params) {
+        vf_method(m, call, JOB_DETACH, params);
 }
 
-void method_pause(struct manager *m, struct call *call) {
-        vf_method(m, call, JOB_PAUSE);
+static void method_pause(struct manager *m, struct call *call, void *params) {
+        vf_method(m, call, JOB_PAUSE, params);
 }
 
-void method_unpause(struct manager *m, struct call *call) {
-        vf_method(m, call, JOB_UNPAUSE);
+static void method_unpause(struct manager *m, struct call *call, void *params) {
+        vf_method(m, call, JOB_UNPAUSE, params);
 }
+
+const struct method detach_method = {
+        "Detach", method_detach, vf_param_table, sizeof(struct vf_params), NULL, METHOD_MUTATING | METHOD_PRIVILEGED,
+};
+
+const struct method pause_method = {
+        "Pause", method_pause, vf_param_table, sizeof(struct vf_params), NULL, METHOD_MUTATING | METHOD_PRIVILEGED,
+};
+
+const struct method unpause_method = {
+        "Unpause", method_unpause, vf_param_table, sizeof(struct vf_params), NULL,
+        METHOD_MUTATING | METHOD_PRIVILEGED,
+};
 
 /* ---- lifecycle ---- */
 

@@ -34,12 +34,12 @@
  * in progress is held back, in order, until the operation ends. */
 
 #include "manager.h"
+#include "params.h"
 #include "server.h"
 
-void method_attach(struct manager *m, struct call *call);
-void method_detach(struct manager *m, struct call *call);
-void method_pause(struct manager *m, struct call *call);
-void method_unpause(struct manager *m, struct call *call);
+/* io.svff.Attach, Detach, Pause and Unpause: their rows of the method
+ * table. */
+extern const struct method attach_method, detach_method, pause_method, unpause_method;
 
 /* Detaches vf from its domain exactly as Detach does, for an operation
  * that needs the VF off its domain first (Release with force). done runs

@@ -1047,16 +1047,14 @@ static const struct param reload_param_table[] = {
         PARAM_END,
 };
 
-void method_reload(struct manager *m, struct call *call) {
+static void method_reload(struct manager *m, struct call *call, void *params) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
-        struct reload_params p = {};
+        const struct reload_params *p = params;
         struct svff_config *c;
         struct json_object *reply;
         int r;
 
-        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, reload_param_table, &p))
-                return;
-        if (!p.dry_run) {
+        if (!p->dry_run) {
                 log_info("Reload of the configuration requested by uid %u.", (unsigned) call_peer(call)->uid);
                 r = autoinit_reload_config(m);
                 if (r < 0 && r != -ENOMEM && m->config_error) {
@@ -1097,23 +1095,29 @@ void method_reload(struct manager *m, struct call *call) {
         manager_with_snapshot(m, call, reload_plan_answer, c, reload_config_free);
 }
 
-#ifdef SVFF_FAULT_POINTS
-void method_debug_inject_uevent(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "action", "device", NULL };
-        struct json_object *params = call_request(call)->parameters;
-        const char *action, *device;
+const struct method reload_method = {
+        "Reload", method_reload, reload_param_table, sizeof(struct reload_params), NULL, METHOD_PRIVILEGED,
+};
 
-        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, allowed))
-                return;
-        if (svff_json_get_string(params, "action", &action) < 0 ||
-            (!streq(action, "add") && !streq(action, "remove") && !streq(action, "bind"))) {
+#ifdef SVFF_FAULT_POINTS
+struct uevent_params {
+        const char *action;
+        const char *device;
+};
+
+static const struct param uevent_param_table[] = {
+        { "action", PARAM_STRING, true, offsetof(struct uevent_params, action), 0, "add, bind or remove" },
+        { "device", PARAM_STRING, true, offsetof(struct uevent_params, device), 0, "a PCI address" },
+        PARAM_END,
+};
+
+static void method_debug_inject_uevent(struct manager *m, struct call *call, void *params) {
+        const char *action = ((const struct uevent_params *) params)->action;
+        const char *device = ((const struct uevent_params *) params)->device;
+
+        if (!streq(action, "add") && !streq(action, "remove") && !streq(action, "bind")) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "action",
                             "Parameter 'action' must be add, bind or remove.");
-                return;
-        }
-        if (svff_json_get_string(params, "device", &device) < 0) {
-                call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "device",
-                            "Parameter 'device' must be a PCI address.");
                 return;
         }
         {
@@ -1124,4 +1128,9 @@ void method_debug_inject_uevent(struct manager *m, struct call *call) {
         autoinit_handle_uevent(m, action, device);
         call_reply(call, NULL);
 }
+
+const struct method inject_uevent_method = {
+        "InjectUevent", method_debug_inject_uevent, uevent_param_table, sizeof(struct uevent_params), NULL,
+        METHOD_PRIVILEGED,
+};
 #endif

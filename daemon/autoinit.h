@@ -42,6 +42,7 @@
  * io.svff.Debug.InjectUevent (compiled with --enable-fault-points). */
 
 #include "manager.h"
+#include "params.h"
 
 struct autoinit;
 
@@ -88,11 +89,11 @@ int autoinit_reload_config(struct manager *m);
 /* io.svff.Reload(dry_run): the configuration read again and the
  * policies applied, as SIGHUP does; or with dry_run, what that would do
  * to each PF, from the same decisions the pass makes. */
-void method_reload(struct manager *m, struct call *call);
+extern const struct method reload_method;
 
 #ifdef SVFF_FAULT_POINTS
 /* io.svff.Debug.InjectUevent(action, device): a test's way into
  * autoinit_handle_uevent(), since libudev cannot watch a simulated
  * sysfs. Root only. */
-void method_debug_inject_uevent(struct manager *m, struct call *call);
+extern const struct method inject_uevent_method;
 #endif

@@ -32,11 +32,9 @@ static uint64_t now(clockid_t clock) {
 
 /* ---- org.varlink.service ---- */
 
-static void method_get_info(struct manager *m, struct call *call) {
+static void method_get_info(struct manager *m, struct call *call, _unused_ void *params) {
         struct json_object *p, *ifaces;
 
-        if (!params_check_known(call, "org.varlink.service.InvalidParameter", NULL))
-                return;
         p = json_object_new_object();
         ifaces = json_object_new_array();
         json_object_array_add(ifaces, json_object_new_string("org.varlink.service"));
@@ -50,17 +48,20 @@ static void method_get_info(struct manager *m, struct call *call) {
         json_object_put(p);
 }
 
-static void method_get_interface_description(struct manager *m, struct call *call) {
-        static const char *const allowed[] = { "interface", NULL };
-        struct json_object *p;
-        const char *iface, *text;
+struct description_params {
+        const char *interface;
+};
 
-        if (!params_check_known(call, "org.varlink.service.InvalidParameter", allowed))
-                return;
-        if (svff_json_get_string(call_request(call)->parameters, "interface", &iface) < 0) {
-                call_errorf(call, "org.varlink.service.InvalidParameter", "parameter", "interface", NULL);
-                return;
-        }
+static const struct param description_param_table[] = {
+        { "interface", PARAM_STRING, true, offsetof(struct description_params, interface), 0,
+          "the name of an interface" },
+        PARAM_END,
+};
+
+static void method_get_interface_description(struct manager *m, struct call *call, void *params) {
+        const char *iface = ((const struct description_params *) params)->interface, *text;
+        struct json_object *p;
+
         if (streq(iface, SVFF_INTERFACE))
                 text = svff_interface_description;
         else if (streq(iface, "org.varlink.service"))
@@ -77,9 +78,8 @@ static void method_get_interface_description(struct manager *m, struct call *cal
 
 /* ---- io.svff reads ---- */
 
-static void method_ping(struct manager *m, struct call *call) {
-        if (params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, NULL))
-                call_reply(call, NULL);
+static void method_ping(struct manager *m, struct call *call, _unused_ void *params) {
+        call_reply(call, NULL);
 }
 
 static struct json_object *str_or_null(const char *s) {
@@ -352,43 +352,13 @@ static bool snapshot_has_pending(const struct snapshot *s) {
         return false;
 }
 
-/* List's and Show's one parameter, decoded (params.h) and carried,
- * owned, through the wait for a snapshot; and Show's call through the
- * class's read. */
+/* List's and Show's one parameter, decoded by the dispatcher. */
 struct pf_param {
         char pf[SVFF_PCI_ADDR_STRLEN];          /* "": not given */
-        struct call *call;
 };
 
-static void pf_param_free(void *userdata) {
-        struct pf_param *p = userdata;
-
-        if (!p)
-                return;
-        call_unref(p->call);
-        free(p);
-}
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct pf_param *, pf_param_free);
-
-/* The call's pf as table says (required or not), then fn with it once a
- * snapshot is fresh enough. */
-static void with_pf_param(struct manager *m, struct call *call, const struct param *table, snapshot_waiter_fn fn) {
-        struct pf_param *p = calloc(1, sizeof(*p));
-
-        if (!p) {
-                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
-                return;
-        }
-        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, table, p)) {
-                free(p);
-                return;
-        }
-        manager_with_snapshot(m, call, fn, p, pf_param_free);
-}
-
-static void list_answer(struct manager *m, struct call *call, void *userdata) {
-        _cleanup_(pf_param_freep) struct pf_param *param = userdata;
+static void method_list(struct manager *m, struct call *call, void *params) {
+        const struct pf_param *param = params;
         struct snapshot *s = m->snapshot;
         struct json_object *p, *pfs, *gone;
         const char *filter = *param->pf ? param->pf : NULL;
@@ -456,14 +426,10 @@ static void list_answer(struct manager *m, struct call *call, void *userdata) {
         blob_unref(b);
 }
 
-static void method_list(struct manager *m, struct call *call) {
-        static const struct param table[] = {
-                { "pf", PARAM_ADDRESS, false, offsetof(struct pf_param, pf), 0, NULL },
-                PARAM_END,
-        };
-
-        with_pf_param(m, call, table, list_answer);
-}
+static const struct param list_param_table[] = {
+        { "pf", PARAM_ADDRESS, false, offsetof(struct pf_param, pf), 0, NULL },
+        PARAM_END,
+};
 
 /* Each present PF's count and who owns it (see autoinit.h), with the
  * owning policy's last refusal. */
@@ -747,22 +713,31 @@ static void status_reply(struct manager *m, struct call *call, struct json_objec
         json_object_put(p);
 }
 
-/* With a snapshot: the device classes' drift needs the devices read,
- * on a worker. */
-static void status_answer(struct manager *m, struct call *call, _unused_ void *userdata) {
+/* The device classes' drift needs the devices read, on a worker. */
+static void method_status(struct manager *m, struct call *call, _unused_ void *params) {
         classes_with_drift(m, call, status_reply);
 }
 
-static void method_status(struct manager *m, struct call *call) {
-        if (params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, NULL))
-                manager_with_snapshot(m, call, status_answer, NULL, NULL);
+/* Show's PF and call through the device class's read. */
+struct show_wait {
+        char pf[SVFF_PCI_ADDR_STRLEN];
+        struct call *call;
+};
+
+static void show_wait_free(struct show_wait *w) {
+        if (!w)
+                return;
+        call_unref(w->call);
+        free(w);
 }
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct show_wait *, show_wait_free);
 
 static void show_reply(struct manager *m, int r, const char *message, struct json_object *device_class,
                        void *userdata) {
-        _cleanup_(pf_param_freep) struct pf_param *param = userdata;
-        struct call *call = param->call;
-        const char *pf = param->pf;
+        _cleanup_(show_wait_freep) struct show_wait *w = userdata;
+        struct call *call = w->call;
+        const char *pf = w->pf;
 
         (void) m;
         if (r == -EBUSY)
@@ -788,43 +763,43 @@ static void show_reply(struct manager *m, int r, const char *message, struct jso
         json_object_put(device_class);
 }
 
-/* With a snapshot: the PF must be one of the host's SR-IOV PFs. */
-static void show_answer(struct manager *m, struct call *call, void *userdata) {
-        struct pf_param *param = userdata;
+/* The PF must be one of the host's SR-IOV PFs. */
+static void method_show(struct manager *m, struct call *call, void *params) {
+        const char *pf = ((const struct pf_param *) params)->pf;
+        struct show_wait *w;
         int r;
 
-        if (!manager_snapshot_pf(m, param->pf)) {
-                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", param->pf,
-                            "No SR-IOV PF %s under %s; 'svffctl list' shows the PFs there are.", param->pf,
+        if (!manager_snapshot_pf(m, pf)) {
+                call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
+                            "No SR-IOV PF %s under %s; 'svffctl list' shows the PFs there are.", pf,
                             m->config.sysfs_root);
-                pf_param_free(param);
                 return;
         }
-        param->call = call_ref(call);
-        r = classes_show_start(m, param->pf, show_reply, param);
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        snprintf(w->pf, sizeof(w->pf), "%s", pf);
+        w->call = call_ref(call);
+        r = classes_show_start(m, w->pf, show_reply, w);
         if (r < 0) {
                 if (r == -ENOMEM)
                         call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 else
                         call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
-                pf_param_free(param);
+                show_wait_free(w);
         }
 }
 
-static void method_show(struct manager *m, struct call *call) {
-        static const struct param table[] = {
-                { "pf", PARAM_ADDRESS, true, offsetof(struct pf_param, pf), 0, NULL },
-                PARAM_END,
-        };
+static const struct param show_param_table[] = {
+        { "pf", PARAM_ADDRESS, true, offsetof(struct pf_param, pf), 0, NULL },
+        PARAM_END,
+};
 
-        with_pf_param(m, call, table, show_answer);
-}
-
-static void method_monitor(struct manager *m, struct call *call) {
+static void method_monitor(struct manager *m, struct call *call, _unused_ void *params) {
         struct json_object *p, *ev;
 
-        if (!params_check_known(call, SVFF_ERROR_INVALID_PARAMETER, NULL))
-                return;
         if (!call_request(call)->more) {
                 call_errorf(call, VARLINK_ERROR_EXPECTED_MORE, NULL, NULL,
                             "Monitor streams events: call it with \"more\": true.");
@@ -928,55 +903,118 @@ static bool manage_check_call(struct manager *m, struct call *call) {
 
 /* ---- dispatch ---- */
 
-enum {
-        /* It changes the host or the store: svff.conf's manage list
-         * applies (manage_check_call()). */
-        METHOD_MUTATING = 1u << 0,
-        /* Only root or the admin group may call it (require_privileged()),
-         * checked before its parameters. Reconf checks for itself: its
-         * dry run is a read. */
-        METHOD_PRIVILEGED = 1u << 1,
+static const struct method ping_method = { "Ping", method_ping };
+static const struct method list_method = {
+        "List", method_list, list_param_table, sizeof(struct pf_param), NULL, METHOD_SNAPSHOT,
 };
-
-struct method {
-        const char *name;
-        void (*fn)(struct manager *m, struct call *call);
-        unsigned flags;
+static const struct method status_method = { "Status", method_status, .flags = METHOD_SNAPSHOT };
+static const struct method show_method = {
+        "Show", method_show, show_param_table, sizeof(struct pf_param), NULL, METHOD_SNAPSHOT,
 };
+static const struct method monitor_method = { "Monitor", method_monitor };
 
-static const struct method svff_methods[] = {
-        { "Ping", method_ping },
-        { "List", method_list },
-        { "Status", method_status },
-        { "Show", method_show },
-        { "Init", method_init, METHOD_MUTATING | METHOD_PRIVILEGED },
-        { "Release", method_release, METHOD_MUTATING | METHOD_PRIVILEGED },
-        { "Monitor", method_monitor },
-        { "Attach", method_attach, METHOD_MUTATING | METHOD_PRIVILEGED },
-        { "Detach", method_detach, METHOD_MUTATING | METHOD_PRIVILEGED },
-        { "Pause", method_pause, METHOD_MUTATING | METHOD_PRIVILEGED },
-        { "Unpause", method_unpause, METHOD_MUTATING | METHOD_PRIVILEGED },
-        { "Reconf", method_reconf, METHOD_MUTATING },
-        { "Reprogram", method_reprogram, METHOD_MUTATING | METHOD_PRIVILEGED },
-        { "Reload", method_reload, METHOD_PRIVILEGED },
+static const struct method *const svff_methods[] = {
+        &ping_method,
+        &list_method,
+        &status_method,
+        &show_method,
+        &init_method,
+        &release_method,
+        &monitor_method,
+        &attach_method,
+        &detach_method,
+        &pause_method,
+        &unpause_method,
+        &reconf_method,
+        &reprogram_method,
+        &reload_method,
 };
 
 #ifdef SVFF_FAULT_POINTS
 /* Test builds only: see autoinit.h. */
-static const struct method debug_methods[] = {
-        { "InjectUevent", method_debug_inject_uevent, METHOD_PRIVILEGED },
+static const struct method *const debug_methods[] = {
+        &inject_uevent_method,
 };
 #endif
 
-static const struct method service_methods[] = {
-        { "GetInfo", method_get_info },
-        { "GetInterfaceDescription", method_get_interface_description },
+static const struct method get_info_method = { "GetInfo", method_get_info };
+static const struct method get_interface_description_method = {
+        "GetInterfaceDescription", method_get_interface_description, description_param_table,
+        sizeof(struct description_params),
 };
+
+static const struct method *const service_methods[] = {
+        &get_info_method,
+        &get_interface_description_method,
+};
+
+/* A call's method and its decoded parameters through the wait for a
+ * snapshot. */
+struct method_wait {
+        const struct method *method;
+        void *params;
+};
+
+static void method_wait_free(void *userdata) {
+        struct method_wait *w = userdata;
+
+        if (!w)
+                return;
+        free(w->params);
+        free(w);
+}
+
+static void method_with_snapshot(struct manager *m, struct call *call, void *userdata) {
+        struct method_wait *w = userdata;
+
+        w->method->fn(m, call, w->params);
+        method_wait_free(w);
+}
+
+/* The checks of its row, then the method with its parameters. */
+static void method_call(struct manager *m, struct call *call, const struct method *method) {
+        static const struct param none[] = { PARAM_END };
+        struct method_wait *w;
+        void *params;
+
+        if (m->shutting_down && method != &ping_method) {
+                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
+                return;
+        }
+        if ((method->flags & METHOD_PRIVILEGED) && !require_privileged(m, call))
+                return;
+        if ((method->flags & METHOD_MUTATING) && !manage_check_call(m, call))
+                return;
+        params = calloc(1, method->params_size ?: 1);
+        if (!params) {
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        if (method->initial)
+                memcpy(params, method->initial, method->params_size);
+        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, method->params ?: none, params)) {
+                free(params);
+                return;
+        }
+        if (!(method->flags & METHOD_SNAPSHOT)) {
+                method->fn(m, call, params);
+                free(params);
+                return;
+        }
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                free(params);
+                call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
+                return;
+        }
+        *w = (struct method_wait) { .method = method, .params = params };
+        manager_with_snapshot(m, call, method_with_snapshot, w, method_wait_free);
+}
 
 void methods_dispatch(struct call *call, void *userdata) {
         struct manager *m = userdata;
         const struct svff_varlink_call *req = call_request(call);
-        const struct method *table;
+        const struct method *const *table;
         size_t n;
 
         log_debug("Call %s from pid %d uid %u.", req->method, (int) call_peer(call)->pid,
@@ -999,16 +1037,8 @@ void methods_dispatch(struct call *call, void *userdata) {
         }
 
         for (size_t i = 0; i < n; i++)
-                if (streq(req->member, table[i].name)) {
-                        if (m->shutting_down && table[i].fn != method_ping) {
-                                call_errorf(call, SVFF_ERROR_SHUTTING_DOWN, NULL, NULL, "svffd is shutting down.");
-                                return;
-                        }
-                        if ((table[i].flags & METHOD_PRIVILEGED) && !require_privileged(m, call))
-                                return;
-                        if ((table[i].flags & METHOD_MUTATING) && !manage_check_call(m, call))
-                                return;
-                        table[i].fn(m, call);
+                if (streq(req->member, table[i]->name)) {
+                        method_call(m, call, table[i]);
                         return;
                 }
         call_errorf(call, SVFF_VARLINK_ERROR_METHOD_NOT_FOUND, "method", req->method, NULL);

@@ -840,7 +840,7 @@ struct init_params {
 
 #define NUMVFS_UNSET UINT_MAX
 
-static const struct param init_params[] = {
+static const struct param init_param_table[] = {
         { "pf", PARAM_ADDRESS, true, offsetof(struct init_params, pf) },
         { "numvfs", PARAM_UNSIGNED, false, offsetof(struct init_params, numvfs), 65535,
           "an integer from 0 to 65535" },
@@ -1044,12 +1044,10 @@ static void init_with_snapshot(struct manager *m, struct call *call, void *userd
         init_wait_free(w);
 }
 
-void method_init(struct manager *m, struct call *call) {
-        struct init_params in = { .numvfs = NUMVFS_UNSET };
+static void method_init(struct manager *m, struct call *call, void *params) {
+        const struct init_params in = *(const struct init_params *) params;
         struct init_wait *w;
 
-        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, init_params, &in))
-                return;
         if (!in.dry_run) {
                 init_request(m, call, &in);
                 return;
@@ -1435,7 +1433,7 @@ struct release_params {
         bool dry_run;
 };
 
-static const struct param release_params[] = {
+static const struct param release_param_table[] = {
         { "vf", PARAM_ADDRESS, true, offsetof(struct release_params, vf) },
         { "force", PARAM_BOOL, false, offsetof(struct release_params, force), 0, "true or false" },
         { "dry_run", PARAM_BOOL, false, offsetof(struct release_params, dry_run), 0, "true or false" },
@@ -1478,8 +1476,8 @@ static void release_dry_run(struct manager *m, struct call *call, const char *vf
         json_object_put(reply);
 }
 
-void method_release(struct manager *m, struct call *call) {
-        struct release_params in = {};
+static void method_release(struct manager *m, struct call *call, void *params) {
+        const struct release_params in = *(const struct release_params *) params;
         const char *vf = in.vf;
         const char *pf = NULL, *orig = NULL, *driver = NULL;
         _cleanup_(svff_reconf_plan_freep) struct svff_reconf_plan *plan = NULL;
@@ -1491,8 +1489,6 @@ void method_release(struct manager *m, struct call *call) {
         bool force;
         int r, assigned;
 
-        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, release_params, &in))
-                return;
         force = in.force;
 
         r = svff_store_get_vf(m->store, vf, &pf, &orig);
@@ -1587,3 +1583,15 @@ void method_release(struct manager *m, struct call *call) {
         }
         release_submit(ro);
 }
+
+static const struct init_params init_initial = { .numvfs = NUMVFS_UNSET };
+
+const struct method init_method = {
+        "Init", method_init, init_param_table, sizeof(struct init_params), &init_initial,
+        METHOD_MUTATING | METHOD_PRIVILEGED,
+};
+
+const struct method release_method = {
+        "Release", method_release, release_param_table, sizeof(struct release_params), NULL,
+        METHOD_MUTATING | METHOD_PRIVILEGED,
+};

@@ -27,6 +27,7 @@
  * says what svffd was doing (see reconcile.h for how it is reported). */
 
 #include "manager.h"
+#include "params.h"
 #include "server.h"
 
 /* The typed io.svff error for a -errno from the core. */
@@ -48,6 +49,5 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
  * the count changes) plus the binding's. */
 uint64_t operation_init_budget(struct manager *m, unsigned from, unsigned to);
 
-/* io.svff.Init and io.svff.Release. */
-void method_init(struct manager *m, struct call *call);
-void method_release(struct manager *m, struct call *call);
+/* io.svff.Init and io.svff.Release: their rows of the method table. */
+extern const struct method init_method, release_method;

@@ -7,23 +7,6 @@
 #include "log.h"
 #include "params.h"
 
-bool params_check_known(struct call *call, const char *error, const char *const *allowed) {
-        json_object_object_foreach(call_request(call)->parameters, key, val) {
-                bool ok = false;
-
-                (void) val;
-                for (const char *const *a = allowed; a && *a; a++)
-                        if (streq(key, *a))
-                                ok = true;
-                if (!ok) {
-                        call_errorf(call, error, "parameter", key,
-                                    "Unknown parameter '%s' for %s.", key, call_request(call)->method);
-                        return false;
-                }
-        }
-        return true;
-}
-
 static bool known(struct call *call, const char *error, const struct param *table) {
         json_object_object_foreach(call_request(call)->parameters, key, val) {
                 const struct param *p;

@@ -1287,15 +1287,11 @@ static const struct param reprogram_param_table[] = {
         PARAM_END,
 };
 
-/* p decoded from the call by table, the mode checked, into *ret
- * (pointing into p); false once a bad one is answered. */
-static bool request_decode(struct call *call, const struct param *table, struct reconf_params *p,
-                           struct reconf_request *ret) {
+/* p as the dispatcher decoded it, the mode checked, into *ret (pointing
+ * into p); false once a bad one is answered. */
+static bool request_decode(struct call *call, const struct reconf_params *p, struct reconf_request *ret) {
         int mode;
 
-        *p = (struct reconf_params) { .numvfs = UINT_MAX };
-        if (!params_decode(call, SVFF_ERROR_INVALID_PARAMETER, table, p))
-                return false;
         mode = p->mode ? svff_reconf_mode_from_string(p->mode) : SVFF_RECONF_PAUSE;
         if (mode < 0) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "mode",
@@ -1317,13 +1313,12 @@ static bool request_decode(struct call *call, const struct param *table, struct 
 
 static void reprogram_request(struct manager *m, struct call *call, const struct reconf_request *req);
 
-void method_reconf(struct manager *m, struct call *call) {
-        struct reconf_params p;
+static void method_reconf(struct manager *m, struct call *call, void *params) {
         struct reconf_request req;
         const char *jop = NULL;
         struct json_object *e;
 
-        if (!request_decode(call, reconf_param_table, &p, &req))
+        if (!request_decode(call, params, &req))
                 return;
         if (req.image) {
                 /* A reprogram always goes through 0. */
@@ -1362,14 +1357,13 @@ void method_reconf(struct manager *m, struct call *call) {
         request_with_snapshot(m, call, &req);
 }
 
-void method_reprogram(struct manager *m, struct call *call) {
-        struct reconf_params p;
+static void method_reprogram(struct manager *m, struct call *call, void *params) {
         struct reconf_request req;
 
         /* Privileged (the method table; Reconf's --reprogram checks
          * before it comes here), its dry run too: it names an image path,
          * which only an administrator may have svffd look at. */
-        if (!request_decode(call, reprogram_param_table, &p, &req))
+        if (!request_decode(call, params, &req))
                 return;
         if (!req.image) {
                 call_errorf(call, SVFF_ERROR_INVALID_PARAMETER, "parameter", "image",
@@ -1413,3 +1407,15 @@ static void reprogram_request(struct manager *m, struct call *call, const struct
         }
         request_with_snapshot(m, call, req);
 }
+
+static const struct reconf_params reconf_initial = { .numvfs = UINT_MAX };
+
+/* Not privileged as a whole: its dry run is a read (method_reconf()). */
+const struct method reconf_method = {
+        "Reconf", method_reconf, reconf_param_table, sizeof(struct reconf_params), &reconf_initial, METHOD_MUTATING,
+};
+
+const struct method reprogram_method = {
+        "Reprogram", method_reprogram, reprogram_param_table, sizeof(struct reconf_params), &reconf_initial,
+        METHOD_MUTATING | METHOD_PRIVILEGED,
+};

@@ -60,11 +60,12 @@
  * recovery is an event and listed by Status. */
 
 #include "manager.h"
+#include "params.h"
 #include "reconf.h"
 #include "server.h"
 
-void method_reconf(struct manager *m, struct call *call);
-void method_reprogram(struct manager *m, struct call *call);
+/* io.svff.Reconf and io.svff.Reprogram: their rows of the method table. */
+extern const struct method reconf_method, reprogram_method;
 
 /* Starts a reprogram of pf that svffd itself decided on (a policy
  * naming an image), on the current snapshot: to numvfs VFs (-1: the

@@ -179,6 +179,19 @@ for method, params, bad in (
     r = p.call(method, params)[-1]
     check(r == {"error": "org.varlink.service.InvalidParameter", "parameters": {"parameter": bad}},
           "%s %s names '%s': %s" % (method, json.dumps(params), bad, r))
+# The method table decodes every method's parameters: each member of
+# both served interfaces refuses one it does not take, by its name.
+for iface in ("io.svff", "org.varlink.service"):
+    desc = p.call("org.varlink.service.GetInterfaceDescription", {"interface": iface})[-1]["parameters"]["description"]
+    members = [l.split()[1].split("(")[0] for l in desc.splitlines() if l.startswith("method ")]
+    check(len(members) >= (14 if iface == "io.svff" else 2), "the methods of %s: %s" % (iface, members))
+    for name in members:
+        r = p.call("%s.%s" % (iface, name), {"no_such_parameter": 1})[-1]
+        check(r == {"error": "org.varlink.service.InvalidParameter", "parameters": {"parameter": "no_such_parameter"}},
+              "%s.%s refuses a parameter it does not take: %s" % (iface, name, r))
+r = p.call("org.varlink.service.GetInterfaceDescription", {})[-1]
+check(r == {"error": "org.varlink.service.InvalidParameter", "parameters": {"parameter": "interface"}},
+      "GetInterfaceDescription without its interface: %s" % r)
 # null for an optional parameter is not giving it
 r = p.call("io.svff.Reconf", {"pf": PF, "numvfs": 3, "mode": None, "reprogram": None, "dry_run": True})[-1]
 check("error" not in r and r["parameters"].get("dry_run") is True, "Reconf takes null mode and reprogram: %s" % r)
