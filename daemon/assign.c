@@ -19,9 +19,9 @@
 #include "libvirt.h"
 #include "log.h"
 #include "params.h"
-#include "qmp.h"
 #include "plan-deadlines.h"
 #include "reconf.h"
+#include "reconf-ops.h"
 
 #define VFIO_DRIVER "vfio-pci"
 
@@ -478,31 +478,17 @@ static void detach_run(struct job *j, virDomainPtr dom) {
                 fail_hv(j, r);
 }
 
+/* Natively where QEMU offers it, else a detach with reservation: the
+ * record keeps address and alias. */
 static void pause_run(struct job *j, virDomainPtr dom) {
         int r;
 
-        if (j->rec.live && j->info.active) {
-                _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
-                struct svff_error err = SVFF_ERROR_NULL;
-
-                r = svff_qmp_new_libvirt(dom, &q);
-                if (r >= 0)
-                        r = svff_qmp_device_pause(q, j->pause_cmd, j->rec.alias, PLAN_QMP_TIMEOUT_USEC, &err);
-                if (r >= 0) {
-                        j->mode = SVFF_PAUSE_NATIVE;
-                        svff_error_free(&err);
-                        return;
-                }
-                if (r != -EOPNOTSUPP) {
-                        j->err = err;
-                        fail(j, SVFF_ERROR_HYPERVISOR, r, NULL);
-                        return;
-                }
-                svff_error_free(&err);
-        }
-        /* Detach with reservation: the record keeps address and alias. */
-        j->mode = SVFF_PAUSE_DETACH;
-        detach_run(j, dom);
+        r = reconf_ops_pause(dom, j->vf, j->rec.alias, j->rec.live && j->info.active, j->pause_cmd, rec_flags(j),
+                             svff_now_usec() + j->detach_timeout, hv_removals(j->m->hv), &j->mode, &j->err);
+        if (r < 0 && j->mode == SVFF_PAUSE_NATIVE)
+                fail(j, SVFF_ERROR_HYPERVISOR, r, NULL);
+        else if (r < 0)
+                fail_hv(j, r);
 }
 
 static void unpause_run(struct job *j, virDomainPtr dom) {
@@ -548,12 +534,8 @@ static void unpause_run(struct job *j, virDomainPtr dom) {
                 log_info("VF %s moved from %s while paused in domain '%s': re-attached at its new address, "
                          "not unpaused.", j->vf, hd.source, j->info.name);
         } else if (j->rec.pause_mode == SVFF_PAUSE_NATIVE) {
-                _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
-
                 j->mode = SVFF_PAUSE_NATIVE;
-                r = svff_qmp_new_libvirt(dom, &q);
-                if (r >= 0)
-                        r = svff_qmp_device_pause(q, j->unpause_cmd, j->rec.alias, PLAN_QMP_TIMEOUT_USEC, &j->err);
+                r = reconf_ops_unpause_native(dom, j->unpause_cmd, j->rec.alias, &j->err);
                 if (r < 0)
                         fail(j, SVFF_ERROR_HYPERVISOR, r, "Unpausing VF %s in domain '%s' failed", j->vf, j->info.name);
                 return;

@@ -110,38 +110,57 @@ static unsigned reconf_flags(const struct svff_reconf_item *it, bool active) {
         return hv_flags(live, config);
 }
 
+/* ---- the domain steps, for every executor (virt pool) ---- */
+
+int reconf_ops_pause(virDomainPtr dom, const char *vf, const char *alias, bool native, const char *pause_cmd,
+                     unsigned flags, usec_t deadline, struct svff_hv_removals *removals,
+                     enum svff_pause_mode *ret_mode, struct svff_error *err) {
+        if (native) {
+                _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
+                struct svff_error qerr = SVFF_ERROR_NULL;
+                int r;
+
+                *ret_mode = SVFF_PAUSE_NATIVE;
+                r = svff_qmp_new_libvirt(dom, &q);
+                if (r >= 0)
+                        r = svff_qmp_device_pause(q, pause_cmd, alias, PLAN_QMP_TIMEOUT_USEC, &qerr);
+                if (r < 0 && r != -EOPNOTSUPP) {
+                        *err = qerr;
+                        return r;
+                }
+                svff_error_free(&qerr);
+                if (r >= 0)
+                        return 0;
+        }
+        /* Detach (with the reservation kept in the record). */
+        *ret_mode = SVFF_PAUSE_DETACH;
+        if (flags == 0)
+                return 0;
+        return svff_hv_detach(dom, vf, alias, flags, deadline, removals, err);
+}
+
+int reconf_ops_unpause_native(virDomainPtr dom, const char *unpause_cmd, const char *alias, struct svff_error *err) {
+        _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
+        int r;
+
+        r = svff_qmp_new_libvirt(dom, &q);
+        if (r >= 0)
+                r = svff_qmp_device_pause(q, unpause_cmd, alias, PLAN_QMP_TIMEOUT_USEC, err);
+        return r;
+}
+
+/* ---- the reconf's domain jobs (virt pool) ---- */
+
 static int quiesce_one(struct dom_job *j, virDomainPtr dom, const struct svff_domain_info *info, size_t k,
                        struct item_result *res, struct svff_error *err) {
         struct reconf_run *run = j->run;
         const struct svff_reconf_item *it = &j->items[k];
         bool live = it->a.live && info->active;
-        unsigned flags = reconf_flags(it, info->active);
-        int r;
 
-        if (it->fate == SVFF_RECONF_SURVIVES && j->mode == SVFF_RECONF_PAUSE && live) {
-                _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
-                struct svff_error qerr = SVFF_ERROR_NULL;
-
-                r = svff_qmp_new_libvirt(dom, &q);
-                if (r >= 0)
-                        r = svff_qmp_device_pause(q, run->env.pause_cmd, it->a.alias, PLAN_QMP_TIMEOUT_USEC, &qerr);
-                if (r >= 0) {
-                        res->mode = SVFF_PAUSE_NATIVE;
-                        svff_error_free(&qerr);
-                        return 0;
-                }
-                if (r != -EOPNOTSUPP) {
-                        *err = qerr;
-                        return r;
-                }
-                svff_error_free(&qerr);
-        }
-        /* Detach (with the reservation kept in the record). */
-        res->mode = SVFF_PAUSE_DETACH;
-        if (flags == 0)
-                return 0;
-        return svff_hv_detach(dom, it->vf, it->a.alias, flags, svff_now_usec() + run->env.detach_timeout,
-                              run->env.removals, err);
+        return reconf_ops_pause(dom, it->vf, it->a.alias,
+                                it->fate == SVFF_RECONF_SURVIVES && j->mode == SVFF_RECONF_PAUSE && live,
+                                run->env.pause_cmd, reconf_flags(it, info->active),
+                                svff_now_usec() + run->env.detach_timeout, run->env.removals, &res->mode, err);
 }
 
 /* Whether item k's VF came back at another host address than the one
@@ -204,14 +223,8 @@ static int restore_one(struct dom_job *j, virDomainPtr dom, const struct svff_do
         svff_reconf_restore_of(it, info->active, s->mode, moved, &rs);
         flags = hv_flags(rs.attach_live, rs.attach_config && !rs.attach_config_first);
         res->mode = s->mode;
-        if (rs.unpause) {
-                _cleanup_(svff_qmp_freep) struct svff_qmp *q = NULL;
-
-                r = svff_qmp_new_libvirt(dom, &q);
-                if (r >= 0)
-                        r = svff_qmp_device_pause(q, run->env.unpause_cmd, it->a.alias, PLAN_QMP_TIMEOUT_USEC, err);
-                return r;
-        }
+        if (rs.unpause)
+                return reconf_ops_unpause_native(dom, run->env.unpause_cmd, it->a.alias, err);
         if (flags == 0)
                 return svff_error_set(err, -EINVAL,
                                       "domain '%s' is no longer running and VF %s was assigned live only: "

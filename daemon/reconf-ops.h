@@ -169,3 +169,19 @@ int reconf_ops_numvfs(struct svff_ctx *ctx, const char *pf, unsigned n, usec_t b
 size_t reconf_ops_bind(struct svff_ctx *ctx, const char *pf, const char *driver, const char *const *vfs, size_t n,
                        usec_t base, usec_t per_vf, bool (*stop)(void *userdata),
                        void (*each)(void *userdata, size_t k, int r, const char *message), void *userdata);
+
+/* A plan's pause step (on the virt pool): the domain's device alias
+ * paused natively, through QMP's pause_cmd, when native is true (the
+ * VF is in the running domain's live definition) and QEMU offers it;
+ * else the VF detached from the definitions flags names (SVFF_HV_*; 0:
+ * none), its reservation kept in the record, waiting for the guest
+ * until deadline. *ret_mode says which was tried last: a failure with
+ * SVFF_PAUSE_NATIVE is QMP's, which does not fall back to a detach.
+ * Returns 0 or the failure, err filled. */
+int reconf_ops_pause(virDomainPtr dom, const char *vf, const char *alias, bool native, const char *pause_cmd,
+                     unsigned flags, usec_t deadline, struct svff_hv_removals *removals,
+                     enum svff_pause_mode *ret_mode, struct svff_error *err);
+
+/* A plan's unpause step of a natively paused device: QMP's unpause_cmd
+ * on the domain's device alias. */
+int reconf_ops_unpause_native(virDomainPtr dom, const char *unpause_cmd, const char *alias, struct svff_error *err);
