@@ -459,11 +459,12 @@ void classes_close(struct classes_open *co) {
 }
 
 int classes_ensure_open(struct classes_open *co, unsigned index, struct json_object *policy,
-                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
-                        struct svff_error *err) {
+                        struct json_object *assignment, struct json_object *recorded, bool tenant,
+                        struct json_object **ret, struct svff_error *err) {
         if (!co)
                 return 0;
-        return ensure_opened(&co->o, index, policy, assignment, recorded, ENSURE_ANY, ret, err);
+        return ensure_opened(&co->o, index, policy, assignment, recorded, tenant ? ENSURE_TENANT : ENSURE_ANY, ret,
+                             err);
 }
 
 int classes_provision_recorded_open(struct classes_open *co, unsigned index, struct json_object *record,

@@ -85,9 +85,12 @@ int classes_provision_recorded_sync(struct svff_ctx *ctx, const char *pf, unsign
 struct classes_open;
 int classes_open_sync(struct svff_ctx *ctx, const char *pf, struct classes_open **ret, struct svff_error *err);
 void classes_close(struct classes_open *co);
+/* ensure_open: tenant, the VF stays with the domain it is assigned
+ * to, whose guest must find the device it knew (as a reconf's
+ * provision, classes_provision_recorded_sync()). */
 int classes_ensure_open(struct classes_open *co, unsigned index, struct json_object *policy,
-                        struct json_object *assignment, struct json_object *recorded, struct json_object **ret,
-                        struct svff_error *err);
+                        struct json_object *assignment, struct json_object *recorded, bool tenant,
+                        struct json_object **ret, struct svff_error *err);
 int classes_provision_recorded_open(struct classes_open *co, unsigned index, struct json_object *record,
                                     struct json_object *policy, bool tenant, struct json_object **ret,
                                     struct svff_error *err);

@@ -103,6 +103,9 @@ struct init_op {
         struct json_object *class_policy;       /* the policy's class members (copy) */
         struct json_object *class_assignments;  /* {"<index>": an assignment's settings} */
         struct json_object *class_recorded;     /* {"<VF>": its class record} before the init */
+        /* {"<VF>": true} for each VF assigned to a domain, which keeps
+         * it through the init: its guest must find the device it knew */
+        struct json_object *class_tenants;
         /* What the init carries out, as its dry run prints it: planned
          * on the worker from the count the PF has when the init starts
          * and whether it has a device class (NULL until then). */
@@ -161,6 +164,7 @@ static void init_op_free(struct init_op *io) {
         json_object_put(io->class_policy);
         json_object_put(io->class_assignments);
         json_object_put(io->class_recorded);
+        json_object_put(io->class_tenants);
         json_object_put(io->class_recs);
         svff_error_free(&io->class_err);
         svff_reconf_plan_free(io->plan);
@@ -387,6 +391,14 @@ static const char *policy_taken(struct manager *m, const char *pf, const char *o
         return prev + strlen(SVFF_PF_OWNER_POLICY_PREFIX);
 }
 
+/* Whether the init's plan writes the count, which makes every VF anew. */
+static bool init_wrote_count(const struct init_op *io) {
+        for (size_t i = 0; io->plan && i < io->plan->n_steps; i++)
+                if (io->plan->steps[i].action == SVFF_RECONF_DO_NUMVFS)
+                        return true;
+        return false;
+}
+
 static int init_record(struct init_op *io) {
         struct manager *m = io->op->manager;
         struct json_object *vfs = svff_store_vfs(m->store), *entry;
@@ -459,7 +471,13 @@ static int init_record(struct init_op *io) {
                         if (io->class_recs && json_object_object_get_ex(io->class_recs, ckey, &crec))
                                 crec = json_object_get(crec);
                         /* A VF not provisioned (a step failed before it)
-                         * has no class state svff could stand by. */
+                         * that the count's write made anew has no class
+                         * state svff could stand by; one the init did not
+                         * re-create keeps its record, which status then
+                         * compares with the device. */
+                        else if (!init_wrote_count(io) && io->class_recorded &&
+                                 json_object_object_get_ex(io->class_recorded, vf->address, &crec))
+                                crec = json_object_get(crec);
                         r = classes_record_vf(m, vf->address, crec);
                         if (r < 0)
                                 return r;
@@ -545,8 +563,13 @@ static void init_numvfs_done(void *userdata) {
 
                 p = json_object_new_object();
                 json_object_object_add(p, "device", json_object_new_string(*io->class_vf ? io->class_vf : io->pf));
-                snprintf(msg, sizeof(msg), "%s; PF %s has its %u VFs, none was bound to %s: fix that and run "
-                         "init again", svff_error_message(&io->class_err), io->pf, io->numvfs, io->driver);
+                if (init_wrote_count(io))
+                        snprintf(msg, sizeof(msg), "%s; PF %s has its %u VFs, none was bound to %s: fix that and "
+                                 "run init again", svff_error_message(&io->class_err), io->pf, io->numvfs,
+                                 io->driver);
+                else
+                        snprintf(msg, sizeof(msg), "%s; PF %s keeps its %u VFs, each on the driver it had: fix that "
+                                 "and run init again", svff_error_message(&io->class_err), io->pf, io->numvfs);
                 json_object_object_add(p, "message", json_object_new_string(msg));
                 init_finish(io, operation_error_name(io->class_r), p, false);
                 return;
@@ -719,8 +742,10 @@ static void init_class_provision_with(struct init_op *io, struct classes_open *c
                         if (r >= 0 && io->class_recorded)
                                 (void) json_object_object_get_ex(io->class_recorded, vf->address, &recorded);
                         if (r >= 0)
-                                r = classes_ensure_open(co, vf->index, io->class_policy, asg, recorded, &rec,
-                                                        &io->class_err);
+                                r = classes_ensure_open(co, vf->index, io->class_policy, asg, recorded,
+                                                        io->class_tenants && json_object_object_get_ex(
+                                                                io->class_tenants, vf->address, NULL),
+                                                        &rec, &io->class_err);
                 }
                 if (r < 0) {
                         io->class_r = r;
@@ -1071,6 +1096,7 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         struct json_object *entry, *ev;
         struct operation *op;
         struct init_op *io;
+        bool tenants_lost = false;
         int r;
 
         LOG_CONTEXT(.pf = pf, .operation = "init");
@@ -1104,9 +1130,13 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         io->class_policy = classes_policy_settings(m, pf);
         io->class_assignments = classes_assignment_settings(m, pf);
         /* A VF already as its record says is left alone: a re-init of the
-         * same count does not reset the controllers of running guests. */
+         * same count does not reset the controllers of running guests.
+         * One whose device changed under an assigned VF (its NVMe
+         * subsystem renamed) is refused, as a reconf refuses it, rather
+         * than given to that guest as another device. */
         json_object_object_foreach(svff_store_vfs(m->store), cvf, cvrec) {
                 struct json_object *crec = classes_vf_record(m, cvf), *copy = NULL;
+                struct svff_assignment a;
                 const char *cpf;
 
                 if (!crec || svff_json_get_string(cvrec, "pf", &cpf) < 0 || !streq(cpf, pf))
@@ -1115,8 +1145,15 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
                         break;
                 if (json_object_deep_copy(crec, &copy, NULL) >= 0)
                         json_object_object_add(io->class_recorded, cvf, copy);
+                if (svff_store_get_assignment(m->store, cvf, &a) <= 0)
+                        continue;
+                if ((!io->class_tenants && !(io->class_tenants = json_object_new_object())) ||
+                    json_object_object_add(io->class_tenants, cvf, json_object_new_boolean(true)) < 0) {
+                        tenants_lost = true;
+                        break;
+                }
         }
-        if (!io->driver || (reason && !io->reason) || (owner && !io->owner) ||
+        if (tenants_lost || !io->driver || (reason && !io->reason) || (owner && !io->owner) ||
             manager_add_operation(m, pf, "init", call, &op) < 0) {
                 init_op_free(io);
                 if (call)

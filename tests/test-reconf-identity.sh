@@ -8,7 +8,7 @@
 # handed back: it fails naming the NQN it found and the one recorded,
 # and svffctl prints that. A VF of no domain has no head to re-join: the
 # reconf takes the device's identity for it. Then status shows the
-# change as drift.
+# change as drift. An init of the count the PF has refuses the same.
 . "$(dirname "$0")/reconf-lib.sh"
 
 DOMAINS="vm1"
@@ -50,5 +50,20 @@ ctl attach "$VF0" vm1 --guest-address 05:00.0 >"$T/out" 2>&1 || fail "attach VF0
 expect_eq "$(nqn_of "$VF0")" "nqn.2019-08.org.qemu:third" "VF 0's recorded NQN after it was attached again"
 ctl_status >"$T/status" 2>&1 || fail "status: $(cat "$T/status")"
 grep -q "class-drift" "$T/status" && fail "class drift after the VF was attached again: $(cat "$T/status")"
+
+note "an init of the count the PF has keeps the assigned VF's identity as a reconf does"
+# The init leaves a VF as recorded alone; one whose device changed under
+# its domain is refused by name, not provisioned as the new device.
+echo "nqn.2019-08.org.qemu:fourth" >"$T/nqn"
+if ctl init $PF 2 >"$T/out" 2>&1; then
+        fail "the init gave VF 0 to its domain as another device: $(cat "$T/out")"
+fi
+grep -qF "subsystem NQN is now 'nqn.2019-08.org.qemu:fourth', recorded 'nqn.2019-08.org.qemu:third'" "$T/out" ||
+        fail "svffctl does not print why the init was refused: $(cat "$T/out")"
+grep -qF "PF $PF keeps its 2 VFs, each on the driver it had" "$T/out" ||
+        fail "svffctl does not say the init left the VFs where they were: $(cat "$T/out")"
+expect_eq "$(nqn_of "$VF0")" "nqn.2019-08.org.qemu:third" "VF 0's recorded NQN after the refused init"
+expect_eq "$(store_py "print(d['assignments']['$VF0']['state'])")" attached "VF 0's assignment after the refused init"
+expect_eq "$(sys_driver "$VF0")" vfio-pci "VF 0's driver after the refused init"
 stop_svffd
 check_xml
