@@ -1040,6 +1040,11 @@ checked:
                         return;
                 }
         }
+        /* An init provisions and binds every VF of the PF: not one whose
+         * attach, detach, pause or unpause runs or is not resolved yet,
+         * as a release and a reconf refuse it. */
+        if (assign_pf_changing(m, pf, call))
+                return;
         if (in.dry_run) {
                 init_dry_run(m, call, pf, numvfs, driver, owner);
                 return;
