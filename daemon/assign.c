@@ -483,9 +483,10 @@ static void detach_run(struct job *j, virDomainPtr dom) {
 static void pause_run(struct job *j, virDomainPtr dom) {
         int r;
 
+        j->mode = SVFF_PAUSE_NONE;
         r = reconf_ops_pause(dom, j->vf, j->rec.alias, j->rec.live && j->info.active, j->pause_cmd, rec_flags(j),
                              svff_now_usec() + j->detach_timeout, hv_removals(j->m->hv), &j->mode, &j->err);
-        if (r < 0 && j->mode == SVFF_PAUSE_NATIVE)
+        if (r < 0 && j->mode != SVFF_PAUSE_DETACH)
                 fail(j, SVFF_ERROR_HYPERVISOR, r, NULL);
         else if (r < 0)
                 fail_hv(j, r);

@@ -376,9 +376,6 @@ static void init_bind_run(void *userdata) {
         (void) worker_pool_post(io->pool, init_bind_done, io);
 }
 
-/* Records the PF's desired state and every VF (original driver first
- * seen, kept across re-inits), drops the records of VFs the new count
- * destroyed. */
 /* The policy an init by owner would take pf's count from: the one that
  * owns it now, when the init is the operator's; else NULL. Borrowed
  * from the store. */
@@ -399,6 +396,9 @@ static bool init_wrote_count(const struct init_op *io) {
         return false;
 }
 
+/* Records the PF's desired state and every VF (original driver first
+ * seen, kept across re-inits), drops the records of VFs the new count
+ * destroyed. */
 static int init_record(struct init_op *io) {
         struct manager *m = io->op->manager;
         struct json_object *vfs = svff_store_vfs(m->store), *entry;
@@ -568,8 +568,9 @@ static void init_numvfs_done(void *userdata) {
                                  "run init again", svff_error_message(&io->class_err), io->pf, io->numvfs,
                                  io->driver);
                 else
-                        snprintf(msg, sizeof(msg), "%s; PF %s keeps its %u VFs, each on the driver it had: fix that "
-                                 "and run init again", svff_error_message(&io->class_err), io->pf, io->numvfs);
+                        snprintf(msg, sizeof(msg), "%s; PF %s keeps its %u VFs, and the init bound none of them to "
+                                 "%s: fix that and run init again", svff_error_message(&io->class_err), io->pf,
+                                 io->numvfs, io->driver);
                 json_object_object_add(p, "message", json_object_new_string(msg));
                 init_finish(io, operation_error_name(io->class_r), p, false);
                 return;
@@ -773,24 +774,33 @@ static void init_class_provision_with(struct init_op *io, struct classes_open *c
         }
 }
 
-/* The init's plan, from the count the PF has now (read here: the
- * snapshot may be older) and whether its device class provisions each
- * VF (init_class_plan() found one). */
-static int init_plan(struct init_op *io) {
+/* The count the PF has now, which the init plans from (read here: the
+ * snapshot may be older). After the device class's checks, which name
+ * a PF that is not there or not SR-IOV as such. */
+static int init_read_count(struct init_op *io, unsigned *ret) {
         _cleanup_free_ char *s = NULL;
-        struct svff_reconf_input in = { .pf = io->pf, .driver = io->driver, .provision = io->class_name != NULL };
         int r;
 
         r = svff_sysfs_readf(svff_ctx_get_rootfd(io->ctx), &s, "bus/pci/devices/%s/sriov_numvfs", io->pf);
         if (r >= 0)
-                r = svff_numvfs_parse(s, &in.numvfs);
+                r = svff_numvfs_parse(s, ret);
         if (r < 0)
-                return svff_error_set_errno(&io->err, r, "Cannot read the VF count of PF %s; nothing was changed",
-                                            io->pf);
+                return svff_error_set_errno(&io->err, r, "Cannot read the VF count of PF %s", io->pf);
+        return 0;
+}
+
+/* The init's plan, from the count the PF had and whether its device
+ * class provisions each VF (init_class_plan() found one). */
+static int init_plan(struct init_op *io, unsigned from) {
+        struct svff_reconf_input in = {
+                .pf = io->pf, .numvfs = from, .driver = io->driver, .provision = io->class_name != NULL,
+        };
+        int r;
+
         r = svff_reconf_plan_new_init(&in, io->numvfs, &io->plan);
         if (r < 0)
-                return svff_error_set_errno(&io->err, r, "Planning the init of PF %s failed; nothing was changed",
-                                            io->pf);
+                return svff_error_set_errno(&io->err, r, "Planning the init of PF %s to %u VFs failed", io->pf,
+                                            io->numvfs);
         return 0;
 }
 
@@ -801,18 +811,21 @@ static int init_plan(struct init_op *io) {
  * and the call writes nothing. */
 static void init_numvfs_run(void *userdata) {
         struct init_op *io = userdata;
+        unsigned from = 0;
 
         io->r = init_check_driver(io);
         if (io->r >= 0)
                 io->r = init_class_plan(io);
         if (io->r >= 0)
-                io->r = init_plan(io);
+                io->r = init_read_count(io, &from);
+        if (io->r >= 0)
+                io->r = init_plan(io, from);
         if (io->r >= 0)
                 io->r = reconf_ops_numvfs(io->ctx, io->pf, io->numvfs, io->numvfs_base, io->numvfs_per_vf,
                                           &io->after, &io->err);
+        /* The PF not read back: once more, for the reason. */
         if (io->r >= 0 && !io->after)
-                io->r = svff_error_set(&io->err, -EIO, "PF %s could not be read after setting its VF count to %u",
-                                       io->pf, io->numvfs);
+                io->r = svff_pf_load(io->ctx, io->pf, &io->after, &io->err);
         if (io->r >= 0 && io->after->n_vfs != io->numvfs) {
                 io->r = svff_error_set(&io->err, -EIO, "PF %s reports %u VFs but %zu virtfn links exist",
                                        io->pf, io->numvfs, io->after->n_vfs);
@@ -1101,7 +1114,7 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
         struct json_object *entry, *ev;
         struct operation *op;
         struct init_op *io;
-        bool tenants_lost = false;
+        bool oom = false;
         int r;
 
         LOG_CONTEXT(.pf = pf, .operation = "init");
@@ -1146,19 +1159,22 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
 
                 if (!crec || svff_json_get_string(cvrec, "pf", &cpf) < 0 || !streq(cpf, pf))
                         continue;
-                if (!io->class_recorded && !(io->class_recorded = json_object_new_object()))
+                if ((!io->class_recorded && !(io->class_recorded = json_object_new_object())) ||
+                    json_object_deep_copy(crec, &copy, NULL) < 0 ||
+                    json_object_object_add(io->class_recorded, cvf, copy) < 0) {
+                        json_object_put(copy);
+                        oom = true;
                         break;
-                if (json_object_deep_copy(crec, &copy, NULL) >= 0)
-                        json_object_object_add(io->class_recorded, cvf, copy);
+                }
                 if (svff_store_get_assignment(m->store, cvf, &a) <= 0)
                         continue;
                 if ((!io->class_tenants && !(io->class_tenants = json_object_new_object())) ||
                     json_object_object_add(io->class_tenants, cvf, json_object_new_boolean(true)) < 0) {
-                        tenants_lost = true;
+                        oom = true;
                         break;
                 }
         }
-        if (tenants_lost || !io->driver || (reason && !io->reason) || (owner && !io->owner) ||
+        if (oom || !io->driver || (reason && !io->reason) || (owner && !io->owner) ||
             manager_add_operation(m, pf, "init", call, &op) < 0) {
                 init_op_free(io);
                 if (call)

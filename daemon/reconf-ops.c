@@ -120,7 +120,6 @@ int reconf_ops_pause(virDomainPtr dom, const char *vf, const char *alias, bool n
                 struct svff_error qerr = SVFF_ERROR_NULL;
                 int r;
 
-                *ret_mode = SVFF_PAUSE_NATIVE;
                 r = svff_qmp_new_libvirt(dom, &q);
                 if (r >= 0)
                         r = svff_qmp_device_pause(q, pause_cmd, alias, PLAN_QMP_TIMEOUT_USEC, &qerr);
@@ -129,8 +128,10 @@ int reconf_ops_pause(virDomainPtr dom, const char *vf, const char *alias, bool n
                         return r;
                 }
                 svff_error_free(&qerr);
-                if (r >= 0)
+                if (r >= 0) {
+                        *ret_mode = SVFF_PAUSE_NATIVE;
                         return 0;
+                }
         }
         /* Detach (with the reservation kept in the record). */
         *ret_mode = SVFF_PAUSE_DETACH;

@@ -175,9 +175,10 @@ size_t reconf_ops_bind(struct svff_ctx *ctx, const char *pf, const char *driver,
  * VF is in the running domain's live definition) and QEMU offers it;
  * else the VF detached from the definitions flags names (SVFF_HV_*; 0:
  * none), its reservation kept in the record, waiting for the guest
- * until deadline. *ret_mode says which was tried last: a failure with
- * SVFF_PAUSE_NATIVE is QMP's, which does not fall back to a detach.
- * Returns 0 or the failure, err filled. */
+ * until deadline. *ret_mode: SVFF_PAUSE_NATIVE once paused natively,
+ * SVFF_PAUSE_DETACH once the detach is tried; left as it was when QMP
+ * failed otherwise than by not offering the pause, which does not fall
+ * back to a detach. Returns 0 or the failure, err filled. */
 int reconf_ops_pause(virDomainPtr dom, const char *vf, const char *alias, bool native, const char *pause_cmd,
                      unsigned flags, usec_t deadline, struct svff_hv_removals *removals,
                      enum svff_pause_mode *ret_mode, struct svff_error *err);

@@ -199,7 +199,7 @@ rc=0; ctl reconf $PF 4 > "$T/out" 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "reconf planned from an unresolved assignment"
 grep -q "unfinished attach" "$T/out" || fail "reconf with an unresolved VF: $(cat "$T/out")"
 # An init of the count the PF has would provision and bind VF3 under
-# the attach that is not resolved: refused the same, by a policy too.
+# the attach that is not resolved: refused the same.
 rc=0; ctl init $PF 4 > "$T/out" 2>&1 || rc=$?
 expect_eq "$rc" 1 "init of the PF of an unresolved VF"
 grep -q "unfinished attach" "$T/out" || fail "init with an unresolved VF: $(cat "$T/out")"
