@@ -824,8 +824,15 @@ static void init_numvfs_run(void *userdata) {
                 io->r = reconf_ops_numvfs(io->ctx, io->pf, io->numvfs, io->numvfs_base, io->numvfs_per_vf,
                                           &io->after, &io->err);
         /* The PF not read back: once more, for the reason. */
-        if (io->r >= 0 && !io->after)
-                io->r = svff_pf_load(io->ctx, io->pf, &io->after, &io->err);
+        if (io->r >= 0 && !io->after) {
+                _cleanup_(svff_error_free) struct svff_error lerr = SVFF_ERROR_NULL;
+                int r = svff_pf_load(io->ctx, io->pf, &io->after, &lerr);
+
+                if (r < 0)
+                        io->r = svff_error_set(&io->err, r, "PF %s could not be read after its VF count was set to "
+                                               "%u: %s", io->pf, io->numvfs,
+                                               svff_error_is_set(&lerr) ? svff_error_message(&lerr) : strerror(-r));
+        }
         if (io->r >= 0 && io->after->n_vfs != io->numvfs) {
                 io->r = svff_error_set(&io->err, -EIO, "PF %s reports %u VFs but %zu virtfn links exist",
                                        io->pf, io->numvfs, io->after->n_vfs);
@@ -1168,8 +1175,13 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
                 }
                 if (svff_store_get_assignment(m->store, cvf, &a) <= 0)
                         continue;
-                if ((!io->class_tenants && !(io->class_tenants = json_object_new_object())) ||
-                    json_object_object_add(io->class_tenants, cvf, json_object_new_boolean(true)) < 0) {
+                if (!io->class_tenants && !(io->class_tenants = json_object_new_object())) {
+                        oom = true;
+                        break;
+                }
+                copy = json_object_new_boolean(true);
+                if (json_object_object_add(io->class_tenants, cvf, copy) < 0) {
+                        json_object_put(copy);
                         oom = true;
                         break;
                 }
