@@ -688,14 +688,6 @@ static void init_class_provision(struct init_op *io) {
         classes_close(co);
 }
 
-/* The VF of the PF with index k, as the count's write left it. */
-static const struct svff_vf *init_vf(const struct init_op *io, unsigned k) {
-        for (size_t i = 0; i < io->after->n_vfs; i++)
-                if (io->after->vfs[i].index == k)
-                        return &io->after->vfs[i];
-        return NULL;
-}
-
 static void init_class_provision_with(struct init_op *io, struct classes_open *co) {
         unsigned n = 0;
 
@@ -711,7 +703,7 @@ static void init_class_provision_with(struct init_op *io, struct classes_open *c
                 if (step->action != SVFF_RECONF_DO_PROVISION)
                         continue;
                 i = n++;
-                vf = init_vf(io, step->numvfs);
+                vf = svff_pf_vf_at(io->after, step->numvfs);
                 if (!vf) {
                         io->class_r = svff_error_set(&io->class_err, -ENODEV,
                                                      "PF %s has no VF %u to provision (no virtfn%u)", io->pf,
