@@ -198,6 +198,18 @@ static int pf_read_vfs(struct svff_ctx *ctx, struct svff_pf *pf, int dfd, struct
                  * directly skips resolving the link a second time. */
                 vfd = target[0] == '/' ? -EINVAL : svff_sysfs_open_dir(dfd, target);
                 r = vfd < 0 ? vfd : vf_read(vfd, &vf);
+                if ((r == -ENOENT || r == -ENODEV) && !dev_gone(ctx, vf.address, r)) {
+                        /* The device read is gone, yet its address is
+                         * there: another one took it (the count went
+                         * through 0 and back while the pass ran). Read
+                         * that one; a device still answering so is an
+                         * error below. */
+                        svff_log_debug(ctx, "VF '%s' of '%s' answered %s while present, reading it again",
+                                       vf.address, pf->address, r == -ENOENT ? "ENOENT" : "ENODEV");
+                        closep(&vfd);
+                        vfd = svff_sysfs_open_dir(dfd, target);
+                        r = vfd < 0 ? vfd : vf_read(vfd, &vf);
+                }
                 if (r < 0 && dev_gone(ctx, vf.address, r)) {
                         svff_log_debug(ctx, "VF '%s' of '%s' vanished during discovery, ignoring", vf.address,
                                        pf->address);

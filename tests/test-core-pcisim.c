@@ -250,9 +250,25 @@ START_TEST(test_discovery_read_errors) {
         svff_error_free(&err);
         ck_assert_ptr_null(pfs);
 
+        /* ENODEV once from a VF whose address is still there: the count
+         * went through 0 and back while the pass read it (another
+         * init or reconf). The device now at that address is read. */
         ck_assert_int_eq(pcisim_ctl(sim, "fail-read 0000:01:00.6 driver_override ENODEV"), 0);
+        ck_assert_msg(svff_pf_list(ctx, &pfs, &n, &err) == 0, "a VF re-created under the pass: %s",
+                      svff_error_message(&err));
+        ck_assert_uint_eq(pfs[0]->n_vfs, 4);
+        ck_assert_str_eq(pfs[0]->vfs[2].address, "0000:01:00.6");
+        ck_assert_uint_eq(pfs[0]->vf_missing, UINT_MAX);
+        assert_logged("VF '0000:01:00.6' of '" QDMA_PF "' answered ENODEV while present, reading it again");
+        svff_pf_list_free(pfs, n);
+        pfs = NULL;
+
+        /* A device that keeps answering so is not hidden. */
+        ck_assert_int_eq(pcisim_ctl(sim, "fail-read 0000:01:00.6 driver_override ENODEV always"), 0);
         assert_error(svff_pf_list(ctx, &pfs, &n, &err), &err, -ENODEV, "'0000:01:00.6'");
         svff_error_free(&err);
+        ck_assert_ptr_null(pfs);
+        ck_assert_int_eq(pcisim_ctl(sim, "clear-faults"), 0);
 
         ck_assert_int_eq(pcisim_ctl(sim, "fail-read " QDMA_PF " sriov_numvfs EIO"), 0);
         assert_error(svff_pf_list(ctx, &pfs, &n, &err), &err, -EIO, "'" QDMA_PF "'");
