@@ -174,6 +174,7 @@ static int pf_read_vfs(struct svff_ctx *ctx, struct svff_pf *pf, int dfd, struct
                 _cleanup_close_ int vfd = -EBADF;
                 struct svff_vf vf = { .index = i };
                 const char *addr;
+                bool gone;
                 int r;
 
                 if (asprintf(&link, "virtfn%u", i) < 0)
@@ -198,7 +199,8 @@ static int pf_read_vfs(struct svff_ctx *ctx, struct svff_pf *pf, int dfd, struct
                  * directly skips resolving the link a second time. */
                 vfd = target[0] == '/' ? -EINVAL : svff_sysfs_open_dir(dfd, target);
                 r = vfd < 0 ? vfd : vf_read(vfd, &vf);
-                if ((r == -ENOENT || r == -ENODEV) && !dev_gone(ctx, vf.address, r)) {
+                gone = dev_gone(ctx, vf.address, r);
+                if ((r == -ENOENT || r == -ENODEV) && !gone) {
                         /* The device read is gone, yet its address is
                          * there: another one took it (the count went
                          * through 0 and back while the pass ran). Read
@@ -209,8 +211,11 @@ static int pf_read_vfs(struct svff_ctx *ctx, struct svff_pf *pf, int dfd, struct
                         closep(&vfd);
                         vfd = svff_sysfs_open_dir(dfd, target);
                         r = vfd < 0 ? vfd : vf_read(vfd, &vf);
+                        gone = dev_gone(ctx, vf.address, r);
                 }
-                if (r < 0 && dev_gone(ctx, vf.address, r)) {
+                /* Once found gone, a device is gone for this pass: its
+                 * address may be taken again an instant later. */
+                if (gone) {
                         svff_log_debug(ctx, "VF '%s' of '%s' vanished during discovery, ignoring", vf.address,
                                        pf->address);
                         if (pf->vf_missing == UINT_MAX)

@@ -275,6 +275,21 @@ START_TEST(test_discovery_read_errors) {
         svff_error_free(&err);
         ck_assert_ptr_null(debug_log ? strstr(debug_log, "vanished") : NULL);
 
+        /* The device read is gone and its address seen free: that VF is
+         * not part of the pass, although the address is taken again
+         * before the pass would look once more. */
+        ck_assert_int_eq(pcisim_ctl(sim, "fail-read 0000:01:00.6 driver_override ENODEV"), 0);
+        /* A look at a link the kernel knows is two lookups when the
+         * first fails (revalidation, then a lookup afresh): one look. */
+        ck_assert_int_eq(pcisim_ctl(sim, "hide 0000:01:00.6 2"), 0);
+        ck_assert_msg(svff_pf_list(ctx, &pfs, &n, &err) == 0, "a VF gone for an instant: %s",
+                      svff_error_message(&err));
+        ck_assert_uint_eq(pfs[0]->n_vfs, 3);
+        ck_assert_uint_eq(pfs[0]->vf_missing, 2);
+        assert_logged("VF '0000:01:00.6' of '" QDMA_PF "' vanished during discovery");
+        svff_pf_list_free(pfs, n);
+        pfs = NULL;
+
         ck_assert_int_eq(svff_pf_list(ctx, &pfs, &n, &err), 0);
         ck_assert_uint_eq(pfs[0]->n_vfs, 4);
         svff_pf_list_free(pfs, n);

@@ -21,6 +21,12 @@
  *                          show() that fails, or a device removed while a
  *                          reader walks the tree (between listing it and
  *                          reading its attributes).
+ *   hide <BDF> [count|always]
+ *                          the next lookup(s) of bus/pci/devices/<BDF>
+ *                          answer ENOENT while the device stays: its
+ *                          address seen free for an instant, as between
+ *                          a VF's removal and its re-creation when the
+ *                          count goes through 0 and back
  *   clear-faults
  *   partial <PF> <n>       the next VF enable creates at most n VFs and
  *                          still succeeds; sriov_numvfs then reads n
@@ -203,6 +209,16 @@ int sim_control(struct sim *sim, const char *cmd) {
         if (streq(w[0], "fail") || streq(w[0], "vanish") || streq(w[0], "fail-read") ||
             streq(w[0], "vanish-read"))
                 return add_fault(sim, w, n);
+        if (streq(w[0], "hide") && (n == 2 || n == 3)) {
+                /* fail-read's word order, on the pseudo-attribute the
+                 * bus link's lookup checks */
+                char *f[] = { (char *) "fail-read", w[1], (char *) SIM_FAULT_BUS_LINK, (char *) "ENOENT",
+                              n == 3 ? w[2] : NULL };
+
+                if (!sim_dev_find(sim, w[1]))
+                        return -ENODEV;
+                return add_fault(sim, f, n + 2);
+        }
         if (streq(w[0], "clear-faults") && n == 1) {
                 clear_faults(sim);
                 return 0;

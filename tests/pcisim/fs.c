@@ -651,6 +651,8 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 
         pthread_mutex_lock(&sim->lock);
         r = with_node(path, SIM_STAT_GETATTR, &n);
+        if (r >= 0 && n.kind == K_LINK && strncmp(path, "/bus/pci/devices/", 17) == 0 && !strchr(path + 17, '/'))
+                r = sim_fault_check(sim, path + 17, SIM_FAULT_BUS_LINK, true);
         if (r >= 0) {
                 memset(st, 0, sizeof(*st));
                 st->st_atime = st->st_mtime = st->st_ctime = start_time;

@@ -103,6 +103,10 @@ struct sim_dev {
         unsigned vf_index;
 };
 
+/* The attribute name of a fault on the lookup of bus/pci/devices/<BDF>
+ * ("hide"): no attribute has it. */
+#define SIM_FAULT_BUS_LINK "(bus link)"
+
 struct sim_fault {
         char *target;                   /* BDF, driver name, "pci" or "*" */
         char *attr;
