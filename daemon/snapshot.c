@@ -21,17 +21,20 @@ struct snapshot_waiter {
         uint64_t not_before;    /* ...and taken at or after this (CLOCK_MONOTONIC) */
 };
 
-/* A PF svffd changed, and its change count then. */
+/* A PF svffd changed, and its change count then (0 once the snapshot
+ * shows the change); the count when an operation last gave it, as the
+ * operation left it (snapshot_cache_update_pf()). */
 struct change {
         char *pf;
         uint64_t seq;
+        uint64_t given_seq;
 };
 
-/* A PF as an operation left it (snapshot_cache_update_pf()), given while
- * a pass ran: it goes in once the pass is done, unless the PF changed
- * again since. */
-struct held_update {
-        struct svff_pf *pf;
+/* A PF an operation gave (snapshot_cache_update_pf()) while a pass ran:
+ * it is in the snapshot at once, and the pass's older reading of it does
+ * not replace it, unless the PF changed again since. */
+struct given {
+        char pf[SVFF_PCI_ADDR_STRLEN];
         uint64_t seq;
 };
 
@@ -55,12 +58,16 @@ struct snapshot_cache {
         struct change *changes;
         size_t n_changes;
         uint64_t any_seq;
-        struct held_update *held;
-        size_t n_held;
+        struct given *given;
+        size_t n_given;
         char **dirty_pfs;       /* changed since the last pass started */
         size_t n_dirty_pfs;
         bool dirty_all;
         bool running;           /* a pass is on the pool */
+        bool running_partial;   /* ...which reads only some PFs */
+        /* A refresh ahead of need came while a partial pass ran: a full
+         * one follows it. */
+        bool refresh_after;
         bool shutting_down;     /* no new pass */
         struct snapshot_waiter *waiters, **waiters_tail;
 };
@@ -72,6 +79,11 @@ struct discovery_job {
         uint64_t seq;                   /* the cache's seq at submission */
         char **only;                    /* a partial pass: just these PFs */
         size_t n_only;
+        /* A full pass: the PFs an operation is changing, which the
+         * snapshot stands in for (carried over, not read), and the
+         * devices it does not read: those PFs and their VFs, sorted. */
+        char **carried;
+        char **skip;
         uint64_t started_usec;
         struct snapshot *result;
 };
@@ -152,9 +164,7 @@ struct snapshot_cache *snapshot_cache_free(struct snapshot_cache *c) {
         for (size_t i = 0; i < c->n_changes; i++)
                 free(c->changes[i].pf);
         free(c->changes);
-        for (size_t i = 0; i < c->n_held; i++)
-                svff_pf_free(c->held[i].pf);
-        free(c->held);
+        free(c->given);
         strv_free(c->dirty_pfs);
         snapshot_free(c->snapshot);
         svff_ctx_unref(c->ctx);
@@ -188,7 +198,7 @@ static void changed(struct snapshot_cache *c) {
                 c->changed_fn(c->owner, c->snapshot);
 }
 
-static struct snapshot *discover(struct svff_ctx *ctx, uint64_t seq) {
+static struct snapshot *discover(struct svff_ctx *ctx, uint64_t seq, char *const *skip) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         struct snapshot *s;
         int r;
@@ -198,7 +208,7 @@ static struct snapshot *discover(struct svff_ctx *ctx, uint64_t seq) {
                 return NULL;
         s->seq = seq;
         s->taken_usec = now_usec();
-        r = svff_pf_list_nowait(ctx, &s->pfs, &s->n_pfs, &err);
+        r = svff_pf_list_nowait(ctx, skip, &s->pfs, &s->n_pfs, &err);
         if (r < 0) {
                 s->pfs = NULL;
                 s->n_pfs = 0;
@@ -309,7 +319,35 @@ static int merge_snapshot(struct snapshot_cache *c, struct snapshot *part, char 
 }
 
 static void start_discovery(struct snapshot_cache *c);
-static void apply_held_updates(struct snapshot_cache *c);
+static struct change *find_change(struct snapshot_cache *c, const char *pf);
+static bool behind_only_busy(struct snapshot_cache *c, uint64_t upto);
+static bool stands_in(struct snapshot_cache *c, const char *pf);
+
+/* Moves into s, a full pass that did not read them, the PFs in carried
+ * as the snapshot shows them. */
+static void carry_over(struct snapshot_cache *c, struct snapshot *s, char **carried) {
+        size_t n = 0;
+        struct svff_pf **pfs;
+
+        while (carried && carried[n])
+                n++;
+        if (n == 0 || s->error < 0)
+                return;
+        pfs = realloc(s->pfs, (s->n_pfs + n) * sizeof(*pfs));
+        if (!pfs) {
+                c->dirty_all = true;    /* the next pass reads them */
+                return;
+        }
+        s->pfs = pfs;
+        for (size_t i = 0; i < n; i++) {
+                struct svff_pf **old = find_pf(c->snapshot, carried[i]);
+
+                if (old && !find_pf(s, carried[i]))
+                        s->pfs[s->n_pfs++] = TAKE_PTR(*old);
+        }
+        if (s->n_pfs > 1)
+                qsort(s->pfs, s->n_pfs, sizeof(*s->pfs), cmp_pf);
+}
 
 static void install_snapshot(struct snapshot_cache *c, struct snapshot *s) {
         for (size_t i = 0; i < s->n_pfs; i++)
@@ -332,7 +370,8 @@ static void serve_waiters(struct snapshot_cache *c) {
         while (*p) {
                 struct snapshot_waiter *w = *p;
 
-                if (w->seq > c->snapshot->seq || c->snapshot->taken_usec < w->not_before) {
+                if ((w->seq > c->snapshot->seq && !behind_only_busy(c, w->seq)) ||
+                    c->snapshot->taken_usec < w->not_before) {
                         c->waiters_tail = &w->next;
                         p = &w->next;
                         continue;
@@ -366,9 +405,67 @@ static void serve_waiters_last(struct snapshot_cache *c) {
         c->waiters_tail = &c->waiters;
 }
 
+/* Takes out of the snapshot the PFs operations gave while the pass ran
+ * (none changed again since), for put_given() once the pass is in.
+ * Returns them as a partial snapshot, NULL when there are none. */
+static struct snapshot *take_given(struct snapshot_cache *c, char ***ret_only) {
+        _cleanup_free_ struct given *given = TAKE_PTR(c->given);
+        size_t n = c->n_given;
+        struct snapshot *part;
+        char **only;
+
+        c->n_given = 0;
+        *ret_only = NULL;
+        if (n == 0 || !c->snapshot)
+                return NULL;
+        part = calloc(1, sizeof(*part));
+        only = calloc(n + 1, sizeof(char *));
+        if (part)
+                part->pfs = calloc(n, sizeof(struct svff_pf *));
+        if (!part || !only || !part->pfs) {
+                /* the pass's reading of them goes in */
+                snapshot_free(part);
+                free(only);
+                return NULL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct change *ch = find_change(c, given[i].pf);
+                struct svff_pf **pf = find_pf(c->snapshot, given[i].pf);
+
+                if (!pf || (ch && ch->seq > given[i].seq))
+                        continue;
+                only[part->n_pfs] = strdup(given[i].pf);
+                if (!only[part->n_pfs])
+                        continue;
+                part->pfs[part->n_pfs++] = TAKE_PTR(*pf);
+        }
+        /* the slots emptied above */
+        for (size_t k = 0; k < c->snapshot->n_pfs;)
+                if (!c->snapshot->pfs[k])
+                        c->snapshot->pfs[k] = c->snapshot->pfs[--c->snapshot->n_pfs];
+                else
+                        k++;
+        *ret_only = only;
+        return part;
+}
+
+static void put_given(struct snapshot_cache *c, struct snapshot *part, char **only) {
+        if (!part)
+                return;
+        part->seq = c->snapshot ? c->snapshot->seq : 0;
+        if (!c->snapshot || c->snapshot->error < 0 || merge_snapshot(c, part, only) < 0)
+                /* left to the next pass */
+                for (size_t i = 0; i < part->n_pfs; i++)
+                        snapshot_cache_changed(c, only[i]);
+        snapshot_free(part);
+        strv_free(only);
+}
+
 static void discovery_done(void *userdata) {
         struct discovery_job *j = userdata;
         struct snapshot_cache *c = j->cache;
+        char **given_only;
+        struct snapshot *given = take_given(c, &given_only);
 
         c->running = false;
         if (!j->result)
@@ -379,12 +476,15 @@ static void discovery_done(void *userdata) {
                 snapshot_free(j->result);
         } else {
                 c->pass_usec = now_usec() - j->started_usec;
+                carry_over(c, j->result, j->carried);
                 install_snapshot(c, j->result);
         }
         strv_free(j->only);
+        strv_free(j->carried);
+        strv_free(j->skip);
         svff_ctx_unref(j->ctx);
         free(j);
-        apply_held_updates(c);
+        put_given(c, given, given_only);
 
         if (c->snapshot)
                 serve_waiters(c);
@@ -392,6 +492,10 @@ static void discovery_done(void *userdata) {
                 serve_waiters_last(c);
         else if (c->waiters)
                 start_discovery(c);
+        else if (c->refresh_after) {
+                c->dirty_all = true;
+                start_discovery(c);
+        }
 }
 
 static void discovery_run(void *userdata) {
@@ -400,8 +504,55 @@ static void discovery_run(void *userdata) {
         if (j->only)
                 j->result = discover_some(j->ctx, j->seq, j->only, j->n_only);
         else
-                j->result = discover(j->ctx, j->seq);
+                j->result = discover(j->ctx, j->seq, j->skip);
         (void) worker_pool_post(j->pool, discovery_done, j);
+}
+
+static int cmp_string(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* For a full pass while operations change PFs the snapshot stands in
+ * for: those PFs, and the devices the pass then leaves alone. A pass
+ * reading them would show them halfway through the operation, compete
+ * with it for the device, and take longer for every reader waiting.
+ * Out of memory, the pass reads them. */
+static int busy_skip(struct snapshot_cache *c, char ***ret_carried, char ***ret_skip) {
+        _cleanup_strv_free_ char **carried = NULL, **skip = NULL;
+        size_t n_carried = 0, n_skip = 0;
+
+        for (size_t i = 0; c->snapshot && c->snapshot->error >= 0 && i < c->snapshot->n_pfs; i++) {
+                const struct svff_pf *pf = c->snapshot->pfs[i];
+                char **n;
+
+                if (!stands_in(c, pf->address))
+                        continue;
+                n = realloc(carried, (n_carried + 2) * sizeof(char *));
+                if (!n)
+                        return -ENOMEM;
+                carried = n;
+                carried[n_carried] = strdup(pf->address);
+                carried[n_carried + 1] = NULL;
+                if (!carried[n_carried])
+                        return -ENOMEM;
+                n_carried++;
+                n = realloc(skip, (n_skip + pf->n_vfs + 2) * sizeof(char *));
+                if (!n)
+                        return -ENOMEM;
+                skip = n;
+                skip[n_skip] = NULL;
+                for (size_t k = 0; k <= pf->n_vfs; k++) {
+                        skip[n_skip] = strdup(k == 0 ? pf->address : pf->vfs[k - 1].address);
+                        if (!skip[n_skip])
+                                return -ENOMEM;
+                        skip[++n_skip] = NULL;
+                }
+        }
+        if (n_skip > 1)
+                qsort(skip, n_skip, sizeof(char *), cmp_string);
+        *ret_carried = TAKE_PTR(carried);
+        *ret_skip = TAKE_PTR(skip);
+        return 0;
 }
 
 static void start_discovery(struct snapshot_cache *c) {
@@ -424,20 +575,26 @@ static void start_discovery(struct snapshot_cache *c) {
                 j->only = c->dirty_pfs;
                 j->n_only = c->n_dirty_pfs;
                 /* NULL-terminated for strv_free */
-        } else
+        } else {
                 strv_free(c->dirty_pfs);
+                if (busy_skip(c, &j->carried, &j->skip) < 0)
+                        log_oom();
+        }
         c->dirty_pfs = NULL;
         c->n_dirty_pfs = 0;
         if (!j->only)
-                c->dirty_all = false;
+                c->dirty_all = c->refresh_after = false;
         if (worker_pool_submit(c->pool, discovery_run, j) < 0) {
                 strv_free(j->only);
+                strv_free(j->carried);
+                strv_free(j->skip);
                 svff_ctx_unref(j->ctx);
                 free(j);
                 c->dirty_all = true;
                 goto fail;
         }
         c->running = true;
+        c->running_partial = j->only != NULL;
         return;
 fail:
         log_error("Failed to start a discovery pass, answering from the last snapshot.");
@@ -445,7 +602,7 @@ fail:
 
 int snapshot_cache_read_now(struct snapshot_cache *c) {
         uint64_t t = now_usec();
-        struct snapshot *s = discover(c->ctx, c->seq);
+        struct snapshot *s = discover(c->ctx, c->seq, NULL);
 
         if (!s)
                 return log_oom();
@@ -501,22 +658,30 @@ bool snapshot_cache_pf_behind(struct snapshot_cache *c, const char *pf) {
  * included). */
 static bool stands_in(struct snapshot_cache *c, const char *pf) {
         uint64_t began = c->busy_fn ? c->busy_fn(c->owner, pf) : 0;
+        const struct change *ch;
 
-        return began > 0 && c->snapshot->seq >= began;
+        if (began == 0)
+                return false;
+        if (c->snapshot->seq >= began)
+                return true;
+        /* The operation before this one gave pf, and nothing changed
+         * it between the two. */
+        ch = find_change(c, pf);
+        return ch && ch->given_seq >= began;
 }
 
-/* Whether every change the snapshot lacks is to a PF it may stand in
- * for: a call may then have it, those PFs shown as last read and named
- * as changing, instead of waiting for a pass to read them halfway
- * through the operation. Once the operation ends, its PF must be read
- * before a call is served. */
-static bool behind_only_busy(struct snapshot_cache *c) {
+/* Whether every change up to upto that the snapshot lacks is to a PF it
+ * may stand in for: a call may then have it, those PFs shown as last
+ * read and named as changing, instead of waiting for a pass to read them
+ * halfway through the operation. Once the operation ends, its PF must be
+ * read (or given) before a call is served. */
+static bool behind_only_busy(struct snapshot_cache *c, uint64_t upto) {
         uint64_t seq = c->snapshot->seq;
 
-        if (c->any_seq > seq)
+        if (c->any_seq > seq && c->any_seq <= upto)
                 return false;
         for (size_t i = 0; i < c->n_changes; i++)
-                if (c->changes[i].seq > seq && !stands_in(c, c->changes[i].pf))
+                if (c->changes[i].seq > seq && c->changes[i].seq <= upto && !stands_in(c, c->changes[i].pf))
                         return false;
         return true;
 }
@@ -549,25 +714,26 @@ void snapshot_cache_changed(struct snapshot_cache *c, const char *pf) {
         n[++c->n_dirty_pfs] = NULL;
 }
 
-/* Keeps pf, given while a pass runs, for apply_held_updates(); one held
- * for the same PF before is older. Out of memory, the next pass reads
- * the PF. */
-static void hold_update(struct snapshot_cache *c, struct svff_pf *pf) {
-        struct held_update *n;
+/* Notes that pf was given while a pass runs: the pass, which may have
+ * read it before the operation's end, must not replace it. Out of
+ * memory, the next pass reads the PF. */
+static void note_given(struct snapshot_cache *c, const char *pf) {
+        struct given *n;
 
-        for (size_t i = 0; i < c->n_held; i++)
-                if (streq(c->held[i].pf->address, pf->address)) {
-                        svff_pf_free(c->held[i].pf);
-                        c->held[i] = (struct held_update) { .pf = pf, .seq = c->seq };
+        for (size_t i = 0; i < c->n_given; i++)
+                if (streq(c->given[i].pf, pf)) {
+                        c->given[i].seq = c->seq;
                         return;
                 }
-        n = realloc(c->held, (c->n_held + 1) * sizeof(*n));
+        n = realloc(c->given, (c->n_given + 1) * sizeof(*n));
         if (!n) {
-                svff_pf_free(pf);
+                snapshot_cache_changed(c, pf);
                 return;
         }
-        c->held = n;
-        c->held[c->n_held++] = (struct held_update) { .pf = pf, .seq = c->seq };
+        c->given = n;
+        c->given[c->n_given] = (struct given) { .seq = c->seq };
+        snprintf(c->given[c->n_given].pf, sizeof(c->given[c->n_given].pf), "%s", pf);
+        c->n_given++;
 }
 
 void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
@@ -577,10 +743,6 @@ void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
         size_t k;
 
         snprintf(address, sizeof(address), "%s", pf->address);
-        if (c->running && c->snapshot) {
-                hold_update(c, pf);
-                return;
-        }
         if (!c->snapshot || c->snapshot->error < 0) {
                 svff_pf_free(pf);
                 return;
@@ -598,33 +760,21 @@ void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
                 svff_pf_free(pf);
                 return;
         }
-        /* Off the dirty list; when nothing else is dirty the snapshot is
-         * as new as svffd's last change. */
+        /* Off the dirty list. When nothing else is dirty, and no pass
+         * is reading changes made before, the snapshot is as new as
+         * svffd's last change; else it shows this PF as it is. */
         free(c->dirty_pfs[k]);
         c->dirty_pfs[k] = c->dirty_pfs[--c->n_dirty_pfs];
         c->dirty_pfs[c->n_dirty_pfs] = NULL;
-        if (c->n_dirty_pfs == 0 && !c->dirty_all)
+        if (c->running)
+                note_given(c, address);
+        ch = find_change(c, address);
+        if (ch)
+                ch->given_seq = c->seq;
+        if (c->n_dirty_pfs == 0 && !c->dirty_all && !c->running)
                 c->snapshot->seq = c->seq;
-        else if ((ch = find_change(c, address)))
-                ch->seq = 0;  /* the snapshot shows it as it is */
-}
-
-/* Puts in what operations gave while the pass that just ended ran, unless
- * their PF changed again since. */
-static void apply_held_updates(struct snapshot_cache *c) {
-        size_t n = c->n_held;
-        struct held_update *held = TAKE_PTR(c->held);
-
-        c->n_held = 0;
-        for (size_t i = 0; i < n; i++) {
-                const struct change *ch = find_change(c, held[i].pf->address);
-
-                if (ch && ch->seq > held[i].seq)
-                        svff_pf_free(held[i].pf);
-                else
-                        snapshot_cache_update_pf(c, held[i].pf);
-        }
-        free(held);
+        else if (ch)
+                ch->seq = 0;
 }
 
 /* Whether s may answer a call that arrived at t: it holds svffd's own
@@ -681,9 +831,15 @@ static uint64_t refresh_lead(const struct snapshot_cache *c) {
  * fresh snapshot waiting instead of waiting for one. The pass is a
  * full one: a partial pass does not make the snapshot younger. */
 static void refresh_ahead(struct snapshot_cache *c, uint64_t now) {
-        if (c->running || c->shutting_down || !c->pool ||
-            now - c->snapshot->taken_usec + refresh_lead(c) < c->max_age_usec)
+        if (c->shutting_down || !c->pool || now - c->snapshot->taken_usec + refresh_lead(c) < c->max_age_usec)
                 return;
+        if (c->running) {
+                /* A full pass running will do; a partial one does not
+                 * make the snapshot younger. */
+                if (c->running_partial)
+                        c->refresh_after = true;
+                return;
+        }
         log_debug("Refreshing the snapshot ahead of need: taken %" PRIu64 " ms ago, the last pass took %" PRIu64
                   " ms.", (now - c->snapshot->taken_usec) / 1000, c->pass_usec / 1000);
         c->dirty_all = true;
@@ -705,13 +861,13 @@ void snapshot_cache_with(struct snapshot_cache *c, struct call *call, snapshot_w
                         fn(c->owner, call, userdata);
                         return;
                 }
-                if (behind_only_busy(c)) {
-                        /* No pass, not even one ahead of need: the
-                         * operation's end gives those PFs
-                         * (snapshot_cache_update_pf()), or the next
-                         * call's pass reads them. A whole pass of the
-                         * host during the operation competes with it for
-                         * the CPU, and its end waits for the pass. */
+                if (behind_only_busy(c, c->seq)) {
+                        /* No pass for those PFs: the operation's end
+                         * gives them (snapshot_cache_update_pf()), or
+                         * the next call's pass reads them. The refresh
+                         * ahead of need leaves them out (busy_skip()),
+                         * and the operation's end does not wait for it. */
+                        refresh_ahead(c, now);
                         fn(c->owner, call, userdata);
                         return;
                 }

@@ -546,8 +546,13 @@ static bool is_known_vf(struct svff_pf **pfs, size_t n, const char *address) {
         return false;
 }
 
-static int pf_list(struct svff_ctx *ctx, bool nowait, struct svff_pf ***ret, size_t *ret_n,
+static int cmp_address(const void *key, const void *elem) {
+        return strcmp(key, *(char *const *) elem);
+}
+
+static int pf_list(struct svff_ctx *ctx, bool nowait, char *const *skip, struct svff_pf ***ret, size_t *ret_n,
                    struct svff_error *err) {
+        size_t n_skip = 0;
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_close_ int devfd = -EBADF;
         struct svff_pf **pfs = NULL;
@@ -556,6 +561,8 @@ static int pf_list(struct svff_ctx *ctx, bool nowait, struct svff_pf ***ret, siz
 
         if (!ctx || !ret || !ret_n)
                 return -EINVAL;
+        while (skip && skip[n_skip])
+                n_skip++;
 
         devfd = svff_sysfs_open_dir(svff_ctx_get_rootfd(ctx), "bus/pci/devices");
         if (devfd < 0)
@@ -574,7 +581,8 @@ static int pf_list(struct svff_ctx *ctx, bool nowait, struct svff_pf ***ret, siz
 
                 if (svff_pci_addr_canonicalize(*name, canonical) < 0)
                         continue;
-                if (is_known_vf(pfs, n, canonical))
+                if (is_known_vf(pfs, n, canonical) ||
+                    (n_skip > 0 && bsearch(canonical, skip, n_skip, sizeof(char *), cmp_address)))
                         continue;
                 if (asprintf(&total, "%s/sriov_totalvfs", *name) < 0) {
                         r = -ENOMEM;
@@ -638,12 +646,12 @@ fail:
 
 int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
                  struct svff_error *err) {
-        return pf_list(ctx, false, ret, ret_n, err);
+        return pf_list(ctx, false, NULL, ret, ret_n, err);
 }
 
-int svff_pf_list_nowait(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
+int svff_pf_list_nowait(struct svff_ctx *ctx, char *const *skip, struct svff_pf ***ret, size_t *ret_n,
                         struct svff_error *err) {
-        return pf_list(ctx, true, ret, ret_n, err);
+        return pf_list(ctx, true, skip, ret, ret_n, err);
 }
 
 /* The index i with virtfn<i> -> address: computed from the routing IDs,

@@ -97,8 +97,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_pf *, svff_pf_free);
  * other failure to read one fails the pass. */
 int svff_pf_list(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
                  struct svff_error *err);
-/* The same, each PF loaded as svff_pf_load_nowait() does. */
-int svff_pf_list_nowait(struct svff_ctx *ctx, struct svff_pf ***ret, size_t *ret_n,
+/* The same, each PF loaded as svff_pf_load_nowait() does, and none of
+ * the devices in skip (sorted by strcmp(), NULL-terminated; may be NULL)
+ * read: the caller knows them already. */
+int svff_pf_list_nowait(struct svff_ctx *ctx, char *const *skip, struct svff_pf ***ret, size_t *ret_n,
                         struct svff_error *err);
 void svff_pf_list_free(struct svff_pf **pfs, size_t n);
 

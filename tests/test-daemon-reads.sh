@@ -14,7 +14,9 @@
 #   - dry runs one after another, which share one read of the device
 #     class;
 #   - an operation's end, which the next operation on the PF does not
-#     hide.
+#     hide;
+#   - inits back to back for longer than list_max_age_msec, during
+#     which a steady reader waits for no pass.
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
@@ -248,4 +250,39 @@ BG_PIDS=""
 expect_eq "$rc" 0 "release of VF 1: $(cat "$T/rel1.out")"
 pcisim_ctl "latency unbind 0"
 pcisim_ctl "latency probe 0"
+
+note "inits back to back for longer than list_max_age_msec: a reader every 100 ms waits for no pass"
+# Each snapshot grows too old a few times over while the PF is busy:
+# the refresh ahead of need leaves the busy PF to its operation, and an
+# init's end is shown at once, not behind the pass running then.
+sed 's/"list_max_age_msec": 60000,/"list_max_age_msec": 600,/' "$T/svff.conf" > "$T/svff.conf.new"
+mv "$T/svff.conf.new" "$T/svff.conf"
+ctl config reload > "$T/out" 2>&1 || fail "config reload: $(cat "$T/out")"
+expect_eq "$(ctl status --json | jget 'd["snapshot_max_age_usec"]')" 600000 "list_max_age_msec after the reload"
+pcisim_ctl "latency probe 40000"
+( for n in 30 20 30; do
+        "$SVFFCTL" --socket "$SOCK" init $PF $n > "$T/cycle-$n.out" 2>&1 || exit 1
+  done ) &
+cycle=$!
+BG_PIDS="$cycle"
+wait_for grep -q "$PF: setting sriov_numvfs 2 -> 0" "$T/svffd.log" || fail "the first init did not reach its write"
+ctl list > /dev/null || fail "list as the inits begin"
+w0=$(waits)
+calls=0
+while kill -0 $cycle 2>/dev/null; do
+        ctl list --json > "$T/cycle-list.json" || fail "list during the inits"
+        calls=$((calls + 1))
+        sleep 0.1
+done
+rc=0; wait $cycle || rc=$?
+BG_PIDS=""
+pcisim_ctl "latency probe 0"
+expect_eq "$rc" 0 "the inits back to back: $(cat "$T"/cycle-*.out)"
+w1=$(waits)
+note "$calls lists during the inits, $((w1 - w0)) of them waited for a pass"
+[ "$calls" -ge 20 ] || fail "only $calls lists met the inits: they did not outlast list_max_age_msec"
+[ $((w1 - w0)) -le 1 ] || fail "$((w1 - w0)) of $calls lists waited for a pass during the inits"
+ctl list --json > "$T/list.json"
+expect_eq "$(list_numvfs $PF < "$T/list.json")" 30 "the count after the inits"
+expect_eq "$(changing $PF < "$T/list.json")" None "the PF after the inits"
 exit 0
