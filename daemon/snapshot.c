@@ -319,12 +319,16 @@ static int merge_snapshot(struct snapshot_cache *c, struct snapshot *part, char 
 }
 
 static void start_discovery(struct snapshot_cache *c);
+static void note_change(struct snapshot_cache *c, const char *pf, uint64_t seq);
+static int add_dirty(struct snapshot_cache *c, const char *pf);
 static struct change *find_change(struct snapshot_cache *c, const char *pf);
 static bool behind_only_busy(struct snapshot_cache *c, uint64_t upto);
 static bool stands_in(struct snapshot_cache *c, const char *pf);
 
 /* Moves into s, a full pass that did not read them, the PFs in carried
- * as the snapshot shows them. */
+ * as the snapshot shows them. One whose operation ended during the pass
+ * without giving it (then it is not in the snapshot here, see
+ * take_given()) is read by the next pass. */
 static void carry_over(struct snapshot_cache *c, struct snapshot *s, char **carried) {
         size_t n = 0;
         struct svff_pf **pfs;
@@ -342,8 +346,11 @@ static void carry_over(struct snapshot_cache *c, struct snapshot *s, char **carr
         for (size_t i = 0; i < n; i++) {
                 struct svff_pf **old = find_pf(c->snapshot, carried[i]);
 
-                if (old && !find_pf(s, carried[i]))
-                        s->pfs[s->n_pfs++] = TAKE_PTR(*old);
+                if (!old || find_pf(s, carried[i]))
+                        continue;
+                s->pfs[s->n_pfs++] = TAKE_PTR(*old);
+                if (!c->busy_fn || c->busy_fn(c->owner, carried[i]) == 0)
+                        snapshot_cache_changed(c, carried[i]);
         }
         if (s->n_pfs > 1)
                 qsort(s->pfs, s->n_pfs, sizeof(*s->pfs), cmp_pf);
@@ -405,9 +412,13 @@ static void serve_waiters_last(struct snapshot_cache *c) {
         c->waiters_tail = &c->waiters;
 }
 
-/* Takes out of the snapshot the PFs operations gave while the pass ran
- * (none changed again since), for put_given() once the pass is in.
- * Returns them as a partial snapshot, NULL when there are none. */
+/* Takes out of the snapshot the PFs operations gave while the pass ran,
+ * for put_given() once the pass is in: the pass may have read them
+ * before or during the operation. One changed again since is taken too:
+ * its change is noted, so it is read again unless an operation that
+ * began after the give is changing it, and then the given state is the
+ * one before that operation, which stands in for it. Returns them as a
+ * partial snapshot, NULL when there are none. */
 static struct snapshot *take_given(struct snapshot_cache *c, char ***ret_only) {
         _cleanup_free_ struct given *given = TAKE_PTR(c->given);
         size_t n = c->n_given;
@@ -423,20 +434,23 @@ static struct snapshot *take_given(struct snapshot_cache *c, char ***ret_only) {
         if (part)
                 part->pfs = calloc(n, sizeof(struct svff_pf *));
         if (!part || !only || !part->pfs) {
-                /* the pass's reading of them goes in */
+                /* the pass's reading of them goes in: read them again */
+                for (size_t i = 0; i < n; i++)
+                        snapshot_cache_changed(c, given[i].pf);
                 snapshot_free(part);
                 free(only);
                 return NULL;
         }
         for (size_t i = 0; i < n; i++) {
-                const struct change *ch = find_change(c, given[i].pf);
                 struct svff_pf **pf = find_pf(c->snapshot, given[i].pf);
 
-                if (!pf || (ch && ch->seq > given[i].seq))
+                if (!pf)
                         continue;
                 only[part->n_pfs] = strdup(given[i].pf);
-                if (!only[part->n_pfs])
+                if (!only[part->n_pfs]) {
+                        snapshot_cache_changed(c, given[i].pf);
                         continue;
+                }
                 part->pfs[part->n_pfs++] = TAKE_PTR(*pf);
         }
         /* the slots emptied above */
@@ -584,6 +598,16 @@ static void start_discovery(struct snapshot_cache *c) {
         c->n_dirty_pfs = 0;
         if (!j->only)
                 c->dirty_all = c->refresh_after = false;
+        /* Not read by this pass: still to be read, or given by their
+         * operation's end (snapshot_cache_update_pf() takes only a PF on
+         * the dirty list). Out of memory, no call is served before a
+         * full pass. */
+        for (size_t i = 0; j->carried && j->carried[i]; i++)
+                if (add_dirty(c, j->carried[i]) < 0) {
+                        c->dirty_all = true;
+                        note_change(c, NULL, ++c->seq);
+                        break;
+                }
         if (worker_pool_submit(c->pool, discovery_run, j) < 0) {
                 strv_free(j->only);
                 strv_free(j->carried);
@@ -664,8 +688,8 @@ static bool stands_in(struct snapshot_cache *c, const char *pf) {
                 return false;
         if (c->snapshot->seq >= began)
                 return true;
-        /* The operation before this one gave pf, and nothing changed
-         * it between the two. */
+        /* The operation before this one gave pf, and svffd changed
+         * nothing, of any PF, between that and this one's start. */
         ch = find_change(c, pf);
         return ch && ch->given_seq >= began;
 }
@@ -686,54 +710,50 @@ static bool behind_only_busy(struct snapshot_cache *c, uint64_t upto) {
         return true;
 }
 
-void snapshot_cache_changed(struct snapshot_cache *c, const char *pf) {
+/* Puts pf on the dirty list: -ENOMEM when it cannot. */
+static int add_dirty(struct snapshot_cache *c, const char *pf) {
         char **n;
 
+        for (size_t i = 0; i < c->n_dirty_pfs; i++)
+                if (streq(c->dirty_pfs[i], pf))
+                        return 0;
+        n = realloc(c->dirty_pfs, (c->n_dirty_pfs + 2) * sizeof(char *));
+        if (!n)
+                return -ENOMEM;
+        c->dirty_pfs = n;
+        n[c->n_dirty_pfs] = strdup(pf);
+        if (!n[c->n_dirty_pfs])
+                return -ENOMEM;
+        n[++c->n_dirty_pfs] = NULL;
+        return 0;
+}
+
+void snapshot_cache_changed(struct snapshot_cache *c, const char *pf) {
         c->seq++;
         c->id++;        /* List's answer names the PF as changing */
         note_change(c, pf, c->seq);
-        if (!pf) {
+        if (!pf || add_dirty(c, pf) < 0)
                 c->dirty_all = true;
-                return;
-        }
-        for (size_t i = 0; i < c->n_dirty_pfs; i++)
-                if (streq(c->dirty_pfs[i], pf))
-                        return;
-        n = realloc(c->dirty_pfs, (c->n_dirty_pfs + 2) * sizeof(char *));
-        if (!n) {
-                c->dirty_all = true;
-                return;
-        }
-        c->dirty_pfs = n;
-        n[c->n_dirty_pfs] = strdup(pf);
-        if (!n[c->n_dirty_pfs]) {
-                c->dirty_all = true;
-                n[c->n_dirty_pfs] = NULL;
-                return;
-        }
-        n[++c->n_dirty_pfs] = NULL;
 }
 
 /* Notes that pf was given while a pass runs: the pass, which may have
- * read it before the operation's end, must not replace it. Out of
- * memory, the next pass reads the PF. */
-static void note_given(struct snapshot_cache *c, const char *pf) {
+ * read it before the operation's end, must not replace it. */
+static int note_given(struct snapshot_cache *c, const char *pf) {
         struct given *n;
 
         for (size_t i = 0; i < c->n_given; i++)
                 if (streq(c->given[i].pf, pf)) {
                         c->given[i].seq = c->seq;
-                        return;
+                        return 0;
                 }
         n = realloc(c->given, (c->n_given + 1) * sizeof(*n));
-        if (!n) {
-                snapshot_cache_changed(c, pf);
-                return;
-        }
+        if (!n)
+                return -ENOMEM;
         c->given = n;
         c->given[c->n_given] = (struct given) { .seq = c->seq };
         snprintf(c->given[c->n_given].pf, sizeof(c->given[c->n_given].pf), "%s", pf);
         c->n_given++;
+        return 0;
 }
 
 void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
@@ -766,8 +786,12 @@ void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
         free(c->dirty_pfs[k]);
         c->dirty_pfs[k] = c->dirty_pfs[--c->n_dirty_pfs];
         c->dirty_pfs[c->n_dirty_pfs] = NULL;
-        if (c->running)
-                note_given(c, address);
+        if (c->running && note_given(c, address) < 0) {
+                /* out of memory: the pass may put an older reading in,
+                 * so the next one reads the PF */
+                snapshot_cache_changed(c, address);
+                return;
+        }
         ch = find_change(c, address);
         if (ch)
                 ch->given_seq = c->seq;

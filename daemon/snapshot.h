@@ -87,9 +87,9 @@ void snapshot_cache_changed(struct snapshot_cache *c, const char *pf);
  * it. */
 bool snapshot_cache_pf_behind(struct snapshot_cache *c, const char *pf);
 /* Puts pf (taken), which svffd just changed and knows exactly, into the
- * snapshot, sparing a pass. Only when no pass is running (a pass started
- * earlier would overwrite it with older data); otherwise pf is freed and
- * the next pass reads it. */
+ * snapshot at once, sparing a pass; a pass running then does not put its
+ * older reading of pf in its place. pf is freed when the snapshot has
+ * not noted that change (snapshot_cache_changed()), or has none. */
 void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf);
 /* Runs fn(owner, call, userdata) once a snapshot fresh enough exists
  * (now, or after a pass): one with svffd's own changes (but those of the

@@ -280,7 +280,9 @@ START_TEST(test_discovery_read_errors) {
          * before the pass would look once more. */
         ck_assert_int_eq(pcisim_ctl(sim, "fail-read 0000:01:00.6 driver_override ENODEV"), 0);
         /* A look at a link the kernel knows is two lookups when the
-         * first fails (revalidation, then a lookup afresh): one look. */
+         * first fails (revalidation, then a lookup afresh): one look.
+         * The look here makes sure the kernel knows it. */
+        ck_assert_int_eq(svff_dev_exists(ctx, "0000:01:00.6"), 1);
         ck_assert_int_eq(pcisim_ctl(sim, "hide 0000:01:00.6 2"), 0);
         ck_assert_msg(svff_pf_list(ctx, &pfs, &n, &err) == 0, "a VF gone for an instant: %s",
                       svff_error_message(&err));
@@ -289,6 +291,9 @@ START_TEST(test_discovery_read_errors) {
         assert_logged("VF '0000:01:00.6' of '" QDMA_PF "' vanished during discovery");
         svff_pf_list_free(pfs, n);
         pfs = NULL;
+        /* both lookups used: the address is seen again */
+        ck_assert_int_eq(svff_dev_exists(ctx, "0000:01:00.6"), 1);
+        ck_assert_int_eq(pcisim_ctl(sim, "clear-faults"), 0);
 
         ck_assert_int_eq(svff_pf_list(ctx, &pfs, &n, &err), 0);
         ck_assert_uint_eq(pfs[0]->n_vfs, 4);

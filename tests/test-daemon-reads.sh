@@ -291,7 +291,11 @@ ahead=$(($(aheads) - ahead0))
 note "$calls lists in $ms ms during the inits, $((w1 - w0)) of them waited for a pass; $ahead refreshes ahead of need"
 [ "$ms" -gt $((2 * age)) ] || fail "the inits took $ms ms: they did not outlast list_max_age_msec twice"
 [ "$ahead" -ge 1 ] || fail "no refresh ahead of need in $ms ms of inits"
-[ $((w1 - w0)) -le 1 ] || fail "$((w1 - w0)) of $calls lists waited for a pass during the inits"
+# Before, a reader waited at about every expiry; a host slowed down may
+# still cost one now and then.
+expiries=$((ms / age))
+[ $((2 * (w1 - w0))) -lt "$expiries" ] ||
+        fail "$((w1 - w0)) of $calls lists waited for a pass during the inits ($expiries expiries)"
 ctl list --json > "$T/list.json"
 expect_eq "$(list_numvfs $PF < "$T/list.json")" 30 "the count after the inits"
 expect_eq "$(changing $PF < "$T/list.json")" None "the PF after the inits"

@@ -22,7 +22,7 @@
  *                          reader walks the tree (between listing it and
  *                          reading its attributes).
  *   hide <BDF> [count|always]
- *                          the next lookup(s) of bus/pci/devices/<BDF>
+ *                          the next count FUSE lookups of bus/pci/devices/<BDF>
  *                          answer ENOENT while the device stays: its
  *                          address seen free for an instant, as between
  *                          a VF's removal and its re-creation when the
