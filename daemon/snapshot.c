@@ -30,14 +30,6 @@ struct change {
         uint64_t given_seq;
 };
 
-/* A PF an operation gave (snapshot_cache_update_pf()) while a pass ran:
- * it is in the snapshot at once, and the pass's older reading of it does
- * not replace it, unless the PF changed again since. */
-struct given {
-        char pf[SVFF_PCI_ADDR_STRLEN];
-        uint64_t seq;
-};
-
 struct snapshot_cache {
         struct manager *owner;
         snapshot_changed_fn changed_fn;
@@ -58,7 +50,10 @@ struct snapshot_cache {
         struct change *changes;
         size_t n_changes;
         uint64_t any_seq;
-        struct given *given;
+        /* The PFs operations gave (snapshot_cache_update_pf()) while a
+         * pass ran: in the snapshot at once, the pass's older reading of
+         * them does not replace them. */
+        char **given;
         size_t n_given;
         char **dirty_pfs;       /* changed since the last pass started */
         size_t n_dirty_pfs;
@@ -164,7 +159,7 @@ struct snapshot_cache *snapshot_cache_free(struct snapshot_cache *c) {
         for (size_t i = 0; i < c->n_changes; i++)
                 free(c->changes[i].pf);
         free(c->changes);
-        free(c->given);
+        strv_free(c->given);
         strv_free(c->dirty_pfs);
         snapshot_free(c->snapshot);
         svff_ctx_unref(c->ctx);
@@ -420,46 +415,43 @@ static void serve_waiters_last(struct snapshot_cache *c) {
  * one before that operation, which stands in for it. Returns them as a
  * partial snapshot, NULL when there are none. */
 static struct snapshot *take_given(struct snapshot_cache *c, char ***ret_only) {
-        _cleanup_free_ struct given *given = TAKE_PTR(c->given);
-        size_t n = c->n_given;
+        _cleanup_strv_free_ char **given = TAKE_PTR(c->given);
+        size_t n = c->n_given, k = 0;
         struct snapshot *part;
-        char **only;
 
         c->n_given = 0;
         *ret_only = NULL;
         if (n == 0 || !c->snapshot)
                 return NULL;
         part = calloc(1, sizeof(*part));
-        only = calloc(n + 1, sizeof(char *));
         if (part)
                 part->pfs = calloc(n, sizeof(struct svff_pf *));
-        if (!part || !only || !part->pfs) {
+        if (!part || !part->pfs) {
                 /* the pass's reading of them goes in: read them again */
                 for (size_t i = 0; i < n; i++)
-                        snapshot_cache_changed(c, given[i].pf);
+                        snapshot_cache_changed(c, given[i]);
                 snapshot_free(part);
-                free(only);
                 return NULL;
         }
+        /* given keeps the addresses of those taken, for merge_snapshot() */
         for (size_t i = 0; i < n; i++) {
-                struct svff_pf **pf = find_pf(c->snapshot, given[i].pf);
+                struct svff_pf **pf = find_pf(c->snapshot, given[i]);
 
-                if (!pf)
-                        continue;
-                only[part->n_pfs] = strdup(given[i].pf);
-                if (!only[part->n_pfs]) {
-                        snapshot_cache_changed(c, given[i].pf);
+                if (!pf) {
+                        free(given[i]);
                         continue;
                 }
                 part->pfs[part->n_pfs++] = TAKE_PTR(*pf);
+                given[k++] = given[i];
         }
+        given[k] = NULL;
         /* the slots emptied above */
-        for (size_t k = 0; k < c->snapshot->n_pfs;)
-                if (!c->snapshot->pfs[k])
-                        c->snapshot->pfs[k] = c->snapshot->pfs[--c->snapshot->n_pfs];
+        for (size_t i = 0; i < c->snapshot->n_pfs;)
+                if (!c->snapshot->pfs[i])
+                        c->snapshot->pfs[i] = c->snapshot->pfs[--c->snapshot->n_pfs];
                 else
-                        k++;
-        *ret_only = only;
+                        i++;
+        *ret_only = TAKE_PTR(given);
         return part;
 }
 
@@ -522,10 +514,6 @@ static void discovery_run(void *userdata) {
         (void) worker_pool_post(j->pool, discovery_done, j);
 }
 
-static int cmp_string(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 /* For a full pass while operations change PFs the snapshot stands in
  * for: those PFs, and the devices the pass then leaves alone. A pass
  * reading them would show them halfway through the operation, compete
@@ -563,7 +551,7 @@ static int busy_skip(struct snapshot_cache *c, char ***ret_carried, char ***ret_
                 }
         }
         if (n_skip > 1)
-                qsort(skip, n_skip, sizeof(char *), cmp_string);
+                qsort(skip, n_skip, sizeof(char *), strv_cmp);
         *ret_carried = TAKE_PTR(carried);
         *ret_skip = TAKE_PTR(skip);
         return 0;
@@ -710,22 +698,28 @@ static bool behind_only_busy(struct snapshot_cache *c, uint64_t upto) {
         return true;
 }
 
+/* Puts s into the set *l of *n strings, NULL-terminated: -ENOMEM when
+ * it cannot. */
+static int set_add(char ***l, size_t *n, const char *s) {
+        char **a;
+
+        for (size_t i = 0; i < *n; i++)
+                if (streq((*l)[i], s))
+                        return 0;
+        a = realloc(*l, (*n + 2) * sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        *l = a;
+        a[*n] = strdup(s);
+        if (!a[*n])
+                return -ENOMEM;
+        a[++*n] = NULL;
+        return 0;
+}
+
 /* Puts pf on the dirty list: -ENOMEM when it cannot. */
 static int add_dirty(struct snapshot_cache *c, const char *pf) {
-        char **n;
-
-        for (size_t i = 0; i < c->n_dirty_pfs; i++)
-                if (streq(c->dirty_pfs[i], pf))
-                        return 0;
-        n = realloc(c->dirty_pfs, (c->n_dirty_pfs + 2) * sizeof(char *));
-        if (!n)
-                return -ENOMEM;
-        c->dirty_pfs = n;
-        n[c->n_dirty_pfs] = strdup(pf);
-        if (!n[c->n_dirty_pfs])
-                return -ENOMEM;
-        n[++c->n_dirty_pfs] = NULL;
-        return 0;
+        return set_add(&c->dirty_pfs, &c->n_dirty_pfs, pf);
 }
 
 void snapshot_cache_changed(struct snapshot_cache *c, const char *pf) {
@@ -734,26 +728,6 @@ void snapshot_cache_changed(struct snapshot_cache *c, const char *pf) {
         note_change(c, pf, c->seq);
         if (!pf || add_dirty(c, pf) < 0)
                 c->dirty_all = true;
-}
-
-/* Notes that pf was given while a pass runs: the pass, which may have
- * read it before the operation's end, must not replace it. */
-static int note_given(struct snapshot_cache *c, const char *pf) {
-        struct given *n;
-
-        for (size_t i = 0; i < c->n_given; i++)
-                if (streq(c->given[i].pf, pf)) {
-                        c->given[i].seq = c->seq;
-                        return 0;
-                }
-        n = realloc(c->given, (c->n_given + 1) * sizeof(*n));
-        if (!n)
-                return -ENOMEM;
-        c->given = n;
-        c->given[c->n_given] = (struct given) { .seq = c->seq };
-        snprintf(c->given[c->n_given].pf, sizeof(c->given[c->n_given].pf), "%s", pf);
-        c->n_given++;
-        return 0;
 }
 
 void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
@@ -786,7 +760,9 @@ void snapshot_cache_update_pf(struct snapshot_cache *c, struct svff_pf *pf) {
         free(c->dirty_pfs[k]);
         c->dirty_pfs[k] = c->dirty_pfs[--c->n_dirty_pfs];
         c->dirty_pfs[c->n_dirty_pfs] = NULL;
-        if (c->running && note_given(c, address) < 0) {
+        /* given while a pass runs: the pass, which may have read it
+         * before the operation's end, must not replace it */
+        if (c->running && set_add(&c->given, &c->n_given, address) < 0) {
                 /* out of memory: the pass may put an older reading in,
                  * so the next one reads the PF */
                 snapshot_cache_changed(c, address);

@@ -1290,10 +1290,6 @@ int svff_config_load_data(struct svff_config *cfg, const char *name, const char 
         return finish(0, errors, err);
 }
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 /* The *.conf names in dir, sorted; an empty list when dir is missing. */
 static int list_dropins(const char *dir, char ***ret, size_t *ret_n, struct svff_error *err) {
         _cleanup_closedir_ DIR *d = NULL;
@@ -1340,7 +1336,7 @@ static int list_dropins(const char *dir, char ***ret, size_t *ret_n, struct svff
                 return svff_error_set_errno(err, -errno, "Failed to read drop-in directory '%s'", dir);
         }
         if (n > 0)
-                qsort(l, n, sizeof(char *), cmp_str);
+                qsort(l, n, sizeof(char *), strv_cmp);
         *ret = l;
         *ret_n = n;
         return 0;

@@ -546,10 +546,6 @@ static bool is_known_vf(struct svff_pf **pfs, size_t n, const char *address) {
         return false;
 }
 
-static int cmp_address(const void *key, const void *elem) {
-        return strcmp(key, *(char *const *) elem);
-}
-
 static int pf_list(struct svff_ctx *ctx, bool nowait, char *const *skip, struct svff_pf ***ret, size_t *ret_n,
                    struct svff_error *err) {
         size_t n_skip = 0;
@@ -578,11 +574,12 @@ static int pf_list(struct svff_ctx *ctx, bool nowait, char *const *skip, struct 
                 _cleanup_free_ char *total = NULL;
                 _cleanup_close_ int dfd = -EBADF;
                 char canonical[SVFF_PCI_ADDR_STRLEN];
+                const char *key = canonical;    /* for bsearch() in skip */
 
                 if (svff_pci_addr_canonicalize(*name, canonical) < 0)
                         continue;
                 if (is_known_vf(pfs, n, canonical) ||
-                    (n_skip > 0 && bsearch(canonical, skip, n_skip, sizeof(char *), cmp_address)))
+                    (n_skip > 0 && bsearch(&key, skip, n_skip, sizeof(char *), strv_cmp)))
                         continue;
                 if (asprintf(&total, "%s/sriov_totalvfs", *name) < 0) {
                         r = -ENOMEM;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -73,6 +74,11 @@ static inline void strv_free(char **l) {
 
 static inline void strv_freep(char ***l) {
         strv_free(*l);
+}
+
+/* Orders two strings of an array, for qsort() and bsearch(). */
+static inline int strv_cmp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
 #define _cleanup_free_ _cleanup_(freep)

@@ -518,10 +518,6 @@ int svff_sysfs_open_dir(int rootfd, const char *path) {
         return fd;
 }
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 int svff_sysfs_list_dir(int rootfd, const char *path, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_closedir_ DIR *d = NULL;
@@ -574,7 +570,7 @@ int svff_sysfs_list_dir(int rootfd, const char *path, char ***ret) {
                 l[++n] = NULL;
         }
 
-        qsort(l, n, sizeof(char *), cmp_str);
+        qsort(l, n, sizeof(char *), strv_cmp);
         *ret = TAKE_PTR(l);
         return 0;
 }
