@@ -8,6 +8,7 @@
 
 #include "assign.h"
 #include "bind.h"
+#include "busy.h"
 #include "cause.h"
 #include "classes.h"
 #include "fault.h"
@@ -1258,13 +1259,24 @@ static struct operation *vf_operation(struct manager *m, const char *vf) {
         return manager_find_operation(m, pf);
 }
 
+/* The PF of vf: as svff recorded it, else as the snapshot has it; NULL
+ * when neither knows the VF. */
+static const char *pf_of_vf(struct manager *m, const char *vf) {
+        unsigned index, numvfs;
+
+        return vf_place(m, vf, &index, &numvfs);
+}
+
+/* Whether vf may not be handed out: it is assigned (or its record cannot
+ * be read), or its PF is busy for a change of it (busy.h). call
+ * (optional) is answered with why. */
 static bool vf_taken(struct manager *m, const char *vf, struct call *call) {
         struct svff_assignment a;
-        struct operation *op = vf_operation(m, vf);
         int r = svff_store_get_assignment(m->store, vf, &a);
 
-        if (r == 0 && !hv_vf_busy(m->hv, vf) && !op)
-                return false;
+        if (r == 0)
+                return call ? pf_busy_refuse(m, pf_of_vf(m, vf), vf, PF_BUSY_ANY, call)
+                            : pf_busy(m, pf_of_vf(m, vf), vf, PF_BUSY_ANY, NULL) < 0;
         if (call) {
                 if (r > 0 && a.intent != SVFF_INTENT_NONE)
                         call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
@@ -1275,59 +1287,11 @@ static bool vf_taken(struct manager *m, const char *vf, struct call *call) {
                         call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
                                     "VF %s is already assigned to domain '%s' (%s); detach it first.", vf, a.domain,
                                     svff_assign_state_to_string(a.state));
-                else if (r < 0)
+                else
                         call_errorf(call, SVFF_ERROR_ALREADY_ASSIGNED, "device", vf,
                                     "VF %s has an assignment record svffd cannot read; it counts as taken.", vf);
-                else if (op)
-                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
-                                    "An %s of the PF of VF %s is in progress; try again when it is done.", op->kind,
-                                    vf);
-                else
-                        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
-                                    "An operation on VF %s is in progress; try again when it is done.", vf);
         }
         return true;
-}
-
-/* Whether pf has a journal no operation is working on (a reconf or
- * reprogram, or an init, whose numvfs write failed or passed its deadline
- * and may still be in the kernel): the VF count change it records is not
- * done, and the pending write or the request that completes it removes
- * every VF of pf. A VF handed out now would go with them, so Attach and
- * Unpause refuse, answering call (device: what it asked for). */
-static bool pf_journal_kept(struct manager *m, const char *pf, const char *device, struct call *call) {
-        struct json_object *e, *rp = NULL;
-        const char *op = "operation";
-        unsigned target = 0;
-
-        if (!pf || !(e = journal_get(m, pf)) || manager_find_operation(m, pf))
-                return false;
-        if (!call)
-                return true;
-        (void) svff_json_get_string(e, "op", &op);
-        (void) svff_json_get_unsigned(e, "numvfs", &target);
-        if (svff_json_get_object(e, "reprogram", &rp) >= 0 && rp)
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", device,
-                            "PF %s has an interrupted reprogram whose journal is kept: its VFs go when it is "
-                            "completed, and with them any VF handed out now. Run 'svffctl reprogram %s IMAGE' to "
-                            "flash again, or 'svffctl reconf %s %u' to take the PF as it is, then retry.",
-                            pf, pf, pf, target);
-        else
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", device,
-                            "PF %s has an interrupted %s to %u VFs whose journal is kept (its VF count write failed, "
-                            "or passed its deadline and may still be in the kernel): its VFs go when it is completed, "
-                            "and with them any VF handed out now. Once 'stuck writes' in 'svffctl status' is 0, run "
-                            "'svffctl %s %s %u' to complete it, then retry.",
-                            pf, op, target, op, pf, target);
-        return true;
-}
-
-/* The PF of vf: as svff recorded it, else as the snapshot has it; NULL
- * when neither knows the VF. */
-static const char *pf_of_vf(struct manager *m, const char *vf) {
-        unsigned index, numvfs;
-
-        return vf_place(m, vf, &index, &numvfs);
 }
 
 /* Fills j's class fields for VF j->vf (its store record vrec): the PF
@@ -1383,7 +1347,7 @@ static void attach_start(struct manager *m, struct call *call, const char *vf, c
         struct job *j;
         struct json_object *rec = NULL;
 
-        if (vf_taken(m, vf, call) || pf_journal_kept(m, pf_of_vf(m, vf), vf, call))
+        if (vf_taken(m, vf, call))
                 return;
 
         j = job_new(m, call, JOB_ATTACH, vf);
@@ -1454,7 +1418,9 @@ static void attach_from_pool(struct manager *m, struct call *call, void *userdat
                             "No SR-IOV PF %s; 'svffctl list' shows the PFs there are.", req->pf);
                 goto finish;
         }
-        if (pf_journal_kept(m, req->pf, req->pf, call))
+        /* Not a VF of a PF an operation is changing, nor one its kept
+         * journal is about to remove. */
+        if (pf_busy_refuse(m, req->pf, req->pf, PF_BUSY_OPERATION | PF_BUSY_JOURNAL | PF_BUSY_WRITE, call))
                 goto finish;
         for (size_t i = 0; i < found->n_vfs; i++) {
                 const struct svff_vf *vf = &found->vfs[i];
@@ -1656,12 +1622,12 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind, 
                             "domain; try again then.", vf, svff_assign_intent_to_string(a.intent));
                 return;
         }
-        if (vf_operation(m, vf)) {
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
-                            "An %s of the PF of VF %s is in progress; try again when it is done.",
-                            vf_operation(m, vf)->kind, vf);
+        /* A dry run refuses what the change would; the change finds a
+         * VF already changing when it marks it busy (job_submit()). */
+        if (pf_busy_refuse(m, pf_of_vf(m, vf), vf,
+                           PF_BUSY_OPERATION | PF_BUSY_WRITE | (kind == JOB_UNPAUSE ? PF_BUSY_JOURNAL : 0) |
+                           (in.dry_run ? PF_BUSY_ASSIGN : 0), call))
                 return;
-        }
         if (kind == JOB_PAUSE && a.state != SVFF_ASSIGN_ATTACHED) {
                 call_errorf(call, SVFF_ERROR_NOT_ATTACHED, "device", vf,
                             "VF %s is %s, not attached: there is nothing to pause.", vf,
@@ -1674,17 +1640,9 @@ static void vf_method(struct manager *m, struct call *call, enum job_kind kind, 
                             svff_assign_state_to_string(a.state));
                 return;
         }
-        if (kind == JOB_UNPAUSE && pf_journal_kept(m, pf_of_vf(m, vf), vf, call))
-                return;
         /* The change would be refused so when it starts. */
         if (in.dry_run && !hv_connected(m->hv)) {
                 reply_hv_unavailable(m, call);
-                return;
-        }
-        if (in.dry_run && hv_vf_busy(m->hv, vf)) {
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
-                            "Another attach, detach, pause or unpause of VF %s is in progress; try again when it "
-                            "is done.", vf);
                 return;
         }
         j = vf_job_new(m, call, kind, vf, &a);
@@ -1996,35 +1954,7 @@ void assign_domain_event(struct manager *m, const char *uuid, const char *name, 
         log_info("Domain '%s' changed while an operation owns its assignments; recording it once that ends.", name);
 }
 
-bool assign_pf_changing(struct manager *m, const char *pf, struct call *call) {
-        json_object_object_foreach(svff_store_vfs(m->store), vf, rec) {
-                const char *p;
-
-                if (svff_json_get_string(rec, "pf", &p) >= 0 && streq(p, pf) && assign_vf_changing(m, vf, call))
-                        return true;
-        }
-        return false;
-}
-
 /* ---- recovery ---- */
-
-bool assign_vf_changing(struct manager *m, const char *vf, struct call *call) {
-        struct svff_assignment a;
-        bool busy = hv_vf_busy(m->hv, vf);
-        bool pending = svff_store_get_assignment(m->store, vf, &a) > 0 && a.intent != SVFF_INTENT_NONE;
-
-        if (!busy && !pending)
-                return false;
-        if (call && busy)
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
-                            "An attach, detach, pause or unpause of VF %s is in progress; try again when it is done.",
-                            vf);
-        else if (call)
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
-                            "VF %s has an unfinished %s that svffd resolves against libvirt; try again then.", vf,
-                            svff_assign_intent_to_string(a.intent));
-        return true;
-}
 
 void assign_recover(struct manager *m) {
         _cleanup_strv_free_ char **vfs = NULL;

@@ -56,14 +56,6 @@ void assign_detach(struct manager *m, const char *vf, assign_detach_fn done, voi
  * that operation is removed from the registry (a hook). */
 void assign_domain_event(struct manager *m, const char *uuid, const char *name, int event, int detail);
 
-/* Whether vf has an attach, detach, pause or unpause in flight, or an
- * intent not yet resolved: then nothing else may touch the VF (e.g.
- * unbind it), and call (optional) is answered with why. */
-bool assign_vf_changing(struct manager *m, const char *vf, struct call *call);
-/* The same for any VF svff recorded under pf: a reconf plans from the
- * assignments, which must be settled. */
-bool assign_pf_changing(struct manager *m, const char *pf, struct call *call);
-
 /* Resolves every intent in the store against libvirt's view, on the
  * libvirt pool (main thread, once connected: each VF is busy until its
  * answer is in). An intent libvirt cannot answer for stays. */

@@ -9,6 +9,7 @@
 
 #include "assign.h"
 #include "bind.h"
+#include "busy.h"
 #include "classes.h"
 #include "fault.h"
 #include "interface.h"
@@ -899,17 +900,9 @@ static void init_dry_run(struct manager *m, struct call *call, const char *pf, u
         const struct svff_pf *found;
         struct svff_reconf_plan *plan = NULL;
         struct svff_reconf_input in;
-        struct operation *op;
         struct json_object *reply;
         int r;
 
-        op = manager_find_operation(m, pf);
-        if (op) {
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
-                            "An %s of PF %s is in progress (%s, %u/%u); wait for it ('svffctl status').",
-                            op->kind, pf, op->phase, op->done, op->total);
-                return;
-        }
         found = manager_snapshot_pf(m, pf);
         if (!found) {
                 call_errorf(call, SVFF_ERROR_NO_SUCH_DEVICE, "device", pf,
@@ -1018,8 +1011,13 @@ checked:
                 return;
         }
 
+        /* An init provisions and binds every VF of the PF: not while
+         * another operation changes it, nor one of its VFs whose attach,
+         * detach, pause or unpause runs or is not resolved yet. */
+        if (pf_busy_refuse(m, pf, pf, PF_BUSY_OPERATION | PF_BUSY_ASSIGN, call))
+                return;
         r = reconf_journaled(m, pf);
-        if (r >= 0 && !manager_find_operation(m, pf)) {
+        if (r >= 0) {
                 call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
                             "An interrupted reconf of PF %s to %d VFs is journaled: run 'svffctl reconf %s %d' "
                             "to complete it first.", pf, r, pf, r);
@@ -1052,11 +1050,6 @@ checked:
                         return;
                 }
         }
-        /* An init provisions and binds every VF of the PF: not one whose
-         * attach, detach, pause or unpause runs or is not resolved yet,
-         * as a release and a reconf refuse it. */
-        if (assign_pf_changing(m, pf, call))
-                return;
         if (in.dry_run) {
                 init_dry_run(m, call, pf, numvfs, driver, owner);
                 return;
@@ -1562,15 +1555,10 @@ static void method_release(struct manager *m, struct call *call, void *params) {
                             "'svffctl list' shows the managed VFs.", vf);
                 return;
         }
-        op = manager_find_operation(m, pf);
-        if (op) {
-                call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", vf,
-                            "An %s of PF %s is in progress; release VF %s once it is done.", op->kind, pf, vf);
-                return;
-        }
         /* Unbinding it under a change in flight would hand libvirt a VF
-         * that is leaving vfio-pci. */
-        if (assign_vf_changing(m, vf, call))
+         * that is leaving vfio-pci; under a count write still in the
+         * kernel, it would wait behind that write. */
+        if (pf_busy_refuse(m, pf, vf, PF_BUSY_OPERATION | PF_BUSY_ASSIGN | PF_BUSY_WRITE, call))
                 return;
 
         /* Giving an assigned VF back to its host driver takes it from

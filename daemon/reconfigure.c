@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "assign.h"
+#include "busy.h"
 #include "classes.h"
 #include "flash-hook.h"
 #include "interface.h"
@@ -903,8 +903,8 @@ static int request_start(struct manager *m, struct call *call, const struct reco
         struct svff_reconf_input in = {};
         const char *pf = req->pf, *driver = req->driver, *image = req->image;
         _cleanup_(json_object_putp) struct json_object *ids = NULL, *guests_json = NULL;
+        _cleanup_(svff_error_free) struct svff_error busy = SVFF_ERROR_NULL;
         bool dry_run = req->dry_run && call;   /* answered to a caller only */
-        struct operation *op;
         unsigned numvfs = req->numvfs;
         size_t n = 0;
         LOG_CONTEXT(.pf = pf, .operation = image ? "reprogram" : "reconf");
@@ -949,15 +949,9 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                        "below the device's), not %u.", pf, found->totalvfs, numvfs);
                 return -ERANGE;
         }
-        if (!dry_run && (op = manager_find_operation(m, pf))) {
-                refuse(call, err, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf,
-                       "A %s of PF %s is in progress (%s, %u/%u); wait for it ('svffctl status').", op->kind,
-                       pf, op->phase, op->done, op->total);
-                return -EBUSY;
-        }
-        if (!dry_run && assign_pf_changing(m, pf, call)) {
-                refuse(NULL, err, NULL, NULL, NULL, "an attach, detach, pause or unpause of a VF of PF %s is in "
-                       "progress", pf);
+        /* Its dry run refuses what it would. */
+        if (pf_busy(m, pf, pf, PF_BUSY_OPERATION | PF_BUSY_ASSIGN, &busy) < 0) {
+                refuse(call, err, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf, "%s", svff_error_message(&busy));
                 return -EBUSY;
         }
         /* The count the PF has, every VF of it present: an operator's

@@ -198,6 +198,11 @@ expect_eq "$(sys_driver "$VF3")" vfio-pci "VF3's driver after the refused releas
 rc=0; ctl reconf $PF 4 > "$T/out" 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "reconf planned from an unresolved assignment"
 grep -q "unfinished attach" "$T/out" || fail "reconf with an unresolved VF: $(cat "$T/out")"
+# Its dry run refuses the same: the plan it would print is not the one
+# that could run.
+rc=0; ctl reconf $PF 3 --dry-run > "$T/out" 2>&1 || rc=$?
+expect_eq "$rc" 1 "dry run of a reconf of the PF of an unresolved VF"
+grep -q "VF $VF3 has an unfinished attach" "$T/out" || fail "reconf dry run with an unresolved VF: $(cat "$T/out")"
 # An init of the count the PF has would provision and bind VF3 under
 # the attach that is not resolved: refused the same.
 rc=0; ctl init $PF 4 > "$T/out" 2>&1 || rc=$?

@@ -11,7 +11,7 @@ method table:   daemon/methods
 executors:      daemon/operations daemon/assign daemon/reconfigure daemon/autoinit
 real ops:       daemon/reconf-ops
 state machines: daemon/reconf-machine
-shared state:   daemon/params daemon/journal daemon/reconcile daemon/classes daemon/reconf-guests daemon/plan-deadlines
+shared state:   daemon/params daemon/journal daemon/busy daemon/reconcile daemon/classes daemon/reconf-guests daemon/plan-deadlines
 manager:        daemon/manager
 services:       daemon/snapshot daemon/numvfs-watch daemon/registry daemon/monitor daemon/settings daemon/statedir daemon/reconf-journal daemon/metrics daemon/reconf-predict
 leaf adapters:  daemon/libvirt daemon/udev daemon/server daemon/worker daemon/log daemon/fault daemon/interface daemon/flash-unit

@@ -79,13 +79,22 @@ expect_eq "$rc" 1 "init on an assigned PF"
 grep -q "svffctl reconf $PF 3" "$T/err" || fail "init refusal: $(cat "$T/err")"
 
 note "two reconfs of one PF at once: the second is refused"
-pcisim_ctl latency sriov_disable 1500000
+pcisim_ctl latency sriov_disable 3000000
 ctl reconf $PF 2 --cycle > "$T/bg.out" 2>&1 &
 BG=$!; BG_PIDS="$BG"
 wait_for sh -c "'$SVFFCTL' --socket '$SOCK' status --json | grep -q '\"op\": *\"reconf\"'" || fail "no reconf in progress"
 rc=0; ctl reconf $PF 2 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "second reconf of the same PF"
 grep -q "A reconf of PF $PF is in progress" "$T/err" || fail "second reconf: $(cat "$T/err")"
+# Its dry run, and an init's, refuse the same, naming the reconf.
+rc=0; ctl reconf $PF 3 --dry-run 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "dry run of a second reconf of the same PF"
+grep -q "A reconf of PF $PF is in progress" "$T/err" || fail "dry run of a second reconf: $(cat "$T/err")"
+rc=0; ctl init $PF 2 --dry-run 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "dry run of an init during a reconf"
+grep -q "A reconf of PF $PF is in progress" "$T/err" || fail "dry run of an init during a reconf: $(cat "$T/err")"
+"$SVFFCTL" --socket "$SOCK" status --json | grep -q '"op": *"reconf"' ||
+        fail "the first reconf ended before the refusals were checked: raise its sriov_disable latency"
 wait "$BG" || fail "first reconf: $(cat "$T/bg.out")"
 BG_PIDS=""
 

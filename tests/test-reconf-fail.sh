@@ -113,12 +113,20 @@ grep -q "interrupted reconf" "$T/err2" || fail "init refusal: $(cat "$T/err2")"
 # every VF of the PF: none may be handed out meanwhile.
 # refused_kept WHAT ARGS...: svffctl ARGS refused, naming the PF and the
 # reconf that completes it.
-refused_kept() {
+# refused_now WHAT ARGS...: svffctl ARGS refused at once; a step on a VF
+# of the PF would wait behind the kernel's write, so a call that waits
+# fails. The refusal in err3.
+refused_now() {
         what=$1
         shift
-        rc=0; ctl "$@" --json > "$T/out3" 2> "$T/err3" || rc=$?
+        rc=0; timeout 20 "$SVFFCTL" --socket "$SOCK" "$@" --json > "$T/out3" 2> "$T/err3" || rc=$?
+        [ "$rc" != 124 ] || fail "$what waited behind the held write instead of being refused"
         [ "$rc" != 0 ] || fail "$what went ahead while the reconf's journal is kept: $(cat "$T/out3")"
         grep -q '"error":"io.svff.OperationInProgress"' "$T/err3" || fail "$what refusal: $(cat "$T/err3")"
+}
+refused_kept() {
+        what=$1
+        refused_now "$@"
         grep -q "PF $PF has an interrupted reconf to 4 VFs whose journal is kept" "$T/err3" ||
                 fail "$what refusal does not name the PF: $(cat "$T/err3")"
         grep -q "run 'svffctl reconf $PF 4' to complete it" "$T/err3" ||
@@ -128,10 +136,31 @@ refused_kept "attach of VF3" attach "$VF3" vm1
 refused_kept "attach --pf" attach --pf $PF vm3
 refused_kept "unpause of VF1" unpause "$VF1"
 expect_eq "$(state_of "$VF1")" held "VF1's record after its unpause was refused"
+# Nor taken back or given up while the write is in the kernel: each
+# would wait behind it (a detach did, for as long as the VF was held).
+# refused_write WHAT ARGS...
+refused_write() {
+        what=$1
+        refused_now "$@"
+        grep -q "A VF count write of PF $PF passed its deadline and is still in the kernel" "$T/err3" ||
+                fail "$what refusal does not name the write: $(cat "$T/err3")"
+        grep -q "'stuck writes' in 'svffctl status' is 0" "$T/err3" ||
+                fail "$what refusal does not say what to wait for: $(cat "$T/err3")"
+}
+refused_write "detach of VF1" detach "$VF1"
+refused_write "dry run of the detach of VF1" detach "$VF1" --dry-run
+refused_write "release --force of VF1" release --force "$VF1"
+refused_write "release of VF3" release "$VF3"
+refused_write "dry run of the release of VF3" release "$VF3" --dry-run
+expect_eq "$(state_of "$VF1")" held "VF1's record after its detach and release were refused"
+expect_eq "$(store_py 'print(d["vfs"]["'"$VF3"'"]["driver"])')" vfio-pci "VF3's record after its release was refused"
 store_py 'print(d["assignments"].get("'"$VF3"'"))' | grep -qx None || fail "VF3 assigned while the journal is kept"
 pcisim_ctl release "$VF3"
 numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
 wait_for numvfs_zero || fail "the held write did not finish after the release"
+# The journal alone does not hold a detach: the reconf that completes
+# it honours what the detach records (its dry run here, nothing changed).
+ctl detach "$VF1" --dry-run > "$T/out" 2>&1 || fail "dry run of a detach once the write ended: $(cat "$T/out")"
 ctl reconf $PF 4 > "$T/out" || fail "completing the blocked reconf: $(cat "$T/out")"
 expect_eq "$(sys_numvfs $PF)" 4 "numvfs after completing"
 check_vfio $PF
