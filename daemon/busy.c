@@ -105,21 +105,9 @@ static const char *journal_pf_of(struct manager *m, const char *vf) {
 
         if (!entries)
                 return NULL;
-        json_object_object_foreach(entries, pf, entry) {
-                struct json_object *plan, *items;
-
-                if (!json_object_object_get_ex(entry, "plan", &plan) ||
-                    !json_object_object_get_ex(plan, "assignments", &items) ||
-                    !json_object_is_type(items, json_type_array))
-                        continue;
-                for (size_t i = 0; i < json_object_array_length(items); i++) {
-                        const char *v = NULL;
-
-                        if (svff_json_get_string(json_object_array_get_idx(items, i), "vf", &v) >= 0 && v &&
-                            streq(v, vf))
-                                return pf;
-                }
-        }
+        json_object_object_foreach(entries, pf, entry)
+                if (journal_entry_names_vf(entry, vf))
+                        return pf;
         return NULL;
 }
 

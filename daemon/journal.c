@@ -94,3 +94,19 @@ bool journal_recovery_waits(struct manager *m, const char *pf) {
                 return false;
         return svff_reconf_plan_needs_libvirt(plan);
 }
+
+bool journal_entry_names_vf(struct json_object *entry, const char *vf) {
+        struct json_object *plan, *items;
+
+        if (!json_object_object_get_ex(entry, "plan", &plan) ||
+            !json_object_object_get_ex(plan, "assignments", &items) ||
+            !json_object_is_type(items, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(items); i++) {
+                const char *v = NULL;
+
+                if (svff_json_get_string(json_object_array_get_idx(items, i), "vf", &v) >= 0 && v && streq(v, vf))
+                        return true;
+        }
+        return false;
+}

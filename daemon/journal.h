@@ -21,6 +21,8 @@ void journal_clear(struct manager *m, const char *pf);
 bool journal_left_by_earlier_run(struct manager *m, uint64_t started_usec);
 /* The entry for pf (borrowed) or NULL. */
 struct json_object *journal_get(struct manager *m, const char *pf);
+/* Whether a journal entry's plan names vf among its assignments. */
+bool journal_entry_names_vf(struct json_object *entry, const char *vf);
 /* Every entry, keyed by PF (borrowed), or NULL when there is none. */
 struct json_object *journal_entries(struct manager *m);
 /* Whether pf's journal holds a reconf that needs libvirt, which is not

@@ -125,21 +125,9 @@ static struct json_object *reprogram_interrupted(struct json_object *journal, co
 static bool in_interrupted_reprogram(struct json_object *journal, const char *vf) {
         if (!journal)
                 return false;
-        json_object_object_foreach(journal, pf, entry) {
-                struct json_object *plan, *items;
-
-                if (!reprogram_interrupted(journal, pf) || !json_object_object_get_ex(entry, "plan", &plan) ||
-                    !json_object_object_get_ex(plan, "assignments", &items) ||
-                    !json_object_is_type(items, json_type_array))
-                        continue;
-                for (size_t i = 0; i < json_object_array_length(items); i++) {
-                        const char *v = NULL;
-
-                        if (svff_json_get_string(json_object_array_get_idx(items, i), "vf", &v) >= 0 && v &&
-                            streq(v, vf))
-                                return true;
-                }
-        }
+        json_object_object_foreach(journal, pf, entry)
+                if (reprogram_interrupted(journal, pf) && journal_entry_names_vf(entry, vf))
+                        return true;
         return false;
 }
 
