@@ -93,6 +93,11 @@ grep -q "A reconf of PF $PF is in progress" "$T/err" || fail "dry run of a secon
 rc=0; ctl init $PF 2 --dry-run 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "dry run of an init during a reconf"
 grep -q "A reconf of PF $PF is in progress" "$T/err" || fail "dry run of an init during a reconf: $(cat "$T/err")"
+# A release of one of its VFs too, naming the PF and the VF.
+rc=0; ctl release "$VF0" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "release of a VF during a reconf of its PF"
+grep -q "A reconf of PF $PF, the PF of VF $VF0, is in progress" "$T/err" ||
+        fail "release during a reconf: $(cat "$T/err")"
 "$SVFFCTL" --socket "$SOCK" status --json | grep -q '"op": *"reconf"' ||
         fail "the first reconf ended before the refusals were checked: raise its sriov_disable latency"
 wait "$BG" || fail "first reconf: $(cat "$T/bg.out")"

@@ -135,6 +135,7 @@ refused_kept() {
 refused_kept "attach of VF3" attach "$VF3" vm1
 refused_kept "attach --pf" attach --pf $PF vm3
 refused_kept "unpause of VF1" unpause "$VF1"
+refused_kept "dry run of the unpause of VF1" unpause "$VF1" --dry-run
 expect_eq "$(state_of "$VF1")" held "VF1's record after its unpause was refused"
 # Nor taken back or given up while the write is in the kernel: each
 # would wait behind it (a detach did, for as long as the VF was held).
@@ -149,6 +150,7 @@ refused_write() {
 }
 refused_write "detach of VF1" detach "$VF1"
 refused_write "dry run of the detach of VF1" detach "$VF1" --dry-run
+refused_write "pause of VF1" pause "$VF1"
 refused_write "release --force of VF1" release --force "$VF1"
 refused_write "release of VF3" release "$VF3"
 refused_write "dry run of the release of VF3" release "$VF3" --dry-run
