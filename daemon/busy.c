@@ -65,6 +65,12 @@ static int journal_busy(struct manager *m, const char *pf, struct svff_error *er
                 return 0;
         (void) svff_json_get_string(e, "op", &op);
         (void) svff_json_get_unsigned(e, "numvfs", &target);
+        if (journal_recovery_waits(m, pf))
+                /* reconf_recover() completes it on libvirt's connection */
+                return svff_error_set(err, -EBUSY, "PF %s has an interrupted %s to %u VFs whose journal is kept: "
+                                      "svffd completes it or rolls it back once connected to libvirt at '%s' "
+                                      "(check that libvirtd runs); its VFs go and come back then, and with them "
+                                      "any VF handed out now. Retry once it has.", pf, op, target, hv_uri(m->hv));
         if (svff_json_get_object(e, "reprogram", &rp) >= 0 && rp)
                 return svff_error_set(err, -EBUSY, "PF %s has an interrupted reprogram whose journal is kept: its "
                                       "VFs go when it is completed, and with them any VF handed out now. Run "

@@ -127,6 +127,13 @@ jget '[x["next_step"] for x in d["drift"]][0]' < "$T/status.json" |
 grep -q "Drift: VF \|svffctl init" "$T/start.log" &&
         fail "without libvirt: start-up drift with next steps the recovery takes: $(grep Drift "$T/start.log")"
 grep -q "serving; .* 1 drift(s)" "$T/start.log" || fail "without libvirt: serving line: $(grep serving "$T/start.log")"
+# An unpause meanwhile is refused with the same next step: the
+# operator has nothing to run.
+rc=0; ctl unpause "$VF0" --json > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "without libvirt: unpause while the recovery waits"
+grep -q '"error":"io.svff.OperationInProgress"' "$T/err" || fail "without libvirt: the unpause's refusal: $(cat "$T/err")"
+grep -q "svffd completes it or rolls it back once connected to libvirt at 'test+unix:" "$T/err" ||
+        fail "without libvirt: the unpause's refusal does not say svffd completes it: $(cat "$T/err")"
 stop_svffd || fail "without libvirt: svffd exit status"
 mv "$T/svff.conf.good" "$T/svff.conf"
 start_connected
