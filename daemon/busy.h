@@ -29,9 +29,11 @@
  * that completes the journal honours what they recorded, and they are
  * the way out of a journal that cannot be completed. Init and Reconf
  * ask PF_BUSY_OPERATION and PF_BUSY_ASSIGN (of every VF of the PF): each
- * completes a journal of its own kind, refuses another kind, and waits
- * for a count write in the kernel itself. A dry run asks what its
- * request would. */
+ * completes a journal of its own kind and refuses another kind. Init
+ * also asks PF_BUSY_WRITE: its read of the count would wait behind the
+ * write. Reconf's machine reads and writes the count under deadlines
+ * and keeps its journal when they pass. A dry run asks what its request
+ * would. */
 
 #include <stdbool.h>
 

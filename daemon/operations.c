@@ -1023,6 +1023,10 @@ checked:
                             "to complete it first.", pf, r, pf, r);
                 return;
         }
+        /* Nor while a count write is still in the kernel, behind which
+         * its read of the count and its own write would wait. */
+        if (pf_busy_refuse(m, pf, pf, PF_BUSY_WRITE, call))
+                return;
         /* Changing the count destroys every VF: with assignments that is
          * a reconf, which keeps them. The count is the one recorded and
          * the one last seen on the host, since either may have drifted. */

@@ -79,6 +79,15 @@ expect_eq "$(changing $OTHER < "$T/stuck-list.out")" None "another PF while the 
 timed stuck-list-text list
 grep -q "changing" "$T/stuck-list-text.out" || fail "list does not say the PF is changing: $(cat "$T/stuck-list-text.out")"
 timed stuck-status status
+# Another init meanwhile would wait behind the write (it did, for as
+# long as the VF was held, and held the PF as "in progress"): refused
+# at once, naming the write.
+rc=0; timeout 15 "$SVFFCTL" --socket "$SOCK" init $PF 0 --json > "$T/out" 2> "$T/err" || rc=$?
+[ "$rc" != 124 ] || fail "init 0 again waited behind the write past its deadline"
+expect_eq "$rc" 1 "init 0 again while the write is in the kernel: $(cat "$T/out")"
+grep -q '"error":"io.svff.OperationInProgress"' "$T/err" &&
+grep -q "A VF count write of PF $PF passed its deadline and is still in the kernel" "$T/err" ||
+        fail "init 0 again while the write is in the kernel: $(cat "$T/err")"
 pcisim_ctl release "$VF0"
 HELD=""
 wait_for_s 20 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 0 ]" || fail "the held write never ended"
@@ -148,6 +157,13 @@ grep -q '"error":"io.svff.DeviceBusy"' "$T/other-dry.out" &&
 grep -q "The VF count of PF $PF is being changed, so the dry run cannot read PF $PF now" "$T/other-dry.out" ||
         fail "reconf --dry-run of the PF another process writes: $(cat "$T/other-dry.out")"
 [ "$ms" -lt $((1500 * ${SVFF_TEST_SLOWDOWN:-1})) ] || fail "reconf --dry-run took $ms ms while another process writes"
+# An init of that PF would wait behind the write: refused at once.
+rc=0; timeout 15 "$SVFFCTL" --socket "$SOCK" init $PF 2 --json > "$T/out" 2> "$T/err" || rc=$?
+[ "$rc" != 124 ] || fail "an init waited behind another process's write"
+expect_eq "$rc" 1 "an init of the PF another process writes: $(cat "$T/out")"
+grep -q '"error":"io.svff.OperationInProgress"' "$T/err" &&
+grep -q "Another process is writing the VF count of PF $PF" "$T/err" ||
+        fail "an init of the PF another process writes: $(cat "$T/err")"
 timed other-init init $OTHER 2
 kill -0 $writer 2>/dev/null || fail "the write by hand ended before the checks: they did not meet it"
 pcisim_ctl release "$VF0"
