@@ -207,7 +207,9 @@ static struct json_object *json_image(struct manager *m, const char *pf) {
 
 /* Why pf is its last known state rather than what sysfs says now: the
  * sriov_numvfs write in the kernel, which a read would wait for, and the
- * operation behind it. NULL when pf was read as it is. */
+ * operation behind it; or the operation changing it, which discovery
+ * leaves to it (its picture is carried over from before). NULL when pf
+ * was read as it is and nothing is changing it. */
 static struct json_object *json_changing(struct manager *m, const struct svff_pf *pf) {
         struct operation *op;
         char buf[512];
@@ -222,10 +224,13 @@ static struct json_object *json_changing(struct manager *m, const struct svff_pf
         op = manager_find_operation(m, pf->address);
         if (!pf->numvfs_pending) {
                 /* No phase: List's answer is cached until the snapshot
-                 * or the store changes, and a phase changes before. */
-                if (!op || !snapshot_cache_pf_behind(m->snapshots, pf->address))
+                 * or the store changes, and a phase changes before. An
+                 * operation's start and end change the store. */
+                if (!op)
                         return NULL;
-                snprintf(buf, sizeof(buf), "%s in progress; shown as read before its latest step", op->kind);
+                snprintf(buf, sizeof(buf), "%s in progress; shown as read %s", op->kind,
+                         snapshot_cache_pf_behind(m->snapshots, pf->address) ? "before its latest step"
+                                                                              : "last");
                 return json_object_new_string(buf);
         }
         if (op)
