@@ -244,8 +244,8 @@ static void fill_pf(struct row *r, struct json_object *pf) {
         r->cell[COL_POLICY] = jstr(pf, "policy");
         r->cell[COL_POOL] = yes_no(pf, "pool");
         r->cell[COL_ALLOWED] = jstr(pf, "unmanaged") ?: "yes";
-        /* Its last known state while a VF count write is in the kernel;
-         * why, under the table. */
+        /* Its last known state while a VF count write is in the kernel,
+         * or while an operation changes it; why, under the table. */
         if (jstr(pf, "changing"))
                 r->cell[COL_STATE] = "changing";
         if (vendor || device) {
