@@ -63,6 +63,16 @@ list_numvfs() { jget '[p["numvfs"] for p in d["pfs"] if p["address"] == "'"$1"'"
 
 ctl init $PF 2 > "$T/out" 2>&1 || fail "init 2: $(cat "$T/out")"
 VF0=$(sys_vf $PF 0)
+# init_refused N WHAT MESSAGE: 'svffctl init PF N', which would wait
+# behind a count write in the kernel, is refused within 15 s with
+# OperationInProgress and MESSAGE (exit 124: it waited).
+init_refused() {
+        rc=0; timeout 15 "$SVFFCTL" --socket "$SOCK" init $PF "$1" --json > "$T/out" 2> "$T/err" || rc=$?
+        [ "$rc" != 124 ] || fail "$2: the init waited behind the write"
+        expect_eq "$rc" 1 "$2: $(cat "$T/out")"
+        grep -q '"error":"io.svff.OperationInProgress"' "$T/err" && grep -q "$3" "$T/err" ||
+                fail "$2: $(cat "$T/err")"
+}
 
 note "a write past its deadline: VF 0 held open, init 0 gives up after 1.6 s, the write goes on"
 pcisim_ctl hold "$VF0"
@@ -82,12 +92,8 @@ timed stuck-status status
 # Another init meanwhile would wait behind the write (it did, for as
 # long as the VF was held, and held the PF as "in progress"): refused
 # at once, naming the write.
-rc=0; timeout 15 "$SVFFCTL" --socket "$SOCK" init $PF 0 --json > "$T/out" 2> "$T/err" || rc=$?
-[ "$rc" != 124 ] || fail "init 0 again waited behind the write past its deadline"
-expect_eq "$rc" 1 "init 0 again while the write is in the kernel: $(cat "$T/out")"
-grep -q '"error":"io.svff.OperationInProgress"' "$T/err" &&
-grep -q "A VF count write of PF $PF passed its deadline and is still in the kernel" "$T/err" ||
-        fail "init 0 again while the write is in the kernel: $(cat "$T/err")"
+init_refused 0 "init 0 again while the write is in the kernel" \
+        "A VF count write of PF $PF passed its deadline and is still in the kernel"
 pcisim_ctl release "$VF0"
 HELD=""
 wait_for_s 20 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 0 ]" || fail "the held write never ended"
@@ -161,12 +167,7 @@ grep -q "The VF count of PF $PF is being changed, so the dry run cannot read PF 
         fail "reconf --dry-run of the PF another process writes: $(cat "$T/other-dry.out")"
 [ "$ms" -lt $((1500 * ${SVFF_TEST_SLOWDOWN:-1})) ] || fail "reconf --dry-run took $ms ms while another process writes"
 # An init of that PF would wait behind the write: refused at once.
-rc=0; timeout 15 "$SVFFCTL" --socket "$SOCK" init $PF 2 --json > "$T/out" 2> "$T/err" || rc=$?
-[ "$rc" != 124 ] || fail "an init waited behind another process's write"
-expect_eq "$rc" 1 "an init of the PF another process writes: $(cat "$T/out")"
-grep -q '"error":"io.svff.OperationInProgress"' "$T/err" &&
-grep -q "Another process is writing the VF count of PF $PF" "$T/err" ||
-        fail "an init of the PF another process writes: $(cat "$T/err")"
+init_refused 2 "an init of the PF another process writes" "Another process is writing the VF count of PF $PF"
 timed other-init init $OTHER 2
 kill -0 $writer 2>/dev/null || fail "the write by hand ended before the checks: they did not meet it"
 pcisim_ctl release "$VF0"
