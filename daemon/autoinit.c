@@ -10,6 +10,7 @@
 
 #include "allowlist.h"
 #include "autoinit.h"
+#include "busy.h"
 #include "flash-hook.h"
 #include "interface.h"
 #include "json-util.h"
@@ -662,11 +663,34 @@ static void refuse(struct manager *m, const struct svff_pf *pf, const struct pol
         set_refusal(m, pf->address, d->why);
 }
 
+static void arm(struct autoinit *a, const char *address, bool restore);
+
+/* The Init d asks for would wait behind a count write still in the
+ * kernel, or run under an attach or detach of one of pf's VFs: it waits,
+ * shown in Status, and the PF is looked at again once it settles (each
+ * settle_msec: a read known to be stuck is not repeated). was: the
+ * PF's message in Status before this pass; logged only when it changes. */
+static int wait_busy(struct manager *m, const struct svff_pf *pf, const struct policy_decision *d, bool restore,
+                     const char *was, const struct svff_error *err) {
+        char why[sizeof(d->why) + 512];
+
+        snprintf(why, sizeof(why), "%s; waiting: %s", d->why, svff_error_message(err));
+        if (!streq(was, why))
+                log_notice("PF %s: %s", pf->address, why);
+        set_refusal(m, pf->address, why);
+        if (m->autoinit)
+                arm(m->autoinit, pf->address, restore);
+        return -EBUSY;
+}
+
 /* Decides what pf should look like and starts an Init when it does not.
  * restore: without a policy, fall back to the stored desired state (a PF
  * that came back). Returns 1 when an Init was started, 0 when none was
- * needed, -EBUSY when an operation on the PF is in progress. */
+ * needed, -EBUSY when an operation on the PF is in progress or the Init
+ * waits (wait_busy()). */
 static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool startup) {
+        _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
+        _cleanup_free_ char *was = NULL;
         struct policy_decision d;
         int r;
 
@@ -676,6 +700,8 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
                 return log_oom();
         if (*d.held)
                 log_info("%s", d.held);
+        if (autoinit_pf_refused(m, pf->address) && !(was = strdup(autoinit_pf_refused(m, pf->address))))
+                return log_oom();
         if (!d.before_policy)
                 set_refusal(m, pf->address, NULL);
         switch (d.action) {
@@ -701,6 +727,10 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
                 break;
         }
 
+        /* As an Init by hand asks (init_request()); another operation
+         * on the PF refuses it below. */
+        if (pf_busy(m, pf->address, pf->address, PF_BUSY_ASSIGN | PF_BUSY_WRITE, &err) < 0)
+                return wait_busy(m, pf, &d, restore, was ?: "", &err);
         r = operation_init_start(m, NULL, pf->address, (unsigned) d.numvfs, d.driver, d.autoprobe, d.reason,
                                  d.new_owner);
         if (r < 0) {
@@ -722,8 +752,6 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
         }
         return 1;
 }
-
-static void arm(struct autoinit *a, const char *address, bool restore);
 
 /* Runs once a snapshot newer than the settled events exists. */
 static void snapshot_ready(struct manager *m, struct call *call, _unused_ void *userdata) {
