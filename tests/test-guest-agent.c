@@ -4,7 +4,7 @@
  * guest-exec and guest-exec-status as qemu-ga's qga/commands-posix.c does
  * (a pid, then "exited" false until the process ends, then its exit code
  * and base64 out-data). The real agent in a real guest is the VM tier's
- * (tests/vm/scenarios/12-guest-nvme.sh). Also: the channel in a domain's
+ * (tests/vm/scenarios/12-guests.sh). Also: the channel in a domain's
  * live XML, and the base64 decoder. */
 
 #include <check.h>

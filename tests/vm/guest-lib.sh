@@ -1,5 +1,5 @@
 # The VM tier's nested Linux guest, g1, for the scenarios that run one
-# (tests/vm/run --guest or --guest-nic): sourced after tests/vm/lib.sh.
+# (tests/vm/run --guest): sourced after tests/vm/lib.sh.
 #
 #   guest_define CMDLINE [DEVICES]   defines g1: direct kernel boot of
 #       SVFF_VM_GUEST_KERNEL and SVFF_VM_GUEST_INITRD with CMDLINE (after
@@ -27,7 +27,7 @@ gpipe=/run/g1
 guest_define() {
         command -v virsh >/dev/null || vm_fail "no virsh (package libvirt-clients)"
         [ -r "${SVFF_VM_GUEST_KERNEL:-}" ] && [ -r "${SVFF_VM_GUEST_INITRD:-}" ] ||
-                vm_fail "no guest kernel or initramfs: run this with tests/vm/run --guest (or --guest-nic)"
+                vm_fail "no guest kernel or initramfs: run this with tests/vm/run --guest"
         img=/var/lib/libvirt/images
         mkdir -p "$img"
         cp "$SVFF_VM_GUEST_KERNEL" "$img/svff-guest-vmlinuz"

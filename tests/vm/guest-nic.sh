@@ -1,13 +1,11 @@
-# A real Linux guest keeps its network through a reconf of its NIC VF's
-# PF, with a virtio-net failover standby. QEMU 10's igb PF with 2 VFs; a
-# bridge in this VM holds the PF's interface (the VF's path: igb switches
-# a VF's frames for the PF's side to the PF) and the standby's tap (the
-# standby's path), with the address the guest pings; a nested guest,
-# Debian's full kernel flavour (igbvf, virtio_net, net_failover as
-# modules in its busybox initramfs), booted once by libvirt with direct
-# kernel boot and ACPI hotplug (tests/vm/run --guest-nic), with a
-# virtio-net standby (<teaming type='persistent'/>, alias ua-standby).
-# Then:
+# The NIC part of tests/vm/scenarios/12-guests.sh, sourced there after
+# the NVMe part: a real Linux guest keeps its network through a reconf of
+# its NIC VF's PF, with a virtio-net failover standby. QEMU 10's igb PF
+# ($nic_pf) with 2 VFs; a bridge in this VM, br0, holds the PF's
+# interface (the VF's path: igb switches a VF's frames for the PF's side
+# to the PF) and the standby's tap (the standby's path), with the address
+# the guest pings; g1's virtio-net standby ($standby: <teaming
+# type='persistent'/>, alias ua-standby). Then:
 #   (a) 'svffctl attach VF0 g1 --failover ua-standby': svff sets the
 #       standby's MAC as VF 0's own, and the guest's net_failover takes
 #       the VF as the pair's primary, which carries the traffic (its
@@ -23,50 +21,12 @@
 #       back (a distribution's hotplug handling would); the run measures
 #       both, side by side, and (a) must lose less than half of what (b)
 #       loses.
-#
-# vm-run: --nic --guest-nic
 
-[ "${SVFF_VM_NIC:-0}" = 1 ] || vm_fail "needs tests/vm/run --nic (QEMU 10's igb): it never skips"
-command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
-command -v ip >/dev/null || vm_fail "no ip (package iproute2)"
-R=$SVFF_VM_RUNDIR
-t_start=$(vm_now)
-mac=52:54:00:53:00:01
-host_ip=10.53.0.1
-guest_ip=10.53.0.2
-
-vm_nic_setup
-modprobe bridge
-modprobe tun
-# The guest's network in this VM: br0 holds the PF's interface and, once
-# g1 runs, the standby's tap.
-ip link add br0 type bridge forward_delay 0 || vm_fail "ip link add br0 type bridge failed"
-ip link set "$ifname" master br0 || vm_fail "ip link set $ifname master br0 failed"
-ip addr add "$host_ip/24" dev br0
-ip link set br0 up
-ip link set "$ifname" up
-vm_libvirtd_start
-
-config=$(jq -n --arg pf "$pf" '{ policies: { nic: { match: { address: $pf },
-        nic: { "mac_prefix": "02:53:00:00", "nic_strict": false } } } }')
-vm_svffd_start "$config"
-svffctl init "$pf" 2 >"$R/init.out" 2>&1 || { cat "$R/init.out"; vm_fail "svffctl init $pf 2 failed"; }
+pf=$nic_pf
+P=/sys/bus/pci/devices/$pf
 vf0=$(basename "$(readlink "$P/virtfn0")")
 # VF 0's MAC as the PF sets it (ip link show's "vf 0" line)
 vfmac() { vm_vfline 0 | sed -n 's/^link\/ether \([0-9a-f:]*\).*/\1/p'; }
-
-# ---- the guest: direct kernel boot, a virtio-net standby on br0 ----
-. "$SVFF_VM_SRCDIR/tests/vm/guest-lib.sh"
-standby="<interface type='bridge'>
-      <mac address='$mac'/>
-      <source bridge='br0'/>
-      <model type='virtio'/>
-      <teaming type='persistent'/>
-      <alias name='ua-standby'/>
-    </interface>
-    <controller type='pci' index='4' model='pcie-root-port'/>"
-guest_define "" "$standby"
-guest_start
 
 # In the guest's shell: its interfaces by driver, and the failover
 # master (it shares the standby's device: the one with lower devices).
@@ -213,4 +173,3 @@ assert_true "(b) guest: send errors without failover ($(field errors "$end")): i
         test "$(field errors "$end")" -gt 0
 assert_true "(a) loses less than half of what (b) loses ($lost_a against $lost_b)" test $((lost_a * 2)) -lt "$lost_b"
 vm_log "FIGURE lost per reconf: (a) failover $((lost_a / 2)) (target <= 100), (b) the VF alone $((lost_b / 2))"
-vm_log "FIGURE scenario wall time inside the VM: $(echo "$t_start $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s"

@@ -1,13 +1,12 @@
-# A real Linux guest keeps its NVMe namespace through a reconf. The
-# emulated NVMe PF with 4 VFs, one namespace each (an svff policy); a nested
-# guest, Debian's cloud kernel (Linux >= 6.16, NVMe multipath built in)
-# with a busybox initramfs, booted once by libvirt with direct kernel boot
-# and ACPI hotplug (tests/vm/run --guest); VF 1 attached to it live, its
-# namespace seen by the guest as the multipath head nvme0n1; the guest's
-# own workload, tests/vm/guest-probe, doing direct I/O on the head and
-# verifying every block past the ext4 filesystem the namespace also holds
-# (made here before svffd gives the namespace to VF 1), which the guest
-# mounts and writes a file to. Then, each with a fresh probe:
+# The NVMe part of tests/vm/scenarios/12-guests.sh, sourced there once the
+# guest g1 runs: a real Linux guest keeps its NVMe namespace through a
+# reconf. The emulated NVMe PF ($nvme_pf) with 4 VFs, one namespace each
+# (an svff policy); VF 1 attached to g1 live, its namespace seen by the
+# guest as the multipath head nvme0n1; the guest's own workload,
+# tests/vm/guest-probe, doing direct I/O on the head and verifying every
+# block past the ext4 filesystem the namespace also holds (made before
+# svffd gives the namespace to VF 1), which the guest mounts and writes a
+# file to. Then, each with a fresh probe:
 #   (a) delayed_removal_secs 60 on the head: 'svffctl reconf PF 3' and
 #       back to 4 give 0 I/O errors, the head kept, every block verified,
 #       the filesystem still mounted and writable, the file's checksum
@@ -24,42 +23,11 @@
 # and says "guest ready" in (a) and "guest NOT ready" in (b).
 # The guest's kernel command line and the write to delayed_removal_secs
 # are the recipe in README.md and svffctl(8).
-#
-# vm-run: --namespaces --guest
 
-command -v jq >/dev/null || vm_fail "no jq (scripts/setup-deps installs it)"
-command -v mkfs.ext4 >/dev/null || vm_fail "no mkfs.ext4 (package e2fsprogs)"
-[ "${SVFF_VM_NAMESPACES:-0}" -ge 4 ] || vm_skip "needs tests/vm/run --namespaces with 4 VFs"
-R=$SVFF_VM_RUNDIR
-t_start=$(vm_now)
-
-# Namespace 2, VF 1's: ext4 on its first 12 MiB, the probe's blocks after
-# it. No controller has the namespace yet: its image is written directly.
-mkfs.ext4 -q -F -b 4096 "$R/ns2.img" 12M || vm_fail "mkfs.ext4 on namespace 2's image failed"
-probe_args="-o 3072 -b 256 -s 1000"
-
-modprobe nvme
-modprobe vfio-pci
-pf=$(vm_nvme_pf) || vm_fail "no NVMe PF"
+pf=$nvme_pf
 P=/sys/bus/pci/devices/$pf
-vm_wait 20 test -e "$P/driver" || vm_fail "PF $pf did not bind nvme"
-vm_libvirtd_start
-
-# A guest that hammers a dying disk is slow to release it: a deadline that
-# does not decide the outcome of (b).
-config=$(jq -n --arg pf "$pf" '{ detach_timeout_sec: 60, policies: { nvme: { match: { address: $pf },
-        nvme: { vq: 2, vi: 1, namespace: [1, 2, 3, 4] } } } }')
-vm_svffd_start "$config"
-svffctl init "$pf" 4 >"$R/init.out" 2>&1 || { cat "$R/init.out"; vm_fail "svffctl init $pf 4 failed"; }
+probe_args="-o 3072 -b 256 -s 1000"
 vf1=$(basename "$(readlink "$P/virtfn1")")
-
-# ---- the guest: direct kernel boot, console on ttyS0, commands on ttyS1 ----
-# The recipe's kernel parameters: multipath is on by default where NVMe
-# multipath is built in; multipath_always_on gives a namespace that is not
-# shared a head too (QEMU's is shared, so this guest has one either way).
-. "$SVFF_VM_SRCDIR/tests/vm/guest-lib.sh"
-guest_define "nvme_core.multipath=Y nvme_core.multipath_always_on=1"
-guest_start
 
 # ---- VF 1 attached live: the guest sees its namespace as a multipath head ----
 vm_log "svffctl attach $vf1 g1"
@@ -69,6 +37,8 @@ guest 'echo $(ls /sys/block)'
 vm_log "the guest's block devices: $gout"
 guest 'cat /sys/module/nvme_core/parameters/multipath'
 assert_eq "guest: nvme_core.multipath" Y "$gout"
+guest 'cat /sys/module/nvme_core/parameters/multipath_always_on'
+assert_eq "guest: nvme_core.multipath_always_on, from its command line" Y "$gout"
 guest 'ls -d /sys/block/nvme0c*n1 | wc -l'
 assert_eq "guest: nvme0n1 is a multipath head with one path" 1 "$gout"
 guest 'test -e /sys/block/nvme0n1/delayed_removal_secs'
@@ -303,4 +273,3 @@ assert_true "(b) guest: the head vanished without delayed removal ($(field vanis
         test "$(field vanished "$end")" -gt 0
 vm_log "FIGURE longest guest stall: (a) delayed removal ${stall_a} s, (c) with svffd killed mid-reconf ${stall_c} s," \
        "(b) defaults $(field max_stall "$end") s"
-vm_log "FIGURE scenario wall time inside the VM: $(echo "$t_start $(vm_now)" | awk '{ printf "%.1f", $2 - $1 }') s"
