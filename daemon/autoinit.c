@@ -29,6 +29,7 @@ struct pending {
         sd_event_source *timer;         /* NULL once settled */
         uint64_t started_usec;          /* the event's, CLOCK_MONOTONIC */
         bool restore;                   /* may fall back to the stored state */
+        bool retry;                     /* a policy's Init waiting (wait_busy()) */
 };
 
 /* A policy svffd did not apply, for Status. */
@@ -665,29 +666,39 @@ static void refuse(struct manager *m, const struct svff_pf *pf, const struct pol
 
 static void arm(struct autoinit *a, const char *address, bool restore);
 
+/* How often a policy's waiting Init looks at its PF again. */
+#define WAIT_RETRY_USEC (2 * USEC_PER_SEC)
+
 /* The Init d asks for would wait behind a count write still in the
  * kernel, or run under an attach or detach of one of pf's VFs: it waits,
- * shown in Status, and the PF is looked at again once it settles (each
- * settle_msec: a read known to be stuck is not repeated). was: the
- * PF's message in Status before this pass; logged only when it changes. */
-static int wait_busy(struct manager *m, const struct svff_pf *pf, const struct policy_decision *d, bool restore,
-                     const char *was, const struct svff_error *err) {
+ * shown in Status, and the PF is looked at again every WAIT_RETRY_USEC
+ * (a read known to be stuck is not repeated), without another pf-added
+ * event. was: the PF's message in Status before this pass; logged only
+ * when it changes. */
+static void wait_busy(struct manager *m, const struct svff_pf *pf, const struct policy_decision *d, bool restore,
+                      const char *was, const struct svff_error *err) {
         char why[sizeof(d->why) + 512];
+        struct pending **pp;
 
         snprintf(why, sizeof(why), "%s; waiting: %s", d->why, svff_error_message(err));
         if (!streq(was, why))
                 log_notice("PF %s: %s", pf->address, why);
         set_refusal(m, pf->address, why);
-        if (m->autoinit)
-                arm(m->autoinit, pf->address, restore);
-        return -EBUSY;
+        if (!m->autoinit)
+                return;
+        arm(m->autoinit, pf->address, restore);
+        pp = find_pending(m->autoinit, pf->address);
+        if (pp && (*pp)->timer) {
+                (*pp)->retry = true;
+                (void) sd_event_source_set_time_relative((*pp)->timer, MAX(m->config.settle_usec, WAIT_RETRY_USEC));
+        }
 }
 
 /* Decides what pf should look like and starts an Init when it does not.
  * restore: without a policy, fall back to the stored desired state (a PF
  * that came back). Returns 1 when an Init was started, 0 when none was
- * needed, -EBUSY when an operation on the PF is in progress or the Init
- * waits (wait_busy()). */
+ * needed or it waits (wait_busy()), -EBUSY when an operation on the PF is
+ * in progress. */
 static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool startup) {
         _cleanup_(svff_error_free) struct svff_error err = SVFF_ERROR_NULL;
         _cleanup_free_ char *was = NULL;
@@ -728,9 +739,13 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
         }
 
         /* As an Init by hand asks (init_request()); another operation
-         * on the PF refuses it below. */
-        if (pf_busy(m, pf->address, pf->address, PF_BUSY_ASSIGN | PF_BUSY_WRITE, &err) < 0)
-                return wait_busy(m, pf, &d, restore, was ?: "", &err);
+         * on the PF refuses it below. Not at start-up: READY=1 waits for
+         * the Inits started then, and the attaches and detaches a crash
+         * left are resolved only once libvirt is connected, after it. */
+        if (!startup && pf_busy(m, pf->address, pf->address, PF_BUSY_ASSIGN | PF_BUSY_WRITE, &err) < 0) {
+                wait_busy(m, pf, &d, restore, was ?: "", &err);
+                return 0;
+        }
         r = operation_init_start(m, NULL, pf->address, (unsigned) d.numvfs, d.driver, d.autoprobe, d.reason,
                                  d.new_owner);
         if (r < 0) {
@@ -776,8 +791,9 @@ static void snapshot_ready(struct manager *m, struct call *call, _unused_ void *
                         log_debug("%s is not an SR-IOV PF (or is gone again), ignoring its event.",
                                   p->address);
                 } else {
-                        emit(m, "pf-added", pf->address, "PF %s (%04x:%04x) is present", pf->address,
-                             pf->vendor_id, pf->device_id);
+                        if (!p->retry)
+                                emit(m, "pf-added", pf->address, "PF %s (%04x:%04x) is present", pf->address,
+                                     pf->vendor_id, pf->device_id);
                         r = apply(m, pf, p->restore, false);
                 }
                 if (r == -EBUSY) {
@@ -814,6 +830,7 @@ static void arm(struct autoinit *a, const char *address, bool restore) {
         if (pp && (*pp)->timer) {
                 p = *pp;
                 p->restore = p->restore || restore;
+                p->retry = false;       /* an event of its own: a pf-added again */
                 (void) sd_event_source_set_time_relative(p->timer, m->config.settle_usec);
                 return;
         }

@@ -63,8 +63,9 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
 typedef void (*autoinit_pending_fn)(const char *pf, const char *phase, uint64_t started_usec, void *userdata);
 void autoinit_foreach_pending(struct manager *m, autoinit_pending_fn fn, void *userdata);
 
-/* Why the owning policy was last refused on pf (its VFs are assigned),
- * or NULL. Borrowed until the next pass over pf. */
+/* Why the owning policy was last refused on pf (its VFs are assigned,
+ * say), or why its Init waits, or NULL. Borrowed until the next pass
+ * over pf. */
 const char *autoinit_pf_refused(struct manager *m, const char *pf);
 
 /* Why the Init svffd started on its own for pf last failed (also listed

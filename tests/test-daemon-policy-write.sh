@@ -40,7 +40,15 @@ HELD=$VF0
 sh -c "echo 0 > '$SYS/bus/pci/devices/$PF/sriov_numvfs'" &
 writer=$!
 BG_PIDS="$writer"
-sleep 0.5
+"$SVFFCTL" --socket "$SOCK" monitor --json > "$T/monitor.log" 2>&1 &
+BG_PIDS="$writer $!"
+wait_for grep -q subscribed "$T/monitor.log" || fail "monitor did not subscribe"
+# svffd learns of another process's write by reading the count: past
+# list_max_age_msec (1 s), a List takes a pass, which meets it.
+sleep 1.5
+ctl list > /dev/null || fail "list while the write is in the kernel"
+grep -q "Read of 'bus/pci/devices/$PF/sriov_numvfs' still blocked" "$T/svffd.log" ||
+        fail "the list's pass did not meet the write"
 policy 3
 ctl config reload > "$T/out" 2>&1 || fail "config reload: $(cat "$T/out")"
 wait_for grep -q "PF $PF: policy 'disks' .* asks for 3 VFs .*; waiting: Another process is writing the VF count of PF $PF" \
@@ -52,16 +60,17 @@ expect_eq "$(jget '[o["op"] for o in d["operations"] if o["pf"] == "'$PF'" and o
 ctl_status > "$T/status.txt" || fail "status: exit $ctl_status_rc"
 grep -q "$PF: policy not applied: .*; waiting: Another process is writing the VF count of PF $PF" "$T/status.txt" ||
         fail "status does not say why the policy waits: $(cat "$T/status.txt")"
-# Looked at again each time the PF settles, logged once.
-sleep 0.5
+# Looked at again every 2 s, logged once, and no event but the first
+# pass's (the PF is not added again at each look).
+sleep 4.5
 expect_eq "$(grep -c "; waiting: Another process" "$T/svffd.log")" 1 "the times the wait was logged"
+expect_eq "$(grep -c '"pf-added"' "$T/monitor.log")" 0 "the pf-added events while the policy waits"
 kill -0 $writer 2>/dev/null || fail "the write by hand ended before the checks: they did not meet it"
 
 note "the write ends: the policy is applied"
 pcisim_ctl release "$VF0"
 HELD=""
 rc=0; wait $writer || rc=$?
-BG_PIDS=""
 expect_eq "$rc" 0 "the write by hand"
 wait_for_s 20 numvfs_is 3 || fail "the policy was not applied once the write ended: $(ctl status)"
 wait_for settled || fail "the policy's init did not end: $(ctl status)"
