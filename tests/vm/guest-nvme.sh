@@ -168,12 +168,29 @@ vm_log "(a) delayed_removal_secs 60 on the guest's head"
 guest 'echo 60 > /sys/block/nvme0n1/delayed_removal_secs'
 guest 'cat /sys/block/nvme0n1/delayed_removal_secs'
 assert_eq "guest: delayed_removal_secs set" 60 "$gout"
+# printed_plan FILE REGEX: 'svffctl reconf PF 3 --dry-run' into FILE,
+# whose plan must have a line matching REGEX; asked up to three times
+# while it says the guest agent did not answer in time (its guest-exec
+# took over 5 s under nested TCG on a loaded machine): svffd then prints
+# the readiness as unknown with the agent's reason, which is right, and
+# the next dry run asks again. Each try's time is logged.
+printed_plan() {
+        for try in 1 2 3; do
+                t=$(vm_now)
+                svffctl reconf "$pf" 3 --dry-run >"$1" 2>&1 || { cat "$1"; vm_fail "dry run ($1)"; }
+                vm_log "FIGURE the dry run with g1's guest agent read: $(echo "$t $(vm_now)" |
+                        awk '{ printf "%.2f", $2 - $1 }') s ($(basename "$1"), try $try)"
+                grep -E "$2" "$1" && return 0
+                grep -q "^    guest readiness unknown: its guest agent did not answer" "$1" || break
+                vm_log "g1's guest agent did not answer the dry run in time: $(grep 'guest readiness unknown' "$1")"
+        done
+        cat "$1"
+        return 1
+}
 # The printed plan says so, as the guest's agent reads it.
-t=$(vm_now)
-svffctl reconf "$pf" 3 --dry-run >"$R/plan-delayed.txt" 2>&1 || { cat "$R/plan-delayed.txt"; vm_fail "(a) dry run"; }
-vm_log "FIGURE (a) the dry run with g1's guest agent read: $(echo "$t $(vm_now)" | awk '{ printf "%.2f", $2 - $1 }') s"
-grep -E "^    guest ready: delayed removal 60 s \(nvme0n1\) >= window [0-9]+ s, as its guest agent reads it$" \
-        "$R/plan-delayed.txt" || { cat "$R/plan-delayed.txt"; vm_fail "(a) the printed plan does not say the guest is ready"; }
+printed_plan "$R/plan-delayed.txt" \
+        "^    guest ready: delayed removal 60 s \(nvme0n1\) >= window [0-9]+ s, as its guest agent reads it$" ||
+        vm_fail "(a) the printed plan does not say the guest is ready"
 # agent_reads CASE WANT [N]: each of the case's first N dry runs (all),
 # made while the probe hammers the disk, either read WANT through g1's
 # agent or says why the agent did not answer ("unanswered" with
@@ -259,9 +276,9 @@ fi
 # ---- (b) the guest's defaults: the same reconfs lose the device ----
 vm_log "(b) delayed_removal_secs 0 (the default)"
 guest 'echo 0 > /sys/block/nvme0n1/delayed_removal_secs'
-svffctl reconf "$pf" 3 --dry-run >"$R/plan-default.txt" 2>&1 || { cat "$R/plan-default.txt"; vm_fail "(b) dry run"; }
-grep -E "^    guest NOT ready: delayed removal 0 s \(nvme0n1\) < window [0-9]+ s, as its guest agent reads it; it loses its disk in the reconf$" \
-        "$R/plan-default.txt" || { cat "$R/plan-default.txt"; vm_fail "(b) the printed plan does not say the guest is not ready"; }
+printed_plan "$R/plan-default.txt" \
+        "^    guest NOT ready: delayed removal 0 s \(nvme0n1\) < window [0-9]+ s, as its guest agent reads it; it loses its disk in the reconf$" ||
+        vm_fail "(b) the printed plan does not say the guest is not ready"
 reconf_cycle default
 # (the second comes after the head was lost; the printed plan above was
 # a read)
