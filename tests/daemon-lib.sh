@@ -15,7 +15,16 @@ SVFFCTL="$top_builddir/cli/svffctl"
 unset COLUMNS
 
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; [ -f "${T:-/nonexistent}/svffd.log" ] && sed 's/^/  svffd| /' "$T/svffd.log" | tail -n 40 >&2; exit 1; }
+# A test that holds a VF open (pcisim_ctl hold) names it in HELD: a
+# failure lets it go first, since svffd's exit would wait for a count
+# write the held VF keeps in the kernel.
+HELD=""
+fail() {
+        [ -n "$HELD" ] && pcisim_ctl release "$HELD" 2>/dev/null
+        echo "FAIL: $*" >&2
+        [ -f "${T:-/nonexistent}/svffd.log" ] && sed 's/^/  svffd| /' "$T/svffd.log" | tail -n 40 >&2
+        exit 1
+}
 note() { echo "# $*"; }
 
 # GCC 12's AddressSanitizer does not keep its allocator usable across

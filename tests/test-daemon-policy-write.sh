@@ -8,15 +8,6 @@
 . "$(dirname "$0")/daemon-lib.sh"
 
 PF=0000:01:00.0
-# A failure while the VF is held lets it go first: svffd's exit would
-# wait for the write.
-HELD=""
-fail() {
-        [ -n "$HELD" ] && pcisim_ctl release "$HELD" 2>/dev/null
-        echo "FAIL: $*" >&2
-        sed 's/^/  svffd| /' "$T/svffd.log" | tail -n 40 >&2
-        exit 1
-}
 # policy N: svff.conf with the PF's policy asking for N VFs.
 policy() {
         cat > "$T/svff.conf" <<CONF

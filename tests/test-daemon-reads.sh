@@ -21,15 +21,6 @@
 
 PF=0000:01:00.0
 OTHER=0000:03:00.0
-# A failure while a VF is held lets it go first: svffd's exit would wait
-# for the write it holds.
-HELD=""
-fail() {
-        [ -n "$HELD" ] && pcisim_ctl release "$HELD" 2>/dev/null
-        echo "FAIL: $*" >&2
-        sed 's/^/  svffd| /' "$T/svffd.log" | tail -n 40 >&2
-        exit 1
-}
 cat > "$T/svff.conf" <<'CONF'
 {
   "settle_msec": 50,
