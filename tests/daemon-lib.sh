@@ -98,6 +98,16 @@ start_pcisim() {
 }
 
 pcisim_ctl() { printf '%s' "$*" > "$SYS/.pcisim/ctl"; }
+# write_held PF N: another process's write of N to PF's sriov_numvfs,
+# kept in the kernel by PF's VF 0 held open (named in HELD) until
+# 'pcisim_ctl release "$HELD"'; the writer's pid in writer and BG_PIDS.
+write_held() {
+        HELD=$(sys_vf "$1" 0)
+        pcisim_ctl hold "$HELD"
+        sh -c "echo $2 > '$SYS/bus/pci/devices/$1/sriov_numvfs'" &
+        writer=$!
+        BG_PIDS="$writer"
+}
 
 ctl() { "$SVFFCTL" --socket "$SOCK" "$@"; }
 

@@ -25,12 +25,8 @@ wait_for numvfs_is 2 || fail "the policy was not applied at start-up"
 wait_for settled || fail "the start-up init did not end: $(ctl status)"
 
 note "another process writes 0 with VF 0 held open; meanwhile the policy asks for 3"
-VF0=$(sys_vf $PF 0)
-pcisim_ctl hold "$VF0"
-HELD=$VF0
-sh -c "echo 0 > '$SYS/bus/pci/devices/$PF/sriov_numvfs'" &
-writer=$!
-BG_PIDS="$writer"
+write_held $PF 0
+VF0=$HELD
 "$SVFFCTL" --socket "$SOCK" monitor --json > "$T/monitor.log" 2>&1 &
 BG_PIDS="$writer $!"
 wait_for grep -q subscribed "$T/monitor.log" || fail "monitor did not subscribe"

@@ -124,12 +124,8 @@ note "a write by another process: sriov_numvfs set to 0 by hand, List and Status
 # VF 0 held open keeps the write in the kernel until it is released. No
 # deadline of svffd's bounds this write: only a deadline on each read of
 # the count keeps discovery from waiting for it.
-VF0=$(sys_vf $PF 0)
-pcisim_ctl hold "$VF0"
-HELD=$VF0
-sh -c "echo 0 > '$SYS/bus/pci/devices/$PF/sriov_numvfs'" &
-writer=$!
-BG_PIDS="$writer"
+write_held $PF 0
+VF0=$HELD
 # Past list_max_age_msec (1 s), so that the next List needs a pass.
 sleep 1.5
 kill -0 $writer 2>/dev/null || fail "the write by hand ended before List could meet it"
