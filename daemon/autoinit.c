@@ -664,7 +664,7 @@ static void refuse(struct manager *m, const struct svff_pf *pf, const struct pol
         set_refusal(m, pf->address, d->why);
 }
 
-static void arm(struct autoinit *a, const char *address, bool restore);
+static void arm(struct autoinit *a, const char *address, bool restore, bool retry);
 
 /* How often a policy's waiting Init looks at its PF again. */
 #define WAIT_RETRY_USEC (2 * USEC_PER_SEC)
@@ -678,20 +678,13 @@ static void arm(struct autoinit *a, const char *address, bool restore);
 static void wait_busy(struct manager *m, const struct svff_pf *pf, const struct policy_decision *d, bool restore,
                       const char *was, const struct svff_error *err) {
         char why[sizeof(d->why) + 512];
-        struct pending **pp;
 
         snprintf(why, sizeof(why), "%s; waiting: %s", d->why, svff_error_message(err));
         if (!streq(was, why))
                 log_notice("PF %s: %s", pf->address, why);
         set_refusal(m, pf->address, why);
-        if (!m->autoinit)
-                return;
-        arm(m->autoinit, pf->address, restore);
-        pp = find_pending(m->autoinit, pf->address);
-        if (pp && (*pp)->timer) {
-                (*pp)->retry = true;
-                (void) sd_event_source_set_time_relative((*pp)->timer, MAX(m->config.settle_usec, WAIT_RETRY_USEC));
-        }
+        if (m->autoinit)
+                arm(m->autoinit, pf->address, restore, true);
 }
 
 /* Decides what pf should look like and starts an Init when it does not.
@@ -799,7 +792,7 @@ static void snapshot_ready(struct manager *m, struct call *call, _unused_ void *
                 if (r == -EBUSY) {
                         /* Its operation will change it anyway; look again
                          * once that is over. */
-                        arm(a, p->address, p->restore);
+                        arm(a, p->address, p->restore, false);
                 }
                 pending_free(p);
         }
@@ -820,18 +813,20 @@ static int on_settled(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* (Re)starts the settle timer of address. */
-static void arm(struct autoinit *a, const char *address, bool restore) {
+/* (Re)starts the settle timer of address: settle_msec after its event,
+ * or, retry, WAIT_RETRY_USEC after a pass whose policy waits (no
+ * pf-added then; an event of its own gives one again). */
+static void arm(struct autoinit *a, const char *address, bool restore, bool retry) {
         struct manager *m = a->manager;
         struct pending **pp = find_pending(a, address), *p;
-        uint64_t now_usec;
+        uint64_t now_usec, delay = retry ? MAX(m->config.settle_usec, WAIT_RETRY_USEC) : m->config.settle_usec;
         int r;
 
         if (pp && (*pp)->timer) {
                 p = *pp;
                 p->restore = p->restore || restore;
-                p->retry = false;       /* an event of its own: a pf-added again */
-                (void) sd_event_source_set_time_relative(p->timer, m->config.settle_usec);
+                p->retry = retry;
+                (void) sd_event_source_set_time_relative(p->timer, delay);
                 return;
         }
         p = calloc(1, sizeof(*p));
@@ -841,11 +836,11 @@ static void arm(struct autoinit *a, const char *address, bool restore) {
         }
         p->autoinit = a;
         p->restore = restore;
+        p->retry = retry;
         snprintf(p->address, sizeof(p->address), "%s", address);
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now_usec);
         p->started_usec = now_usec;
-        r = sd_event_add_time(m->event, &p->timer, CLOCK_MONOTONIC, now_usec + m->config.settle_usec,
-                              0, on_settled, p);
+        r = sd_event_add_time(m->event, &p->timer, CLOCK_MONOTONIC, now_usec + delay, 0, on_settled, p);
         if (r < 0) {
                 log_warning_errno(r, "Failed to arm the settle timer of %s, ignoring its event: %m",
                                   address);
@@ -894,7 +889,7 @@ void autoinit_handle_uevent(struct manager *m, const char *action, const char *a
                 log_debug("PCI %s: %s; applying its policy once it settles.", pf, action);
                 /* A PF svff has records of came back: its recorded state
                  * is the desired one unless a policy says otherwise. */
-                arm(a, pf, true);
+                arm(a, pf, true, false);
                 return;
         }
         if (!streq(action, "remove"))

@@ -31,10 +31,11 @@
  * ask PF_BUSY_OPERATION and PF_BUSY_ASSIGN (of every VF of the PF): each
  * completes a journal of its own kind and refuses another kind. Init
  * also asks PF_BUSY_WRITE: its read of the count would wait behind the
- * write. A policy's Init asks what an Init by hand does, and waits for
- * the PF to settle again instead of failing. Reconf's machine reads and writes the count under deadlines
- * and keeps its journal when they pass. A dry run asks what its request
- * would. */
+ * write. A policy's Init asks what an Init by hand does, except at
+ * start-up, and waits instead of failing: its PF is looked at again
+ * every 2 s. Reconf's machine reads and writes the count under
+ * deadlines and keeps its journal when they pass. A dry run asks what
+ * its request would. */
 
 #include <stdbool.h>
 
