@@ -26,10 +26,11 @@
 # pings over IPv4), sched_ext's and BPF's struct-ops registrations, the
 # RTC, the PS/2 keyboard, serial ports past the two it has, IMA,
 # encrypted keys, and the sysfs of built-in code's parameters (a module
-# still gets its own).
+# still gets its own). Nor DAMON's statistics, on by default, whose
+# kdamond samples the guest's memory all along on its one vCPU.
 guest_cmdline_base="console=ttyS0 quiet nokaslr mitigations=off tsc=reliable nowatchdog nosoftlockup"
 guest_cmdline_base="$guest_cmdline_base rcupdate.rcu_cpu_stall_suppress=1 panic=-1"
-guest_cmdline_base="$guest_cmdline_base cryptomgr.notests ipv6.disable=1 8250.nr_uarts=2"
+guest_cmdline_base="$guest_cmdline_base cryptomgr.notests ipv6.disable=1 8250.nr_uarts=2 damon_stat.enabled=N"
 guest_cmdline_base="$guest_cmdline_base initcall_blacklist=jent_mod_init,load_system_certificate_list,scx_init"
 guest_cmdline_base="$guest_cmdline_base,bpf_tcp_ca_kfunc_init,bpf_dummy_struct_ops_init,hid_bpf_struct_ops_init"
 guest_cmdline_base="$guest_cmdline_base,bpf_qdisc_kfunc_init,cmos_init,i8042_init"
