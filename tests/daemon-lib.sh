@@ -15,9 +15,9 @@ SVFFCTL="$top_builddir/cli/svffctl"
 unset COLUMNS
 
 skip() { echo "SKIP: $*"; exit 77; }
-# A test that holds a VF open (pcisim_ctl hold) names it in HELD: a
-# failure lets it go first, since svffd's exit would wait for a count
-# write the held VF keeps in the kernel.
+# A VF held open (hold_vf) is named in HELD: a failure lets it go
+# first, since svffd's exit would wait for a count write the held VF
+# keeps in the kernel, for as long as the test's time limit.
 HELD=""
 fail() {
         [ -n "$HELD" ] && pcisim_ctl release "$HELD" 2>/dev/null
@@ -98,12 +98,20 @@ start_pcisim() {
 }
 
 pcisim_ctl() { printf '%s' "$*" > "$SYS/.pcisim/ctl"; }
+# hold_vf VF: VF held open, as by a VFIO user, until release_vf.
+hold_vf() {
+        HELD=$1
+        pcisim_ctl hold "$1"
+}
+release_vf() {
+        pcisim_ctl release "$HELD"
+        HELD=""
+}
 # write_held PF N: another process's write of N to PF's sriov_numvfs,
 # kept in the kernel by PF's VF 0 held open (named in HELD) until
-# 'pcisim_ctl release "$HELD"'; the writer's pid in writer and BG_PIDS.
+# release_vf; the writer's pid in writer and BG_PIDS.
 write_held() {
-        HELD=$(sys_vf "$1" 0)
-        pcisim_ctl hold "$HELD"
+        hold_vf "$(sys_vf "$1" 0)"
         sh -c "echo $2 > '$SYS/bus/pci/devices/$1/sriov_numvfs'" &
         writer=$!
         BG_PIDS="$writer"

@@ -55,8 +55,7 @@ expect_eq "$(grep -c '"pf-added"' "$T/monitor.log")" 0 "the pf-added events whil
 kill -0 $writer 2>/dev/null || fail "the write by hand ended before the checks: they did not meet it"
 
 note "the write ends: the policy is applied"
-pcisim_ctl release "$VF0"
-HELD=""
+release_vf
 rc=0; wait $writer || rc=$?
 expect_eq "$rc" 0 "the write by hand"
 wait_for_s 20 numvfs_is 3 || fail "the policy was not applied once the write ended: $(ctl status)"

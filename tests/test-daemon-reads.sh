@@ -66,8 +66,7 @@ init_refused() {
 }
 
 note "a write past its deadline: VF 0 held open, init 0 gives up after 1.6 s, the write goes on"
-pcisim_ctl hold "$VF0"
-HELD=$VF0
+hold_vf "$VF0"
 rc=0
 ctl init $PF 0 > "$T/out" 2> "$T/err" || rc=$?
 [ "$rc" != 0 ] || fail "init 0 passed with VF 0 held open"
@@ -85,8 +84,7 @@ timed stuck-status status
 # at once, naming the write.
 init_refused 0 "init 0 again while the write is in the kernel" \
         "A VF count write of PF $PF passed its deadline and is still in the kernel"
-pcisim_ctl release "$VF0"
-HELD=""
+release_vf
 wait_for_s 20 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 0 ]" || fail "the held write never ended"
 wait_for sh -c "\"$SVFFCTL\" --socket '$SOCK' list --json | grep -q '\"changing\":null.*\"changing\":null.*\"changing\":null'" ||
         fail "the PF stays changing after the write ended: $(ctl list --json)"
@@ -157,8 +155,7 @@ grep -q "The VF count of PF $PF is being changed, so the dry run cannot read PF 
 init_refused 2 "an init of the PF another process writes" "Another process is writing the VF count of PF $PF"
 timed other-init init $OTHER 2
 kill -0 $writer 2>/dev/null || fail "the write by hand ended before the checks: they did not meet it"
-pcisim_ctl release "$VF0"
-HELD=""
+release_vf
 rc=0; wait $writer || rc=$?
 BG_PIDS=""
 expect_eq "$rc" 0 "the write by hand"

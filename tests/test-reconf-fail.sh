@@ -100,7 +100,7 @@ expect_eq "$(assignments_snapshot)" "$before" "assignments after unpausing VF0"
 check_vfio $PF
 
 note "numvfs 0 blocked by a held VF: reported, journal kept, completed once released"
-pcisim_ctl hold "$VF3"
+hold_vf "$VF3"
 run_failing 4 "held VF"
 grep -q "journal is kept" "$T/err" || fail "held VF message: $(cat "$T/err")"
 expect_eq "$(outcome "$VF1")" "False paused" "VF1 while the write is blocked"
@@ -157,7 +157,7 @@ refused_write "dry run of the release of VF3" release "$VF3" --dry-run
 expect_eq "$(state_of "$VF1")" held "VF1's record after its detach and release were refused"
 expect_eq "$(store_py 'print(d["vfs"]["'"$VF3"'"]["driver"])')" vfio-pci "VF3's record after its release was refused"
 store_py 'print(d["assignments"].get("'"$VF3"'"))' | grep -qx None || fail "VF3 assigned while the journal is kept"
-pcisim_ctl release "$VF3"
+release_vf
 numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
 wait_for numvfs_zero || fail "the held write did not finish after the release"
 # The journal alone does not hold a detach: the reconf that completes
@@ -176,14 +176,14 @@ note "numvfs N fails (ENOMEM) after the 0 write: back to 4 VFs, every assignment
 stop_svffd || fail "svffd exit status"
 svff_conf ', "numvfs_timeout_sec": 20'
 start_connected
-pcisim_ctl hold "$VF3"
+hold_vf "$VF3"
 ctl reconf $PF 6 --json > "$T/out.json" 2> "$T/err" &
 reconf_pid=$!
 journal_numvfs() { [ "$(store_py 'print(d["journal"]["pfs"]["'$PF'"]["phase"])' 2>/dev/null)" = numvfs ]; }
 wait_for journal_numvfs || fail "the reconf did not reach its numvfs phase: $(journal)"
 sleep 0.5
 pcisim_ctl fail $PF sriov_numvfs ENOMEM 1
-pcisim_ctl release "$VF3"
+release_vf
 rc=0; wait $reconf_pid || rc=$?
 expect_eq "$rc" 1 "numvfs ENOMEM after 0: exit status"
 tail -n 1 "$T/out.json" > "$T/result.json"
@@ -198,13 +198,13 @@ ctl_status > "$T/status" || fail "status"
 grep -q "Drift: *none" "$T/status" || fail "drift after the rollback: $(cat "$T/status")"
 
 note "numvfs N fails and so does going back: the journal stays, status names the domains without their VF"
-pcisim_ctl hold "$VF3"
+hold_vf "$VF3"
 ctl reconf $PF 6 --json > "$T/out.json" 2> "$T/err" &
 reconf_pid=$!
 wait_for journal_numvfs || fail "the reconf did not reach its numvfs phase: $(journal)"
 sleep 0.5
 pcisim_ctl fail $PF sriov_numvfs EIO 2
-pcisim_ctl release "$VF3"
+release_vf
 rc=0; wait $reconf_pid || rc=$?
 expect_eq "$rc" 1 "numvfs EIO twice after 0: exit status"
 grep -q "going back to 4 VFs failed too" "$T/err" || fail "double failure message: $(cat "$T/err")"

@@ -94,7 +94,7 @@ export SVFF_STOP_TIMEOUT_SEC=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}dete
 start_connected
 unset SVFF_STOP_TIMEOUT_SEC
 ASAN_OPTIONS=$asan_before
-pcisim_ctl hold "$VF3"
+hold_vf "$VF3"
 ctl reconf $PF $target > "$T/out" 2>&1 &
 BG_PIDS="$BG_PIDS $!"
 journal_numvfs() { [ "$(store_py 'print(d["journal"]["pfs"]["'$PF'"]["phase"])' 2>/dev/null)" = numvfs ]; }
@@ -116,7 +116,7 @@ wait_for_s 30 grep -q "did not reach a safe point in time" "$T/svffd.log" || fai
 # host: release it, then collect the exit status.
 wait_for_s 30 svffd_gone || fail "svffd did not exit while a numvfs write was blocked (a VF held)"
 [ "$(store_py 'print(list(d["journal"]["pfs"]))')" = "['$PF']" ] || fail "no journal after the stop"
-pcisim_ctl release "$VF3"
+release_vf
 rc=0; wait "$SVFFD_PID" || rc=$?
 SVFFD_PID=""
 expect_eq "$rc" 0 "svffd's exit status after the stop deadline"
