@@ -167,6 +167,13 @@ ctl_status() {
         [ "$ctl_status_rc" = 0 ] || [ "$ctl_status_rc" = 5 ]
 }
 svffd_answers() { ctl_status --quiet; }
+# write_ended PF N: a write of N to PF's sriov_numvfs, held past its
+# deadline, has ended for svffd too: sriov_numvfs may read N before the
+# write() returns to svffd, which refuses changes of PF until it has.
+write_ended() {
+        [ "$(cat "$SYS/bus/pci/devices/$1/sriov_numvfs")" = "$2" ] &&
+                [ "$(ctl status --json | jget 'd["stuck_writes"]')" = 0 ]
+}
 
 # start_svffd [extra options]: svffd in the background, ready to serve.
 start_svffd() {

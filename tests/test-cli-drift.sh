@@ -39,10 +39,11 @@ note "status: the drift per PF and kind, one next step"
 # Status answers at once while the write runs, the PF as last read
 # (changing); the drift below is what it shows once the write ended
 # (reading sriov_numvfs here waits for it).
-numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
-wait_for_s 30 numvfs_zero || fail "the write never ended"
-rc=0; ctl status > "$T/status" 2>&1 || rc=$?
-expect_eq "$rc" 5 "status's exit status with drift"
+wait_for_s 30 write_ended $PF 0 || fail "the write never ended"
+# and once svffd has read the PF again (its picture may be older)
+seen_count() { ctl_status > "$T/status" 2>&1 && grep -q "^  $PF: numvfs-changed: " "$T/status"; }
+wait_for seen_count || fail "no drift of the count: $(cat "$T/status")"
+expect_eq "$ctl_status_rc" 5 "status's exit status with drift"
 for lie in "svffd stopped" "restart" "held by a user" "svffctl init"; do
         grep -q "$lie" "$T/status" && fail "status says '$lie' after the failed reconf: $(cat "$T/status")"
 done
@@ -103,10 +104,11 @@ wait_for_s 30 sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$QPF/sriov_numvfs')\" = 4 
 ctl_status --wait --timeout 30 > /dev/null || fail "status --wait after the policy's init"
 # Another queue count behind svffd's back: every VF's class state drifts.
 printf 300 > "$SYS/bus/pci/devices/$QPF/qdma/qmax"
-seen_class() { ctl_status > "$T/status" && grep -q "class-drift" "$T/status"; }
-wait_for seen_class || fail "no class drift after the queue count changed: $(cat "$T/status")"
-grep -q "^  $QPF: class-drift: 4 VFs differ from what their device class set up$" "$T/status" ||
-        fail "no count of the class drift: $(cat "$T/status")"
+seen_class() {
+        ctl_status > "$T/status" &&
+                grep -q "^  $QPF: class-drift: 4 VFs differ from what their device class set up$" "$T/status"
+}
+wait_for seen_class || fail "no count of the class drift of the 4 VFs: $(cat "$T/status")"
 grep -q "^  $QPF: next step: run 'svffctl init $QPF 4' to provision the PF's VFs again\.$" "$T/status" ||
         fail "no single next step for the class drift: $(cat "$T/status")"
 expect_eq "$(grep -c "^  0000:10:[0-9a-f][0-9a-f]\.[0-7]: " "$T/status")" 2 "drift lines about $QPF and its VFs"

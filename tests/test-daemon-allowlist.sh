@@ -114,7 +114,7 @@ wait_for settled || fail "start-up did not settle"
 "$SVFFCTL" --socket "$SOCK" monitor --json > "$T/monitor.out" 2>&1 &
 MON=$!
 BG_PIDS="$BG_PIDS $MON"
-sleep 0.5
+wait_for grep -q subscribed "$T/monitor.out" || fail "monitor did not subscribe"
 sed 's/"manage": "all",/"manage": ["class:qdma", "0000:00:04.0"],/' "$T/svff.conf" > "$T/some.conf" && mv "$T/some.conf" "$T/svff.conf"
 kill -HUP "$SVFFD_PID"
 wait_for grep -q "config-reloaded" "$T/monitor.out" || fail "no config-reloaded event: $(cat "$T/monitor.out")"

@@ -130,6 +130,10 @@ echo 0 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
 lines=$(wc -l < "$T/svffd.log")
 start_svffd
 wait_for sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$PF/sriov_numvfs')\" = 2 ]" || fail "the policy did not restore 2 VFs at start-up"
+# The count is the init's first step; its binds follow, and an init
+# meanwhile is refused as in progress.
+settled() { "$SVFFCTL" --socket "$SOCK" status --json | grep -q '"operations":\[\]'; }
+wait_for settled || fail "the policy's init at start-up did not finish"
 tail -n +"$((lines + 1))" "$T/svffd.log" > "$T/boot.log"
 grep -q "Drift: .*$PF" "$T/boot.log" && fail "start-up drift of $PF as warnings while its init repairs it: $(grep 'Drift: ' "$T/boot.log")"
 grep -q "Init of PF $PF to 2 VFs on vfio-pci by policy 'fpga'" "$T/boot.log" ||
@@ -146,7 +150,6 @@ reload() {
         sleep 0.3
         wait_for settled || fail "an operation after the reload did not finish"
 }
-settled() { "$SVFFCTL" --socket "$SOCK" status --json | grep -q '"operations":\[\]'; }
 expect_eq "$(owner)" policy:fpga "owner after the policy's init"
 expect_eq "$(status_owner)" "policy:fpga fpga None" "status owner after the policy's init"
 ctl list -o +owner | grep -q "^$PF .* policy:fpga " || fail "human list -o +owner lacks the owner: $(ctl list -o +owner)"

@@ -158,8 +158,7 @@ expect_eq "$(state_of "$VF1")" held "VF1's record after its detach and release w
 expect_eq "$(store_py 'print(d["vfs"]["'"$VF3"'"]["driver"])')" vfio-pci "VF3's record after its release was refused"
 store_py 'print(d["assignments"].get("'"$VF3"'"))' | grep -qx None || fail "VF3 assigned while the journal is kept"
 release_vf
-numvfs_zero() { [ "$(sys_numvfs $PF)" = 0 ]; }
-wait_for numvfs_zero || fail "the held write did not finish after the release"
+wait_for write_ended $PF 0 || fail "the held write did not finish after the release"
 # The journal alone does not hold a detach: the reconf that completes
 # it honours what the detach records (its dry run here, nothing changed).
 ctl detach "$VF1" --dry-run > "$T/out" 2>&1 || fail "dry run of a detach once the write ended: $(cat "$T/out")"
