@@ -95,12 +95,16 @@ wait_for connected_n 2 || fail "svffd did not reconnect"
 ctl attach "$VF1" vm1 >/dev/null || fail "attach after the reconnect"
 
 # The domain vanishes mid-attach: VF2 is rebound (svff's recorded driver
-# is vfio-pci) slowly, and vm2 is undefined meanwhile.
+# is vfio-pci) slowly, and vm2 is undefined meanwhile. The attach looks
+# the domain up, then sets VF2's driver_override (cleared here) before
+# its 2 s probe: once it reads vfio-pci, the undefine comes in between.
 printf '%s' "$VF2" > "$SYS/bus/pci/drivers/vfio-pci/unbind"
+printf '\n' > "$SYS/bus/pci/devices/$VF2/driver_override"
 pcisim_ctl latency probe 2000000
 g=$(gen)
 rc=0; ctl attach "$VF2" vm2 2> "$T/err" & APID=$!
-sleep 0.7
+wait_for sh -c "[ \"\$(cat '$SYS/bus/pci/devices/$VF2/driver_override')\" = vfio-pci ]" ||
+        fail "the attach of VF2 did not reach its bind"
 virsh_ undefine vm2 >/dev/null || fail "undefine vm2"
 wait $APID || rc=$?
 expect_eq "$rc" 1 "attach to a vanished domain"
