@@ -250,9 +250,12 @@ def reload_idle(sec):
 reload_idle(120)
 slow = connect()
 slow.sendall(b'{"method":"io.svff.Monitor","more":true}\0')
+slow.settimeout(10)
 first = b""
 while b"\0" not in first:
-    first += slow.recv(4096)
+    d = slow.recv(4096)
+    check(d, "svffd answers the slow subscriber's Monitor call")
+    first += d
 check(b"subscribed" in first, "slow subscriber subscribed")
 behind = b"Client pid %d uid 0 fell more than" % os.getpid()
 def log_says(what):
