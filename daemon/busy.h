@@ -28,14 +28,13 @@
  * Detach, Pause and Release ask without PF_BUSY_JOURNAL: the request
  * that completes the journal honours what they recorded, and they are
  * the way out of a journal that cannot be completed. Init and Reconf
- * ask PF_BUSY_OPERATION and PF_BUSY_ASSIGN (of every VF of the PF): each
- * completes a journal of its own kind and refuses another kind. Init
- * also asks PF_BUSY_WRITE: its read of the count would wait behind the
- * write. A policy's Init asks what an Init by hand does, except at
+ * ask PF_BUSY_OPERATION, PF_BUSY_ASSIGN (of every VF of the PF) and
+ * PF_BUSY_WRITE: each completes a journal of its own kind and refuses
+ * another kind, and a write still in the kernel would hold its count
+ * step (Reconf's, after the domains gave their VFs up) or a reprogram's
+ * remove. A policy's Init asks what an Init by hand does, except at
  * start-up, and waits instead of failing: its PF is looked at again
- * every 2 s. Reconf's machine reads and writes the count under
- * deadlines and keeps its journal when they pass. A dry run asks what
- * its request would. */
+ * every 2 s. A dry run asks what its request would. */
 
 #include <stdbool.h>
 

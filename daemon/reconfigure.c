@@ -949,8 +949,11 @@ static int request_start(struct manager *m, struct call *call, const struct reco
                        "below the device's), not %u.", pf, found->totalvfs, numvfs);
                 return -ERANGE;
         }
-        /* Its dry run refuses what it would. */
-        if (pf_busy(m, pf, pf, PF_BUSY_OPERATION | PF_BUSY_ASSIGN, &busy) < 0) {
+        /* Its dry run refuses what it would. A count write still in the
+         * kernel (another process's, or svffd's past its deadline) would
+         * hold the machine's numvfs step, or a reprogram's remove, after
+         * the domains gave their VFs up: refused before anything moves. */
+        if (pf_busy(m, pf, pf, PF_BUSY_OPERATION | PF_BUSY_ASSIGN | PF_BUSY_WRITE, &busy) < 0) {
                 refuse(call, err, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", pf, "%s", svff_error_message(&busy));
                 return -EBUSY;
         }
