@@ -719,6 +719,13 @@ static int apply(struct manager *m, const struct svff_pf *pf, bool restore, bool
                 /* the read's end applies the policy again */
                 return 0;
         case POLICY_REPROGRAM:
+                /* A Reprogram by hand refuses a count write still in the
+                 * kernel (request_start()): the policy waits for it, as
+                 * its Init does below. */
+                if (!startup && pf_busy(m, pf->address, pf->address, PF_BUSY_WRITE, &err) < 0) {
+                        wait_busy(m, pf, &d, restore, was ?: "", &err);
+                        return 0;
+                }
                 r = apply_reprogram(m, pf, &d, startup);
                 if (r != -EAGAIN)
                         return r;

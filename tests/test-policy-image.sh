@@ -3,10 +3,11 @@
 # reprograms the PF (numvfs 0, removed, flashed, rescanned, checked,
 # bound, then the policy's count), records which file it flashed, and
 # flashes again only when the policy names another image or the file
-# changed. It never flashes behind assigned VFs, refuses an image it
-# cannot flash, leaves a failed flash "reprogram interrupted" without
-# running the hook again, and a kill after the flash still records the
-# image once the reprogram resumes.
+# changed. It never flashes behind assigned VFs, waits for another
+# process's count write to end, refuses an image it cannot flash,
+# leaves a failed flash "reprogram interrupted" without running the
+# hook again, and a kill after the flash still records the image once
+# the reprogram resumes.
 #
 # The hook is reconf-lib.sh's stand-in for a vendor's flash tool.
 . "$(dirname "$0")/reconf-lib.sh"
@@ -229,6 +230,33 @@ expect_eq "$(stored_image)" None "the image recorded after it changed under the 
 grep -q "Image '$IMAGES/touched.bit' changed while the flash hook ran: PF $PF is not recorded as holding it" \
         "$T/svffd.log" || fail "svffd did not say the image changed under the hook"
 
+note "another process writes the count when a reload names another image: the policy waits, then flashes"
+runs_now=$(runs)
+write_held $PF 0
+# svffd learns of another process's write by reading the count: past
+# list_max_age_msec (1 s), a List takes a pass, which meets it.
+sleep 1.5
+ctl list > /dev/null || fail "list while the write is in the kernel"
+grep -q "Read of 'bus/pci/devices/$PF/sriov_numvfs' still blocked" "$T/svffd.log" ||
+        fail "the list's pass did not meet the write"
+conf "$IMAGES/good2.bit"
+hup
+refused_waits() { refused | grep -q "names image '$IMAGES/good2.bit'.*; waiting: Another process is writing the VF count of PF $PF"; }
+wait_for refused_waits || fail "the policy's reprogram did not wait for the write: $(refused)"
+sleep 2.5       # a look again, 2 s on
+kill -0 $writer 2>/dev/null || fail "the write by hand ended before the checks: they did not meet it"
+expect_eq "$(runs)" "$runs_now" "hook runs while another process writes the count"
+release_vf
+rc=0; wait $writer || rc=$?
+BG_PIDS=""
+expect_eq "$rc" 0 "the write by hand"
+hook_ran_since() { [ "$(runs)" -gt "$1" ]; }
+wait_for_s 30 hook_ran_since "$runs_now" ||
+        fail "the policy's reprogram did not run once the write ended: $(refused)"
+idle || fail "svffd stayed busy"
+flashed_state "$IMAGES/good2.bit" "flashed once the write by hand ended"
+expect_eq "$(runs)" $((runs_now + 1)) "hook runs once the write ended"
+
 note "svffd stopped (SIGTERM) during the policy's reprogram at start-up: it ends at a safe point, the next start goes on"
 stop_svffd || fail "svffd exit status"
 conf "$IMAGES/good.bit"
@@ -242,12 +270,12 @@ SVFFD_PID=""
 expect_eq "$rc" 0 "svffd's exit status after a stop during the policy's reprogram"
 grep -qE "fault point 'after-flash' \([0-9]*\) reached, sending SIGTERM" "$T/svffd.log" ||
         fail "the stop after the flash was never reached"
-expect_eq "$(runs)" $((runs_before + 6)) "hook runs before the stop"
+expect_eq "$(runs)" $((runs_before + 7)) "hook runs before the stop"
 expect_eq "$(phase)" rescan "journal phase after the stop"
 start_connected
 wait_for_s 20 journal_none || fail "the reprogram did not resume after the stop: journal phase $(phase)"
 idle || fail "svffd stayed busy"
 flashed_state "$IMAGES/good.bit" "resumed after a stop"
-expect_eq "$(runs)" $((runs_before + 6)) "hook runs after the resumed reprogram"
+expect_eq "$(runs)" $((runs_before + 7)) "hook runs after the resumed reprogram"
 stop_svffd || fail "svffd exit status"
 echo "PASS"
