@@ -1341,6 +1341,10 @@ static void method_reconf(struct manager *m, struct call *call, void *params) {
                                     "to complete it first.", req.pf, jn, req.pf, jn);
                         return;
                 }
+                /* Its count step would wait behind a write still in the
+                 * kernel, as a new reconf's would. */
+                if (pf_busy_refuse(m, req.pf, req.pf, PF_BUSY_WRITE, call))
+                        return;
                 {
                         LOG_CONTEXT(.pf = req.pf, .operation = "reconf");
 

@@ -154,6 +154,7 @@ refused_write "pause of VF1" pause "$VF1"
 refused_write "release --force of VF1" release --force "$VF1"
 refused_write "release of VF3" release "$VF3"
 refused_write "dry run of the release of VF3" release "$VF3" --dry-run
+refused_write "the reconf that completes the journal" reconf $PF 4
 expect_eq "$(state_of "$VF1")" held "VF1's record after its detach and release were refused"
 expect_eq "$(store_py 'print(d["vfs"]["'"$VF3"'"]["driver"])')" vfio-pci "VF3's record after its release was refused"
 store_py 'print(d["assignments"].get("'"$VF3"'"))' | grep -qx None || fail "VF3 assigned while the journal is kept"
