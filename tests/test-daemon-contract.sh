@@ -113,6 +113,12 @@ pcisim("release " + vf1)
 check(r.get("error") == "io.svff.Timeout", "Reconf with a held VF times out: %s" % r)
 check(set(r["parameters"]) == {"device", "message", "assignments", "steps"},
       "Timeout carries device, message, assignments, steps: %s" % sorted(r["parameters"]))
+# The write ends for svffd once its write() returns: until then the PF
+# is refused as busy, so the completion waits for stuck_writes 0.
+for _ in range(400):
+    if p.call("io.svff.Status", {})[-1]["parameters"]["stuck_writes"] == 0:
+        break
+    __import__("time").sleep(0.05)
 r = p.call("io.svff.Reconf", {"pf": PF, "numvfs": 3})[-1]
 check("error" not in r and r["parameters"]["numvfs"] == 3, "the same Reconf completes it: %s" % r)
 
