@@ -10,6 +10,7 @@
 #include "flash-hook.h"
 #include "assign.h"
 #include "autoinit.h"
+#include "busy.h"
 #include "classes.h"
 #include "interface.h"
 #include "iommu.h"
@@ -856,6 +857,19 @@ static bool param_address(struct json_object *params, const char *key, char buf[
  * run too: a plan for a PF svffd will not touch would mislead): true
  * when it may go on. A call that would change a PF outside the list, or
  * a VF of one, is answered NotAllowed here, once for every such method. */
+/* A PF known by its address only, since a count write holds its reads:
+ * whether a 'manage' rule by ID or class allows it cannot be told yet,
+ * and the call would wait behind the write anyway. */
+static void manage_refuse_unread(struct manager *m, struct call *call, const char *pf, const char *dev) {
+        log_info("Refused %s on %s: the VF count of PF %s is being written, its IDs cannot be read.",
+                 call_request(call)->member, dev, pf);
+        if (pf_busy_refuse(m, pf, dev, PF_BUSY_WRITE, call))
+                return;
+        call_errorf(call, SVFF_ERROR_OPERATION_IN_PROGRESS, "device", dev,
+                    "The VF count of PF %s is being written, and the kernel holds the PF's reads until the write "
+                    "ends: svffd cannot read its IDs to check svff.conf's 'manage' yet. Try again then.", pf);
+}
+
 static bool manage_check_call(struct manager *m, struct call *call) {
         const struct svff_varlink_call *req = call_request(call);
         _cleanup_(svff_pf_freep) struct svff_pf *loaded = NULL;
@@ -878,14 +892,19 @@ static bool manage_check_call(struct manager *m, struct call *call) {
         p = manager_snapshot_pf(m, pf);
         if (!p) {
                 /* Newer than the picture (hot-added within list_max_age_msec):
-                 * a few small reads, rarer than the call itself. */
-                if (svff_pf_load(m->ctx, pf, &loaded, NULL) < 0)
+                 * a few small reads, rarer than the call itself, and none
+                 * waits for a count write: this is the main loop. */
+                if (svff_pf_load_nowait(m->ctx, pf, &loaded, NULL) < 0)
                         return true;    /* gone, or no PF: the method says so */
                 p = loaded;
         }
         r = svff_allowlist_check_pf(m->config.manage, m->config.manage_origin, m->ctx, p, &reason);
         if (r == 0)
                 return true;
+        if (r > 0 && svff_pf_is_unread(p)) {
+                manage_refuse_unread(m, call, pf, dev);
+                return false;
+        }
 
         rules = svff_allowlist_format(m->config.manage);
         e = json_object_new_object();

@@ -6,7 +6,9 @@
 # Reconf and its dry run, Reprogram, Attach by PF and by VF, Release, Detach, Pause,
 # Unpause) with NotAllowed naming the rules; PFs inside keep working; a
 # reload to "all" manages everything again; a reload that puts a PF with
-# an assignment outside the list names that assignment.
+# an assignment outside the list names that assignment; a hot-added PF
+# whose count another process writes is refused with that write as the
+# reason, at once, and reads answer meanwhile.
 . "$(dirname "$0")/daemon-lib.sh"
 
 QDMA=0000:01:00.0
@@ -128,4 +130,35 @@ assert r["message"].startswith("1 assignment is on PFs the manage list excludes"
 assert "%s in 'vm1'" % sys.argv[2] in r["message"], r
 PY
 kill $MON
+stop_svffd TERM || fail "svffd exit status"
+
+# A PF hot-added after svffd's picture, whose count another process is
+# writing: the manage check never waits for the write (it ran on the
+# main loop, so every call waited, and svffctl gave up: exit 3). It
+# cannot read the PF's IDs while the kernel holds them, so it refuses
+# with the write as the reason; reads answer meanwhile.
+HOT=0000:07:00.0
+cat > "$T/svff.conf" <<'CONF'
+{ "settle_msec": 50, "list_max_age_msec": 600000, "manage": ["class:qdma", "0000:00:04.0"] }
+CONF
+start_svffd
+wait_for settled || fail "start-up did not settle"
+ctl list --json > /dev/null || fail "list"
+pcisim_ctl "add-pf { \"address\": \"$HOT\", \"vendor\": \"0x10ee\", \"device\": \"0x903f\", \"class\": \"0x120000\", \"driver\": \"qdma-pf\", \"vf_driver\": \"qdma-vf\", \"totalvfs\": 16, \"offset\": 4, \"stride\": 1, \"vf_device\": \"0xa03f\", \"iommu\": \"per-vf\", \"kind\": \"qdma\" }"
+[ -e "$SYS/bus/pci/devices/$HOT" ] || fail "pcisim did not add $HOT"
+echo 1 > "$SYS/bus/pci/devices/$HOT/sriov_numvfs"
+write_held $HOT 0
+rc=0
+ctl --timeout 5 --json init $HOT 2 > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "$rc" 1 "exit status of an init of hot-added $HOT while another process writes its count"
+expect_eq "$(jget 'd["error"], d["parameters"]["device"]' < "$T/err")" "io.svff.OperationInProgress $HOT" \
+        "error of the init of $HOT"
+grep -q "Another process is writing the VF count of PF $HOT" "$T/err" || fail "the init's reason: $(cat "$T/err")"
+ctl --timeout 5 status > /dev/null || fail "status while the write is held"
+release_vf
+wait "$writer" || fail "the held write failed"
+BG_PIDS=""
+# Once the write has ended, class:qdma lets the init through.
+ctl init $HOT 2 > /dev/null || fail "init of $HOT after the write"
+expect_eq "$(sys_numvfs $HOT)" 2 "numvfs of $HOT"
 stop_svffd TERM || fail "svffd exit status"
