@@ -175,6 +175,10 @@ write_ended() {
                 [ "$(ctl status --json | jget 'd["stuck_writes"]')" = 0 ]
 }
 
+# log_count TEXT: how many lines of svffd's log hold TEXT (a fixed
+# string); 0 when none (grep -c would fail the test under set -e).
+log_count() { awk -v s="$1" 'index($0, s) { n++ } END { print n + 0 }' "$T/svffd.log"; }
+
 # start_svffd [extra options]: svffd in the background, ready to serve.
 start_svffd() {
         mkdir -p "$STATE"

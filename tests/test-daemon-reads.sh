@@ -70,7 +70,7 @@ init_refused() {
 
 # reconf_refused [--dry-run]: 'svffctl reconf PF 2' while another
 # process writes PF's count is refused the same way, before it starts.
-started() { awk -v s="Reconf of PF $PF to 2 VFs requested" 'index($0, s) { n++ } END { print n + 0 }' "$T/svffd.log"; }
+started() { log_count "Reconf of PF $PF to 2 VFs requested"; }
 reconf_refused() {
         what="a reconf${1:+ $1} of the PF another process writes"
         n=$(started)
@@ -292,7 +292,7 @@ BG_PIDS="$cycle"
 wait_for grep -q "$PF: setting sriov_numvfs 2 -> 0" "$T/svffd.log" || fail "the first init did not reach its write"
 ctl list > /dev/null || fail "list as the inits begin"
 w0=$(waits)
-aheads() { awk '/Refreshing the snapshot ahead of need/ { n++ } END { print n + 0 }' "$T/svffd.log"; }
+aheads() { log_count "Refreshing the snapshot ahead of need"; }
 ahead0=$(aheads)
 t0=$(date +%s%N)
 calls=0

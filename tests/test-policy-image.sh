@@ -232,10 +232,7 @@ grep -q "Image '$IMAGES/touched.bit' changed while the flash hook ran: PF $PF is
 
 note "another process writes the count when a reload names another image: the policy waits, then flashes"
 runs_now=$(runs)
-blocked() {
-        awk -v s="Read of 'bus/pci/devices/$PF/sriov_numvfs' still blocked" 'index($0, s) { n++ } END { print n + 0 }' \
-                "$T/svffd.log"
-}
+blocked() { log_count "Read of 'bus/pci/devices/$PF/sriov_numvfs' still blocked"; }
 n_blocked=$(blocked)
 write_held $PF 0
 # svffd learns of another process's write by reading the count: past
