@@ -43,6 +43,9 @@ const char *operation_error_name(int r) {
                 return SVFF_ERROR_DEVICE_BUSY;
         case -ETIMEDOUT:
                 return SVFF_ERROR_TIMEOUT;
+        case -EINPROGRESS:
+                /* another process's count write, met by the worker */
+                return SVFF_ERROR_OPERATION_IN_PROGRESS;
         case -EINVAL:
                 /* The kernel refused a value the caller was entitled to
                  * ask for (a PF driver rejecting a VF count): not a call
@@ -782,6 +785,34 @@ static int init_read_count(struct init_op *io, unsigned *ret) {
         return 0;
 }
 
+/* Far above what a read of the count takes with no write in the kernel
+ * (microseconds; a slow test build, milliseconds): a refusal never comes
+ * from a slow read, and the worker is held for at most this long. */
+#define INIT_COUNT_READ_TIMEOUT_USEC (1 * USEC_PER_SEC)
+
+/* A write of the count by another process that svffd had not met when
+ * the init was asked for (no read of the count had waited for it yet):
+ * every read of the PF below would wait behind it, holding this worker
+ * and whatever is queued after it. The count is read first under a
+ * deadline; any other failure is left to the steps below to name. */
+static int init_check_write(struct init_op *io) {
+        char path[SVFF_PCI_ADDR_STRLEN + 32];
+        uint64_t v;
+        int r;
+
+        snprintf(path, sizeof(path), "bus/pci/devices/%s/sriov_numvfs", io->pf);
+        r = svff_sysfs_read_u64_deadline(io->ctx, path, INIT_COUNT_READ_TIMEOUT_USEC, &v);
+        if (r != -ETIMEDOUT && r != -EBUSY)
+                return 0;
+        svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__,
+                     "PF %s: its VF count did not answer within %llu ms: another process is writing it.", io->pf,
+                     (unsigned long long) (INIT_COUNT_READ_TIMEOUT_USEC / USEC_PER_MSEC));
+        return svff_error_set(&io->err, -EINPROGRESS,
+                              "Another process is writing the VF count of PF %s, and the kernel holds the PF until "
+                              "that write ends: the init would wait behind it. Nothing was changed; try again then.",
+                              io->pf);
+}
+
 /* The init's plan, from the count the PF had and whether its device
  * class provisions each VF (init_class_plan() found one). */
 static int init_plan(struct init_op *io, unsigned from) {
@@ -806,7 +837,9 @@ static void init_numvfs_run(void *userdata) {
         struct init_op *io = userdata;
         unsigned from = 0;
 
-        io->r = init_check_driver(io);
+        io->r = init_check_write(io);
+        if (io->r >= 0)
+                io->r = init_check_driver(io);
         if (io->r >= 0)
                 io->r = init_class_plan(io);
         if (io->r >= 0)

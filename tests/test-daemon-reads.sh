@@ -7,6 +7,9 @@
 #   - a write past its deadline, held by a VF a VFIO user keeps open;
 #   - a slow write (pcisim's latency profile with the SVFF paper's
 #     figures) while its init runs;
+#   - another process's write that no read of svffd's has met yet: an
+#     init of that PF is refused by its worker's first read of the count,
+#     under a deadline, and the worker is free for another PF's init;
 #   - a dry run, which asks a PF's device class, while svffd's one ops
 #     worker (workers 1) writes another PF's count: the class is asked
 #     on the discovery pool, not behind the write;
@@ -175,6 +178,32 @@ expect_eq "$rc" 0 "the write by hand"
 wait_for pf_settled $PF || fail "the PF stays changing after the write by hand ended: $(ctl list --json)"
 ctl list --json > "$T/list.json"
 expect_eq "$(list_numvfs $PF < "$T/list.json")" 0 "the count once the write by hand ended"
+
+note "a write by another process that no read has met yet: the init meets it under a deadline, refused at once"
+# svffd knows of another process's write only once a read of the count
+# waited for it. Here none has: the init's check lets it through, and its
+# worker's first read of the count must not wait (it did, holding the
+# ops worker until the write ended).
+echo 2 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
+met=$(log_count "PF $PF: its VF count did not answer within")
+write_held $PF 0
+# The write is in the kernel once VF 0, held, lost its virtfn0 link.
+wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$PF/virtfn0' ]" || fail "the write by hand did not reach the held VF"
+init_refused 2 "an init of the PF another process writes, which no read had met" \
+        "Another process is writing the VF count of PF $PF.*Nothing was changed"
+[ "$(log_count "PF $PF: its VF count did not answer within")" -gt "$met" ] ||
+        fail "the init was refused before its worker met the write: $(cat "$T/err")"
+# The ops worker is free: an init of another PF goes through.
+ctl --timeout 10 init $OTHER 3 > "$T/out" 2>&1 || fail "init of $OTHER beside the refused one: $(cat "$T/out")"
+kill -0 $writer 2>/dev/null || fail "the write by hand ended before the init: it did not meet it"
+release_vf
+rc=0; wait $writer || rc=$?
+BG_PIDS=""
+expect_eq "$rc" 0 "the write by hand"
+wait_for pf_settled $PF || fail "the PF stays changing after the second write by hand: $(ctl list --json)"
+ctl init $PF 2 > "$T/out" 2>&1 || fail "init 2 once the write ended: $(cat "$T/out")"
+expect_eq "$(sys_numvfs $PF)" 2 "the count after the init"
+ctl init $PF 0 > "$T/out" 2>&1 || fail "init 0: $(cat "$T/out")"
 
 note "a dry run of the QDMA PF while the ops worker writes the count of another PF"
 pcisim_ctl "latency vf_enable 300000"
