@@ -1168,6 +1168,14 @@ static void request_with_snapshot(struct manager *m, struct call *call, const st
                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");
                 return;
         }
+        /* A change plans from the PF read after it was asked for: a
+         * reading up to list_max_age_msec old may show a count another
+         * process is writing now, which svffd learns of only by reading
+         * it (under the pass's deadline), and which the change would
+         * wait behind. The read is of this PF only. A dry run plans from
+         * the snapshot as reads do. */
+        if (!req->dry_run)
+                manager_sysfs_changed(m, req->pf);
         manager_with_snapshot(m, call, reconf_with_snapshot, rc, reconf_call_free);
 }
 

@@ -10,6 +10,8 @@
 #   - another process's write that no read of svffd's has met yet: an
 #     init of that PF is refused by its worker's first read of the count,
 #     under a deadline, and the worker is free for another PF's init;
+#     a reconf of it plans from a reading taken after it was asked, so
+#     it is refused too, before anything moves;
 #   - a dry run, which asks a PF's device class, while svffd's one ops
 #     worker (workers 1) writes another PF's count: the class is asked
 #     on the discovery pool, not behind the write;
@@ -203,6 +205,19 @@ expect_eq "$rc" 0 "the write by hand"
 wait_for pf_settled $PF || fail "the PF stays changing after the second write by hand: $(ctl list --json)"
 ctl init $PF 2 > "$T/out" 2>&1 || fail "init 2 once the write ended: $(cat "$T/out")"
 expect_eq "$(sys_numvfs $PF)" 2 "the count after the init"
+# A reconf plans on the main loop from the snapshot: from one that read
+# the PF after the reconf was asked for, so that it meets such a write
+# and is refused before anything moves (it started, and its count step
+# waited behind the write).
+write_held $PF 0
+wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$PF/virtfn0' ]" || fail "the third write by hand did not reach the held VF"
+reconf_refused
+kill -0 $writer 2>/dev/null || fail "the third write by hand ended before the reconf: it did not meet it"
+release_vf
+rc=0; wait $writer || rc=$?
+BG_PIDS=""
+expect_eq "$rc" 0 "the third write by hand"
+wait_for pf_settled $PF || fail "the PF stays changing after the third write by hand: $(ctl list --json)"
 ctl init $PF 0 > "$T/out" 2>&1 || fail "init 0: $(cat "$T/out")"
 
 note "a dry run of the QDMA PF while the ops worker writes the count of another PF"
