@@ -1403,6 +1403,11 @@ static void reprogram_request(struct manager *m, struct call *call, const struct
                                                            : "run 'svffctl reconf' to complete it first");
                         return;
                 }
+                /* Its removal of the PF would wait behind a count write
+                 * still in the kernel, as the completion of a reconf's
+                 * count step would. */
+                if (pf_busy_refuse(m, req->pf, req->pf, PF_BUSY_WRITE, call))
+                        return;
                 {
                         LOG_CONTEXT(.pf = req->pf, .operation = "reprogram");
 

@@ -5,7 +5,8 @@
 # sriov_totalvfs) with every assignment kept, --force releasing one, the
 # image checks, a failing hook, a hook past its deadline, an identity the
 # policy does not allow (each leaves the PF "reprogram interrupted" with
-# its assignments paused, and reprogram or reconf takes it up again), and
+# its assignments paused, and reprogram or reconf takes it up again; a
+# reprogram of it is refused while another process writes its count), and
 # svffd killed at every step, the hook included.
 #
 # The hook is reconf-lib.sh's stand-in for a vendor's flash tool: it
@@ -195,6 +196,25 @@ expect_eq "$rc" 1 "reprogram to a disallowed identity"
 grep -q "10ee:9fff, not one of the identities" "$T/err" || fail "identity refusal: $(cat "$T/err")"
 interrupted "a disallowed identity"
 expect_eq "$(sys_id $PF)" 0x9fff "PF identity after the bad image"
+note "another process writes the count of the interrupted PF: its reprogram is refused, not left waiting"
+echo 1 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
+write_held $PF 0
+wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$PF/virtfn0' ]" || fail "the write by hand did not reach the held VF"
+# svffd learns of the write by a read of the count: past
+# list_max_age_msec (1 s), a List takes a pass, which meets it.
+sleep 1.5
+ctl list > /dev/null || fail "list while another process writes the count"
+rc=0; timeout 20 "$SVFFCTL" --socket "$SOCK" reprogram $PF "$IMAGES/good.bit" > "$T/out" 2> "$T/err" || rc=$?
+[ "$rc" != 124 ] || fail "the reprogram of the interrupted PF waited behind the write"
+expect_eq "$rc" 1 "reprogram of the interrupted PF while another process writes its count: $(cat "$T/out")"
+grep -q "Another process is writing the VF count of PF $PF" "$T/err" || fail "the refusal: $(cat "$T/err")"
+kill -0 $writer 2>/dev/null || fail "the write by hand ended before the reprogram: it did not meet it"
+release_vf
+rc=0; wait $writer || rc=$?
+BG_PIDS=""
+expect_eq "$rc" 0 "the write by hand"
+interrupted "the refused reprogram"
+wait_for write_ended $PF 0 || fail "svffd still sees the write by hand"
 ctl reprogram $PF "$IMAGES/good.bit" >/dev/null 2> "$T/err" || fail "reprogram after the bad identity: $(cat "$T/err")"
 good_state "reprogram after a disallowed identity"
 
