@@ -853,10 +853,6 @@ static bool param_address(struct json_object *params, const char *key, char buf[
                svff_pci_addr_canonicalize(s, buf) >= 0;
 }
 
-/* Before a method that changes the host or the store runs (Reconf's dry
- * run too: a plan for a PF svffd will not touch would mislead): true
- * when it may go on. A call that would change a PF outside the list, or
- * a VF of one, is answered NotAllowed here, once for every such method. */
 /* A PF known by its address only, since a count write holds its reads:
  * whether a 'manage' rule by ID or class allows it cannot be told yet,
  * and the call would wait behind the write anyway. */
@@ -870,6 +866,10 @@ static void manage_refuse_unread(struct manager *m, struct call *call, const cha
                     "ends: svffd cannot read its IDs to check svff.conf's 'manage' yet. Try again then.", pf);
 }
 
+/* Before a method that changes the host or the store runs (Reconf's dry
+ * run too: a plan for a PF svffd will not touch would mislead): true
+ * when it may go on. A call that would change a PF outside the list, or
+ * a VF of one, is answered NotAllowed here, once for every such method. */
 static bool manage_check_call(struct manager *m, struct call *call) {
         const struct svff_varlink_call *req = call_request(call);
         _cleanup_(svff_pf_freep) struct svff_pf *loaded = NULL;
@@ -892,8 +892,10 @@ static bool manage_check_call(struct manager *m, struct call *call) {
         p = manager_snapshot_pf(m, pf);
         if (!p) {
                 /* Newer than the picture (hot-added within list_max_age_msec):
-                 * a few small reads, rarer than the call itself, and none
-                 * waits for a count write: this is the main loop. */
+                 * a few small reads, rarer than the call itself. This is
+                 * the main loop: a count write holds the count's read for
+                 * SVFF_NUMVFS_READ_TIMEOUT_USEC at most, then the PF is
+                 * known by its address only. */
                 if (svff_pf_load_nowait(m->ctx, pf, &loaded, NULL) < 0)
                         return true;    /* gone, or no PF: the method says so */
                 p = loaded;
@@ -901,7 +903,9 @@ static bool manage_check_call(struct manager *m, struct call *call) {
         r = svff_allowlist_check_pf(m->config.manage, m->config.manage_origin, m->ctx, p, &reason);
         if (r == 0)
                 return true;
-        if (r > 0 && svff_pf_is_unread(p)) {
+        /* A picture of the PF taken before the write keeps its IDs, and
+         * the answer stands; without them, none can be given yet. */
+        if (r > 0 && svff_pf_is_unread(p) && !p->vendor_id) {
                 manage_refuse_unread(m, call, pf, dev);
                 return false;
         }

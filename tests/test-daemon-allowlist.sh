@@ -147,18 +147,24 @@ ctl list --json > /dev/null || fail "list"
 pcisim_ctl "add-pf { \"address\": \"$HOT\", \"vendor\": \"0x10ee\", \"device\": \"0x903f\", \"class\": \"0x120000\", \"driver\": \"qdma-pf\", \"vf_driver\": \"qdma-vf\", \"totalvfs\": 16, \"offset\": 4, \"stride\": 1, \"vf_device\": \"0xa03f\", \"iommu\": \"per-vf\", \"kind\": \"qdma\" }"
 [ -e "$SYS/bus/pci/devices/$HOT" ] || fail "pcisim did not add $HOT"
 echo 1 > "$SYS/bus/pci/devices/$HOT/sriov_numvfs"
+refused_unread=$(log_count "Refused Init on $HOT: the VF count of PF $HOT is being written")
 write_held $HOT 0
+# The write is in the kernel once VF 0, held, lost its virtfn0 link.
+wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$HOT/virtfn0' ]" || fail "the write by hand did not reach the held VF"
 rc=0
 ctl --timeout 5 --json init $HOT 2 > "$T/out" 2> "$T/err" || rc=$?
 expect_eq "$rc" 1 "exit status of an init of hot-added $HOT while another process writes its count"
 expect_eq "$(jget 'd["error"], d["parameters"]["device"]' < "$T/err")" "io.svff.OperationInProgress $HOT" \
         "error of the init of $HOT"
 grep -q "Another process is writing the VF count of PF $HOT" "$T/err" || fail "the init's reason: $(cat "$T/err")"
+[ "$(log_count "Refused Init on $HOT: the VF count of PF $HOT is being written")" -gt "$refused_unread" ] ||
+        fail "the manage check did not refuse the init: $(cat "$T/err")"
 ctl --timeout 5 status > /dev/null || fail "status while the write is held"
 release_vf
 wait "$writer" || fail "the held write failed"
 BG_PIDS=""
-# Once the write has ended, class:qdma lets the init through.
-ctl init $HOT 2 > /dev/null || fail "init of $HOT after the write"
+# Once the write has ended for svffd too (its read that gave up on it
+# has returned), class:qdma lets the init through.
+wait_for ctl init $HOT 2 || fail "init of $HOT after the write: $(ctl init $HOT 2 2>&1)"
 expect_eq "$(sys_numvfs $HOT)" 2 "numvfs of $HOT"
 stop_svffd TERM || fail "svffd exit status"
