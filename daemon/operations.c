@@ -785,32 +785,43 @@ static int init_read_count(struct init_op *io, unsigned *ret) {
         return 0;
 }
 
-/* Far above what a read of the count takes with no write in the kernel
+/* Far above what a read of the count takes with nothing holding the PF
  * (microseconds; a slow test build, milliseconds): a refusal never comes
  * from a slow read, and the worker is held for at most this long. */
 #define INIT_COUNT_READ_TIMEOUT_USEC (1 * USEC_PER_SEC)
 
 /* A write of the count by another process that svffd had not met when
- * the init was asked for (no read of the count had waited for it yet):
- * every read of the PF below would wait behind it, holding this worker
- * and whatever is queued after it. The count is read first under a
- * deadline; any other failure is left to the steps below to name. */
+ * an operator asked for the init (no read of the count had waited for it
+ * yet): every read of the PF below would wait behind it, holding this
+ * worker and whatever is queued after it. The kernel takes the same lock
+ * to bind or unbind the PF's driver. The count is read first under a
+ * deadline; any other failure is left to the steps below to name. A
+ * policy's Init is not refused: it waits as before, since the policy
+ * would not look at the PF again (its pass over the PF read the count
+ * from a fresh snapshot, which met any write begun before it). */
 static int init_check_write(struct init_op *io) {
-        char path[SVFF_PCI_ADDR_STRLEN + 32];
+        _cleanup_free_ char *path = NULL;
         uint64_t v;
         int r;
 
-        snprintf(path, sizeof(path), "bus/pci/devices/%s/sriov_numvfs", io->pf);
-        r = svff_sysfs_read_u64_deadline(io->ctx, path, INIT_COUNT_READ_TIMEOUT_USEC, &v);
-        if (r != -ETIMEDOUT && r != -EBUSY)
+        if (!io->op->call)
                 return 0;
-        svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__,
-                     "PF %s: its VF count did not answer within %llu ms: another process is writing it.", io->pf,
-                     (unsigned long long) (INIT_COUNT_READ_TIMEOUT_USEC / USEC_PER_MSEC));
+        if (asprintf(&path, "bus/pci/devices/%s/sriov_numvfs", io->pf) < 0)
+                return svff_error_set(&io->err, -ENOMEM, "Out of memory");
+        r = svff_sysfs_read_u64_deadline(io->ctx, path, INIT_COUNT_READ_TIMEOUT_USEC, &v);
+        if (r == -ETIMEDOUT)
+                svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__,
+                             "PF %s: its VF count did not answer within %llu ms.", io->pf,
+                             (unsigned long long) (INIT_COUNT_READ_TIMEOUT_USEC / USEC_PER_MSEC));
+        else if (r == -EBUSY)
+                svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__,
+                             "PF %s: an earlier read of its VF count is still waiting.", io->pf);
+        else
+                return 0;
         return svff_error_set(&io->err, -EINPROGRESS,
-                              "Another process is writing the VF count of PF %s, and the kernel holds the PF until "
-                              "that write ends: the init would wait behind it. Nothing was changed; try again then.",
-                              io->pf);
+                              "Another process is writing the VF count of PF %s (or binding or unbinding its driver), "
+                              "and the kernel holds the PF until that ends: the init would wait behind it. Nothing "
+                              "was changed; try again then.", io->pf);
 }
 
 /* The init's plan, from the count the PF had and whether its device
