@@ -1172,9 +1172,10 @@ static void request_with_snapshot(struct manager *m, struct call *call, const st
          * reading up to list_max_age_msec old may show a count another
          * process is writing now, which svffd learns of only by reading
          * it (under the pass's deadline), and which the change would
-         * wait behind. The read is of this PF only. A dry run plans from
-         * the snapshot as reads do. */
-        if (!req->dry_run)
+         * wait behind. The read is of this PF only, one the snapshot
+         * has (any other address is answered from the snapshot). A dry
+         * run plans from the snapshot as reads do. */
+        if (!req->dry_run && manager_snapshot_pf(m, req->pf))
                 manager_sysfs_changed(m, req->pf);
         manager_with_snapshot(m, call, reconf_with_snapshot, rc, reconf_call_free);
 }
