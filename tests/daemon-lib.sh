@@ -175,6 +175,9 @@ write_ended() {
                 [ "$(ctl status --json | jget 'd["stuck_writes"]')" = 0 ]
 }
 
+# ms_since NS: milliseconds since NS (date +%s%N), for a test's notes.
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
 # log_count TEXT: how many lines of svffd's log hold TEXT (a fixed
 # string); 0 when none (grep -c would fail the test under set -e).
 log_count() { awk -v s="$1" 'index($0, s) { n++ } END { print n + 0 }' "$T/svffd.log"; }

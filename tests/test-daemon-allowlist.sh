@@ -152,7 +152,9 @@ write_held $HOT 0
 # The write is in the kernel once VF 0, held, lost its virtfn0 link.
 wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$HOT/virtfn0' ]" || fail "the write by hand did not reach the held VF"
 rc=0
+t0=$(date +%s%N)
 ctl --timeout 5 --json init $HOT 2 > "$T/out" 2> "$T/err" || rc=$?
+note "the init of hot-added $HOT answered in $(ms_since "$t0") ms (exit $rc)"
 expect_eq "$rc" 1 "exit status of an init of hot-added $HOT while another process writes its count"
 expect_eq "$(jget 'd["error"], d["parameters"]["device"]' < "$T/err")" "io.svff.OperationInProgress $HOT" \
         "error of the init of $HOT"

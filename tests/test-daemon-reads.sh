@@ -191,8 +191,10 @@ met=$(log_count "PF $PF: its VF count did not answer within")
 write_held $PF 0
 # The write is in the kernel once VF 0, held, lost its virtfn0 link.
 wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$PF/virtfn0' ]" || fail "the write by hand did not reach the held VF"
+t0=$(date +%s%N)
 init_refused 2 "an init of the PF another process writes, which no read had met" \
         "Another process is writing the VF count of PF $PF.*Nothing was changed"
+note "unmet-init: refused in $(ms_since "$t0") ms"
 [ "$(log_count "PF $PF: its VF count did not answer within")" -gt "$met" ] ||
         fail "the init was refused before its worker met the write: $(cat "$T/err")"
 # The ops worker is free: an init of another PF goes through.
@@ -211,7 +213,9 @@ expect_eq "$(sys_numvfs $PF)" 2 "the count after the init"
 # waited behind the write).
 write_held $PF 0
 wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$PF/virtfn0' ]" || fail "the third write by hand did not reach the held VF"
+t0=$(date +%s%N)
 reconf_refused
+note "unmet-reconf: refused in $(ms_since "$t0") ms"
 kill -0 $writer 2>/dev/null || fail "the third write by hand ended before the reconf: it did not meet it"
 release_vf
 rc=0; wait $writer || rc=$?

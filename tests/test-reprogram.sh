@@ -204,7 +204,9 @@ wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$PF/virtfn0' ]" || fail "the write 
 # list_max_age_msec (1 s), a List takes a pass, which meets it.
 sleep 1.5
 ctl list > /dev/null || fail "list while another process writes the count"
+t0=$(date +%s%N)
 rc=0; timeout 20 "$SVFFCTL" --socket "$SOCK" reprogram $PF "$IMAGES/good.bit" > "$T/out" 2> "$T/err" || rc=$?
+note "the reprogram of the interrupted PF answered in $(ms_since "$t0") ms (exit $rc)"
 [ "$rc" != 124 ] || fail "the reprogram of the interrupted PF waited behind the write"
 expect_eq "$rc" 1 "reprogram of the interrupted PF while another process writes its count: $(cat "$T/out")"
 grep -q "Another process is writing the VF count of PF $PF" "$T/err" || fail "the refusal: $(cat "$T/err")"
