@@ -117,6 +117,14 @@ write_held() {
         BG_PIDS="$writer"
 }
 
+# write_in_kernel PF: write_held PF 0, returning once the write is in
+# the kernel: VF 0, held, has lost its virtfn0 link.
+write_in_kernel() {
+        write_held "$1" 0
+        wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$1/virtfn0' ]" ||
+                fail "the write by hand of PF $1's count did not reach its held VF"
+}
+
 ctl() { "$SVFFCTL" --socket "$SOCK" "$@"; }
 
 # store_assign VF [GUEST_ADDRESS]: records VF as attached to domain vm1's

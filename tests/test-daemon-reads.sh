@@ -53,6 +53,17 @@ timed() {
                 fail "$name: svffctl $* took $ms ms while a numvfs write is in the kernel"
 }
 
+# end_write WHAT: the write by hand, which must still be in the kernel
+# after WHAT met it, let go; it succeeds, and List shows PF settled.
+end_write() {
+        kill -0 $writer 2>/dev/null || fail "the write by hand ended before $1: it did not meet it"
+        release_vf
+        rc=0; wait $writer || rc=$?
+        BG_PIDS=""
+        expect_eq "$rc" 0 "the write by hand met by $1"
+        wait_for pf_settled $PF || fail "the PF stays changing after the write met by $1 ended: $(ctl list --json)"
+}
+
 # changing PF < list.json: the PF's changing field, "None" when settled.
 changing() { jget '[p["changing"] for p in d["pfs"] if p["address"] == "'"$1"'"][0]'; }
 list_numvfs() { jget '[p["numvfs"] for p in d["pfs"] if p["address"] == "'"$1"'"][0]'; }
@@ -172,12 +183,7 @@ init_refused 2 "an init of the PF another process writes" "Another process is wr
 # refused at once too, before anything moves.
 reconf_refused
 timed other-init init $OTHER 2
-kill -0 $writer 2>/dev/null || fail "the write by hand ended before the checks: they did not meet it"
-release_vf
-rc=0; wait $writer || rc=$?
-BG_PIDS=""
-expect_eq "$rc" 0 "the write by hand"
-wait_for pf_settled $PF || fail "the PF stays changing after the write by hand ended: $(ctl list --json)"
+end_write "the checks"
 ctl list --json > "$T/list.json"
 expect_eq "$(list_numvfs $PF < "$T/list.json")" 0 "the count once the write by hand ended"
 
@@ -188,9 +194,7 @@ note "a write by another process that no read has met yet: the init meets it und
 # ops worker until the write ended).
 echo 2 > "$SYS/bus/pci/devices/$PF/sriov_numvfs"
 met=$(log_count "PF $PF: its VF count did not answer within")
-write_held $PF 0
-# The write is in the kernel once VF 0, held, lost its virtfn0 link.
-wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$PF/virtfn0' ]" || fail "the write by hand did not reach the held VF"
+write_in_kernel $PF
 t0=$(date +%s%N)
 init_refused 2 "an init of the PF another process writes, which no read had met" \
         "Another process is writing the VF count of PF $PF.*Nothing was changed"
@@ -199,29 +203,18 @@ note "unmet-init: refused in $(ms_since "$t0") ms"
         fail "the init was refused before its worker met the write: $(cat "$T/err")"
 # The ops worker is free: an init of another PF goes through.
 ctl --timeout 10 init $OTHER 3 > "$T/out" 2>&1 || fail "init of $OTHER beside the refused one: $(cat "$T/out")"
-kill -0 $writer 2>/dev/null || fail "the write by hand ended before the init: it did not meet it"
-release_vf
-rc=0; wait $writer || rc=$?
-BG_PIDS=""
-expect_eq "$rc" 0 "the write by hand"
-wait_for pf_settled $PF || fail "the PF stays changing after the second write by hand: $(ctl list --json)"
+end_write "the init"
 ctl init $PF 2 > "$T/out" 2>&1 || fail "init 2 once the write ended: $(cat "$T/out")"
 expect_eq "$(sys_numvfs $PF)" 2 "the count after the init"
 # A reconf plans on the main loop from the snapshot: from one that read
 # the PF after the reconf was asked for, so that it meets such a write
 # and is refused before anything moves (it started, and its count step
 # waited behind the write).
-write_held $PF 0
-wait_for sh -c "[ ! -e '$SYS/bus/pci/devices/$PF/virtfn0' ]" || fail "the third write by hand did not reach the held VF"
+write_in_kernel $PF
 t0=$(date +%s%N)
 reconf_refused
 note "unmet-reconf: refused in $(ms_since "$t0") ms"
-kill -0 $writer 2>/dev/null || fail "the third write by hand ended before the reconf: it did not meet it"
-release_vf
-rc=0; wait $writer || rc=$?
-BG_PIDS=""
-expect_eq "$rc" 0 "the third write by hand"
-wait_for pf_settled $PF || fail "the PF stays changing after the third write by hand: $(ctl list --json)"
+end_write "the reconf"
 ctl init $PF 0 > "$T/out" 2>&1 || fail "init 0: $(cat "$T/out")"
 
 note "a dry run of the QDMA PF while the ops worker writes the count of another PF"
