@@ -11,7 +11,8 @@
 #     init of that PF is refused by its worker's first read of the count,
 #     under a deadline, and the worker is free for another PF's init;
 #     a reconf of it plans from a reading taken after it was asked, so
-#     it is refused too, before anything moves;
+#     it is refused too, before anything moves, under a list_max_age_msec
+#     long enough that an older snapshot would otherwise serve;
 #   - a dry run, which asks a PF's device class, while svffd's one ops
 #     worker (workers 1) writes another PF's count: the class is asked
 #     on the discovery pool, not behind the write;
@@ -209,12 +210,21 @@ expect_eq "$(sys_numvfs $PF)" 2 "the count after the init"
 # A reconf plans on the main loop from the snapshot: from one that read
 # the PF after the reconf was asked for, so that it meets such a write
 # and is refused before anything moves (it started, and its count step
-# waited behind the write).
+# waited behind the write). Under a long list_max_age_msec, so that any
+# snapshot taken before the write would serve, however slow the build.
+max_age() {
+        sed "s/\"workers\": 1,\( \"list_max_age_msec\": [0-9]*,\)\{0,1\}/\"workers\": 1,$1/" "$T/svff.conf" > "$T/svff.conf.new"
+        mv "$T/svff.conf.new" "$T/svff.conf"
+        ctl config reload > "$T/out" 2>&1 || fail "config reload: $(cat "$T/out")"
+}
+max_age ' "list_max_age_msec": 600000,'
+expect_eq "$(ctl status --json | jget 'd["snapshot_max_age_usec"]')" 600000000 "list_max_age_msec after the reload"
 write_in_kernel $PF
 t0=$(date +%s%N)
 reconf_refused
 note "unmet-reconf: refused in $(ms_since "$t0") ms"
 end_write "the reconf"
+max_age ""
 ctl init $PF 0 > "$T/out" 2>&1 || fail "init 0: $(cat "$T/out")"
 
 note "a dry run of the QDMA PF while the ops worker writes the count of another PF"
