@@ -119,6 +119,7 @@ struct init_op {
         int r;
         struct svff_error err;
         struct svff_pf *after;          /* the PF once numvfs is set */
+        int count_read;                 /* the count init_check_write() read, or -1 */
         bool cancelled;
         /* The class steps: its name (NULL: a bare PCI function), then
          * per VF index what provision + verify returned, until one
@@ -777,6 +778,10 @@ static int init_read_count(struct init_op *io, unsigned *ret) {
         _cleanup_free_ char *s = NULL;
         int r;
 
+        if (io->count_read >= 0) {
+                *ret = (unsigned) io->count_read;
+                return 0;
+        }
         r = svff_sysfs_readf(svff_ctx_get_rootfd(io->ctx), &s, "bus/pci/devices/%s/sriov_numvfs", io->pf);
         if (r >= 0)
                 r = svff_numvfs_parse(s, ret);
@@ -816,8 +821,12 @@ static int init_check_write(struct init_op *io) {
         else if (r == -EBUSY)
                 svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__,
                              "PF %s: an earlier read of its VF count is still waiting.", io->pf);
-        else
+        else {
+                /* read: init_read_count() takes it from here */
+                if (r >= 0 && v <= UINT16_MAX)
+                        io->count_read = (int) v;
                 return 0;
+        }
         return svff_error_set(&io->err, -EINPROGRESS,
                               "Another process is writing the VF count of PF %s (or binding or unbinding its driver), "
                               "and the kernel holds the PF until that ends: the init would wait behind it. Nothing "
@@ -1174,6 +1183,7 @@ int operation_init_start(struct manager *m, struct call *call, const char *pf, u
                 return -ENOMEM;
         }
         io->pool = m->ops_pool;
+        io->count_read = -1;
         io->ctx = svff_ctx_ref(m->ctx);
         snprintf(io->pf, sizeof(io->pf), "%s", pf);
         io->numvfs = numvfs;
