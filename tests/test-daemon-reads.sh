@@ -47,7 +47,7 @@ timed() {
         t0=$(date +%s%N)
         rc=0
         "$SVFFCTL" --socket "$SOCK" --timeout 5 "$@" > "$T/$name.out" 2> "$T/$name.err" || rc=$?
-        ms=$((($(date +%s%N) - t0) / 1000000))
+        ms=$(ms_since "$t0")
         note "$name: svffctl $* answered in $ms ms (exit $rc)"
         expect_eq "$rc" 0 "$name: exit status ($(cat "$T/$name.err"))"
         [ "$ms" -lt $((1500 * ${SVFF_TEST_SLOWDOWN:-1})) ] ||
@@ -175,7 +175,7 @@ timed other-list-again list --json
 # Its dry run refuses what the reconf would, at once, with the reason.
 t0=$(date +%s%N)
 reconf_refused --dry-run
-ms=$((($(date +%s%N) - t0) / 1000000))
+ms=$(ms_since "$t0")
 note "other-dry: reconf --dry-run answered in $ms ms"
 [ "$ms" -lt $((1500 * ${SVFF_TEST_SLOWDOWN:-1})) ] || fail "reconf --dry-run took $ms ms while another process writes"
 # An init of that PF would wait behind the write: refused at once.
@@ -351,7 +351,7 @@ while kill -0 $cycle 2>/dev/null; do
         ctl list --json > "$T/cycle-list.json" || fail "list during the inits"
         calls=$((calls + 1))
 done
-ms=$((($(date +%s%N) - t0) / 1000000))
+ms=$(ms_since "$t0")
 rc=0; wait $cycle || rc=$?
 BG_PIDS=""
 pcisim_ctl "latency probe 0"

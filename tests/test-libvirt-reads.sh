@@ -44,7 +44,7 @@ timed() {
         t0=$(date +%s%N)
         rc=0
         "$SVFFCTL" --socket "$SOCK" --timeout 10 "$@" > "$T/$name.out" 2> "$T/$name.err" || rc=$?
-        ms=$((($(date +%s%N) - t0) / 1000000))
+        ms=$(ms_since "$t0")
         note "$name: svffctl $* answered in $ms ms (exit $rc)"
 }
 changing() { jget '[p["changing"] for p in d["pfs"] if p["address"] == "'"$1"'"][0]'; }
