@@ -53,9 +53,9 @@ static int c_devnum(void *handle, dev_t *ret) {
         return nvme_standin_ops.devnum(counter.handle, ret);
 }
 
-static int c_identify_ctrl(void *handle, uint16_t *ret_cntlid, uint16_t *ret_oacs) {
+static int c_identify_ctrl(void *handle, struct svff_nvme_ctrl_id *ret) {
         counter.reads++;
-        return nvme_standin_ops.identify_ctrl(counter.handle, ret_cntlid, ret_oacs);
+        return nvme_standin_ops.identify_ctrl(counter.handle, ret);
 }
 
 static int c_primary_caps(void *handle, struct svff_nvme_primary_caps *ret) {
@@ -84,6 +84,11 @@ static int c_ns_list(void *handle, uint32_t *ret, size_t max, size_t *ret_n) {
         return nvme_standin_ops.ns_list(counter.handle, ret, max, ret_n);
 }
 
+static int c_ns_ids(void *handle, uint32_t nsid, struct svff_nvme_ns_ids *ret) {
+        counter.reads++;
+        return nvme_standin_ops.ns_ids(counter.handle, nsid, ret);
+}
+
 static int c_ns_ctrls(void *handle, uint32_t nsid, uint16_t *ret, size_t max, size_t *ret_n) {
         counter.reads++;
         return nvme_standin_ops.ns_ctrls(counter.handle, nsid, ret, max, ret_n);
@@ -109,6 +114,7 @@ static const struct svff_nvme_ops counting_ops = {
         .virt_mgmt = c_virt_mgmt,
         .ns_attach = c_ns_attach,
         .ns_list = c_ns_list,
+        .ns_ids = c_ns_ids,
         .ns_ctrls = c_ns_ctrls,
         .format = c_format,
         .reset = c_reset,
