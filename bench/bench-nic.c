@@ -51,6 +51,7 @@ static int run(struct svff_ctx *ctx, unsigned numvfs, unsigned rounds, bool *ok)
                 nl_fake_reset(f, numvfs);
                 for (unsigned i = 0; i < numvfs; i++, n++) {
                         _cleanup_(json_object_putp) struct json_object *s = NULL, *state = NULL;
+                        struct svff_class_settings *loaded = NULL;
                         char text[256];
 
                         snprintf(text, sizeof(text),
@@ -58,7 +59,12 @@ static int run(struct svff_ctx *ctx, unsigned numvfs, unsigned rounds, bool *ok)
                                  " \"spoofchk\": false, \"link_state\": \"enable\", \"rss_query\": true,"
                                  " \"max_tx_rate\": 900}", 100 + i);
                         s = json_tokener_parse(text);
-                        r = svff_class_nic.provision(c, &pf, i, s, &state, &err);
+                        /* The load is the daemon's per-VF cost too: timed. */
+                        r = svff_class_nic.load(c, i, s, &loaded, &err);
+                        if (r >= 0) {
+                                r = svff_class_nic.provision(c, &pf, i, loaded, NULL, false, &state, &err);
+                                svff_class_nic.unload(loaded);
+                        }
                         if (r >= 0)
                                 r = svff_class_nic.verify(c, &pf, i, state, &err);
                         if (r < 0) {

@@ -196,25 +196,35 @@ static int run(struct svff_ctx *ctx, unsigned numvfs, unsigned rounds, struct re
         *res = (struct result) { .numvfs = numvfs };
         counter.reads = counter.writes = 0;
 
+        /* Each step is timed with the load of its settings, as the
+         * daemon runs it: plan with every VF's, provision with one. */
         for (unsigned k = 0; k < rounds; k++) {
                 _cleanup_(json_object_putp) struct json_object *plan = NULL;
+                struct svff_class_settings **loaded = NULL;
                 const char *what = "plan";
                 unsigned i = 0;
                 double t0;
 
                 t0 = cpu_ms();
-                r = nvme->plan(c, &pf, numvfs, settings, &plan, &err);
+                r = svff_class_load_all(nvme, c, settings, numvfs, &loaded, &err);
+                if (r >= 0)
+                        r = nvme->plan(c, &pf, numvfs, loaded, &plan, &err);
+                svff_class_unload_all(nvme, loaded, numvfs);
                 account(res, PLAN, t0);
                 drop_log(st);
                 if (r < 0)
                         goto fail;
 
                 for (i = 0; i < numvfs; i++) {
-                        struct json_object *s = json_object_array_get_idx(settings, i);
+                        struct svff_class_settings *s = NULL;
 
                         what = "provision";
                         t0 = cpu_ms();
-                        r = nvme->provision(c, &pf, i, s, &states[i], &err);
+                        r = nvme->load(c, i, json_object_array_get_idx(settings, i), &s, &err);
+                        if (r >= 0) {
+                                r = nvme->provision(c, &pf, i, s, NULL, false, &states[i], &err);
+                                nvme->unload(s);
+                        }
                         account(res, PROVISION, t0);
                         if (r < 0)
                                 goto fail;

@@ -257,12 +257,26 @@ struct json_object *classes_settings_array(const struct svff_class *class, struc
         return a;
 }
 
+/* The settings of numvfs VFs of o's PF, loaded by its class: what
+ * plan and prepare are given. */
+static int load_all(const struct opened *o, unsigned numvfs, struct json_object *policy,
+                    struct json_object *assignments, struct svff_class_settings ***ret, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *settings = NULL;
+
+        settings = classes_settings_array(o->class, policy, assignments, numvfs);
+        if (!settings)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        return svff_class_load_all(o->class, o->c, settings, numvfs, ret, err);
+}
+
 /* try: a dry run's, which never waits for a step or a write of pf
- * (-EBUSY instead). */
+ * (-EBUSY instead). prepare: an init's, which goes on to the PF-wide
+ * changes on the same settings (*prepare set once they start). */
 static int plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
-                     struct json_object *assignments, bool try, struct json_object **ret,
+                     struct json_object *assignments, bool try, bool *prepare, struct json_object **ret,
                      const char **ret_class_name, struct svff_error *err) {
-        _cleanup_(json_object_putp) struct json_object *settings = NULL, *plan = NULL;
+        _cleanup_(json_object_putp) struct json_object *plan = NULL;
+        struct svff_class_settings **settings = NULL;
         struct opened o;
         int r;
 
@@ -271,11 +285,14 @@ static int plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, stru
                 return r;
         if (ret_class_name)
                 *ret_class_name = o.class->name;  /* static in the registry */
-        settings = classes_settings_array(o.class, policy, assignments, numvfs);
-        if (!settings)
-                r = svff_error_set(err, -ENOMEM, "Out of memory");
-        else if (o.class->plan)
+        r = load_all(&o, numvfs, policy, assignments, &settings, err);
+        if (r >= 0 && o.class->plan)
                 r = o.class->plan(o.c, o.pf, numvfs, settings, &plan, err);
+        if (r >= 0 && prepare && o.class->prepare) {
+                *prepare = true;
+                r = o.class->prepare(o.c, o.pf, numvfs, settings, err);
+        }
+        svff_class_unload_all(o.class, settings, numvfs);
         if (r >= 0) {
                 if (!plan)
                         plan = json_object_new_object();
@@ -288,28 +305,11 @@ static int plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, stru
         return r;
 }
 
-int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
-                      struct json_object *policy, struct json_object *assignments, struct json_object **ret,
-                      const char **ret_class_name, struct svff_error *err) {
-        return plan_sync(ctx, pf, numvfs, policy, assignments, false, ret, ret_class_name, err);
-}
-
-int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
-                         struct json_object *assignments, struct svff_error *err) {
-        _cleanup_(json_object_putp) struct json_object *settings = NULL;
-        struct opened o;
-        int r;
-
-        r = opened_open(ctx, pf, false, &o, err);
-        if (r <= 0 || !o.class->prepare) {
-                if (r > 0)
-                        opened_done(&o);
-                return r;
-        }
-        settings = classes_settings_array(o.class, policy, assignments, numvfs);
-        r = settings ? o.class->prepare(o.c, o.pf, numvfs, settings, err) : svff_error_set(err, -ENOMEM, "Out of memory");
-        opened_done(&o);
-        return r < 0 ? r : 1;
+int classes_plan_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
+                              struct json_object *policy, struct json_object *assignments, struct json_object **ret,
+                              const char **ret_class_name, bool *ret_prepared, struct svff_error *err) {
+        *ret_prepared = false;
+        return plan_sync(ctx, pf, numvfs, policy, assignments, false, ret_prepared, ret, ret_class_name, err);
 }
 
 /* Whose the VF is after the step. */
@@ -320,7 +320,7 @@ enum ensure_for {
          * asked already */
         ENSURE_HANDOVER,
         /* the domain that had it: its guest's driver takes it back as
-         * the device it knew (the class's "tenant" key, class.h) */
+         * the device it knew (provision's tenant, class.h) */
         ENSURE_TENANT,
 };
 
@@ -365,23 +365,20 @@ static int ensure_opened(struct opened *op, unsigned index, struct json_object *
                         goto finish;
         }
         if (o.class->provision) {
-                _cleanup_(json_object_putp) struct json_object *given = NULL;
+                struct svff_class_settings *loaded = NULL;
                 struct json_object *prior = NULL;
 
                 /* The class keeps what it saved in the VF's state (a NIC
                  * VF's settings from before svff) through a reprovision. */
                 if (o.class->wants_recorded_state && recorded &&
-                    svff_json_get_string(recorded, "name", &rname) >= 0 && streq(rname, o.class->name) &&
-                    json_object_object_get_ex(recorded, "state", &prior) && prior) {
-                        given = svff_json_copy(settings);
-                        if (!given || json_object_object_add(given, "state", json_object_get(prior)) < 0 ||
-                            (whose == ENSURE_TENANT &&
-                             json_object_object_add(given, "tenant", json_object_new_boolean(true)) < 0)) {
-                                r = svff_error_set(err, -ENOMEM, "Out of memory");
-                                goto finish;
-                        }
-                }
-                r = o.class->provision(o.c, o.pf, index, given ?: settings, &state, err);
+                    svff_json_get_string(recorded, "name", &rname) >= 0 && streq(rname, o.class->name))
+                        (void) json_object_object_get_ex(recorded, "state", &prior);
+                r = o.class->load ? o.class->load(o.c, index, settings, &loaded, err) : 0;
+                if (r >= 0)
+                        r = o.class->provision(o.c, o.pf, index, loaded, prior, whose == ENSURE_TENANT, &state,
+                                               err);
+                if (loaded)
+                        o.class->unload(loaded);
         }
         if (r >= 0 && o.class->verify)
                 r = o.class->verify(o.c, o.pf, index, state, err);
@@ -724,7 +721,7 @@ static void step_done(void *userdata) {
 static void step_run(void *userdata) {
         struct step *s = userdata;
 
-        s->r = plan_sync(s->ctx, s->pf, s->numvfs, s->policy, s->assignments, true, &s->result, &s->class_name,
+        s->r = plan_sync(s->ctx, s->pf, s->numvfs, s->policy, s->assignments, true, NULL, &s->result, &s->class_name,
                          &s->err);
         if (worker_pool_post(s->pool, step_done, s) < 0)
                 step_free(s);  /* the caller's done cannot run: svffd is out of memory */

@@ -38,14 +38,14 @@ struct json_object *classes_settings_array(const struct svff_class *class, struc
                                            struct json_object *assignments, unsigned numvfs);
 
 /* The class's plan for numvfs VFs (refuses what the PF cannot
- * provide); *ret_class_name (optional) is the class's name. */
-int classes_plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
-                      struct json_object *policy, struct json_object *assignments, struct json_object **ret,
-                      const char **ret_class_name, struct svff_error *err);
-/* The PF-wide changes the plan lists (vf null), after the plan and
- * before numvfs. */
-int classes_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
-                         struct json_object *assignments, struct svff_error *err);
+ * provide), then the PF-wide changes it lists (vf null), before numvfs:
+ * an init's, the settings loaded once for both. *ret is the plan;
+ * *ret_class_name (optional) is the class's name; *ret_prepared says
+ * whether the PF-wide changes started (a failure before them changed
+ * nothing). */
+int classes_plan_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
+                              struct json_object *policy, struct json_object *assignments, struct json_object **ret,
+                              const char **ret_class_name, bool *ret_prepared, struct svff_error *err);
 /* classes_provision_sync(), unless recorded (the VF's class record, may
  * be NULL) has the same settings and verify finds the VF as it says:
  * then *ret is a copy of it, nothing is sent to the device, and it

@@ -646,15 +646,17 @@ static void init_class_progress(void *userdata) {
 }
 
 /* The class's plan for the new count, before anything changes: a PF
- * that cannot provide the resources is refused here, numvfs untouched. */
+ * that cannot provide the resources is refused here, numvfs untouched.
+ * Then the PF-wide changes the plan lists. */
 static int init_class_plan(struct init_op *io) {
         _cleanup_(json_object_putp) struct json_object *plan = NULL;
         struct json_object *needs;
+        bool prepared;
         int r;
 
-        r = classes_plan_sync(io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
-                              &plan, &io->class_name, &io->err);
-        if (r < 0) {
+        r = classes_plan_prepare_sync(io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
+                                      &plan, &io->class_name, &prepared, &io->err);
+        if (r < 0 && !prepared) {
                 _cleanup_free_ char *msg = strdup(svff_error_message(&io->err));
 
                 svff_error_free(&io->err);
@@ -663,9 +665,6 @@ static int init_class_plan(struct init_op *io) {
         if (r > 0 && json_object_object_get_ex(plan, "needs", &needs))
                 svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__, "PF %s, %s class: %s.",
                              io->pf, io->class_name, json_object_get_string(needs));
-        if (r > 0)
-                r = classes_prepare_sync(io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
-                                         &io->err);
         return r < 0 ? r : 0;
 }
 

@@ -1069,9 +1069,9 @@ static int pf_prepare(struct pfop_job *j) {
         struct svff_ctx *ctx = j->run->env.ctx;
         _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
         _cleanup_(json_object_putp) struct json_object *settings = NULL;
+        struct svff_class_settings **loaded = NULL;
         struct svff_class_pf *c = NULL;
         const struct svff_class *class;
-        struct json_object *p = NULL;
         int r;
 
         r = svff_pf_load(ctx, j->pf, &pf, &j->err);
@@ -1080,12 +1080,7 @@ static int pf_prepare(struct pfop_job *j) {
         class = svff_class_find(ctx, pf);
         if (!class || !class->prepare)
                 return 0;
-        if (j->class_policy)
-                (void) json_object_object_get_ex(j->class_policy, class->name, &p);
-        settings = json_object_new_array();
-        for (unsigned i = 0; settings && i < j->numvfs; i++)
-                if (json_object_array_add(settings, svff_class_settings_merge(p, NULL)) < 0)
-                        return svff_error_set(&j->err, -ENOMEM, "Out of memory");
+        settings = classes_settings_array(class, j->class_policy, NULL, j->numvfs);
         if (!settings)
                 return svff_error_set(&j->err, -ENOMEM, "Out of memory");
         if (class->open) {
@@ -1093,7 +1088,10 @@ static int pf_prepare(struct pfop_job *j) {
                 if (r < 0)
                         return r;
         }
-        r = class->prepare(c, pf, j->numvfs, settings, &j->err);
+        r = svff_class_load_all(class, c, settings, j->numvfs, &loaded, &j->err);
+        if (r >= 0)
+                r = class->prepare(c, pf, j->numvfs, loaded, &j->err);
+        svff_class_unload_all(class, loaded, j->numvfs);
         if (class->close)
                 class->close(c);
         return r < 0 ? r : 0;

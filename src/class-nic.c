@@ -22,10 +22,10 @@
  *                  auto, no rate limit)
  *   "take_over"    true: manage the PF although NetworkManager or
  *                  systemd-networkd is configured for it (nic-owner.h)
- *   "state"        the VF's recorded state, when there is one: what it
- *                  had before svff ("saved") survives reconfs that way
- *   "tenant"       set with "state" when the VF goes back to the domain
- *                  that had it; nothing here depends on it
+ *
+ * A reprovision is given the VF's recorded state (wants_recorded_state):
+ * what it had before svff ("saved") survives reconfs that way. Whether
+ * the VF goes back to its tenant changes nothing here.
  *
  * State: the keys above that were set, as set; "saved" (what the VF had
  * before svff touched it, or null: unknown, release clears to defaults);
@@ -78,8 +78,7 @@ static const unsigned attr_order[] = {
 
 static const char *const known_keys[] = {
         "mac", "mac_prefix", "vlan", "qos", "vlan_proto", "spoofchk", "trust", "rss_query",
-        "link_state", "max_tx_rate", "min_tx_rate", "nic_strict", "nic_release", "take_over",
-        "state", "tenant", NULL,
+        "link_state", "max_tx_rate", "min_tx_rate", "nic_strict", "nic_release", "take_over", NULL,
 };
 
 static const char *const link_states[] = { "auto", "enable", "disable" };
@@ -183,17 +182,16 @@ void svff_class_nic_get_stats(struct svff_class_pf *c, struct svff_nl_stats *ret
         svff_nl_get_stats(c->nl, ret);
 }
 
-/* What the settings ask of one VF. */
-struct want {
+/* What the settings ask of one VF (class.h). What it had before svff
+ * is not here: that is the recorded state's, given to provision. */
+struct svff_class_settings {
         struct svff_nl_vf vf;           /* mask: the attributes to set */
         bool strict;
         bool take_over;
         bool release_defaults;
-        bool has_saved;                 /* the recorded state has "saved" */
-        struct json_object *saved;      /* borrowed; NULL: unknown */
 };
 
-/* c is NULL for check(), which knows no device. */
+/* c is NULL for a load without a device, which names none. */
 static int bad(struct svff_error *err, const struct svff_class_pf *c, unsigned index, const char *fmt,
                const char *key, const char *hint) {
         if (!c)
@@ -259,39 +257,47 @@ static int mac_from_prefix(const char *prefix, unsigned index, uint8_t mac[stati
         return 0;
 }
 
-static int want_parse(const struct svff_class_pf *c, unsigned index, struct json_object *s,
-                      struct want *w, struct svff_error *err) {
-        struct svff_nl_vf *vf = &w->vf;
-        const char *str;
-        bool found = false, f_qos = false, f_proto = false, f_vlan = false, f_min = false, f_max = false;
-        unsigned u;
-        int r;
-
+/* No settings: nothing to set, strict, release restores. */
+static void settings_init(struct svff_class_settings *w, unsigned index) {
         memset(w, 0, sizeof(*w));
         w->strict = true;
-        vf->index = index;
-        vf->vlan_proto = SVFF_NL_PROTO_8021Q;
-        if (!s)
-                return 0;
-        if (!json_object_is_type(s, json_type_object))
-                return bad(err, c, index, "not an object:", "settings", "expected {\"vlan\": 100, ...}");
+        w->vf.index = index;
+        w->vf.vlan_proto = SVFF_NL_PROTO_8021Q;
+}
 
+static int check_keys(const struct svff_class_pf *c, unsigned index, struct json_object *s,
+                      struct svff_error *err) {
         json_object_object_foreach(s, key, val) {
                 bool ok = false;
                 (void) val;
                 for (size_t i = 0; known_keys[i]; i++)
                         if (streq(key, known_keys[i]))
                                 ok = true;
-                /* the daemon's keys for a reprovision (class.h), never
-                 * an operator's: check() is for theirs */
-                if (!c && (streq(key, "state") || streq(key, "tenant")))
-                        ok = false;
                 if (!ok)
                         return bad(err, c, index, "unknown NIC setting", key,
                                    "known: mac, mac_prefix, vlan, qos, vlan_proto, spoofchk, trust, "
                                    "rss_query, link_state, max_tx_rate, min_tx_rate, nic_strict, "
                                    "nic_release, take_over");
         }
+        return 0;
+}
+
+static int settings_parse(const struct svff_class_pf *c, unsigned index, struct json_object *s,
+                          struct svff_class_settings *w, struct svff_error *err) {
+        struct svff_nl_vf *vf = &w->vf;
+        const char *str;
+        bool found = false, f_qos = false, f_proto = false, f_vlan = false, f_min = false, f_max = false;
+        unsigned u;
+        int r;
+
+        settings_init(w, index);
+        if (!s)
+                return 0;
+        if (!json_object_is_type(s, json_type_object))
+                return bad(err, c, index, "not an object:", "settings", "expected {\"vlan\": 100, ...}");
+        r = check_keys(c, index, s, err);
+        if (r < 0)
+                return r;
 
         r = svff_json_get_string(s, "mac", &str);
         if (r == 0) {
@@ -418,13 +424,26 @@ static int want_parse(const struct svff_class_pf *c, unsigned index, struct json
                         return bad(err, c, index, "bad", "nic_release", "expected restore or defaults");
         } else if (r != -ENOENT)
                 return bad(err, c, index, "bad", "nic_release", "expected restore or defaults");
+        return 0;
+}
 
-        struct json_object *state = NULL, *saved = NULL;
-        if (json_object_object_get_ex(s, "state", &state) && json_object_is_type(state, json_type_object) &&
-            json_object_object_get_ex(state, "saved", &saved)) {
-                w->has_saved = true;
-                w->saved = json_object_is_type(saved, json_type_object) ? saved : NULL;
-        }
+static void nic_unload(struct svff_class_settings *s) {
+        free(s);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct svff_class_settings *, nic_unload);
+
+static int nic_load(const struct svff_class_pf *c, unsigned index, struct json_object *settings,
+                    struct svff_class_settings **ret, struct svff_error *err) {
+        _cleanup_(nic_unloadp) struct svff_class_settings *w = NULL;
+        int r;
+
+        w = malloc(sizeof(*w));
+        if (!w)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        r = settings_parse(c, index, settings, w, err);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(w);
         return 0;
 }
 
@@ -716,22 +735,44 @@ static int refusal_error(struct svff_class_pf *c, const struct svff_pf *pf, cons
                               "; some NICs (igb) take no min_tx_rate: leave it 0" : "");
 }
 
+/* Whether recorded (a state, or NULL) has "saved": *ret is it, or NULL
+ * when it is null (unknown). Borrowed from recorded. */
+static bool recorded_saved(struct json_object *recorded, struct json_object **ret) {
+        struct json_object *saved = NULL;
+
+        *ret = NULL;
+        if (!json_object_is_type(recorded, json_type_object) ||
+            !json_object_object_get_ex(recorded, "saved", &saved))
+                return false;
+        if (json_object_is_type(saved, json_type_object))
+                *ret = saved;
+        return true;
+}
+
 static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
-                         struct json_object *settings, struct json_object **ret,
-                         struct svff_error *err) {
+                         const struct svff_class_settings *settings, struct json_object *recorded,
+                         bool tenant, struct json_object **ret, struct svff_error *err) {
         _cleanup_free_ struct svff_nl_vf *live = NULL;
         _cleanup_(json_object_putp) struct json_object *state = NULL, *saved = NULL, *unsupported = NULL;
         const struct svff_nl_vf *me = NULL;
+        struct json_object *rec_saved;
         struct refusal refused[7];
         size_t n_live = 0, n_refused = 0;
         unsigned to_set, bad_bits = 0;
-        struct want w;
+        struct svff_class_settings w;
+        bool has_saved;
         int r, readable;
 
-        /* Everything the settings can get wrong, before anything is sent. */
-        r = want_parse(c, index, settings, &w, err);
-        if (r < 0)
-                return r;
+        /* A VF handed back to its tenant and one handed on get the same:
+         * the settings, over what the VF had of its own (saved). */
+        (void) tenant;
+        /* A copy: a hand-over's reset below changes it. */
+        if (settings)
+                w = *settings;
+        else
+                settings_init(&w, index);
+        w.vf.index = index;
+        has_saved = recorded_saved(recorded, &rec_saved);
 
         readable = read_live(c, pf, index, &live, &n_live, err);
         if (readable < 0)
@@ -759,8 +800,8 @@ static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsi
          * svff's own earlier write (a crash before the record): its
          * "before" is unknown, and release then clears to the defaults,
          * which never leaks a VLAN. */
-        if (w.has_saved)
-                saved = w.saved ? json_object_get(w.saved) : NULL;
+        if (has_saved)
+                saved = rec_saved ? json_object_get(rec_saved) : NULL;
         else if (me && (!w.vf.mask || vf_diff(me, &w.vf, w.vf.mask & me->mask)))
                 saved = vf_to_json(me, me->mask);
 
@@ -769,11 +810,11 @@ static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsi
          * VLAN given by hand, is part of its identity. It stays the VF's
          * own: not in the state, so release leaves it. */
         struct svff_nl_vf want = w.vf;
-        if (w.has_saved && w.saved && me) {
+        if (has_saved && rec_saved && me) {
                 struct svff_nl_vf own;
                 unsigned bits;
 
-                json_to_vf(w.saved, index, &own);
+                json_to_vf(rec_saved, index, &own);
                 bits = own.mask & ~w.vf.mask & me->mask;
                 if ((bits & SVFF_NL_VF_MAC) && svff_nl_mac_is_zero(own.mac))
                         bits &= ~SVFF_NL_VF_MAC;
@@ -785,7 +826,7 @@ static int nic_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsi
          * goes back to what the VF had of its own, else to the drivers'
          * defaults (no MAC, no VLAN, no rate, spoof checking on, trust
          * off). It is recorded, so verify reads it back too. */
-        if (w.has_saved && me) {
+        if (has_saved && me) {
                 struct svff_nl_vf base;
                 unsigned reset;
 
@@ -1058,7 +1099,8 @@ static int step_add(struct json_object *steps, unsigned vf, const char *action, 
 static char *nic_describe(struct json_object *state);
 
 static int nic_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
-                    struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+                    struct svff_class_settings *const *settings, struct json_object **ret,
+                    struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *o = NULL, *steps = NULL;
         _cleanup_(svff_nic_owner_freep) struct svff_nic_owner *owner = NULL;
         _cleanup_free_ uint8_t (*macs)[6] = NULL;
@@ -1066,9 +1108,6 @@ static int nic_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned 
         bool take_over = false;
         int r;
 
-        if (settings && !json_object_is_type(settings, json_type_array))
-                return svff_error_set(err, -EINVAL, "PF %s: the per-VF settings are not an array",
-                                      c->address);
         macs = calloc(numvfs ?: 1, sizeof(*macs));
         has_mac = calloc(numvfs ?: 1, sizeof(*has_mac));
         steps = json_object_new_array();
@@ -1077,32 +1116,29 @@ static int nic_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned 
                 return -ENOMEM;
 
         for (unsigned i = 0; i < numvfs; i++) {
-                struct json_object *s = settings && i < json_object_array_length(settings) ?
-                                        json_object_array_get_idx(settings, i) : NULL;
+                const struct svff_class_settings *w = settings ? settings[i] : NULL;
                 _cleanup_(json_object_putp) struct json_object *st = NULL;
                 _cleanup_free_ char *d = NULL;
-                struct want w;
 
-                r = want_parse(c, i, s, &w, err);
-                if (r < 0)
-                        return r;
-                take_over |= w.take_over;
-                if (w.vf.mask & SVFF_NL_VF_MAC) {
+                if (!w)
+                        continue;       /* none loaded: nothing asked */
+                take_over |= w->take_over;
+                if (w->vf.mask & SVFF_NL_VF_MAC) {
                         for (unsigned j = 0; j < i; j++)
-                                if (has_mac[j] && !memcmp(macs[j], w.vf.mac, 6)) {
+                                if (has_mac[j] && !memcmp(macs[j], w->vf.mac, 6)) {
                                         char buf[18];
-                                        svff_nl_mac_format(w.vf.mac, buf);
+                                        svff_nl_mac_format(w->vf.mac, buf);
                                         return svff_error_set(err, -EINVAL,
                                                               "VF %u of '%s' (PF %s): MAC %s is VF %u's "
                                                               "too; give each VF its own MAC", i,
                                                               c->ifname, c->address, buf, j);
                                 }
-                        memcpy(macs[i], w.vf.mac, 6);
+                        memcpy(macs[i], w->vf.mac, 6);
                         has_mac[i] = true;
                 }
-                if (!w.vf.mask)
+                if (!w->vf.mask)
                         continue;
-                st = vf_to_json(&w.vf, w.vf.mask);
+                st = vf_to_json(&w->vf, w->vf.mask);
                 d = st ? nic_describe(st) : NULL;
                 if (!d || step_add(steps, i, "nic-set", d) < 0)
                         return -ENOMEM;
@@ -1219,12 +1255,6 @@ static char *nic_summarize(struct json_object *state) {
         return s;
 }
 
-static int nic_check(struct json_object *settings, struct svff_error *err) {
-        struct want w;
-
-        return want_parse(NULL, 0, settings, &w, err);
-}
-
 static struct json_object *nic_capacity(struct json_object *inspection, struct json_object *settings) {
         _cleanup_(json_object_putp) struct json_object *lines = json_object_new_array();
         struct json_object *pf = NULL, *vfs = NULL, *owner;
@@ -1283,7 +1313,8 @@ const struct svff_class svff_class_nic = {
         .release = nic_release,
         .describe = nic_describe,
         .summarize = nic_summarize,
-        .check = nic_check,
+        .load = nic_load,
+        .unload = nic_unload,
         .wants_recorded_state = true,
         .capacity = nic_capacity,
 };

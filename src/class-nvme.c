@@ -37,7 +37,7 @@
  * guest gets another disk. So a reprovision given the VF's recorded state
  * (wants_recorded_state) keeps the recorded identity in the new state,
  * and verify compares the device with it, when the VF goes back to the
- * domain that had it (the daemon's "tenant" key); for anyone else the
+ * domain that had it (provision's tenant); for anyone else the
  * device's counts. The namespace's UUID is not among them: the
  * primary reads a namespace's UUID only when the namespace is attached to
  * it (CNS 03h), and a VF's namespace never is. */
@@ -69,15 +69,12 @@ struct svff_class_pf {
         struct svff_nvme_primary_caps caps;
 };
 
-/* One VF's settings, checked and resolved. */
-struct nvme_settings {
+/* One VF's settings, checked and resolved (class.h). */
+struct svff_class_settings {
         int vq, vi;                             /* -1: the per-VF maximum */
         uint32_t nsid;                          /* 0: none */
         bool primary_flexible;
         bool scrub;
-        /* the identity to keep: the VF's recorded state, when a
-         * reprovision is given it for the same tenant; else NULL */
-        struct json_object *keep;
 };
 
 /* ---- settings ---------------------------------------------------------- */
@@ -122,10 +119,52 @@ static int nsid_from_json(struct json_object *v, uint32_t *ret, struct svff_erro
         return 0;
 }
 
-/* settings for VF index (index UINT32_MAX: only check the shape). */
-static int settings_parse(struct json_object *settings, unsigned index, struct nvme_settings *ret,
+/* "namespace": one NSID for every VF, or a list by VF index. Every
+ * entry of a list is checked, and no NSID may go to two VFs, whether
+ * or not pick says which VF's to take (false: a check, for no VF). */
+static int namespace_load(struct json_object *v, bool pick, unsigned index, uint32_t *ret,
                           struct svff_error *err) {
-        struct nvme_settings s = { .vq = -1, .vi = -1 };
+        size_t n;
+        int r;
+
+        *ret = 0;
+        if (!v)
+                return 0;
+        if (!json_object_is_type(v, json_type_array))
+                return nsid_from_json(v, ret, err);
+
+        n = json_object_array_length(v);
+        for (size_t i = 0; i < n; i++) {
+                uint32_t nsid;
+
+                r = nsid_from_json(json_object_array_get_idx(v, i), &nsid, err);
+                if (r < 0)
+                        return r;
+                if (pick && i == index)
+                        *ret = nsid;
+                /* a namespace goes to one VF: the second would be
+                 * refused at its attach */
+                for (size_t j = 0; nsid && j < i; j++) {
+                        struct json_object *o = json_object_array_get_idx(v, j);
+
+                        if (o && json_object_get_int64(o) == nsid)
+                                return svff_error_set(err, -EINVAL,
+                                                      "NVMe setting 'namespace' gives namespace %" PRIu32
+                                                      " to VF %zu and VF %zu; svff attaches a namespace "
+                                                      "to one VF's controller only",
+                                                      nsid, j, i);
+                }
+        }
+        return 0;
+}
+
+/* What needs no device is checked here, for any c; what the controller
+ * allows (the per-VF maxima, the namespaces it has) is checked by plan
+ * and provision, which read it. c NULL: a check for no VF, so no
+ * namespace of a list is picked. */
+static int nvme_load(const struct svff_class_pf *c, unsigned index, struct json_object *settings,
+                     struct svff_class_settings **ret, struct svff_error *err) {
+        _cleanup_free_ struct svff_class_settings *s = NULL;
         struct json_object *v;
         int r;
 
@@ -138,9 +177,6 @@ static int settings_parse(struct json_object *settings, unsigned index, struct n
                         if (!strcmp(key, "vq") || !strcmp(key, "vi") || !strcmp(key, "namespace") ||
                             !strcmp(key, "primary_flexible") || !strcmp(key, "scrub_on_release"))
                                 continue;
-                        /* the daemon's, for a reprovision (class.h) */
-                        if (index != UINT32_MAX && (!strcmp(key, "state") || !strcmp(key, "tenant")))
-                                continue;
                         return svff_error_set(err, -EINVAL,
                                               "Unknown NVMe setting '%s': the NVMe class takes 'vq', 'vi', "
                                               "'namespace', 'primary_flexible' and 'scrub_on_release'",
@@ -148,79 +184,46 @@ static int settings_parse(struct json_object *settings, unsigned index, struct n
                 }
         }
 
-        r = get_count(settings, "vq", 2, &s.vq, err);
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        r = get_count(settings, "vq", 2, &s->vq, err);
         if (r < 0)
                 return r;
-        r = get_count(settings, "vi", 1, &s.vi, err);
+        r = get_count(settings, "vi", 1, &s->vi, err);
         if (r < 0)
                 return r;
 
-        if (settings && json_object_object_get_ex(settings, "namespace", &v) && v) {
-                if (json_object_is_type(v, json_type_array)) {
-                        size_t n = json_object_array_length(v);
-
-                        for (size_t i = 0; i < n; i++) {
-                                uint32_t nsid;
-
-                                r = nsid_from_json(json_object_array_get_idx(v, i), &nsid, err);
-                                if (r < 0)
-                                        return r;
-                                if (i == index)
-                                        s.nsid = nsid;
-                                /* a namespace goes to one VF: the second
-                                 * would be refused at its attach */
-                                for (size_t j = 0; nsid && j < i; j++) {
-                                        struct json_object *o = json_object_array_get_idx(v, j);
-
-                                        if (o && json_object_get_int64(o) == nsid)
-                                                return svff_error_set(err, -EINVAL,
-                                                                      "NVMe setting 'namespace' gives namespace %" PRIu32
-                                                                      " to VF %zu and VF %zu; svff attaches a namespace "
-                                                                      "to one VF's controller only",
-                                                                      nsid, j, i);
-                                }
-                        }
-                } else {
-                        r = nsid_from_json(v, &s.nsid, err);
-                        if (r < 0)
-                                return r;
-                }
+        if (settings && json_object_object_get_ex(settings, "namespace", &v)) {
+                r = namespace_load(v, c != NULL, index, &s->nsid, err);
+                if (r < 0)
+                        return r;
         }
 
         if (settings && json_object_object_get_ex(settings, "primary_flexible", &v) && v) {
                 if (!json_object_is_type(v, json_type_boolean))
                         return svff_error_set(err, -EINVAL, "NVMe setting 'primary_flexible' must be true or false, not %s",
                                               json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-                s.primary_flexible = json_object_get_boolean(v);
+                s->primary_flexible = json_object_get_boolean(v);
         }
 
         if (settings && json_object_object_get_ex(settings, "scrub_on_release", &v) && v) {
                 const char *m = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 
                 if (m && !strcmp(m, "format"))
-                        s.scrub = true;
+                        s->scrub = true;
                 else if (!m || strcmp(m, "none"))
                         return svff_error_set(err, -EINVAL,
                                               "NVMe setting 'scrub_on_release' is %s; it takes \"none\" or \"format\"",
                                               json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
         }
 
-        if (index != UINT32_MAX && json_object_object_get_ex(settings, "state", &v) &&
-            json_object_is_type(v, json_type_object)) {
-                struct json_object *t;
-
-                if (json_object_object_get_ex(settings, "tenant", &t) && json_object_get_boolean(t))
-                        s.keep = v;
-        }
-
-        *ret = s;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
-static int nvme_check(struct json_object *settings, struct svff_error *err) {
-        struct nvme_settings s;
-
-        return settings_parse(settings, UINT32_MAX, &s, err);
+static void nvme_unload(struct svff_class_settings *s) {
+        free(s);
 }
 
 /* ---- the admin queue --------------------------------------------------- */
@@ -945,14 +948,9 @@ static int check_namespace(struct svff_class_pf *c, const struct secondaries *l,
         return 0;
 }
 
-static struct json_object *settings_at(struct json_object *settings, unsigned i) {
-        if (!settings || !json_object_is_type(settings, json_type_array))
-                return NULL;
-        return json_object_array_get_idx(settings, i);
-}
-
 static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
-                     struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+                     struct svff_class_settings *const *settings, struct json_object **ret,
+                     struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *o = json_object_new_object(), *steps = json_object_new_array(),
                                                        *warnings = json_object_new_array();
         _cleanup_free_ struct secondaries *l = malloc(sizeof(*l));
@@ -965,9 +963,6 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
 
         if (!o || !steps || !warnings || !l || !nss)
                 return -ENOMEM;
-        if (settings && !json_object_is_type(settings, json_type_array))
-                return svff_error_set(err, -EINVAL, "The NVMe plan for PF %s takes one settings object per VF",
-                                      pf->address);
 
         r = c->ops->primary_caps(c->handle, &c->caps);
         if (r != 0) {
@@ -988,14 +983,11 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                                       numvfs, pf->address, c->ctrl, l->n, l->n);
 
         for (unsigned i = 0; i < numvfs; i++) {
-                struct nvme_settings s;
+                const struct svff_class_settings *s = settings[i];
                 unsigned q, v;
 
-                r = settings_parse(settings_at(settings, i), i, &s, err);
-                if (r < 0)
-                        return r;
-                q = want(s.vq, c->caps.vqfrsm);
-                v = want(s.vi, c->caps.vifrsm);
+                q = want(s->vq, c->caps.vqfrsm);
+                v = want(s->vi, c->caps.vifrsm);
                 if (q > c->caps.vqfrsm || v > c->caps.vifrsm)
                         return svff_error_set(err, -EINVAL,
                                               "VF %u of PF %s asks for %u VQ and %u VI flexible resources; the "
@@ -1004,16 +996,16 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                                               i, pf->address, q, v, c->ctrl, c->caps.vqfrsm, c->caps.vifrsm);
                 vq += q;
                 vi += v;
-                primary_flexible |= s.primary_flexible;
+                primary_flexible |= s->primary_flexible;
 
                 snprintf(detail, sizeof(detail), "secondary controller of VFN %u: %u VI, %u VQ", i + 1, v, q);
                 json_object_array_add(steps, step(i, "assign", detail));
                 json_object_array_add(steps, step(i, "online", "bring the secondary online, read it back"));
-                if (s.nsid) {
-                        r = check_namespace(c, l, nss, i, s.nsid, s.scrub, NULL, err);
+                if (s->nsid) {
+                        r = check_namespace(c, l, nss, i, s->nsid, s->scrub, NULL, err);
                         if (r < 0)
                                 return r;
-                        snprintf(detail, sizeof(detail), "attach namespace %" PRIu32, s.nsid);
+                        snprintf(detail, sizeof(detail), "attach namespace %" PRIu32, s->nsid);
                         json_object_array_add(steps, step(i, "attach-namespace", detail));
                 }
         }
@@ -1078,7 +1070,7 @@ static int nvme_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
 }
 
 static int nvme_prepare(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
-                        struct json_object *settings, struct svff_error *err) {
+                        struct svff_class_settings *const *settings, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *plan = NULL;
         struct json_object *steps;
         int r;
@@ -1217,15 +1209,18 @@ static int detach_others(struct svff_class_pf *c, const struct svff_pf *pf, unsi
         return 0;
 }
 
+/* recorded (the VF's last state, or NULL) holds the identity to keep
+ * when tenant: the VF goes back to the domain that had it. */
 static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
-                          struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+                          const struct svff_class_settings *s, struct json_object *recorded, bool tenant,
+                          struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *state = NULL;
         _cleanup_free_ struct secondaries *l = malloc(sizeof(*l));
         _cleanup_free_ struct ids *nss = malloc(sizeof(*nss));
         struct svff_nvme_primary_caps caps;
         struct svff_nvme_secondary sc;
         const struct svff_nvme_secondary *e;
-        struct nvme_settings s;
+        struct json_object *keep = tenant && json_object_is_type(recorded, json_type_object) ? recorded : NULL;
         int64_t free_vq, free_vi;
         unsigned q, v;
         bool private_ = false;
@@ -1236,11 +1231,8 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                 return -ENOMEM;
         /* everything that can be refused is, before the first command
          * that changes anything */
-        r = settings_parse(settings, index, &s, err);
-        if (r < 0)
-                return r;
-        q = want(s.vq, c->caps.vqfrsm);
-        v = want(s.vi, c->caps.vifrsm);
+        q = want(s->vq, c->caps.vqfrsm);
+        v = want(s->vi, c->caps.vifrsm);
         if (q > c->caps.vqfrsm || v > c->caps.vifrsm)
                 return svff_error_set(err, -EINVAL,
                                       "VF %u of PF %s asks for %u VQ and %u VI flexible resources; the controller %s "
@@ -1256,20 +1248,20 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                                       "is the VF enabled?",
                                       pf->address, c->ctrl, index, index + 1);
         sc = *e;
-        if (s.nsid) {
+        if (s->nsid) {
                 r = read_namespaces(c, nss, err);
                 if (r < 0)
                         return r;
-                r = check_namespace(c, l, nss, index, s.nsid, s.scrub, &private_, err);
+                r = check_namespace(c, l, nss, index, s->nsid, s->scrub, &private_, err);
                 if (r < 0)
                         return r;
         }
         /* Back to the domain that had it: the device must still be the
          * one its guest knew. */
-        if (s.keep) {
-                struct ids one = { .v = { s.nsid }, .n = s.nsid ? 1 : 0 };
+        if (keep) {
+                struct ids one = { .v = { s->nsid }, .n = s->nsid ? 1 : 0 };
 
-                r = identity_check(c, pf, index, s.keep, sc.scid, &one, err);
+                r = identity_check(c, pf, index, keep, sc.scid, &one, err);
                 if (r < 0)
                         return r;
         }
@@ -1330,16 +1322,16 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
                                               e ? e->nvi : 0, q, v);
         }
 
-        if (s.nsid) {
-                r = c->ops->ns_attach(c->handle, s.nsid, sc.scid, true);
+        if (s->nsid) {
+                r = c->ops->ns_attach(c->handle, s->nsid, sc.scid, true);
                 /* attached by an earlier, interrupted run */
                 if (r != 0 && r != SVFF_NVME_SC_NS_ALREADY_ATTACHED)
                         return svff_error_set(err, status_errno(r),
                                               "Attaching namespace %" PRIu32 " to VF %u's secondary controller %u on "
                                               "%s (PF %s) failed: %s",
-                                              s.nsid, index, sc.scid, c->ctrl, pf->address, status_str(r, buf));
+                                              s->nsid, index, sc.scid, c->ctrl, pf->address, status_str(r, buf));
         }
-        r = detach_others(c, pf, index, sc.scid, s.nsid, err);
+        r = detach_others(c, pf, index, sc.scid, s->nsid, err);
         if (r < 0)
                 return r;
 
@@ -1350,12 +1342,12 @@ static int nvme_provision(struct svff_class_pf *c, const struct svff_pf *pf, uns
         json_object_object_add(state, "secondary", json_object_new_string("online"));
         json_object_object_add(state, "vq", json_object_new_int(q));
         json_object_object_add(state, "vi", json_object_new_int(v));
-        json_object_object_add(state, "namespaces", u32_array(&s.nsid, s.nsid ? 1 : 0));
-        if (s.scrub) {
+        json_object_object_add(state, "namespaces", u32_array(&s->nsid, s->nsid ? 1 : 0));
+        if (s->scrub) {
                 json_object_object_add(state, "scrub_on_release", json_object_new_string("format"));
-                json_object_object_add(state, "private", u32_array(&s.nsid, s.nsid && private_ ? 1 : 0));
+                json_object_object_add(state, "private", u32_array(&s->nsid, s->nsid && private_ ? 1 : 0));
         }
-        r = identity_add(c, state, s.keep, sc.scid, s.nsid, err);
+        r = identity_add(c, state, keep, sc.scid, s->nsid, err);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(state);
@@ -1638,24 +1630,26 @@ static int checked_inspect(struct svff_class_pf *c, const struct svff_pf *pf, st
 }
 
 static int checked_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
-                        struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+                        struct svff_class_settings *const *settings, struct json_object **ret,
+                        struct svff_error *err) {
         int r = ctrl_check(c, err);
 
         return r < 0 ? r : nvme_plan(c, pf, numvfs, settings, ret, err);
 }
 
 static int checked_prepare(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
-                           struct json_object *settings, struct svff_error *err) {
+                           struct svff_class_settings *const *settings, struct svff_error *err) {
         int r = ctrl_check(c, err);
 
         return r < 0 ? r : nvme_prepare(c, pf, numvfs, settings, err);
 }
 
 static int checked_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
-                             struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+                             const struct svff_class_settings *settings, struct json_object *recorded, bool tenant,
+                             struct json_object **ret, struct svff_error *err) {
         int r = ctrl_check(c, err);
 
-        return r < 0 ? r : nvme_provision(c, pf, index, settings, ret, err);
+        return r < 0 ? r : nvme_provision(c, pf, index, settings, recorded, tenant, ret, err);
 }
 
 static int checked_verify(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
@@ -1678,13 +1672,14 @@ const struct svff_class svff_class_nvme = {
         .open = nvme_open,
         .close = nvme_close,
         .inspect = checked_inspect,
+        .load = nvme_load,
+        .unload = nvme_unload,
         .plan = checked_plan,
         .provision = checked_provision,
         .verify = checked_verify,
         .release = checked_release,
         .describe = nvme_describe,
         .summarize = nvme_summarize,
-        .check = nvme_check,
         .prepare = checked_prepare,
         .capacity = nvme_capacity,
         .wants_recorded_state = true,

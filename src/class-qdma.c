@@ -42,8 +42,11 @@ struct svff_class_pf {
         char address[SVFF_PCI_ADDR_STRLEN];
 };
 
-struct qdma_settings {
+/* One VF's settings, loaded. qmax and budget are PF-wide: plan and
+ * prepare pick them from the VFs' (the policy's, so the same in each). */
+struct svff_class_settings {
         bool has_qmax;                  /* false: leave the PF's alone */
+        bool has_budget;                /* false: the default */
         unsigned qmax;
         unsigned vf_qmax;
         unsigned budget;
@@ -78,65 +81,75 @@ static bool qdma_match(struct svff_ctx *ctx, const struct svff_pf *pf) {
                (pf->driver && strcmp(pf->driver, "qdma-pf") == 0);
 }
 
-static int qdma_check(struct json_object *settings, struct svff_error *err) {
-        unsigned qmax = 0, budget = QDMA_BUDGET_DEFAULT;
-        bool has_qmax = false;
+/* One key of the settings into s: every value a count of queues. */
+static int qdma_load_key(struct svff_class_settings *s, const char *key, struct json_object *val,
+                         struct svff_error *err) {
         uint64_t v;
         int r;
 
-        if (!settings)
-                return 0;
-        if (!json_object_is_type(settings, json_type_object))
-                return svff_error_set(err, -EINVAL, "The qdma class settings must be a JSON object");
-        json_object_object_foreach(settings, key, val) {
-                if (strcmp(key, "qmax") != 0 && strcmp(key, "vf_qmax") != 0 &&
-                    strcmp(key, "budget") != 0)
-                        return svff_error_set(err, -EINVAL,
-                                              "Unknown qdma setting '%s': use 'qmax', 'vf_qmax' or 'budget'",
-                                              key);
-                r = svff_json_to_u64(val, &v);
-                if (r == -ERANGE && json_object_get_double(val) > 0)
-                        r = 0, v = UINT64_MAX;  /* beyond 64 bits: out of range below */
-                if (r < 0)
-                        return svff_error_set(err, -EINVAL,
-                                              "qdma setting '%s' takes a number of queues, not '%s'",
-                                              key, json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN));
-                if (v > QDMA_QUEUES_MAX)
-                        return svff_error_set(err, -ERANGE,
-                                              "qdma setting '%s' %s is out of range: at most %u queues",
-                                              key, json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN),
-                                              QDMA_QUEUES_MAX);
-                if (strcmp(key, "qmax") == 0) {
-                        qmax = v;
-                        has_qmax = true;
-                } else if (strcmp(key, "budget") == 0) {
-                        if (v == 0)
-                                return svff_error_set(err, -EINVAL, "qdma setting 'budget' must be at least 1");
-                        budget = v;
-                }
-        }
-        if (has_qmax && qmax > budget)
+        if (strcmp(key, "qmax") != 0 && strcmp(key, "vf_qmax") != 0 && strcmp(key, "budget") != 0)
                 return svff_error_set(err, -EINVAL,
-                                      "qdma setting 'qmax' %u exceeds the device's budget of %u queues",
-                                      qmax, budget);
+                                      "Unknown qdma setting '%s': use 'qmax', 'vf_qmax' or 'budget'",
+                                      key);
+        r = svff_json_to_u64(val, &v);
+        if (r == -ERANGE && json_object_get_double(val) > 0)
+                r = 0, v = UINT64_MAX;  /* beyond 64 bits: out of range below */
+        if (r < 0)
+                return svff_error_set(err, -EINVAL,
+                                      "qdma setting '%s' takes a number of queues, not '%s'",
+                                      key, json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN));
+        if (v > QDMA_QUEUES_MAX)
+                return svff_error_set(err, -ERANGE,
+                                      "qdma setting '%s' %s is out of range: at most %u queues",
+                                      key, json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN),
+                                      QDMA_QUEUES_MAX);
+        if (strcmp(key, "qmax") == 0) {
+                s->qmax = v;
+                s->has_qmax = true;
+        } else if (strcmp(key, "vf_qmax") == 0)
+                s->vf_qmax = v;
+        else {
+                if (v == 0)
+                        return svff_error_set(err, -EINVAL, "qdma setting 'budget' must be at least 1");
+                s->budget = v;
+                s->has_budget = true;
+        }
         return 0;
 }
 
-static int qdma_settings_parse(struct json_object *settings, struct qdma_settings *ret,
-                               struct svff_error *err) {
-        struct qdma_settings s = { .budget = QDMA_BUDGET_DEFAULT };
+/* Nothing in QDMA settings depends on the device or the VF: c and
+ * index change nothing. */
+static int qdma_load(const struct svff_class_pf *c, unsigned index, struct json_object *settings,
+                     struct svff_class_settings **ret, struct svff_error *err) {
+        struct svff_class_settings s = { .budget = QDMA_BUDGET_DEFAULT }, *loaded;
         int r;
 
-        r = qdma_check(settings, err);
-        if (r < 0)
-                return r;
+        (void) c;
+        (void) index;
+        if (settings && !json_object_is_type(settings, json_type_object))
+                return svff_error_set(err, -EINVAL, "The qdma class settings must be a JSON object");
         if (settings) {
-                s.has_qmax = svff_json_get_unsigned(settings, "qmax", &s.qmax) == 0;
-                (void) svff_json_get_unsigned(settings, "vf_qmax", &s.vf_qmax);
-                (void) svff_json_get_unsigned(settings, "budget", &s.budget);
+                json_object_object_foreach(settings, key, val) {
+                        r = qdma_load_key(&s, key, val, err);
+                        if (r < 0)
+                                return r;
+                }
         }
-        *ret = s;
+        if (s.has_qmax && s.qmax > s.budget)
+                return svff_error_set(err, -EINVAL,
+                                      "qdma setting 'qmax' %u exceeds the device's budget of %u queues",
+                                      s.qmax, s.budget);
+
+        loaded = malloc(sizeof(*loaded));
+        if (!loaded)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        *loaded = s;
+        *ret = loaded;
         return 0;
+}
+
+static void qdma_unload(struct svff_class_settings *s) {
+        free(s);
 }
 
 static int qdma_open(struct svff_ctx *ctx, const struct svff_pf *pf, struct svff_class_pf **ret,
@@ -242,18 +255,32 @@ static int qdma_inspect(struct svff_class_pf *c, const struct svff_pf *pf, struc
         return 0;
 }
 
+/* Adds VF index's "reserve-queues" step to a plan's steps. */
+static int qdma_plan_step(struct json_object *steps, unsigned index, unsigned vf_qmax) {
+        _cleanup_(json_object_putp) struct json_object *step = NULL;
+        _cleanup_free_ char *detail = NULL;
+
+        step = json_object_new_object();
+        if (!step || asprintf(&detail, "%u queues kept for the guest's qdma-vf to request", vf_qmax) < 0)
+                return -ENOMEM;
+        json_object_object_add(step, "vf", json_unsigned(index));
+        json_object_object_add(step, "action", json_object_new_string("reserve-queues"));
+        json_object_object_add(step, "detail", json_object_new_string(detail));
+        if (json_object_array_add(steps, step) < 0)
+                return -ENOMEM;
+        TAKE_PTR(step);
+        return 0;
+}
+
 static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
-                     struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+                     struct svff_class_settings *const *settings, struct json_object **ret,
+                     struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *o = NULL, *steps = NULL;
-        struct qdma_settings pfs = { .budget = QDMA_BUDGET_DEFAULT };
+        struct svff_class_settings pfs = { .budget = QDMA_BUDGET_DEFAULT };
         unsigned long long vf_total = 0, pf_qmax;
         _cleanup_free_ char *needs = NULL;
         unsigned live = 0;
-        int r;
 
-        if (settings && !json_object_is_type(settings, json_type_array))
-                return svff_error_set(err, -EINVAL, "The qdma plan of %s takes one settings object per VF",
-                                      pf->address);
         steps = json_object_new_array();
         if (!steps)
                 return svff_error_set(err, -ENOMEM, "Out of memory planning %s", pf->address);
@@ -261,33 +288,17 @@ static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
         /* The PF's qmax and the budget are the policy's, the same in every
          * VF's merged settings: the first VF that names them wins. */
         for (unsigned i = 0; i < numvfs; i++) {
-                struct json_object *s = settings ? json_object_array_get_idx(settings, i) : NULL;
-                struct qdma_settings vs;
+                const struct svff_class_settings *vs = settings[i];
 
-                r = qdma_settings_parse(s, &vs, err);
-                if (r < 0)
-                        return r;
-                if (i == 0 || (s && json_object_object_get_ex(s, "budget", NULL)))
-                        pfs.budget = vs.budget;
+                if (i == 0 || vs->has_budget)
+                        pfs.budget = vs->budget;
                 if (!pfs.has_qmax) {
-                        pfs.has_qmax = vs.has_qmax;
-                        pfs.qmax = vs.qmax;
+                        pfs.has_qmax = vs->has_qmax;
+                        pfs.qmax = vs->qmax;
                 }
-                vf_total += vs.vf_qmax;
-                if (vs.vf_qmax > 0) {
-                        struct json_object *step = json_object_new_object();
-                        char *detail = NULL;
-
-                        if (!step || asprintf(&detail, "%u queues kept for the guest's qdma-vf to request", vs.vf_qmax) < 0) {
-                                json_object_put(step);
-                                return svff_error_set(err, -ENOMEM, "Out of memory planning %s", pf->address);
-                        }
-                        json_object_object_add(step, "vf", json_unsigned(i));
-                        json_object_object_add(step, "action", json_object_new_string("reserve-queues"));
-                        json_object_object_add(step, "detail", json_object_new_string(detail));
-                        free(detail);
-                        json_object_array_add(steps, step);
-                }
+                vf_total += vs->vf_qmax;
+                if (vs->vf_qmax > 0 && qdma_plan_step(steps, i, vs->vf_qmax) < 0)
+                        return svff_error_set(err, -ENOMEM, "Out of memory planning %s", pf->address);
         }
 
         if (pfs.has_qmax)
@@ -383,43 +394,36 @@ static int qdma_set_pf_qmax(struct svff_class_pf *c, const struct svff_pf *pf, u
  * gives: qmax, then numvfs). Provision sets it again, idempotently, for
  * callers that do not prepare. */
 static int qdma_prepare(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
-                        struct json_object *settings, struct svff_error *err) {
-        for (unsigned i = 0; i < numvfs; i++) {
-                struct json_object *vs = settings ? json_object_array_get_idx(settings, i) : NULL;
-                struct qdma_settings s;
-                int r;
-
-                r = qdma_settings_parse(vs, &s, err);
-                if (r < 0)
-                        return r;
-                if (s.has_qmax)
-                        return qdma_set_pf_qmax(c, pf, s.qmax, err);
-        }
+                        struct svff_class_settings *const *settings, struct svff_error *err) {
+        for (unsigned i = 0; i < numvfs; i++)
+                if (settings[i]->has_qmax)
+                        return qdma_set_pf_qmax(c, pf, settings[i]->qmax, err);
         return 0;
 }
 
+/* recorded and tenant change nothing: a VF's queues are its guest's to
+ * ask for again after every enable (the state's "contexts"). */
 static int qdma_provision(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
-                          struct json_object *settings, struct json_object **ret, struct svff_error *err) {
+                          const struct svff_class_settings *settings, struct json_object *recorded,
+                          bool tenant, struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *st = NULL;
-        struct qdma_settings s;
         int r;
 
-        r = qdma_settings_parse(settings, &s, err);
-        if (r < 0)
-                return r;
-        if (s.has_qmax) {
-                r = qdma_set_pf_qmax(c, pf, s.qmax, err);
+        (void) index;
+        (void) recorded;
+        (void) tenant;
+        if (settings->has_qmax) {
+                r = qdma_set_pf_qmax(c, pf, settings->qmax, err);
                 if (r < 0)
                         return r;
         }
-        (void) index;
 
         st = json_object_new_object();
         if (!st)
                 return svff_error_set(err, -ENOMEM, "Out of memory");
-        if (s.has_qmax)
-                json_object_object_add(st, "pf_qmax", json_unsigned(s.qmax));
-        json_object_object_add(st, "vf_qmax", json_unsigned(s.vf_qmax));
+        if (settings->has_qmax)
+                json_object_object_add(st, "pf_qmax", json_unsigned(settings->qmax));
+        json_object_object_add(st, "vf_qmax", json_unsigned(settings->vf_qmax));
         /* a VF that was just enabled has no queue contexts: its driver,
          * the guest's, must ask for them */
         json_object_object_add(st, "contexts", json_object_new_string("reset"));
@@ -546,6 +550,8 @@ const struct svff_class svff_class_qdma = {
         .open = qdma_open,
         .close = qdma_close,
         .inspect = qdma_inspect,
+        .load = qdma_load,
+        .unload = qdma_unload,
         .plan = qdma_plan,
         .prepare = qdma_prepare,
         .provision = qdma_provision,
@@ -553,6 +559,5 @@ const struct svff_class svff_class_qdma = {
         .release = qdma_release,
         .describe = qdma_describe,
         .summarize = qdma_summarize,
-        .check = qdma_check,
         .capacity = qdma_capacity,
 };

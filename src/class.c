@@ -68,14 +68,54 @@ int svff_class_line_add(struct json_object *lines, const char *format, ...) {
 
 int svff_class_check(const struct svff_class *cls, struct json_object *settings,
                      struct svff_error *err) {
+        struct svff_class_settings *loaded = NULL;
+        int r;
+
         if (settings && !json_object_is_type(settings, json_type_object))
                 return svff_error_set(err, -EINVAL,
                                       "The %s class settings must be a JSON object, not '%s'",
                                       cls ? cls->name : "device",
                                       json_object_to_json_string_ext(settings, JSON_C_TO_STRING_PLAIN));
-        if (!cls || !cls->check)
+        if (!cls || !cls->load)
                 return 0;
-        return cls->check(settings, err);
+        r = cls->load(NULL, 0, settings, &loaded, err);
+        if (r >= 0 && loaded && cls->unload)
+                cls->unload(loaded);
+        return r < 0 ? r : 0;
+}
+
+int svff_class_load_all(const struct svff_class *cls, const struct svff_class_pf *c, struct json_object *settings,
+                        unsigned numvfs, struct svff_class_settings ***ret, struct svff_error *err) {
+        struct svff_class_settings **a;
+        bool array = settings && json_object_is_type(settings, json_type_array);
+
+        if (settings && !array)
+                return svff_error_set(err, -EINVAL, "The %s class takes one settings object per VF, not %s",
+                                      cls->name, json_object_to_json_string_ext(settings, JSON_C_TO_STRING_PLAIN));
+        a = calloc(numvfs ?: 1, sizeof(*a));
+        if (!a)
+                return svff_error_set(err, -ENOMEM, "Out of memory");
+        for (unsigned i = 0; i < numvfs; i++) {
+                struct json_object *s = array && i < json_object_array_length(settings) ?
+                                        json_object_array_get_idx(settings, i) : NULL;
+                int r = cls->load ? cls->load(c, i, s, &a[i], err) : 0;
+
+                if (r < 0) {
+                        svff_class_unload_all(cls, a, i);
+                        return r;
+                }
+        }
+        *ret = a;
+        return 0;
+}
+
+void svff_class_unload_all(const struct svff_class *cls, struct svff_class_settings **s, unsigned numvfs) {
+        if (!s)
+                return;
+        for (unsigned i = 0; i < numvfs; i++)
+                if (s[i] && cls->unload)
+                        cls->unload(s[i]);
+        free(s);
 }
 
 /* Adds a deep copy of every member of from to to, replacing what is

@@ -10,7 +10,7 @@
  * listed in the registry (class.c), and nothing outside those files knows
  * what a class does. The daemon calls these in its executors:
  *
- *   init:     plan (refuse before numvfs) -> prepare -> numvfs ->
+ *   init:     load -> plan (refuse before numvfs) -> prepare -> numvfs ->
  *             provision + verify each VF -> vfio-pci
  *   attach:   provision what the assignment adds -> verify -> attach
  *   reconf:   inspect each surviving VF (journaled before numvfs 0) ->
@@ -25,6 +25,9 @@
  *   settings  what the policy (defaults for every VF of the PF) and the
  *             assignment ask for, merged by svff_class_settings_merge():
  *             the assignment's keys win. E.g. {"namespace": 1, "vq": 2}.
+ *             That is the stored form; load turns one VF's into the
+ *             class's own typed value (struct svff_class_settings),
+ *             which is all plan, prepare and provision see.
  *   state     what provision did and verify read back, enough to undo it
  *             and to detect drift. E.g. {"secondary": "online",
  *             "vq": 2, "vi": 1, "namespaces": [1]}.
@@ -47,6 +50,10 @@
 #include "error.h"
 
 struct svff_class_pf;   /* one PF opened by its class (admin queue, socket) */
+/* One VF's settings, loaded: checked, and resolved for that VF (a MAC
+ * from a prefix, a namespace from a list). Each class defines it in
+ * its own file. */
+struct svff_class_settings;
 
 struct svff_class {
         const char *name;                       /* "nvme", "nic", "qdma" */
@@ -67,22 +74,36 @@ struct svff_class {
         int (*inspect)(struct svff_class_pf *c, const struct svff_pf *pf,
                        struct json_object **ret, struct svff_error *err);
 
+        /* Loads one VF's settings (merged, or NULL for none) into the
+         * class's typed form: every check of shape and range that needs
+         * no device (unknown keys, wrong types, impossible values), and
+         * what VF index's own value is. c NULL: no device is open (the
+         * policy loader's and an attach's check, for any VF: index is
+         * ignored, and errors name no device). -EINVAL with err naming
+         * the key and what it takes; *ret is freed with unload. Every
+         * class has both. */
+        int (*load)(const struct svff_class_pf *c, unsigned index, struct json_object *settings,
+                    struct svff_class_settings **ret, struct svff_error *err);
+        void (*unload)(struct svff_class_settings *s);
+
         /* The resources numvfs VFs with these per-VF settings need, and
          * whether the PF has them: *ret is {"steps": [{"vf": index,
          * "action": "...", "detail": "..."}...], "needs": "...", ...}.
          * -ENOSPC (or -EINVAL, -EOPNOTSUPP) with err saying e.g. "8 VFs
          * need 16 VQ and 8 VI flexible resources; the primary controller
-         * has 8 VQ free" when it does not. settings is an array of
-         * numvfs objects (or NULL entries), by VF index. */
+         * has 8 VQ free" when it does not. settings holds numvfs loaded
+         * values, by VF index (svff_class_load_all()). */
         int (*plan)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
-                    struct json_object *settings, struct json_object **ret,
+                    struct svff_class_settings *const *settings, struct json_object **ret,
                     struct svff_error *err);
 
         /* Brings VF index to settings before it goes to vfio-pci; *ret is
-         * its new state. */
+         * its new state. recorded, for a class that wants_recorded_state,
+         * is the state the VF's last provision returned (NULL: none), and
+         * tenant says the VF goes back to the domain that had it. */
         int (*provision)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned index,
-                         struct json_object *settings, struct json_object **ret,
-                         struct svff_error *err);
+                         const struct svff_class_settings *settings, struct json_object *recorded,
+                         bool tenant, struct json_object **ret, struct svff_error *err);
 
         /* Reads back what provision set: 0 when the live state matches
          * state, -EUCLEAN with err naming the difference. */
@@ -103,35 +124,25 @@ struct svff_class {
          * svffctl(8). May be NULL: list then shows describe's line. */
         char *(*summarize)(struct json_object *state);
 
-        /* Checks settings (one VF's, merged, or NULL) for shape and range
-         * without the device: unknown keys, wrong types, impossible
-         * values. -EINVAL with err naming the key and what it takes. For
-         * the policy loader and for attach's options, so that bad input
-         * is refused before anything is touched. May be NULL (every
-         * settings object accepted). plan and provision check again
-         * against the device. */
-        int (*check)(struct json_object *settings, struct svff_error *err);
-
         /* The PF-wide changes a plan lists with "vf": null (the NVMe
          * primary controller giving up flexible resources, say), after
          * plan and before numvfs; settings as for plan. May be NULL
          * (nothing PF-wide). Idempotent like the others; a step the plan
          * marks "disruptive" disturbs the host's own use of the PF. */
         int (*prepare)(struct svff_class_pf *c, const struct svff_pf *pf, unsigned numvfs,
-                       struct json_object *settings, struct svff_error *err);
+                       struct svff_class_settings *const *settings, struct svff_error *err);
 
         /* Whether a reprovision of a recreated VF (a reconf's provision
          * step) is given its recorded state (what its last provision
-         * returned) under the reserved settings key "state", to keep what
-         * it saved there: a NIC VF's settings from before its assignment,
-         * which release restores; an NVMe VF's identity, which its
-         * guest's multipath head re-joins by. The reserved key "tenant"
-         * is then true when the VF goes back to the domain that had it
-         * (a reconf's restore, an unpause), whose guest must find the
-         * device it knew; absent, the VF is anyone's, and what it is now
-         * counts. An attach provisions without either, so what the VF
-         * had just before the assignment is saved. The recorded settings
-         * never carry these keys. */
+         * returned) as provision's recorded, to keep what it saved
+         * there: a NIC VF's settings from before its assignment, which
+         * release restores; an NVMe VF's identity, which its guest's
+         * multipath head re-joins by. tenant is then true when the VF
+         * goes back to the domain that had it (a reconf's restore, an
+         * unpause), whose guest must find the device it knew; false, the
+         * VF is anyone's, and what it is now counts. An attach
+         * provisions without either, so what the VF had just before the
+         * assignment is saved. */
         bool wants_recorded_state;
 
         /* What the PF holds and can still give its VFs, from inspect's
@@ -148,10 +159,23 @@ const struct svff_class *svff_class_by_name(const char *name);
 /* NULL-terminated, in match order. */
 const struct svff_class *const *svff_class_all(void);
 
-/* cls->check, or 0 when the class has none. Settings that are not an
- * object (nor NULL) are -EINVAL for every class. */
+/* Whether settings (one VF's, or NULL) load for cls without a device:
+ * cls->load with c NULL, the value dropped. For the policy loader and
+ * attach's options, so that bad input is refused before anything is
+ * touched; plan and provision check again against the device. Settings
+ * that are not an object (nor NULL) are -EINVAL for every class, and any
+ * settings object for none (NULL). */
 int svff_class_check(const struct svff_class *cls, struct json_object *settings,
                      struct svff_error *err);
+
+/* cls->load of each of numvfs VFs' settings (an array by VF index; a
+ * missing or null entry is none) on c: *ret is a new array of numvfs
+ * loaded values (NULL ones for a class with no load), freed with
+ * svff_class_unload_all(). Stops at the
+ * first that does not load: its error, nothing kept. -ENOMEM. */
+int svff_class_load_all(const struct svff_class *cls, const struct svff_class_pf *c, struct json_object *settings,
+                        unsigned numvfs, struct svff_class_settings ***ret, struct svff_error *err);
+void svff_class_unload_all(const struct svff_class *cls, struct svff_class_settings **s, unsigned numvfs);
 
 /* Appends the formatted line to lines (a capacity's array): 0, or
  * -ENOMEM. */

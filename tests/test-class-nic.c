@@ -75,24 +75,65 @@ static void log_reset(void) {
         f->log[0] = 0;
 }
 
-static struct json_object *provision(unsigned index, const char *settings) {
+/* Loads settings (JSON text, or NULL) for VF index and provisions it
+ * with recorded (a reprovision's recorded state, or NULL): r of
+ * whichever failed, *ret the state. */
+static int provision_r(unsigned index, const char *settings, struct json_object *recorded, bool tenant,
+                       struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *s = settings ? J(settings) : NULL;
+        struct svff_class_settings *loaded = NULL;
+        int r;
+
+        *ret = NULL;
+        r = svff_class_nic.load(c, index, s, &loaded, err);
+        if (r < 0)
+                return r;
+        ck_assert_ptr_nonnull(loaded);
+        r = svff_class_nic.provision(c, &pf, index, loaded, recorded, tenant, ret, err);
+        svff_class_nic.unload(loaded);
+        return r;
+}
+
+static struct json_object *reprovision(unsigned index, const char *settings, struct json_object *recorded) {
         struct svff_error err = SVFF_ERROR_NULL;
         struct json_object *st = NULL;
         int r;
 
-        r = svff_class_nic.provision(c, &pf, index, s, &st, &err);
+        r = provision_r(index, settings, recorded, false, &st, &err);
         ck_assert_msg(r == 0, "provision VF %u: %s", index, svff_error_message(&err));
         return st;
 }
 
-static int provision_fails(unsigned index, const char *settings, struct svff_error *err) {
-        _cleanup_(json_object_putp) struct json_object *s = J(settings);
+static struct json_object *provision(unsigned index, const char *settings) {
+        return reprovision(index, settings, NULL);
+}
+
+static int reprovision_fails(unsigned index, const char *settings, struct json_object *recorded,
+                             struct svff_error *err) {
         struct json_object *st = NULL;
-        int r = svff_class_nic.provision(c, &pf, index, s, &st, err);
+        int r = provision_r(index, settings, recorded, false, &st, err);
 
         ck_assert_int_lt(r, 0);
         ck_assert_ptr_null(st);
+        return r;
+}
+
+static int provision_fails(unsigned index, const char *settings, struct svff_error *err) {
+        return reprovision_fails(index, settings, NULL, err);
+}
+
+/* Loads settings (a JSON array by VF index, or NULL) and plans numvfs
+ * VFs with them. */
+static int plan_vfs(unsigned numvfs, struct json_object *settings, struct json_object **ret,
+                    struct svff_error *err) {
+        struct svff_class_settings **loaded = NULL;
+        int r;
+
+        r = svff_class_load_all(&svff_class_nic, c, settings, numvfs, &loaded, err);
+        if (r < 0)
+                return r;
+        r = svff_class_nic.plan(c, &pf, numvfs, loaded, ret, err);
+        svff_class_unload_all(&svff_class_nic, loaded, numvfs);
         return r;
 }
 
@@ -230,8 +271,8 @@ END_TEST
 /* The same settings again, as recovery repeats a step: nothing is sent
  * but the read, and what the VF had before svff is kept from the record. */
 START_TEST(test_idempotent_reprovision) {
-        _cleanup_(json_object_putp) struct json_object *st = NULL, *again = NULL, *crash = NULL;
-        _cleanup_free_ char *s2 = NULL;
+        _cleanup_(json_object_putp) struct json_object *st = NULL, *again = NULL, *back = NULL, *crash = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
         struct json_object *saved = NULL;
 
         f->vfs[0].vlan = 7;             /* set by someone before svff */
@@ -239,12 +280,17 @@ START_TEST(test_idempotent_reprovision) {
         ck_assert(json_object_object_get_ex(st, "saved", &saved));
         ck_assert_int_eq(json_object_get_int(json_object_object_get(saved, "vlan")), 7);
 
-        ck_assert_int_ge(asprintf(&s2, "{\"mac\": \"02:00:00:00:00:0a\", \"vlan\": 100, \"state\": %s}",
-                                  json_object_to_json_string(st)), 0);
         log_reset();
-        again = provision(0, s2);
+        again = reprovision(0, "{\"mac\": \"02:00:00:00:00:0a\", \"vlan\": 100}", st);
         ck_assert_str_eq(f->log, "G");
         ck_assert(json_object_equal(st, again));
+
+        /* Back to its tenant: the same. */
+        log_reset();
+        ck_assert_int_eq(provision_r(0, "{\"mac\": \"02:00:00:00:00:0a\", \"vlan\": 100}", st, true,
+                                     &back, &err), 0);
+        ck_assert_str_eq(f->log, "G");
+        ck_assert(json_object_equal(st, back));
 
         /* Without the record (a crash before it was written), the VF
          * already carries svff's values: "before" is unknown, and release
@@ -261,7 +307,6 @@ END_TEST
  * brings back exactly the recorded settings and keeps "saved". */
 START_TEST(test_reconf_wipe) {
         _cleanup_(json_object_putp) struct json_object *st = NULL, *after = NULL;
-        _cleanup_free_ char *s2 = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
 
         st = provision(2, "{\"mac\": \"02:00:00:00:00:02\", \"vlan\": 42, \"trust\": true}");
@@ -272,10 +317,8 @@ START_TEST(test_reconf_wipe) {
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "trust is off, recorded on"));
         svff_error_free(&err);
 
-        ck_assert_int_ge(asprintf(&s2, "{\"mac\": \"02:00:00:00:00:02\", \"vlan\": 42, \"trust\": true, "
-                                  "\"state\": %s}", json_object_to_json_string(st)), 0);
         log_reset();
-        after = provision(2, s2);
+        after = reprovision(2, "{\"mac\": \"02:00:00:00:00:02\", \"vlan\": 42, \"trust\": true}", st);
         ck_assert_str_eq(f->log, "GS");
         ck_assert_int_eq(svff_class_nic.verify(c, &pf, 2, after, &err), 0);
         ck_assert(json_object_equal(st, after));
@@ -284,7 +327,6 @@ END_TEST
 
 START_TEST(test_reconf_wipe_keeps_own) {
         _cleanup_(json_object_putp) struct json_object *st = NULL, *after = NULL;
-        _cleanup_free_ char *s2 = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
 
         /* VF 3 had a VLAN of its own before svff, which sets only its MAC. */
@@ -295,9 +337,7 @@ START_TEST(test_reconf_wipe_keeps_own) {
         /* A reconf through 0 wipes the VF; its reprovision from the record
          * puts back both, and the VLAN stays the VF's own. */
         nl_fake_reset(f, 4);
-        ck_assert_int_ge(asprintf(&s2, "{\"mac\": \"02:00:00:00:00:03\", \"state\": %s}",
-                                  json_object_to_json_string(st)), 0);
-        after = provision(3, s2);
+        after = reprovision(3, "{\"mac\": \"02:00:00:00:00:03\"}", st);
         ck_assert_uint_eq(f->vfs[3].mac[5], 0x03);
         ck_assert_uint_eq(f->vfs[3].vlan, 7);
         ck_assert(json_object_equal(st, after));
@@ -320,22 +360,17 @@ END_TEST
 START_TEST(test_hand_over) {
         _cleanup_(json_object_putp) struct json_object *pool = NULL, *a = NULL, *b = NULL, *pool2 = NULL,
                 *c2 = NULL, *d = NULL;
-        _cleanup_free_ char *sa = NULL, *sb = NULL, *sc = NULL, *sd = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
 
         pool = provision(1, "{\"mac_prefix\": \"02:53:00:00\"}");
         ck_assert_uint_eq(f->vfs[1].mac[1], 0x53);
-        ck_assert_int_ge(asprintf(&sa, "{\"mac_prefix\": \"02:53:00:00\", \"mac\": \"02:aa:00:00:00:01\", "
-                                  "\"vlan\": 100, \"trust\": true, \"spoofchk\": false, \"max_tx_rate\": 500, "
-                                  "\"state\": %s}", json_object_to_json_string(pool)), 0);
-        a = provision(1, sa);
+        a = reprovision(1, "{\"mac_prefix\": \"02:53:00:00\", \"mac\": \"02:aa:00:00:00:01\", "
+                        "\"vlan\": 100, \"trust\": true, \"spoofchk\": false, \"max_tx_rate\": 500}", pool);
         ck_assert_uint_eq(f->vfs[1].mac[1], 0xaa);
         ck_assert_uint_eq(f->vfs[1].vlan, 100);
         ck_assert(f->vfs[1].trust);
 
-        ck_assert_int_ge(asprintf(&sb, "{\"mac_prefix\": \"02:53:00:00\", \"state\": %s}",
-                                  json_object_to_json_string(a)), 0);
-        b = provision(1, sb);
+        b = reprovision(1, "{\"mac_prefix\": \"02:53:00:00\"}", a);
         ck_assert_uint_eq(f->vfs[1].mac[1], 0x53);
         ck_assert_uint_eq(f->vfs[1].mac[5], 0x01);
         ck_assert_uint_eq(f->vfs[1].vlan, 0);
@@ -354,18 +389,15 @@ START_TEST(test_hand_over) {
         /* No MAC from the policy or the VF's own: the earlier tenant's
          * MAC is cleared (the drivers take zeros as none)... */
         pool2 = provision(2, "{}");
-        ck_assert_int_ge(asprintf(&sc, "{\"mac\": \"02:aa:00:00:00:02\", \"state\": %s}",
-                                  json_object_to_json_string(pool2)), 0);
-        c2 = provision(2, sc);
+        c2 = reprovision(2, "{\"mac\": \"02:aa:00:00:00:02\"}", pool2);
         ck_assert_uint_eq(f->vfs[2].mac[1], 0xaa);
-        ck_assert_int_ge(asprintf(&sd, "{\"state\": %s}", json_object_to_json_string(c2)), 0);
-        d = provision(2, sd);
+        d = reprovision(2, "{}", c2);
         ck_assert_uint_eq(f->vfs[2].mac[1], 0);
         ck_assert_uint_eq(f->vfs[2].mac[5], 0);
         /* ... and a driver that refuses zeros fails the hand-over, by name */
         f->vfs[2].mac[1] = 0xaa;
         f->refuse_zero_mac = true;
-        ck_assert_int_lt(provision_fails(2, sd, &err), 0);
+        ck_assert_int_lt(reprovision_fails(2, "{}", c2, &err), 0);
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "mac"));
         svff_error_free(&err);
 }
@@ -545,7 +577,7 @@ START_TEST(test_252_vfs_read) {
         ck_assert_ptr_null(strstr(json_object_to_json_string(in), "outgrows"));
         ck_assert_ptr_nonnull(strstr(json_object_to_json_string(in), "02:53:00:00:00:fb"));
 
-        ck_assert_int_eq(svff_class_nic.plan(c, &pf, 252, NULL, &plan, &err), 0);
+        ck_assert_int_eq(plan_vfs(252, NULL, &plan, &err), 0);
         ck_assert_ptr_null(strstr(S(plan, "verify"), "acknowledgement"));
 }
 END_TEST
@@ -582,7 +614,7 @@ START_TEST(test_300_vfs_no_read) {
         ck_assert_ptr_nonnull(strstr(json_object_to_json_string(in), "outgrows"));
         ck_assert_uint_eq(f->gets, 0);
 
-        ck_assert_int_eq(svff_class_nic.plan(c, &pf, 300, NULL, &plan, &err), 0);
+        ck_assert_int_eq(plan_vfs(300, NULL, &plan, &err), 0);
         ck_assert_ptr_nonnull(strstr(S(plan, "verify"), "acknowledgement"));
 }
 END_TEST
@@ -595,19 +627,19 @@ START_TEST(test_plan) {
 
         ok = J("[{\"mac_prefix\": \"02:53:00:00\"}, {\"mac_prefix\": \"02:53:00:00\", \"vlan\": 5}, null]");
         log_reset();
-        ck_assert_int_eq(svff_class_nic.plan(c, &pf, 3, ok, &plan, &err), 0);
+        ck_assert_int_eq(plan_vfs(3, ok, &plan, &err), 0);
         ck_assert_int_eq(json_object_array_length(json_object_object_get(plan, "steps")), 2);
         ck_assert_str_eq(f->log, "");
 
         dup = J("[{\"mac\": \"02:00:00:00:00:01\"}, {\"mac\": \"02:00:00:00:00:01\"}]");
-        ck_assert_int_eq(svff_class_nic.plan(c, &pf, 2, dup, &taken, &err), -EINVAL);
+        ck_assert_int_eq(plan_vfs(2, dup, &taken, &err), -EINVAL);
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "VF 1 of 'eth0'"));
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "VF 0's too"));
         svff_error_free(&err);
 
         fixture_file(root, "etc/systemd/network/10-pf.link",
                      "[Match]\nOriginalName=eth0\n[Link]\nSR-IOVVirtualFunctions=4\n");
-        ck_assert_int_eq(svff_class_nic.plan(c, &pf, 3, ok, &taken, &err), -EBUSY);
+        ck_assert_int_eq(plan_vfs(3, ok, &taken, &err), -EBUSY);
         ck_assert_ptr_nonnull(strstr(svff_error_message(&err),
                                      "managed by systemd-networkd (/etc/systemd/network/10-pf.link: "
                                      "SR-IOVVirtualFunctions=4)"));
@@ -615,7 +647,7 @@ START_TEST(test_plan) {
         svff_error_free(&err);
 
         take = J("[{\"take_over\": true}]");
-        ck_assert_int_eq(svff_class_nic.plan(c, &pf, 1, take, &taken, &err), 0);
+        ck_assert_int_eq(plan_vfs(1, take, &taken, &err), 0);
         ck_assert_ptr_nonnull(strstr(S(taken, "owner"), "taking over from systemd-networkd"));
 
         /* inspect (status) names the owner too, and reads each VF. */
@@ -636,7 +668,7 @@ START_TEST(test_plan) {
                 fixture_mkdir(root, "etc/sriov-operator/pci");
                 ck_assert_int_ge(asprintf(&fifo, "%s/etc/sriov-operator/pci/0000:05:00.0", root), 0);
                 ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-                ck_assert_int_eq(svff_class_nic.plan(c, &pf, 1, take, &taken, &err), -EINVAL);
+                ck_assert_int_eq(plan_vfs(1, take, &taken, &err), -EINVAL);
                 ck_assert_msg(strstr(svff_error_message(&err), "'/etc/sriov-operator/pci/0000:05:00.0' is not a "
                                      "regular file"), "%s", svff_error_message(&err));
                 svff_error_free(&err);
@@ -645,27 +677,35 @@ START_TEST(test_plan) {
 }
 END_TEST
 
-/* check(): the same refusals without a device, for the policy loader
- * and attach's options. */
+/* svff_class_check(): the same refusals without a device, for the
+ * policy loader and attach's options. */
 START_TEST(test_check) {
         _cleanup_(json_object_putp) struct json_object *good = NULL, *bad = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
 
         good = J("{\"mac_prefix\": \"02:53:00:00\", \"vlan\": 100, \"take_over\": true, \"nic_strict\": false}");
-        ck_assert_int_eq(svff_class_nic.check(good, &err), 0);
-        ck_assert_int_eq(svff_class_nic.check(NULL, &err), 0);
+        ck_assert_int_eq(svff_class_check(&svff_class_nic, good, &err), 0);
+        ck_assert_int_eq(svff_class_check(&svff_class_nic, NULL, &err), 0);
         bad = J("{\"vlan\": 5000}");
-        ck_assert_int_eq(svff_class_nic.check(bad, &err), -EINVAL);
+        ck_assert_int_eq(svff_class_check(&svff_class_nic, bad, &err), -EINVAL);
         ck_assert_str_eq(svff_error_message(&err), "NIC settings: bad 'vlan': a VLAN is 0 to 4095");
         svff_error_free(&err);
-        /* the daemon's own keys for a reprovision are no operator's */
+        /* the daemon's old keys for a reprovision (the recorded state
+         * is provision's argument now) are no setting, with a device or
+         * without */
         for (const char *const *k = (const char *const[]) { "state", "tenant", NULL }; *k; k++) {
                 _cleanup_(json_object_putp) struct json_object *reserved = json_object_new_object();
+                struct svff_class_settings *s = NULL;
 
                 json_object_object_add(reserved, *k, json_object_new_object());
-                ck_assert_int_eq(svff_class_nic.check(reserved, &err), -EINVAL);
+                ck_assert_int_eq(svff_class_check(&svff_class_nic, reserved, &err), -EINVAL);
                 ck_assert_msg(strstr(svff_error_message(&err), "unknown NIC setting"), "%s: %s", *k,
                               svff_error_message(&err));
+                svff_error_free(&err);
+                ck_assert_int_eq(svff_class_nic.load(c, 1, reserved, &s, &err), -EINVAL);
+                ck_assert_ptr_null(s);
+                ck_assert_msg(strstr(svff_error_message(&err), "VF 1 of 'eth0' (PF 0000:05:00.0): unknown "
+                                     "NIC setting"), "%s: %s", *k, svff_error_message(&err));
                 svff_error_free(&err);
         }
 }

@@ -89,16 +89,42 @@ static void numvfs(unsigned n) {
         pf.numvfs = n;
 }
 
-/* provision VF index with settings (JSON text), expecting r */
-static struct json_object *provision(unsigned index, const char *settings, int want_r, struct svff_error *err) {
-        _cleanup_(json_object_putp) struct json_object *s = settings ? json(settings) : NULL;
-        struct json_object *state = NULL;
-        int r = nvme->provision(c, &pf, index, s, &state, err);
+/* settings (JSON text: an array by VF index, or NULL) loaded for n VFs
+ * on c, as the daemon loads them for plan and prepare; freed with
+ * svff_class_unload_all(). */
+static struct svff_class_settings **load_all(unsigned n, const char *settings) {
+        _cleanup_(json_object_putp) struct json_object *j = settings ? json(settings) : NULL;
+        struct svff_class_settings **s = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
 
+        ck_assert_msg(svff_class_load_all(nvme, c, j, n, &s, &err) == 0, "load %s: %s", strna(settings),
+                      svff_error_message(&err));
+        return s;
+}
+
+/* provision VF index with settings (JSON text) loaded for it, and
+ * recorded and tenant as a reprovision gets them, expecting r (a
+ * refusal of the load included: nothing is sent then either) */
+static struct json_object *provision_with(unsigned index, const char *settings, struct json_object *recorded,
+                                          bool tenant, int want_r, struct svff_error *err) {
+        _cleanup_(json_object_putp) struct json_object *j = settings ? json(settings) : NULL;
+        struct svff_class_settings *s = NULL;
+        struct json_object *state = NULL;
+        int r = nvme->load(c, index, j, &s, err);
+
+        if (r >= 0) {
+                r = nvme->provision(c, &pf, index, s, recorded, tenant, &state, err);
+                nvme->unload(s);
+        } else
+                ck_assert_ptr_null(s);
         ck_assert_msg(r == want_r, "provision VF %u: %d (%s), want %d", index, r, svff_error_message(err), want_r);
         if (r < 0)
                 ck_assert_ptr_null(state);
         return state;
+}
+
+static struct json_object *provision(unsigned index, const char *settings, int want_r, struct svff_error *err) {
+        return provision_with(index, settings, NULL, false, want_r, err);
 }
 
 static struct json_object *provision_ok(unsigned index, const char *settings) {
@@ -392,7 +418,8 @@ END_TEST
 /* A PF held open over many steps: every batch of commands first checks
  * that the handle is the PF's controller still. */
 START_TEST(test_renumbered_while_open) {
-        _cleanup_(json_object_putp) struct json_object *state = NULL, *s = NULL, *o = NULL;
+        _cleanup_(json_object_putp) struct json_object *state = NULL, *o = NULL;
+        struct svff_class_settings **none = NULL, **flex = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
         _cleanup_free_ char *log = NULL;
 
@@ -415,12 +442,15 @@ START_TEST(test_renumbered_while_open) {
         svff_error_free(&err);
         ck_assert_int_eq(nvme->inspect(c, &pf, &o, &err), -ENXIO);
         svff_error_free(&err);
-        ck_assert_int_eq(nvme->plan(c, &pf, 2, NULL, &o, &err), -ENXIO);
+        none = load_all(2, NULL);
+        ck_assert_int_eq(nvme->plan(c, &pf, 2, none, &o, &err), -ENXIO);
         svff_error_free(&err);
-        s = json("[{\"primary_flexible\": true}, null]");
-        ck_assert_int_eq(nvme->prepare(c, &pf, 2, s, &err), -ENXIO);
+        flex = load_all(2, "[{\"primary_flexible\": true}, null]");
+        ck_assert_int_eq(nvme->prepare(c, &pf, 2, flex, &err), -ENXIO);
         svff_error_free(&err);
         ck_assert_ptr_null(o);
+        svff_class_unload_all(nvme, none, 2);
+        svff_class_unload_all(nvme, flex, 2);
         /* not one command, reads included */
         log = nvme_standin_take_log(&st, true);
         ck_assert_str_eq(log, "");
@@ -876,14 +906,14 @@ END_TEST
  * changed. For anyone else, the device as it is counts. */
 static struct json_object *reprovision(unsigned index, struct json_object *recorded, bool tenant, int want_r,
                                        struct svff_error *err) {
-        _cleanup_(json_object_putp) struct json_object *s = json("{\"namespace\": 1}");
+        _cleanup_(json_object_putp) struct json_object *j = json("{\"namespace\": 1}");
+        struct svff_class_settings *s = NULL;
         struct json_object *state = NULL;
         int r;
 
-        json_object_object_add(s, "state", json_object_get(recorded));
-        if (tenant)
-                json_object_object_add(s, "tenant", json_object_new_boolean(true));
-        r = nvme->provision(c, &pf, index, s, &state, err);
+        ck_assert_int_eq(nvme->load(c, index, j, &s, err), 0);
+        r = nvme->provision(c, &pf, index, s, recorded, tenant, &state, err);
+        nvme->unload(s);
         if (r >= 0)
                 r = nvme->verify(c, &pf, index, state, err);
         ck_assert_msg(r == want_r, "reprovision VF %u: %d (%s), want %d", index, r, svff_error_message(err),
@@ -1017,10 +1047,17 @@ END_TEST
 
 /* ---- plan ------------------------------------------------------------------ */
 
+/* plan n VFs with settings (JSON text: an array by VF index, or NULL)
+ * loaded as the daemon loads them, expecting r (a refusal of the load
+ * included) */
 static int plan(unsigned n, const char *settings, struct json_object **ret, struct svff_error *err) {
-        _cleanup_(json_object_putp) struct json_object *s = settings ? json(settings) : NULL;
-        int r = nvme->plan(c, &pf, n, s, ret, err);
+        _cleanup_(json_object_putp) struct json_object *j = settings ? json(settings) : NULL;
+        struct svff_class_settings **s = NULL;
+        int r = svff_class_load_all(nvme, c, j, n, &s, err);
 
+        if (r >= 0)
+                r = nvme->plan(c, &pf, n, s, ret, err);
+        svff_class_unload_all(nvme, s, n);
         /* a plan never changes anything */
         assert_log("");
         return r;
@@ -1114,8 +1151,48 @@ START_TEST(test_plan_refusals) {
 }
 END_TEST
 
+/* What plan and provision get is loaded once per VF: the VF's own
+ * value, and no JSON left. On a device as for a check, the keys the
+ * daemon once added for a reprovision ("state", "tenant") are no
+ * setting: recorded and tenant are provision's arguments now. */
+START_TEST(test_load) {
+        _cleanup_(json_object_putp) struct json_object *p = NULL, *list = json("{\"namespace\": [1, 2]}"),
+                                                       *state = json("{\"namespace\": 1, \"state\": {}}"),
+                                                       *tenant = json("{\"tenant\": true}");
+        struct svff_class_settings *s = NULL, *loaded[2] = { NULL, NULL };
+        struct svff_error err = SVFF_ERROR_NULL;
+        struct json_object *steps;
+
+        open_ok();
+        numvfs(2);
+        ck_assert_int_eq(nvme->load(c, 0, state, &s, &err), -EINVAL);
+        assert_err(&err, "Unknown NVMe setting 'state'");
+        svff_error_free(&err);
+        ck_assert_ptr_null(s);
+        ck_assert_int_eq(nvme->load(c, 0, tenant, &s, &err), -EINVAL);
+        assert_err(&err, "Unknown NVMe setting 'tenant'");
+        svff_error_free(&err);
+        ck_assert_ptr_null(s);
+        /* a load reads nothing from the device */
+        assert_log("");
+
+        /* VF 1 of a list by VF index gets its own entry */
+        ck_assert_int_eq(nvme->load(c, 0, NULL, &loaded[0], &err), 0);
+        ck_assert_int_eq(nvme->load(c, 1, list, &loaded[1], &err), 0);
+        ck_assert_int_eq(nvme->plan(c, &pf, 2, loaded, &p, &err), 0);
+        steps = json_object_object_get(p, "steps");
+        ck_assert_uint_eq(json_object_array_length(steps), 5);
+        assert_json_eq(json_object_array_get_idx(steps, 4),
+                       "{\"vf\": 1, \"action\": \"attach-namespace\", \"detail\": \"attach namespace 2\"}");
+        nvme->unload(loaded[0]);
+        nvme->unload(loaded[1]);
+        ck_assert(!svff_error_is_set(&err));
+}
+END_TEST
+
 START_TEST(test_primary_flexible) {
-        _cleanup_(json_object_putp) struct json_object *p = NULL, *s = NULL;
+        _cleanup_(json_object_putp) struct json_object *p = NULL;
+        struct svff_class_settings **s = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
         struct json_object *steps, *last;
 
@@ -1139,13 +1216,14 @@ START_TEST(test_primary_flexible) {
                          "shrink the primary controller's flexible share to 0 VQ and 0 VI, then reset nvme0"));
 
         /* prepare does it, before numvfs */
-        s = json("[{\"primary_flexible\": true}, null, null, null]");
+        s = load_all(4, "[{\"primary_flexible\": true}, null, null, null]");
         ck_assert_int_eq(nvme->prepare(c, &pf, 4, s, &err), 0);
         assert_log("virt-mgmt primary vq 0; reset");
         ck_assert_uint_eq(st.caps.vqrfap, 0);
         /* and again: nothing left to do */
         ck_assert_int_eq(nvme->prepare(c, &pf, 4, s, &err), 0);
         assert_log("");
+        svff_class_unload_all(nvme, s, 4);
         json_object_put(TAKE_PTR(p));
         ck_assert_int_eq(plan(4, NULL, &p, &err), 0);
         numvfs(4);
@@ -1326,6 +1404,7 @@ static Suite *class_nvme_suite(void) {
         tcase_add_test(tc, test_inspect);
         tcase_add_test(tc, test_plan);
         tcase_add_test(tc, test_plan_refusals);
+        tcase_add_test(tc, test_load);
         tcase_add_test(tc, test_primary_flexible);
         tcase_add_test(tc, test_check_and_describe);
         suite_add_tcase(s, tc);

@@ -108,6 +108,44 @@ static void assert_error(int r, const struct svff_error *err, int code, const ch
                       svff_error_message(err), needle);
 }
 
+/* Loads every VF's settings, which must load, and plans with them. */
+static int plan_vfs(unsigned numvfs, struct json_object *array, struct json_object **ret,
+                    struct svff_error *err) {
+        struct svff_class_settings **loaded = NULL;
+        int r;
+
+        r = svff_class_load_all(cls, cpf, array, numvfs, &loaded, err);
+        ck_assert_msg(r == 0, "load: %s", svff_error_message(err));
+        r = cls->plan(cpf, pf, numvfs, loaded, ret, err);
+        svff_class_unload_all(cls, loaded, numvfs);
+        return r;
+}
+
+/* Loads VF index's settings, which must load, and provisions it as an
+ * init does: no recorded state. */
+static int provision_vf(unsigned index, struct json_object *json, struct json_object **ret,
+                        struct svff_error *err) {
+        struct svff_class_settings *s = NULL;
+        int r;
+
+        r = cls->load(cpf, index, json, &s, err);
+        ck_assert_msg(r == 0, "load: %s", svff_error_message(err));
+        r = cls->provision(cpf, pf, index, s, NULL, false, ret, err);
+        cls->unload(s);
+        return r;
+}
+
+/* Whether array's settings for numvfs VFs fail to load with code and
+ * needle, keeping nothing. */
+static void assert_load_error(unsigned numvfs, struct json_object *array, int code, const char *needle) {
+        struct svff_class_settings **loaded = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        assert_error(svff_class_load_all(cls, cpf, array, numvfs, &loaded, &err), &err, code, needle);
+        ck_assert_ptr_null(loaded);
+        svff_error_free(&err);
+}
+
 START_TEST(test_match) {
         struct svff_pf other = { .vendor_id = 0x10ee, .device_id = 0x913f };
 
@@ -144,10 +182,10 @@ START_TEST(test_vf_on_host_driver) {
         ck_assert_int_eq(svff_sysfs_read_u64(svff_ctx_get_rootfd(ctx), "bus/pci/devices/" QDMA_VF0 "/qdma/qmax", &v), 0);
         ck_assert_uint_eq(v, 8);
 
-        ck_assert_int_eq(cls->provision(cpf, pf, 0, keep(settings("{}")), &none, &err), 0);
+        ck_assert_int_eq(provision_vf(0, keep(settings("{}")), &none, &err), 0);
         ck_assert_int_eq(cls->verify(cpf, pf, 0, none, &err), 0);
 
-        ck_assert_int_eq(cls->provision(cpf, pf, 0, keep(settings("{\"vf_qmax\": 4}")), &four, &err), 0);
+        ck_assert_int_eq(provision_vf(0, keep(settings("{\"vf_qmax\": 4}")), &four, &err), 0);
         assert_error(cls->verify(cpf, pf, 0, four, &err), &err, -EUCLEAN, "holds 8 queues, more than the 4 kept");
         svff_error_free(&err);
 }
@@ -165,7 +203,7 @@ START_TEST(test_qmax_by_policy) {
         ck_assert_int_eq(pcisim_write(sim, "bus/pci/devices/" QDMA_PF "/sriov_numvfs", "2"), 0);
         reload();
         ck_assert_uint_eq(pf_qmax(), 512);
-        ck_assert_int_eq(cls->provision(cpf, pf, 0, s, &st, &err), 0);
+        ck_assert_int_eq(provision_vf(0, s, &st, &err), 0);
         ck_assert_uint_eq(pf_qmax(), 256);
         ck_assert_str_eq(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN),
                          "{\"pf_qmax\":256,\"vf_qmax\":8,\"contexts\":\"reset\"}");
@@ -174,7 +212,7 @@ START_TEST(test_qmax_by_policy) {
         /* the second VF finds the PF done: no write */
         ck_assert_int_eq(pcisim_ctl(sim, "reset-stats"), 0);
         before = writes();
-        ck_assert_int_eq(cls->provision(cpf, pf, 1, s, &st2, &err), 0);
+        ck_assert_int_eq(provision_vf(1, s, &st2, &err), 0);
         ck_assert_uint_eq(writes(), before);
 
         line = cls->describe(st);
@@ -191,7 +229,7 @@ START_TEST(test_qmax_by_policy) {
         /* no qmax in the policy: the PF's is left alone */
         json_object_put(st2);
         st2 = NULL;
-        ck_assert_int_eq(cls->provision(cpf, pf, 1, keep(settings("{\"vf_qmax\": 4}")), &st2, &err), 0);
+        ck_assert_int_eq(provision_vf(1, keep(settings("{\"vf_qmax\": 4}")), &st2, &err), 0);
         ck_assert_uint_eq(pf_qmax(), 300);
         ck_assert(!json_object_object_get_ex(st2, "pf_qmax", NULL));
 }
@@ -205,31 +243,27 @@ START_TEST(test_budget_refusal) {
         struct svff_error err = SVFF_ERROR_NULL;
         const char *needs = NULL;
 
-        assert_error(cls->plan(cpf, pf, 252, big, &plan, &err), &err, -ENOSPC,
+        assert_error(plan_vfs(252, big, &plan, &err), &err, -ENOSPC,
                      "252 VFs need 2016 queues and the PF 512: 2528 in all, beyond the device's budget of 2048");
         ck_assert_ptr_null(plan);
         svff_error_free(&err);
         ck_assert_uint_eq(pf_qmax(), 512);      /* refused before anything is touched */
 
-        ck_assert_int_eq(cls->plan(cpf, pf, 4, small, &plan, &err), 0);
+        ck_assert_int_eq(plan_vfs(4, small, &plan, &err), 0);
         ck_assert_int_eq(svff_json_get_string(plan, "needs", &needs), 0);
         ck_assert_str_eq(needs, "544 of 2048 queues: PF 512, VFs 32");
         ck_assert_int_eq(json_object_array_length(json_object_object_get(plan, "steps")), 4);
 
         /* a policy without qmax counts the PF's live count; its own budget */
-        ck_assert_int_eq(cls->plan(cpf, pf, 4, own, &plan2, &err), 0);
+        ck_assert_int_eq(plan_vfs(4, own, &plan2, &err), 0);
         ck_assert_int_eq(svff_json_get_string(plan2, "needs", &needs), 0);
         ck_assert_str_eq(needs, "2912 of 4096 queues: PF 512, VFs 2400");
 
-        assert_error(cls->plan(cpf, pf, 1, keep(per_vf(1, "{\"vf_qmax\": -1}")), &plan2, &err), &err,
-                     -EINVAL, "'vf_qmax' takes a number of queues");
-        svff_error_free(&err);
-        assert_error(cls->plan(cpf, pf, 1, keep(per_vf(1, "{\"queues\": 4}")), &plan2, &err), &err,
-                     -EINVAL, "Unknown qdma setting 'queues'");
-        svff_error_free(&err);
-        assert_error(cls->plan(cpf, pf, 1, keep(per_vf(1, "{\"qmax\": 3000}")), &plan2, &err), &err,
-                     -EINVAL, "exceeds the device's budget of 2048");
-        svff_error_free(&err);
+        /* bad settings are the load's to refuse, before plan */
+        assert_load_error(1, keep(per_vf(1, "{\"vf_qmax\": -1}")), -EINVAL, "'vf_qmax' takes a number of queues");
+        assert_load_error(1, keep(per_vf(1, "{\"queues\": 4}")), -EINVAL, "Unknown qdma setting 'queues'");
+        assert_load_error(1, keep(per_vf(1, "{\"qmax\": 3000}")), -EINVAL, "exceeds the device's budget of 2048");
+        assert_load_error(1, keep(per_vf(1, "[]")), -EINVAL, "The qdma class settings must be a JSON object");
         assert_error(svff_class_check(cls, keep(settings("{\"budget\": 0}")), &err), &err, -EINVAL,
                      "'budget' must be at least 1");
         svff_error_free(&err);
@@ -240,7 +274,6 @@ END_TEST
 /* A count beyond what svff accepts is refused by name, never read as
  * "leave the PF's qmax alone". */
 START_TEST(test_out_of_range) {
-        _cleanup_(json_object_putp) struct json_object *plan = NULL, *st = NULL;
         struct svff_error err = SVFF_ERROR_NULL;
         static const char *const bad[] = {
                 "{\"qmax\": 3000000000, \"budget\": 4294967295}",
@@ -253,19 +286,44 @@ START_TEST(test_out_of_range) {
                                              "'budget' 65537", "'vf_qmax' 18446744073709551615" };
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                struct svff_class_settings *s = NULL;
+
                 assert_error(svff_class_check(cls, keep(settings(bad[i])), &err), &err, -ERANGE, names[i]);
                 ck_assert_msg(strstr(svff_error_message(&err), "at most 65536"), "%s", svff_error_message(&err));
                 svff_error_free(&err);
-                assert_error(cls->plan(cpf, pf, 1, keep(per_vf(1, bad[i])), &plan, &err), &err, -ERANGE, names[i]);
-                ck_assert_ptr_null(plan);
-                svff_error_free(&err);
-                assert_error(cls->provision(cpf, pf, 0, keep(settings(bad[i])), &st, &err), &err, -ERANGE,
-                             names[i]);
-                ck_assert_ptr_null(st);
+                assert_load_error(1, keep(per_vf(1, bad[i])), -ERANGE, names[i]);
+                /* what provision loads, for one VF on the open PF */
+                assert_error(cls->load(cpf, 0, keep(settings(bad[i])), &s, &err), &err, -ERANGE, names[i]);
+                ck_assert_ptr_null(s);
                 svff_error_free(&err);
         }
         ck_assert_uint_eq(pf_qmax(), 512);
         ck_assert_int_eq(svff_class_check(cls, keep(settings("{\"budget\": 65536, \"qmax\": 65536}")), &err), 0);
+}
+END_TEST
+
+/* prepare sets the PF's qmax before numvfs, from the first VF whose
+ * loaded settings name one; none named leaves it alone. */
+START_TEST(test_prepare) {
+        _cleanup_(json_object_putp) struct json_object *mixed =
+                settings("[{\"vf_qmax\": 2}, {\"qmax\": 256}, {\"qmax\": 128}]");
+        _cleanup_(json_object_putp) struct json_object *bare = per_vf(3, "{\"vf_qmax\": 2}");
+        struct svff_class_settings **loaded = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+        unsigned before;
+
+        ck_assert_int_eq(svff_class_load_all(cls, cpf, bare, 3, &loaded, &err), 0);
+        ck_assert_int_eq(pcisim_ctl(sim, "reset-stats"), 0);
+        before = writes();
+        ck_assert_int_eq(cls->prepare(cpf, pf, 3, loaded, &err), 0);
+        ck_assert_uint_eq(writes(), before);
+        ck_assert_uint_eq(pf_qmax(), 512);
+        svff_class_unload_all(cls, loaded, 3);
+
+        ck_assert_int_eq(svff_class_load_all(cls, cpf, mixed, 3, &loaded, &err), 0);
+        ck_assert_int_eq(cls->prepare(cpf, pf, 3, loaded, &err), 0);
+        ck_assert_uint_eq(pf_qmax(), 256);
+        svff_class_unload_all(cls, loaded, 3);
 }
 END_TEST
 
@@ -282,7 +340,7 @@ START_TEST(test_active_queues) {
         ck_assert_int_eq(pcisim_ctl(sim, "queue-start " QDMA_PF " 9 ST"), 0);
         ck_assert_int_eq(pcisim_ctl(sim, "reset-stats"), 0);
         before = writes();
-        assert_error(cls->provision(cpf, pf, 0, s, &st, &err), &err, -EBUSY,
+        assert_error(provision_vf(0, s, &st, &err), &err, -EBUSY,
                      "2 queues are active on it ('qdma01000-MM-3', 'qdma01000-ST-9')");
         ck_assert_msg(strstr(svff_error_message(&err), "from 512 to 128"), "%s", svff_error_message(&err));
         svff_error_free(&err);
@@ -291,7 +349,7 @@ START_TEST(test_active_queues) {
         ck_assert_ptr_null(st);
 
         /* the count the policy wants already: nothing to write, no EBUSY */
-        ck_assert_int_eq(cls->provision(cpf, pf, 0, same, &st, &err), 0);
+        ck_assert_int_eq(provision_vf(0, same, &st, &err), 0);
 
         ck_assert_int_eq(cls->inspect(cpf, pf, &inspect, &err), 0);
         ck_assert(json_object_object_get_ex(json_object_object_get(inspect, "pf"), "queues", &q));
@@ -301,7 +359,7 @@ START_TEST(test_active_queues) {
         ck_assert_int_eq(pcisim_ctl(sim, "queue-stop " QDMA_PF " 9"), 0);
         json_object_put(st);
         st = NULL;
-        ck_assert_int_eq(cls->provision(cpf, pf, 0, s, &st, &err), 0);
+        ck_assert_int_eq(provision_vf(0, s, &st, &err), 0);
         ck_assert_uint_eq(pf_qmax(), 128);
 }
 END_TEST
@@ -315,7 +373,7 @@ START_TEST(test_device_refuses) {
 
         ck_assert_int_eq(pcisim_write(sim, "bus/pci/devices/" QDMA_PF "/sriov_numvfs", "2"), 0);
         reload();
-        assert_error(cls->provision(cpf, pf, 0, s, &st, &err), &err, -ENOSPC,
+        assert_error(provision_vf(0, s, &st, &err), &err, -ENOSPC,
                      "refused 2048 queues for " QDMA_PF " (qdma/qmax, now 512)");
         svff_error_free(&err);
 
@@ -350,6 +408,7 @@ int main(void) {
         tcase_add_test(tc, test_vf_on_host_driver);
         tcase_add_test(tc, test_budget_refusal);
         tcase_add_test(tc, test_out_of_range);
+        tcase_add_test(tc, test_prepare);
         tcase_add_test(tc, test_active_queues);
         tcase_add_test(tc, test_device_refuses);
         suite_add_tcase(s, tc);

@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "class.h"
@@ -117,6 +118,110 @@ START_TEST(test_check) {
 }
 END_TEST
 
+/* A class that records what load was given, refuses a "bad" key and
+ * counts what is loaded and not yet unloaded: what load_all keeps. */
+struct svff_class_settings {
+        unsigned index;
+        struct json_object *settings;   /* borrowed from the test */
+};
+
+static unsigned fake_loads, fake_live;
+
+static int fake_load(const struct svff_class_pf *c, unsigned index, struct json_object *settings,
+                     struct svff_class_settings **ret, struct svff_error *err) {
+        struct svff_class_settings *s;
+
+        (void) c;
+        fake_loads++;
+        if (settings && json_object_object_get_ex(settings, "bad", NULL))
+                return svff_error_set(err, -EINVAL, "VF %u has a bad setting", index);
+        s = calloc(1, sizeof(*s));
+        ck_assert_ptr_nonnull(s);
+        s->index = index;
+        s->settings = settings;
+        fake_live++;
+        *ret = s;
+        return 0;
+}
+
+static void fake_unload(struct svff_class_settings *s) {
+        if (!s)
+                return;
+        ck_assert_uint_gt(fake_live, 0);
+        fake_live--;
+        free(s);
+}
+
+static const struct svff_class fake_class = {
+        .name = "fake",
+        .load = fake_load,
+        .unload = fake_unload,
+};
+
+START_TEST(test_load_all) {
+        _cleanup_(json_object_putp) struct json_object *object = json("{\"vq\": 2}");
+        _cleanup_(json_object_putp) struct json_object *shorter = json("[{\"a\": 1}, null]");
+        _cleanup_(json_object_putp) struct json_object *third_bad = json("[{}, {}, {\"bad\": true}, {}]");
+        _cleanup_(json_object_putp) struct json_object *nvme_bad = json("[{\"vq\": 2}, {\"vq\": 1}]");
+        const struct svff_class *nvme = svff_class_by_name("nvme");
+        struct svff_class_settings **a = NULL;
+        struct svff_error err = SVFF_ERROR_NULL;
+
+        /* one object for all VFs is not an array of them: refused by name */
+        ck_assert_int_eq(svff_class_load_all(&fake_class, NULL, object, 2, &a, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(svff_error_message(&err), "fake class takes one settings object per VF"));
+        ck_assert_ptr_null(a);
+        ck_assert_uint_eq(fake_loads, 0);
+        svff_error_free(&err);
+
+        /* a short array: the VFs past its end, and a null entry, load
+         * none; every index gets its own value */
+        ck_assert_int_eq(svff_class_load_all(&fake_class, NULL, shorter, 4, &a, &err), 0);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_uint_eq(fake_live, 4);
+        for (unsigned i = 0; i < 4; i++) {
+                ck_assert_ptr_nonnull(a[i]);
+                ck_assert_uint_eq(a[i]->index, i);
+                ck_assert_ptr_eq(a[i]->settings, i == 0 ? json_object_array_get_idx(shorter, 0) : NULL);
+        }
+        svff_class_unload_all(&fake_class, a, 4);
+        ck_assert_uint_eq(fake_live, 0);
+        a = NULL;
+
+        /* no settings at all: none for every VF */
+        ck_assert_int_eq(svff_class_load_all(&fake_class, NULL, NULL, 2, &a, &err), 0);
+        ck_assert(a[0] && !a[0]->settings && a[1] && !a[1]->settings);
+        svff_class_unload_all(&fake_class, a, 2);
+        ck_assert_uint_eq(fake_live, 0);
+        a = NULL;
+
+        /* VF 2's error stops the load there, and what 0 and 1 loaded is
+         * unloaded: nothing kept, *ret untouched */
+        fake_loads = 0;
+        ck_assert_int_eq(svff_class_load_all(&fake_class, NULL, third_bad, 4, &a, &err), -EINVAL);
+        ck_assert_str_eq(svff_error_message(&err), "VF 2 has a bad setting");
+        ck_assert_uint_eq(fake_loads, 3);
+        ck_assert_uint_eq(fake_live, 0);
+        ck_assert_ptr_null(a);
+        svff_error_free(&err);
+
+        /* zero VFs and a NULL array are fine */
+        ck_assert_int_eq(svff_class_load_all(&fake_class, NULL, NULL, 0, &a, &err), 0);
+        svff_class_unload_all(&fake_class, a, 0);
+        a = NULL;
+        svff_class_unload_all(&fake_class, NULL, 3);
+
+        /* a real class's refusal comes back as it is */
+        ck_assert_int_eq(svff_class_load_all(nvme, NULL, nvme_bad, 2, &a, &err), -EINVAL);
+        ck_assert_msg(strstr(svff_error_message(&err), "NVMe setting 'vq' is 1"), "%s", svff_error_message(&err));
+        ck_assert_ptr_null(a);
+        svff_error_free(&err);
+        ck_assert_int_eq(svff_class_load_all(nvme, NULL, nvme_bad, 1, &a, &err), 0);
+        ck_assert(a[0]);
+        svff_class_unload_all(nvme, a, 1);
+}
+END_TEST
+
 static Suite *class_suite(void) {
         Suite *s = suite_create("class");
         TCase *tc = tcase_create("registry");
@@ -125,6 +230,7 @@ static Suite *class_suite(void) {
         tcase_add_test(tc, test_find);
         tcase_add_test(tc, test_merge);
         tcase_add_test(tc, test_check);
+        tcase_add_test(tc, test_load_all);
         suite_add_tcase(s, tc);
         return s;
 }
