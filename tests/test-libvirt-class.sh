@@ -37,6 +37,23 @@ grep -q "namespace 1" "$T/err" || fail "the refusal does not name the namespace:
 expect_eq "$(ctl list --json | jget "$vf1['assigned_to']")" None "VF 1's assignment after the refusal"
 virsh_ dumpxml vm1 | grep -q "ua-svff" && fail "vm1 got a hostdev although the attach was refused"
 
+# What the class is given besides the settings (the VF's recorded state,
+# whether it goes back to its tenant) is svffd's alone: an Attach whose
+# settings carry such keys is refused like any unknown key, before
+# libvirt is asked, and the VF keeps no namespace.
+for extra in '"tenant": true' '"state": {"namespaces": [2], "scid": 2}'; do
+        varlink_call io.svff.Attach "{\"vf\": \"$VF1\", \"domain\": \"vm1\",
+                \"class\": {\"namespace\": 2, $extra}}" >"$T/reply"
+        expect_eq "$(jget "d.get('error')" <"$T/reply")" io.svff.DeviceRefused "Attach with {$extra}: $(cat "$T/reply")"
+        key=${extra%%\":*}
+        grep -q "Unknown NVMe setting '${key#\"}'" "$T/reply" ||
+                fail "the refusal of {$extra} does not name the key: $(cat "$T/reply")"
+        expect_eq "$(ctl list --json | jget "$vf1['assigned_to']")" None "VF 1's assignment after {$extra}"
+        expect_eq "$(ctl list --json | jget "$vf1['class']['state']['namespaces']")" "[]" \
+                "VF 1's namespaces after {$extra}"
+        virsh_ dumpxml vm1 | grep -q "ua-svff" && fail "vm1 got a hostdev although {$extra} was refused"
+done
+
 # Its own namespace: provisioned first, recorded with the assignment.
 ctl attach "$VF1" vm1 --namespace 2 >"$T/out" 2>&1 || fail "attach --namespace 2: $(cat "$T/out")"
 ctl list --json >"$T/list.json"
