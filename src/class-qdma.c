@@ -286,7 +286,8 @@ static int qdma_plan(struct svff_class_pf *c, const struct svff_pf *pf, unsigned
                 return svff_error_set(err, -ENOMEM, "Out of memory planning %s", pf->address);
 
         /* The PF's qmax and the budget are the policy's, the same in every
-         * VF's merged settings: the first VF that names them wins. */
+         * VF's merged settings: the qmax is the first VF's that names one,
+         * the budget the last's that names one (else VF 0's default). */
         for (unsigned i = 0; i < numvfs; i++) {
                 const struct svff_class_settings *vs = settings[i];
 
