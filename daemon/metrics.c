@@ -566,7 +566,12 @@ void metrics_snapshot_changed(struct metrics *mt, const struct snapshot *s) {
         if (h == mt->snapshot_digest)
                 return;
         mt->snapshot_digest = h;
-        metrics_changed(mt);
+        /* While refreshing, the write to come reports s (the owner's
+         * current snapshot already): most often the very pass the
+         * refresh waits for, which is no change of its own to write a
+         * second later. */
+        if (!mt->refreshing)
+                metrics_changed(mt);
 }
 
 void metrics_observe_reconf(struct metrics *mt, uint64_t usec) {

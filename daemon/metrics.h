@@ -51,9 +51,11 @@ int metrics_set_path(struct metrics *mt, const char *path);
 /* Something svffd reports changed: the file is written again within a
  * second. Accepts NULL. */
 void metrics_changed(struct metrics *mt);
-/* The current snapshot was replaced: a change when what the file reports
- * of it (PFs, counts, VF drivers) differs. A pass with nothing new (the
- * one the last write asked for, a List's) writes nothing. */
+/* The current snapshot was replaced by s, which the collect callback
+ * reads from now on: a change when what the file reports of it (PFs,
+ * counts, VF drivers) differs. A pass with nothing new (a List's, the
+ * poll's), or one that comes while the file is due (the one the refresh
+ * waits for), writes nothing more. */
 void metrics_snapshot_changed(struct metrics *mt, const struct snapshot *s);
 /* Writes the file now (the refresh callback's answer). Accepts NULL. */
 void metrics_write(struct metrics *mt);
