@@ -269,14 +269,38 @@ static int load_all(const struct opened *o, unsigned numvfs, struct json_object 
         return svff_class_load_all(o->class, o->c, settings, numvfs, ret, err);
 }
 
+struct classes_loaded {
+        const struct svff_class *class;
+        struct svff_class_settings **s;
+        unsigned n;
+};
+
+void classes_loaded_free(struct classes_loaded *l) {
+        if (!l)
+                return;
+        svff_class_unload_all(l->class, l->s, l->n);
+        free(l);
+}
+
+/* The loaded value of VF index, when l is for class. Borrowed. */
+static const struct svff_class_settings *loaded_for(const struct classes_loaded *l, const struct svff_class *class,
+                                                    unsigned index) {
+        if (!l || l->class != class || index >= l->n)
+                return NULL;
+        return l->s[index];
+}
+
 /* try: a dry run's, which never waits for a step or a write of pf
- * (-EBUSY instead). prepare: an init's, which goes on to the PF-wide
- * changes on the same settings (*prepare set once they start). */
+ * (-EBUSY instead). prepare: an init's, which logs what the plan
+ * needs, goes on to the PF-wide changes on the same settings (*prepare
+ * set once they start), and keeps them for its provision in
+ * *ret_loaded. */
 static int plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, struct json_object *policy,
                      struct json_object *assignments, bool try, bool *prepare, struct json_object **ret,
-                     const char **ret_class_name, struct svff_error *err) {
+                     const char **ret_class_name, struct classes_loaded **ret_loaded, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *plan = NULL;
         struct svff_class_settings **settings = NULL;
+        struct json_object *needs;
         struct opened o;
         int r;
 
@@ -288,9 +312,17 @@ static int plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, stru
         r = load_all(&o, numvfs, policy, assignments, &settings, err);
         if (r >= 0 && o.class->plan)
                 r = o.class->plan(o.c, o.pf, numvfs, settings, &plan, err);
+        if (r >= 0 && prepare && plan && json_object_object_get_ex(plan, "needs", &needs))
+                svff_ctx_log(ctx, LOG_INFO, __FILE__, __LINE__, __func__, "PF %s, %s class: %s.", o.pf->address,
+                             o.class->name, json_object_get_string(needs));
         if (r >= 0 && prepare && o.class->prepare) {
                 *prepare = true;
                 r = o.class->prepare(o.c, o.pf, numvfs, settings, err);
+        }
+        if (r >= 0 && ret_loaded) {
+                *ret_loaded = calloc(1, sizeof(**ret_loaded));
+                if (*ret_loaded)
+                        **ret_loaded = (struct classes_loaded) { o.class, TAKE_PTR(settings), numvfs };
         }
         svff_class_unload_all(o.class, settings, numvfs);
         if (r >= 0) {
@@ -307,9 +339,12 @@ static int plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, stru
 
 int classes_plan_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
                               struct json_object *policy, struct json_object *assignments, struct json_object **ret,
-                              const char **ret_class_name, bool *ret_prepared, struct svff_error *err) {
-        *ret_prepared = false;
-        return plan_sync(ctx, pf, numvfs, policy, assignments, false, ret_prepared, ret, ret_class_name, err);
+                              const char **ret_class_name, bool *prepared, struct classes_loaded **ret_loaded,
+                              struct svff_error *err) {
+        *prepared = false;
+        *ret_loaded = NULL;
+        return plan_sync(ctx, pf, numvfs, policy, assignments, false, prepared, ret, ret_class_name, ret_loaded,
+                         err);
 }
 
 /* Whose the VF is after the step. */
@@ -324,9 +359,11 @@ enum ensure_for {
         ENSURE_TENANT,
 };
 
+/* given: the VF's settings as loaded already (classes_loaded), or NULL
+ * to load them here. */
 static int ensure_opened(struct opened *op, unsigned index, struct json_object *policy,
                          struct json_object *assignment, struct json_object *recorded, enum ensure_for whose,
-                         struct json_object **ret, struct svff_error *err) {
+                         const struct svff_class_settings *given, struct json_object **ret, struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL, *state = NULL, *rec = NULL;
         struct json_object *rsettings = NULL, *rstate = NULL;
         const char *rname = NULL;
@@ -373,10 +410,11 @@ static int ensure_opened(struct opened *op, unsigned index, struct json_object *
                 if (o.class->wants_recorded_state && recorded &&
                     svff_json_get_string(recorded, "name", &rname) >= 0 && streq(rname, o.class->name))
                         (void) json_object_object_get_ex(recorded, "state", &prior);
-                r = o.class->load ? o.class->load(o.c, index, settings, &loaded, err) : 0;
+                if (!given && o.class->load)
+                        r = o.class->load(o.c, index, settings, &loaded, err);
                 if (r >= 0)
-                        r = o.class->provision(o.c, o.pf, index, loaded, prior, whose == ENSURE_TENANT, &state,
-                                               err);
+                        r = o.class->provision(o.c, o.pf, index, given ?: loaded, prior, whose == ENSURE_TENANT,
+                                               &state, err);
                 if (loaded)
                         o.class->unload(loaded);
         }
@@ -408,7 +446,7 @@ static int ensure_sync(struct svff_ctx *ctx, const char *pf, unsigned index, str
         r = opened_open(ctx, pf, false, &o, err);
         if (r <= 0)
                 return r;
-        r = ensure_opened(&o, index, policy, assignment, recorded, whose, ret, err);
+        r = ensure_opened(&o, index, policy, assignment, recorded, whose, NULL, ret, err);
         opened_done(&o);
         return r;
 }
@@ -457,11 +495,11 @@ void classes_close(struct classes_open *co) {
 
 int classes_ensure_open(struct classes_open *co, unsigned index, struct json_object *policy,
                         struct json_object *assignment, struct json_object *recorded, bool tenant,
-                        struct json_object **ret, struct svff_error *err) {
+                        const struct classes_loaded *loaded, struct json_object **ret, struct svff_error *err) {
         if (!co)
                 return 0;
-        return ensure_opened(&co->o, index, policy, assignment, recorded, tenant ? ENSURE_TENANT : ENSURE_ANY, ret,
-                             err);
+        return ensure_opened(&co->o, index, policy, assignment, recorded, tenant ? ENSURE_TENANT : ENSURE_ANY,
+                             loaded_for(loaded, co->o.class, index), ret, err);
 }
 
 int classes_provision_recorded_open(struct classes_open *co, unsigned index, struct json_object *record,
@@ -484,7 +522,7 @@ int classes_provision_recorded_open(struct classes_open *co, unsigned index, str
                 json_object_object_add(wrapped, name, json_object_get(settings));
                 policy = wrapped;
         }
-        r = ensure_opened(&co->o, index, policy, NULL, record, tenant ? ENSURE_TENANT : ENSURE_ANY, ret, err);
+        r = ensure_opened(&co->o, index, policy, NULL, record, tenant ? ENSURE_TENANT : ENSURE_ANY, NULL, ret, err);
         json_object_put(wrapped);
         return r;
 }
@@ -721,7 +759,7 @@ static void step_done(void *userdata) {
 static void step_run(void *userdata) {
         struct step *s = userdata;
 
-        s->r = plan_sync(s->ctx, s->pf, s->numvfs, s->policy, s->assignments, true, NULL, &s->result, &s->class_name,
+        s->r = plan_sync(s->ctx, s->pf, s->numvfs, s->policy, s->assignments, true, NULL, &s->result, &s->class_name, NULL,
                          &s->err);
         if (worker_pool_post(s->pool, step_done, s) < 0)
                 step_free(s);  /* the caller's done cannot run: svffd is out of memory */

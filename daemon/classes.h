@@ -39,13 +39,18 @@ struct json_object *classes_settings_array(const struct svff_class *class, struc
 
 /* The class's plan for numvfs VFs (refuses what the PF cannot
  * provide), then the PF-wide changes it lists (vf null), before numvfs:
- * an init's, the settings loaded once for both. *ret is the plan;
- * *ret_class_name (optional) is the class's name; *ret_prepared says
- * whether the PF-wide changes started (a failure before them changed
- * nothing). */
+ * an init's, the settings loaded once for both, what the plan needs
+ * logged. *ret is the plan; *ret_class_name (optional) is the class's
+ * name; *prepared, set in any case, says whether the PF-wide changes
+ * started (a failure before them changed nothing); *ret_loaded, after
+ * both, the settings as loaded, for the provision of each VF (NULL:
+ * they are loaded again there). */
+struct classes_loaded;
 int classes_plan_prepare_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs,
                               struct json_object *policy, struct json_object *assignments, struct json_object **ret,
-                              const char **ret_class_name, bool *ret_prepared, struct svff_error *err);
+                              const char **ret_class_name, bool *prepared, struct classes_loaded **ret_loaded,
+                              struct svff_error *err);
+void classes_loaded_free(struct classes_loaded *l);
 /* classes_provision_sync(), unless recorded (the VF's class record, may
  * be NULL) has the same settings and verify finds the VF as it says:
  * then *ret is a copy of it, nothing is sent to the device, and it
@@ -87,10 +92,12 @@ int classes_open_sync(struct svff_ctx *ctx, const char *pf, struct classes_open 
 void classes_close(struct classes_open *co);
 /* ensure_open: tenant, the VF stays with the domain it is assigned
  * to, whose guest must find the device it knew (as a reconf's
- * provision, classes_provision_recorded_sync()). */
+ * provision, classes_provision_recorded_sync()); loaded (may be NULL),
+ * the VF's settings as its init's plan loaded them from the same policy
+ * and assignment, used when co's class is the one they were loaded for. */
 int classes_ensure_open(struct classes_open *co, unsigned index, struct json_object *policy,
                         struct json_object *assignment, struct json_object *recorded, bool tenant,
-                        struct json_object **ret, struct svff_error *err);
+                        const struct classes_loaded *loaded, struct json_object **ret, struct svff_error *err);
 int classes_provision_recorded_open(struct classes_open *co, unsigned index, struct json_object *record,
                                     struct json_object *policy, bool tenant, struct json_object **ret,
                                     struct svff_error *err);

@@ -105,6 +105,7 @@ struct init_op {
         char *owner;                    /* recorded with the count; NULL keeps the PF's */
         char *taken_from;               /* the policy that owned the count before an operator's init */
         struct json_object *class_policy;       /* the policy's class members (copy) */
+        struct classes_loaded *class_loaded;    /* their settings by VF, as the plan loaded them */
         struct json_object *class_assignments;  /* {"<index>": an assignment's settings} */
         struct json_object *class_recorded;     /* {"<VF>": its class record} before the init */
         /* {"<VF>": true} for each VF assigned to a domain, which keeps
@@ -167,6 +168,7 @@ static void init_op_free(struct init_op *io) {
         svff_pf_free(io->after);
         free(io->first_message);
         json_object_put(io->class_policy);
+        classes_loaded_free(io->class_loaded);
         json_object_put(io->class_assignments);
         json_object_put(io->class_recorded);
         json_object_put(io->class_tenants);
@@ -650,21 +652,17 @@ static void init_class_progress(void *userdata) {
  * Then the PF-wide changes the plan lists. */
 static int init_class_plan(struct init_op *io) {
         _cleanup_(json_object_putp) struct json_object *plan = NULL;
-        struct json_object *needs;
         bool prepared;
         int r;
 
         r = classes_plan_prepare_sync(io->ctx, io->pf, io->numvfs, io->class_policy, io->class_assignments,
-                                      &plan, &io->class_name, &prepared, &io->err);
+                                      &plan, &io->class_name, &prepared, &io->class_loaded, &io->err);
         if (r < 0 && !prepared) {
                 _cleanup_free_ char *msg = strdup(svff_error_message(&io->err));
 
                 svff_error_free(&io->err);
                 return svff_error_set(&io->err, r, "%s; nothing was changed", strna(msg));
         }
-        if (r > 0 && json_object_object_get_ex(plan, "needs", &needs))
-                svff_ctx_log(io->ctx, LOG_INFO, __FILE__, __LINE__, __func__, "PF %s, %s class: %s.",
-                             io->pf, io->class_name, json_object_get_string(needs));
         return r < 0 ? r : 0;
 }
 
@@ -742,7 +740,7 @@ static void init_class_provision_with(struct init_op *io, struct classes_open *c
                                 r = classes_ensure_open(co, vf->index, io->class_policy, asg, recorded,
                                                         io->class_tenants && json_object_object_get_ex(
                                                                 io->class_tenants, vf->address, NULL),
-                                                        &rec, &io->class_err);
+                                                        io->class_loaded, &rec, &io->class_err);
                 }
                 if (r < 0) {
                         io->class_r = r;
