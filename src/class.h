@@ -78,8 +78,8 @@ struct svff_class {
          * class's typed form: every check of shape and range that needs
          * no device (unknown keys, wrong types, impossible values), and
          * what VF index's own value is. c NULL: no device is open (the
-         * policy loader's and an attach's check, for any VF: index is
-         * ignored, and errors name no device). -EINVAL with err naming
+         * policy loader's check, for any VF: index is ignored, and
+         * errors name no device). -EINVAL with err naming
          * the key and what it takes; *ret is freed with unload. Every
          * class has both. */
         int (*load)(const struct svff_class_pf *c, unsigned index, struct json_object *settings,
@@ -140,9 +140,9 @@ struct svff_class {
          * multipath head re-joins by. tenant is then true when the VF
          * goes back to the domain that had it (a reconf's restore, an
          * unpause), whose guest must find the device it knew; false, the
-         * VF is anyone's, and what it is now counts. An attach
-         * provisions without either, so what the VF had just before the
-         * assignment is saved. */
+         * VF is anyone's, and what it is now counts: an attach's
+         * hand-over is given the record without tenant, so what the VF
+         * had just before the assignment is saved. */
         bool wants_recorded_state;
 
         /* What the PF holds and can still give its VFs, from inspect's
@@ -160,9 +160,9 @@ const struct svff_class *svff_class_by_name(const char *name);
 const struct svff_class *const *svff_class_all(void);
 
 /* Whether settings (one VF's, or NULL) load for cls without a device:
- * cls->load with c NULL, the value dropped. For the policy loader and
- * attach's options, so that bad input is refused before anything is
- * touched; plan and provision check again against the device. Settings
+ * cls->load with c NULL, the value dropped. For the policy loader, so
+ * that a bad policy is refused before anything is touched; an attach's
+ * options load with the device open, before libvirt is asked. Settings
  * that are not an object (nor NULL) are -EINVAL for every class, and any
  * settings object for none (NULL). */
 int svff_class_check(const struct svff_class *cls, struct json_object *settings,

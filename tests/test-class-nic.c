@@ -678,7 +678,7 @@ START_TEST(test_plan) {
 END_TEST
 
 /* svff_class_check(): the same refusals without a device, for the
- * policy loader and attach's options. */
+ * policy loader. */
 START_TEST(test_check) {
         _cleanup_(json_object_putp) struct json_object *good = NULL, *bad = NULL;
         struct svff_error err = SVFF_ERROR_NULL;

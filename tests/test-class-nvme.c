@@ -1331,7 +1331,8 @@ START_TEST(test_check_and_describe) {
                 { "{\"primary_flexible\": \"yes\"}", "'primary_flexible' must be true or false" },
                 { "{\"scrub_on_release\": \"shred\"}", "takes \"none\" or \"format\"" },
                 { "{\"mac\": \"02:00:00:00:00:01\"}", "Unknown NVMe setting 'mac'" },
-                /* the daemon's keys for a reprovision, no operator's */
+                /* once svffd's keys for a reprovision, now provision's
+                 * own arguments: nobody's settings */
                 { "{\"state\": {}}", "Unknown NVMe setting 'state'" },
                 { "{\"tenant\": true}", "Unknown NVMe setting 'tenant'" },
         };
