@@ -1559,7 +1559,7 @@ static struct job *vf_job_new(struct manager *m, struct call *call, enum job_kin
                 acls = svff_store_get_assignment_class(m->store, vf);
                 if (kind == JOB_UNPAUSE && acls && json_object_object_get_ex(acls, "settings", &settings) &&
                     json_object_is_type(settings, json_type_object) &&
-                    json_object_deep_copy(settings, &j->class_settings, NULL) < 0) {
+                    !(j->class_settings = classes_recorded_settings(settings))) {
                         job_free(j);
                         if (call)
                                 call_errorf(call, SVFF_ERROR_INTERNAL, NULL, NULL, "Out of memory.");

@@ -517,9 +517,13 @@ int classes_provision_recorded_open(struct classes_open *co, unsigned index, str
         if (record && json_object_object_get_ex(record, "settings", &settings) && settings &&
             svff_json_get_string(record, "name", &name) >= 0) {
                 wrapped = json_object_new_object();
-                if (!wrapped)
+                settings = classes_recorded_settings(settings);
+                if (!wrapped || !settings) {
+                        json_object_put(wrapped);
+                        json_object_put(settings);
                         return svff_error_set(err, -ENOMEM, "Out of memory");
-                json_object_object_add(wrapped, name, json_object_get(settings));
+                }
+                json_object_object_add(wrapped, name, settings);
                 policy = wrapped;
         }
         r = ensure_opened(&co->o, index, policy, NULL, record, tenant ? ENSURE_TENANT : ENSURE_ANY, NULL, ret, err);
@@ -613,6 +617,18 @@ int classes_inspect_sync(struct svff_ctx *ctx, const char *pf, struct json_objec
 
 /* ---- main thread: settings and records ---- */
 
+struct json_object *classes_recorded_settings(struct json_object *settings) {
+        struct json_object *copy = NULL;
+
+        if (json_object_deep_copy(settings, &copy, NULL) < 0)
+                return NULL;
+        if (json_object_is_type(copy, json_type_object)) {
+                json_object_object_del(copy, "state");
+                json_object_object_del(copy, "tenant");
+        }
+        return copy;
+}
+
 struct json_object *classes_policy_settings(struct manager *m, const char *pf) {
         const struct svff_policy *pol = manager_pf_policy(m, pf);
         struct json_object *copy = NULL;
@@ -644,7 +660,8 @@ struct json_object *classes_assignment_settings(struct manager *m, const char *p
                         continue;
                 if (!o && !(o = json_object_new_object()))
                         return NULL;
-                if (json_object_deep_copy(settings, &copy, NULL) < 0)
+                copy = classes_recorded_settings(settings);
+                if (!copy)
                         continue;
                 snprintf(key, sizeof(key), "%u", index);
                 json_object_object_add(o, key, copy);

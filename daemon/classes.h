@@ -113,6 +113,13 @@ int classes_inspect_sync(struct svff_ctx *ctx, const char *pf, struct json_objec
 
 /* ---- main thread: settings and records ---- */
 
+/* A copy of settings as recorded (an assignment's, or the merged ones
+ * of a VF's record), without "state" and "tenant": svffd's own keys for
+ * a reprovision until they became provision's arguments, which an
+ * Attach could pass through then. A record made so must not make every
+ * later load of its VF fail. NULL: out of memory. Any thread. */
+struct json_object *classes_recorded_settings(struct json_object *settings);
+
 /* A copy of the class members of pf's policy ({"nvme": {...}}), or
  * NULL when its policy has none. */
 struct json_object *classes_policy_settings(struct manager *m, const char *pf);

@@ -63,6 +63,28 @@ expect_eq "$(jget "$vf1['assigned_to']['class']['settings']['namespace']" <"$T/l
 expect_eq "$(jget "$vf1['assigned_to']['domain']" <"$T/list.json")" vm1 "VF 1's domain"
 check_vfs "after attach --namespace"
 
+# A record made while svffd still took "state" and "tenant" from an
+# Attach's settings (its own keys for a reprovision then): svffd drops
+# them where it reads the record, so an init or a reconf of the PF does
+# not fail on them, and the VF keeps its namespace.
+stop_svffd || fail "svffd did not stop cleanly"
+python3 - "$STATE/store.json" "$VF1" <<'PY'
+import json, sys
+path, vf = sys.argv[1], sys.argv[2]
+d = json.load(open(path))
+for rec in (d["assignments"][vf], d["vfs"][vf]):
+    rec["class"]["settings"]["tenant"] = True
+json.dump(d, open(path, "w"))
+PY
+start_connected
+ctl init $PF 2 >"$T/out" 2>&1 || fail "init of a PF whose assignment was recorded with 'tenant': $(cat "$T/out")"
+ctl reconf $PF 2 --cycle >"$T/out" 2>&1 ||
+        fail "reconf --cycle of a PF whose assignment was recorded with 'tenant': $(cat "$T/out")"
+ctl list --json >"$T/list.json"
+expect_eq "$(jget "$vf1['class']['state']['namespaces']" <"$T/list.json")" "[2]" "VF 1's namespaces after the reconf"
+expect_eq "$(jget "$vf1['assigned_to']['domain']" <"$T/list.json")" vm1 "VF 1's domain after the reconf"
+check_vfs "after the reconf of a record with 'tenant'"
+
 # Over varlink: class must be an object.
 rc=0
 varlink_call io.svff.Attach "{\"vf\": \"$VF0\", \"domain\": \"vm2\", \"class\": 1}" >"$T/out" || rc=$?
