@@ -410,7 +410,7 @@ static int ensure_opened(struct opened *op, unsigned index, struct json_object *
                 if (o.class->wants_recorded_state && recorded &&
                     svff_json_get_string(recorded, "name", &rname) >= 0 && streq(rname, o.class->name))
                         (void) json_object_object_get_ex(recorded, "state", &prior);
-                if (!given && o.class->load)
+                if (!given)
                         r = o.class->load(o.c, index, settings, &loaded, err);
                 if (r >= 0)
                         r = o.class->provision(o.c, o.pf, index, given ?: loaded, prior, whose == ENSURE_TENANT,

@@ -76,12 +76,13 @@ int svff_class_check(const struct svff_class *cls, struct json_object *settings,
                                       "The %s class settings must be a JSON object, not '%s'",
                                       cls ? cls->name : "device",
                                       json_object_to_json_string_ext(settings, JSON_C_TO_STRING_PLAIN));
-        if (!cls || !cls->load)
+        if (!cls)
                 return 0;
         r = cls->load(NULL, 0, settings, &loaded, err);
-        if (r >= 0 && loaded && cls->unload)
-                cls->unload(loaded);
-        return r < 0 ? r : 0;
+        if (r < 0)
+                return r;
+        cls->unload(loaded);
+        return 0;
 }
 
 int svff_class_load_all(const struct svff_class *cls, const struct svff_class_pf *c, struct json_object *settings,
@@ -98,7 +99,7 @@ int svff_class_load_all(const struct svff_class *cls, const struct svff_class_pf
         for (unsigned i = 0; i < numvfs; i++) {
                 struct json_object *s = array && i < json_object_array_length(settings) ?
                                         json_object_array_get_idx(settings, i) : NULL;
-                int r = cls->load ? cls->load(c, i, s, &a[i], err) : 0;
+                int r = cls->load(c, i, s, &a[i], err);
 
                 if (r < 0) {
                         svff_class_unload_all(cls, a, i);
@@ -113,7 +114,7 @@ void svff_class_unload_all(const struct svff_class *cls, struct svff_class_setti
         if (!s)
                 return;
         for (unsigned i = 0; i < numvfs; i++)
-                if (s[i] && cls->unload)
+                if (s[i])
                         cls->unload(s[i]);
         free(s);
 }

@@ -170,8 +170,7 @@ int svff_class_check(const struct svff_class *cls, struct json_object *settings,
 
 /* cls->load of each of numvfs VFs' settings (an array by VF index; a
  * missing or null entry is none) on c: *ret is a new array of numvfs
- * loaded values (NULL ones for a class with no load), freed with
- * svff_class_unload_all(). Stops at the
+ * loaded values, freed with svff_class_unload_all(). Stops at the
  * first that does not load: its error, nothing kept. -ENOMEM. */
 int svff_class_load_all(const struct svff_class *cls, const struct svff_class_pf *c, struct json_object *settings,
                         unsigned numvfs, struct svff_class_settings ***ret, struct svff_error *err);
