@@ -257,16 +257,15 @@ struct json_object *classes_settings_array(const struct svff_class *class, struc
         return a;
 }
 
-/* The settings of numvfs VFs of o's PF, loaded by its class: what
- * plan and prepare are given. */
-static int load_all(const struct opened *o, unsigned numvfs, struct json_object *policy,
-                    struct json_object *assignments, struct svff_class_settings ***ret, struct svff_error *err) {
+int classes_load_all(const struct svff_class *class, const struct svff_class_pf *c, struct json_object *policy,
+                     struct json_object *assignments, unsigned numvfs, struct svff_class_settings ***ret,
+                     struct svff_error *err) {
         _cleanup_(json_object_putp) struct json_object *settings = NULL;
 
-        settings = classes_settings_array(o->class, policy, assignments, numvfs);
+        settings = classes_settings_array(class, policy, assignments, numvfs);
         if (!settings)
                 return svff_error_set(err, -ENOMEM, "Out of memory");
-        return svff_class_load_all(o->class, o->c, settings, numvfs, ret, err);
+        return svff_class_load_all(class, c, settings, numvfs, ret, err);
 }
 
 struct classes_loaded {
@@ -309,7 +308,7 @@ static int plan_sync(struct svff_ctx *ctx, const char *pf, unsigned numvfs, stru
                 return r;
         if (ret_class_name)
                 *ret_class_name = o.class->name;  /* static in the registry */
-        r = load_all(&o, numvfs, policy, assignments, &settings, err);
+        r = classes_load_all(o.class, o.c, policy, assignments, numvfs, &settings, err);
         if (r >= 0 && o.class->plan)
                 r = o.class->plan(o.c, o.pf, numvfs, settings, &plan, err);
         if (r >= 0 && prepare && plan && json_object_object_get_ex(plan, "needs", &needs))

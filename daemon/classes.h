@@ -37,6 +37,12 @@
 struct json_object *classes_settings_array(const struct svff_class *class, struct json_object *policy,
                                            struct json_object *assignments, unsigned numvfs);
 
+/* classes_settings_array() loaded by class on c (svff_class_load_all()):
+ * what plan and prepare are given. */
+int classes_load_all(const struct svff_class *class, const struct svff_class_pf *c, struct json_object *policy,
+                     struct json_object *assignments, unsigned numvfs, struct svff_class_settings ***ret,
+                     struct svff_error *err);
+
 /* The class's plan for numvfs VFs (refuses what the PF cannot
  * provide), then the PF-wide changes it lists (vf null), before numvfs:
  * an init's, the settings loaded once for both, what the plan needs

@@ -1068,7 +1068,6 @@ static int pf_check_identity(struct pfop_job *j) {
 static int pf_prepare(struct pfop_job *j) {
         struct svff_ctx *ctx = j->run->env.ctx;
         _cleanup_(svff_pf_freep) struct svff_pf *pf = NULL;
-        _cleanup_(json_object_putp) struct json_object *settings = NULL;
         struct svff_class_settings **loaded = NULL;
         struct svff_class_pf *c = NULL;
         const struct svff_class *class;
@@ -1080,15 +1079,12 @@ static int pf_prepare(struct pfop_job *j) {
         class = svff_class_find(ctx, pf);
         if (!class || !class->prepare)
                 return 0;
-        settings = classes_settings_array(class, j->class_policy, NULL, j->numvfs);
-        if (!settings)
-                return svff_error_set(&j->err, -ENOMEM, "Out of memory");
         if (class->open) {
                 r = class->open(ctx, pf, &c, &j->err);
                 if (r < 0)
                         return r;
         }
-        r = svff_class_load_all(class, c, settings, j->numvfs, &loaded, &j->err);
+        r = classes_load_all(class, c, j->class_policy, NULL, j->numvfs, &loaded, &j->err);
         if (r >= 0)
                 r = class->prepare(c, pf, j->numvfs, loaded, &j->err);
         svff_class_unload_all(class, loaded, j->numvfs);
