@@ -586,9 +586,17 @@ set -- $vfs
 } >"$R/autostart.txt"
 cat "$R/autostart.txt"
 ! grep -q ' $' "$R/autostart.txt" || vm_fail "an autostart domain's VF is missing from its query-pci"
-for d in d1 d2 n1; do
+# def_source DOM: the host address of the one VF in DOM's definition
+# (what libvirt starts it with at the next boot).
+def_source() {
+        virsh -q dumpxml --inactive "$1" --xpath '//hostdev/source/address' 2>/dev/null |
+                sed -n "s/.*domain=.0x\([0-9a-f]*\). bus=.0x\([0-9a-f]*\). slot=.0x\([0-9a-f]*\). function=.0x\([0-9a-f]*\).*/\1 \2 \3 \4/p" |
+                { read -r dm b s f && printf '%04x:%02x:%02x.%x\n' "0x$dm" "0x$b" "0x$s" "0x$f"; }
+}
+while read -r d vf addr; do
         assert_eq "$d's definition holds its VF" 1 "$(virsh -q dumpxml --inactive "$d" | grep -c '<hostdev ')"
-done
+        assert_eq "$d's definition holds VF $vf, the one it runs with" "$vf" "$(def_source "$d")"
+done <"$R/autostart.txt"
 # node_exporter's textfile directory, as its package makes it: the next
 # boot's svffd.service may write there only if it exists as svffd starts.
 mkdir -p /var/lib/prometheus/node-exporter
