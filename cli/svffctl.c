@@ -1648,7 +1648,7 @@ static void print_guests(struct json_object *reply) {
                        jstr(o, "failover") ? ", " : "", text, jstr(o, "port") ? " on " : "", jstr(o, "port") ?: "");
                 if (!streq(h, "offline"))
                         printf("; device off for about %.1f s%s", jint(o, "predicted_msec", 0) / 1000.0,
-                               streq(strna(jstr(o, "predicted_from")), "recent") ? " (from svffd's recent figures for the PF)"
+                               streq(strna(jstr(o, "predicted_from")), "recent") ? " (as the PF's last reconf took)"
                                                                                 : "");
                 printf("\n");
                 if (json_object_object_get_ex(o, "guest_needs", &v) && v)

@@ -121,8 +121,6 @@ struct init_op {
         struct svff_error err;
         struct svff_pf *after;          /* the PF once numvfs is set */
         int count_read;                 /* the count init_check_write() read, or -1 */
-        unsigned from;                  /* the count the PF had when the init planned */
-        usec_t write_began, write_ended;        /* the count write(s), CLOCK_MONOTONIC */
         bool cancelled;
         /* The class steps: its name (NULL: a bare PCI function), then
          * per VF index what provision + verify returned, until one
@@ -256,20 +254,6 @@ no_shortcut:
         init_op_free(io);
 }
 
-/* What the init took for its count write(s), provision and bind: the
- * host part of the PF's next reconf, until one measures its own. That
- * writes 0 first: a write from 0 counts twice. */
-static void init_figures(struct init_op *io) {
-        usec_t write, rest, now = svff_now_usec();
-
-        if (io->numvfs == 0 || io->from == io->numvfs || io->write_ended < io->write_began ||
-            now < io->write_ended)
-                return;
-        write = io->write_ended - io->write_began;
-        rest = now - io->write_ended;
-        reconf_init_figures(io->op->manager, io->pf, (io->from == 0 ? 2 * write : write) + rest);
-}
-
 static void init_bind_done(void *userdata) {
         struct init_op *io = userdata;
         struct json_object *p, *vfs;
@@ -316,7 +300,6 @@ static void init_bind_done(void *userdata) {
         if (io->taken_from)
                 json_object_object_add(p, "policy", json_object_new_string(io->taken_from));
         json_object_object_add(p, "plan", svff_reconf_plan_to_json(io->plan));
-        init_figures(io);
         init_finish(io, NULL, p, false);
 }
 
@@ -880,13 +863,9 @@ static void init_numvfs_run(void *userdata) {
                 io->r = init_read_count(io, &from);
         if (io->r >= 0)
                 io->r = init_plan(io, from);
-        if (io->r >= 0) {
-                io->from = from;
-                io->write_began = svff_now_usec();
+        if (io->r >= 0)
                 io->r = reconf_ops_numvfs(io->ctx, io->pf, io->numvfs, io->numvfs_base, io->numvfs_per_vf,
                                           &io->after, &io->err);
-                io->write_ended = svff_now_usec();
-        }
         /* The PF not read back: once more, for the reason. */
         if (io->r >= 0 && !io->after) {
                 _cleanup_(svff_error_free) struct svff_error lerr = SVFF_ERROR_NULL;

@@ -30,7 +30,6 @@ struct reconf_figures {
         struct reconf_figures *next;
         char pf[SVFF_PCI_ADDR_STRLEN];
         uint64_t host_usec;
-        bool host_measured;             /* host_usec is a reconf's, not an init's estimate */
         struct reconf_domain_figure *domains;
         size_t n_domains;
 };
@@ -60,26 +59,18 @@ static const struct reconf_domain_figure *figures_domain(const struct reconf_fig
         return NULL;
 }
 
-static struct reconf_figures *figures_of(struct reconf_figures **list, const char *pf) {
-        struct reconf_figures *f = (struct reconf_figures *) reconf_figures_get(*list, pf);
-
-        if (f)
-                return f;
-        f = calloc(1, sizeof(*f));
-        if (!f)
-                return NULL;
-        snprintf(f->pf, sizeof(f->pf), "%s", pf);
-        f->next = *list;
-        *list = f;
-        return f;
-}
-
 int reconf_figures_record(struct reconf_figures **list, const char *pf, uint64_t host_usec,
                           const struct reconf_domain_figure *domains, size_t n) {
-        struct reconf_figures *f = figures_of(list, pf);
+        struct reconf_figures *f = (struct reconf_figures *) reconf_figures_get(*list, pf);
 
-        if (!f)
-                return -ENOMEM;
+        if (!f) {
+                f = calloc(1, sizeof(*f));
+                if (!f)
+                        return -ENOMEM;
+                snprintf(f->pf, sizeof(f->pf), "%s", pf);
+                f->next = *list;
+                *list = f;
+        }
         /* Room for every new domain first: all of it is recorded, or
          * nothing is. */
         if (n > 0) {
@@ -89,10 +80,8 @@ int reconf_figures_record(struct reconf_figures **list, const char *pf, uint64_t
                         return -ENOMEM;
                 f->domains = d;
         }
-        if (host_usec > 0) {
+        if (host_usec > 0)
                 f->host_usec = host_usec;
-                f->host_measured = true;
-        }
         for (size_t i = 0; i < n; i++) {
                 struct reconf_domain_figure *d = (struct reconf_domain_figure *) figures_domain(f, domains[i].uuid);
 
@@ -100,19 +89,6 @@ int reconf_figures_record(struct reconf_figures **list, const char *pf, uint64_t
                         d = &f->domains[f->n_domains++];
                 *d = domains[i];
         }
-        return 0;
-}
-
-int reconf_figures_estimate_host(struct reconf_figures **list, const char *pf, uint64_t host_usec) {
-        struct reconf_figures *f;
-
-        if (host_usec == 0)
-                return 0;
-        f = figures_of(list, pf);
-        if (!f)
-                return -ENOMEM;
-        if (!f->host_measured)
-                f->host_usec = host_usec;
         return 0;
 }
 

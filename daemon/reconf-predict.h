@@ -16,10 +16,7 @@
  * Where svffd has carried out a reconf of the PF since it started, its
  * own figures from the last one replace these: a domain's hot-unplug and
  * re-attach per device as measured for that domain, and the host part
- * (from the last quiesce's end to the first restore's start) for the PF.
- * Until a reconf of the PF measured its host part, an init of the PF
- * gives an estimate of it: the same count write(s), provision and bind,
- * a write of N from 0 counted twice for the reconf's write of 0. */
+ * (from the last quiesce's end to the first restore's start) for the PF. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -74,10 +71,6 @@ struct reconf_figures;
  * domain's earlier figure). -ENOMEM, with nothing recorded. */
 int reconf_figures_record(struct reconf_figures **list, const char *pf, uint64_t host_usec,
                           const struct reconf_domain_figure *domains, size_t n);
-/* Records in *list an init's estimate of pf's host part (host_usec; 0:
- * none), used until a reconf of pf measures its own, which an estimate
- * never replaces. -ENOMEM, with nothing recorded. */
-int reconf_figures_estimate_host(struct reconf_figures **list, const char *pf, uint64_t host_usec);
 /* The figures for pf in list, or NULL. Borrowed, until the next record. */
 const struct reconf_figures *reconf_figures_get(const struct reconf_figures *list, const char *pf);
 /* Frees list; returns NULL. */

@@ -155,11 +155,6 @@ static void record_figures(struct manager *m, struct reconf_run *run) {
                             plan->pf);
 }
 
-void reconf_init_figures(struct manager *m, const char *pf, uint64_t host_usec) {
-        if (reconf_figures_estimate_host(&m->reconf_figures, pf, host_usec) < 0)
-                log_warning("Out of memory: the figures of this init of PF %s are not kept for its reconf.", pf);
-}
-
 static uint64_t realtime_usec(void);
 
 /* What to do about a guest that did not answer the unplug: the first

@@ -88,11 +88,6 @@ void reconf_recover(struct manager *m);
  * PF: recovery, or the same Reconf again, completes it. */
 int reconf_journaled(struct manager *m, const char *pf);
 
-/* An init of pf took host_usec for what a reconf's host part does (its
- * count writes, provision and bind): the estimate the plan's prediction
- * uses until a reconf of pf measures its own. */
-void reconf_init_figures(struct manager *m, const char *pf, uint64_t host_usec);
-
 /* Whether any VF of pf is assigned (Init refuses to change such a PF's
  * count: that is Reconf's job). */
 bool reconf_pf_has_assignments(struct manager *m, const char *pf);

@@ -189,35 +189,6 @@ START_TEST(test_recent_figures) {
 }
 END_TEST
 
-START_TEST(test_init_estimate) {
-        struct reconf_figures *list = NULL;
-        struct reconf_domain_figure vm1 = { .uuid = U1, .unplug_usec = 900000, .reattach_usec = 300000 };
-        struct fixture f;
-        char *s;
-
-        fixture_init(&f);
-        /* An init's estimate of the host part (3.5 s) stands for the
-         * model's 1.5 s; the domains' parts are still the model's. */
-        ck_assert_int_eq(reconf_figures_estimate_host(&list, PF, 3500000), 0);
-        s = predictions(&f, reconf_figures_get(list, PF));
-        ck_assert_str_eq(s, "10500/recent 10500/recent 10000/recent");
-        free(s);
-        /* No estimate: nothing recorded. */
-        ck_assert_int_eq(reconf_figures_estimate_host(&list, "0000:02:00.0", 0), 0);
-        ck_assert_ptr_null(reconf_figures_get(list, "0000:02:00.0"));
-
-        /* A reconf's own figure replaces it, and a later init's estimate
-         * does not replace that. */
-        ck_assert_int_eq(reconf_figures_record(&list, PF, 2500000, &vm1, 1), 0);
-        ck_assert_int_eq(reconf_figures_estimate_host(&list, PF, 7000000), 0);
-        s = predictions(&f, reconf_figures_get(list, PF));
-        ck_assert_str_eq(s, "9100/recent 9100/recent 9000/recent");
-        free(s);
-        reconf_figures_free(list);
-        svff_reconf_plan_free(f.plan);
-}
-END_TEST
-
 START_TEST(test_offline_not_predicted) {
         struct reconf_figures *list = NULL;
         struct reconf_domain_figure vm1 = { .uuid = U1, .unplug_usec = 900000, .reattach_usec = 300000 };
@@ -242,7 +213,6 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_model_until_measured);
         tcase_add_test(tc, test_agent);
         tcase_add_test(tc, test_recent_figures);
-        tcase_add_test(tc, test_init_estimate);
         tcase_add_test(tc, test_offline_not_predicted);
         suite_add_tcase(s, tc);
         return s;
